@@ -1,0 +1,344 @@
+// Package lcore runs Go functions as pinned polling loops, the way DPDK
+// applications run their per-core loops.
+//
+// A loop calls its pass function over and over on one OS thread pinned to
+// one CPU, with a DPDK lcore id (so per-lcore mempool caches work), until
+// it is stopped; then it runs its drain function once, on the same thread,
+// and exits. Two ways to get such a thread:
+//
+//   - Launch: on an EAL worker lcore (dpdk.RemoteLaunch). This is the
+//     daemon's way: EAL has already pinned the thread, and secondary
+//     processes such as dpdk-proc-info can still attach.
+//   - Go: on a goroutine locked to its thread, pinned with
+//     sched_setaffinity and registered with rte_thread_register. As fast,
+//     usable on any CPU (tests, tools), but secondary processes cannot
+//     attach while it runs.
+//
+// Go sizes GOMAXPROCS from the CPU affinity it starts with, and a poller
+// holds a P for as long as it runs, so both ways raise GOMAXPROCS to at
+// least the number of running loops + 2 (see SetGOMAXPROCS); otherwise
+// the garbage collector and other goroutines could stall a poller for
+// milliseconds.
+//
+// Idle strategy: BusyPoll never gives the CPU away; Adaptive spins for a
+// number of empty passes, then sleeps, doubling the sleep up to a bound,
+// and goes back to spinning at the first pass that finds work — so a small
+// machine stays usable when traffic is light.
+package lcore
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"golang.org/x/sys/unix"
+)
+
+// IdleKind selects what a loop does when its passes find no work.
+type IdleKind int
+
+const (
+	// BusyPoll polls without pause: lowest latency, one whole CPU.
+	BusyPoll IdleKind = iota
+	// Adaptive spins, then sleeps with exponential back-off.
+	Adaptive
+)
+
+// Idle is a loop's idle strategy.
+type Idle struct {
+	Kind IdleKind
+	// SpinPasses is the number of consecutive empty passes before the
+	// first sleep (Adaptive). Default 10,000.
+	SpinPasses int
+	// MinSleep is the first sleep (Adaptive). Default 1 µs.
+	MinSleep time.Duration
+	// MaxSleep bounds the sleep (Adaptive); it is also the longest extra
+	// latency a packet arriving on an idle loop waits. Default 100 µs.
+	MaxSleep time.Duration
+}
+
+func (i Idle) withDefaults() Idle {
+	if i.SpinPasses <= 0 {
+		i.SpinPasses = 10_000
+	}
+	if i.MinSleep <= 0 {
+		i.MinSleep = time.Microsecond
+	}
+	if i.MaxSleep <= 0 {
+		i.MaxSleep = 100 * time.Microsecond
+	}
+	if i.MaxSleep < i.MinSleep {
+		i.MaxSleep = i.MinSleep
+	}
+	return i
+}
+
+// Config describes a loop.
+type Config struct {
+	Name string // for errors and stats
+	// Pass does one pass of work and returns how many packets (or other
+	// units of work) it handled; 0 means the pass found nothing to do.
+	// It runs on the loop's thread only and must not block.
+	Pass func() int
+	// Drain, when set, runs once on the loop's thread after Stop, before
+	// the loop exits: the place to flush and free what the loop holds.
+	Drain func()
+	Idle  Idle
+}
+
+// Stats are a loop's counters. While the loop runs they are published
+// every publishEvery passes and before each sleep, so they may lag by that
+// much; after the loop has exited they are exact.
+type Stats struct {
+	Passes     uint64 // passes made
+	BusyPasses uint64 // passes whose Pass returned > 0
+	Packets    uint64 // sum of what Pass returned
+	Sleeps     uint64 // sleeps taken (Adaptive)
+}
+
+const publishEvery = 256
+
+// Loop is a running polling loop.
+type Loop struct {
+	name   string
+	cfg    Config
+	stop   atomic.Bool
+	done   chan struct{}
+	err    error // set before done is closed
+	lcore  uint  // DPDK lcore id of the loop's thread
+	cpus   []int // CPU affinity of the loop's thread, read at start
+	wait   func() error
+	exited atomic.Bool
+
+	passes, busy, packets, sleeps atomic.Uint64
+}
+
+var running struct {
+	mu    sync.Mutex
+	loops int
+}
+
+// SetGOMAXPROCS makes GOMAXPROCS at least pollers+2 and at least the
+// number of CPUs, and returns the value set. Launch and Go call it; the
+// daemon may call it earlier with its planned number of loops.
+func SetGOMAXPROCS(pollers int) int {
+	want := pollers + 2
+	if n := runtime.NumCPU(); n > want {
+		want = n
+	}
+	if runtime.GOMAXPROCS(0) < want {
+		runtime.GOMAXPROCS(want)
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+func newLoop(cfg Config) (*Loop, error) {
+	if cfg.Pass == nil {
+		return nil, fmt.Errorf("loop %q: no pass function", cfg.Name)
+	}
+	cfg.Idle = cfg.Idle.withDefaults()
+	running.mu.Lock()
+	running.loops++
+	SetGOMAXPROCS(running.loops)
+	running.mu.Unlock()
+	return &Loop{name: cfg.Name, cfg: cfg, done: make(chan struct{})}, nil
+}
+
+// Launch starts a loop on EAL worker lcore `lcore` (see the package doc).
+func Launch(lcore uint, cfg Config) (*Loop, error) {
+	l, err := newLoop(cfg)
+	if err != nil {
+		return nil, err
+	}
+	started := make(chan struct{})
+	err = dpdk.RemoteLaunch(lcore, func() {
+		l.lcore = dpdk.LcoreID()
+		l.cpus = affinity()
+		setTimerSlack()
+		close(started)
+		l.run()
+	})
+	if err != nil {
+		l.finish(err)
+		return nil, fmt.Errorf("loop %q: %w", cfg.Name, err)
+	}
+	<-started
+	l.wait = func() error { return dpdk.WaitLcore(lcore) }
+	go l.waitExit()
+	return l, nil
+}
+
+// Go starts a loop on a new OS thread pinned to `cpu` and registered with
+// DPDK (see the package doc).
+func Go(cpu int, cfg Config) (*Loop, error) {
+	l, err := newLoop(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cpu < 0 || !cpuExists(cpu) {
+		l.finish(nil)
+		return nil, fmt.Errorf("loop %q: CPU %d does not exist", cfg.Name, cpu)
+	}
+	startErr := make(chan error, 1)
+	exitErr := make(chan error, 1)
+	go func() {
+		// The goroutine never unlocks: when it returns, Go ends the thread,
+		// so no other goroutine ever runs pinned or with this lcore id.
+		runtime.LockOSThread()
+		var set unix.CPUSet
+		set.Set(cpu)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			startErr <- fmt.Errorf("pin to CPU %d: %w", cpu, err)
+			return
+		}
+		id, err := dpdk.ThreadRegister()
+		if err != nil {
+			startErr <- err
+			return
+		}
+		l.lcore = id
+		l.cpus = affinity()
+		setTimerSlack()
+		startErr <- nil
+		defer func() {
+			dpdk.ThreadUnregister()
+			var perr error
+			if r := recover(); r != nil {
+				perr = fmt.Errorf("loop %q: panic: %v", cfg.Name, r)
+			}
+			exitErr <- perr
+		}()
+		l.run()
+	}()
+	if err := <-startErr; err != nil {
+		l.finish(err)
+		return nil, fmt.Errorf("loop %q: %w", cfg.Name, err)
+	}
+	l.wait = func() error { return <-exitErr }
+	go l.waitExit()
+	return l, nil
+}
+
+func cpuExists(cpu int) bool {
+	var set unix.CPUSet
+	if unix.SchedGetaffinity(0, &set) != nil {
+		return false
+	}
+	return set.IsSet(cpu)
+}
+
+// setTimerSlack lets the calling thread's sleeps end within 1 µs of the
+// time asked (Linux rounds them up by 50 µs by default), for Adaptive.
+func setTimerSlack() { _ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1000, 0, 0, 0) }
+
+// affinity lists the CPUs the calling thread may run on.
+func affinity() []int {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil
+	}
+	var cpus []int
+	for c := 0; c < len(set)*64 && len(cpus) < set.Count(); c++ {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus
+}
+
+// run is the loop itself, on the loop's thread.
+func (l *Loop) run() {
+	idle := l.cfg.Idle
+	pass := l.cfg.Pass
+	var passes, busy, packets, sleeps uint64
+	empty := 0
+	sleep := idle.MinSleep
+	publish := func() {
+		l.passes.Store(passes)
+		l.busy.Store(busy)
+		l.packets.Store(packets)
+		l.sleeps.Store(sleeps)
+	}
+	for !l.stop.Load() {
+		n := pass()
+		passes++
+		if n > 0 {
+			busy++
+			packets += uint64(n)
+			empty = 0
+			sleep = idle.MinSleep
+		} else if idle.Kind == Adaptive {
+			empty++
+			if empty >= idle.SpinPasses {
+				publish()
+				ts := unix.NsecToTimespec(int64(sleep))
+				_ = unix.Nanosleep(&ts, nil)
+				sleeps++
+				if sleep *= 2; sleep > idle.MaxSleep {
+					sleep = idle.MaxSleep
+				}
+			}
+		}
+		if passes%publishEvery == 0 {
+			publish()
+		}
+	}
+	if l.cfg.Drain != nil {
+		l.cfg.Drain()
+	}
+	publish()
+}
+
+func (l *Loop) waitExit() { l.finish(l.wait()) }
+
+func (l *Loop) finish(err error) {
+	if l.exited.Swap(true) {
+		return
+	}
+	running.mu.Lock()
+	running.loops--
+	running.mu.Unlock()
+	l.err = err
+	close(l.done)
+}
+
+// ErrStopTimeout is returned by Stop when the loop did not exit in time.
+var ErrStopTimeout = errors.New("loop did not stop in time")
+
+// Stop asks the loop to stop, waits up to timeout for it to drain and
+// exit, and returns the error it exited with (a panic in Pass or Drain).
+func (l *Loop) Stop(timeout time.Duration) error {
+	l.stop.Store(true)
+	select {
+	case <-l.done:
+		return l.err
+	case <-time.After(timeout):
+		return fmt.Errorf("loop %q: %w (%v)", l.name, ErrStopTimeout, timeout)
+	}
+}
+
+// Done is closed when the loop has exited.
+func (l *Loop) Done() <-chan struct{} { return l.done }
+
+// Name is the loop's name.
+func (l *Loop) Name() string { return l.name }
+
+// LcoreID is the DPDK lcore id of the loop's thread.
+func (l *Loop) LcoreID() uint { return l.lcore }
+
+// CPUs is the CPU affinity of the loop's thread, read when it started.
+func (l *Loop) CPUs() []int { return l.cpus }
+
+// Stats returns the loop's counters.
+func (l *Loop) Stats() Stats {
+	return Stats{
+		Passes:     l.passes.Load(),
+		BusyPasses: l.busy.Load(),
+		Packets:    l.packets.Load(),
+		Sleeps:     l.sleeps.Load(),
+	}
+}
