@@ -2,4 +2,12 @@ module github.com/homa-dpdk/homa-dpdk
 
 go 1.26.8
 
-require golang.org/x/sys v0.50.0 // indirect
+require (
+	github.com/spf13/cobra v1.10.2
+	golang.org/x/sys v0.50.0
+)
+
+require (
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/spf13/pflag v1.0.9 // indirect
+)

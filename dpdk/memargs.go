@@ -61,3 +61,18 @@ func (m Memory) Args(megabytes int) []string {
 	}
 	return []string{"--no-huge", "-m", strconv.Itoa(megabytes)}
 }
+
+// VirtualDeviceArgs are EAL arguments for a process that uses virtual
+// devices only: the lcores, --no-pci (never touch the machine's own NIC),
+// quiet EAL logging, hugepages when usable (in-memory: no files left
+// behind) or --no-huge with megabytes of memory and a file prefix of its
+// own (--no-huge implies legacy memory, which --in-memory refuses).
+func VirtualDeviceArgs(lcores string, mem Memory, megabytes int, prefix string) []string {
+	args := []string{"-l", lcores, "--no-pci", "--log-level", "lib.eal:error"}
+	if mem.UseHugepages() {
+		args = append(args, "--in-memory")
+	} else {
+		args = append(args, "--file-prefix", prefix)
+	}
+	return append(args, mem.Args(megabytes)...)
+}

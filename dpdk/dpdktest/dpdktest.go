@@ -34,17 +34,7 @@ func EALArgs() []string {
 	if n > 1 {
 		lcores = "0-" + strconv.Itoa(n-1)
 	}
-	// --no-pci: tests use virtual devices only and must never touch the
-	// machine's own NIC.
-	args := []string{"-l", lcores, "--no-pci", "--log-level", "lib.eal:error"}
-	mem := dpdk.ProbeMemory()
-	if mem.UseHugepages() {
-		args = append(args, "--in-memory")
-	} else {
-		// --no-huge implies legacy memory, which --in-memory refuses.
-		args = append(args, "--file-prefix", "homatest"+strconv.Itoa(os.Getpid()))
-	}
-	return append(args, mem.Args(1024)...)
+	return dpdk.VirtualDeviceArgs(lcores, dpdk.ProbeMemory(), 1024, "homatest"+strconv.Itoa(os.Getpid()))
 }
 
 // Main initialises EAL (when the process may) and runs the tests. Use it

@@ -1,0 +1,197 @@
+package perf
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
+)
+
+// PMDConfig configures the pmd scenario.
+type PMDConfig struct {
+	Devices  []string      // of "null", "memif", "ring"
+	Burst    int           // packets per RX/TX burst
+	Measure  time.Duration // measuring time per run
+	Warmup   time.Duration // time before measuring starts
+	Trials   int           // runs of each forwarder, alternating
+	Testpmd  string        // dpdk-testpmd command
+	Self     string        // this program, run as the memif traffic peer
+	FwdLcore uint          // the forwarding lcore (= CPU), for both forwarders
+	PeerCPU  int           // CPU of the memif peer
+	Mem      dpdk.Memory   // memory mode of every EAL in the run
+	Out      io.Writer     // progress and results
+}
+
+// Method is the measurement method, printed with the results.
+const pmdMethod = `Both forwarders move packets between two ports of the same virtual device ` +
+	`(io forwarding, both directions), on one forwarding core with bursts of the same size, ` +
+	`the same mbuf pool (16384 mbufs, cache 250) and 1024 descriptors. net_null and net_ring: ` +
+	`the forwarding rate is the ports' transmitted packets per second (rte_eth_stats, which is also ` +
+	`what testpmd's Tx-pps shows); net_ring starts with one burst per port in flight (--tx-first). ` +
+	`net_memif: a peer process of ours on another core sends 64-byte packets into memif id 0 and ` +
+	`counts what comes back on id 1; the rate is what the peer receives, so both forwarders are ` +
+	`measured by the same counter. Each figure is the median of the per-second rates after warm-up.`
+
+// DefaultPMDConfig is the configuration of the benchmark the issue asks
+// for: 64-byte packets, bursts of 32, one forwarding core.
+func DefaultPMDConfig() PMDConfig {
+	return PMDConfig{
+		Devices:  []string{"null", "memif", "ring"},
+		Burst:    32,
+		Measure:  5 * time.Second,
+		Warmup:   2 * time.Second,
+		Trials:   3,
+		Testpmd:  "dpdk-testpmd",
+		FwdLcore: 1,
+		PeerCPU:  0,
+		Out:      os.Stdout,
+	}
+}
+
+// PMDRun is one device's result.
+type PMDRun struct {
+	Device      string    `json:"device"`
+	Ours        []float64 `json:"ours_mpps"`    // per trial
+	Testpmd     []float64 `json:"testpmd_mpps"` // per trial
+	OursMpps    float64   `json:"ours_median_mpps"`
+	TestpmdMpps float64   `json:"testpmd_median_mpps"`
+	Ratio       float64   `json:"ratio"` // ours / testpmd
+	// PeerTxRefusedOurs and ...Testpmd count, for memif, packets the peer
+	// could not send because the forwarder's ring was full: zero means the
+	// forwarder kept up with the peer, so the figure is the peer's limit.
+	PeerTxRefusedOurs    uint64 `json:"peer_tx_refused_ours,omitempty"`
+	PeerTxRefusedTestpmd uint64 `json:"peer_tx_refused_testpmd,omitempty"`
+}
+
+// PMDResult is the scenario's result.
+type PMDResult struct {
+	Method     string   `json:"method"`
+	PacketSize int      `json:"packet_size"`
+	Burst      int      `json:"burst"`
+	Runs       []PMDRun `json:"runs"`
+}
+
+// deviceNames maps the short names to DPDK driver names.
+var deviceNames = map[string]string{"null": "net_null", "memif": "net_memif", "ring": "net_ring"}
+
+// ParseDevices checks a comma-separated device list ("all" for every one).
+func ParseDevices(s string) ([]string, error) {
+	if s == "all" || s == "" {
+		return []string{"null", "memif", "ring"}, nil
+	}
+	var out []string
+	for _, d := range strings.Split(s, ",") {
+		d = strings.TrimPrefix(strings.TrimSpace(d), "net_")
+		if _, ok := deviceNames[d]; !ok {
+			return nil, fmt.Errorf("unknown device %q: choose from null, memif, ring (or all)", d)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// RunPMD runs the pmd scenario. EAL must be initialised in this process
+// with FwdLcore as a worker lcore.
+func RunPMD(cfg PMDConfig) (*PMDResult, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	res := &PMDResult{Method: pmdMethod, PacketSize: 64, Burst: cfg.Burst}
+	fmt.Fprintf(cfg.Out, "pmd: 64-byte packets, bursts of %d, forwarding on lcore %d (CPU %d), %v per run after %v warm-up, %d trial(s), memory: %s\n",
+		cfg.Burst, cfg.FwdLcore, dpdk.LcoreCPU(cfg.FwdLcore), cfg.Measure, cfg.Warmup, cfg.Trials, memDesc(cfg.Mem))
+	for _, dev := range cfg.Devices {
+		run := PMDRun{Device: deviceNames[dev]}
+		for trial := 1; trial <= cfg.Trials; trial++ {
+			o, refusedO, err := cfg.runOurs(dev)
+			if err != nil {
+				return nil, fmt.Errorf("%s, ours: %w", run.Device, err)
+			}
+			t, refusedT, err := cfg.runTestpmd(dev)
+			if err != nil {
+				return nil, fmt.Errorf("%s, testpmd: %w", run.Device, err)
+			}
+			run.Ours = append(run.Ours, o)
+			run.Testpmd = append(run.Testpmd, t)
+			run.PeerTxRefusedOurs += refusedO
+			run.PeerTxRefusedTestpmd += refusedT
+			fmt.Fprintf(cfg.Out, "  %-9s trial %d: ours %7.2f Mpps   testpmd %7.2f Mpps\n", run.Device, trial, o, t)
+		}
+		run.OursMpps, run.TestpmdMpps = median(run.Ours), median(run.Testpmd)
+		if run.TestpmdMpps > 0 {
+			run.Ratio = run.OursMpps / run.TestpmdMpps
+		}
+		if dev == "memif" && (run.PeerTxRefusedOurs == 0 || run.PeerTxRefusedTestpmd == 0) {
+			fmt.Fprintf(cfg.Out, "  note: on memif the traffic peer, not the forwarder, set the pace (peer refusals: ours %d, testpmd %d)\n",
+				run.PeerTxRefusedOurs, run.PeerTxRefusedTestpmd)
+		}
+		res.Runs = append(res.Runs, run)
+	}
+	fmt.Fprintln(cfg.Out)
+	fmt.Fprintf(cfg.Out, "%-10s %12s %12s %8s\n", "device", "ours Mpps", "testpmd Mpps", "ratio")
+	for _, r := range res.Runs {
+		fmt.Fprintf(cfg.Out, "%-10s %12.2f %12.2f %8.3f\n", r.Device, r.OursMpps, r.TestpmdMpps, r.Ratio)
+	}
+	var last []string
+	for _, r := range res.Runs {
+		last = append(last, fmt.Sprintf("%s %.3f", r.Device, r.Ratio))
+	}
+	fmt.Fprintf(cfg.Out, "ours/testpmd: %s\n", strings.Join(last, "  "))
+	return res, nil
+}
+
+func (cfg *PMDConfig) check() error {
+	if len(cfg.Devices) == 0 {
+		return fmt.Errorf("pmd: no device chosen")
+	}
+	if cfg.Burst < 1 || cfg.Burst > 512 {
+		return fmt.Errorf("pmd: burst %d out of range 1..512", cfg.Burst)
+	}
+	if cfg.Trials < 1 {
+		return fmt.Errorf("pmd: trials must be at least 1")
+	}
+	if cfg.Measure < time.Second {
+		return fmt.Errorf("pmd: measuring time %v is under the 1 s sampling period", cfg.Measure)
+	}
+	if !slices.Contains(dpdk.WorkerLcores(), cfg.FwdLcore) {
+		return fmt.Errorf("pmd: forwarding lcore %d is not an EAL worker lcore (workers: %v); give EAL -l with at least two lcores", cfg.FwdLcore, dpdk.WorkerLcores())
+	}
+	return nil
+}
+
+// WriteJSON writes the result to path, creating its directory.
+func (r *PMDResult) WriteJSON(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func memDesc(m dpdk.Memory) string {
+	if m.UseHugepages() {
+		return "2 MB hugepages on " + m.HugeDir
+	}
+	return "--no-huge (" + m.Reason + ")"
+}
+
+// median of xs (0 for none).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

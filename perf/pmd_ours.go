@@ -1,0 +1,241 @@
+package perf
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/lcore"
+)
+
+const (
+	pmdPoolSize  = 16384
+	pmdPoolCache = 250
+	pmdDesc      = 1024
+	pmdDataRoom  = 2048 + 128
+)
+
+var pmdPool struct {
+	once sync.Once
+	pool *dpdk.Mempool
+	err  error
+}
+
+func pmdMempool() (*dpdk.Mempool, error) {
+	pmdPool.once.Do(func() {
+		pmdPool.pool, pmdPool.err = dpdk.NewPktMbufPool("pmd_fwd", pmdPoolSize, pmdPoolCache, pmdDataRoom, dpdk.SocketIDAny)
+	})
+	return pmdPool.pool, pmdPool.err
+}
+
+// forwarder is our io-forwarding loop between two ports: every packet
+// received on one port is sent on the other, after its Ethernet header is
+// read in Go (so the benchmark exercises the Go data path, not only the
+// burst calls).
+type forwarder struct {
+	ports   [2]*dpdk.Port
+	bufs    []*dpdk.Mbuf
+	sink    uint64 // folds the headers read, so the reads are not optimised away
+	dropped uint64 // packets the TX queue did not take (freed)
+}
+
+func (f *forwarder) pass() int {
+	total := 0
+	for i := range 2 {
+		n := f.ports[i].RxBurst(0, f.bufs)
+		if n == 0 {
+			continue
+		}
+		for _, m := range f.bufs[:n] {
+			if d := m.Data(); len(d) >= 14 {
+				f.sink += uint64(binary.BigEndian.Uint16(d[12:14])) ^ uint64(d[0])
+			}
+		}
+		if k := f.ports[i^1].TxBurst(0, f.bufs[:n]); k < n {
+			dpdk.FreeBulk(f.bufs[k:n])
+			f.dropped += uint64(n - k)
+		}
+		total += n
+	}
+	return total
+}
+
+// drain frees whatever the ports still hold for us (the loop-back rings of
+// net_ring keep packets circulating).
+func (f *forwarder) drain() {
+	for range 1000 {
+		got := 0
+		for _, p := range f.ports {
+			n := p.RxBurst(0, f.bufs)
+			dpdk.FreeBulk(f.bufs[:n])
+			got += n
+		}
+		if got == 0 {
+			return
+		}
+	}
+}
+
+var vdevSeq int
+
+// vdevArgs returns the two devices' names and arguments for a device kind.
+func vdevArgs(dev, sock string) (names, args [2]string) {
+	vdevSeq++
+	for i := range 2 {
+		names[i] = fmt.Sprintf("%s_pmd%d_%d", deviceNames[dev], vdevSeq, i)
+		switch dev {
+		case "null":
+			args[i] = "size=64"
+		case "memif":
+			args[i] = memifDevargs("server", i, sock)
+		}
+	}
+	return names, args
+}
+
+func memifDevargs(role string, id int, sock string) string {
+	return fmt.Sprintf("role=%s,id=%d,socket=%s,socket-abstract=no", role, id, sock)
+}
+
+// runOurs runs our forwarder once on dev and returns its rate in Mpps and,
+// for memif, how many packets the peer could not send.
+func (cfg *PMDConfig) runOurs(dev string) (float64, uint64, error) {
+	pool, err := pmdMempool()
+	if err != nil {
+		return 0, 0, err
+	}
+	sock := ""
+	if dev == "memif" {
+		dir, err := os.MkdirTemp("", "homa-pmd")
+		if err != nil {
+			return 0, 0, err
+		}
+		defer os.RemoveAll(dir)
+		sock = filepath.Join(dir, "memif.sock")
+	}
+	names, args := vdevArgs(dev, sock)
+	f := &forwarder{bufs: make([]*dpdk.Mbuf, cfg.Burst)}
+	for i := range 2 {
+		p, err := dpdk.NewVdev(names[i], args[i])
+		if err != nil {
+			return 0, 0, err
+		}
+		defer dpdk.RemoveVdev(names[i])
+		if err := setupPort(p, pool); err != nil {
+			return 0, 0, err
+		}
+		f.ports[i] = p
+	}
+	if dev == "ring" { // like testpmd --tx-first: one burst per port in flight
+		for _, p := range f.ports {
+			if err := injectBurst(p, pool, cfg.Burst); err != nil {
+				return 0, 0, err
+			}
+		}
+	}
+	var peer *memifPeer
+	if dev == "memif" {
+		if peer, err = startMemifPeer(cfg, sock); err != nil {
+			return 0, 0, err
+		}
+		defer peer.stop()
+	}
+	loop, err := lcore.Launch(cfg.FwdLcore, lcore.Config{Name: "pmd-fwd", Pass: f.pass, Drain: f.drain})
+	if err != nil {
+		return 0, 0, err
+	}
+	start := time.Now()
+	var rate float64
+	var refused uint64
+	if peer != nil {
+		time.Sleep(cfg.Warmup + cfg.Measure + 500*time.Millisecond)
+		rate, refused = peer.rate(start.Add(cfg.Warmup), start.Add(cfg.Warmup+cfg.Measure))
+	} else {
+		rate, err = sampleTx(f.ports[:], cfg.Warmup, cfg.Measure)
+	}
+	if peer != nil {
+		if qerr := peer.quiesce(); qerr != nil && err == nil {
+			err = qerr
+		}
+	}
+	if serr := loop.Stop(10 * time.Second); serr != nil && err == nil {
+		err = serr
+	}
+	for _, p := range f.ports { // the memif server stops before its client
+		p.Stop()
+	}
+	if peer != nil {
+		if perr := peer.stop(); perr != nil && err == nil {
+			err = perr
+		}
+	}
+	return rate, refused, err
+}
+
+func setupPort(p *dpdk.Port, pool *dpdk.Mempool) error {
+	if err := p.Configure(1, 1, dpdk.PortConf{}); err != nil {
+		return err
+	}
+	if err := p.RxQueueSetup(0, pmdDesc, pool); err != nil {
+		return err
+	}
+	if err := p.TxQueueSetup(0, pmdDesc); err != nil {
+		return err
+	}
+	return p.Start()
+}
+
+// injectBurst sends one burst of 64-byte packets on p.
+func injectBurst(p *dpdk.Port, pool *dpdk.Mempool, n int) error {
+	bufs := make([]*dpdk.Mbuf, n)
+	if err := pool.AllocBulk(bufs); err != nil {
+		return err
+	}
+	for _, m := range bufs {
+		clear(m.Append(64))
+	}
+	if k := p.TxBurst(0, bufs); k < n {
+		dpdk.FreeBulk(bufs[k:])
+	}
+	return nil
+}
+
+// sampleTx waits out the warm-up, then samples the ports' transmitted
+// packets once a second and returns the median rate in Mpps.
+func sampleTx(ports []*dpdk.Port, warmup, measure time.Duration) (float64, error) {
+	time.Sleep(warmup)
+	total := func() (uint64, error) {
+		var sum uint64
+		for _, p := range ports {
+			st, err := p.Stats()
+			if err != nil {
+				return 0, err
+			}
+			sum += st.OPackets
+		}
+		return sum, nil
+	}
+	prev, err := total()
+	if err != nil {
+		return 0, err
+	}
+	prevT := time.Now()
+	var rates []float64
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for range int(measure / time.Second) {
+		<-tick.C
+		cur, err := total()
+		if err != nil {
+			return 0, err
+		}
+		now := time.Now()
+		rates = append(rates, float64(cur-prev)/now.Sub(prevT).Seconds()/1e6)
+		prev, prevT = cur, now
+	}
+	return median(rates), nil
+}

@@ -1,0 +1,225 @@
+package wire
+
+// DropReason says why a frame was not accepted. The data path counts drops
+// per reason in an array indexed by it (var drops [NumDropReasons]uint64),
+// so parsing reports a small integer, never an allocated error.
+type DropReason uint8
+
+// Reasons, in the order ParseFrame checks for them.
+const (
+	// DropNone (the zero value) means the frame was accepted.
+	DropNone DropReason = iota
+
+	// DropShortFrame: fewer than 14 bytes, or a tagged frame cut off
+	// inside its 802.1Q tag.
+	DropShortFrame
+
+	// DropNotIPv4: the EtherType (after at most one 802.1Q tag) is not
+	// IPv4. IPv6, ARP and stacked tags all land here.
+	DropNotIPv4
+
+	// DropShortIPHeader: fewer than 20 bytes after the link header, or
+	// fewer than IHL × 4.
+	DropShortIPHeader
+
+	// DropBadIPVersion: EtherType IPv4 but the version field is not 4.
+	DropBadIPVersion
+
+	// DropBadIHL: IHL below 5.
+	DropBadIHL
+
+	// DropBadTotalLength: total length smaller than the header, or larger
+	// than the bytes that arrived.
+	DropBadTotalLength
+
+	// DropBadIPChecksum: the IPv4 header checksum is wrong.
+	DropBadIPChecksum
+
+	// DropIPFragment: MF set or a non-zero fragment offset. Homa sets DF
+	// and never needs reassembly.
+	DropIPFragment
+
+	// DropNotHoma: the IPv4 protocol is not 146.
+	DropNotHoma
+
+	// DropShortHomaHeader: the Homa packet is shorter than the common
+	// header, or than its type's header.
+	DropShortHomaHeader
+
+	// DropBadType: the packet type is outside 0x10..0x18.
+	DropBadType
+
+	// DropBadNumAcks: an ACK packet's num_acks exceeds MaxAcks.
+	DropBadNumAcks
+
+	// NumDropReasons is the number of reasons, DropNone included; size
+	// per-reason counter arrays with it.
+	NumDropReasons
+)
+
+var dropNames = [NumDropReasons]string{
+	"none", "short_frame", "not_ipv4", "short_ip_header", "bad_ip_version",
+	"bad_ihl", "bad_total_length", "bad_ip_checksum", "ip_fragment",
+	"not_homa", "short_homa_header", "bad_type", "bad_num_acks",
+}
+
+// String returns a snake_case name for r, suitable as a metric label.
+func (r DropReason) String() string {
+	if r < NumDropReasons {
+		return dropNames[r]
+	}
+	return "unknown"
+}
+
+// Frame holds views of the headers of an accepted frame. All of them alias
+// the frame's bytes and are valid only as long as those bytes are: for a
+// DPDK mbuf, until it is freed, reused or handed to the NIC. Use Clone to
+// keep a frame longer.
+type Frame struct {
+	Ethernet Ethernet // the 14-byte Ethernet header
+	VLAN     VLAN     // the 4-byte 802.1Q tag, or nil if untagged
+	IPv4     IPv4     // header (options included) and payload, TotalLength bytes
+	Homa     Common   // the IPv4 payload: Homa header and any data
+
+	// Type is the Homa packet type; Homa has at least Type.HeaderLen()
+	// bytes, so Data(f.Homa), Grant(f.Homa), ... are safe to read.
+	Type PacketType
+
+	// Payload is what follows the type's header: for DATA the message
+	// bytes (Data.Payload), for other types normally empty.
+	Payload []byte
+}
+
+// ParseFrame validates an Ethernet frame carrying a Homa packet over IPv4
+// and fills f with views of its headers. It returns DropNone on success;
+// otherwise the reason, with f zeroed. The IPv4 header checksum is
+// verified; bytes after the IPv4 total length (Ethernet padding, an FCS)
+// are ignored. ParseFrame does not allocate.
+//
+// ParseFrame checks the format only. Whether a DATA segment lies inside its
+// message, whether ports and ids name a live RPC, and whether priorities
+// and message lengths are within configured limits are the engine's
+// business.
+func ParseFrame(b []byte, f *Frame) DropReason { return parseFrame(b, f, true) }
+
+// ParseFrameTrustIPChecksum is ParseFrame without the IPv4 header checksum
+// check, for frames whose checksum the NIC has already verified (RX
+// checksum offload reported it good).
+func ParseFrameTrustIPChecksum(b []byte, f *Frame) DropReason { return parseFrame(b, f, false) }
+
+func parseFrame(b []byte, f *Frame, verifyIPChecksum bool) DropReason {
+	*f = Frame{}
+	if len(b) < EthernetHeaderLen {
+		return DropShortFrame
+	}
+	eth := Ethernet(b[:EthernetHeaderLen])
+	off, etype := EthernetHeaderLen, eth.Type()
+	var vlan VLAN
+	if etype == EtherTypeVLAN {
+		if len(b) < EthernetHeaderLen+VLANTagLen {
+			return DropShortFrame
+		}
+		vlan = VLAN(b[EthernetHeaderLen : EthernetHeaderLen+VLANTagLen])
+		off, etype = EthernetHeaderLen+VLANTagLen, vlan.Type()
+	}
+	if etype != EtherTypeIPv4 {
+		return DropNotIPv4
+	}
+	ip, r := parseIPv4(b[off:], verifyIPChecksum)
+	if r != DropNone {
+		return r
+	}
+	homa := Common(ip.Payload())
+	t, r := ParseHoma(homa)
+	if r != DropNone {
+		return r
+	}
+	*f = Frame{
+		Ethernet: eth,
+		VLAN:     vlan,
+		IPv4:     ip,
+		Homa:     homa,
+		Type:     t,
+		Payload:  homa[t.HeaderLen():],
+	}
+	return DropNone
+}
+
+// ParseIPv4 validates an IPv4 packet carrying Homa: structure (IsValid),
+// header checksum, no fragmentation, protocol 146. b starts at the IPv4
+// header and may run past the total length (link padding). On success it
+// returns a view of exactly TotalLength bytes; otherwise nil and the
+// reason.
+func ParseIPv4(b []byte) (IPv4, DropReason) { return parseIPv4(b, true) }
+
+func parseIPv4(b []byte, verifyChecksum bool) (IPv4, DropReason) {
+	ip := IPv4(b)
+	if r := ip.validate(); r != DropNone {
+		return nil, r
+	}
+	if verifyChecksum && !ip.IsChecksumValid() {
+		return nil, DropBadIPChecksum
+	}
+	if ip.IsFragment() {
+		return nil, DropIPFragment
+	}
+	if ip.Protocol() != IPProtoHoma {
+		return nil, DropNotHoma
+	}
+	return ip[:ip.TotalLength()], DropNone
+}
+
+// ParseHoma validates a Homa packet (the IPv4 payload): at least a common
+// header, a type in 0x10..0x18, at least that type's header length, and
+// for ACK at most MaxAcks entries. On success the typed view (Data(b),
+// Grant(b), ...) of b may be read without further checks.
+func ParseHoma(b []byte) (PacketType, DropReason) {
+	if len(b) < CommonHeaderLen {
+		return 0, DropShortHomaHeader
+	}
+	t := Common(b).Type()
+	n := t.HeaderLen()
+	if n == 0 {
+		return t, DropBadType
+	}
+	if len(b) < n {
+		return t, DropShortHomaHeader
+	}
+	if t == TypeAck && Ack(b).NumAcks() > MaxAcks {
+		return t, DropBadNumAcks
+	}
+	return t, DropNone
+}
+
+// Priority returns the Homa priority the frame arrived at, from the IPv4
+// TOS byte. (With PCP marking, read f.VLAN.PCP() instead.)
+func (f *Frame) Priority() uint8 { return f.IPv4.Priority() }
+
+// EthernetFields returns the link header's fields, the 802.1Q tag
+// included when present; re-encoding them reproduces the link header.
+func (f *Frame) EthernetFields() EthernetFields {
+	e := f.Ethernet.Fields()
+	if f.VLAN != nil {
+		e.Tagged, e.TCI, e.Type = true, f.VLAN.TCI(), f.VLAN.Type()
+	}
+	return e
+}
+
+// Len returns the number of frame bytes the views cover: link header(s)
+// plus the IPv4 total length (padding excluded).
+func (f *Frame) Len() int { return len(f.Ethernet) + len(f.VLAN) + len(f.IPv4) }
+
+// Clone returns a copy of an accepted frame whose views point into a newly
+// allocated buffer, so it outlives the original bytes. Cloning a zero
+// Frame returns a zero Frame.
+func (f *Frame) Clone() Frame {
+	var c Frame
+	if f.Ethernet == nil {
+		return c
+	}
+	buf := make([]byte, f.Len())
+	// The views are contiguous slices of one frame, starting at Ethernet.
+	copy(buf, f.Ethernet[:f.Len()])
+	parseFrame(buf, &c, false)
+	return c
+}
