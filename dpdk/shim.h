@@ -46,20 +46,72 @@ enum {
 
 static inline int homa_errno(void) { return rte_errno; }
 
-// homa_rx_burst receives a burst and prefetches each packet's first data
-// cache line, as DPDK's l2fwd and l3fwd do, so that the Go code reading the
-// headers next finds them in cache (the loads overlap instead of stalling
-// one by one).
 static inline uint16_t homa_rx_burst(uint16_t port, uint16_t q, uintptr_t pkts, uint16_t n) {
-	struct rte_mbuf **m = (struct rte_mbuf **)pkts;
-	uint16_t got = rte_eth_rx_burst(port, q, m, n);
-	for (uint16_t i = 0; i < got; i++)
-		rte_prefetch0(rte_pktmbuf_mtod(m[i], void *));
-	return got;
+	return rte_eth_rx_burst(port, q, (struct rte_mbuf **)pkts, n);
 }
 
 static inline uint16_t homa_tx_burst(uint16_t port, uint16_t q, uintptr_t pkts, uint16_t n) {
 	return rte_eth_tx_burst(port, q, (struct rte_mbuf **)pkts, n);
+}
+
+// One burst of a batch: a queue of a port and an array of mbuf pointers.
+// n is the burst's size (RX: room; TX: packets to send), done what the
+// driver did (RX: received; TX: taken).
+struct homa_burst {
+	uint16_t port;
+	uint16_t queue;
+	uint16_t n;
+	uint16_t done;
+	uint32_t pad;
+	uintptr_t pkts;
+};
+
+// homa_rx_bursts receives on every entry of a batch, with one crossing
+// from Go for all of them; with prefetch, it prefetches each packet's first
+// data cache line (as l2fwd does for NICs that DMA into memory the CPU has
+// not touched).
+static inline uint32_t homa_rx_bursts(uintptr_t batch, unsigned cnt, int prefetch) {
+	struct homa_burst *b = (struct homa_burst *)batch;
+	uint32_t total = 0;
+	for (unsigned i = 0; i < cnt; i++) {
+		struct rte_mbuf **m = (struct rte_mbuf **)b[i].pkts;
+		uint16_t got = b[i].n ? rte_eth_rx_burst(b[i].port, b[i].queue, m, b[i].n) : 0;
+		if (prefetch)
+			for (uint16_t j = 0; j < got; j++)
+				rte_prefetch0(rte_pktmbuf_mtod(m[j], void *));
+		b[i].done = got;
+		total += got;
+	}
+	return total;
+}
+
+// homa_tx_bursts sends every entry of a batch with one crossing from Go.
+// With free_unsent, what a queue did not take is freed here and counted in
+// the return value; otherwise it stays with the caller.
+static inline uint32_t homa_tx_bursts(uintptr_t batch, unsigned cnt, int free_unsent) {
+	struct homa_burst *b = (struct homa_burst *)batch;
+	uint32_t freed = 0;
+	for (unsigned i = 0; i < cnt; i++) {
+		struct rte_mbuf **m = (struct rte_mbuf **)b[i].pkts;
+		uint16_t sent = b[i].n ? rte_eth_tx_burst(b[i].port, b[i].queue, m, b[i].n) : 0;
+		b[i].done = sent;
+		if (free_unsent && sent < b[i].n) {
+			rte_pktmbuf_free_bulk(m + sent, b[i].n - sent);
+			freed += b[i].n - sent;
+		}
+	}
+	return freed;
+}
+
+// homa_tx_rx_bursts sends one batch (freeing what a queue does not take)
+// and then receives on another, in one crossing from Go: a polling loop's
+// whole I/O for a pass. It returns the packets freed in the high 32 bits and
+// the packets received in the low 32 bits.
+static inline uint64_t homa_tx_rx_bursts(uintptr_t tx, unsigned ntx, uintptr_t rx, unsigned nrx,
+					 int prefetch) {
+	uint64_t freed = ntx ? homa_tx_bursts(tx, ntx, 1) : 0;
+	uint64_t received = nrx ? homa_rx_bursts(rx, nrx, prefetch) : 0;
+	return freed << 32 | received;
 }
 
 static inline int homa_alloc_bulk(struct rte_mempool *mp, uintptr_t pkts, unsigned n) {

@@ -35,47 +35,62 @@ func pmdMempool() (*dpdk.Mempool, error) {
 // forwarder is our io-forwarding loop between two ports: every packet
 // received on one port is sent on the other, after its Ethernet header is
 // read in Go (so the benchmark exercises the Go data path, not only the
-// burst calls).
+// burst calls). A pass makes one cgo call (dpdk.TxRx): it sends what the
+// previous pass received, on both ports, then receives on both; what a TX
+// queue does not take is freed and counted, as testpmd's io mode does.
 type forwarder struct {
 	ports   [2]*dpdk.Port
-	bufs    []*dpdk.Mbuf
+	rx, tx  dpdk.Batch
+	bufs    [2][]*dpdk.Mbuf
 	sink    uint64 // folds the headers read, so the reads are not optimised away
-	dropped uint64 // packets the TX queue did not take (freed)
+	dropped uint64 // packets a TX queue did not take (freed)
+}
+
+func newForwarder(ports [2]*dpdk.Port, burst int) (*forwarder, error) {
+	f := &forwarder{ports: ports}
+	for i := range 2 {
+		f.bufs[i] = make([]*dpdk.Mbuf, burst)
+		// Entry i receives on port i into bufs[i] and sends bufs[i] on the
+		// other port.
+		if _, err := f.rx.Add(ports[i], 0, f.bufs[i]); err != nil {
+			return nil, err
+		}
+		if _, err := f.tx.Add(ports[i^1], 0, f.bufs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
 }
 
 func (f *forwarder) pass() int {
-	total := 0
+	freed, total := dpdk.TxRx(&f.tx, &f.rx)
+	f.dropped += uint64(freed)
+	if total == 0 {
+		return 0
+	}
+	sink := uint64(0) // a local: adding into f.sink per packet would chain stores
 	for i := range 2 {
-		n := f.ports[i].RxBurst(0, f.bufs)
-		if n == 0 {
-			continue
-		}
-		for _, m := range f.bufs[:n] {
+		for _, m := range f.rx.Pkts(i) {
 			if d := m.Data(); len(d) >= 14 {
-				f.sink += uint64(binary.BigEndian.Uint16(d[12:14])) ^ uint64(d[0])
+				sink += uint64(binary.BigEndian.Uint16(d[12:14])) ^ uint64(d[0])
 			}
 		}
-		if k := f.ports[i^1].TxBurst(0, f.bufs[:n]); k < n {
-			dpdk.FreeBulk(f.bufs[k:n])
-			f.dropped += uint64(n - k)
-		}
-		total += n
+		f.tx.SetCount(i, f.rx.Got(i)) // sent at the start of the next pass
 	}
+	f.sink += sink
 	return total
 }
 
-// drain frees whatever the ports still hold for us (the loop-back rings of
-// net_ring keep packets circulating).
+// drain sends what the last pass left, then frees whatever the ports still
+// hold for us (the loop-back rings of net_ring keep packets circulating).
 func (f *forwarder) drain() {
+	f.dropped += uint64(f.tx.TxOrFree())
 	for range 1000 {
-		got := 0
-		for _, p := range f.ports {
-			n := p.RxBurst(0, f.bufs)
-			dpdk.FreeBulk(f.bufs[:n])
-			got += n
-		}
-		if got == 0 {
+		if f.rx.Rx() == 0 {
 			return
+		}
+		for i := range 2 {
+			dpdk.FreeBulk(f.rx.Pkts(i))
 		}
 	}
 }
@@ -118,7 +133,7 @@ func (cfg *PMDConfig) runOurs(dev string) (float64, uint64, error) {
 		sock = filepath.Join(dir, "memif.sock")
 	}
 	names, args := vdevArgs(dev, sock)
-	f := &forwarder{bufs: make([]*dpdk.Mbuf, cfg.Burst)}
+	var ports [2]*dpdk.Port
 	for i := range 2 {
 		p, err := dpdk.NewVdev(names[i], args[i])
 		if err != nil {
@@ -128,10 +143,14 @@ func (cfg *PMDConfig) runOurs(dev string) (float64, uint64, error) {
 		if err := setupPort(p, pool); err != nil {
 			return 0, 0, err
 		}
-		f.ports[i] = p
+		ports[i] = p
+	}
+	f, err := newForwarder(ports, cfg.Burst)
+	if err != nil {
+		return 0, 0, err
 	}
 	if dev == "ring" { // like testpmd --tx-first: one burst per port in flight
-		for _, p := range f.ports {
+		for _, p := range ports {
 			if err := injectBurst(p, pool, cfg.Burst); err != nil {
 				return 0, 0, err
 			}

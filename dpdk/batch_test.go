@@ -1,0 +1,100 @@
+package dpdk_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/dpdk/dpdktest"
+)
+
+func TestBatch_rxTxAcrossPortsOneCall(t *testing.T) {
+	dpdktest.Need(t)
+	pool := newPool(t, 4096, 0)
+	a, b := ringPair(t, "bt")
+	startPort(t, a, pool, 1, 1)
+	startPort(t, b, pool, 1, 1)
+	out := make([]*dpdk.Mbuf, 8)
+	in := make([]*dpdk.Mbuf, 16)
+	var tx, rx dpdk.Batch
+	if _, err := tx.Add(a, 0, out); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rx.Add(b, 0, in); err != nil {
+		t.Fatal(err)
+	}
+	rx.Prefetch = true
+	if err := pool.AllocBulk(out); err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range out {
+		copy(m.Append(20), bytes.Repeat([]byte{byte(i)}, 20))
+	}
+	tx.SetCount(0, 5) // send the first five only
+	tx.Tx()
+	if tx.Got(0) != 5 || len(tx.Pkts(0)) != 5 {
+		t.Fatalf("batch TX took %d, want 5", tx.Got(0))
+	}
+	dpdk.FreeBulk(out[5:])
+	if n := rx.Rx(); n != 5 || rx.Got(0) != 5 {
+		t.Fatalf("batch RX got %d (%d), want 5", n, rx.Got(0))
+	}
+	for i, m := range rx.Pkts(0) {
+		if !bytes.Equal(m.Data(), bytes.Repeat([]byte{byte(i)}, 20)) {
+			t.Errorf("packet %d differs", i)
+		}
+	}
+	dpdk.FreeBulk(rx.Pkts(0))
+	if pool.InUse() != 0 {
+		t.Errorf("%d mbufs in use", pool.InUse())
+	}
+}
+
+func TestBatch_stoppedPortCountedAndFreed(t *testing.T) {
+	dpdktest.Need(t)
+	pool := newPool(t, 256, 0)
+	p := newVdev(t, "net_null_batchstop", "")
+	startPort(t, p, pool, 1, 1)
+	p.Stop()
+	bufs := make([]*dpdk.Mbuf, 4)
+	var tx dpdk.Batch
+	tx.Add(p, 0, bufs)
+	if err := pool.AllocBulk(bufs); err != nil {
+		t.Fatal(err)
+	}
+	tx.SetCount(0, 4)
+	if freed := tx.TxOrFree(); freed != 4 {
+		t.Fatalf("TxOrFree on a stopped port freed %d, want 4", freed)
+	}
+	if st, _ := p.Stats(); st.TxNotStarted != 4 {
+		t.Errorf("TxNotStarted %d, want 4", st.TxNotStarted)
+	}
+	if pool.InUse() != 0 {
+		t.Errorf("%d mbufs in use", pool.InUse())
+	}
+}
+
+func TestBatch_noAllocs(t *testing.T) {
+	dpdktest.Need(t)
+	pool := newPool(t, 4096, 0)
+	p0 := newVdev(t, "net_null_ba0", "")
+	p1 := newVdev(t, "net_null_ba1", "")
+	startPort(t, p0, pool, 1, 1)
+	startPort(t, p1, pool, 1, 1)
+	var rx, tx dpdk.Batch
+	for i, p := range []*dpdk.Port{p0, p1} {
+		bufs := make([]*dpdk.Mbuf, 32)
+		rx.Add(p, 0, bufs)
+		tx.Add([]*dpdk.Port{p1, p0}[i], 0, bufs)
+	}
+	allocs := testing.AllocsPerRun(1000, func() {
+		rx.Rx()
+		for i := range 2 {
+			tx.SetCount(i, rx.Got(i))
+		}
+		tx.TxOrFree()
+	})
+	if allocs != 0 {
+		t.Errorf("batch RX+TX allocates %.1f times per pass, want 0", allocs)
+	}
+}
