@@ -123,15 +123,11 @@ func (cfg *PMDConfig) runOurs(dev string) (float64, uint64, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	sock := ""
-	if dev == "memif" {
-		dir, err := os.MkdirTemp("", "homa-pmd")
-		if err != nil {
-			return 0, 0, err
-		}
-		defer os.RemoveAll(dir)
-		sock = filepath.Join(dir, "memif.sock")
+	sock, cleanup, err := memifSocket(dev)
+	if err != nil {
+		return 0, 0, err
 	}
+	defer cleanup()
 	names, args := vdevArgs(dev, sock)
 	var ports [2]*dpdk.Port
 	for i := range 2 {
@@ -193,6 +189,19 @@ func (cfg *PMDConfig) runOurs(dev string) (float64, uint64, error) {
 		}
 	}
 	return rate, refused, err
+}
+
+// memifSocket returns, for memif, a fresh socket path for the run and the
+// function that removes it; for other devices, "".
+func memifSocket(dev string) (string, func(), error) {
+	if dev != "memif" {
+		return "", func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "homa-pmd")
+	if err != nil {
+		return "", nil, err
+	}
+	return filepath.Join(dir, "memif.sock"), func() { os.RemoveAll(dir) }, nil
 }
 
 func setupPort(p *dpdk.Port, pool *dpdk.Mempool) error {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -42,15 +41,11 @@ func (cfg *PMDConfig) testpmdArgs(dev, sock string) []string {
 // runTestpmd runs dpdk-testpmd once on dev and returns its forwarding rate
 // in Mpps and, for memif, the packets the peer could not send.
 func (cfg *PMDConfig) runTestpmd(dev string) (float64, uint64, error) {
-	sock := ""
-	if dev == "memif" {
-		dir, err := os.MkdirTemp("", "homa-pmd")
-		if err != nil {
-			return 0, 0, err
-		}
-		defer os.RemoveAll(dir)
-		sock = filepath.Join(dir, "memif.sock")
+	sock, cleanup, err := memifSocket(dev)
+	if err != nil {
+		return 0, 0, err
 	}
+	defer cleanup()
 	cmd := exec.Command(cfg.Testpmd, cfg.testpmdArgs(dev, sock)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
