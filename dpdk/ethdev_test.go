@@ -233,3 +233,41 @@ func BenchmarkRxTxBurst_null(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*32)/b.Elapsed().Seconds()/1e6, "Mpps")
 }
+
+func TestPort_promiscuousXstatsAndIdentity(t *testing.T) {
+	dpdktest.Need(t)
+	pool := newPool(t, 256, 0)
+	p := newVdev(t, "net_ring_promisc", "")
+	startPort(t, p, pool, 1, 1)
+	if err := p.SetPromiscuous(true); err != nil {
+		t.Fatal(err)
+	}
+	if !p.Promiscuous() {
+		t.Error("promiscuous mode is off after enabling it")
+	}
+	if err := p.SetPromiscuous(false); err != nil || p.Promiscuous() {
+		t.Errorf("disable: %v, still on: %v", err, p.Promiscuous())
+	}
+	xs, err := p.XStats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, x := range xs {
+		names[x.Name] = true
+	}
+	if !names["rx_good_packets"] || !names["tx_good_packets"] {
+		t.Errorf("xstats lack the generic counters: %v", xs)
+	}
+	same, err := dpdk.PortByName("net_ring_promisc")
+	if err != nil || same != p {
+		t.Errorf("PortByName returned %p (%v), want the same *Port %p", same, err, p)
+	}
+	byID, err := dpdk.PortByID(p.ID)
+	if err != nil || byID != p {
+		t.Errorf("PortByID returned %p (%v)", byID, err)
+	}
+	if p.RxQueues() != 1 || p.TxQueues() != 1 {
+		t.Errorf("queues %d/%d", p.RxQueues(), p.TxQueues())
+	}
+}
