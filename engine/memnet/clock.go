@@ -1,0 +1,169 @@
+package memnet
+
+// The clock and the event queue. Time is an int64 count of ns from the
+// start of the simulation; it moves only when an event runs. Events are
+// kept in a binary min-heap of values ordered by (time, sequence), so
+// events due at the same ns run in the order they were scheduled, and a
+// run is deterministic. Network-internal events carry a kind and a frame
+// rather than a closure, so scheduling them does not allocate.
+
+// eventKind says what an event does when it runs.
+type eventKind uint8
+
+const (
+	evFunc        eventKind = iota // call fn (At, After)
+	evUplinkDone                   // host h's NIC finished serializing its current frame
+	evSwitchIn                     // frame p reaches the switch's ingress
+	evEgressEnter                  // reordered frame p, held back, joins its egress queue
+	evEgressDone                   // switch port toward h finished serializing its current frame
+	evDeliver                      // frame p reaches host p.dst
+)
+
+// event is one entry of the heap. Only the fields its kind needs are set.
+type event struct {
+	t    int64     // when it runs, ns
+	seq  uint64    // tie-break: scheduling order
+	kind eventKind // what it does
+	h    *Host     // evUplinkDone, evEgressDone: whose port
+	p    *packet   // evSwitchIn, evEgressEnter, evDeliver: the frame
+	fn   func()    // evFunc
+}
+
+// before orders events by time, then by scheduling order.
+func (e *event) before(o *event) bool {
+	return e.t < o.t || (e.t == o.t && e.seq < o.seq)
+}
+
+// eventHeap is a binary min-heap of events by (t, seq). It is written out
+// rather than built on container/heap, whose interface boxing would
+// allocate per push.
+type eventHeap []event
+
+func (h *eventHeap) push(e event) {
+	*h = append(*h, e)
+	q := *h
+	i := len(q) - 1
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !q[i].before(&q[parent]) {
+			break
+		}
+		q[i], q[parent] = q[parent], q[i]
+		i = parent
+	}
+}
+
+// pop removes and returns the earliest event; the heap must not be empty.
+func (h *eventHeap) pop() event {
+	q := *h
+	top := q[0]
+	last := len(q) - 1
+	q[0] = q[last]
+	q[last] = event{} // drop references for the garbage collector
+	q = q[:last]
+	*h = q
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(q) && q[l].before(&q[m]) {
+			m = l
+		}
+		if r < len(q) && q[r].before(&q[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+	return top
+}
+
+// schedule adds an event at time t (never before now).
+func (n *Network) schedule(e event) {
+	if e.t < n.now {
+		e.t = n.now
+	}
+	n.seq++
+	e.seq = n.seq
+	n.events.push(e)
+}
+
+// Now returns the simulated time in ns.
+func (n *Network) Now() int64 { return n.now }
+
+// At schedules f to run at time t in ns (at Now if t is in the past).
+// Functions due at the same time run in the order they were scheduled.
+// At may be called from inside any callback.
+func (n *Network) At(t int64, f func()) { n.schedule(event{t: t, kind: evFunc, fn: f}) }
+
+// After schedules f to run d ns from now.
+func (n *Network) After(d int64, f func()) { n.At(n.now+d, f) }
+
+// Pending returns the number of scheduled events, frames in flight
+// included.
+func (n *Network) Pending() int { return len(n.events) }
+
+// Step runs the earliest event, moving the clock to its time. It returns
+// false, doing nothing, when no event is scheduled. It panics when called
+// from inside an event (a callback of the network).
+func (n *Network) Step() bool {
+	if n.running {
+		panic("memnet: Step, RunUntil or RunUntilIdle called from inside a callback")
+	}
+	if len(n.events) == 0 {
+		return false
+	}
+	e := n.events.pop()
+	n.now = e.t
+	n.running = true
+	defer func() { n.running = false }()
+	n.run(&e)
+	return true
+}
+
+// RunUntil runs every event due at or before t, then sets the clock to t
+// (if it is not already later).
+func (n *Network) RunUntil(t int64) {
+	for len(n.events) > 0 && n.events[0].t <= t {
+		n.Step()
+	}
+	if t > n.now {
+		n.now = t
+	}
+}
+
+// RunUntilIdle runs events until none is left, and reports true, or until
+// the next one is due after time limit (ns, absolute), and reports false
+// with the clock set to limit. When it becomes idle the clock stays at the
+// last event's time.
+func (n *Network) RunUntilIdle(limit int64) bool {
+	for len(n.events) > 0 {
+		if n.events[0].t > limit {
+			if limit > n.now {
+				n.now = limit
+			}
+			return false
+		}
+		n.Step()
+	}
+	return true
+}
+
+// run dispatches one event.
+func (n *Network) run(e *event) {
+	switch e.kind {
+	case evFunc:
+		e.fn()
+	case evUplinkDone:
+		n.uplinkDone(e.h)
+	case evSwitchIn:
+		n.switchIn(e.p)
+	case evEgressEnter:
+		n.egressEnter(e.p)
+	case evEgressDone:
+		n.egressDone(e.h)
+	case evDeliver:
+		n.deliver(e.p)
+	}
+}

@@ -1,0 +1,169 @@
+package memnet
+
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+)
+
+// Network is the simulated network: hosts, the switch, the clock and the
+// event queue. It is single-threaded: every method, and every callback it
+// makes, runs on the goroutine that drives it (Step, RunUntil,
+// RunUntilIdle). It is not safe for concurrent use.
+type Network struct {
+	cfg Config // filled and validated
+	bps int64  // cfg.LinkBps as a whole number
+
+	now     int64     // simulated time, ns
+	seq     uint64    // events scheduled so far (tie-break)
+	events  eventHeap // pending events
+	running bool      // an event is running (guards against re-entry)
+
+	hosts  []*Host           // in AddHost order
+	byIP   map[[4]byte]*Host // routing table of the switch
+	free   *packet           // free list of frames
+	rng    *rand.Rand        // fault draws, seeded by cfg.Seed
+	rules  []dropRule        // DropNext injections, oldest first
+	trace  func(line string) // SetTrace hook, or nil
+	tbuf   []byte            // trace line scratch
+	counts counters          // Stats without the per-port part
+}
+
+// Host is one endpoint: a NIC with strict-priority queues and a link to
+// its own port of the switch. Its methods must be called from the
+// goroutine driving the network.
+type Host struct {
+	net  *Network
+	ip   [4]byte
+	mac  [6]byte
+	name string // "h1", "h2", ... in AddHost order, for traces
+
+	nic    port // transmit queues of the host's NIC (uplink)
+	egress port // the switch's egress port toward this host (downlink)
+
+	recv      func(frame []byte) // SetReceive, or nil
+	onRestart func()             // OnRestart, or nil
+
+	epoch       uint32 // bumped by Restart
+	partitioned bool   // Partition: drop everything to and from the host
+}
+
+// New returns an empty network. It panics if cfg does not validate (see
+// Config.Validate), since a test cannot run on an invalid network.
+func New(cfg Config) *Network {
+	if err := cfg.Validate(); err != nil {
+		panic(err)
+	}
+	cfg = cfg.withDefaults()
+	return &Network{
+		cfg:  cfg,
+		bps:  int64(math.Round(cfg.LinkBps)),
+		byIP: make(map[[4]byte]*Host),
+		rng:  rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6d656d6e6574)), // "memnet"
+	}
+}
+
+// Config returns the network's configuration with defaults filled in.
+func (n *Network) Config() Config { return n.cfg }
+
+// AddHost attaches a host with address ip to a new port of the switch.
+// Its MAC is the locally administered 02:00:ip[0]:ip[1]:ip[2]:ip[3]. It
+// panics if ip is already taken.
+func (n *Network) AddHost(ip [4]byte) *Host {
+	if _, dup := n.byIP[ip]; dup {
+		panic("memnet: AddHost: address already in use: " + ipString(ip))
+	}
+	h := &Host{
+		net:  n,
+		ip:   ip,
+		mac:  [6]byte{0x02, 0x00, ip[0], ip[1], ip[2], ip[3]},
+		name: "h" + strconv.Itoa(len(n.hosts)+1),
+	}
+	n.hosts = append(n.hosts, h)
+	n.byIP[ip] = h
+	return h
+}
+
+// Host returns the host with address ip, or nil.
+func (n *Network) Host(ip [4]byte) *Host { return n.byIP[ip] }
+
+// Hosts returns the hosts in the order they were added. The slice is the
+// network's own; do not modify it.
+func (n *Network) Hosts() []*Host { return n.hosts }
+
+// IP returns the host's IPv4 address.
+func (h *Host) IP() [4]byte { return h.ip }
+
+// MAC returns the host's Ethernet address.
+func (h *Host) MAC() [6]byte { return h.mac }
+
+// Name returns the host's name in traces: "h1" for the first host added.
+func (h *Host) Name() string { return h.name }
+
+// SetReceive sets the function that receives the frames delivered to the
+// host. The slice is valid only during the call: the network reuses its
+// buffer afterwards, so copy what must outlive it. f may call Send and
+// schedule events. With no function set, frames are delivered and
+// discarded.
+func (h *Host) SetReceive(f func(frame []byte)) { h.recv = f }
+
+// OnRestart sets a function that Network.Restart calls after dropping the
+// host's frames, for the host's software to lose its state.
+func (h *Host) OnRestart(f func()) { h.onRestart = f }
+
+// QueuedBytes returns the bytes held by the host's NIC: frames waiting to
+// be transmitted plus the one being serialized. A pacer can keep this to
+// a few µs of link time.
+func (h *Host) QueuedBytes() int { return h.nic.bytes }
+
+// Send copies frame and queues it on the host's NIC, in the queue of its
+// IPv4 priority (TOS>>5; a frame that is not IPv4 goes to priority 0 and
+// is dropped at the switch). If the NIC is idle it starts transmitting at
+// once. Send does not allocate in steady state.
+func (h *Host) Send(frame []byte) {
+	n := h.net
+	p := n.alloc(frame)
+	classify(p)
+	p.from, p.fromEpoch = h, h.epoch
+	n.counts.sent++
+	n.counts.sentBytes += uint64(len(p.buf))
+	h.nic.push(p, n.queueOf(p.prio))
+	if h.nic.cur == nil {
+		n.uplinkStart(h)
+	}
+}
+
+// uplinkStart puts the next frame of h's NIC on the wire, if any.
+func (n *Network) uplinkStart(h *Host) {
+	p := h.nic.pop()
+	h.nic.cur = p
+	if p != nil {
+		n.schedule(event{t: n.now + n.txTime(len(p.buf)), kind: evUplinkDone, h: h})
+	}
+}
+
+// uplinkDone: h's NIC has sent the last bit of its current frame, which
+// reaches the switch one propagation delay later. A frame whose host
+// restarted while it was on the wire is cut off.
+func (n *Network) uplinkDone(h *Host) {
+	p := h.nic.cur
+	h.nic.unhold(p)
+	if p.fromEpoch != h.epoch {
+		n.drop(p, DropRestart)
+	} else {
+		n.schedule(event{t: n.now + n.cfg.PropDelay, kind: evSwitchIn, p: p})
+	}
+	n.uplinkStart(h)
+}
+
+// ipString formats an IPv4 address for messages.
+func ipString(ip [4]byte) string {
+	b := make([]byte, 0, 15)
+	for i, x := range ip {
+		if i > 0 {
+			b = append(b, '.')
+		}
+		b = strconv.AppendUint(b, uint64(x), 10)
+	}
+	return string(b)
+}
