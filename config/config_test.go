@@ -1,0 +1,178 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "homa.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+const minimal = `
+ports:
+  - device: net_memif0
+    address: 10.0.0.1/24
+`
+
+func TestLoad_exampleFileIsValid(t *testing.T) {
+	s, err := Load(Source{File: "example.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Ports) != 1 || s.Ports[0].Device != "net_memif0" || s.Neighbours[0].MAC != "02:00:0a:00:00:02" {
+		t.Errorf("spec %+v", s)
+	}
+	if s.Protocol.MaxNICQueue != 5*time.Microsecond || s.Protocol.Tick != time.Millisecond {
+		t.Errorf("durations %v %v", s.Protocol.MaxNICQueue, s.Protocol.Tick)
+	}
+}
+
+func TestLoad_defaultsAreKernelHoma(t *testing.T) {
+	s, err := Load(Source{File: writeFile(t, minimal)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := s.Protocol
+	if h.UnschedBytes != 40000 || h.MaxIncoming != 400000 || h.MaxOvercommit != 8 || h.Window != 0 ||
+		h.GrantFIFOFraction != 0.05 || h.FIFOGrantIncrement != 50000 || h.NumPriorities != 8 ||
+		h.ResendTicks != 5 || h.ResendInterval != 5 || h.TimeoutTicks != 100 || h.RequestAckTick != 2 ||
+		h.MaxMessage != 1_000_000 || h.PacerThreshold != 1000 {
+		t.Errorf("protocol defaults %+v", h)
+	}
+	if got := h.UnschedCutoffs; len(got) != 4 || got[0] != 200 || got[3] != 1_000_000 {
+		t.Errorf("cutoffs %v", got)
+	}
+	p := s.Ports[0]
+	if p.MTU != 1500 || p.Marking != "dscp" || p.RxDesc != 1024 || p.LinkSpeed != "auto" {
+		t.Errorf("port defaults %+v", p)
+	}
+}
+
+func TestLoad_environmentAndFlagsOverride(t *testing.T) {
+	t.Setenv("HOMA_PROTOCOL_MAX_INCOMING", "123456")
+	t.Setenv("HOMA_LOG_LEVEL", "debug")
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	fs.String("log-level", "info", "")
+	fs.String("capture", "", "")
+	if err := fs.Parse([]string{"--log-level=warn", "--capture=/tmp/x.pcapng"}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(Source{
+		File:  writeFile(t, minimal+"protocol:\n  max_incoming: 99\nlog:\n  level: error\n"),
+		Flags: map[string]*pflag.Flag{"log.level": fs.Lookup("log-level"), "capture.file": fs.Lookup("capture")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Protocol.MaxIncoming != 123456 {
+		t.Errorf("environment did not override the file: %d", s.Protocol.MaxIncoming)
+	}
+	if s.Log.Level != "warn" || s.Capture.File != "/tmp/x.pcapng" {
+		t.Errorf("flags did not override: level %q capture %q", s.Log.Level, s.Capture.File)
+	}
+}
+
+func TestLoad_errorsNameTheKey(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		env        map[string]string
+		want       []string
+	}{
+		{"unknown top key", minimal + "protocl:\n  x: 1\n", nil, []string{"unknown key protocl"}},
+		{"unknown nested key", minimal + "protocol:\n  max_incomming: 5\n", nil, []string{"unknown key protocol.max_incomming"}},
+		{"no port", "log:\n  level: info\n", nil, []string{"ports: no port is configured"}},
+		{"bad address", "ports:\n  - device: net_null0\n    address: 10.0.0.300/24\n", nil,
+			[]string{"ports[0].address", "not an IPv4 address/prefix"}},
+		{"bad device", "ports:\n  - device: eth0\n    address: 10.0.0.1/24\n", nil,
+			[]string{"ports[0].device", "neither a PCI address"}},
+		{"gateway off subnet", "ports:\n  - device: 0000:3b:00.0\n    address: 10.0.0.1/24\n    gateway: 10.1.0.1\n", nil,
+			[]string{"ports[0].gateway", "not on the port's subnet 10.0.0.0/24"}},
+		{"bad mtu", minimal + "    mtu: 20000\n", nil, []string{"ports[0].mtu: 20000 is out of range; allowed 576..9000"}},
+		{"bad marking", minimal + "    marking: tos\n", nil, []string{"ports[0].marking", "dscp, pcp"}},
+		{"pcp without vlan", minimal + "    marking: pcp\n", nil, []string{"ports[0].vlan", "needs a VLAN id"}},
+		{"bad priority map", minimal + "    priority_map: \"0,1\"\n", nil, []string{"ports[0].priority_map", "want 8 queue numbers"}},
+		{"bad link speed", minimal + "    link_speed: fast\n", nil, []string{"ports[0].link_speed", "10G"}},
+		{"duplicate address", minimal + "  - device: net_null1\n    address: 10.0.0.1/24\n", nil,
+			[]string{"ports[1].address: 10.0.0.1 is also the address of ports[0]"}},
+		{"bad env value", minimal, map[string]string{"HOMA_PROTOCOL_MAX_OVERCOMMIT": "lots"}, []string{"max_overcommit"}},
+		{"overcommit range", minimal, map[string]string{"HOMA_PROTOCOL_MAX_OVERCOMMIT": "0"},
+			[]string{"protocol.max_overcommit: 0 is out of range; allowed 1..64"}},
+		{"cutoffs decrease", minimal + "protocol:\n  unsched_cutoffs: [300, 200]\n", nil,
+			[]string{"protocol.unsched_cutoffs[1]", "increase"}},
+		{"timeout before resend", minimal + "protocol:\n  timeout_ticks: 4\n", nil,
+			[]string{"protocol.timeout_ticks: 4 must exceed protocol.resend_ticks"}},
+		{"bad duration", minimal + "protocol:\n  tick: soon\n", nil, []string{"tick"}},
+		{"bad log format", minimal + "log:\n  format: xml\n", nil, []string{"log.format", "json, console"}},
+		{"bad fraction", minimal + "faults:\n  drop: 2\n", nil, []string{"faults.drop: 2 is out of range; allowed 0..1"}},
+		{"bad neighbour", minimal + "neighbours:\n  - ip: 10.0.0.2\n    mac: zz\n", nil, []string{"neighbours[0].mac"}},
+		{"bad metrics", minimal + "metrics:\n  address: 9464\n", nil, []string{"metrics.address", "host:port"}},
+		{"bad memlimit", minimal + "runtime:\n  gomemlimit: lots\n", nil, []string{"runtime.gomemlimit", "512MiB"}},
+		{"relative socket", minimal + "workers:\n  socket: w.sock\n", nil, []string{"workers.socket", "absolute path"}},
+		{"yaml syntax", "ports: [\n", nil, []string{"homa.yaml"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			_, err := Load(Source{File: writeFile(t, tc.body)})
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestLoad_missingFileNamed(t *testing.T) {
+	_, err := Load(Source{File: "/nonexistent/homa.yaml"})
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/homa.yaml") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestLoad_flagForUnknownKeyRefused(t *testing.T) {
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	fs.String("bogus", "", "")
+	_, err := Load(Source{File: writeFile(t, minimal), Flags: map[string]*pflag.Flag{"no.such": fs.Lookup("bogus")}})
+	if err == nil || !strings.Contains(err.Error(), "--bogus") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestParseRateAndBytes(t *testing.T) {
+	for in, want := range map[string]float64{"10G": 10e9, "25g": 25e9, "100M": 100e6, "400Gbps": 400e9, "1.5G": 1.5e9} {
+		if got, err := ParseRate(in); err != nil || got != want {
+			t.Errorf("ParseRate(%q) = %v, %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"", "G", "-1G", "10X", "fast"} {
+		if _, err := ParseRate(bad); err == nil {
+			t.Errorf("ParseRate(%q) accepted", bad)
+		}
+	}
+	for in, want := range map[string]int64{"512MiB": 512 << 20, "2GiB": 2 << 30, "4096": 4096, "64KiB": 64 << 10, "10B": 10} {
+		if got, err := ParseBytes(in); err != nil || got != want {
+			t.Errorf("ParseBytes(%q) = %v, %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"", "MiB", "-5MiB", "5MB"} {
+		if _, err := ParseBytes(bad); err == nil {
+			t.Errorf("ParseBytes(%q) accepted", bad)
+		}
+	}
+}

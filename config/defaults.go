@@ -1,0 +1,88 @@
+package config
+
+import "time"
+
+// defaults are the values of every scalar key before the file, the
+// environment and the flags speak. The protocol values are the kernel Homa
+// module's.
+var defaults = map[string]any{
+	"lcores": []uint{1},
+
+	"protocol.unsched_bytes":        40_000,
+	"protocol.max_incoming":         400_000,
+	"protocol.max_overcommit":       8,
+	"protocol.window":               0,
+	"protocol.grant_fifo_fraction":  0.05,
+	"protocol.fifo_grant_increment": 50_000,
+	"protocol.num_priorities":       8,
+	"protocol.unsched_cutoffs":      []int{200, 2800, 15_000, 1_000_000},
+	"protocol.tick":                 time.Millisecond,
+	"protocol.resend_ticks":         5,
+	"protocol.resend_interval":      5,
+	"protocol.timeout_ticks":        100,
+	"protocol.request_ack_ticks":    2,
+	"protocol.max_nic_queue":        5 * time.Microsecond,
+	"protocol.pacer_threshold":      1000,
+	"protocol.max_message":          1_000_000,
+	"protocol.incast_control":       true,
+
+	"metrics.address": "127.0.0.1:9464",
+	"capture.file":    "",
+	"capture.last":    0,
+	"log.format":      "console",
+	"log.level":       "info",
+
+	"runtime.gogc":       100,
+	"runtime.gomemlimit": "",
+	"runtime.gomaxprocs": 0,
+	"runtime.idle":       "adaptive",
+
+	"faults.drop":      0.0,
+	"faults.duplicate": 0.0,
+	"faults.reorder":   0.0,
+	"faults.seed":      1,
+
+	"workers.socket":          "/run/homa-dpdk/workers.sock",
+	"workers.allow_uids":      []int{},
+	"workers.allow_gids":      []int{},
+	"workers.max_outstanding": 1024,
+	"workers.max_bytes":       64 << 20,
+
+	"arp.timeout": 100 * time.Millisecond,
+	"arp.retries": 5,
+	"arp.aging":   5 * time.Minute,
+
+	"mempool.mbufs": 16384,
+	"mempool.cache": 256,
+}
+
+// Port defaults, applied to each port's zero fields.
+const (
+	defaultMTU      = 1500
+	defaultRxQueues = 1
+	defaultRxDesc   = 1024
+	defaultTxDesc   = 1024
+	defaultMarking  = "dscp"
+	defaultSpeed    = "auto"
+)
+
+func (p *PortSpec) applyDefaults() {
+	if p.MTU == 0 {
+		p.MTU = defaultMTU
+	}
+	if p.RxQueues == 0 {
+		p.RxQueues = defaultRxQueues
+	}
+	if p.RxDesc == 0 {
+		p.RxDesc = defaultRxDesc
+	}
+	if p.TxDesc == 0 {
+		p.TxDesc = defaultTxDesc
+	}
+	if p.Marking == "" {
+		p.Marking = defaultMarking
+	}
+	if p.LinkSpeed == "" {
+		p.LinkSpeed = defaultSpeed
+	}
+}

@@ -1,0 +1,126 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// Source says where a Spec comes from besides the defaults and the
+// environment.
+type Source struct {
+	File string // YAML file; "" for none
+	// Flags maps config keys to the command-line flags that set them; a flag
+	// counts only when the user gave it.
+	Flags map[string]*pflag.Flag
+}
+
+// Load reads, merges and validates a Spec.
+func Load(src Source) (*Spec, error) {
+	v := viper.New()
+	v.SetConfigType("yaml")
+	for k, val := range defaults {
+		v.SetDefault(k, val)
+	}
+	if src.File != "" {
+		f, err := os.Open(src.File)
+		if err != nil {
+			return nil, fmt.Errorf("config file: %w", err)
+		}
+		defer f.Close()
+		if err := v.ReadConfig(f); err != nil {
+			return nil, fmt.Errorf("config file %s: %w", src.File, err)
+		}
+	}
+	v.SetEnvPrefix("HOMA")
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	v.AutomaticEnv()
+	keys := make([]string, 0, len(src.Flags))
+	for k := range src.Flags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if _, ok := defaults[k]; !ok && k != "eal" {
+			return nil, fmt.Errorf("flag --%s is bound to unknown config key %q", src.Flags[k].Name, k)
+		}
+		if err := v.BindPFlag(k, src.Flags[k]); err != nil {
+			return nil, fmt.Errorf("flag --%s: %w", src.Flags[k].Name, err)
+		}
+	}
+	var s Spec
+	if err := v.UnmarshalExact(&s); err != nil {
+		return nil, decodeError(src.File, err)
+	}
+	for i := range s.Ports {
+		s.Ports[i].applyDefaults()
+	}
+	if err := s.Validate(); err != nil {
+		if src.File != "" {
+			return nil, fmt.Errorf("config %s: %w", src.File, err)
+		}
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return &s, nil
+}
+
+var (
+	invalidKeys = regexp.MustCompile(`'([^']*)' has invalid keys: (.*)`)
+	keyMessage  = regexp.MustCompile(`^'([^']+)' (.*)$`)
+)
+
+// hint adds what a value of the failed kind looks like.
+func hint(msg string) string {
+	switch {
+	case strings.Contains(msg, "duration"):
+		return msg + " (want a duration like 1ms, 5us, 2s)"
+	case strings.Contains(msg, "'int'") || strings.Contains(msg, "'uint'"):
+		return msg + " (want an integer)"
+	case strings.Contains(msg, "'float"):
+		return msg + " (want a number)"
+	case strings.Contains(msg, "'bool'"):
+		return msg + " (want true or false)"
+	}
+	return msg
+}
+
+// decodeError rewrites mapstructure's messages so that each names the key
+// in the file's terms: "unknown key protocol.max_incomming".
+func decodeError(file string, err error) error {
+	where := "config"
+	if file != "" {
+		where = "config " + file
+	}
+	var msgs []string
+	for _, line := range strings.Split(err.Error(), "\n") {
+		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "*"))
+		if line == "" || strings.HasPrefix(line, "decoding failed") || strings.HasSuffix(line, "error(s):") {
+			continue
+		}
+		if m := invalidKeys.FindStringSubmatch(line); m != nil {
+			for _, k := range strings.Split(m[2], ", ") {
+				key := k
+				if m[1] != "" {
+					key = m[1] + "." + k
+				}
+				msgs = append(msgs, fmt.Sprintf("unknown key %s (see config/example.yaml for the keys)", key))
+			}
+			continue
+		}
+		if m := keyMessage.FindStringSubmatch(line); m != nil {
+			msgs = append(msgs, m[1]+": "+hint(m[2]))
+			continue
+		}
+		msgs = append(msgs, line)
+	}
+	if len(msgs) == 0 {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	return fmt.Errorf("%s: %w", where, errors.New(strings.Join(msgs, "; ")))
+}

@@ -1,0 +1,143 @@
+// Package config turns a YAML file, HOMA_* environment variables and
+// command-line flags into one validated Spec for the daemon. It has no side
+// effects: it reads, merges and checks; cmd/homa-dpdk builds the live
+// objects from the Spec in named phases.
+//
+// Precedence, highest first: flags, environment, file, defaults. Every
+// scalar key can come from the environment as HOMA_ followed by the key in
+// capitals with dots as underscores (protocol.max_incoming is
+// HOMA_PROTOCOL_MAX_INCOMING). Lists (ports, neighbours) come from the file.
+//
+// Errors name the key (ports[0].address, protocol.unsched_bytes) and the
+// values it allows. example.yaml beside this file documents every key.
+package config
+
+import "time"
+
+// Spec is the daemon's whole configuration.
+type Spec struct {
+	// EAL arguments passed to DPDK verbatim (flags after -- replace them).
+	EAL []string `mapstructure:"eal"`
+	// Lcores are the EAL worker lcores that run polling loops; one per port.
+	Lcores     []uint       `mapstructure:"lcores"`
+	Ports      []PortSpec   `mapstructure:"ports"`
+	Protocol   ProtocolSpec `mapstructure:"protocol"`
+	Neighbours []Neighbour  `mapstructure:"neighbours"`
+	Metrics    MetricsSpec  `mapstructure:"metrics"`
+	Capture    CaptureSpec  `mapstructure:"capture"`
+	Log        LogSpec      `mapstructure:"log"`
+	Runtime    RuntimeSpec  `mapstructure:"runtime"`
+	Faults     FaultSpec    `mapstructure:"faults"`
+	Workers    WorkersSpec  `mapstructure:"workers"`
+	ARP        ARPSpec      `mapstructure:"arp"`
+	Mempool    MempoolSpec  `mapstructure:"mempool"`
+}
+
+// PortSpec is one DPDK port and the IPv4 host on it.
+type PortSpec struct {
+	// Device is a PCI address (0000:3b:00.0) or a vdev string
+	// (net_memif0,role=server,socket=/run/homa/memif.sock).
+	Device  string `mapstructure:"device"`
+	Address string `mapstructure:"address"` // IPv4 address/prefix, e.g. 10.0.0.1/24
+	Gateway string `mapstructure:"gateway"` // IPv4 next hop off the subnet; "" for none
+	MAC     string `mapstructure:"mac"`     // override of the port's MAC; "" keeps it
+	MTU     int    `mapstructure:"mtu"`     // IP MTU, 576..9000 (jumbo frames allowed)
+	// RxQueues is the number of RX queues (1 until RSS sharding exists).
+	RxQueues int `mapstructure:"rx_queues"`
+	// TxQueues is the number of TX queues for the 8 priorities; 0 takes as
+	// many as the device allows, up to 8.
+	TxQueues    int    `mapstructure:"tx_queues"`
+	PriorityMap string `mapstructure:"priority_map"` // queues of priorities 7..0, "" for the default spread
+	Marking     string `mapstructure:"marking"`      // dscp or pcp
+	VLAN        int    `mapstructure:"vlan"`         // VLAN id for pcp marking, 0..4094
+	LinkSpeed   string `mapstructure:"link_speed"`   // auto, or a rate like 10G, 25G, 100G, 100M
+	RxDesc      int    `mapstructure:"rx_desc"`      // RX descriptors per queue
+	TxDesc      int    `mapstructure:"tx_desc"`      // TX descriptors per queue
+}
+
+// ProtocolSpec holds every Homa knob, with the kernel implementation's
+// defaults.
+type ProtocolSpec struct {
+	UnschedBytes       int     `mapstructure:"unsched_bytes"`        // bytes sent before any grant
+	MaxIncoming        int     `mapstructure:"max_incoming"`         // granted-but-unreceived bytes allowed
+	MaxOvercommit      int     `mapstructure:"max_overcommit"`       // messages granted at once
+	Window             int     `mapstructure:"window"`               // per-message grant window; 0 = dynamic
+	GrantFIFOFraction  float64 `mapstructure:"grant_fifo_fraction"`  // share of grants to the oldest message
+	FIFOGrantIncrement int     `mapstructure:"fifo_grant_increment"` // bytes per FIFO grant
+	NumPriorities      int     `mapstructure:"num_priorities"`       // 1..8
+	// UnschedCutoffs are the initial cutoffs for priorities 7 down to 0
+	// (bytes; a message goes at the highest priority whose cutoff is at
+	// least its length); 0 ends the list.
+	UnschedCutoffs []int         `mapstructure:"unsched_cutoffs"`
+	Tick           time.Duration `mapstructure:"tick"`
+	ResendTicks    int           `mapstructure:"resend_ticks"`      // silent ticks before the first RESEND
+	ResendInterval int           `mapstructure:"resend_interval"`   // ticks between RESENDs
+	TimeoutTicks   int           `mapstructure:"timeout_ticks"`     // silent ticks before an RPC times out
+	RequestAckTick int           `mapstructure:"request_ack_ticks"` // ticks before a server sends NEED_ACK
+	MaxNICQueue    time.Duration `mapstructure:"max_nic_queue"`     // NIC backlog bound (max_nic_queue_us)
+	PacerThreshold int           `mapstructure:"pacer_threshold"`   // messages shorter than this are never paced
+	MaxMessage     int           `mapstructure:"max_message"`       // largest message, bytes
+	IncastControl  bool          `mapstructure:"incast_control"`    // limit unscheduled bursts under incast
+}
+
+// Neighbour is a static IPv4 → MAC entry (no ARP needed for it).
+type Neighbour struct {
+	IP  string `mapstructure:"ip"`
+	MAC string `mapstructure:"mac"`
+}
+
+// MetricsSpec configures the Prometheus endpoint.
+type MetricsSpec struct {
+	Address string `mapstructure:"address"` // host:port to serve /metrics on; "" turns it off
+}
+
+// CaptureSpec configures packet capture to pcapng.
+type CaptureSpec struct {
+	File string `mapstructure:"file"` // "" turns capture off
+	Last int    `mapstructure:"last"` // keep only the last N packets; 0 keeps all
+}
+
+// LogSpec configures zerolog.
+type LogSpec struct {
+	Format string `mapstructure:"format"` // json or console
+	Level  string `mapstructure:"level"`  // debug, info, warn, error
+}
+
+// RuntimeSpec configures the Go runtime; the poller must not be stalled by
+// the garbage collector.
+type RuntimeSpec struct {
+	GOGC       int    `mapstructure:"gogc"`       // GOGC percentage; -1 turns the collector off
+	GOMemLimit string `mapstructure:"gomemlimit"` // soft memory limit, e.g. 512MiB; "" for none
+	GOMAXPROCS int    `mapstructure:"gomaxprocs"` // 0 = polling loops + 2, or the CPU count if larger
+	Idle       string `mapstructure:"idle"`       // busy or adaptive
+}
+
+// FaultSpec injects faults into received packets (for tests; off by default).
+type FaultSpec struct {
+	Drop      float64 `mapstructure:"drop"`
+	Duplicate float64 `mapstructure:"duplicate"`
+	Reorder   float64 `mapstructure:"reorder"`
+	Seed      int64   `mapstructure:"seed"`
+}
+
+// WorkersSpec configures the shared-memory worker interface.
+type WorkersSpec struct {
+	Socket         string `mapstructure:"socket"`          // control socket path
+	AllowUIDs      []int  `mapstructure:"allow_uids"`      // uids allowed to connect (root always is)
+	AllowGIDs      []int  `mapstructure:"allow_gids"`      // gids allowed to connect
+	MaxOutstanding int    `mapstructure:"max_outstanding"` // RPCs in flight per worker
+	MaxBytes       int    `mapstructure:"max_bytes"`       // transmit arena bytes per worker
+}
+
+// ARPSpec configures neighbour resolution.
+type ARPSpec struct {
+	Timeout time.Duration `mapstructure:"timeout"` // wait for a reply before retrying
+	Retries int           `mapstructure:"retries"` // requests before giving up
+	Aging   time.Duration `mapstructure:"aging"`   // cache entry lifetime
+}
+
+// MempoolSpec sizes the mbuf pool of each port.
+type MempoolSpec struct {
+	Mbufs int `mapstructure:"mbufs"`
+	Cache int `mapstructure:"cache"`
+}

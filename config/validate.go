@@ -1,0 +1,234 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/nicq"
+)
+
+// problems collects validation errors, each naming its key.
+type problems []error
+
+func (p *problems) add(key, format string, args ...any) {
+	*p = append(*p, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+}
+
+func (p *problems) intRange(key string, v, lo, hi int) {
+	if v < lo || v > hi {
+		p.add(key, "%d is out of range; allowed %d..%d", v, lo, hi)
+	}
+}
+
+func (p *problems) fraction(key string, v float64) {
+	if v < 0 || v > 1 {
+		p.add(key, "%v is out of range; allowed 0..1", v)
+	}
+}
+
+func (p *problems) oneOf(key, v string, allowed ...string) {
+	for _, a := range allowed {
+		if v == a {
+			return
+		}
+	}
+	p.add(key, "%q is not allowed; choose one of %s", v, strings.Join(allowed, ", "))
+}
+
+func (p *problems) duration(key string, v, lo, hi time.Duration) {
+	if v < lo || v > hi {
+		p.add(key, "%v is out of range; allowed %v..%v", v, lo, hi)
+	}
+}
+
+// Validate checks every key and returns all problems at once.
+func (s *Spec) Validate() error {
+	var p problems
+	if len(s.Ports) == 0 {
+		p.add("ports", "no port is configured; give at least one (device and address)")
+	}
+	if len(s.Lcores) == 0 {
+		p.add("lcores", "no polling lcore; give the EAL worker lcores that poll the ports, e.g. [1]")
+	}
+	seen := map[uint]bool{}
+	for i, l := range s.Lcores {
+		if seen[l] {
+			p.add(fmt.Sprintf("lcores[%d]", i), "lcore %d is listed twice", l)
+		}
+		seen[l] = true
+	}
+	addrs := map[netip.Addr]string{}
+	for i := range s.Ports {
+		s.Ports[i].validate(&p, fmt.Sprintf("ports[%d]", i), addrs)
+	}
+	s.Protocol.validate(&p)
+	for i, n := range s.Neighbours {
+		key := fmt.Sprintf("neighbours[%d]", i)
+		if a, err := netip.ParseAddr(n.IP); err != nil || !a.Is4() {
+			p.add(key+".ip", "%q is not an IPv4 address", n.IP)
+		}
+		if _, err := net.ParseMAC(n.MAC); err != nil || len(n.MAC) != 17 {
+			p.add(key+".mac", "%q is not a MAC address like 02:00:00:00:00:01", n.MAC)
+		}
+	}
+	if s.Metrics.Address != "" {
+		if _, _, err := net.SplitHostPort(s.Metrics.Address); err != nil {
+			p.add("metrics.address", "%q is not host:port (e.g. 127.0.0.1:9464), or \"\" to turn metrics off", s.Metrics.Address)
+		}
+	}
+	if s.Capture.Last < 0 {
+		p.add("capture.last", "%d is negative; 0 keeps every packet", s.Capture.Last)
+	}
+	p.oneOf("log.format", s.Log.Format, "json", "console")
+	p.oneOf("log.level", s.Log.Level, "debug", "info", "warn", "error")
+	if s.Runtime.GOGC < -1 || s.Runtime.GOGC == 0 {
+		p.add("runtime.gogc", "%d is not allowed; a positive percentage, or -1 to turn the collector off", s.Runtime.GOGC)
+	}
+	if s.Runtime.GOMemLimit != "" {
+		if _, err := ParseBytes(s.Runtime.GOMemLimit); err != nil {
+			p.add("runtime.gomemlimit", "%v", err)
+		}
+	}
+	if s.Runtime.GOMAXPROCS < 0 {
+		p.add("runtime.gomaxprocs", "%d is negative; 0 chooses polling lcores + 2", s.Runtime.GOMAXPROCS)
+	}
+	p.oneOf("runtime.idle", s.Runtime.Idle, "busy", "adaptive")
+	p.fraction("faults.drop", s.Faults.Drop)
+	p.fraction("faults.duplicate", s.Faults.Duplicate)
+	p.fraction("faults.reorder", s.Faults.Reorder)
+	if s.Workers.Socket == "" || !strings.HasPrefix(s.Workers.Socket, "/") {
+		p.add("workers.socket", "%q is not an absolute path", s.Workers.Socket)
+	}
+	p.intRange("workers.max_outstanding", s.Workers.MaxOutstanding, 1, 1<<20)
+	p.intRange("workers.max_bytes", s.Workers.MaxBytes, 1<<16, 1<<40)
+	p.duration("arp.timeout", s.ARP.Timeout, time.Millisecond, time.Minute)
+	p.intRange("arp.retries", s.ARP.Retries, 1, 100)
+	p.duration("arp.aging", s.ARP.Aging, time.Second, 24*time.Hour)
+	p.intRange("mempool.mbufs", s.Mempool.Mbufs, 1024, 1<<24)
+	p.intRange("mempool.cache", s.Mempool.Cache, 0, 512)
+	return errors.Join(p...)
+}
+
+var pciAddr = regexp.MustCompile(`^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$`)
+
+func (ps *PortSpec) validate(p *problems, key string, addrs map[netip.Addr]string) {
+	dev, _, _ := strings.Cut(ps.Device, ",")
+	switch {
+	case ps.Device == "":
+		p.add(key+".device", "missing; give a PCI address (0000:3b:00.0) or a vdev (net_memif0,role=server,...)")
+	case !pciAddr.MatchString(dev) && !strings.HasPrefix(dev, "net_"):
+		p.add(key+".device", "%q is neither a PCI address (0000:3b:00.0) nor a net_* vdev", ps.Device)
+	}
+	pfx, err := netip.ParsePrefix(ps.Address)
+	if err != nil || !pfx.Addr().Is4() || pfx.Bits() < 1 || pfx.Bits() > 32 {
+		p.add(key+".address", "%q is not an IPv4 address/prefix (e.g. 10.0.0.1/24)", ps.Address)
+	} else {
+		if other, dup := addrs[pfx.Addr()]; dup {
+			p.add(key+".address", "%s is also the address of %s", pfx.Addr(), other)
+		}
+		addrs[pfx.Addr()] = key
+		if ps.Gateway != "" {
+			gw, err := netip.ParseAddr(ps.Gateway)
+			if err != nil || !gw.Is4() {
+				p.add(key+".gateway", "%q is not an IPv4 address", ps.Gateway)
+			} else if !pfx.Masked().Contains(gw) {
+				p.add(key+".gateway", "%s is not on the port's subnet %s", gw, pfx.Masked())
+			}
+		}
+	}
+	if ps.MAC != "" {
+		if hw, err := net.ParseMAC(ps.MAC); err != nil || len(hw) != 6 || hw[0]&1 == 1 {
+			p.add(key+".mac", "%q is not a unicast MAC address like 02:00:00:00:00:01", ps.MAC)
+		}
+	}
+	p.intRange(key+".mtu", ps.MTU, 576, 9000)
+	p.intRange(key+".rx_queues", ps.RxQueues, 1, 1)
+	p.intRange(key+".tx_queues", ps.TxQueues, 0, 1024)
+	p.oneOf(key+".marking", ps.Marking, "dscp", "pcp")
+	p.intRange(key+".vlan", ps.VLAN, 0, 4094)
+	if ps.Marking == "pcp" && ps.VLAN == 0 {
+		p.add(key+".vlan", "pcp marking needs a VLAN id (1..4094) for the 802.1Q tag")
+	}
+	if ps.PriorityMap != "" {
+		n := ps.TxQueues
+		if n == 0 {
+			n = nicq.NumPriorities
+		}
+		if _, err := nicq.ParseMap(ps.PriorityMap, n); err != nil {
+			p.add(key+".priority_map", "%v", err)
+		}
+	}
+	if ps.LinkSpeed != "auto" {
+		if _, err := ParseRate(ps.LinkSpeed); err != nil {
+			p.add(key+".link_speed", "%v; or auto to ask the port", err)
+		}
+	}
+	p.intRange(key+".rx_desc", ps.RxDesc, 32, 32768)
+	p.intRange(key+".tx_desc", ps.TxDesc, 32, 32768)
+}
+
+func (h *ProtocolSpec) validate(p *problems) {
+	p.intRange("protocol.max_message", h.MaxMessage, 1, 1<<31-1)
+	p.intRange("protocol.unsched_bytes", h.UnschedBytes, 1, h.MaxMessage)
+	p.intRange("protocol.max_incoming", h.MaxIncoming, 1, 1<<30)
+	p.intRange("protocol.max_overcommit", h.MaxOvercommit, 1, 64)
+	p.intRange("protocol.window", h.Window, 0, 1<<30)
+	p.fraction("protocol.grant_fifo_fraction", h.GrantFIFOFraction)
+	p.intRange("protocol.fifo_grant_increment", h.FIFOGrantIncrement, 1, 1<<30)
+	p.intRange("protocol.num_priorities", h.NumPriorities, 1, 8)
+	if len(h.UnschedCutoffs) == 0 || len(h.UnschedCutoffs) > 8 {
+		p.add("protocol.unsched_cutoffs", "%d entries; give 1 to 8 byte counts, for priorities 7 downwards", len(h.UnschedCutoffs))
+	}
+	for i, c := range h.UnschedCutoffs {
+		if c <= 0 || (i > 0 && c <= h.UnschedCutoffs[i-1]) {
+			p.add(fmt.Sprintf("protocol.unsched_cutoffs[%d]", i), "%d: cutoffs must be positive and increase", c)
+		}
+	}
+	p.duration("protocol.tick", h.Tick, 10*time.Microsecond, time.Second)
+	p.intRange("protocol.resend_ticks", h.ResendTicks, 1, 1000)
+	p.intRange("protocol.resend_interval", h.ResendInterval, 1, 1000)
+	p.intRange("protocol.timeout_ticks", h.TimeoutTicks, 2, 100000)
+	if h.TimeoutTicks <= h.ResendTicks {
+		p.add("protocol.timeout_ticks", "%d must exceed protocol.resend_ticks (%d), or no RESEND is ever sent", h.TimeoutTicks, h.ResendTicks)
+	}
+	p.intRange("protocol.request_ack_ticks", h.RequestAckTick, 1, 1000)
+	p.duration("protocol.max_nic_queue", h.MaxNICQueue, 100*time.Nanosecond, 10*time.Millisecond)
+	p.intRange("protocol.pacer_threshold", h.PacerThreshold, 0, h.MaxMessage)
+}
+
+// ParseRate reads a link rate such as 10G, 25G, 100M or 400G (bits per
+// second).
+func ParseRate(s string) (float64, error) {
+	mult := map[string]float64{"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+	u := strings.ToUpper(strings.TrimSuffix(strings.TrimSuffix(s, "bps"), "b"))
+	if len(u) >= 2 {
+		if m, ok := mult[u[len(u)-1:]]; ok {
+			if v, err := strconv.ParseFloat(u[:len(u)-1], 64); err == nil && v > 0 {
+				return v * m, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("%q is not a rate like 10G, 25G, 100G or 100M", s)
+}
+
+// ParseBytes reads a size such as 512MiB, 2GiB, 64KiB or 1048576.
+func ParseBytes(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"B", 1}, {"", 1}}
+	for _, u := range units {
+		if num, ok := strings.CutSuffix(s, u.suffix); ok {
+			if v, err := strconv.ParseInt(num, 10, 64); err == nil && v > 0 {
+				return v * u.mult, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("%q is not a size like 512MiB, 2GiB or a byte count", s)
+}
