@@ -1,0 +1,105 @@
+package main
+
+import (
+	"github.com/homa-dpdk/homa-dpdk/wire"
+)
+
+// The daemon's IPv4 host duties besides Homa: answer ARP for its address
+// and ICMP echo (so that ping and arping from a Linux host work), and learn
+// neighbours from the ARP traffic it sees. Each answer is built in place,
+// in the frame that asked: the loop sends back the same mbuf.
+
+// hostAddr is one port's own addresses.
+type hostAddr struct {
+	ip  [4]byte
+	mac wire.MAC
+}
+
+// stackVerdict says what to do with a non-Homa frame.
+type stackVerdict uint8
+
+const (
+	stackDrop  stackVerdict = iota // not for us, or malformed: free it (counted by cause)
+	stackReply                     // rewritten in place into an answer: send it
+	stackLearn                     // an ARP reply for us: learned, free it
+)
+
+// stackCounters count what the host stack did, by cause.
+type stackCounters struct {
+	ARPRequests, ARPReplies, ARPLearned uint64
+	EchoRequests                        uint64
+	NotForUs, Malformed, Unsupported    uint64
+}
+
+// handleARP processes an ARP packet (the frame's payload after an Ethernet
+// header of ethLen bytes): it learns the sender when the packet concerns
+// us, and turns a request for our address into the reply.
+func handleARP(frame []byte, ethLen int, me hostAddr, n *neighbourTable, now int64, c *stackCounters) stackVerdict {
+	a := wire.ARP(frame[ethLen:])
+	if !a.IsValid() {
+		c.Malformed++
+		return stackDrop
+	}
+	if a.TargetIP() != me.ip {
+		c.NotForUs++
+		return stackDrop
+	}
+	if src := a.SenderIP(); src != [4]byte{} {
+		n.Learn(src, a.SenderMAC(), now)
+		c.ARPLearned++
+	}
+	switch a.Op() {
+	case wire.ARPReply:
+		c.ARPReplies++
+		return stackLearn
+	case wire.ARPRequest:
+		c.ARPRequests++
+		reply := wire.ARPFields{Op: wire.ARPReply, SenderMAC: me.mac, SenderIP: me.ip, TargetMAC: a.SenderMAC(), TargetIP: a.SenderIP()}
+		reply.Encode(a)
+		e := wire.Ethernet(frame)
+		e.SetDst(reply.TargetMAC)
+		e.SetSrc(me.mac)
+		return stackReply
+	}
+	c.Unsupported++
+	return stackDrop
+}
+
+// handleICMP turns an echo request to our address (ip is the frame's IPv4
+// header) into the echo reply, in place.
+func handleICMP(frame []byte, ip wire.IPv4, me hostAddr, c *stackCounters) stackVerdict {
+	if ip.Dst() != me.ip {
+		c.NotForUs++
+		return stackDrop
+	}
+	m := wire.ICMP(ip.Payload())
+	if !m.IsValid() {
+		c.Malformed++
+		return stackDrop
+	}
+	if m.Type() != wire.ICMPEchoRequest || m.Code() != 0 {
+		c.Unsupported++
+		return stackDrop
+	}
+	c.EchoRequests++
+	m.SetType(wire.ICMPEchoReply)
+	m.UpdateChecksum()
+	src := ip.Src()
+	ip.SetSrc(me.ip)
+	ip.SetDst(src)
+	ip.SetTTL(wire.DefaultTTL)
+	ip.UpdateChecksum()
+	e := wire.Ethernet(frame)
+	e.SetDst(e.Src())
+	e.SetSrc(me.mac)
+	return stackReply
+}
+
+// arpRequest writes a broadcast ARP request for target into b (at least
+// 42 bytes) and returns its length.
+func arpRequest(b []byte, me hostAddr, target [4]byte) int {
+	eth := wire.EthernetFields{Dst: wire.BroadcastMAC, Src: me.mac, Type: wire.EtherTypeARP}
+	n := eth.Encode(b)
+	req := wire.ARPFields{Op: wire.ARPRequest, SenderMAC: me.mac, SenderIP: me.ip, TargetIP: target}
+	return n + req.Encode(b[n:])
+}
