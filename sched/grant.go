@@ -1,0 +1,272 @@
+package sched
+
+// GrantConfig holds the receiver's grant policy. Every size is in bytes.
+type GrantConfig struct {
+	// MaxIncoming bounds the granted-but-unreceived bytes over all
+	// messages (kernel max_incoming, 400,000).
+	MaxIncoming int
+
+	// MaxOvercommit is how many messages are granted to at once (kernel
+	// max_overcommit, 8).
+	MaxOvercommit int
+
+	// FIFOFraction is the share of granted bytes, per thousand, that goes
+	// to the oldest message instead of the shortest (grant_fifo_fraction,
+	// 50 = 5%). 0 disables FIFO grants.
+	FIFOFraction int
+
+	// FIFOIncrement is the size of one FIFO grant (fifo_grant_increment,
+	// 50,000).
+	FIFOIncrement int
+
+	// MaxSchedPrio is the highest priority used for scheduled bytes (3
+	// with the kernel's default cutoffs; see Cutoffs.MaxSchedPrio).
+	MaxSchedPrio int
+}
+
+// DefaultGrantConfig returns the kernel's defaults.
+func DefaultGrantConfig() GrantConfig {
+	return GrantConfig{MaxIncoming: 400_000, MaxOvercommit: 8, FIFOFraction: 50,
+		FIFOIncrement: 50_000, MaxSchedPrio: 3}
+}
+
+// GrantMsg is the scheduler's view of one incoming message. The engine
+// embeds or owns it; the scheduler keeps a pointer while it is added.
+type GrantMsg struct {
+	// Length is the message length in bytes. Set by the owner before Add;
+	// never changed afterwards.
+	Length int
+
+	// Received counts message bytes received. Written by the owner,
+	// followed by Update.
+	Received int
+
+	// Granted is the offset up to which the sender may send: the
+	// unscheduled bytes (the DATA incoming field) at first, then raised by
+	// Schedule. The owner may raise it (a larger incoming field arrived)
+	// followed by Update.
+	Granted int
+
+	// Priority is the priority of the last grant. Written by Schedule.
+	Priority int
+
+	// Owner lets the engine find its own state from a Grant. Set once by
+	// the owner; never read by the scheduler.
+	Owner any
+
+	birth   uint64 // arrival order (for FIFO); scheduler-owned
+	index   int    // position in GrantScheduler.msgs + 1; 0 = not added
+	counted int    // bytes of this message in outstanding; scheduler-owned
+}
+
+// Remaining returns Length − Received, the SRPT key.
+func (m *GrantMsg) Remaining() int { return m.Length - m.Received }
+
+// Grant is one decision of Schedule: raise Msg's granted offset to Offset
+// and send a GRANT at Priority.
+type Grant struct {
+	Msg      *GrantMsg
+	Offset   int  // new granted offset, ≤ Msg.Length
+	Priority int  // 0..MaxSchedPrio
+	FIFO     bool // granted by the FIFO share rather than by SRPT
+}
+
+// GrantScheduler is the receiver's SRPT grant scheduler. It is owned by
+// one goroutine (the engine's) and allocates nothing once its slices have
+// grown to the number of messages in use.
+type GrantScheduler struct {
+	cfg         GrantConfig
+	msgs        []*GrantMsg // by Remaining, then birth
+	births      uint64      // counter for GrantMsg.birth
+	outstanding int         // Σ max(0, Granted − Received), bytes
+	fifoCredit  int         // SRPT bytes × FIFOFraction not yet repaid, in 1/1000 bytes
+	out         []Grant     // Schedule's result, reused
+}
+
+// NewGrantScheduler returns a scheduler with room for capacity messages
+// before any slice grows.
+func NewGrantScheduler(cfg GrantConfig, capacity int) *GrantScheduler {
+	if cfg.MaxOvercommit < 1 {
+		cfg.MaxOvercommit = 1
+	}
+	return &GrantScheduler{cfg: cfg, msgs: make([]*GrantMsg, 0, capacity),
+		out: make([]Grant, 0, cfg.MaxOvercommit+1)}
+}
+
+// Config returns the scheduler's configuration.
+func (s *GrantScheduler) Config() GrantConfig { return s.cfg }
+
+// Len returns the number of messages added.
+func (s *GrantScheduler) Len() int { return len(s.msgs) }
+
+// Outstanding returns the granted-but-unreceived bytes over all messages.
+func (s *GrantScheduler) Outstanding() int { return s.outstanding }
+
+// Add starts scheduling m. m.Length, m.Received and m.Granted must be set.
+// Adding a message twice is a no-op.
+func (s *GrantScheduler) Add(m *GrantMsg) {
+	if m.index != 0 {
+		return
+	}
+	s.births++
+	m.birth = s.births
+	s.msgs = append(s.msgs, m)
+	m.index = len(s.msgs)
+	s.recount(m)
+	s.siftUp(m)
+}
+
+// Update re-sorts m and its outstanding bytes after the owner changed
+// Received or Granted.
+func (s *GrantScheduler) Update(m *GrantMsg) {
+	if m.index == 0 {
+		return
+	}
+	s.recount(m)
+	s.siftUp(m)
+}
+
+// Remove stops scheduling m (it completed or was aborted).
+func (s *GrantScheduler) Remove(m *GrantMsg) {
+	if m.index == 0 {
+		return
+	}
+	s.outstanding -= m.counted
+	m.counted = 0
+	i := m.index - 1
+	copy(s.msgs[i:], s.msgs[i+1:])
+	s.msgs[len(s.msgs)-1] = nil
+	s.msgs = s.msgs[:len(s.msgs)-1]
+	for j := i; j < len(s.msgs); j++ {
+		s.msgs[j].index = j + 1
+	}
+	m.index = 0
+}
+
+func (s *GrantScheduler) recount(m *GrantMsg) {
+	c := m.Granted - m.Received
+	if c < 0 {
+		c = 0
+	}
+	s.outstanding += c - m.counted
+	m.counted = c
+}
+
+// siftUp moves m towards the front while it sorts before its neighbour
+// (Remaining only shrinks, so it never needs to move back).
+func (s *GrantScheduler) siftUp(m *GrantMsg) {
+	i := m.index - 1
+	for i > 0 && less(m, s.msgs[i-1]) {
+		s.msgs[i] = s.msgs[i-1]
+		s.msgs[i].index = i + 1
+		i--
+	}
+	s.msgs[i] = m
+	m.index = i + 1
+}
+
+func less(a, b *GrantMsg) bool {
+	ra, rb := a.Remaining(), b.Remaining()
+	return ra < rb || ra == rb && a.birth < b.birth
+}
+
+// Schedule decides the grants to send now and applies them (raising
+// Granted and Priority). The result is valid until the next call.
+func (s *GrantScheduler) Schedule() []Grant {
+	s.out = s.out[:0]
+	active, n := s.active()
+	if s.fifoDue() && !s.grantFIFO(n) {
+		return s.out // FIFO grant pending: let room open up for it first
+	}
+	window := s.cfg.MaxIncoming / (n + 1)
+	rank := 0
+	for _, m := range s.msgs[:active] {
+		if m.Granted >= m.Length {
+			continue
+		}
+		prio := s.rankPriority(rank, n)
+		rank++
+		target := min(m.Length, m.Received+window)
+		inc := min(target-m.Granted, s.cfg.MaxIncoming-s.outstanding)
+		if inc <= 0 {
+			if s.outstanding >= s.cfg.MaxIncoming {
+				break
+			}
+			continue
+		}
+		m.Granted += inc
+		m.Priority = prio
+		s.recount(m)
+		s.fifoCredit += inc * s.cfg.FIFOFraction
+		s.out = append(s.out, Grant{Msg: m, Offset: m.Granted, Priority: prio})
+	}
+	return s.out
+}
+
+// active returns the prefix of msgs holding the first MaxOvercommit
+// grantable messages, and how many grantable messages it holds.
+func (s *GrantScheduler) active() (prefix, n int) {
+	for i, m := range s.msgs {
+		if m.Granted < m.Length {
+			n++
+			if n == s.cfg.MaxOvercommit {
+				return i + 1, n
+			}
+		}
+	}
+	return len(s.msgs), n
+}
+
+// rankPriority maps rank r among n active messages to a priority: the
+// highest scheduled level for rank 0, using the lowest levels when fewer
+// than MaxSchedPrio+1 messages are active.
+func (s *GrantScheduler) rankPriority(r, n int) int {
+	p := s.cfg.MaxSchedPrio - r
+	if extra := s.cfg.MaxSchedPrio + 1 - n; extra > 0 {
+		p -= extra
+	}
+	return max(p, 0)
+}
+
+func (s *GrantScheduler) fifoDue() bool {
+	return s.cfg.FIFOFraction > 0 &&
+		s.fifoCredit >= s.cfg.FIFOIncrement*(1000-s.cfg.FIFOFraction)
+}
+
+// grantFIFO grants FIFOIncrement to the oldest grantable message outside
+// the active set. It reports false if the grant is due but does not fit
+// under MaxIncoming yet.
+func (s *GrantScheduler) grantFIFO(nActive int) bool {
+	var oldest *GrantMsg
+	rank := 0
+	for _, m := range s.msgs {
+		if m.Granted >= m.Length {
+			continue
+		}
+		rank++
+		if rank > nActive && (oldest == nil || m.birth < oldest.birth) {
+			oldest = m
+		}
+	}
+	if oldest == nil {
+		s.fifoCredit = 0 // everyone is being granted: nobody starves
+		return true
+	}
+	inc := min(s.cfg.FIFOIncrement, oldest.Length-oldest.Granted)
+	if s.outstanding+inc > s.cfg.MaxIncoming {
+		return false
+	}
+	oldest.Granted += inc
+	// The oldest message is the one in danger of starving: grant it at
+	// the top scheduled level so its bytes are not stuck behind SRPT
+	// traffic in the switch.
+	oldest.Priority = s.cfg.MaxSchedPrio
+	s.recount(oldest)
+	s.fifoCredit -= s.cfg.FIFOIncrement * (1000 - s.cfg.FIFOFraction)
+	s.out = append(s.out, Grant{Msg: oldest, Offset: oldest.Granted, Priority: oldest.Priority, FIFO: true})
+	return true
+}
+
+// SetMaxSchedPrio changes the highest scheduled priority (after the
+// unscheduled cutoffs changed).
+func (s *GrantScheduler) SetMaxSchedPrio(p int) { s.cfg.MaxSchedPrio = p }
