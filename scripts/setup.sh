@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Set-up for homa-dpdk on Debian 12: installs DPDK 22.11 (libdpdk-dev, and
-# dpdk-dev for dpdk-testpmd), pkg-config and gcc when missing, then reserves
+# dpdk-dev for dpdk-testpmd), pkg-config and gcc, and the tools the tests
+# use (tshark reads captures back, iproute2 and ping make test hosts in
+# network namespaces) when missing, then reserves
 # 2 MB hugepages and mounts hugetlbfs when the kernel allows. Where it
 # cannot, homa-dpdk falls back to --no-huge by itself; this script says so.
 # Safe to run again: it only does what is missing.
@@ -15,11 +17,12 @@ root=yes
 
 # 1. Packages.
 missing=()
-for p in libdpdk-dev dpdk-dev pkg-config gcc; do
+pkgs=(libdpdk-dev dpdk-dev pkg-config gcc tshark iproute2 iputils-ping)
+for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
-	say "packages present: libdpdk-dev dpdk-dev pkg-config gcc"
+	say "packages present: ${pkgs[*]}"
 elif [ "$root" = yes ]; then
 	say "installing ${missing[*]} ..."
 	apt-get update -qq
