@@ -422,3 +422,27 @@ func RemoveVdev(name string) error {
 	}
 	return nil
 }
+
+// SetMTU sets the port's MTU (the largest IP packet, without the Ethernet
+// header).
+func (p *Port) SetMTU(mtu uint16) error {
+	if rc := C.rte_eth_dev_set_mtu(C.uint16_t(p.ID), C.uint16_t(mtu)); rc < 0 {
+		return newError(fmt.Sprintf("%s to %d", p.op("set MTU of"), mtu), int(rc))
+	}
+	return nil
+}
+
+// SetMAC replaces the port's MAC address.
+func (p *Port) SetMAC(mac net.HardwareAddr) error {
+	if len(mac) != 6 {
+		return fmt.Errorf("%s: %v is not a 6-byte MAC address", p.op("set MAC of"), mac)
+	}
+	var a C.struct_rte_ether_addr
+	for i := range 6 {
+		a.addr_bytes[i] = C.uint8_t(mac[i])
+	}
+	if rc := C.rte_eth_dev_default_mac_addr_set(C.uint16_t(p.ID), &a); rc < 0 {
+		return newError(fmt.Sprintf("%s to %v", p.op("set MAC of"), mac), int(rc))
+	}
+	return nil
+}

@@ -271,3 +271,22 @@ func TestPort_promiscuousXstatsAndIdentity(t *testing.T) {
 		t.Errorf("queues %d/%d", p.RxQueues(), p.TxQueues())
 	}
 }
+
+func TestPort_setMACAndMTU(t *testing.T) {
+	dpdktest.Need(t)
+	p := newVdev(t, "net_null_macmtu", "")
+	mac := []byte{2, 0, 0, 0, 0, 0x42}
+	if err := p.SetMAC(mac); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := p.MAC(); !bytes.Equal(got, mac) {
+		t.Errorf("MAC %v after setting %v", got, mac)
+	}
+	if err := p.SetMAC([]byte{1, 2}); err == nil || !strings.Contains(err.Error(), "6-byte") {
+		t.Errorf("short MAC: %v", err)
+	}
+	// Where the driver has no MTU operation, the error must name the port.
+	if err := p.SetMTU(1500); err != nil && !strings.Contains(err.Error(), "net_null_macmtu") {
+		t.Errorf("SetMTU error does not name the port: %v", err)
+	}
+}
