@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/homa-dpdk/homa-dpdk/wire"
+)
+
+// sink is a Transmitter that lends one buffer and keeps nothing.
+type sink struct {
+	buf  []byte
+	sent int
+}
+
+func (s *sink) Buffer() []byte       { return s.buf }
+func (s *sink) Send(_ []byte, _ int) { s.sent++ }
+
+func newSinkEndpoint(t *testing.T, last byte) (*Endpoint, *sink) {
+	tx := &sink{buf: make([]byte, 2048)}
+	cfg := DefaultConfig()
+	cfg.IP = [4]byte{10, 0, 0, last}
+	cfg.Clock = func() int64 { return 0 }
+	cfg.Resolve = func(ip [4]byte) (wire.MAC, bool) { return testMAC(ip), true }
+	e, err := New(cfg, tx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, tx
+}
+
+func TestIncoming_steadyStateDataAllocatesNothing(t *testing.T) {
+	e, tx := newSinkEndpoint(t, 2)
+	e.Bind(99)
+	const length = 1_000_000
+	var frames [][]byte
+	for off := 0; off < length; off += 1424 {
+		frames = append(frames, dataFrame(length, 40_000, off, make([]byte, min(1424, length-off))))
+	}
+	e.Receive(frames[0]) // creates the RPC and its buffer
+	i := 1
+	allocs := testing.AllocsPerRun(500, func() {
+		e.Receive(frames[i])
+		i++
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per DATA packet received", allocs)
+	}
+	if tx.sent < 500 { // a GRANT per packet
+		t.Fatalf("only %d packets sent", tx.sent)
+	}
+}
+
+func TestOutgoing_steadyStateDataAllocatesNothing(t *testing.T) {
+	e, tx := newSinkEndpoint(t, 1)
+	p, _ := e.OpenClient()
+	id, _ := p.Send(Addr{IP: [4]byte{10, 0, 0, 2}, Port: 99}, make([]byte, 1_000_000))
+	// GRANTs from the server, each allowing one more packet.
+	var grants [][]byte
+	for off := 40_000; off <= 1_000_000; off += 1424 {
+		b := make([]byte, frameHomaOffset+wire.GrantHeaderLen)
+		eth := wire.EthernetFields{Dst: testMAC([4]byte{10, 0, 0, 1}), Type: wire.EtherTypeIPv4}
+		eth.Encode(b)
+		ip := wire.HomaIPv4Fields([4]byte{10, 0, 0, 2}, [4]byte{10, 0, 0, 1}, 7, wire.GrantHeaderLen)
+		ip.Encode(b[frameIPOffset:])
+		g := wire.GrantFields{Common: wire.CommonFields{SrcPort: 99, DstPort: p.Num(), SenderID: wire.ServerID(id)},
+			Offset: uint32(off + 1424), Priority: 2}
+		g.Encode(b[frameHomaOffset:])
+		grants = append(grants, b)
+	}
+	before := tx.sent
+	i := 0
+	allocs := testing.AllocsPerRun(500, func() {
+		e.Receive(grants[i])
+		i++
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per DATA packet sent", allocs)
+	}
+	if tx.sent-before < 500 {
+		t.Fatalf("only %d DATA packets sent", tx.sent-before)
+	}
+}

@@ -1,0 +1,297 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/homa-dpdk/homa-dpdk/sched"
+	"github.com/homa-dpdk/homa-dpdk/wire"
+)
+
+// Transmitter is the transmit side the engine writes packets into. The
+// DPDK side lends mbuf memory; tests lend slices and record.
+type Transmitter interface {
+	// Buffer lends a buffer of at least Config.MTU + 18 bytes (Ethernet
+	// with an 802.1Q tag), or nil when none is free (the engine counts
+	// DropNoBuffer and relies on its timers). The engine writes one frame
+	// at its start and passes it to Send before asking for another.
+	Buffer() []byte
+
+	// Send transmits frame (a prefix of the last lent buffer) at Homa
+	// priority 0..7. The buffer belongs to the transmit side again.
+	Send(frame []byte, priority int)
+}
+
+// Config configures an Endpoint. Zero numeric fields take the defaults of
+// DefaultConfig (kernel Homa's), so a Config need only name the address,
+// clock and resolver.
+type Config struct {
+	IP  [4]byte  // this endpoint's IPv4 address
+	MAC wire.MAC // this endpoint's Ethernet address
+
+	// Resolve returns the Ethernet address of a peer's IPv4 address; a
+	// request to an address it does not know fails with ErrPeerUnknown.
+	// Peers that send to us are learned from their frames.
+	Resolve func(ip [4]byte) (wire.MAC, bool)
+
+	// Clock returns the time in ns (monotonic). The engine reads it once
+	// per call into Receive, Run, Send and Reply, never time.Now.
+	Clock func() int64
+
+	MTU              int // bytes of IPv4 packet per frame (1500)
+	UnschedBytes     int // bytes a message may send before grants (40,000)
+	MaxMessageLength int // bytes (1,000,000)
+
+	// Grant configures the receiver's scheduler (zero fields take the
+	// defaults; FIFOFraction < 0 turns the FIFO share off); its
+	// MaxSchedPrio is derived from Cutoffs.
+	Grant sched.GrantConfig
+
+	// Cutoffs are this endpoint's unscheduled priority cutoffs, sent to
+	// peers in CUTOFFS packets (sched.DefaultCutoffs).
+	Cutoffs sched.Cutoffs
+
+	TickNs          int64 // timer tick, ns (1 ms)
+	ResendTicks     int   // silent ticks before the first RESEND (5)
+	ResendInterval  int   // ticks between RESENDs (5)
+	TimeoutTicks    int   // silent ticks before an RPC fails (100)
+	RequestAckTicks int   // ticks after a response is sent before NEED_ACK (2)
+
+	LinkBps           int64 // link rate for the pacer, bits/s; 0 = unpaced
+	MaxNICQueueNs     int64 // pacer's NIC backlog limit, ns (5,000)
+	PacerFIFOFraction int   // per thousand of link bytes to the oldest message (50; < 0 = none)
+
+	// Incast configures the unscheduled allowance this endpoint
+	// advertises (sched.DefaultIncastConfig; Budget 0 keeps it off).
+	Incast sched.IncastConfig
+	// AllowanceTicks is how long a peer's advertised allowance holds (10).
+	AllowanceTicks int
+
+	// IDSeed is the first client RPC id (made even); 0 takes the clock at
+	// New. A restarted host must not reuse its old ids: servers remember
+	// recently acknowledged ones and drop requests that carry them.
+	IDSeed uint64
+}
+
+// DefaultConfig returns kernel Homa's defaults (WIRE.md) with no address,
+// clock or resolver.
+func DefaultConfig() Config {
+	return Config{
+		MTU: 1500, UnschedBytes: 40_000, MaxMessageLength: wire.MaxMessageLength,
+		Grant: sched.DefaultGrantConfig(), Cutoffs: sched.DefaultCutoffs(),
+		TickNs: 1_000_000, ResendTicks: 5, ResendInterval: 5, TimeoutTicks: 100,
+		RequestAckTicks: 2, MaxNICQueueNs: 5_000, PacerFIFOFraction: 50,
+		Incast: sched.DefaultIncastConfig(), AllowanceTicks: 10,
+	}
+}
+
+// withDefaults fills zero fields from DefaultConfig.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	setInt := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	setInt(&c.MTU, d.MTU)
+	setInt(&c.UnschedBytes, d.UnschedBytes)
+	setInt(&c.MaxMessageLength, d.MaxMessageLength)
+	setInt(&c.ResendTicks, d.ResendTicks)
+	setInt(&c.ResendInterval, d.ResendInterval)
+	setInt(&c.TimeoutTicks, d.TimeoutTicks)
+	setInt(&c.RequestAckTicks, d.RequestAckTicks)
+	setInt(&c.PacerFIFOFraction, d.PacerFIFOFraction)
+	setInt(&c.AllowanceTicks, d.AllowanceTicks)
+	c.PacerFIFOFraction = max(c.PacerFIFOFraction, 0)
+	setInt(&c.Grant.MaxIncoming, d.Grant.MaxIncoming)
+	setInt(&c.Grant.MaxOvercommit, d.Grant.MaxOvercommit)
+	setInt(&c.Grant.FIFOFraction, d.Grant.FIFOFraction)
+	setInt(&c.Grant.FIFOIncrement, d.Grant.FIFOIncrement)
+	c.Grant.FIFOFraction = max(c.Grant.FIFOFraction, 0)
+	if c.Cutoffs == (sched.Cutoffs{}) {
+		c.Cutoffs = d.Cutoffs
+	}
+	if c.Incast.UnschedBytes == 0 {
+		c.Incast.UnschedBytes = c.UnschedBytes
+	}
+	if c.TickNs == 0 {
+		c.TickNs = d.TickNs
+	}
+	if c.MaxNICQueueNs == 0 {
+		c.MaxNICQueueNs = d.MaxNICQueueNs
+	}
+	c.Grant.MaxSchedPrio = c.Cutoffs.MaxSchedPrio()
+	return c
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Clock == nil:
+		return errors.New("engine: Config.Clock is nil")
+	case wire.PayloadPerPacket(c.MTU, wire.IPv4MinHeaderLen) < 1:
+		return fmt.Errorf("engine: MTU %d leaves no room for data", c.MTU)
+	case c.MaxMessageLength < 1:
+		return fmt.Errorf("engine: MaxMessageLength %d", c.MaxMessageLength)
+	case c.Grant.MaxIncoming < 1:
+		return fmt.Errorf("engine: Grant.MaxIncoming %d", c.Grant.MaxIncoming)
+	}
+	return nil
+}
+
+// Endpoint is one Homa host: one IPv4 address, its ports, peers and RPCs.
+// It is a deterministic state machine owned by one goroutine (a DPDK
+// lcore, or a test): inputs are Receive, Run and the Port methods, the
+// time comes from Config.Clock, and packets leave through the Transmitter.
+type Endpoint struct {
+	cfg     Config      // validated, defaults filled; read-only after New
+	tx      Transmitter // transmit side
+	payload int         // message bytes per DATA packet
+
+	now      int64  // ns: Clock at the start of the current call
+	ticks    uint64 // timer ticks run so far
+	nextTick int64  // ns: when the next tick is due
+
+	ports          map[uint16]*Port // bound server ports and open client ports
+	nextClientPort uint16           // next client port to try (≥ 0x8000)
+	peers          map[[4]byte]*peer
+	rpcs           map[rpcKey]*rpc // every live RPC
+	first, last    *rpc            // live RPCs in creation order, for the timer
+	nextID         uint64          // next client RPC id (even)
+
+	grants *sched.GrantScheduler // incoming messages needing grants
+	sendq  *sched.SenderQueue    // outgoing messages deferred by the pacer
+	pacer  *sched.Pacer          // NIC backlog estimate
+	incast *sched.Incast         // unscheduled bytes expected, allowance
+	sizes  sched.Histogram       // lengths of incoming messages, for cutoffs
+
+	cutoffVersion uint16 // version of cfg.Cutoffs sent in CUTOFFS (starts at 1)
+	ipID          uint16 // IPv4 identification counter
+	frame         wire.Frame
+	m             Metrics
+}
+
+// rpcKey finds an RPC: client RPCs by their id alone (ids are unique per
+// endpoint, ip zero); server RPCs by client address and id.
+type rpcKey struct {
+	ip [4]byte
+	id uint64
+}
+
+// New returns an endpoint. It sends nothing until asked.
+func New(cfg Config, tx Transmitter) (*Endpoint, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	e := &Endpoint{
+		cfg:            cfg,
+		tx:             tx,
+		payload:        wire.PayloadPerPacket(cfg.MTU, wire.IPv4MinHeaderLen),
+		ports:          make(map[uint16]*Port),
+		nextClientPort: clientPortMin,
+		peers:          make(map[[4]byte]*peer),
+		rpcs:           make(map[rpcKey]*rpc),
+		nextID:         (cfg.IDSeed + 2) &^ 1,
+		grants:         sched.NewGrantScheduler(cfg.Grant, 64),
+		sendq:          sched.NewSenderQueue(cfg.PacerFIFOFraction, 64),
+		pacer:          sched.NewPacer(cfg.LinkBps, cfg.MaxNICQueueNs),
+		incast:         sched.NewIncast(cfg.Incast),
+		cutoffVersion:  1,
+	}
+	e.now = cfg.Clock()
+	e.nextTick = e.now + cfg.TickNs
+	if cfg.IDSeed == 0 {
+		e.nextID = (uint64(e.now) + 2) &^ 1
+	}
+	return e, nil
+}
+
+// Metrics returns a copy of the counters.
+func (e *Endpoint) Metrics() Metrics { return e.m }
+
+// NumRPCs returns the number of live RPCs (client and server).
+func (e *Endpoint) NumRPCs() int { return len(e.rpcs) }
+
+// Cutoffs returns the endpoint's unscheduled cutoffs and their version.
+func (e *Endpoint) Cutoffs() (sched.Cutoffs, uint16) { return e.cfg.Cutoffs, e.cutoffVersion }
+
+// RecomputeCutoffs derives new cutoffs from the lengths of the messages
+// received so far (levels unscheduled levels), bumps the cutoff version so
+// peers are sent the new ones, and resets the histogram.
+func (e *Endpoint) RecomputeCutoffs(levels int) sched.Cutoffs {
+	if e.sizes.Total() == 0 {
+		return e.cfg.Cutoffs
+	}
+	e.cfg.Cutoffs = sched.ComputeCutoffs(&e.sizes, e.cfg.UnschedBytes, levels, e.cfg.MaxMessageLength)
+	e.sizes.Reset()
+	e.cutoffVersion++
+	if e.cutoffVersion == 0 {
+		e.cutoffVersion = 1
+	}
+	e.cfg.Grant.MaxSchedPrio = e.cfg.Cutoffs.MaxSchedPrio()
+	e.grants.SetMaxSchedPrio(e.cfg.Grant.MaxSchedPrio)
+	return e.cfg.Cutoffs
+}
+
+// Run advances the endpoint to the clock's time: it runs the timer for
+// every tick that came due and lets the pacer send what it may. Call it
+// at NextDeadline, or on every pass of a polling loop.
+func (e *Endpoint) Run() {
+	e.now = e.cfg.Clock()
+	for e.now >= e.nextTick {
+		e.nextTick += e.cfg.TickNs
+		e.tick()
+	}
+	e.pump()
+}
+
+// NextDeadline returns the time (ns) at which Run next has work: the next
+// tick, or earlier when the pacer holds packets.
+func (e *Endpoint) NextDeadline() int64 {
+	d := e.nextTick
+	if e.sendq.Len() > 0 {
+		d = min(d, max(e.pacer.ReadyAt(e.now), e.now+1))
+	}
+	return d
+}
+
+// Receive processes one received frame. The frame is read during the call
+// only; message bytes are copied out. It never allocates for DATA of a
+// message already known.
+func (e *Endpoint) Receive(frame []byte) {
+	e.now = e.cfg.Clock()
+	f := &e.frame
+	if r := wire.ParseFrame(frame, f); r != wire.DropNone {
+		if r == wire.DropNotHoma && e.receiveICMP(frame) {
+			return
+		}
+		e.m.drop(DropCause(r))
+		return
+	}
+	if f.IPv4.Dst() != e.cfg.IP {
+		e.m.drop(DropNotForUs)
+		return
+	}
+	e.m.PacketsRcvd[f.Type-wire.TypeData]++
+	switch f.Type {
+	case wire.TypeData:
+		e.handleData(f)
+	case wire.TypeGrant:
+		e.handleGrant(f)
+	case wire.TypeResend:
+		e.handleResend(f)
+	case wire.TypeRPCUnknown:
+		e.handleRPCUnknown(f)
+	case wire.TypeBusy:
+		e.handleBusy(f)
+	case wire.TypeCutoffs:
+		e.handleCutoffs(f)
+	case wire.TypeNeedAck:
+		e.handleNeedAck(f)
+	case wire.TypeAck:
+		e.handleAck(f)
+	case wire.TypeFreeze:
+		// Debugging only: counted above, no action.
+	}
+	*f = wire.Frame{}
+}

@@ -1,0 +1,50 @@
+package engine
+
+import "github.com/homa-dpdk/homa-dpdk/wire"
+
+// scheduleGrants asks the grant scheduler what to grant now (SRPT within
+// MaxIncoming, the dynamic window, the FIFO share; see package sched) and
+// sends the GRANTs.
+func (e *Endpoint) scheduleGrants() {
+	for _, g := range e.grants.Schedule() {
+		r := g.Msg.Owner.(*rpc)
+		e.sendGrant(r, g.Offset, g.Priority)
+	}
+}
+
+// grantKeepalive repeats r's granted offset when we have received every
+// granted byte and chose not to grant more: the sender then knows we are
+// alive and does not time the RPC out while others are served first.
+func (e *Endpoint) grantKeepalive(r *rpc) {
+	e.m.GrantKeepalives++
+	e.sendGrant(r, r.in.g.Granted, r.in.g.Priority)
+}
+
+// requestRetransmit asks r's peer for the bytes of r's incoming message
+// that are missing: each gap, then the granted bytes past the highest
+// received. Before any byte of a response arrived, it asks for the first
+// packet at the top priority (the answer is data, BUSY or RPC_UNKNOWN).
+func (e *Endpoint) requestRetransmit(r *rpc) {
+	in := &r.in
+	if in.length == 0 {
+		e.sendResend(r, 0, uint32(e.payload), wire.NumPriorities-1)
+		return
+	}
+	prio := e.resendPriority(r)
+	for _, g := range in.gaps {
+		e.sendResend(r, uint32(g.start), uint32(g.end-g.start), prio)
+	}
+	if in.recvEnd < in.g.Granted {
+		e.sendResend(r, uint32(in.recvEnd), uint32(in.g.Granted-in.recvEnd), prio)
+	}
+}
+
+// resendPriority is the priority retransmitted bytes of r's incoming
+// message should use: its scheduled priority once granted, else its
+// unscheduled priority under our cutoffs.
+func (e *Endpoint) resendPriority(r *rpc) int {
+	if r.in.g.Granted > r.in.unsched {
+		return r.in.g.Priority
+	}
+	return e.cfg.Cutoffs.Priority(r.in.length)
+}

@@ -1,0 +1,67 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestGrant_shorterMessageGetsHigherLevel(t *testing.T) {
+	n := newTestNet(t)
+	mod := func(c *Config) { smallPackets(c); c.Grant.MaxIncoming = 20_000 }
+	c := n.addHost("c", 1, mod)
+	s := n.addHost("s", 2, mod)
+	s.e.Bind(99)
+	cli, _ := c.e.OpenClient()
+	dst := Addr{IP: s.ip, Port: 99}
+	cli.Send(dst, msg(30_000, 1))
+	cli.Send(dst, msg(10_000, 2))
+	n.flush()
+	log := n.takeLog()
+	// Alone, the long message gets window 20,000/2 at the lowest level;
+	// once the short one arrives, two are active (window 6,666): the
+	// short one at level 1, the long one at level 0.
+	for _, want := range []string{
+		"s: xmit GRANT 11000@0\ns: xmit GRANT 12000@0\ns: xmit GRANT 13000@0\ns: xmit GRANT 7666@1",
+		"c: xmit DATA 1000@3000 p1",
+		"s: xmit GRANT 10000@1\ns: xmit GRANT 23000@0", // short fully granted: long alone again
+	} {
+		if !strings.Contains(log, want) {
+			t.Fatalf("log lacks %q:\n%s", want, log)
+		}
+	}
+}
+
+func TestGrant_keepaliveWhileWaitingForOthers(t *testing.T) {
+	n := newTestNet(t)
+	mod := func(c *Config) { smallPackets(c); c.Grant.MaxOvercommit = 1 }
+	c := n.addHost("c", 1, mod)
+	s := n.addHost("s", 2, mod)
+	srv, _ := s.e.Bind(99)
+	cli, _ := c.e.OpenClient()
+	dst := Addr{IP: s.ip, Port: 99}
+	// The long message gets its first grants, then the shorter one takes
+	// the only overcommit slot; the shorter one's scheduled bytes are
+	// lost for a long time, so the long one has every granted byte and
+	// waits.
+	cli.Send(dst, msg(20_000, 1))
+	cli.Send(dst, msg(6000, 2))
+	scheduled := 0
+	n.drop = func(l string) bool {
+		if strings.HasPrefix(l, "c: xmit DATA") && strings.HasSuffix(l, "p0") {
+			scheduled++
+			return scheduled > 3
+		}
+		return false
+	}
+	n.flush()
+	n.advance(150_000_000) // far past the timeout
+	if c.e.Metrics().RPCTimeouts != 0 || s.e.Metrics().GrantKeepalives < 10 {
+		t.Fatalf("timeouts %d keepalives %d", c.e.Metrics().RPCTimeouts, s.e.Metrics().GrantKeepalives)
+	}
+	n.drop = nil
+	n.advance(20_000_000)
+	a, b := receive(t, srv), receive(t, srv)
+	if len(a.Data)+len(b.Data) != 26_000 {
+		t.Fatal("lengths")
+	}
+}

@@ -1,0 +1,198 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/homa-dpdk/homa-dpdk/wire"
+)
+
+// testNet joins test endpoints directly: frames sent are queued and
+// delivered by flush in order, unless drop says otherwise. Every frame
+// sent is logged as "<host>: xmit ..." (see describe).
+type testNet struct {
+	t     testing.TB
+	now   int64
+	hosts []*testHost
+	log   []string
+	// drop, if set, is asked about every frame before delivery, with
+	// its log line; true discards the frame.
+	drop func(line string) bool
+}
+
+type testHost struct {
+	n    *testNet
+	name string
+	ip   [4]byte
+	e    *Endpoint
+	buf  []byte
+	out  []sentFrame // frames sent, not yet delivered
+}
+
+type sentFrame struct {
+	frame []byte
+	line  string // as logged
+}
+
+func (h *testHost) Buffer() []byte { return h.buf }
+
+func (h *testHost) Send(frame []byte, prio int) {
+	line := h.name + ": xmit " + describe(frame, prio)
+	h.out = append(h.out, sentFrame{slices.Clone(frame), line})
+	h.n.log = append(h.n.log, line)
+}
+
+func testMAC(ip [4]byte) wire.MAC { return wire.MAC{2, 0, ip[0], ip[1], ip[2], ip[3]} }
+
+func newTestNet(t testing.TB) *testNet { return &testNet{t: t, now: 1_000_000_000} }
+
+// addHost adds an endpoint named name at 10.0.0.<n> with cfg's tunables.
+func (n *testNet) addHost(name string, last byte, mod func(*Config)) *testHost {
+	ip := [4]byte{10, 0, 0, last}
+	h := &testHost{n: n, name: name, ip: ip, buf: make([]byte, 2048)}
+	cfg := DefaultConfig()
+	cfg.IP, cfg.MAC = ip, testMAC(ip)
+	cfg.Clock = func() int64 { return n.now }
+	cfg.Resolve = func(ip [4]byte) (wire.MAC, bool) {
+		for _, o := range n.hosts {
+			if o.ip == ip {
+				return testMAC(ip), true
+			}
+		}
+		return wire.MAC{}, false
+	}
+	cfg.IDSeed = 100
+	if mod != nil {
+		mod(&cfg)
+	}
+	e, err := New(cfg, h)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	h.e = e
+	n.hosts = append(n.hosts, h)
+	return h
+}
+
+// flush delivers queued frames until none are left.
+func (n *testNet) flush() {
+	for progress := true; progress; {
+		progress = false
+		for _, h := range n.hosts {
+			out := h.out
+			h.out = nil
+			for _, sf := range out {
+				progress = true
+				if n.drop != nil && n.drop(sf.line) {
+					continue
+				}
+				dst := wire.IPv4(sf.frame[frameIPOffset:]).Dst()
+				for _, o := range n.hosts {
+					if o.ip == dst {
+						o.e.Receive(sf.frame)
+					}
+				}
+			}
+		}
+	}
+}
+
+// advance moves the clock by ns in steps of 1 ms, running every endpoint
+// and delivering frames after each step.
+func (n *testNet) advance(ns int64) {
+	end := n.now + ns
+	for n.now < end {
+		n.now = min(n.now+1_000_000, end)
+		for _, h := range n.hosts {
+			h.e.Run()
+		}
+		n.flush()
+	}
+}
+
+// takeLog returns the log since the last call, one line per frame.
+func (n *testNet) takeLog() string {
+	s := strings.Join(n.log, "\n")
+	n.log = nil
+	return s
+}
+
+// describe renders a frame as a compact log entry: "DATA 1424@0 p6",
+// "GRANT 20000@3", "RESEND 0+1424@7", "BUSY", "ACK 2", ...
+func describe(frame []byte, prio int) string {
+	s := describeFrame(frame)
+	if strings.HasPrefix(s, "DATA") {
+		s += fmt.Sprintf(" p%d", prio)
+	}
+	return s
+}
+
+func describeFrame(frame []byte) string {
+	var f wire.Frame
+	if r := wire.ParseFrame(frame, &f); r != wire.DropNone {
+		if ip := wire.IPv4(frame[14:]); ip.Protocol() == ipProtoICMP {
+			return "ICMP port-unreachable"
+		}
+		return "bad " + r.String()
+	}
+	switch f.Type {
+	case wire.TypeData:
+		d := wire.Data(f.Homa)
+		off, p := d.Segment()
+		s := fmt.Sprintf("DATA %d@%d", len(p), off)
+		if d.Retransmit() != 0 {
+			s += " retx"
+		}
+		if a := d.Ack(); a.ClientID() != 0 {
+			s += fmt.Sprintf(" ack%d", a.ClientID())
+		}
+		return s
+	case wire.TypeGrant:
+		g := wire.Grant(f.Homa)
+		return fmt.Sprintf("GRANT %d@%d", g.Offset(), g.Priority())
+	case wire.TypeResend:
+		r := wire.Resend(f.Homa)
+		if r.Length() == wire.ResendAll {
+			return fmt.Sprintf("RESEND %d+all@%d", r.Offset(), r.Priority())
+		}
+		return fmt.Sprintf("RESEND %d+%d@%d", r.Offset(), r.Length(), r.Priority())
+	case wire.TypeAck:
+		return fmt.Sprintf("ACK %d", wire.Ack(f.Homa).NumAcks())
+	case wire.TypeCutoffs:
+		return fmt.Sprintf("CUTOFFS v%d", wire.Cutoffs(f.Homa).Version())
+	}
+	return f.Type.String()
+}
+
+// msg returns n bytes of a recognisable pattern.
+func msg(n int, seed byte) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7) + seed
+	}
+	return b
+}
+
+// receive takes one message from p or fails.
+func receive(t testing.TB, p *Port) Message {
+	t.Helper()
+	m, ok := p.Receive()
+	if !ok {
+		t.Fatal("no message")
+	}
+	return m
+}
+
+// wantLog compares the log with want (lines trimmed of indentation).
+func wantLog(t testing.TB, n *testNet, want string) {
+	t.Helper()
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(want), "\n") {
+		lines = append(lines, strings.TrimSpace(l))
+	}
+	if got := n.takeLog(); got != strings.Join(lines, "\n") {
+		t.Fatalf("packet log:\n%s\nwant:\n%s", got, strings.Join(lines, "\n"))
+	}
+}

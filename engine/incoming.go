@@ -1,0 +1,342 @@
+package engine
+
+import (
+	"github.com/homa-dpdk/homa-dpdk/sched"
+	"github.com/homa-dpdk/homa-dpdk/wire"
+)
+
+// inMsg is the incoming message of an RPC (a client's response, a
+// server's request) being reassembled. Owned by the endpoint.
+type inMsg struct {
+	length  int    // bytes; 0 until the first DATA arrives
+	buf     []byte // the message, length bytes; handed to the application when complete
+	recvEnd int    // bytes: one past the highest byte received
+	gaps    []gap  // missing ranges below recvEnd, in order
+
+	// g is the grant scheduler's view: Length, Received (bytes accepted),
+	// Granted (starts at the sender's incoming field). In the scheduler
+	// only while the message needs grants.
+	g sched.GrantMsg
+
+	unsched int // bytes the sender sends unscheduled (first incoming field)
+}
+
+// gap is a missing byte range [start, end) of an incoming message.
+type gap struct{ start, end int }
+
+// handleData accepts one DATA packet: creates the server RPC for a new
+// request, reassembles, grants, and delivers complete messages.
+func (e *Endpoint) handleData(f *wire.Frame) {
+	d := wire.Data(f.Homa)
+	p := e.peerFromFrame(f)
+	e.noteAllowance(p, d)
+	if a := d.Ack(); a.ClientID() != 0 {
+		e.ackRPC(p, a.ClientID(), a.ServerPort())
+	}
+	r := e.lookup(f)
+	if r == nil {
+		if wire.IsClientID(wire.LocalID(d.Common().SenderID())) {
+			e.unknown() // a response for an RPC we ended
+			return
+		}
+		if r = e.newServerRPC(f, p); r == nil {
+			return
+		}
+	}
+	r.silentTicks = 0
+	if d.CutoffVersion() != e.cutoffVersion {
+		e.maybeSendCutoffs(r)
+	}
+	switch {
+	case r.client && r.state == stateOutgoing:
+		r.state = stateIncoming // the server has the request: it is answering
+		e.sendq.Remove(&r.out.sq)
+	case r.state != stateIncoming:
+		e.m.drop(DropStale) // retransmitted request bytes; the request is complete
+		return
+	}
+	in := &r.in
+	if in.length == 0 && !e.startIn(r, d) {
+		return
+	}
+	if int(d.MessageLength()) != in.length {
+		e.m.drop(DropBadLength)
+		return
+	}
+	offset, payload := d.Segment()
+	if !e.addSegment(in, int(offset), payload) {
+		return
+	}
+	if inc := min(int(d.Incoming()), in.length); inc > in.g.Granted {
+		in.g.Granted = inc // the sender went beyond our view (lost GRANT recovered)
+	}
+	e.updateIncast(r)
+	if in.g.Received == in.length {
+		e.complete(r)
+		return
+	}
+	e.grants.Update(&in.g)
+	e.scheduleGrants()
+}
+
+// newServerRPC creates the server RPC for a request's first DATA, or
+// answers ICMP port unreachable and returns nil.
+func (e *Endpoint) newServerRPC(f *wire.Frame, p *peer) *rpc {
+	c := f.Homa
+	port := e.ports[c.DstPort()]
+	if port == nil || !port.server {
+		e.m.drop(DropNoPort)
+		e.sendPortUnreachable(f, p)
+		return nil
+	}
+	d := wire.Data(c)
+	if n := d.MessageLength(); n == 0 || int(n) > e.cfg.MaxMessageLength {
+		e.m.drop(DropBadLength)
+		return nil
+	}
+	// A retransmission answers a RESEND from an RPC we have since ended,
+	// and a request we acked may come back as a late duplicate: neither
+	// may start (and execute) the request again.
+	if d.Retransmit() != 0 || p.recentlyAcked(c.SenderID()) {
+		e.m.drop(DropStale)
+		return nil
+	}
+	r := &rpc{id: wire.LocalID(c.SenderID()), port: port, peer: p, dport: c.SrcPort(), state: stateIncoming}
+	e.insert(r.key(), r)
+	return r
+}
+
+// startIn sets up reassembly from the first DATA of a message.
+func (e *Endpoint) startIn(r *rpc, d wire.Data) bool {
+	n := int(d.MessageLength())
+	if n == 0 || n > e.cfg.MaxMessageLength {
+		e.m.drop(DropBadLength)
+		return false
+	}
+	in := &r.in
+	in.length = n
+	in.buf = make([]byte, n)
+	in.unsched = min(int(d.Incoming()), n)
+	in.g = sched.GrantMsg{Length: n, Granted: in.unsched, Owner: r}
+	e.sizes.Record(n)
+	if in.g.Granted < n {
+		e.grants.Add(&in.g)
+	}
+	return true
+}
+
+// addSegment copies payload, the message bytes at offset, into in. It
+// drops (and counts) bytes past the end, duplicates and overlaps, and
+// reports whether the packet was accepted.
+func (e *Endpoint) addSegment(in *inMsg, offset int, payload []byte) bool {
+	end := offset + len(payload)
+	switch {
+	case end > in.length || len(payload) == 0:
+		e.m.drop(DropPastEnd)
+		return false
+	case offset >= in.recvEnd:
+		if offset > in.recvEnd {
+			in.gaps = append(in.gaps, gap{in.recvEnd, offset})
+		}
+		in.recvEnd = end
+	default:
+		if !e.fillGap(in, offset, end) {
+			return false
+		}
+	}
+	copy(in.buf[offset:end], payload)
+	in.g.Received += len(payload)
+	return true
+}
+
+// fillGap removes [start, end) from the gap that contains it.
+func (e *Endpoint) fillGap(in *inMsg, start, end int) bool {
+	for i := range in.gaps {
+		g := &in.gaps[i]
+		if start >= g.end {
+			continue
+		}
+		if start < g.start {
+			if end > g.start {
+				e.m.drop(DropOverlap) // starts in received bytes, ends in the gap
+				return false
+			}
+			break // all received already
+		}
+		if end > g.end {
+			e.m.drop(DropOverlap)
+			return false
+		}
+		switch {
+		case start == g.start && end == g.end:
+			in.gaps = append(in.gaps[:i], in.gaps[i+1:]...)
+		case start == g.start:
+			g.start = end
+		case end == g.end:
+			g.end = start
+		default:
+			tail := gap{end, g.end}
+			g.end = start
+			in.gaps = append(in.gaps, gap{})
+			copy(in.gaps[i+2:], in.gaps[i+1:])
+			in.gaps[i+1] = tail
+		}
+		return true
+	}
+	e.m.drop(DropDuplicate)
+	return false
+}
+
+// updateIncast keeps r's share of the expected unscheduled backlog equal
+// to the unscheduled bytes of its incoming message still to come.
+func (e *Endpoint) updateIncast(r *rpc) {
+	in := &r.in
+	want := 0
+	if in.g.Received < in.unsched {
+		want = in.unsched - in.g.Received
+	}
+	e.incast.Add(want - r.incastBytes)
+	r.incastBytes = want
+}
+
+// complete delivers r's whole incoming message.
+func (e *Endpoint) complete(r *rpc) {
+	in := &r.in
+	e.grants.Remove(&in.g)
+	e.incast.Add(-r.incastBytes)
+	r.incastBytes = 0
+	m := Message{ID: r.id, Peer: Addr{IP: r.peer.ip, Port: r.dport}, Data: in.buf}
+	in.buf, in.gaps = nil, nil
+	if r.client {
+		e.m.ResponsesReceived++
+		e.end(r)
+		e.addAck(r)
+		r.port.deliver(m, r.private)
+	} else {
+		e.m.RequestsReceived++
+		r.state = stateInService
+		m.Request = true
+		r.port.deliver(m, false)
+	}
+	e.scheduleGrants() // room under MaxIncoming may have opened
+}
+
+// handleBusy: the peer is alive and working on r.
+func (e *Endpoint) handleBusy(f *wire.Frame) {
+	if r := e.lookup(f); r != nil {
+		r.silentTicks = 0
+		return
+	}
+	e.unknown()
+}
+
+// handleCutoffs records the peer's unscheduled cutoffs.
+func (e *Endpoint) handleCutoffs(f *wire.Frame) {
+	c := wire.Cutoffs(f.Homa)
+	p := e.peerFromFrame(f)
+	for i := 1; i < wire.NumPriorities; i++ {
+		p.cutoffs[i] = c.Cutoff(i)
+	}
+	p.cutoffs[0] = 0 // entry 0 is ignored: Priority falls back to 0
+	p.cutoffVersion = c.Version()
+}
+
+// maybeSendCutoffs sends our cutoffs to r's peer, which used another
+// version, at most once per tick.
+func (e *Endpoint) maybeSendCutoffs(r *rpc) {
+	p := r.peer
+	if p.cutoffsSentVersion == e.cutoffVersion && p.cutoffsSentTick == e.ticks {
+		return
+	}
+	p.cutoffsSentVersion, p.cutoffsSentTick = e.cutoffVersion, e.ticks
+	buf := e.startFrame()
+	if buf == nil {
+		return
+	}
+	f := wire.CutoffsFields{Common: r.common(), Version: e.cutoffVersion}
+	for i := range f.Cutoffs {
+		f.Cutoffs[i] = e.cfg.Cutoffs[i]
+	}
+	n := f.Encode(buf[frameHomaOffset:])
+	e.finishFrame(buf, p, controlPriority, n, wire.TypeCutoffs)
+}
+
+// handleRPCUnknown: the peer has no state for r. A client whose response
+// has not started resends its request from the start (the server lost or
+// never saw it); one whose response had started fails with
+// ErrPeerRestarted. A server drops the RPC (the client has forgotten it,
+// e.g. it restarted).
+func (e *Endpoint) handleRPCUnknown(f *wire.Frame) {
+	r := e.lookup(f)
+	if r == nil {
+		e.unknown()
+		return
+	}
+	r.silentTicks = 0
+	switch {
+	case !r.client:
+		e.m.ServerRPCDiscards++
+		e.end(r)
+	case r.in.length != 0:
+		e.fail(r, ErrPeerRestarted)
+	default:
+		e.m.RPCRestarts++
+		e.restart(r)
+	}
+}
+
+// restart resends a client's request from byte 0 at its unscheduled
+// priority, as kernel Homa does after RPC_UNKNOWN. The packets are not
+// marked as retransmissions: they start the request anew at the server.
+func (e *Endpoint) restart(r *rpc) {
+	o := &r.out
+	r.state = stateOutgoing
+	for off := 0; off < o.next; {
+		n := e.xmitData(r, off, o.next, o.dataPriority(off), false)
+		if n == 0 {
+			break
+		}
+		off += n
+	}
+	e.xmitReady(r)
+}
+
+// handleNeedAck: a server asks whether we have its response. If the RPC
+// is gone (or complete) we answer with an ACK; while it still waits for
+// response bytes we stay silent. A NEED_ACK does not count as hearing
+// from the peer: it says nothing of the missing response, and our timer
+// must go on to ask for it with RESEND.
+func (e *Endpoint) handleNeedAck(f *wire.Frame) {
+	if r := e.lookup(f); r != nil {
+		return
+	}
+	c := f.Homa
+	e.sendAck(e.peerFromFrame(f), c.DstPort(), c.SrcPort(), wire.LocalID(c.SenderID()))
+}
+
+// handleAck frees the server RPCs an ACK names: its own sender_id, then
+// each entry.
+func (e *Endpoint) handleAck(f *wire.Frame) {
+	a := wire.Ack(f.Homa)
+	p := e.peerFromFrame(f)
+	e.ackRPC(p, a.Common().SenderID(), a.Common().DstPort())
+	for i := range int(a.NumAcks()) {
+		ent := a.Entry(i)
+		e.ackRPC(p, ent.ClientID(), ent.ServerPort())
+	}
+}
+
+// ackRPC frees our server RPC for client id clientID from p on port
+// serverPort, if it exists: the client has the response.
+func (e *Endpoint) ackRPC(p *peer, clientID uint64, serverPort uint16) {
+	if !wire.IsClientID(clientID) {
+		return
+	}
+	r := e.rpcs[rpcKey{ip: p.ip, id: wire.ServerID(clientID)}]
+	if r == nil || r.port.num != serverPort {
+		return
+	}
+	e.m.AcksReceived++
+	e.end(r)
+	p.rememberAcked(clientID)
+}

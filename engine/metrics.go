@@ -1,0 +1,112 @@
+package engine
+
+import "github.com/homa-dpdk/homa-dpdk/wire"
+
+// numTypes is the number of Homa packet types.
+const numTypes = int(wire.TypeAck-wire.TypeData) + 1
+
+// DropCause says why the engine discarded a received frame (or could not
+// send one). The first wire.NumDropReasons values are wire.DropReason
+// (format errors found by wire.ParseFrame); the rest are the engine's.
+type DropCause uint8
+
+// Engine drop causes, after the wire's.
+const (
+	// DropNotForUs: the IPv4 destination is not this endpoint's address.
+	DropNotForUs DropCause = DropCause(wire.NumDropReasons) + iota
+	// DropDuplicate: DATA whose bytes were all received already.
+	DropDuplicate
+	// DropOverlap: DATA that covers received and missing bytes at once
+	// (kernel Homa drops those too; the sender resends the missing range).
+	DropOverlap
+	// DropPastEnd: DATA with bytes past the end of its message.
+	DropPastEnd
+	// DropBadLength: a message length of 0, above MaxMessageLength, or
+	// different from the length in earlier packets of the message.
+	DropBadLength
+	// DropNoPort: DATA that would start a server RPC on an unbound port
+	// (answered with ICMP port unreachable).
+	DropNoPort
+	// DropUnknownRPC: a packet for an RPC this endpoint has no state for.
+	DropUnknownRPC
+	// DropStale: request DATA for a server RPC that has its whole request.
+	DropStale
+	// DropNoBuffer: the Transmitter lent no buffer; the packet was not
+	// sent (timers recover it).
+	DropNoBuffer
+	// DropBadICMP: an ICMP message the engine could not use.
+	DropBadICMP
+
+	// NumDropCauses sizes per-cause arrays.
+	NumDropCauses
+)
+
+var engineDropNames = [...]string{
+	"not_for_us", "duplicate_data", "overlap_data", "data_past_end", "bad_length",
+	"no_port", "unknown_rpc", "stale_data", "tx_no_buffer", "bad_icmp",
+}
+
+// String returns the cause as a snake_case metric label.
+func (c DropCause) String() string {
+	if c < DropCause(wire.NumDropReasons) {
+		return wire.DropReason(c).String()
+	}
+	if c < NumDropCauses {
+		return engineDropNames[c-DropNotForUs]
+	}
+	return "unknown"
+}
+
+// Metrics are the endpoint's counters. Names follow kernel Homa's
+// /proc/net/homa_metrics where the concept matches. Written only by the
+// endpoint's goroutine; read them from it (Endpoint.Metrics copies).
+type Metrics struct {
+	PacketsSent [numTypes]uint64 // packets_sent_<TYPE>, by type − DATA
+	PacketsRcvd [numTypes]uint64 // packets_rcvd_<TYPE>, by type − DATA
+
+	RequestsReceived  uint64 // requests_received: complete requests delivered
+	ResponsesReceived uint64 // responses_received: complete responses delivered
+	ResentPackets     uint64 // resent_packets: DATA retransmitted for a RESEND
+	RPCTimeouts       uint64 // rpc_timeouts: client RPCs failed for silence
+	ServerRPCDiscards uint64 // server_rpc_discards: server RPCs dropped (timeout, RPC_UNKNOWN)
+	UnknownRPCs       uint64 // unknown_rpcs: packets for RPCs with no state
+	RPCRestarts       uint64 // client_rpc_restarts: requests resent after RPC_UNKNOWN
+	PeerNewEntries    uint64 // peer_new_entries
+	ThrottleListAdds  uint64 // throttle_list_adds: messages deferred by the pacer
+	GrantKeepalives   uint64 // grant_keepalives: GRANTs repeating an offset to a silent sender
+	AcksReceived      uint64 // acks_received: server RPCs freed by an ack
+	ICMPPortUnreach   uint64 // icmp_port_unreachable_sent
+	ICMPReceived      uint64 // icmp_port_unreachable_rcvd
+
+	Drops [NumDropCauses]uint64 // drops_<cause>
+}
+
+// Each calls fn for every counter with its metric name.
+func (m *Metrics) Each(fn func(name string, value uint64)) {
+	for i, v := range m.PacketsSent {
+		fn("packets_sent_"+(wire.TypeData+wire.PacketType(i)).String(), v)
+	}
+	for i, v := range m.PacketsRcvd {
+		fn("packets_rcvd_"+(wire.TypeData+wire.PacketType(i)).String(), v)
+	}
+	fn("requests_received", m.RequestsReceived)
+	fn("responses_received", m.ResponsesReceived)
+	fn("resent_packets", m.ResentPackets)
+	fn("rpc_timeouts", m.RPCTimeouts)
+	fn("server_rpc_discards", m.ServerRPCDiscards)
+	fn("unknown_rpcs", m.UnknownRPCs)
+	fn("client_rpc_restarts", m.RPCRestarts)
+	fn("peer_new_entries", m.PeerNewEntries)
+	fn("throttle_list_adds", m.ThrottleListAdds)
+	fn("grant_keepalives", m.GrantKeepalives)
+	fn("acks_received", m.AcksReceived)
+	fn("icmp_port_unreachable_sent", m.ICMPPortUnreach)
+	fn("icmp_port_unreachable_rcvd", m.ICMPReceived)
+	for c, v := range m.Drops {
+		if c != 0 {
+			fn("drops_"+DropCause(c).String(), v)
+		}
+	}
+}
+
+func (m *Metrics) drop(c DropCause) { m.Drops[c]++ }

@@ -1,0 +1,269 @@
+package engine
+
+import (
+	"github.com/homa-dpdk/homa-dpdk/sched"
+	"github.com/homa-dpdk/homa-dpdk/wire"
+)
+
+// Frame layout the engine writes: untagged Ethernet, a 20-byte IPv4
+// header, then Homa.
+const (
+	frameIPOffset   = wire.EthernetHeaderLen
+	frameHomaOffset = frameIPOffset + wire.IPv4MinHeaderLen
+
+	// controlPriority is the priority of every control packet (WIRE.md).
+	controlPriority = wire.NumPriorities - 1
+
+	// dataPadOffset is where the three pad bytes of a DATA header start
+	// (WIRE.md: "3 pad bytes @49"); they carry the incast allowance.
+	dataPadOffset = 49
+)
+
+// outMsg is the outgoing message of an RPC (the request of a client RPC,
+// the response of a server RPC). Owned by the endpoint.
+type outMsg struct {
+	data    []byte // the message; the application must not change it until the RPC ends
+	length  int    // bytes; 0 while the RPC has no outgoing message
+	unsched int    // bytes sent without grants (the first DATA's incoming)
+	granted int    // bytes: offset up to which we may send
+	next    int    // bytes: offset of the next byte never sent
+
+	unschedPrio int // priority of bytes below unsched (the peer's cutoffs)
+	schedPrio   int // priority of granted bytes, from the last GRANT
+
+	sq sched.SendMsg // place in the endpoint's SenderQueue while deferred
+}
+
+// startFrame borrows a transmit buffer, or counts DropNoBuffer and
+// returns nil.
+func (e *Endpoint) startFrame() []byte {
+	b := e.tx.Buffer()
+	if len(b) < frameHomaOffset+wire.MaxHeaderLen {
+		e.m.drop(DropNoBuffer)
+		return nil
+	}
+	return b
+}
+
+// finishFrame writes the Ethernet and IPv4 headers in front of homaLen
+// bytes of Homa packet of type t already in buf, and sends it at prio.
+func (e *Endpoint) finishFrame(buf []byte, p *peer, prio, homaLen int, t wire.PacketType) {
+	eth := wire.EthernetFields{Dst: p.mac, Src: e.cfg.MAC, Type: wire.EtherTypeIPv4}
+	eth.Encode(buf)
+	ip := wire.HomaIPv4Fields(e.cfg.IP, p.ip, uint8(prio), homaLen)
+	e.ipID++
+	ip.ID = e.ipID
+	ip.Encode(buf[frameIPOffset:])
+	e.m.PacketsSent[t-wire.TypeData]++
+	e.tx.Send(buf[:frameHomaOffset+homaLen], prio)
+}
+
+// sendControl sends a header-only packet (RPC_UNKNOWN, BUSY, NEED_ACK) to
+// p with the given common fields.
+func (e *Endpoint) sendControl(p *peer, t wire.PacketType, c wire.CommonFields) {
+	buf := e.startFrame()
+	if buf == nil {
+		return
+	}
+	f := wire.ControlFields{Type: t, Common: c}
+	n := f.Encode(buf[frameHomaOffset:])
+	e.finishFrame(buf, p, controlPriority, n, t)
+}
+
+// common returns the common header fields of a packet of r to its peer.
+func (r *rpc) common() wire.CommonFields {
+	return wire.CommonFields{SrcPort: r.port.num, DstPort: r.dport, SenderID: r.id}
+}
+
+// sendGrant sends a GRANT for r's incoming message.
+func (e *Endpoint) sendGrant(r *rpc, offset, prio int) {
+	buf := e.startFrame()
+	if buf == nil {
+		return
+	}
+	f := wire.GrantFields{Common: r.common(), Offset: uint32(offset), Priority: uint8(prio)}
+	n := f.Encode(buf[frameHomaOffset:])
+	e.finishFrame(buf, r.peer, controlPriority, n, wire.TypeGrant)
+}
+
+// sendResend asks r's peer to retransmit [offset, offset+length).
+func (e *Endpoint) sendResend(r *rpc, offset, length uint32, prio int) {
+	buf := e.startFrame()
+	if buf == nil {
+		return
+	}
+	f := wire.ResendFields{Common: r.common(), Offset: offset, Length: length, Priority: uint8(prio)}
+	n := f.Encode(buf[frameHomaOffset:])
+	e.finishFrame(buf, r.peer, controlPriority, n, wire.TypeResend)
+}
+
+// xmitData sends one DATA packet of r's outgoing message starting at
+// offset, at most one packet's worth and never past limit, and returns
+// the number of message bytes sent (0 if no buffer was lent). Packets
+// start at multiples of the payload size, as the kernel's do, so a
+// retransmission covers exactly what a lost packet carried.
+func (e *Endpoint) xmitData(r *rpc, offset, limit, prio int, retransmit bool) int {
+	buf := e.startFrame()
+	if buf == nil {
+		return 0
+	}
+	o := &r.out
+	n := min(e.payload, limit-offset)
+	f := wire.DataFields{
+		Common:        r.common(),
+		MessageLength: uint32(o.length),
+		Incoming:      uint32(max(o.granted, offset+n)),
+		Ack:           r.peer.popAck(),
+		CutoffVersion: r.peer.cutoffVersion,
+		Offset:        uint32(offset),
+	}
+	f.Common.Sequence = uint32(offset)
+	if retransmit {
+		f.Retransmit = 1
+	}
+	homa := buf[frameHomaOffset:]
+	f.Encode(homa)
+	// Our unscheduled allowance (incast control): a request carries what
+	// was reserved for its response; other DATA the current value.
+	allow := r.allowance
+	if !r.client {
+		allow = e.incast.Allowance()
+	}
+	pad := sched.EncodeAllowance(allow)
+	copy(homa[dataPadOffset:dataPadOffset+3], pad[:])
+	copy(homa[wire.DataHeaderLen:], o.data[offset:offset+n])
+	e.finishFrame(buf, r.peer, prio, wire.DataHeaderLen+n, wire.TypeData)
+	e.pacer.Sent(e.now, frameHomaOffset+wire.DataHeaderLen+n)
+	return n
+}
+
+// dataPriority returns the priority for new bytes at offset of r's
+// outgoing message.
+func (o *outMsg) dataPriority(offset int) int {
+	if offset < o.unsched {
+		return o.unschedPrio
+	}
+	return o.schedPrio
+}
+
+// sendNext sends the next new packet of r's outgoing message and returns
+// the bytes sent. A whole packet goes once its first byte is granted.
+func (e *Endpoint) sendNext(r *rpc) int {
+	o := &r.out
+	n := e.xmitData(r, o.next, o.length, o.dataPriority(o.next), false)
+	o.next += n
+	return n
+}
+
+// xmitReady sends what r may send now: packets of a message with fewer
+// than sched.ThrottleMinBytes left go at once; the rest wait in the
+// sender queue for the pacer, which sends the shortest first.
+func (e *Endpoint) xmitReady(r *rpc) {
+	o := &r.out
+	for o.next < o.granted && sched.Exempt(o.length-o.next) {
+		if e.sendNext(r) == 0 {
+			break // no transmit buffer: queue it, Run retries
+		}
+	}
+	if o.next < o.granted {
+		o.sq.Remaining = o.length - o.next
+		if !o.sq.Queued() {
+			o.sq.Owner = r
+			e.sendq.Add(&o.sq)
+			e.m.ThrottleListAdds++
+		} else {
+			e.sendq.Update(&o.sq)
+		}
+	}
+	e.pump()
+}
+
+// pump sends deferred packets, shortest remaining message first with the
+// FIFO share, while the pacer's NIC backlog estimate allows.
+func (e *Endpoint) pump() {
+	for e.sendq.Len() > 0 && e.pacer.CanSend(e.now) {
+		sm := e.sendq.Next()
+		r := sm.Owner.(*rpc)
+		o := &r.out
+		n := e.sendNext(r)
+		if n == 0 {
+			return // no transmit buffer: try again on the next Run
+		}
+		e.sendq.Sent(sm, n)
+		sm.Remaining = o.length - o.next
+		if o.next >= o.granted {
+			e.sendq.Remove(sm)
+		} else {
+			e.sendq.Update(sm)
+		}
+	}
+}
+
+// handleGrant: the receiver of r's outgoing message lets us send up to
+// the granted offset at the given priority.
+func (e *Endpoint) handleGrant(f *wire.Frame) {
+	r := e.lookup(f)
+	if r == nil || r.out.length == 0 {
+		e.unknown()
+		return
+	}
+	r.silentTicks = 0
+	g := wire.Grant(f.Homa)
+	o := &r.out
+	o.schedPrio = min(int(g.Priority()), wire.NumPriorities-1)
+	if off := min(int(g.Offset()), o.length); off > o.granted {
+		o.granted = off
+		e.xmitReady(r)
+	}
+}
+
+// handleResend retransmits a range of r's outgoing message. Unknown RPC:
+// RPC_UNKNOWN. Nothing to resend yet (no outgoing message, or the range
+// not transmitted yet): BUSY. A range past what we were granted counts as
+// a grant (the receiver's GRANT was lost).
+func (e *Endpoint) handleResend(f *wire.Frame) {
+	rs := wire.Resend(f.Homa)
+	r := e.lookup(f)
+	if r == nil {
+		e.m.UnknownRPCs++
+		p := e.peerFromFrame(f)
+		e.sendControl(p, wire.TypeRPCUnknown, replyCommon(f.Homa))
+		return
+	}
+	r.silentTicks = 0
+	o := &r.out
+	if o.length == 0 {
+		e.sendControl(r.peer, wire.TypeBusy, r.common())
+		return
+	}
+	start, end := int(rs.Offset()), o.next
+	if rs.Length() != wire.ResendAll {
+		end = min(int(rs.Offset())+int(rs.Length()), o.length)
+		if end > o.granted {
+			o.granted = end
+		}
+	}
+	prio := min(int(rs.Priority()), wire.NumPriorities-1)
+	if start >= o.next {
+		// Not sent yet: it will be when the pacer allows.
+		e.sendControl(r.peer, wire.TypeBusy, r.common())
+		e.xmitReady(r)
+		return
+	}
+	// Whole packets, as first sent, cover the range.
+	for off := start; off < min(end, o.next); {
+		n := e.xmitData(r, off, o.next, prio, true)
+		if n == 0 {
+			break
+		}
+		e.m.ResentPackets++
+		off += n
+	}
+	e.xmitReady(r)
+}
+
+// replyCommon returns common fields answering packet c for an RPC we have
+// no state for: ports swapped, our id for it.
+func replyCommon(c wire.Common) wire.CommonFields {
+	return wire.CommonFields{SrcPort: c.DstPort(), DstPort: c.SrcPort(), SenderID: wire.LocalID(c.SenderID())}
+}

@@ -1,0 +1,156 @@
+package engine
+
+import (
+	"github.com/homa-dpdk/homa-dpdk/sched"
+	"github.com/homa-dpdk/homa-dpdk/wire"
+)
+
+// peer is what an endpoint knows about another Homa host. Owned by the
+// endpoint; created on first use and kept for the endpoint's life.
+type peer struct {
+	ip  [4]byte  // the peer's IPv4 address
+	mac wire.MAC // its Ethernet address (resolved, or learned from a frame)
+
+	// cutoffs and cutoffVersion are the peer's unscheduled priority
+	// cutoffs from its last CUTOFFS (sched.PeerDefaultCutoffs and 0
+	// before any arrive); DATA to the peer echoes the version.
+	cutoffs       sched.Cutoffs
+	cutoffVersion uint16
+
+	// acks buffers ack entries for client RPCs to this peer whose
+	// responses arrived; one rides on each DATA to the peer, and an ACK
+	// packet carries them when a sixth arrives.
+	acks    [wire.MaxAcks]wire.AckEntryFields
+	numAcks int
+
+	// allowance is the unscheduled byte allowance the peer advertised
+	// (bytes; 0 = none), valid until tick allowanceUntil.
+	allowance      int
+	allowanceUntil uint64
+
+	// acked remembers the client ids of the peer's latest recentAcks RPCs
+	// that our server freed on an ack (ring; next slot ackedNext), so a
+	// late duplicate of their request cannot execute it again.
+	acked     [recentAcks]uint64
+	ackedNext int
+
+	// cutoffsSentTick and cutoffsSentVersion: when we last sent our
+	// CUTOFFS to the peer and which version (0 = never); a version is
+	// sent at most once per tick.
+	cutoffsSentTick    uint64
+	cutoffsSentVersion uint16
+}
+
+// recentAcks is how many acknowledged RPCs per peer a server remembers.
+const recentAcks = 64
+
+// rememberAcked records that the server RPC of client id clientID ended
+// with an ack.
+func (p *peer) rememberAcked(clientID uint64) {
+	p.acked[p.ackedNext] = clientID
+	p.ackedNext = (p.ackedNext + 1) % recentAcks
+}
+
+// recentlyAcked reports whether clientID is among the remembered acks.
+func (p *peer) recentlyAcked(clientID uint64) bool {
+	for _, id := range p.acked {
+		if id == clientID && id != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// peerFor returns the peer for ip, resolving its MAC with Config.Resolve
+// on first use, or nil if it cannot be resolved.
+func (e *Endpoint) peerFor(ip [4]byte) *peer {
+	if p := e.peers[ip]; p != nil {
+		return p
+	}
+	if e.cfg.Resolve == nil {
+		return nil
+	}
+	mac, ok := e.cfg.Resolve(ip)
+	if !ok {
+		return nil
+	}
+	return e.addPeer(ip, mac)
+}
+
+// peerFromFrame returns the peer that sent f, learning its MAC from the
+// frame if it is new.
+func (e *Endpoint) peerFromFrame(f *wire.Frame) *peer {
+	ip := f.IPv4.Src()
+	if p := e.peers[ip]; p != nil {
+		return p
+	}
+	return e.addPeer(ip, f.Ethernet.Src())
+}
+
+func (e *Endpoint) addPeer(ip [4]byte, mac wire.MAC) *peer {
+	p := &peer{ip: ip, mac: mac, cutoffs: sched.PeerDefaultCutoffs()}
+	e.peers[ip] = p
+	e.m.PeerNewEntries++
+	return p
+}
+
+// unschedBytes returns how many bytes of a new message to p go out
+// before any grant: UnschedBytes, or less while p advertises a smaller
+// allowance (incast control).
+func (e *Endpoint) unschedBytes(p *peer) int {
+	n := e.cfg.UnschedBytes
+	if p.allowance > 0 && e.ticks <= p.allowanceUntil {
+		n = min(n, p.allowance)
+	}
+	return n
+}
+
+// noteAllowance records the allowance carried in a DATA header's pad
+// bytes, if any.
+func (e *Endpoint) noteAllowance(p *peer, d wire.Data) {
+	a, ok := sched.DecodeAllowance([3]byte(d[dataPadOffset : dataPadOffset+3]))
+	if !ok {
+		return
+	}
+	p.allowance = max(a, 1)
+	p.allowanceUntil = e.ticks + uint64(e.cfg.AllowanceTicks)
+}
+
+// popAck removes and returns one buffered ack (zero if none).
+func (p *peer) popAck() wire.AckEntryFields {
+	if p.numAcks == 0 {
+		return wire.AckEntryFields{}
+	}
+	p.numAcks--
+	a := p.acks[p.numAcks]
+	p.acks[p.numAcks] = wire.AckEntryFields{}
+	return a
+}
+
+// addAck records that client RPC r (whose response arrived) may be freed
+// by its server: buffered, or, if five are buffered already, sent at once
+// in an ACK packet with them (r rides as the packet's own sender_id).
+func (e *Endpoint) addAck(r *rpc) {
+	p := r.peer
+	if p.numAcks < wire.MaxAcks {
+		p.acks[p.numAcks] = wire.AckEntryFields{ClientID: r.id, ServerPort: r.dport}
+		p.numAcks++
+		return
+	}
+	e.sendAck(p, r.port.num, r.dport, r.id)
+}
+
+// sendAck sends an ACK packet acknowledging id and every buffered ack.
+func (e *Endpoint) sendAck(p *peer, sport, dport uint16, id uint64) {
+	buf := e.startFrame()
+	if buf == nil {
+		return
+	}
+	f := wire.AckFields{Common: wire.CommonFields{SrcPort: sport, DstPort: dport, SenderID: id}}
+	for p.numAcks > 0 && int(f.NumAcks) < wire.MaxAcks {
+		f.Acks[f.NumAcks] = p.popAck()
+		f.NumAcks++
+	}
+	n := f.Encode(buf[frameHomaOffset:])
+	e.finishFrame(buf, p, controlPriority, n, wire.TypeAck)
+}

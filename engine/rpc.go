@@ -1,0 +1,345 @@
+package engine
+
+import (
+	"errors"
+
+	"github.com/homa-dpdk/homa-dpdk/wire"
+)
+
+// Errors an application sees, in Message.Err or from Port methods.
+var (
+	ErrTimeout         = errors.New("homa: RPC timed out")                   // peer silent for TimeoutTicks
+	ErrPeerUnknown     = errors.New("homa: peer address cannot be resolved") // Config.Resolve failed
+	ErrPeerRestarted   = errors.New("homa: peer lost the RPC (restarted)")   // RPC_UNKNOWN while the response arrived
+	ErrPortUnreachable = errors.New("homa: server port unreachable")         // ICMP port unreachable
+	ErrAborted         = errors.New("homa: RPC aborted")                     // Abort or AbortAll
+	ErrMessageLength   = errors.New("homa: message length out of range")     // 0 or > MaxMessageLength
+	ErrNoRPC           = errors.New("homa: no such RPC")                     // unknown id, or not in a state for this
+	ErrPortInUse       = errors.New("homa: port in use")
+	ErrBadPort         = errors.New("homa: server ports are 1..0x7fff")
+	ErrClosed          = errors.New("homa: port closed")
+)
+
+// Client ports are 0x8000 and up, server ports below (kernel Homa's
+// HOMA_MIN_DEFAULT_PORT).
+const clientPortMin = 0x8000
+
+// rpcState is where an RPC is in its life.
+type rpcState uint8
+
+const (
+	// stateOutgoing: a client sending its request (no response bytes
+	// yet), or a server sending its response (until the client acks).
+	stateOutgoing rpcState = iota
+	// stateIncoming: a client receiving its response, or a server
+	// receiving its request.
+	stateIncoming
+	// stateInService: a server whose request went to the application,
+	// waiting for Reply.
+	stateInService
+	// stateDead: ended; no longer in the endpoint's tables.
+	stateDead
+)
+
+// rpc is one RPC as this endpoint sees it. Owned by the endpoint.
+type rpc struct {
+	id      uint64 // local id: even for a client RPC, client id ^ 1 for a server RPC
+	port    *Port  // the local port (client port, or the server port bound)
+	peer    *peer  // the other host
+	dport   uint16 // the peer's port
+	client  bool   // we sent the request
+	private bool   // client: the result goes to Wait, not Receive
+	state   rpcState
+
+	out outMsg // request (client) or response (server)
+	in  inMsg  // response (client) or request (server)
+
+	silentTicks int  // ticks since the peer was last heard from for this RPC
+	doneTicks   int  // server: ticks since the response was fully sent
+	incastBytes int  // bytes this RPC adds to the endpoint's expected unscheduled backlog
+	allowance   int  // client: unscheduled bytes the response may bring, advertised in the request
+	prev, next  *rpc // endpoint's list of live RPCs, creation order
+}
+
+// Addr names a Homa port on a host.
+type Addr struct {
+	IP   [4]byte
+	Port uint16
+}
+
+// Message is what a port delivers: a request to a server port, or the
+// result of a client RPC (its response, or the error that ended it).
+type Message struct {
+	ID      uint64 // local id: the server's id (client id ^ 1) for a request, the client id for a result
+	Peer    Addr   // the other end of the RPC
+	Request bool   // a request to answer with Reply
+	Data    []byte // the message; the application owns it
+	Err     error  // why the client RPC failed (Data nil)
+}
+
+// Port is a Homa socket: a server port (Bind) receives requests and may
+// also send requests; a client port (OpenClient) only sends them. Owned
+// by the endpoint's goroutine.
+type Port struct {
+	e       *Endpoint
+	num     uint16
+	server  bool
+	closed  bool
+	queue   []Message           // delivered, not yet taken by Receive
+	head    int                 // first untaken entry of queue
+	private map[uint64]*Message // results of private RPCs, by id (nil = pending)
+}
+
+// Bind opens server port num (1..0x7fff).
+func (e *Endpoint) Bind(num uint16) (*Port, error) {
+	if num == 0 || num >= clientPortMin {
+		return nil, ErrBadPort
+	}
+	if e.ports[num] != nil {
+		return nil, ErrPortInUse
+	}
+	p := &Port{e: e, num: num, server: true, private: make(map[uint64]*Message)}
+	e.ports[num] = p
+	return p, nil
+}
+
+// OpenClient opens a client port (0x8000 and up).
+func (e *Endpoint) OpenClient() (*Port, error) {
+	for range 0x8000 {
+		num := e.nextClientPort
+		e.nextClientPort++
+		if e.nextClientPort < clientPortMin {
+			e.nextClientPort = clientPortMin
+		}
+		if e.ports[num] == nil {
+			p := &Port{e: e, num: num, private: make(map[uint64]*Message)}
+			e.ports[num] = p
+			return p, nil
+		}
+	}
+	return nil, ErrPortInUse
+}
+
+// Num returns the port number.
+func (p *Port) Num() uint16 { return p.num }
+
+// Send starts an RPC: msg goes to dst as a request and the response
+// arrives through Receive. It returns the RPC's id. msg is read while
+// the RPC lives; do not change it until the result arrives.
+func (p *Port) Send(dst Addr, msg []byte) (uint64, error) { return p.send(dst, msg, false) }
+
+// SendPrivate is Send for a private RPC: its result is taken only with
+// Wait(id), never by Receive.
+func (p *Port) SendPrivate(dst Addr, msg []byte) (uint64, error) { return p.send(dst, msg, true) }
+
+func (p *Port) send(dst Addr, msg []byte, private bool) (uint64, error) {
+	e := p.e
+	e.now = e.cfg.Clock()
+	if p.closed {
+		return 0, ErrClosed
+	}
+	if len(msg) < 1 || len(msg) > e.cfg.MaxMessageLength {
+		return 0, ErrMessageLength
+	}
+	pe := e.peerFor(dst.IP)
+	if pe == nil {
+		return 0, ErrPeerUnknown
+	}
+	r := &rpc{id: e.nextID, port: p, peer: pe, dport: dst.Port, client: true, private: private}
+	e.nextID += 2
+	e.insert(rpcKey{id: r.id}, r)
+	if private {
+		p.private[r.id] = nil
+	}
+	// Until its response starts, the RPC may bring up to our current
+	// allowance unscheduled (incast control).
+	r.allowance = e.incast.Allowance()
+	r.incastBytes = r.allowance
+	e.incast.Add(r.incastBytes)
+	e.startOut(r, msg)
+	return r.id, nil
+}
+
+// Reply sends resp as the response to req, a request from Receive.
+func (p *Port) Reply(req Message, resp []byte) error {
+	e := p.e
+	e.now = e.cfg.Clock()
+	r := e.rpcs[rpcKey{ip: req.Peer.IP, id: req.ID}]
+	if r == nil || r.client || r.port != p || r.state != stateInService {
+		return ErrNoRPC
+	}
+	if len(resp) < 1 || len(resp) > e.cfg.MaxMessageLength {
+		return ErrMessageLength
+	}
+	r.state = stateOutgoing
+	r.silentTicks = 0
+	e.startOut(r, resp)
+	return nil
+}
+
+// startOut begins sending msg as r's outgoing message.
+func (e *Endpoint) startOut(r *rpc, msg []byte) {
+	o := &r.out
+	o.data, o.length = msg, len(msg)
+	// Unscheduled bytes end on a packet boundary (as in the kernel).
+	u := e.unschedBytes(r.peer)
+	o.unsched = min(o.length, (u+e.payload-1)/e.payload*e.payload)
+	o.granted = o.unsched
+	o.unschedPrio = r.peer.cutoffs.Priority(o.length)
+	o.schedPrio = 0
+	e.xmitReady(r)
+}
+
+// Receive returns the next request (server port) or non-private RPC
+// result, if any.
+func (p *Port) Receive() (Message, bool) {
+	if p.head == len(p.queue) {
+		return Message{}, false
+	}
+	m := p.queue[p.head]
+	p.queue[p.head] = Message{}
+	p.head++
+	if p.head == len(p.queue) {
+		p.queue, p.head = p.queue[:0], 0
+	}
+	return m, true
+}
+
+// Wait returns the result of private RPC id once it has one; ok is false
+// while it is pending. It returns ErrNoRPC for an id that is not a
+// private RPC of this port.
+func (p *Port) Wait(id uint64) (m Message, ok bool, err error) {
+	res, known := p.private[id]
+	if !known {
+		return Message{}, false, ErrNoRPC
+	}
+	if res == nil {
+		return Message{}, false, nil
+	}
+	delete(p.private, id)
+	return *res, true, nil
+}
+
+// Abort ends client RPC id with ErrAborted (delivered like any result).
+func (p *Port) Abort(id uint64) error {
+	r := p.e.rpcs[rpcKey{id: id}]
+	if r == nil || r.port != p {
+		return ErrNoRPC
+	}
+	p.e.fail(r, ErrAborted)
+	return nil
+}
+
+// AbortAll ends every client RPC of the port with ErrAborted and drops
+// its server RPCs.
+func (p *Port) AbortAll() {
+	e := p.e
+	for r := e.first; r != nil; {
+		next := r.next
+		if r.port == p {
+			if r.client {
+				e.fail(r, ErrAborted)
+			} else {
+				e.end(r)
+			}
+		}
+		r = next
+	}
+}
+
+// Close aborts the port's RPCs, discards undelivered messages and frees
+// the port number.
+func (p *Port) Close() {
+	if p.closed {
+		return
+	}
+	p.AbortAll()
+	p.closed = true
+	p.queue, p.head, p.private = nil, 0, nil
+	delete(p.e.ports, p.num)
+}
+
+// deliver hands m to the application: to Wait for a private RPC, else to
+// Receive.
+func (p *Port) deliver(m Message, private bool) {
+	if p.closed {
+		return
+	}
+	if private {
+		p.private[m.ID] = &m
+		return
+	}
+	p.queue = append(p.queue, m)
+}
+
+// insert adds r to the endpoint's tables.
+func (e *Endpoint) insert(k rpcKey, r *rpc) {
+	e.rpcs[k] = r
+	r.prev = e.last
+	if e.last != nil {
+		e.last.next = r
+	} else {
+		e.first = r
+	}
+	e.last = r
+}
+
+// key returns r's key in e.rpcs.
+func (r *rpc) key() rpcKey {
+	if r.client {
+		return rpcKey{id: r.id}
+	}
+	return rpcKey{ip: r.peer.ip, id: r.id}
+}
+
+// end frees r: out of every table, scheduler and queue.
+func (e *Endpoint) end(r *rpc) {
+	if r.state == stateDead {
+		return
+	}
+	r.state = stateDead
+	delete(e.rpcs, r.key())
+	if r.prev != nil {
+		r.prev.next = r.next
+	} else {
+		e.first = r.next
+	}
+	if r.next != nil {
+		r.next.prev = r.prev
+	} else {
+		e.last = r.prev
+	}
+	r.prev, r.next = nil, nil
+	e.grants.Remove(&r.in.g)
+	e.sendq.Remove(&r.out.sq)
+	e.incast.Add(-r.incastBytes)
+	r.incastBytes = 0
+	r.out.data = nil
+}
+
+// fail ends client RPC r with err, delivered to the application.
+func (e *Endpoint) fail(r *rpc, err error) {
+	e.end(r)
+	r.port.deliver(Message{ID: r.id, Peer: Addr{IP: r.peer.ip, Port: r.dport}, Err: err}, r.private)
+}
+
+// lookup returns the RPC a received packet names, or nil. A client RPC
+// must also match the sender's address.
+func (e *Endpoint) lookup(f *wire.Frame) *rpc {
+	id := wire.LocalID(f.Homa.SenderID())
+	src := f.IPv4.Src()
+	if wire.IsClientID(id) {
+		r := e.rpcs[rpcKey{id: id}]
+		if r == nil || r.peer.ip != src {
+			return nil
+		}
+		return r
+	}
+	return e.rpcs[rpcKey{ip: src, id: id}]
+}
+
+// unknown counts a packet for an RPC we have no state for.
+func (e *Endpoint) unknown() {
+	e.m.UnknownRPCs++
+	e.m.drop(DropUnknownRPC)
+}

@@ -1,0 +1,273 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/homa-dpdk/homa-dpdk/wire"
+)
+
+func TestRPC_smallRequestResponseAndAck(t *testing.T) {
+	n := newTestNet(t)
+	c := n.addHost("c", 1, nil)
+	s := n.addHost("s", 2, nil)
+	srv, _ := s.e.Bind(99)
+	cli, _ := c.e.OpenClient()
+	req := msg(100, 1)
+	id, err := cli.Send(Addr{IP: s.ip, Port: 99}, req)
+	if err != nil || id%2 != 0 {
+		t.Fatalf("Send: id %d err %v", id, err)
+	}
+	n.flush()
+	m := receive(t, srv)
+	if !m.Request || m.ID != id^1 || !bytes.Equal(m.Data, req) || m.Peer != (Addr{c.ip, cli.Num()}) {
+		t.Fatalf("request %+v", m)
+	}
+	resp := msg(2000, 2)
+	if err := srv.Reply(m, resp); err != nil {
+		t.Fatal(err)
+	}
+	n.flush()
+	r := receive(t, cli)
+	if r.Request || r.ID != id || !bytes.Equal(r.Data, resp) || r.Err != nil {
+		t.Fatalf("response %+v", r)
+	}
+	// The client is done; the server keeps its RPC until acked: NEED_ACK
+	// after two ticks, answered by an ACK.
+	wantLog(t, n, `
+		c: xmit DATA 100@0 p6
+		s: xmit CUTOFFS v1
+		s: xmit DATA 1424@0 p6
+		s: xmit DATA 576@1424 p6
+		c: xmit CUTOFFS v1`)
+	if c.e.NumRPCs() != 0 || s.e.NumRPCs() != 1 {
+		t.Fatalf("rpcs: client %d server %d", c.e.NumRPCs(), s.e.NumRPCs())
+	}
+	n.advance(2_000_000)
+	wantLog(t, n, `
+		s: xmit NEED_ACK
+		c: xmit ACK 1`)
+	if s.e.NumRPCs() != 0 {
+		t.Fatal("server RPC not freed by the ACK")
+	}
+	// The second request picks up the peer's cutoffs: 100 bytes go at 7.
+	cli.Send(Addr{IP: s.ip, Port: 99}, req)
+	n.flush()
+	wantLog(t, n, `c: xmit DATA 100@0 p7`)
+}
+
+func TestRPC_unknownRestartsRequestWhoseDataWasLost(t *testing.T) {
+	n := newTestNet(t)
+	c := n.addHost("c", 1, nil)
+	s := n.addHost("s", 2, nil)
+	srv, _ := s.e.Bind(99)
+	cli, _ := c.e.OpenClient()
+	n.drop = dropOnce("c: xmit DATA 10@0 p6")
+	cli.Send(Addr{IP: s.ip, Port: 99}, msg(10, 1))
+	n.flush()
+	n.advance(5_000_000)
+	wantLog(t, n, `
+		c: xmit DATA 10@0 p6
+		c: xmit RESEND 0+1424@7
+		s: xmit RPC_UNKNOWN
+		c: xmit DATA 10@0 p6
+		s: xmit CUTOFFS v1`)
+	receive(t, srv)
+	if c.e.Metrics().RPCRestarts != 1 || s.e.Metrics().UnknownRPCs != 1 {
+		t.Fatal("metrics")
+	}
+}
+
+func TestRPC_serverForgetsRPCOfRestartedClient(t *testing.T) {
+	n := newTestNet(t)
+	c := n.addHost("c", 1, smallPackets)
+	s := n.addHost("s", 2, smallPackets)
+	s.e.Bind(99)
+	cli, _ := c.e.OpenClient()
+	n.drop = dropOnce("c: xmit DATA 1000@1000 p6")
+	cli.Send(Addr{IP: s.ip, Port: 99}, msg(2500, 1))
+	n.flush()
+	// The client host restarts: a new endpoint at the same address, with
+	// no RPCs. The server's RESEND is answered with RPC_UNKNOWN.
+	n.hosts = n.hosts[1:]
+	c2 := n.addHost("c", 1, func(cfg *Config) { smallPackets(cfg); cfg.IDSeed = 5000 })
+	n.takeLog()
+	n.advance(5_000_000)
+	wantLog(t, n, `
+		s: xmit RESEND 1000+1000@6
+		c: xmit RPC_UNKNOWN`)
+	if s.e.NumRPCs() != 0 || s.e.Metrics().ServerRPCDiscards != 1 || c2.e.NumRPCs() != 0 {
+		t.Fatal("server kept the RPC")
+	}
+}
+
+func TestRPC_unknownDuringResponseIsPeerRestarted(t *testing.T) {
+	n := newTestNet(t)
+	c := n.addHost("c", 1, smallPackets)
+	s := n.addHost("s", 2, smallPackets)
+	srv, _ := s.e.Bind(99)
+	cli, _ := c.e.OpenClient()
+	cli.Send(Addr{IP: s.ip, Port: 99}, msg(10, 1))
+	n.flush()
+	n.drop = func(l string) bool { return l == "s: xmit DATA 1000@1000 p6" }
+	srv.Reply(receive(t, srv), msg(2500, 1))
+	n.flush()
+	// The server restarts mid-response.
+	n.hosts = n.hosts[:1]
+	n.addHost("s", 2, smallPackets)
+	n.advance(5_000_000)
+	m := receive(t, cli)
+	if m.Err != ErrPeerRestarted || c.e.NumRPCs() != 0 {
+		t.Fatalf("result %+v", m)
+	}
+}
+
+func TestRPC_acksPiggybackedThenSentWhenSixAreBuffered(t *testing.T) {
+	n := newTestNet(t)
+	c := n.addHost("c", 1, nil)
+	s := n.addHost("s", 2, nil)
+	srv, _ := s.e.Bind(99)
+	cli, _ := c.e.OpenClient()
+	dst := Addr{IP: s.ip, Port: 99}
+	for range 6 {
+		cli.Send(dst, msg(10, 1))
+	}
+	n.flush()
+	for range 6 {
+		srv.Reply(receive(t, srv), msg(10, 2))
+	}
+	n.takeLog()
+	n.flush()
+	// Five acks are buffered; the sixth completion sends them all in one
+	// ACK packet, whose own sender_id acknowledges the sixth RPC.
+	wantLog(t, n, `
+		c: xmit CUTOFFS v1
+		c: xmit ACK 5`)
+	if s.e.NumRPCs() != 0 {
+		t.Fatalf("server rpcs %d", s.e.NumRPCs())
+	}
+	// One ack completed later rides on the next DATA to the peer.
+	id, _ := cli.Send(dst, msg(10, 1))
+	n.flush()
+	srv.Reply(receive(t, srv), msg(10, 2))
+	n.flush()
+	n.takeLog()
+	cli.Send(dst, msg(10, 1))
+	n.flush()
+	wantLog(t, n, fmt.Sprintf("c: xmit DATA 10@0 ack%d p7", id))
+	if s.e.NumRPCs() != 1 || s.e.Metrics().AcksReceived != 7 { // only the new request's
+		t.Fatalf("server rpcs %d, acks %d", s.e.NumRPCs(), s.e.Metrics().AcksReceived)
+	}
+	for range 6 {
+		receive(t, cli)
+	}
+}
+
+func TestRPC_privateResultOnlyThroughWait(t *testing.T) {
+	n := newTestNet(t)
+	c := n.addHost("c", 1, nil)
+	s := n.addHost("s", 2, nil)
+	srv, _ := s.e.Bind(99)
+	cli, _ := c.e.OpenClient()
+	id, _ := cli.SendPrivate(Addr{IP: s.ip, Port: 99}, msg(10, 1))
+	if _, ok, err := cli.Wait(id); ok || err != nil {
+		t.Fatal("ready before the response")
+	}
+	n.flush()
+	srv.Reply(receive(t, srv), msg(30, 2))
+	n.flush()
+	if _, ok := cli.Receive(); ok {
+		t.Fatal("private result delivered to Receive")
+	}
+	m, ok, err := cli.Wait(id)
+	if !ok || err != nil || len(m.Data) != 30 {
+		t.Fatalf("Wait: %+v %v %v", m, ok, err)
+	}
+	if _, _, err := cli.Wait(id); err != ErrNoRPC {
+		t.Fatal("a result taken twice")
+	}
+}
+
+func TestRPC_abortOneAndAll(t *testing.T) {
+	n := newTestNet(t)
+	c := n.addHost("c", 1, nil)
+	s := n.addHost("s", 2, nil)
+	s.e.Bind(99)
+	cli, _ := c.e.OpenClient()
+	dst := Addr{IP: s.ip, Port: 99}
+	a, _ := cli.Send(dst, msg(10, 1))
+	cli.Send(dst, msg(10, 1))
+	cli.Send(dst, msg(10, 1))
+	if err := cli.Abort(a); err != nil {
+		t.Fatal(err)
+	}
+	if m := receive(t, cli); m.ID != a || m.Err != ErrAborted {
+		t.Fatalf("%+v", m)
+	}
+	cli.AbortAll()
+	for range 2 {
+		if m := receive(t, cli); m.Err != ErrAborted {
+			t.Fatalf("%+v", m)
+		}
+	}
+	if c.e.NumRPCs() != 0 || cli.Abort(a) != ErrNoRPC {
+		t.Fatal("state left")
+	}
+}
+
+func TestRPC_sendErrors(t *testing.T) {
+	n := newTestNet(t)
+	c := n.addHost("c", 1, nil)
+	cli, _ := c.e.OpenClient()
+	if _, err := cli.Send(Addr{IP: [4]byte{10, 9, 9, 9}, Port: 1}, msg(10, 0)); err != ErrPeerUnknown {
+		t.Fatalf("unknown peer: %v", err)
+	}
+	if _, err := cli.Send(Addr{IP: c.ip, Port: 1}, nil); err != ErrMessageLength {
+		t.Fatalf("empty: %v", err)
+	}
+	if _, err := cli.Send(Addr{IP: c.ip, Port: 1}, make([]byte, 1_000_001)); err != ErrMessageLength {
+		t.Fatalf("too long: %v", err)
+	}
+	if _, err := c.e.Bind(0x8000); err != ErrBadPort {
+		t.Fatal(err)
+	}
+	c.e.Bind(5)
+	if _, err := c.e.Bind(5); err != ErrPortInUse {
+		t.Fatal(err)
+	}
+	if c.e.NumRPCs() != 0 {
+		t.Fatal("failed sends left state")
+	}
+}
+
+func TestRPC_lateDuplicateAfterAckDoesNotExecuteAgain(t *testing.T) {
+	n := newTestNet(t)
+	c := n.addHost("c", 1, nil)
+	s := n.addHost("s", 2, nil)
+	srv, _ := s.e.Bind(99)
+	cli, _ := c.e.OpenClient()
+	cli.Send(Addr{IP: s.ip, Port: 99}, msg(10, 1))
+	late := c.out[0].frame // the request packet, to deliver again later
+	n.flush()
+	srv.Reply(receive(t, srv), msg(10, 2))
+	n.flush()
+	receive(t, cli)
+	n.advance(2_000_000) // NEED_ACK, ACK: the server RPC is gone
+	if s.e.NumRPCs() != 0 {
+		t.Fatal("server RPC not acked")
+	}
+	s.e.Receive(late)
+	if _, ok := srv.Receive(); ok || s.e.NumRPCs() != 0 || s.e.Metrics().Drops[DropStale] != 1 {
+		t.Fatal("a late duplicate executed the request again")
+	}
+	// A retransmitted packet never starts a server RPC either.
+	retx := slices.Clone(late)
+	wire.Data(retx[frameHomaOffset:]).SetRetransmit(1)
+	wire.Data(retx[frameHomaOffset:]).Common().SetSenderID(1000)
+	s.e.Receive(retx)
+	if s.e.NumRPCs() != 0 || s.e.Metrics().Drops[DropStale] != 2 {
+		t.Fatal("a retransmission started a request")
+	}
+}

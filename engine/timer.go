@@ -1,0 +1,74 @@
+package engine
+
+import "github.com/homa-dpdk/homa-dpdk/wire"
+
+// tick runs once per Config.TickNs: it ages every live RPC and asks for
+// retransmission, keeps senders alive, requests acks, and times RPCs
+// out (kernel homa_timer).
+func (e *Endpoint) tick() {
+	e.ticks++
+	for r := e.first; r != nil; {
+		next := r.next // r may end
+		e.checkRPC(r)
+		r = next
+	}
+	e.pump()
+}
+
+// checkRPC applies the timer to one RPC.
+func (e *Endpoint) checkRPC(r *rpc) {
+	o, in := &r.out, &r.in
+	switch {
+	case r.state == stateInService:
+		r.silentTicks = 0 // the application has it
+		return
+	case r.state == stateOutgoing && o.next < o.granted:
+		r.silentTicks = 0 // the ball is in our court: waiting for the pacer
+		return
+	case !r.client && r.state == stateOutgoing && o.next >= o.length:
+		e.awaitAck(r)
+		return
+	case r.state == stateIncoming && in.length != 0 && in.g.Received >= in.g.Granted:
+		// Every granted byte is here: we are the ones waiting (other
+		// messages are granted first). Not silence; keep the sender
+		// from timing out.
+		r.silentTicks = 0
+		if e.ticks%uint64(e.cfg.ResendInterval) == 0 {
+			e.grantKeepalive(r)
+		}
+		return
+	}
+	r.silentTicks++
+	if r.silentTicks >= e.cfg.TimeoutTicks {
+		if r.client {
+			e.m.RPCTimeouts++
+			e.fail(r, ErrTimeout)
+		} else {
+			e.m.ServerRPCDiscards++
+			e.end(r)
+		}
+		return
+	}
+	if r.silentTicks < e.cfg.ResendTicks || (r.silentTicks-e.cfg.ResendTicks)%e.cfg.ResendInterval != 0 {
+		return
+	}
+	if r.state == stateIncoming || r.client {
+		e.requestRetransmit(r)
+	}
+}
+
+// awaitAck handles a server RPC whose response is fully sent: NEED_ACK
+// every RequestAckTicks until the client acknowledges, and give up after
+// TimeoutTicks.
+func (e *Endpoint) awaitAck(r *rpc) {
+	r.doneTicks++
+	r.silentTicks++
+	if r.silentTicks >= e.cfg.TimeoutTicks {
+		e.m.ServerRPCDiscards++
+		e.end(r)
+		return
+	}
+	if r.doneTicks%e.cfg.RequestAckTicks == 0 {
+		e.sendControl(r.peer, wire.TypeNeedAck, r.common())
+	}
+}

@@ -1,0 +1,165 @@
+package engine
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// dropOnce drops the first frame whose log line equals line.
+func dropOnce(line string) func(string) bool {
+	done := false
+	return func(l string) bool {
+		if !done && l == line {
+			done = true
+			return true
+		}
+		return false
+	}
+}
+
+func TestTimer_resendAfterFiveSilentTicksAtNamedPriority(t *testing.T) {
+	n := newTestNet(t)
+	c := n.addHost("c", 1, smallPackets)
+	s := n.addHost("s", 2, smallPackets)
+	srv, _ := s.e.Bind(99)
+	cli, _ := c.e.OpenClient()
+	req := msg(2500, 1)
+	cli.Send(Addr{IP: s.ip, Port: 99}, req)
+	n.drop = dropOnce("c: xmit DATA 1000@1000 p6")
+	n.flush()
+	n.takeLog()
+	n.advance(4_000_000)
+	wantLog(t, n, ``) // four silent ticks: nothing yet
+	n.advance(1_000_000)
+	// The server asks for the gap at the message's unscheduled priority
+	// under its cutoffs (2500 bytes: 6); the client resends it there. The
+	// client, silent too, asks for its response and hears BUSY.
+	wantLog(t, n, `
+		c: xmit RESEND 0+1000@7
+		s: xmit RESEND 1000+1000@6
+		s: xmit BUSY
+		c: xmit DATA 1000@1000 retx p6`)
+	if m := receive(t, srv); !bytes.Equal(m.Data, req) {
+		t.Fatal("bytes differ")
+	}
+	if c.e.Metrics().ResentPackets != 1 {
+		t.Fatal("resent_packets")
+	}
+}
+
+func TestTimer_resendRepeatsEveryInterval(t *testing.T) {
+	n := newTestNet(t)
+	c := n.addHost("c", 1, smallPackets)
+	s := n.addHost("s", 2, smallPackets)
+	s.e.Bind(99)
+	cli, _ := c.e.OpenClient()
+	cli.Send(Addr{IP: s.ip, Port: 99}, msg(2500, 1))
+	n.drop = func(l string) bool {
+		return l == "c: xmit DATA 500@2000 p6" || strings.HasPrefix(l, "c: xmit DATA 500@2000 retx")
+	}
+	n.flush()
+	n.takeLog()
+	n.advance(15_000_000)
+	// RESENDs at ticks 5, 10, 15 from the server for the tail; the client
+	// answers each (dropped).
+	wantLog(t, n, `
+		c: xmit RESEND 0+1000@7
+		s: xmit RESEND 2000+500@6
+		s: xmit BUSY
+		c: xmit DATA 500@2000 retx p6
+		c: xmit RESEND 0+1000@7
+		s: xmit RESEND 2000+500@6
+		s: xmit BUSY
+		c: xmit DATA 500@2000 retx p6
+		c: xmit RESEND 0+1000@7
+		s: xmit RESEND 2000+500@6
+		s: xmit BUSY
+		c: xmit DATA 500@2000 retx p6`)
+}
+
+func TestTimer_busyWhileServerWorks(t *testing.T) {
+	n := newTestNet(t)
+	c := n.addHost("c", 1, nil)
+	s := n.addHost("s", 2, nil)
+	srv, _ := s.e.Bind(99)
+	cli, _ := c.e.OpenClient()
+	cli.Send(Addr{IP: s.ip, Port: 99}, msg(10, 1))
+	n.flush()
+	n.takeLog()
+	n.advance(300_000_000) // 300 ticks: far past the timeout
+	log := n.takeLog()
+	if strings.Count(log, "c: xmit RESEND 0+1424@7") != 60 || strings.Count(log, "s: xmit BUSY") != 60 {
+		t.Fatalf("want a RESEND/BUSY pair every 5 ticks, got:\n%.300s", log)
+	}
+	if _, ok := cli.Receive(); ok {
+		t.Fatal("the client gave up on a busy server")
+	}
+	m := receive(t, srv)
+	srv.Reply(m, msg(20, 2))
+	n.flush()
+	if r := receive(t, cli); r.Err != nil || len(r.Data) != 20 {
+		t.Fatalf("result %+v", r)
+	}
+}
+
+func TestTimer_timeoutAfterHundredSilentTicks(t *testing.T) {
+	n := newTestNet(t)
+	c := n.addHost("c", 1, nil)
+	s := n.addHost("s", 2, nil)
+	srv, _ := s.e.Bind(99)
+	cli, _ := c.e.OpenClient()
+	n.drop = func(l string) bool { return strings.HasPrefix(l, "s:") } // server mute
+	id, _ := cli.Send(Addr{IP: s.ip, Port: 99}, msg(10, 1))
+	n.advance(99_000_000)
+	if _, ok := cli.Receive(); ok {
+		t.Fatal("timed out early")
+	}
+	n.advance(1_000_000)
+	m := receive(t, cli)
+	if m.ID != id || m.Err != ErrTimeout || c.e.Metrics().RPCTimeouts != 1 || c.e.NumRPCs() != 0 {
+		t.Fatalf("result %+v", m)
+	}
+	// The server's application answers late: the response finds no RPC,
+	// and the server's NEED_ACK is answered with an ACK, so no state
+	// remains on either side.
+	n.drop = nil
+	n.takeLog()
+	srv.Reply(receive(t, srv), msg(10, 2))
+	n.advance(2_000_000)
+	wantLog(t, n, `
+		s: xmit DATA 10@0 p6
+		s: xmit NEED_ACK
+		c: xmit ACK 0`)
+	if s.e.NumRPCs() != 0 || c.e.Metrics().UnknownRPCs != 1 {
+		t.Fatalf("server rpcs %d", s.e.NumRPCs())
+	}
+}
+
+func TestTimer_lostGrantRecoveredByResend(t *testing.T) {
+	n := newTestNet(t)
+	c := n.addHost("c", 1, smallPackets)
+	s := n.addHost("s", 2, smallPackets)
+	srv, _ := s.e.Bind(99)
+	cli, _ := c.e.OpenClient()
+	req := msg(7500, 1)
+	n.drop = dropOnce("s: xmit GRANT 7500@0") // the last grant
+	cli.Send(Addr{IP: s.ip, Port: 99}, req)
+	n.flush()
+	log := n.takeLog()
+	if !strings.HasSuffix(log, "s: xmit GRANT 7500@0\nc: xmit DATA 1000@6000 p0") {
+		t.Fatalf("log:\n%s", log)
+	}
+	n.advance(5_000_000)
+	// The server names bytes up to 7500 at the message's scheduled
+	// priority; the client takes that as the grant it never saw.
+	wantLog(t, n, `
+		c: xmit RESEND 0+1000@7
+		s: xmit RESEND 7000+500@0
+		s: xmit BUSY
+		c: xmit BUSY
+		c: xmit DATA 500@7000 p0`)
+	if m := receive(t, srv); !bytes.Equal(m.Data, req) {
+		t.Fatal("bytes differ")
+	}
+}
