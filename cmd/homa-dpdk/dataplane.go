@@ -1,0 +1,265 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/engine"
+	"github.com/homa-dpdk/homa-dpdk/nicq"
+	"github.com/homa-dpdk/homa-dpdk/wire"
+)
+
+// hostLoop is one Homa host on one DPDK port, run by a polling loop: the
+// shape of DPDK's l3fwd — RX burst, process, run timers and the pacer, TX
+// burst per priority queue, free or count what the NIC did not take.
+// Everything here is owned by the loop's thread.
+type hostLoop struct {
+	port  *dpdk.Port
+	me    hostAddr
+	ep    *engine.Endpoint
+	neigh *neighbourTable
+	tx    *mbufTx
+	sched *nicq.Scheduler[*dpdk.Mbuf]
+	cap   *dpdk.Capture // nil when capture is off
+	capIf int           // this port's interface in the capture
+	fault faultInjector
+
+	rx      dpdk.Batch   // RX queue 0
+	rxBufs  []*dpdk.Mbuf //
+	txb     dpdk.Batch   // one entry per TX queue
+	txBufs  [][]*dpdk.Mbuf
+	free    []*dpdk.Mbuf    // freed together at the end of the pass
+	arpBuf  []*dpdk.Mbuf    // one mbuf for an ARP request
+	now     int64           // monotonic ns, read once per pass
+	clock   func() int64    // monotonic ns
+	wallOff int64           // add to now for Unix ns (capture timestamps)
+	app     func(now int64) // in-loop application (the demo), or nil
+
+	stack stackCounters
+	drops [numRxDrops]uint64
+}
+
+// Receive-side drops of the host loop, by cause (the engine counts its own).
+const (
+	rxDropShort = iota
+	rxDropNotIPv4
+	rxDropBadIPv4
+	rxDropNotForUs
+	rxDropProtocol
+	rxDropFault
+	numRxDrops
+)
+
+var rxDropNames = [numRxDrops]string{"short_frame", "ethertype", "bad_ipv4", "not_for_us", "ip_protocol", "fault_injected"}
+
+// pass is one turn of the loop; it returns the packets it handled.
+func (l *hostLoop) pass() int {
+	l.now = l.clock()
+	prev := l.fault.release() // held back last pass: now it comes after newer packets
+	n := l.rx.Rx()
+	if n > 0 {
+		pkts := l.rx.Pkts(0)
+		if l.cap != nil {
+			l.cap.RecordMbufs(l.capIf, dpdk.Inbound, l.now+l.wallOff, pkts)
+		}
+		for _, m := range pkts {
+			l.receive(m)
+		}
+	}
+	if prev != nil {
+		l.dispatch(prev, false)
+	}
+	if l.app != nil {
+		l.app(l.now)
+	}
+	if l.now >= l.ep.NextDeadline() {
+		l.ep.Run()
+	}
+	l.neigh.Retries(l.now, l.sendARPRequest)
+	sent := l.flush()
+	dpdk.FreeBulk(l.free)
+	clear(l.free)
+	l.free = l.free[:0]
+	return n + sent
+}
+
+// receive dispatches one received frame; it owns m from here on.
+func (l *hostLoop) receive(m *dpdk.Mbuf) {
+	switch l.fault.decide() {
+	case faultDrop:
+		l.drops[rxDropFault]++
+		l.free = append(l.free, m)
+		return
+	case faultHold:
+		l.fault.hold(m)
+		return
+	case faultDuplicate:
+		l.dispatch(m, true)
+		return
+	}
+	l.dispatch(m, false)
+}
+
+func (l *hostLoop) dispatch(m *dpdk.Mbuf, twice bool) {
+	d := m.Data()
+	if len(d) < wire.EthernetHeaderLen {
+		l.drops[rxDropShort]++
+		l.free = append(l.free, m)
+		return
+	}
+	ethLen, typ := wire.EthernetHeaderLen, wire.Ethernet(d).Type()
+	if typ == wire.EtherTypeVLAN && len(d) >= wire.EthernetHeaderLen+wire.VLANTagLen {
+		ethLen, typ = wire.EthernetHeaderLen+wire.VLANTagLen, wire.VLAN(d[wire.EthernetHeaderLen:]).Type()
+	}
+	switch typ {
+	case wire.EtherTypeARP:
+		if handleARP(d, ethLen, l.me, l.neigh, l.now, &l.stack) == stackReply {
+			l.tx.enqueue(m)
+			return
+		}
+	case wire.EtherTypeIPv4:
+		ip, r := wire.ParseIPv4(d[ethLen:])
+		if r == wire.DropNotHoma { // a valid IPv4 header of another protocol
+			ip, r = wire.IPv4(d[ethLen:]), wire.DropNone
+			ip = ip[:ip.TotalLength()]
+		}
+		switch {
+		case r != wire.DropNone:
+			l.drops[rxDropBadIPv4]++
+		case ip.Dst() != l.me.ip:
+			l.drops[rxDropNotForUs]++
+		case ip.Protocol() == wire.IPProtoICMP && len(ip.Payload()) > 0 && ip.Payload()[0] == wire.ICMPEchoRequest:
+			if handleICMP(d, ip, l.me, &l.stack) == stackReply {
+				l.tx.enqueue(m)
+				return
+			}
+		case ip.Protocol() == wire.IPProtoHoma || ip.Protocol() == wire.IPProtoICMP:
+			l.ep.Receive(d) // the engine copies what it keeps
+			if twice {
+				l.ep.Receive(d)
+			}
+		default:
+			l.drops[rxDropProtocol]++
+		}
+	default:
+		l.drops[rxDropNotIPv4]++
+	}
+	l.free = append(l.free, m)
+}
+
+// sendARPRequest broadcasts a request for ip.
+func (l *hostLoop) sendARPRequest(ip [4]byte) {
+	if l.arpBuf == nil {
+		l.arpBuf = make([]*dpdk.Mbuf, 1)
+	}
+	if l.tx.pool.AllocBulk(l.arpBuf) != nil {
+		l.tx.NoBuffer++
+		return
+	}
+	m := l.arpBuf[0]
+	b := m.Append(64)
+	clear(b)
+	m.SetLen(max(arpRequest(b, l.me, ip), 60))
+	l.tx.enqueue(m)
+}
+
+// resolve is the engine's Resolve: a known neighbour's MAC, or a request
+// sent (rate-limited by the table) and false.
+func (l *hostLoop) resolve(ip [4]byte) (wire.MAC, bool) {
+	mac, ok, request := l.neigh.Resolve(ip, l.now)
+	if request {
+		l.sendARPRequest(ip)
+	}
+	return mac, ok
+}
+
+// flush hands each TX queue its burst, highest priority first, in one cgo
+// call, and returns the packets the NIC took.
+func (l *hostLoop) flush() int {
+	l.sched.Fill(l.now)
+	total := 0
+	for q := range l.txBufs {
+		b := l.sched.Burst(q)
+		copy(l.txBufs[q], b)
+		l.txb.SetCount(q, len(b))
+		if l.cap != nil && len(b) > 0 {
+			l.cap.RecordMbufs(l.capIf, dpdk.Outbound, l.now+l.wallOff, b)
+		}
+	}
+	l.txb.Tx()
+	for q := range l.txBufs {
+		got := l.txb.Got(q)
+		total += got
+		l.sched.Taken(q, got, l.now, l.dropTx)
+	}
+	return total
+}
+
+func (l *hostLoop) dropTx(m *dpdk.Mbuf) { l.free = append(l.free, m) }
+
+// drain frees everything the loop holds, at shutdown.
+func (l *hostLoop) drain() {
+	l.flush()
+	l.sched.Drain(l.dropTx)
+	if held := l.fault.release(); held != nil {
+		l.free = append(l.free, held)
+	}
+	dpdk.FreeBulk(l.free)
+	l.free = l.free[:0]
+	l.tx.close()
+}
+
+// faultVerdict is what fault injection does with a received packet.
+type faultVerdict uint8
+
+const (
+	faultNone faultVerdict = iota
+	faultDrop
+	faultDuplicate
+	faultHold // delivered after the next packets: reordered
+)
+
+// faultInjector drops, duplicates or reorders a configured fraction of
+// received packets (off by default), seeded, counted.
+type faultInjector struct {
+	drop, dup, reorder             float64
+	rng                            *rand.Rand
+	held                           *dpdk.Mbuf
+	Dropped, Duplicated, Reordered uint64
+}
+
+func newFaultInjector(drop, dup, reorder float64, seed int64) faultInjector {
+	return faultInjector{drop: drop, dup: dup, reorder: reorder, rng: rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))}
+}
+
+func (f *faultInjector) decide() faultVerdict {
+	if f.rng == nil || f.drop+f.dup+f.reorder == 0 {
+		return faultNone
+	}
+	x := f.rng.Float64()
+	switch {
+	case x < f.drop:
+		f.Dropped++
+		return faultDrop
+	case x < f.drop+f.dup:
+		f.Duplicated++
+		return faultDuplicate
+	case x < f.drop+f.dup+f.reorder && f.held == nil:
+		f.Reordered++
+		return faultHold
+	}
+	return faultNone
+}
+
+func (f *faultInjector) hold(m *dpdk.Mbuf) { f.held = m }
+
+func (f *faultInjector) release() *dpdk.Mbuf {
+	m := f.held
+	f.held = nil
+	return m
+}
+
+func (l *hostLoop) String() string {
+	return fmt.Sprintf("host %v on port %d (%s)", l.me.ip, l.port.ID, l.port.Name)
+}

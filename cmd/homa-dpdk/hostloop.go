@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/engine"
+	"github.com/homa-dpdk/homa-dpdk/nicq"
+	"github.com/homa-dpdk/homa-dpdk/wire"
+)
+
+// hostConfig is what a hostLoop is built from: a started port and the
+// protocol settings.
+type hostConfig struct {
+	port     *dpdk.Port
+	pool     *dpdk.Mempool
+	ip       [4]byte
+	mac      wire.MAC
+	txQueues int // TX queues configured on the port
+	prioMap  nicq.Map
+	linkBps  float64
+	engine   engine.Config // IP, MAC, Clock, Resolve and Transmitter are filled in here
+	static   map[[4]byte]wire.MAC
+	arp      struct {
+		timeout, aging time.Duration
+		retries        int
+	}
+	faults struct {
+		drop, dup, reorder float64
+		seed               int64
+	}
+	capture *dpdk.Capture
+	capIf   int
+	burst   int
+	clock   func() int64
+	wallOff int64
+}
+
+func newHostLoop(c hostConfig) (*hostLoop, error) {
+	if c.burst == 0 {
+		c.burst = 32
+	}
+	sched, err := nicq.NewScheduler[*dpdk.Mbuf](nicq.Config{
+		Map: c.prioMap, Capacity: 4096, Burst: c.burst, LinkBps: c.linkBps, MaxNICQueue: int64(time.Millisecond),
+	}, func(m *dpdk.Mbuf) int { return m.PktLen() })
+	if err != nil {
+		return nil, err
+	}
+	l := &hostLoop{
+		port:    c.port,
+		me:      hostAddr{ip: c.ip, mac: c.mac},
+		neigh:   newNeighbourTable(c.arp.timeout.Nanoseconds(), c.arp.aging.Nanoseconds(), c.arp.retries),
+		sched:   sched,
+		tx:      newMbufTx(c.pool, sched, c.burst),
+		cap:     c.capture,
+		capIf:   c.capIf,
+		fault:   newFaultInjector(c.faults.drop, c.faults.dup, c.faults.reorder, c.faults.seed),
+		rxBufs:  make([]*dpdk.Mbuf, c.burst),
+		clock:   c.clock,
+		wallOff: c.wallOff,
+		free:    make([]*dpdk.Mbuf, 0, 2*c.burst+c.prioMap.Queues()*c.burst),
+	}
+	for ip, mac := range c.static {
+		l.neigh.AddStatic(ip, mac)
+	}
+	if _, err := l.rx.Add(c.port, 0, l.rxBufs); err != nil {
+		return nil, err
+	}
+	l.txBufs = make([][]*dpdk.Mbuf, c.prioMap.Queues())
+	for q := range l.txBufs {
+		l.txBufs[q] = make([]*dpdk.Mbuf, c.burst)
+		if _, err := l.txb.Add(c.port, uint16(q), l.txBufs[q]); err != nil {
+			return nil, err
+		}
+	}
+	ec := c.engine
+	ec.IP, ec.MAC = c.ip, c.mac
+	ec.Clock = func() int64 { return l.now }
+	ec.Resolve = l.resolve
+	if ec.LinkBps == 0 {
+		ec.LinkBps = int64(c.linkBps)
+	}
+	l.now = c.clock()
+	if l.ep, err = engine.New(ec, l.tx); err != nil {
+		return nil, fmt.Errorf("engine for %v: %w", c.ip, err)
+	}
+	return l, nil
+}
+
+// peerReady reports whether ip's MAC is known, so that the engine can send
+// to it; otherwise it has ARP ask (rate-limited by the table) and reports
+// whether resolution has failed for now. The engine fails an RPC to an
+// unresolved address at once, so applications in the loop wait for this.
+func (l *hostLoop) peerReady(ip [4]byte) (ready, failed bool) {
+	_, ok := l.resolve(ip)
+	return ok, !ok && l.neigh.Failed(ip)
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/nicq"
+)
+
+// mbufTx is the engine's transmit side on DPDK: it lends mbuf memory, so
+// the engine writes each frame's headers and payload straight into the
+// mbuf that the NIC sends (no copy), and queues the mbuf on the software
+// queue of its priority's TX queue (nicq). It belongs to one polling loop.
+type mbufTx struct {
+	pool  *dpdk.Mempool
+	stash []*dpdk.Mbuf // allocated in bursts; stash[:avail] are free to lend
+	avail int
+	lent  *dpdk.Mbuf // lent by Buffer, not yet passed to Send
+	sched *nicq.Scheduler[*dpdk.Mbuf]
+
+	NoBuffer uint64 // Buffer calls refused: the pool was empty
+}
+
+func newMbufTx(pool *dpdk.Mempool, sched *nicq.Scheduler[*dpdk.Mbuf], burst int) *mbufTx {
+	return &mbufTx{pool: pool, sched: sched, stash: make([]*dpdk.Mbuf, burst)}
+}
+
+// Buffer lends the data room of a fresh mbuf (2 KB: a 1500-byte MTU frame
+// with a VLAN tag fits), or nil when the pool is empty.
+func (t *mbufTx) Buffer() []byte {
+	if t.lent != nil { // the engine asked twice without sending: reuse
+		return t.lent.Data()
+	}
+	if t.avail == 0 {
+		if t.pool.AllocBulk(t.stash) != nil {
+			t.NoBuffer++
+			return nil
+		}
+		t.avail = len(t.stash)
+	}
+	t.avail--
+	m := t.stash[t.avail]
+	m.SetLen(m.DataLen() + m.Tailroom())
+	t.lent = m
+	return m.Data()
+}
+
+// Send queues the lent mbuf, trimmed to the frame, at priority prio. The
+// engine paces its own DATA, so nothing is held back here for the NIC
+// backlog; nicq keeps strict priority between the TX queues.
+func (t *mbufTx) Send(frame []byte, prio int) {
+	m := t.lent
+	if m == nil {
+		return
+	}
+	t.lent = nil
+	m.SetLen(len(frame))
+	if !t.sched.Enqueue(m, prio, false) {
+		m.Free() // counted by nicq as a drop on that queue
+	}
+}
+
+// enqueue queues an mbuf the host stack built or rewrote (ARP, ICMP) at
+// the highest priority.
+func (t *mbufTx) enqueue(m *dpdk.Mbuf) {
+	if !t.sched.Enqueue(m, nicq.NumPriorities-1, false) {
+		m.Free()
+	}
+}
+
+// close frees the mbufs still stashed or lent.
+func (t *mbufTx) close() {
+	if t.lent != nil {
+		t.lent.Free()
+		t.lent = nil
+	}
+	dpdk.FreeBulk(t.stash[:t.avail])
+	t.avail = 0
+}
