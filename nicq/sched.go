@@ -145,6 +145,15 @@ func (s *Scheduler[T]) Taken(q, n int, now int64, drop func(T)) {
 	s.bursts[q], s.bpaced[q] = b[:0], s.bpaced[q][:0]
 }
 
+// Len is the number of packets waiting in all the software queues.
+func (s *Scheduler[T]) Len() int {
+	n := 0
+	for q := range s.queues {
+		n += s.queues[q].len()
+	}
+	return n
+}
+
 // Queued is the number of packets waiting in TX queue q's software queue.
 func (s *Scheduler[T]) Queued(q int) int { return s.queues[q].len() }
 

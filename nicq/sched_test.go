@@ -131,6 +131,9 @@ func TestScheduler_fullQueueDropsAndCounts(t *testing.T) {
 	if s.Enqueue(pkt{"x", 60}, 5, true) {
 		t.Fatal("a full queue accepted a packet")
 	}
+	if s.Len() != 8 {
+		t.Errorf("Len %d, want 8", s.Len())
+	}
 	if st := s.Stats(0); st.Dropped != 1 || st.MaxDepth != 8 || st.Enqueued != 8 {
 		t.Errorf("stats %+v", st)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/engine"
@@ -262,4 +263,31 @@ func (f *faultInjector) release() *dpdk.Mbuf {
 
 func (l *hostLoop) String() string {
 	return fmt.Sprintf("host %v on port %d (%s)", l.me.ip, l.port.ID, l.port.Name)
+}
+
+// summary is a one-line account of what the host counted: its own drops,
+// the engine's drops and retransmissions, the transmit side's refusals and
+// each TX queue's counters. For errors and the end of a run.
+func (l *hostLoop) summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s:", l.me.ip4())
+	for i, n := range l.drops {
+		if n > 0 {
+			fmt.Fprintf(&b, " rx_drop_%s=%d", rxDropNames[i], n)
+		}
+	}
+	m := l.ep.Metrics()
+	m.Each(func(name string, v uint64) {
+		if v > 0 && (strings.HasPrefix(name, "drops_") || name == "resent_packets" || name == "rpc_timeouts" || name == "unknown_rpcs") {
+			fmt.Fprintf(&b, " %s=%d", name, v)
+		}
+	})
+	fmt.Fprintf(&b, " tx_no_buffer=%d tx_busy=%d", l.tx.NoBuffer, l.tx.Busy)
+	for q := range l.txBufs {
+		st := l.sched.Stats(q)
+		if st.Enqueued > 0 {
+			fmt.Fprintf(&b, " q%d{sent=%d returned=%d dropped=%d max=%d}", q, st.Sent, st.Returned, st.Dropped, st.MaxDepth)
+		}
+	}
+	return b.String()
 }

@@ -37,12 +37,21 @@ type hostConfig struct {
 	wallOff int64
 }
 
+// Software TX queueing: each priority's queue holds up to txQueueCapacity
+// packets, but the engine gets no buffer once txHighWater packets wait in
+// all of them together (a few bursts: a port that keeps up never has more),
+// which bounds the mbufs parked here well below the pool's size.
+const (
+	txQueueCapacity = 1024
+	txHighWater     = 256
+)
+
 func newHostLoop(c hostConfig) (*hostLoop, error) {
 	if c.burst == 0 {
 		c.burst = 32
 	}
 	sched, err := nicq.NewScheduler[*dpdk.Mbuf](nicq.Config{
-		Map: c.prioMap, Capacity: 4096, Burst: c.burst, LinkBps: c.linkBps, MaxNICQueue: int64(time.Millisecond),
+		Map: c.prioMap, Capacity: txQueueCapacity, Burst: c.burst, LinkBps: c.linkBps, MaxNICQueue: int64(time.Millisecond),
 	}, func(m *dpdk.Mbuf) int { return m.PktLen() })
 	if err != nil {
 		return nil, err
@@ -52,7 +61,7 @@ func newHostLoop(c hostConfig) (*hostLoop, error) {
 		me:      hostAddr{ip: c.ip, mac: c.mac},
 		neigh:   newNeighbourTable(c.arp.timeout.Nanoseconds(), c.arp.aging.Nanoseconds(), c.arp.retries),
 		sched:   sched,
-		tx:      newMbufTx(c.pool, sched, c.burst),
+		tx:      newMbufTx(c.pool, sched, c.burst, txHighWater),
 		cap:     c.capture,
 		capIf:   c.capIf,
 		fault:   newFaultInjector(c.faults.drop, c.faults.dup, c.faults.reorder, c.faults.seed),

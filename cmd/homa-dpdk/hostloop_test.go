@@ -11,7 +11,6 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/dpdk/dpdktest"
 	"github.com/homa-dpdk/homa-dpdk/engine"
-	"github.com/homa-dpdk/homa-dpdk/nicq"
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
@@ -24,8 +23,8 @@ func TestMain(m *testing.M) {
 
 var ringSeq int
 
-// ringHosts makes two host loops on two ports joined back to back by
-// rings: every TX queue of one port feeds the single RX queue of the other.
+// ringHosts makes the two hosts of a ring pair (10.0.0.1 and 10.0.0.2),
+// resolving each other by ARP, and checks at the end that no mbuf leaked.
 func ringHosts(t *testing.T, txQueues int, faults float64) (a, b *hostLoop) {
 	t.Helper()
 	dpdktest.Need(t)
@@ -35,75 +34,26 @@ func ringHosts(t *testing.T, txQueues int, faults float64) (a, b *hostLoop) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Free)
-	// Cleanups run last-registered first: this one runs after the loops
+	// Cleanups run last-registered first: this one runs after the hosts
 	// have drained and the ports have been emptied.
 	t.Cleanup(func() {
 		if pool.InUse() != 0 {
 			t.Errorf("%d mbufs leaked", pool.InUse())
 		}
 	})
-	mk := func(n string) *dpdk.Ring {
-		r, err := dpdk.NewRing(fmt.Sprintf("hl%d%s", ringSeq, n), 4096, dpdk.SocketIDAny, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(r.Free)
-		return r
-	}
-	ab, ba := mk("ab"), mk("ba")
-	rep := func(r *dpdk.Ring) []*dpdk.Ring {
-		rs := make([]*dpdk.Ring, txQueues)
-		for i := range rs {
-			rs[i] = r
-		}
-		return rs
-	}
 	start := time.Now()
-	clock := func() int64 { return int64(time.Since(start)) + 1e9 }
-	var loops [2]*hostLoop
-	for i, rings := range [][2][]*dpdk.Ring{{{ba}, rep(ab)}, {{ab}, rep(ba)}} {
-		p, err := dpdk.PortFromRings(fmt.Sprintf("hl%d_%d", ringSeq, i), rings[0], rings[1], dpdk.SocketIDAny)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Configure(1, uint16(txQueues), dpdk.PortConf{}); err != nil {
-			t.Fatal(err)
-		}
-		if err := p.RxQueueSetup(0, 1024, pool); err != nil {
-			t.Fatal(err)
-		}
-		for q := range txQueues {
-			if err := p.TxQueueSetup(uint16(q), 1024); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := p.Start(); err != nil {
-			t.Fatal(err)
-		}
-		pm, _ := nicq.NewMap(txQueues)
-		hc := hostConfig{
-			port: p, pool: pool, ip: [4]byte{10, 0, 0, byte(i + 1)}, mac: wire.MAC{2, 0, 10, 0, 0, byte(i + 1)},
-			txQueues: txQueues, prioMap: pm, linkBps: 10e9, engine: engine.DefaultConfig(),
-			clock: clock, burst: 32,
-		}
-		hc.arp.timeout, hc.arp.aging, hc.arp.retries = 10*time.Millisecond, time.Minute, 5
-		hc.faults.drop, hc.faults.dup, hc.faults.reorder, hc.faults.seed = faults, faults/2, faults/2, int64(i+1)
-		l, err := newHostLoop(hc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		loops[i] = l
-		t.Cleanup(func() {
-			l.drain()
-			// Free what is still in flight towards this port.
-			bufs := make([]*dpdk.Mbuf, 64)
-			for n := p.RxBurst(0, bufs); n > 0; n = p.RxBurst(0, bufs) {
-				dpdk.FreeBulk(bufs[:n])
-			}
-			p.Close()
-		})
+	rp, err := newRingPair(ringPairConfig{
+		name: fmt.Sprintf("hl%d", ringSeq), pool: pool, txQueues: txQueues, faults: faults,
+		clock: func() int64 { return int64(time.Since(start)) + 1e9 }, arp: 10 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return loops[0], loops[1]
+	t.Cleanup(func() {
+		rp.drain()
+		rp.close()
+	})
+	return rp.hosts[0], rp.hosts[1]
 }
 
 // echoServer answers every request on port 99 with its own bytes.

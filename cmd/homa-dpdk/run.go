@@ -322,9 +322,7 @@ func (d *daemon) launch(txq []int) error {
 		}
 		d.capture = c
 	}
-	start := time.Now()
-	clock := func() int64 { return int64(time.Since(start)) }
-	wallOff := start.UnixNano()
+	_, clock, wallOff := newClock()
 	idle := lcore.Idle{Kind: lcore.Adaptive}
 	if d.spec.Runtime.Idle == "busy" {
 		idle.Kind = lcore.BusyPoll
@@ -372,6 +370,15 @@ func (d *daemon) stop() error {
 			Uint64("arp_requests", h.stack.ARPRequests).Uint64("echo_requests", h.stack.EchoRequests).Msg("stopped")
 	}
 	return first
+}
+
+// newClock returns the data path's monotonic clock (ns) and the offset
+// that turns its readings into Unix time (for capture timestamps). It
+// starts at 1 s, not 0: the engine treats a zero time as "never".
+func newClock() (start time.Time, clock func() int64, wallOff int64) {
+	start = time.Now()
+	const origin = int64(time.Second)
+	return start, func() int64 { return int64(time.Since(start)) + origin }, start.UnixNano() - origin
 }
 
 func (a hostAddr) ip4() string { return netip.AddrFrom4(a.ip).String() }

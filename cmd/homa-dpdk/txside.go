@@ -15,12 +15,18 @@ type mbufTx struct {
 	avail int
 	lent  *dpdk.Mbuf // lent by Buffer, not yet passed to Send
 	sched *nicq.Scheduler[*dpdk.Mbuf]
+	// highWater is the number of packets waiting for the TX queues above
+	// which Buffer refuses: the port is not keeping up (its TX queues
+	// refuse bursts), so the engine keeps its DATA until the next pass
+	// instead of filling the mempool with packets the port cannot take.
+	highWater int
 
 	NoBuffer uint64 // Buffer calls refused: the pool was empty
+	Busy     uint64 // Buffer calls refused: the TX queues were backed up
 }
 
-func newMbufTx(pool *dpdk.Mempool, sched *nicq.Scheduler[*dpdk.Mbuf], burst int) *mbufTx {
-	return &mbufTx{pool: pool, sched: sched, stash: make([]*dpdk.Mbuf, burst)}
+func newMbufTx(pool *dpdk.Mempool, sched *nicq.Scheduler[*dpdk.Mbuf], burst, highWater int) *mbufTx {
+	return &mbufTx{pool: pool, sched: sched, stash: make([]*dpdk.Mbuf, burst), highWater: highWater}
 }
 
 // Buffer lends the data room of a fresh mbuf (2 KB: a 1500-byte MTU frame
@@ -28,6 +34,10 @@ func newMbufTx(pool *dpdk.Mempool, sched *nicq.Scheduler[*dpdk.Mbuf], burst int)
 func (t *mbufTx) Buffer() []byte {
 	if t.lent != nil { // the engine asked twice without sending: reuse
 		return t.lent.Data()
+	}
+	if t.sched.Len() >= t.highWater {
+		t.Busy++
+		return nil
 	}
 	if t.avail == 0 {
 		if t.pool.AllocBulk(t.stash) != nil {
