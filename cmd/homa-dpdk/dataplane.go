@@ -39,6 +39,9 @@ type hostLoop struct {
 
 	stack stackCounters
 	drops [numRxDrops]uint64
+
+	box         *snapshotBox // counters published for the metrics endpoint, or nil
+	nextPublish int64
 }
 
 // Receive-side drops of the host loop, by cause (the engine counts its own).
@@ -78,6 +81,7 @@ func (l *hostLoop) pass() int {
 		l.ep.Run()
 	}
 	l.neigh.Retries(l.now, l.sendARPRequest)
+	l.publish()
 	sent := l.flush()
 	dpdk.FreeBulk(l.free)
 	clear(l.free)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -110,6 +111,7 @@ func newLogger(ls config.LogSpec) zerolog.Logger {
 
 // daemon is a running homa-dpdk: its ports, loops and hosts.
 type daemon struct {
+	metrics *http.Server
 	spec    *config.Spec
 	log     zerolog.Logger
 	ports   []*dpdk.Port
@@ -337,12 +339,23 @@ func (d *daemon) launch(txq []int) error {
 			return err
 		}
 		d.hosts = append(d.hosts, h)
+	}
+	attachBoxes(d.hosts) // before the loops start: they publish into them
+	for i, h := range d.hosts {
 		loop, err := lcore.Launch(d.spec.Lcores[i], lcore.Config{Name: h.String(), Pass: h.pass, Drain: h.drain, Idle: idle})
 		if err != nil {
 			return err
 		}
 		d.loops = append(d.loops, loop)
 		d.log.Info().Str("host", h.me.ip4()).Uint("lcore", d.spec.Lcores[i]).Msg("polling loop launched")
+	}
+	if addr := d.spec.Metrics.Address; addr != "" {
+		srv, err := serveMetrics(addr, &collector{hosts: d.hosts, loops: d.loops})
+		if err != nil {
+			return err
+		}
+		d.metrics = srv
+		d.log.Info().Str("address", addr).Msg("serving /metrics")
 	}
 	return nil
 }
@@ -351,6 +364,9 @@ func (d *daemon) launch(txq []int) error {
 // and closes the capture.
 func (d *daemon) stop() error {
 	var first error
+	if d.metrics != nil {
+		d.metrics.Close()
+	}
 	for _, l := range d.loops {
 		if err := l.Stop(5 * time.Second); err != nil && first == nil {
 			first = err

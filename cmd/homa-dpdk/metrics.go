@@ -1,0 +1,174 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/engine"
+	"github.com/homa-dpdk/homa-dpdk/lcore"
+	"github.com/homa-dpdk/homa-dpdk/nicq"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// publishEvery is how often a loop copies its counters for the metrics
+// endpoint (ns).
+const publishEvery = int64(100 * time.Millisecond)
+
+// hostSnapshot is one host's counters as its loop last published them.
+type hostSnapshot struct {
+	engine     engine.Metrics
+	drops      [numRxDrops]uint64
+	stack      stackCounters
+	noBuffer   uint64
+	busy       uint64
+	faults     [3]uint64 // dropped, duplicated, reordered
+	queues     []nicq.QueueStats
+	capDropped uint64
+}
+
+// snapshotBox hands counters from the loop to the metrics endpoint. The
+// loop only ever TryLocks it, so a scrape can delay a publication but
+// never stall the loop.
+type snapshotBox struct {
+	mu   sync.Mutex
+	snap hostSnapshot
+}
+
+// publish copies the loop's counters into the box when it is free. It
+// runs on the loop's thread and allocates nothing.
+func (l *hostLoop) publish() {
+	if l.box == nil || l.now < l.nextPublish {
+		return
+	}
+	l.nextPublish = l.now + publishEvery
+	if !l.box.mu.TryLock() {
+		return
+	}
+	s := &l.box.snap
+	s.engine = l.ep.Metrics()
+	s.drops, s.stack = l.drops, l.stack
+	s.noBuffer, s.busy = l.tx.NoBuffer, l.tx.Busy
+	s.faults = [3]uint64{l.fault.Dropped, l.fault.Duplicated, l.fault.Reordered}
+	for q := range s.queues {
+		s.queues[q] = l.sched.Stats(q)
+	}
+	if l.cap != nil {
+		s.capDropped = l.cap.Dropped()
+	}
+	l.box.mu.Unlock()
+}
+
+// collector exports every host's counters, its loop's counters and its
+// port's DPDK statistics.
+type collector struct {
+	hosts []*hostLoop
+	loops []*lcore.Loop // may be shorter than hosts (nil loop: none)
+}
+
+var (
+	labels = []string{"host", "port"}
+	descs  = struct {
+		engine, drops, stack, tx, faults, queue, loop, port, xstat, capture *prometheus.Desc
+	}{
+		engine:  prometheus.NewDesc("homa_engine_total", "Homa engine counters, named as kernel Homa's /proc/net/homa_metrics where the concept matches.", append(labels, "counter"), nil),
+		drops:   prometheus.NewDesc("homa_rx_drops_total", "Frames the host dropped before the engine, by cause.", append(labels, "cause"), nil),
+		stack:   prometheus.NewDesc("homa_host_stack_total", "ARP and ICMP handled by the host.", append(labels, "counter"), nil),
+		tx:      prometheus.NewDesc("homa_tx_refused_total", "Buffers refused to the engine: no mbuf, or TX queues backed up.", append(labels, "cause"), nil),
+		faults:  prometheus.NewDesc("homa_faults_injected_total", "Received packets the fault injector dropped, duplicated or reordered.", append(labels, "fault"), nil),
+		queue:   prometheus.NewDesc("homa_txq_packets_total", "Per TX queue: packets enqueued, sent, returned (refused by the NIC, retried), dropped (queue full).", append(labels, "queue", "event"), nil),
+		loop:    prometheus.NewDesc("homa_loop_total", "Polling loop counters.", append(labels, "counter"), nil),
+		port:    prometheus.NewDesc("homa_port_total", "DPDK port statistics (rte_eth_stats).", append(labels, "counter"), nil),
+		xstat:   prometheus.NewDesc("homa_port_xstat", "DPDK extended port statistics.", append(labels, "name"), nil),
+		capture: prometheus.NewDesc("homa_capture_dropped_total", "Packets the capture writer could not keep up with.", labels, nil),
+	}
+)
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	counter := func(d *prometheus.Desc, v uint64, lv ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), lv...)
+	}
+	for i, h := range c.hosts {
+		host, port := h.me.ip4(), h.port.Name
+		h.box.mu.Lock()
+		s := h.box.snap
+		s.queues = append([]nicq.QueueStats(nil), s.queues...)
+		h.box.mu.Unlock()
+		s.engine.Each(func(name string, v uint64) { counter(descs.engine, v, host, port, name) })
+		for cause, v := range s.drops {
+			counter(descs.drops, v, host, port, rxDropNames[cause])
+		}
+		st := s.stack
+		for name, v := range map[string]uint64{
+			"arp_requests": st.ARPRequests, "arp_replies": st.ARPReplies, "arp_learned": st.ARPLearned,
+			"echo_requests": st.EchoRequests, "not_for_us": st.NotForUs, "malformed": st.Malformed, "unsupported": st.Unsupported,
+		} {
+			counter(descs.stack, v, host, port, name)
+		}
+		counter(descs.tx, s.noBuffer, host, port, "no_mbuf")
+		counter(descs.tx, s.busy, host, port, "txq_backed_up")
+		for k, name := range []string{"drop", "duplicate", "reorder"} {
+			counter(descs.faults, s.faults[k], host, port, name)
+		}
+		for q, qs := range s.queues {
+			qn := strconv.Itoa(q)
+			counter(descs.queue, qs.Enqueued, host, port, qn, "enqueued")
+			counter(descs.queue, qs.Sent, host, port, qn, "sent")
+			counter(descs.queue, qs.Returned, host, port, qn, "returned")
+			counter(descs.queue, qs.Dropped, host, port, qn, "dropped")
+		}
+		counter(descs.capture, s.capDropped, host, port)
+		if i < len(c.loops) && c.loops[i] != nil {
+			ls := c.loops[i].Stats()
+			counter(descs.loop, ls.Passes, host, port, "passes")
+			counter(descs.loop, ls.BusyPasses, host, port, "busy_passes")
+			counter(descs.loop, ls.Packets, host, port, "packets")
+			counter(descs.loop, ls.Sleeps, host, port, "sleeps")
+		}
+		if ps, err := h.port.Stats(); err == nil {
+			for name, v := range map[string]uint64{
+				"ipackets": ps.IPackets, "opackets": ps.OPackets, "ibytes": ps.IBytes, "obytes": ps.OBytes,
+				"imissed": ps.IMissed, "ierrors": ps.IErrors, "oerrors": ps.OErrors, "rx_nombuf": ps.RxNoMbuf,
+				"tx_not_started": ps.TxNotStarted, "rx_not_started": ps.RxNotStarted,
+			} {
+				counter(descs.port, v, host, port, name)
+			}
+		}
+		if xs, err := h.port.XStats(); err == nil {
+			for _, x := range xs {
+				ch <- prometheus.MustNewConstMetric(descs.xstat, prometheus.UntypedValue, float64(x.Value), host, port, x.Name)
+			}
+		}
+	}
+}
+
+// attachBoxes gives each host a snapshot box sized for its TX queues.
+func attachBoxes(hosts []*hostLoop) {
+	for _, h := range hosts {
+		h.box = &snapshotBox{snap: hostSnapshot{queues: make([]nicq.QueueStats, len(h.txBufs))}}
+	}
+}
+
+// serveMetrics serves /metrics on addr until the returned server is
+// closed. It fails at once when addr cannot be bound.
+func serveMetrics(addr string, c *collector) (*http.Server, error) {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(c); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics.address %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	return srv, nil
+}
