@@ -1,0 +1,153 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/dpdk/dpdktest"
+)
+
+// testNet is a link made of network namespaces: a bridge in its own
+// namespace and one veth per host into it.
+type testNet struct {
+	t      *testing.T
+	prefix string
+	bridge string // namespace holding the bridge
+}
+
+func sh(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+func newTestNet(t *testing.T) *testNet {
+	t.Helper()
+	if _, err := exec.LookPath("ip"); err != nil {
+		if dpdktest.Required() {
+			t.Fatal("iproute2 is missing (scripts/setup.sh installs it)")
+		}
+		t.Skip("iproute2 is missing")
+	}
+	n := &testNet{t: t, prefix: fmt.Sprintf("h%d", os.Getpid()%100000)}
+	n.bridge = n.prefix + "sw"
+	sh(t, "ip", "netns", "add", n.bridge)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", n.bridge).Run() })
+	sh(t, "ip", "-n", n.bridge, "link", "add", "br0", "type", "bridge")
+	sh(t, "ip", "-n", n.bridge, "link", "set", "br0", "up")
+	return n
+}
+
+// addHost makes namespace <prefix><name> with interface eth0 on the bridge;
+// addr (CIDR) is configured on it for a Linux host, or left off for a
+// homa-dpdk host, which owns the interface through net_af_packet.
+func (n *testNet) addHost(name, addr string) string {
+	t := n.t
+	ns := n.prefix + name
+	sh(t, "ip", "netns", "add", ns)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	peer := ns + "p"
+	sh(t, "ip", "link", "add", "eth0", "netns", ns, "type", "veth", "peer", "name", peer, "netns", n.bridge)
+	sh(t, "ip", "-n", n.bridge, "link", "set", peer, "master", "br0", "up")
+	sh(t, "ip", "-n", ns, "link", "set", "eth0", "up")
+	sh(t, "ip", "-n", ns, "link", "set", "lo", "up")
+	if addr != "" {
+		sh(t, "ip", "-n", ns, "addr", "add", addr, "dev", "eth0")
+	}
+	return ns
+}
+
+// startDaemonProcess runs `homa-dpdk run` in namespace ns on its eth0.
+func startDaemonProcess(t *testing.T, bin, ns, addr string, lcore int) *exec.Cmd {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`eal: ["-l", "0,%d", "--main-lcore", "0", "--no-pci", "--no-huge", "-m", "256", "--file-prefix", "%s", "--vdev", "net_af_packet0,iface=eth0"]
+lcores: [%d]
+ports:
+  - device: net_af_packet0
+    address: %s
+metrics:
+  address: ""
+runtime:
+  idle: adaptive
+`, lcore, ns, lcore, addr)
+	path := filepath.Join(dir, "homa.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("ip", "netns", "exec", ns, bin, "run", "--config", path)
+	out, err := os.Create(filepath.Join(dir, "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(out.Name())
+			t.Logf("daemon in %s:\n%s", ns, b)
+		}
+	})
+	return cmd
+}
+
+// buildDaemon builds the homa-dpdk program once for the test.
+func buildDaemon(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "homa-dpdk")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestDaemon_pingFromLinuxHostInNamespace: two daemons on net_af_packet,
+// each in its own namespace on one bridged link, answer ARP and ping from
+// a Linux host in a third namespace.
+func TestDaemon_pingFromLinuxHostInNamespace(t *testing.T) {
+	dpdktest.Need(t)
+	if _, err := exec.LookPath("ping"); err != nil {
+		if dpdktest.Required() {
+			t.Fatal("ping is missing (scripts/setup.sh installs iputils-ping)")
+		}
+		t.Skip("ping is missing")
+	}
+	bin := buildDaemon(t)
+	n := newTestNet(t)
+	nsA := n.addHost("a", "")
+	nsB := n.addHost("b", "")
+	nsC := n.addHost("c", "10.77.0.3/24")
+	startDaemonProcess(t, bin, nsA, "10.77.0.1/24", 1)
+	startDaemonProcess(t, bin, nsB, "10.77.0.2/24", 1)
+	for _, ip := range []string{"10.77.0.1", "10.77.0.2"} {
+		var out []byte
+		var err error
+		for try := 0; try < 30; try++ { // the daemons take a moment to start
+			out, err = exec.Command("ip", "netns", "exec", nsC, "ping", "-c", "3", "-i", "0.2", "-W", "1", ip).CombinedOutput()
+			if err == nil {
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		if err != nil || !strings.Contains(string(out), "3 received") {
+			t.Errorf("ping %s from a Linux host: %v\n%s", ip, err, out)
+		}
+	}
+}
