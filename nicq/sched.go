@@ -145,6 +145,9 @@ func (s *Scheduler[T]) Taken(q, n int, now int64, drop func(T)) {
 	s.bursts[q], s.bpaced[q] = b[:0], s.bpaced[q][:0]
 }
 
+// Map is the priority → TX queue map the scheduler uses.
+func (s *Scheduler[T]) Map() Map { return s.cfg.Map }
+
 // Len is the number of packets waiting in all the software queues.
 func (s *Scheduler[T]) Len() int {
 	n := 0

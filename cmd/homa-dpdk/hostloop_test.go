@@ -27,6 +27,12 @@ var ringSeq int
 // resolving each other by ARP, and checks at the end that no mbuf leaked.
 func ringHosts(t *testing.T, txQueues int, faults float64) (a, b *hostLoop) {
 	t.Helper()
+	return ringHostsCapture(t, txQueues, faults, nil)
+}
+
+// ringHostsCapture is ringHosts with both hosts' traffic captured.
+func ringHostsCapture(t *testing.T, txQueues int, faults float64, capture *dpdk.Capture) (a, b *hostLoop) {
+	t.Helper()
 	dpdktest.Need(t)
 	ringSeq++
 	pool, err := dpdk.NewPktMbufPool(fmt.Sprintf("hl%d", ringSeq), 8192, 0, 2048+uint16(dpdk.PktmbufHeadroom), dpdk.SocketIDAny)
@@ -43,7 +49,7 @@ func ringHosts(t *testing.T, txQueues int, faults float64) (a, b *hostLoop) {
 	})
 	start := time.Now()
 	rp, err := newRingPair(ringPairConfig{
-		name: fmt.Sprintf("hl%d", ringSeq), pool: pool, txQueues: txQueues, faults: faults,
+		name: fmt.Sprintf("hl%d", ringSeq), pool: pool, txQueues: txQueues, faults: faults, capture: capture,
 		clock: func() int64 { return int64(time.Since(start)) + 1e9 }, arp: 10 * time.Millisecond,
 	})
 	if err != nil {
