@@ -12,9 +12,11 @@ import (
 // DPDK side lends mbuf memory; tests lend slices and record.
 type Transmitter interface {
 	// Buffer lends a buffer of at least Config.MTU + 18 bytes (Ethernet
-	// with an 802.1Q tag), or nil when none is free (the engine counts
-	// DropNoBuffer and relies on its timers). The engine writes one frame
-	// at its start and passes it to Send before asking for another.
+	// with an 802.1Q tag), or nil when none is free. The engine counts
+	// DropNoBuffer; it keeps new DATA queued and owes GRANTs, both sent
+	// on a later Run (NextDeadline asks for the next pass), and relies on
+	// its timers for other packets. The engine writes one frame at its
+	// start and passes it to Send before asking for another.
 	Buffer() []byte
 
 	// Send transmits frame (a prefix of the last lent buffer) at Homa
@@ -156,6 +158,7 @@ type Endpoint struct {
 	peers          map[[4]byte]*peer
 	rpcs           map[rpcKey]*rpc // every live RPC
 	first, last    *rpc            // live RPCs in creation order, for the timer
+	owedGrants     []*rpc          // RPCs whose latest GRANT is owed (oweGrant), in order
 	nextID         uint64          // next client RPC id (even)
 
 	grants *sched.GrantScheduler // incoming messages needing grants
@@ -233,24 +236,45 @@ func (e *Endpoint) RecomputeCutoffs(levels int) sched.Cutoffs {
 	return e.cfg.Cutoffs
 }
 
-// Run advances the endpoint to the clock's time: it runs the timer for
-// every tick that came due and lets the pacer send what it may. Call it
-// at NextDeadline, or on every pass of a polling loop.
+// Run advances the endpoint to the clock's time: it runs the timer if a
+// tick came due and lets the pacer send what it may. Call it at
+// NextDeadline, or on every pass of a polling loop.
+//
+// A call runs at most one tick. A tick counts silence: every one must
+// follow a chance to hear the peer. When the caller comes late (its loop
+// was descheduled, the garbage collector stopped it, it started long
+// after New), the packets that arrived meanwhile wait unread in its
+// receive queue; running every missed tick back to back would age each
+// RPC by the whole delay and time them all out (kernel Homa's timer, too,
+// runs once when it wakes late). The missed ticks are skipped and counted
+// in TimerTicksSkipped.
 func (e *Endpoint) Run() {
 	e.now = e.cfg.Clock()
-	for e.now >= e.nextTick {
+	if e.now >= e.nextTick {
 		e.nextTick += e.cfg.TickNs
+		if e.now >= e.nextTick {
+			missed := (e.now-e.nextTick)/e.cfg.TickNs + 1
+			e.m.TimerTicksSkipped += uint64(missed)
+			e.nextTick += missed * e.cfg.TickNs
+		}
 		e.tick()
+	}
+	if len(e.owedGrants) > 0 {
+		e.sendOwedGrants()
 	}
 	e.pump()
 }
 
 // NextDeadline returns the time (ns) at which Run next has work: the next
-// tick, or earlier when the pacer holds packets.
+// tick, or earlier when the pacer holds packets or GRANTs are owed (the
+// Transmitter lent no buffer for them).
 func (e *Endpoint) NextDeadline() int64 {
 	d := e.nextTick
 	if e.sendq.Len() > 0 {
 		d = min(d, max(e.pacer.ReadyAt(e.now), e.now+1))
+	}
+	if len(e.owedGrants) > 0 {
+		d = min(d, e.now+1)
 	}
 	return d
 }

@@ -12,6 +12,39 @@ func (e *Endpoint) scheduleGrants() {
 	}
 }
 
+// oweGrant records that r's latest grant could not be sent (the
+// Transmitter lent no buffer). The scheduler has counted it as given, so
+// nothing would grant those bytes again and the sender would wait for
+// RESEND; Run sends the owed GRANT as soon as a buffer is lent.
+func (e *Endpoint) oweGrant(r *rpc) {
+	if !r.in.grantOwed {
+		r.in.grantOwed = true
+		e.owedGrants = append(e.owedGrants, r)
+	}
+}
+
+// sendOwedGrants sends the GRANTs owed, in the order they were owed, until
+// the Transmitter refuses again.
+func (e *Endpoint) sendOwedGrants() {
+	i := 0
+	for ; i < len(e.owedGrants); i++ {
+		r := e.owedGrants[i]
+		if !r.in.grantOwed {
+			continue // a later GRANT went out
+		}
+		if r.state != stateIncoming {
+			r.in.grantOwed = false // complete or ended: nothing to grant
+			continue
+		}
+		if !e.sendGrant(r, r.in.g.Granted, r.in.g.Priority) {
+			break
+		}
+	}
+	n := copy(e.owedGrants, e.owedGrants[i:])
+	clear(e.owedGrants[n:])
+	e.owedGrants = e.owedGrants[:n]
+}
+
 // grantKeepalive repeats r's granted offset when we have received every
 // granted byte and chose not to grant more: the sender then knows we are
 // alive and does not time the RPC out while others are served first.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 )
@@ -63,5 +64,54 @@ func TestGrant_keepaliveWhileWaitingForOthers(t *testing.T) {
 	a, b := receive(t, srv), receive(t, srv)
 	if len(a.Data)+len(b.Data) != 26_000 {
 		t.Fatal("lengths")
+	}
+}
+
+// A GRANT the Transmitter has no buffer for is owed and sent on the next
+// Run, not left for the receiver's RESEND five ticks later: the grant
+// scheduler counted it as given and would not grant those bytes again.
+func TestGrant_owedWhileTransmitterBusySentOnNextRun(t *testing.T) {
+	n := newTestNet(t)
+	c := n.addHost("c", 1, smallPackets)
+	s := n.addHost("s", 2, smallPackets)
+	srv, _ := s.e.Bind(99)
+	cli, _ := c.e.OpenClient()
+	req := msg(7500, 1)
+	cli.Send(Addr{IP: s.ip, Port: 99}, req)
+	s.busy = true // the server's TX queues are backed up
+	n.flush()
+	wantLog(t, n, `
+		c: xmit DATA 1000@0 p6
+		c: xmit DATA 1000@1000 p6
+		c: xmit DATA 1000@2000 p6
+		s: busy
+		s: busy
+		s: busy
+		s: busy
+		s: busy
+		s: busy`) // CUTOFFS and GRANT, for each packet
+	if d := s.e.NextDeadline(); d != n.now+1 {
+		t.Fatalf("next deadline %d ns from now; want the next pass", d-n.now)
+	}
+	s.busy = false
+	n.now++
+	s.e.Run()
+	n.flush()
+	// One GRANT with the latest offset; the rest flows as usual.
+	wantLog(t, n, `
+		s: xmit GRANT 5500@0
+		c: xmit DATA 1000@3000 p0
+		c: xmit DATA 1000@4000 p0
+		c: xmit DATA 1000@5000 p0
+		s: xmit CUTOFFS v1
+		s: xmit GRANT 6500@0
+		s: xmit GRANT 7500@0
+		c: xmit DATA 1000@6000 p0
+		c: xmit DATA 500@7000 p0`)
+	if m := receive(t, srv); !bytes.Equal(m.Data, req) {
+		t.Fatal("bytes differ")
+	}
+	if len(s.e.owedGrants) != 0 || s.e.NextDeadline() != s.e.nextTick {
+		t.Fatalf("%d grants still owed", len(s.e.owedGrants))
 	}
 }

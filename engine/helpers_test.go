@@ -29,6 +29,9 @@ type testHost struct {
 	e    *Endpoint
 	buf  []byte
 	out  []sentFrame // frames sent, not yet delivered
+	// busy, while true, makes Buffer lend nothing (a transmit side
+	// backed up); each refusal is logged as "<host>: busy".
+	busy bool
 }
 
 type sentFrame struct {
@@ -36,7 +39,13 @@ type sentFrame struct {
 	line  string // as logged
 }
 
-func (h *testHost) Buffer() []byte { return h.buf }
+func (h *testHost) Buffer() []byte {
+	if h.busy {
+		h.n.log = append(h.n.log, h.name+": busy")
+		return nil
+	}
+	return h.buf
+}
 
 func (h *testHost) Send(frame []byte, prio int) {
 	line := h.name + ": xmit " + describe(frame, prio)

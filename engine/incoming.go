@@ -19,6 +19,10 @@ type inMsg struct {
 	g sched.GrantMsg
 
 	unsched int // bytes the sender sends unscheduled (first incoming field)
+
+	// grantOwed: the GRANT for g.Granted could not be sent; the RPC is in
+	// the endpoint's owedGrants and Run sends it.
+	grantOwed bool
 }
 
 // gap is a missing byte range [start, end) of an incoming message.
@@ -248,11 +252,11 @@ func (e *Endpoint) maybeSendCutoffs(r *rpc) {
 	if p.cutoffsSentVersion == e.cutoffVersion && p.cutoffsSentTick == e.ticks {
 		return
 	}
-	p.cutoffsSentVersion, p.cutoffsSentTick = e.cutoffVersion, e.ticks
 	buf := e.startFrame()
 	if buf == nil {
-		return
+		return // the peer's next DATA asks again
 	}
+	p.cutoffsSentVersion, p.cutoffsSentTick = e.cutoffVersion, e.ticks
 	f := wire.CutoffsFields{Common: r.common(), Version: e.cutoffVersion}
 	for i := range f.Cutoffs {
 		f.Cutoffs[i] = e.cfg.Cutoffs[i]

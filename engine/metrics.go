@@ -77,6 +77,7 @@ type Metrics struct {
 	AcksReceived      uint64 // acks_received: server RPCs freed by an ack
 	ICMPPortUnreach   uint64 // icmp_port_unreachable_sent
 	ICMPReceived      uint64 // icmp_port_unreachable_rcvd
+	TimerTicksSkipped uint64 // timer_ticks_skipped: ticks not run because Run came late
 
 	Drops [NumDropCauses]uint64 // drops_<cause>
 }
@@ -102,6 +103,7 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("acks_received", m.AcksReceived)
 	fn("icmp_port_unreachable_sent", m.ICMPPortUnreach)
 	fn("icmp_port_unreachable_rcvd", m.ICMPReceived)
+	fn("timer_ticks_skipped", m.TimerTicksSkipped)
 	for c, v := range m.Drops {
 		if c != 0 {
 			fn("drops_"+DropCause(c).String(), v)

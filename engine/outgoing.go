@@ -75,15 +75,19 @@ func (r *rpc) common() wire.CommonFields {
 	return wire.CommonFields{SrcPort: r.port.num, DstPort: r.dport, SenderID: r.id}
 }
 
-// sendGrant sends a GRANT for r's incoming message.
-func (e *Endpoint) sendGrant(r *rpc, offset, prio int) {
+// sendGrant sends a GRANT for r's incoming message and reports whether it
+// went; one that could not go is owed (see oweGrant).
+func (e *Endpoint) sendGrant(r *rpc, offset, prio int) bool {
 	buf := e.startFrame()
 	if buf == nil {
-		return
+		e.oweGrant(r)
+		return false
 	}
+	r.in.grantOwed = false // this GRANT carries the latest offset
 	f := wire.GrantFields{Common: r.common(), Offset: uint32(offset), Priority: uint8(prio)}
 	n := f.Encode(buf[frameHomaOffset:])
 	e.finishFrame(buf, r.peer, controlPriority, n, wire.TypeGrant)
+	return true
 }
 
 // sendResend asks r's peer to retransmit [offset, offset+length).

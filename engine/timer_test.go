@@ -163,3 +163,43 @@ func TestTimer_lostGrantRecoveredByResend(t *testing.T) {
 		t.Fatal("bytes differ")
 	}
 }
+
+// A Run that comes long after the last one (the polling loop was
+// descheduled or stopped by the garbage collector) runs one tick, not
+// one per missed period: the packets that arrived meanwhile are still
+// unread, so the missed time is not silence. Running every missed tick
+// back to back timed out every RPC after a 100 ms stall.
+func TestTimer_lateRunRunsOneTick(t *testing.T) {
+	n := newTestNet(t)
+	c := n.addHost("c", 1, smallPackets)
+	s := n.addHost("s", 2, smallPackets)
+	srv, _ := s.e.Bind(99)
+	cli, _ := c.e.OpenClient()
+	dst := Addr{IP: s.ip, Port: 99}
+	req := msg(2500, 1)
+	id, _ := cli.Send(dst, req)
+	n.takeLog()
+	// Both loops stall for 150 ms with the request still in the network,
+	// then run their timers before reading it.
+	n.now += 150_000_000
+	c.e.Run()
+	s.e.Run()
+	wantLog(t, n, ``) // one tick: not yet time for RESEND
+	if c.e.Metrics().RPCTimeouts != 0 || c.e.NumRPCs() != 1 {
+		t.Fatal("the client RPC timed out on a late Run")
+	}
+	if got := c.e.Metrics().TimerTicksSkipped; got != 149 {
+		t.Fatalf("timer_ticks_skipped %d, want 149", got)
+	}
+	// The next tick is one period after the late one.
+	if d := c.e.NextDeadline(); d != n.now+1_000_000 {
+		t.Fatalf("next deadline %d ns from now", d-n.now)
+	}
+	n.flush()
+	m := receive(t, srv)
+	srv.Reply(m, m.Data)
+	n.flush()
+	if r := receive(t, cli); r.ID != id || r.Err != nil || !bytes.Equal(r.Data, req) {
+		t.Fatalf("result %+v", r)
+	}
+}
