@@ -21,7 +21,9 @@ CGO_ENABLED=0 go test -count=1 $(go list ./... | grep -E '/(wire|engine|sched|ni
 echo "== all tests (HOMA_REQUIRE_DPDK=${HOMA_REQUIRE_DPDK:-0})"
 log=$(mktemp)
 set +e
-go test -count=1 -timeout 20m -v ./... 2>&1 | tee "$log" | grep -E '^(---|ok|FAIL|PASS|panic|\s+\S+_test\.go:)'
+# -p 1: one test binary at a time. DPDK tests busy-poll pinned lcores;
+# binaries running side by side on a 2-CPU machine would starve each other.
+go test -p 1 -count=1 -timeout 20m -v ./... 2>&1 | tee "$log" | grep -E '^(---|ok|FAIL|PASS|panic|\s+\S+_test\.go:)'
 rc=${PIPESTATUS[0]}
 set -e
 pass=$(grep -c -- '--- PASS' "$log" || true)

@@ -282,7 +282,7 @@ func (l *hostLoop) summary() string {
 	}
 	m := l.ep.Metrics()
 	m.Each(func(name string, v uint64) {
-		if v > 0 && (strings.HasPrefix(name, "drops_") || name == "resent_packets" || name == "rpc_timeouts" || name == "unknown_rpcs") {
+		if v > 0 && (strings.HasPrefix(name, "drops_") || name == "resent_packets" || name == "rpc_timeouts" || name == "unknown_rpcs" || name == "timer_ticks_skipped") {
 			fmt.Fprintf(&b, " %s=%d", name, v)
 		}
 	})

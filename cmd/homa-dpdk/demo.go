@@ -32,22 +32,21 @@ func demoCmd() *cobra.Command {
 	cfg := demoConfig{duration: 10 * time.Second, concurrency: 8}
 	var sizes string
 	var seconds float64
-	var homa bool
+	var pmd bool
 	c := &cobra.Command{
 		Use:   "demo [flags] [-- EAL arguments]",
-		Short: "The embedded demo on virtual devices (no NIC, no config file)",
-		Long: `demo runs the forwarding benchmark (perf pmd), short: our Go polling loop and
-dpdk-testpmd on net_null, net_memif and net_ring.
-
-demo --homa runs two Homa hosts, 10.0.0.1 and 10.0.0.2, in this process on two net_ring
+		Short: "Two Homa hosts on virtual devices exchanging RPCs (no NIC, no config file)",
+		Long: `demo runs two Homa hosts, 10.0.0.1 and 10.0.0.2, in this process on two net_ring
 ports joined back to back (every TX queue of one feeds the other's RX queue), driven by
 one polling loop on lcore 1 — the daemon's own data path: the engine writes frames into
 mbufs, each priority goes to its TX queue, ARP resolves the peer. The client keeps a
 number of RPCs outstanding, each echoing a message of a size drawn from the mix, and the
-demo prints the round-trip time percentiles per size and the throughput. It becomes
-the default demo once it completes every mix without an RPC timing out (not yet).`,
+demo prints the round-trip time percentiles per size and the throughput.
+
+demo --pmd runs the forwarding benchmark (perf pmd), short, instead: our Go polling
+loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !homa {
+			if pmd {
 				pc := perf.DefaultPMDConfig()
 				pc.Measure, pc.Warmup, pc.Trials = 2*time.Second, time.Second, 1
 				return runPMD(cmd, args, pc, "")
@@ -72,7 +71,7 @@ the default demo once it completes every mix without an RPC timing out (not yet)
 	f.IntVar(&cfg.concurrency, "concurrency", cfg.concurrency, "RPCs outstanding at once")
 	f.StringVar(&cfg.capture, "capture", "", "write a pcapng capture of both hosts to this file")
 	f.IntVar(&cfg.captureLast, "capture-last", 0, "keep only the last N packets in the capture")
-	f.BoolVar(&homa, "homa", false, "run two Homa hosts exchanging RPCs instead of the forwarding benchmark")
+	f.BoolVar(&pmd, "pmd", false, "run the forwarding benchmark instead")
 	return c
 }
 

@@ -15,6 +15,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if role := os.Getenv(memifRoleEnv); role != "" {
+		os.Exit(memifChild(role))
+	}
 	if os.Getenv("HOMA_TEST_NO_EAL") == "1" {
 		os.Exit(m.Run())
 	}
