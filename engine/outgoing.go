@@ -13,10 +13,6 @@ const (
 
 	// controlPriority is the priority of every control packet (WIRE.md).
 	controlPriority = wire.NumPriorities - 1
-
-	// dataPadOffset is where the three pad bytes of a DATA header start
-	// (WIRE.md: "3 pad bytes @49"); they carry the incast allowance.
-	dataPadOffset = 49
 )
 
 // outMsg is the outgoing message of an RPC (the request of a client RPC,
@@ -125,16 +121,16 @@ func (e *Endpoint) xmitData(r *rpc, offset, limit, prio int, retransmit bool) in
 	if retransmit {
 		f.Retransmit = 1
 	}
-	homa := buf[frameHomaOffset:]
-	f.Encode(homa)
-	// Our unscheduled allowance (incast control): a request carries what
-	// was reserved for its response; other DATA the current value.
+	// Our unscheduled allowance (incast control) rides in the pad bytes:
+	// a request carries what was reserved for its response; other DATA
+	// the current value.
 	allow := r.allowance
 	if !r.client {
 		allow = e.incast.Allowance()
 	}
-	pad := sched.EncodeAllowance(allow)
-	copy(homa[dataPadOffset:dataPadOffset+3], pad[:])
+	f.Pad = sched.EncodeAllowance(allow)
+	homa := buf[frameHomaOffset:]
+	f.Encode(homa)
 	copy(homa[wire.DataHeaderLen:], o.data[offset:offset+n])
 	e.finishFrame(buf, r.peer, prio, wire.DataHeaderLen+n, wire.TypeData)
 	e.pacer.Sent(e.now, frameHomaOffset+wire.DataHeaderLen+n)
@@ -169,15 +165,20 @@ func (e *Endpoint) xmitReady(r *rpc) {
 			break // no transmit buffer: queue it, Run retries
 		}
 	}
-	if o.next < o.granted {
+	switch {
+	case o.next >= o.granted:
+		// Nothing left to send until the next grant. The message may
+		// have been queued while it was longer: its last bytes just went
+		// out unpaced, and a stale entry would block the queue's head.
+		e.sendq.Remove(&o.sq)
+	case !o.sq.Queued():
 		o.sq.Remaining = o.length - o.next
-		if !o.sq.Queued() {
-			o.sq.Owner = r
-			e.sendq.Add(&o.sq)
-			e.m.ThrottleListAdds++
-		} else {
-			e.sendq.Update(&o.sq)
-		}
+		o.sq.Owner = r
+		e.sendq.Add(&o.sq)
+		e.m.ThrottleListAdds++
+	default:
+		o.sq.Remaining = o.length - o.next
+		e.sendq.Update(&o.sq)
 	}
 	e.pump()
 }
@@ -189,6 +190,10 @@ func (e *Endpoint) pump() {
 		sm := e.sendq.Next()
 		r := sm.Owner.(*rpc)
 		o := &r.out
+		if o.next >= o.granted {
+			e.sendq.Remove(sm) // sent by another path meanwhile
+			continue
+		}
 		n := e.sendNext(r)
 		if n == 0 {
 			return // no transmit buffer: try again on the next Run

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
 // smallPackets: 1000-byte payloads, 3000 unscheduled bytes, 5000
@@ -87,4 +89,64 @@ func TestOutgoing_pacerDefersLongMessagesShortestFirst(t *testing.T) {
 	if got := strings.Join(order, ","); got != want {
 		t.Fatalf("paced order:\n%s\nwant:\n%s", got, want)
 	}
+}
+
+// TestOutgoing_queuedMessageFinishedUnpacedLeavesQueue: a message the
+// pacer deferred whose last bytes go out unpaced (under
+// ThrottleMinBytes left when a RESEND or GRANT makes it send) must leave
+// the sender queue; a stale entry at the queue's head once stopped the
+// pacer for every other message.
+func TestOutgoing_queuedMessageFinishedUnpacedLeavesQueue(t *testing.T) {
+	n := newTestNet(t)
+	paced := func(c *Config) {
+		smallPackets(c)
+		c.UnschedBytes = 100_000
+		c.LinkBps = 8_000_000_000 // 1 byte/ns: a 1100-byte frame is 1124 ns
+		c.MaxNICQueueNs = 2000
+	}
+	c := n.addHost("c", 1, paced)
+	s := n.addHost("s", 2, paced)
+	s.e.Bind(99)
+	cli, _ := c.e.OpenClient()
+	dst := Addr{IP: s.ip, Port: 99}
+	id, _ := cli.Send(dst, msg(3500, 1))
+	// Let the pacer send 1000@0..2000@2000, leaving 500 bytes queued.
+	for c.e.rpcs[rpcKey{id: id}].out.next < 3000 {
+		n.now = c.e.NextDeadline()
+		c.e.Run()
+	}
+	r := c.e.rpcs[rpcKey{id: id}]
+	if !r.out.sq.Queued() || c.e.pacer.CanSend(n.now) {
+		t.Fatal("set-up: the rest is not deferred")
+	}
+	// The receiver asks for the unsent rest: the sender answers BUSY and
+	// sends it at once (under 1000 bytes left).
+	c.out = nil
+	c.e.Receive(resendFrame(s.ip, c.ip, cli.Num(), id^1, 3000, 500))
+	if r.out.next != 3500 || r.out.sq.Queued() {
+		t.Fatalf("after RESEND: next %d, queued %v", r.out.next, r.out.sq.Queued())
+	}
+	// A new message is paced normally.
+	cli.Send(dst, msg(5000, 2))
+	for range 20 {
+		n.now = c.e.NextDeadline()
+		c.e.Run()
+	}
+	if c.e.sendq.Len() != 0 {
+		t.Fatalf("sender queue stuck with %d messages", c.e.sendq.Len())
+	}
+}
+
+// resendFrame builds a RESEND from src (server port 99, server id sid)
+// to dst's client port.
+func resendFrame(src, dst [4]byte, dport uint16, sid uint64, offset, length uint32) []byte {
+	b := make([]byte, frameHomaOffset+wire.ResendHeaderLen)
+	eth := wire.EthernetFields{Dst: testMAC(dst), Src: testMAC(src), Type: wire.EtherTypeIPv4}
+	eth.Encode(b)
+	ip := wire.HomaIPv4Fields(src, dst, 7, wire.ResendHeaderLen)
+	ip.Encode(b[frameIPOffset:])
+	f := wire.ResendFields{Common: wire.CommonFields{SrcPort: 99, DstPort: dport, SenderID: sid},
+		Offset: offset, Length: length, Priority: 7}
+	f.Encode(b[frameHomaOffset:])
+	return b
 }

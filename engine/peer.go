@@ -108,7 +108,7 @@ func (e *Endpoint) unschedBytes(p *peer) int {
 // noteAllowance records the allowance carried in a DATA header's pad
 // bytes, if any.
 func (e *Endpoint) noteAllowance(p *peer, d wire.Data) {
-	a, ok := sched.DecodeAllowance([3]byte(d[dataPadOffset : dataPadOffset+3]))
+	a, ok := sched.DecodeAllowance(d.Pad())
 	if !ok {
 		return
 	}

@@ -71,9 +71,8 @@ func TestPeer_kernelPeerWithoutAllowance(t *testing.T) {
 	if p.allowance != 0 || s.e.unschedBytes(p) != 40_000 {
 		t.Fatal("zeros read as an allowance")
 	}
-	pad := sched.EncodeAllowance(2048)
 	f2 := dataFrame(100, 100, 0, msg(100, 0))
-	copy(f2[frameHomaOffset+dataPadOffset:], pad[:])
+	wire.Data(f2[frameHomaOffset:]).SetPad(sched.EncodeAllowance(2048))
 	wire.Data(f2[frameHomaOffset:]).Common().SetSenderID(4)
 	s.e.Receive(f2)
 	if s.e.unschedBytes(p) != 2048 {

@@ -271,3 +271,75 @@ func TestRPC_lateDuplicateAfterAckDoesNotExecuteAgain(t *testing.T) {
 		t.Fatal("a retransmission started a request")
 	}
 }
+
+// TestRPC_closePort: Close ends the port's client and server RPCs,
+// discards what was not taken, refuses further use, frees the number
+// (a request to it now gets ICMP port unreachable) and may be repeated.
+func TestRPC_closePort(t *testing.T) {
+	n := newTestNet(t)
+	c := n.addHost("c", 1, nil)
+	s := n.addHost("s", 2, nil)
+	srv, _ := s.e.Bind(99)
+	cli, _ := c.e.OpenClient()
+	dst := Addr{IP: s.ip, Port: 99}
+	cli.Send(dst, msg(10, 1))
+	cli.Send(dst, msg(10, 2))
+	n.flush()
+	inService := receive(t, srv) // taken, not answered
+	// The second request waits in srv's queue, a third (private) arrives:
+	// three RPCs at each end.
+	priv, _ := cli.SendPrivate(dst, msg(10, 3))
+	n.flush()
+	if s.e.NumRPCs() != 3 || c.e.NumRPCs() != 3 {
+		t.Fatalf("rpcs before Close: server %d client %d", s.e.NumRPCs(), c.e.NumRPCs())
+	}
+	n.takeLog()
+
+	srv.Close()
+	if s.e.NumRPCs() != 0 {
+		t.Fatalf("server port closed with %d RPCs left", s.e.NumRPCs())
+	}
+	if _, ok := srv.Receive(); ok {
+		t.Fatal("a queued request survived Close")
+	}
+	if err := srv.Reply(inService, msg(10, 4)); err != ErrNoRPC {
+		t.Fatalf("Reply after Close: %v", err)
+	}
+	if _, err := srv.Send(dst, msg(10, 5)); err != ErrClosed {
+		t.Fatalf("Send after Close: %v", err)
+	}
+	srv.Close() // a no-op
+
+	cli.Close()
+	if c.e.NumRPCs() != 0 {
+		t.Fatalf("client port closed with %d RPCs left", c.e.NumRPCs())
+	}
+	if _, ok := cli.Receive(); ok {
+		t.Fatal("an aborted result was delivered after Close")
+	}
+	if _, _, err := cli.Wait(priv); err != ErrNoRPC {
+		t.Fatalf("Wait after Close: %v", err)
+	}
+	if _, err := cli.Send(dst, msg(10, 6)); err != ErrClosed {
+		t.Fatalf("Send after Close: %v", err)
+	}
+	n.flush()
+	if log := n.takeLog(); log != "" {
+		t.Fatalf("Close sent:\n%s", log)
+	}
+
+	// The number is free: a request to it is refused, and it binds again.
+	cli2, _ := c.e.OpenClient()
+	cli2.Send(dst, msg(10, 7))
+	n.flush()
+	if m := receive(t, cli2); m.Err != ErrPortUnreachable {
+		t.Fatalf("request to a closed port: %+v", m)
+	}
+	srv2, err := s.e.Bind(99)
+	if err != nil {
+		t.Fatalf("Bind after Close: %v", err)
+	}
+	cli2.Send(dst, msg(10, 8))
+	n.flush()
+	receive(t, srv2)
+}

@@ -14,17 +14,19 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
-// workload is a message size distribution read from a WIRE workload CSV
-// (length_bytes,relative_frequency).
+// workload is a message size distribution read from a workload CSV
+// (length_bytes,relative_frequency) in testdata: w3.csv and w4.csv are
+// copies of the project's shared W3 and W4 (DESIGN.md, the Homa paper's
+// workloads).
 type workload struct {
 	sizes []int
 	cdf   []float64
 }
 
 func loadWorkload(t testing.TB, name string) *workload {
-	f, err := os.Open("../../shared/workloads/" + name + ".csv")
+	f, err := os.Open("testdata/" + name + ".csv")
 	if err != nil {
-		t.Skipf("workload %s: %v", name, err)
+		t.Fatalf("workload %s: %v", name, err)
 	}
 	defer f.Close()
 	w := &workload{}
@@ -45,6 +47,16 @@ func loadWorkload(t testing.TB, name string) *workload {
 		w.cdf[i] /= sum
 	}
 	return w
+}
+
+// mean returns the expected value of f(size) under the distribution.
+func (w *workload) mean(f func(size int) float64) float64 {
+	m, prev := 0.0, 0.0
+	for i, n := range w.sizes {
+		m += (w.cdf[i] - prev) * f(n)
+		prev = w.cdf[i]
+	}
+	return m
 }
 
 func (w *workload) draw(r *rand.Rand) int {

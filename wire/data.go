@@ -14,7 +14,7 @@ const (
 	dataAck           = 36 // 10-byte ack entry, piggybacked
 	dataCutoffVersion = 46 // u16 version of the receiver's cutoffs in use
 	dataRetransmit    = 48 // u8: 1 when answering RESEND
-	dataPad           = 49 // 3 zero bytes
+	dataPad           = 49 // 3 pad bytes: zero from the kernel; homa-dpdk's incast allowance
 	dataSegOffset     = 52 // u32 offset of the first byte, or OffsetInSequence
 )
 
@@ -68,6 +68,12 @@ func (d Data) Payload() []byte { return d[DataHeaderLen:] }
 // MessageLength is for the caller to check.
 func (d Data) Segment() (offset uint32, payload []byte) { return d.Offset(), d[DataHeaderLen:] }
 
+// Pad returns the three pad bytes at offset 49. Kernel Homa writes them
+// as zero and never reads them; homa-dpdk carries its receiver's
+// unscheduled allowance there (incast control, see package sched's
+// EncodeAllowance). The array is a copy.
+func (d Data) Pad() [3]byte { return [3]byte(d[dataPad : dataPad+3]) }
+
 // SetMessageLength sets message_length.
 func (d Data) SetMessageLength(n uint32) { binary.BigEndian.PutUint32(d[dataMessageLength:], n) }
 
@@ -79,6 +85,9 @@ func (d Data) SetCutoffVersion(v uint16) { binary.BigEndian.PutUint16(d[dataCuto
 
 // SetRetransmit sets the retransmit byte.
 func (d Data) SetRetransmit(r uint8) { d[dataRetransmit] = r }
+
+// SetPad sets the three pad bytes at offset 49 (see Pad).
+func (d Data) SetPad(p [3]byte) { copy(d[dataPad:dataPad+3], p[:]) }
 
 // SetSegOffset sets seg.offset (an offset, or OffsetInSequence).
 func (d Data) SetSegOffset(off uint32) { binary.BigEndian.PutUint32(d[dataSegOffset:], off) }
@@ -92,6 +101,10 @@ type DataFields struct {
 	Ack           AckEntryFields // piggybacked ack; zero = none
 	CutoffVersion uint16         // version of the receiver's cutoffs in use
 	Retransmit    uint8          // 1 when answering RESEND
+
+	// Pad is written to the three pad bytes at offset 49: zero for the
+	// kernel's format, or homa-dpdk's incast allowance (see Data.Pad).
+	Pad [3]byte
 
 	// Offset is written to seg.offset: the message offset of the first
 	// byte, or OffsetInSequence with the offset in Common.Sequence.
@@ -111,7 +124,7 @@ func (f *DataFields) Encode(b []byte) int {
 	f.Ack.Encode(d.Ack())
 	d.SetCutoffVersion(f.CutoffVersion)
 	d.SetRetransmit(f.Retransmit)
-	d[dataPad], d[dataPad+1], d[dataPad+2] = 0, 0, 0
+	d.SetPad(f.Pad)
 	d.SetSegOffset(f.Offset)
 	return DataHeaderLen
 }
@@ -125,6 +138,7 @@ func (d Data) Fields() DataFields {
 		Ack:           d.Ack().Fields(),
 		CutoffVersion: d.CutoffVersion(),
 		Retransmit:    d.Retransmit(),
+		Pad:           d.Pad(),
 		Offset:        d.SegOffset(),
 	}
 }

@@ -128,3 +128,21 @@ func BenchmarkData_patchTemplate(b *testing.B) {
 		Common(buf).SetSequence(seq)
 	}
 }
+
+func TestData_padRoundTrip(t *testing.T) {
+	b := make([]byte, DataHeaderLen)
+	f := goldenDataFields
+	f.Pad = [3]byte{0x81, 0x02, 0x71}
+	f.Encode(b)
+	d := Data(b)
+	if d.Pad() != f.Pad || !bytes.Equal(b[49:52], f.Pad[:]) {
+		t.Fatalf("Pad = % x, bytes 49..51 % x; want % x", d.Pad(), b[49:52], f.Pad)
+	}
+	if d.SegOffset() != f.Offset || d.Retransmit() != f.Retransmit {
+		t.Error("Pad disturbed its neighbours")
+	}
+	d.SetPad([3]byte{})
+	if d.Pad() != ([3]byte{}) || d.Fields().Pad != ([3]byte{}) {
+		t.Errorf("SetPad(zero) left % x", d.Pad())
+	}
+}

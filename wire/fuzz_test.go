@@ -324,3 +324,47 @@ func FuzzAck(f *testing.F) {
 		fuzzView(t, b, TypeAck)
 	})
 }
+
+func FuzzARP(f *testing.F) {
+	f.Add(arpRequestVector)
+	reply := ARPFields{Op: ARPReply, SenderMAC: testMAC2, SenderIP: testIP2, TargetMAC: testMAC1, TargetIP: testIP1}
+	b := make([]byte, ARPLen+4)
+	reply.Encode(b)
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a := ARP(b)
+		if !a.IsValid() {
+			return
+		}
+		// The accessors, encoded again, reproduce the packet.
+		af := ARPFields{Op: a.Op(), SenderMAC: a.SenderMAC(), SenderIP: a.SenderIP(),
+			TargetMAC: a.TargetMAC(), TargetIP: a.TargetIP()}
+		out := make([]byte, ARPLen)
+		if af.Encode(out) != ARPLen || !bytes.Equal(out, b[:ARPLen]) {
+			t.Fatalf("re-encodes as % x, was % x", out, b[:ARPLen])
+		}
+	})
+}
+
+func FuzzICMP(f *testing.F) {
+	f.Add(icmpEchoVector)
+	f.Add(icmpEchoVector[:ICMPHeaderLen])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m := ICMP(b)
+		if !m.IsValid() {
+			if len(b) >= ICMPHeaderLen && Checksum(b, 0) == 0xffff {
+				t.Fatalf("IsValid false with a good checksum: % x", b)
+			}
+			return
+		}
+		_, _, _, _ = m.Type(), m.Code(), m.ID(), m.Seq()
+		// Turning it into a reply keeps it valid and changes only the
+		// type and checksum.
+		r := ICMP(append([]byte(nil), b...))
+		r.SetType(ICMPEchoReply)
+		r.UpdateChecksum()
+		if !r.IsValid() || r.Type() != ICMPEchoReply || !bytes.Equal(r[4:], b[4:]) || r[1] != b[1] {
+			t.Fatalf("reply % x from % x", []byte(r), b)
+		}
+	})
+}
