@@ -58,20 +58,16 @@ var defaults = map[string]any{
 
 // Port defaults, applied to each port's zero fields.
 const (
-	defaultMTU      = 1500
-	defaultRxQueues = 1
-	defaultRxDesc   = 1024
-	defaultTxDesc   = 1024
-	defaultMarking  = "dscp"
-	defaultSpeed    = "auto"
+	defaultMTU     = 1500
+	defaultRxDesc  = 1024
+	defaultTxDesc  = 1024
+	defaultMarking = "dscp"
+	defaultSpeed   = "auto"
 )
 
 func (p *PortSpec) applyDefaults() {
 	if p.MTU == 0 {
 		p.MTU = defaultMTU
-	}
-	if p.RxQueues == 0 {
-		p.RxQueues = defaultRxQueues
 	}
 	if p.RxDesc == 0 {
 		p.RxDesc = defaultRxDesc

@@ -42,7 +42,9 @@ type PortSpec struct {
 	Gateway string `mapstructure:"gateway"` // IPv4 next hop off the subnet; "" for none
 	MAC     string `mapstructure:"mac"`     // override of the port's MAC; "" keeps it
 	MTU     int    `mapstructure:"mtu"`     // IP MTU, 576..9000 (jumbo frames allowed)
-	// RxQueues is the number of RX queues (1 until RSS sharding exists).
+	// RxQueues is the number of RX queues, all polled by the port's loop;
+	// 0 chooses 1, or as many as the TX queues on net_memif, whose peers
+	// must have matching queue pairs.
 	RxQueues int `mapstructure:"rx_queues"`
 	// TxQueues is the number of TX queues for the 8 priorities; 0 takes as
 	// many as the device allows, up to 8.

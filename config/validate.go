@@ -148,7 +148,7 @@ func (ps *PortSpec) validate(p *problems, key string, addrs map[netip.Addr]strin
 		}
 	}
 	p.intRange(key+".mtu", ps.MTU, 576, 9000)
-	p.intRange(key+".rx_queues", ps.RxQueues, 1, 1)
+	p.intRange(key+".rx_queues", ps.RxQueues, 0, 1024)
 	p.intRange(key+".tx_queues", ps.TxQueues, 0, 1024)
 	p.oneOf(key+".marking", ps.Marking, "dscp", "pcp")
 	p.intRange(key+".vlan", ps.VLAN, 0, 4094)

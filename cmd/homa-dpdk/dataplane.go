@@ -26,9 +26,9 @@ type hostLoop struct {
 	capIf int           // this port's interface in the capture
 	fault faultInjector
 
-	rx      dpdk.Batch   // RX queue 0
-	rxBufs  []*dpdk.Mbuf //
-	txb     dpdk.Batch   // one entry per TX queue
+	rx      dpdk.Batch     // every RX queue of the port, polled in one cgo call
+	rxBufs  [][]*dpdk.Mbuf // one burst per RX queue
+	txb     dpdk.Batch     // one entry per TX queue
 	txBufs  [][]*dpdk.Mbuf
 	free    []*dpdk.Mbuf    // freed together at the end of the pass
 	arpBuf  []*dpdk.Mbuf    // one mbuf for an ARP request
@@ -62,9 +62,9 @@ func (l *hostLoop) pass() int {
 	l.now = l.clock()
 	prev := l.fault.release() // held back last pass: now it comes after newer packets
 	n := l.rx.Rx()
-	if n > 0 {
-		pkts := l.rx.Pkts(0)
-		if l.cap != nil {
+	for q := 0; n > 0 && q < l.rx.Len(); q++ {
+		pkts := l.rx.Pkts(q)
+		if l.cap != nil && len(pkts) > 0 {
 			l.cap.RecordMbufs(l.capIf, dpdk.Inbound, l.now+l.wallOff, pkts)
 		}
 		for _, m := range pkts {

@@ -65,7 +65,6 @@ func newHostLoop(c hostConfig) (*hostLoop, error) {
 		cap:     c.capture,
 		capIf:   c.capIf,
 		fault:   newFaultInjector(c.faults.drop, c.faults.dup, c.faults.reorder, c.faults.seed),
-		rxBufs:  make([]*dpdk.Mbuf, c.burst),
 		clock:   c.clock,
 		wallOff: c.wallOff,
 		free:    make([]*dpdk.Mbuf, 0, 2*c.burst+c.prioMap.Queues()*c.burst),
@@ -73,8 +72,12 @@ func newHostLoop(c hostConfig) (*hostLoop, error) {
 	for ip, mac := range c.static {
 		l.neigh.AddStatic(ip, mac)
 	}
-	if _, err := l.rx.Add(c.port, 0, l.rxBufs); err != nil {
-		return nil, err
+	l.rxBufs = make([][]*dpdk.Mbuf, max(c.port.RxQueues(), 1))
+	for q := range l.rxBufs {
+		l.rxBufs[q] = make([]*dpdk.Mbuf, c.burst)
+		if _, err := l.rx.Add(c.port, uint16(q), l.rxBufs[q]); err != nil {
+			return nil, err
+		}
 	}
 	l.txBufs = make([][]*dpdk.Mbuf, c.prioMap.Queues())
 	for q := range l.txBufs {

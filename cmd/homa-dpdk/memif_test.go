@@ -10,26 +10,30 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/homa-dpdk/homa-dpdk/config"
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/dpdk/dpdktest"
 	"github.com/homa-dpdk/homa-dpdk/engine"
-	"github.com/homa-dpdk/homa-dpdk/nicq"
-	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
-// Two processes, each running the daemon's data path (a hostLoop: engine
-// on mbufs, nicq, ARP) on a net_memif port, exchange RPCs. The child
-// processes are this test binary, re-executed with memifRoleEnv set.
+// Two daemons in two processes — each `homa-dpdk run`'s own start-up
+// (config, EAL, ports, link, one polling loop on a worker lcore) on a
+// net_memif port — exchange RPCs. The processes are this test binary,
+// re-executed with memifRoleEnv set; their in-loop applications (an echo
+// server, a client) stand in for the workers of the shared-memory
+// interface.
 const memifRoleEnv = "HOMA_TEST_MEMIF_HOST"
 
-// memifChild runs one host; it returns the exit code.
+// memifChild runs one daemon; it returns the exit code.
 func memifChild(role string) int {
-	err := runMemifHost(role, os.Getenv("HOMA_TEST_SOCK"), os.Getenv("HOMA_TEST_RPCS"), os.Getenv("HOMA_TEST_LOSS"))
+	err := runMemifDaemon(role, os.Getenv("HOMA_TEST_SOCK"), os.Getenv("HOMA_TEST_RPCS"), os.Getenv("HOMA_TEST_LOSS"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, role+":", err)
 		return 1
@@ -37,48 +41,70 @@ func memifChild(role string) int {
 	return 0
 }
 
-func runMemifHost(role, sock, rpcsArg, lossArg string) error {
-	memRole, last := "server", byte(2)
+func runMemifDaemon(role, sock, rpcsArg, lossArg string) error {
+	// The echo server is the memif server, polled on lcore 1 (CPU 1); the
+	// client polls on lcore 0 (CPU 0), its main lcore being 1.
+	memRole, last, mainLcore, loopLcore := "server", 2, 0, 1
 	if role == "client" {
-		memRole, last = "client", 1
+		memRole, last, mainLcore, loopLcore = "client", 1, 1, 0
 	}
-	args := dpdktest.EALArgs()
-	args[1] = strconv.Itoa(int(last) - 1) // one lcore each: CPU 0 or 1
-	if _, err := dpdk.Init(args); err != nil {
+	mem := dpdk.ProbeMemory()
+	eal := append(dpdk.VirtualDeviceArgs("0,1", mem, 512, fmt.Sprintf("homamemif%d", os.Getpid())),
+		"--main-lcore", strconv.Itoa(mainLcore),
+		"--vdev", fmt.Sprintf("net_memif_h,role=%s,id=0,socket=%s,socket-abstract=no", memRole, sock))
+	yaml := fmt.Sprintf(`lcores: [%d]
+ports:
+  - device: net_memif_h
+    address: 10.0.0.%d/24
+metrics:
+  address: ""
+faults:
+  drop: %s
+  seed: %d
+arp:
+  timeout: 20ms
+  retries: 50
+log:
+  level: warn
+`, loopLcore, last, lossArg, last)
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("homa-memif-%d.yaml", os.Getpid()))
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		return err
 	}
-	pool, err := dpdk.NewPktMbufPool("memifhost", 16384, 0, 2048+uint16(dpdk.PktmbufHeadroom), dpdk.SocketIDAny)
+	defer os.Remove(path)
+	spec, err := config.Load(config.Source{File: path})
 	if err != nil {
 		return err
 	}
-	p, err := dpdk.NewVdev("net_memif_h", fmt.Sprintf("role=%s,id=0,socket=%s,socket-abstract=no", memRole, sock))
-	if err != nil {
-		return err
-	}
-	if err := setupRingPort(p, pool, 1); err != nil {
-		return err
-	}
-	fmt.Println("up")
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		if l, err := p.Link(); err == nil && l.Up {
-			break
+	spec.EAL = eal
+	var finished func() (bool, error)
+	prepare := func(hosts []*hostLoop) {
+		h := hosts[0]
+		if role == "server" {
+			srv, err := h.ep.Bind(99)
+			if err != nil {
+				panic(err)
+			}
+			h.app = func(int64) {
+				for m, ok := srv.Receive(); ok; m, ok = srv.Receive() {
+					srv.Reply(m, m.Data)
+				}
+			}
+			finished = func() (bool, error) { return false, nil }
+			return
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("memif link down after 20 s")
+		n, _ := strconv.Atoi(rpcsArg)
+		c, err := newMemifClient(h, n)
+		if err != nil {
+			panic(err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		finished = c.finished
 	}
-	loss, _ := strconv.ParseFloat(lossArg, 64)
-	_, clock, _ := newClock()
-	pm, _ := nicq.NewMap(1)
-	hc := hostConfig{port: p, pool: pool, ip: [4]byte{10, 0, 0, last}, mac: wire.MAC{2, 0, 10, 0, 0, last},
-		txQueues: 1, prioMap: pm, linkBps: 10e9, engine: engine.DefaultConfig(), clock: clock, burst: 32}
-	hc.arp.timeout, hc.arp.aging, hc.arp.retries = 20*time.Millisecond, time.Hour, 50
-	hc.faults.drop, hc.faults.seed = loss, int64(last)
-	h, err := newHostLoop(hc)
+	d, err := startDaemon(spec, newLogger(spec.Log), prepare)
 	if err != nil {
 		return err
 	}
+	fmt.Println("up") // links up, loop running
 	cmds := make(chan string, 4)
 	go func() {
 		sc := bufio.NewScanner(os.Stdin)
@@ -87,51 +113,28 @@ func runMemifHost(role, sock, rpcsArg, lossArg string) error {
 		}
 		close(cmds)
 	}()
-	var app func() (bool, error)
-	if role == "server" {
-		srv, err := h.ep.Bind(99)
-		if err != nil {
-			return err
-		}
-		h.app = func(int64) {
-			for m, ok := srv.Receive(); ok; m, ok = srv.Receive() {
-				srv.Reply(m, m.Data)
-			}
-		}
-		app = func() (bool, error) { return false, nil }
-	} else {
-		n, _ := strconv.Atoi(rpcsArg)
-		c, err := newMemifClient(h, n)
-		if err != nil {
-			return err
-		}
-		app = c.finished
-	}
-	// Poll until the application is done (client) or told to stop, then
-	// stop polling ("quiet") and leave when standard input closes.
-	for polling := true; ; {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	reported := false
+	for {
 		select {
 		case c, ok := <-cmds:
-			if !ok {
-				h.drain()
-				return nil
+			if !ok { // leave: the loop is already quiet
+				return d.stopPorts()
 			}
 			if c == "stop" {
-				polling = false
+				if err := d.stopLoops(); err != nil {
+					return err
+				}
 				fmt.Println("quiet")
 			}
-		default:
-		}
-		if !polling {
-			time.Sleep(time.Millisecond)
-			continue
-		}
-		h.pass()
-		if done, err := app(); err != nil {
-			return err
-		} else if done {
-			fmt.Printf("done %s\n", strings.TrimSpace(h.summary()))
-			polling = false
+		case <-tick.C:
+			if done, err := finished(); err != nil {
+				return err
+			} else if done && !reported {
+				fmt.Printf("done %s\n", strings.TrimSpace(d.hosts[0].summary()))
+				reported = true
+			}
 		}
 	}
 }
@@ -139,6 +142,7 @@ func runMemifHost(role, sock, rpcsArg, lossArg string) error {
 // memifClient issues RPCs of sizes from 1 B to 1 MB (log-uniform), 8 at a
 // time, and checks each response byte for byte.
 type memifClient struct {
+	state atomic.Value // memifResult, for goroutines outside the loop
 	h     *hostLoop
 	port  *engine.Port
 	dst   engine.Addr
@@ -162,6 +166,7 @@ func newMemifClient(h *hostLoop, total int) (*memifClient, error) {
 }
 
 func (c *memifClient) run(int64) {
+	defer c.publish()
 	if c.err != nil {
 		return
 	}
@@ -199,7 +204,23 @@ func (c *memifClient) run(int64) {
 	}
 }
 
-func (c *memifClient) finished() (bool, error) { return c.done == c.total, c.err }
+// memifResult is what the loop publishes for the process's main goroutine.
+type memifResult struct {
+	done bool
+	err  error
+}
+
+func (c *memifClient) publish() {
+	if c.err != nil || c.done == c.total {
+		c.state.Store(memifResult{done: c.done == c.total, err: c.err})
+	}
+}
+
+// finished is called from outside the loop.
+func (c *memifClient) finished() (bool, error) {
+	r, _ := c.state.Load().(memifResult)
+	return r.done, r.err
+}
 
 // memifProc is the parent's handle on a child host.
 type memifProc struct {
@@ -247,10 +268,21 @@ func (p *memifProc) expect(t *testing.T, prefix string, timeout time.Duration) s
 
 func runMemifPair(t *testing.T, rpcs int, loss float64) {
 	dpdktest.Need(t)
+	if runtime.NumCPU() < 2 {
+		t.Skip("two daemons need two CPUs")
+	}
 	sock := filepath.Join(t.TempDir(), "memif.sock")
 	server := startMemifProc(t, "server", sock, 0, loss)
-	server.expect(t, "up", 20*time.Second)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(sock); err == nil {
+			break // the memif server listens: its client may connect
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the memif server's socket did not appear within 20 s")
+		}
+	}
 	client := startMemifProc(t, "client", sock, rpcs, loss)
+	server.expect(t, "up", 20*time.Second)
 	client.expect(t, "up", 20*time.Second)
 	done := client.expect(t, "done", 240*time.Second)
 	t.Log(done)

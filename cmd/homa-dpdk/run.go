@@ -82,7 +82,7 @@ and ping, speaks Homa on protocol 146, and stops cleanly on SIGINT or SIGTERM.`,
 			if cmd.ArgsLenAtDash() >= 0 {
 				spec.EAL = args[cmd.ArgsLenAtDash():]
 			}
-			d, err := startDaemon(spec, newLogger(spec.Log))
+			d, err := startDaemon(spec, newLogger(spec.Log), nil)
 			if err != nil {
 				return err
 			}
@@ -111,6 +111,7 @@ func newLogger(ls config.LogSpec) zerolog.Logger {
 
 // daemon is a running homa-dpdk: its ports, loops and hosts.
 type daemon struct {
+	prepare func([]*hostLoop)
 	metrics *http.Server
 	spec    *config.Spec
 	log     zerolog.Logger
@@ -121,9 +122,11 @@ type daemon struct {
 	capture *dpdk.Capture
 }
 
-// startDaemon turns a Spec into live objects, phase by phase.
-func startDaemon(spec *config.Spec, log zerolog.Logger) (*daemon, error) {
-	d := &daemon{spec: spec, log: log}
+// startDaemon turns a Spec into live objects, phase by phase. prepare, if
+// not nil, sees the hosts after they are built and before their loops
+// start: the place to give a host an in-loop application (tests).
+func startDaemon(spec *config.Spec, log zerolog.Logger, prepare func([]*hostLoop)) (*daemon, error) {
+	d := &daemon{spec: spec, log: log, prepare: prepare}
 	applyRuntime(spec.Runtime, len(spec.Ports))
 
 	if _, err := dpdk.Init(spec.EAL); err != nil {
@@ -213,12 +216,23 @@ func (d *daemon) setupPort(i int) (int, error) {
 	if ntx == 0 {
 		ntx = min(int(info.MaxTxQueues), nicq.NumPriorities)
 	}
-	conf := dpdk.PortConf{}
-	if err := p.Configure(uint16(ps.RxQueues), uint16(ntx), conf); err != nil {
-		return 0, fmt.Errorf("ports[%d].tx_queues: %w", i, err)
+	nrx := ps.RxQueues
+	if nrx == 0 {
+		// memif pairs queues: the peer's TX queue i is our RX queue i, and
+		// the link comes up only when both sides have as many of each.
+		nrx = 1
+		if info.Driver == "net_memif" {
+			nrx = ntx
+		}
 	}
-	if err := p.RxQueueSetup(0, uint16(ps.RxDesc), d.pools[i]); err != nil {
-		return 0, fmt.Errorf("ports[%d].rx_desc: %w", i, err)
+	conf := dpdk.PortConf{}
+	if err := p.Configure(uint16(nrx), uint16(ntx), conf); err != nil {
+		return 0, fmt.Errorf("ports[%d].rx_queues/tx_queues: %w", i, err)
+	}
+	for q := range nrx {
+		if err := p.RxQueueSetup(uint16(q), uint16(ps.RxDesc), d.pools[i]); err != nil {
+			return 0, fmt.Errorf("ports[%d].rx_desc: %w", i, err)
+		}
 	}
 	for q := range ntx {
 		if err := p.TxQueueSetup(uint16(q), uint16(ps.TxDesc)); err != nil {
@@ -237,7 +251,7 @@ func (d *daemon) setupPort(i int) (int, error) {
 	if err := p.Start(); err != nil {
 		return 0, err
 	}
-	d.log.Info().Str("port", p.Name).Str("driver", info.Driver).Int("tx_queues", ntx).Msg("port started")
+	d.log.Info().Str("port", p.Name).Str("driver", info.Driver).Int("rx_queues", nrx).Int("tx_queues", ntx).Msg("port started")
 	return ntx, nil
 }
 
@@ -341,6 +355,9 @@ func (d *daemon) launch(txq []int) error {
 		d.hosts = append(d.hosts, h)
 	}
 	attachBoxes(d.hosts) // before the loops start: they publish into them
+	if d.prepare != nil {
+		d.prepare(d.hosts)
+	}
 	for i, h := range d.hosts {
 		loop, err := lcore.Launch(d.spec.Lcores[i], lcore.Config{Name: h.String(), Pass: h.pass, Drain: h.drain, Idle: idle})
 		if err != nil {
@@ -363,15 +380,32 @@ func (d *daemon) launch(txq []int) error {
 // stop stops the loops (each drains on its own thread), then the ports,
 // and closes the capture.
 func (d *daemon) stop() error {
+	first := d.stopLoops()
+	if err := d.stopPorts(); err != nil && first == nil {
+		first = err
+	}
+	return first
+}
+
+// stopLoops stops polling (each loop drains on its own thread); the ports
+// stay up. A memif port's peer must not be polled while the port goes down.
+func (d *daemon) stopLoops() error {
 	var first error
 	if d.metrics != nil {
 		d.metrics.Close()
+		d.metrics = nil
 	}
 	for _, l := range d.loops {
 		if err := l.Stop(5 * time.Second); err != nil && first == nil {
 			first = err
 		}
 	}
+	return first
+}
+
+// stopPorts stops the ports, closes the capture and logs each host's counters.
+func (d *daemon) stopPorts() error {
+	var first error
 	for _, p := range d.ports {
 		p.Stop()
 	}
@@ -381,6 +415,9 @@ func (d *daemon) stop() error {
 		}
 	}
 	for i, h := range d.hosts {
+		if i >= len(d.loops) {
+			break
+		}
 		st := d.loops[i].Stats()
 		d.log.Info().Str("host", h.me.ip4()).Uint64("passes", st.Passes).Uint64("packets", st.Packets).
 			Uint64("arp_requests", h.stack.ARPRequests).Uint64("echo_requests", h.stack.EchoRequests).Msg("stopped")
