@@ -27,6 +27,6 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(runCmd(), demoCmd(), perfCmd(), versionCmd())
+	root.AddCommand(runCmd(), demoCmd(), statsCmd(), perfCmd(), versionCmd())
 	return root
 }

@@ -61,3 +61,31 @@ func TestMetrics_addressInUseNamed(t *testing.T) {
 		t.Fatalf("second bind: %v", err)
 	}
 }
+
+func TestStats_printsNonZeroHomaCounters(t *testing.T) {
+	a, b := ringHosts(t, 2, 0)
+	attachBoxes([]*hostLoop{a, b})
+	runRPCs(t, a, b, []int{100, 3000})
+	a.nextPublish = 0
+	a.publish()
+	srv, err := serveMetrics("127.0.0.1:19466", &collector{hosts: []*hostLoop{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	var out strings.Builder
+	if err := printStats(&out, "http://127.0.0.1:19466/metrics", "homa_engine_total", false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `counter="responses_received"`) || strings.Contains(out.String(), "homa_port_total") {
+		t.Errorf("stats output:\n%s", out.String())
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if strings.HasSuffix(l, " 0") {
+			t.Errorf("zero counter printed without --all: %s", l)
+		}
+	}
+	if err := printStats(&out, "http://127.0.0.1:1/metrics", "", false); err == nil || !strings.Contains(err.Error(), "metrics.address") {
+		t.Errorf("no daemon: %v", err)
+	}
+}
