@@ -152,16 +152,19 @@ func (cfg *PMDConfig) runOurs(dev string) (float64, uint64, error) {
 			}
 		}
 	}
-	var peer *memifPeer
-	if dev == "memif" {
-		if peer, err = startMemifPeer(cfg, sock); err != nil {
-			return 0, 0, err
-		}
-		defer peer.stop()
-	}
+	// The loop starts first and the peer joins a polling forwarder, as it
+	// does with testpmd.
 	loop, err := lcore.Launch(cfg.FwdLcore, lcore.Config{Name: "pmd-fwd", Pass: f.pass, Drain: f.drain})
 	if err != nil {
 		return 0, 0, err
+	}
+	var peer *memifPeer
+	if dev == "memif" {
+		if peer, err = startMemifPeer(cfg, sock); err != nil {
+			loop.Stop(10 * time.Second)
+			return 0, 0, err
+		}
+		defer peer.stop()
 	}
 	start := time.Now()
 	var rate float64
