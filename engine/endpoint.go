@@ -40,9 +40,13 @@ type Config struct {
 	// per call into Receive, Run, Send and Reply, never time.Now.
 	Clock func() int64
 
-	MTU              int // bytes of IPv4 packet per frame (1500)
-	UnschedBytes     int // bytes a message may send before grants (40,000)
-	MaxMessageLength int // bytes (1,000,000)
+	MTU int // bytes of IPv4 packet per frame (1500)
+
+	// IPChecksumOffload leaves the IPv4 header checksum 0 for the NIC to
+	// fill in; the transmit side marks each packet for offload.
+	IPChecksumOffload bool
+	UnschedBytes      int // bytes a message may send before grants (40,000)
+	MaxMessageLength  int // bytes (1,000,000)
 
 	// Grant configures the receiver's scheduler (zero fields take the
 	// defaults; FIFOFraction < 0 turns the FIFO share off); its

@@ -38,6 +38,7 @@ func (e *Endpoint) sendPortUnreachable(f *wire.Frame, p *peer) {
 	ip.Protocol = ipProtoICMP
 	e.ipID++
 	ip.ID = e.ipID
+	ip.NoChecksum = e.cfg.IPChecksumOffload
 	ip.Encode(buf[frameIPOffset:])
 	e.m.ICMPPortUnreach++
 	e.tx.Send(buf[:frameHomaOffset+len(icmp)], controlPriority)

@@ -49,6 +49,7 @@ func (e *Endpoint) finishFrame(buf []byte, p *peer, prio, homaLen int, t wire.Pa
 	ip := wire.HomaIPv4Fields(e.cfg.IP, p.ip, uint8(prio), homaLen)
 	e.ipID++
 	ip.ID = e.ipID
+	ip.NoChecksum = e.cfg.IPChecksumOffload
 	ip.Encode(buf[frameIPOffset:])
 	e.m.PacketsSent[t-wire.TypeData]++
 	e.tx.Send(buf[:frameHomaOffset+homaLen], prio)

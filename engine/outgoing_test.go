@@ -150,3 +150,28 @@ func resendFrame(src, dst [4]byte, dport uint16, sid uint64, offset, length uint
 	f.Encode(b[frameHomaOffset:])
 	return b
 }
+
+func TestOutgoing_ipChecksumOffloadLeavesChecksumZero(t *testing.T) {
+	for _, offload := range []bool{false, true} {
+		n := newTestNet(t)
+		a := n.addHost("a", 1, func(c *Config) { c.IPChecksumOffload = offload })
+		n.addHost("b", 2, nil)
+		p, err := a.e.OpenClient()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Send(Addr{IP: [4]byte{10, 0, 0, 2}, Port: 99}, msg(100, 1)); err != nil {
+			t.Fatal(err)
+		}
+		if len(a.out) == 0 {
+			t.Fatal("nothing sent")
+		}
+		ip := wire.IPv4(a.out[0].frame[wire.EthernetHeaderLen:])
+		switch {
+		case offload && ip.Checksum() != 0:
+			t.Errorf("offload: checksum %#x, want 0 for the NIC to fill in", ip.Checksum())
+		case !offload && !ip.IsChecksumValid():
+			t.Errorf("software checksum %#x is wrong", ip.Checksum())
+		}
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"strings"
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
@@ -42,6 +43,10 @@ type hostLoop struct {
 
 	box         *snapshotBox // counters published for the metrics endpoint, or nil
 	nextPublish int64
+
+	subnet  netip.Prefix // this port's subnet (invalid: every address is on-link)
+	gateway [4]byte      // next hop off the subnet; zero for none
+	NoRoute uint64       // resolutions refused: off the subnet with no gateway
 }
 
 // Receive-side drops of the host loop, by cause (the engine counts its own).
@@ -169,14 +174,31 @@ func (l *hostLoop) sendARPRequest(ip [4]byte) {
 	l.tx.enqueue(m)
 }
 
-// resolve is the engine's Resolve: a known neighbour's MAC, or a request
+// resolve is the engine's Resolve: the MAC of ip's next hop — ip itself on
+// the port's subnet, the gateway otherwise — when known, or a request
 // sent (rate-limited by the table) and false.
 func (l *hostLoop) resolve(ip [4]byte) (wire.MAC, bool) {
-	mac, ok, request := l.neigh.Resolve(ip, l.now)
+	hop, ok := l.nextHop(ip)
+	if !ok {
+		l.NoRoute++
+		return wire.MAC{}, false
+	}
+	mac, ok, request := l.neigh.Resolve(hop, l.now)
 	if request {
-		l.sendARPRequest(ip)
+		l.sendARPRequest(hop)
 	}
 	return mac, ok
+}
+
+// nextHop returns the address to resolve to reach ip.
+func (l *hostLoop) nextHop(ip [4]byte) ([4]byte, bool) {
+	if !l.subnet.IsValid() || l.subnet.Contains(netip.AddrFrom4(ip)) {
+		return ip, true
+	}
+	if l.gateway == ([4]byte{}) {
+		return ip, false
+	}
+	return l.gateway, true
 }
 
 // flush hands each TX queue its burst, highest priority first, in one cgo

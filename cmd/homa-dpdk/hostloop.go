@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
@@ -30,11 +31,17 @@ type hostConfig struct {
 		drop, dup, reorder float64
 		seed               int64
 	}
-	capture *dpdk.Capture
-	capIf   int
-	burst   int
-	clock   func() int64
-	wallOff int64
+	// subnet is the port's IPv4 prefix and gateway the next hop for
+	// addresses outside it (zero: none, such addresses are unreachable).
+	subnet  netip.Prefix
+	gateway [4]byte
+	// ipCksumOffload: the port computes IPv4 header checksums.
+	ipCksumOffload bool
+	capture        *dpdk.Capture
+	capIf          int
+	burst          int
+	clock          func() int64
+	wallOff        int64
 }
 
 // Software TX queueing: each priority's queue holds up to txQueueCapacity
@@ -69,6 +76,8 @@ func newHostLoop(c hostConfig) (*hostLoop, error) {
 		wallOff: c.wallOff,
 		free:    make([]*dpdk.Mbuf, 0, 2*c.burst+c.prioMap.Queues()*c.burst),
 	}
+	l.subnet, l.gateway = c.subnet, c.gateway
+	l.tx.ipCksum = c.ipCksumOffload
 	for ip, mac := range c.static {
 		l.neigh.AddStatic(ip, mac)
 	}
@@ -88,6 +97,7 @@ func newHostLoop(c hostConfig) (*hostLoop, error) {
 	}
 	ec := c.engine
 	ec.IP, ec.MAC = c.ip, c.mac
+	ec.IPChecksumOffload = c.ipCksumOffload
 	ec.Clock = func() int64 { return l.now }
 	ec.Resolve = l.resolve
 	if ec.LinkBps == 0 {
@@ -100,11 +110,16 @@ func newHostLoop(c hostConfig) (*hostLoop, error) {
 	return l, nil
 }
 
-// peerReady reports whether ip's MAC is known, so that the engine can send
-// to it; otherwise it has ARP ask (rate-limited by the table) and reports
-// whether resolution has failed for now. The engine fails an RPC to an
-// unresolved address at once, so applications in the loop wait for this.
+// peerReady reports whether ip's next hop is resolved, so that the engine
+// can send to it; otherwise it has ARP ask (rate-limited by the table) and
+// reports whether resolution has failed for now (or there is no route).
+// The engine fails an RPC to an unresolved address at once, so
+// applications in the loop wait for this.
 func (l *hostLoop) peerReady(ip [4]byte) (ready, failed bool) {
+	hop, route := l.nextHop(ip)
+	if !route {
+		return false, true
+	}
 	_, ok := l.resolve(ip)
-	return ok, !ok && l.neigh.Failed(ip)
+	return ok, !ok && l.neigh.Failed(hop)
 }

@@ -111,15 +111,16 @@ func newLogger(ls config.LogSpec) zerolog.Logger {
 
 // daemon is a running homa-dpdk: its ports, loops and hosts.
 type daemon struct {
-	prepare func([]*hostLoop)
-	metrics *http.Server
-	spec    *config.Spec
-	log     zerolog.Logger
-	ports   []*dpdk.Port
-	pools   []*dpdk.Mempool
-	hosts   []*hostLoop
-	loops   []*lcore.Loop
-	capture *dpdk.Capture
+	prepare      func([]*hostLoop)
+	cksumOffload []bool // per port: IPv4 checksum offloaded to the NIC
+	metrics      *http.Server
+	spec         *config.Spec
+	log          zerolog.Logger
+	ports        []*dpdk.Port
+	pools        []*dpdk.Mempool
+	hosts        []*hostLoop
+	loops        []*lcore.Loop
+	capture      *dpdk.Capture
 }
 
 // startDaemon turns a Spec into live objects, phase by phase. prepare, if
@@ -127,6 +128,11 @@ type daemon struct {
 // start: the place to give a host an in-loop application (tests).
 func startDaemon(spec *config.Spec, log zerolog.Logger, prepare func([]*hostLoop)) (*daemon, error) {
 	d := &daemon{spec: spec, log: log, prepare: prepare}
+	for i, ps := range spec.Ports {
+		if ps.Marking == "pcp" {
+			return nil, inPhase("config", fmt.Errorf("ports[%d].marking: pcp (802.1Q priority tags) is not implemented yet; use dscp", i))
+		}
+	}
 	applyRuntime(spec.Runtime, len(spec.Ports))
 
 	if _, err := dpdk.Init(spec.EAL); err != nil {
@@ -226,6 +232,10 @@ func (d *daemon) setupPort(i int) (int, error) {
 		}
 	}
 	conf := dpdk.PortConf{}
+	if info.TxOffloadCapa&dpdk.TxOffloadIPv4Cksum != 0 {
+		conf.TxOffloads |= dpdk.TxOffloadIPv4Cksum // the NIC computes IPv4 header checksums
+	}
+	d.cksumOffload = append(d.cksumOffload, conf.TxOffloads&dpdk.TxOffloadIPv4Cksum != 0)
 	if err := p.Configure(uint16(nrx), uint16(ntx), conf); err != nil {
 		return 0, fmt.Errorf("ports[%d].rx_queues/tx_queues: %w", i, err)
 	}
@@ -251,7 +261,8 @@ func (d *daemon) setupPort(i int) (int, error) {
 	if err := p.Start(); err != nil {
 		return 0, err
 	}
-	d.log.Info().Str("port", p.Name).Str("driver", info.Driver).Int("rx_queues", nrx).Int("tx_queues", ntx).Msg("port started")
+	d.log.Info().Str("port", p.Name).Str("driver", info.Driver).Int("rx_queues", nrx).Int("tx_queues", ntx).
+		Bool("ipv4_checksum_offload", d.cksumOffload[i]).Msg("port started")
 	return ntx, nil
 }
 
@@ -314,7 +325,11 @@ func (d *daemon) hostConfigFor(i, ntx int, clock func() int64, wallOff int64) (h
 	hc := hostConfig{
 		port: p, pool: d.pools[i], ip: pfx.Addr().As4(), mac: wire.MAC(hwaddr), txQueues: ntx, prioMap: pm,
 		linkBps: rate, engine: ec, static: map[[4]byte]wire.MAC{}, capture: d.capture, capIf: i,
+		subnet: pfx.Masked(), ipCksumOffload: d.cksumOffload[i],
 		burst: 32, clock: clock, wallOff: wallOff,
+	}
+	if ps.Gateway != "" {
+		hc.gateway = netip.MustParseAddr(ps.Gateway).As4()
 	}
 	for _, n := range d.spec.Neighbours {
 		mac, _ := net.ParseMAC(n.MAC)

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/nicq"
+	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
 // mbufTx is the engine's transmit side on DPDK: it lends mbuf memory, so
@@ -20,6 +21,9 @@ type mbufTx struct {
 	// refuse bursts), so the engine keeps its DATA until the next pass
 	// instead of filling the mempool with packets the port cannot take.
 	highWater int
+	// ipCksum marks each engine frame for IPv4 header checksum offload
+	// (the engine then leaves the checksum 0).
+	ipCksum bool
 
 	NoBuffer uint64 // Buffer calls refused: the pool was empty
 	Busy     uint64 // Buffer calls refused: the TX queues were backed up
@@ -63,6 +67,9 @@ func (t *mbufTx) Send(frame []byte, prio int) {
 	}
 	t.lent = nil
 	m.SetLen(len(frame))
+	if t.ipCksum {
+		m.SetIPv4CksumOffload(wire.EthernetHeaderLen, wire.IPv4MinHeaderLen) // the engine writes untagged frames without options
+	}
 	if !t.sched.Enqueue(m, prio, false) {
 		m.Free() // counted by nicq as a drop on that queue
 	}
@@ -71,6 +78,7 @@ func (t *mbufTx) Send(frame []byte, prio int) {
 // enqueue queues an mbuf the host stack built or rewrote (ARP, ICMP) at
 // the highest priority.
 func (t *mbufTx) enqueue(m *dpdk.Mbuf) {
+	m.SetOlFlags(0) // a received mbuf's RX flags mean nothing on TX; these carry software checksums
 	if !t.sched.Enqueue(m, nicq.NumPriorities-1, false) {
 		m.Free()
 	}

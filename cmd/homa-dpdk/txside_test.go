@@ -1,0 +1,77 @@
+package main
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/dpdk/dpdktest"
+	"github.com/homa-dpdk/homa-dpdk/nicq"
+)
+
+func TestMbufTx_checksumOffloadMarksEngineFramesOnly(t *testing.T) {
+	dpdktest.Need(t)
+	pool, err := dpdk.NewPktMbufPool("txside", 256, 0, 2048+uint16(dpdk.PktmbufHeadroom), dpdk.SocketIDAny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Free()
+	pm, _ := nicq.NewMap(1)
+	sched, err := nicq.NewScheduler[*dpdk.Mbuf](nicq.Config{Map: pm, Capacity: 16, Burst: 4, LinkBps: 1e9, MaxNICQueue: 1e6},
+		func(m *dpdk.Mbuf) int { return m.PktLen() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := newMbufTx(pool, sched, 4, 8)
+	tx.ipCksum = true
+	b := tx.Buffer()
+	if len(b) < 1518 {
+		t.Fatalf("lent %d bytes, want a whole frame's room", len(b))
+	}
+	tx.Send(b[:100], 3)
+	host := pool.Alloc()
+	host.Append(60)
+	host.SetOlFlags(1) // left over from RX
+	tx.enqueue(host)
+	sched.Fill(0)
+	burst := sched.Burst(0)
+	if len(burst) != 2 {
+		t.Fatalf("burst of %d", len(burst))
+	}
+	eng := burst[1] // priority 3 after the host stack's priority 7 (one queue, FIFO by arrival)
+	if burst[0] != host {
+		eng = burst[0]
+	}
+	if eng.OlFlags()&(dpdk.TxIPv4|dpdk.TxIPCksum) != dpdk.TxIPv4|dpdk.TxIPCksum {
+		t.Errorf("engine frame flags %#x lack IPv4 checksum offload", eng.OlFlags())
+	}
+	if l2, l3 := eng.TxOffloadLens(); l2 != 14 || l3 != 20 || eng.DataLen() != 100 {
+		t.Errorf("l2 %d l3 %d len %d", l2, l3, eng.DataLen())
+	}
+	if host.OlFlags() != 0 {
+		t.Errorf("host-stack frame keeps flags %#x", host.OlFlags())
+	}
+	sched.Taken(0, 0, 0, func(*dpdk.Mbuf) {})
+	sched.Drain(func(m *dpdk.Mbuf) { m.Free() })
+	tx.close()
+	if pool.InUse() != 0 {
+		t.Errorf("%d mbufs in use", pool.InUse())
+	}
+}
+
+func TestHostLoop_nextHopUsesGatewayOffSubnet(t *testing.T) {
+	l := &hostLoop{subnet: netip.MustParsePrefix("10.0.0.0/24"), gateway: [4]byte{10, 0, 0, 254}}
+	if hop, ok := l.nextHop([4]byte{10, 0, 0, 7}); !ok || hop != [4]byte{10, 0, 0, 7} {
+		t.Errorf("on-link: %v %v", hop, ok)
+	}
+	if hop, ok := l.nextHop([4]byte{192, 0, 2, 1}); !ok || hop != l.gateway {
+		t.Errorf("off-link: %v %v, want the gateway", hop, ok)
+	}
+	l.gateway = [4]byte{}
+	if _, ok := l.nextHop([4]byte{192, 0, 2, 1}); ok {
+		t.Error("off-link without a gateway has a route")
+	}
+	if ready, failed := l.peerReady([4]byte{192, 0, 2, 1}); ready || !failed {
+		t.Errorf("peerReady off-link without gateway: ready %v failed %v", ready, failed)
+	}
+}
