@@ -33,7 +33,11 @@ const memifRoleEnv = "HOMA_TEST_MEMIF_HOST"
 
 // memifChild runs one daemon; it returns the exit code.
 func memifChild(role string) int {
-	err := runMemifDaemon(role, os.Getenv("HOMA_TEST_SOCK"), os.Getenv("HOMA_TEST_RPCS"), os.Getenv("HOMA_TEST_LOSS"))
+	vdev := os.Getenv("HOMA_TEST_VDEV")
+	if vdev == "" {
+		vdev = "net_memif_h,role=%s,id=0,socket=" + os.Getenv("HOMA_TEST_SOCK") + ",socket-abstract=no"
+	}
+	err := runMemifDaemon(role, vdev, os.Getenv("HOMA_TEST_RPCS"), os.Getenv("HOMA_TEST_LOSS"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, role+":", err)
 		return 1
@@ -41,7 +45,9 @@ func memifChild(role string) int {
 	return 0
 }
 
-func runMemifDaemon(role, sock, rpcsArg, lossArg string) error {
+// runMemifDaemon runs one daemon on the vdev (a %s in it takes the memif
+// role): the echo server (10.0.0.2) or the client (10.0.0.1).
+func runMemifDaemon(role, vdev, rpcsArg, lossArg string) error {
 	// The echo server is the memif server, polled on lcore 1 (CPU 1); the
 	// client polls on lcore 0 (CPU 0), its main lcore being 1.
 	memRole, last, mainLcore, loopLcore := "server", 2, 0, 1
@@ -49,12 +55,15 @@ func runMemifDaemon(role, sock, rpcsArg, lossArg string) error {
 		memRole, last, mainLcore, loopLcore = "client", 1, 1, 0
 	}
 	mem := dpdk.ProbeMemory()
+	if strings.Contains(vdev, "%s") {
+		vdev = fmt.Sprintf(vdev, memRole)
+	}
+	device, _, _ := strings.Cut(vdev, ",")
 	eal := append(dpdk.VirtualDeviceArgs("0,1", mem, 512, fmt.Sprintf("homamemif%d", os.Getpid())),
-		"--main-lcore", strconv.Itoa(mainLcore),
-		"--vdev", fmt.Sprintf("net_memif_h,role=%s,id=0,socket=%s,socket-abstract=no", memRole, sock))
+		"--main-lcore", strconv.Itoa(mainLcore), "--vdev", vdev)
 	yaml := fmt.Sprintf(`lcores: [%d]
 ports:
-  - device: net_memif_h
+  - device: %s
     address: 10.0.0.%d/24
 metrics:
   address: ""
@@ -66,7 +75,7 @@ arp:
   retries: 50
 log:
   level: warn
-`, loopLcore, last, lossArg, last)
+`, loopLcore, device, last, lossArg, last)
 	path := filepath.Join(os.TempDir(), fmt.Sprintf("homa-memif-%d.yaml", os.Getpid()))
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		return err
@@ -231,8 +240,18 @@ type memifProc struct {
 
 func startMemifProc(t *testing.T, role, sock string, rpcs int, loss float64) *memifProc {
 	t.Helper()
+	return startDaemonChild(t, "", role, "HOMA_TEST_SOCK="+sock, rpcs, loss)
+}
+
+// startDaemonChild runs this test binary as one daemon (see memifChild),
+// inside network namespace ns when ns is not "", with env set.
+func startDaemonChild(t *testing.T, ns, role, env string, rpcs int, loss float64) *memifProc {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), memifRoleEnv+"="+role, "HOMA_TEST_SOCK="+sock,
+	if ns != "" {
+		cmd = exec.Command("ip", "netns", "exec", ns, os.Args[0], "-test.run=^$")
+	}
+	cmd.Env = append(os.Environ(), memifRoleEnv+"="+role, env,
 		"HOMA_TEST_RPCS="+strconv.Itoa(rpcs), "HOMA_TEST_LOSS="+strconv.FormatFloat(loss, 'f', -1, 64))
 	cmd.Stderr = os.Stderr
 	stdin, _ := cmd.StdinPipe()

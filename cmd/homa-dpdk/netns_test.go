@@ -151,3 +151,43 @@ func TestDaemon_pingFromLinuxHostInNamespace(t *testing.T) {
 		}
 	}
 }
+
+// TestDaemon_rpcsBetweenNamespacesOverVeth: two daemons on net_af_packet in
+// two namespaces on one bridged link find each other by ARP and exchange
+// RPCs byte-exact, while a Linux host in a third namespace pings both.
+func TestDaemon_rpcsBetweenNamespacesOverVeth(t *testing.T) {
+	dpdktest.Need(t)
+	if _, err := exec.LookPath("ping"); err != nil {
+		if dpdktest.Required() {
+			t.Fatal("ping is missing (scripts/setup.sh installs iputils-ping)")
+		}
+		t.Skip("ping is missing")
+	}
+	n := newTestNet(t)
+	nsA := n.addHost("a", "")
+	nsB := n.addHost("b", "")
+	nsC := n.addHost("c", "10.0.0.3/24")
+	vdev := "HOMA_TEST_VDEV=net_af_packet_h,iface=eth0"
+	server := startDaemonChild(t, nsA, "server", vdev, 0, 0)
+	server.expect(t, "up", 20*time.Second)
+	client := startDaemonChild(t, nsB, "client", vdev, 300, 0)
+	client.expect(t, "up", 20*time.Second)
+	for _, ip := range []string{"10.0.0.1", "10.0.0.2"} {
+		out, err := exec.Command("ip", "netns", "exec", nsC, "ping", "-c", "2", "-i", "0.2", "-W", "2", ip).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "2 received") {
+			t.Errorf("ping %s from the Linux host: %v\n%s", ip, err, out)
+		}
+	}
+	t.Log(client.expect(t, "done", 120*time.Second))
+	client.stdin.Write([]byte("stop\n"))
+	server.stdin.Write([]byte("stop\n"))
+	client.expect(t, "quiet", 10*time.Second)
+	server.expect(t, "quiet", 10*time.Second)
+	server.stdin.Close()
+	client.stdin.Close()
+	for name, p := range map[string]*memifProc{"server": server, "client": client} {
+		if err := p.cmd.Wait(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
