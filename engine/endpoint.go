@@ -45,8 +45,14 @@ type Config struct {
 	// IPChecksumOffload leaves the IPv4 header checksum 0 for the NIC to
 	// fill in; the transmit side marks each packet for offload.
 	IPChecksumOffload bool
-	UnschedBytes      int // bytes a message may send before grants (40,000)
-	MaxMessageLength  int // bytes (1,000,000)
+
+	// PCP tags every frame with an 802.1Q header whose PCP is the packet's
+	// priority, on VLAN (priority_marking = pcp). Received frames are
+	// accepted tagged or not.
+	PCP              bool
+	VLAN             uint16
+	UnschedBytes     int // bytes a message may send before grants (40,000)
+	MaxMessageLength int // bytes (1,000,000)
 
 	// Grant configures the receiver's scheduler (zero fields take the
 	// defaults; FIFOFraction < 0 turns the FIFO share off); its
@@ -138,6 +144,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("engine: MTU %d leaves no room for data", c.MTU)
 	case c.MaxMessageLength < 1:
 		return fmt.Errorf("engine: MaxMessageLength %d", c.MaxMessageLength)
+	case c.VLAN > 4094:
+		return fmt.Errorf("engine: VLAN %d out of range 0..4094", c.VLAN)
 	case c.Grant.MaxIncoming < 1:
 		return fmt.Errorf("engine: Grant.MaxIncoming %d", c.Grant.MaxIncoming)
 	}
@@ -152,6 +160,8 @@ type Endpoint struct {
 	cfg     Config      // validated, defaults filled; read-only after New
 	tx      Transmitter // transmit side
 	payload int         // message bytes per DATA packet
+	ipOff   int         // offset of the IPv4 header in a frame: 14, or 18 with an 802.1Q tag
+	homaOff int         // offset of the Homa header in a frame
 
 	now      int64  // ns: Clock at the start of the current call
 	ticks    uint64 // timer ticks run so far
@@ -205,6 +215,11 @@ func New(cfg Config, tx Transmitter) (*Endpoint, error) {
 		incast:         sched.NewIncast(cfg.Incast),
 		cutoffVersion:  1,
 	}
+	e.ipOff = wire.EthernetHeaderLen
+	if cfg.PCP {
+		e.ipOff += wire.VLANTagLen
+	}
+	e.homaOff = e.ipOff + wire.IPv4MinHeaderLen
 	e.now = cfg.Clock()
 	e.nextTick = e.now + cfg.TickNs
 	if cfg.IDSeed == 0 {

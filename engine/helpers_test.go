@@ -20,6 +20,8 @@ type testNet struct {
 	// drop, if set, is asked about every frame before delivery, with
 	// its log line; true discards the frame.
 	drop func(line string) bool
+	// inspect, if set, sees every frame delivered or dropped.
+	inspect func(frame []byte, line string)
 }
 
 type testHost struct {
@@ -94,10 +96,13 @@ func (n *testNet) flush() {
 			h.out = nil
 			for _, sf := range out {
 				progress = true
+				if n.inspect != nil {
+					n.inspect(sf.frame, sf.line)
+				}
 				if n.drop != nil && n.drop(sf.line) {
 					continue
 				}
-				dst := wire.IPv4(sf.frame[frameIPOffset:]).Dst()
+				dst := wire.IPv4(sf.frame[ipOffsetOf(sf.frame):]).Dst()
 				for _, o := range n.hosts {
 					if o.ip == dst {
 						o.e.Receive(sf.frame)
@@ -204,4 +209,13 @@ func wantLog(t testing.TB, n *testNet, want string) {
 	if got := n.takeLog(); got != strings.Join(lines, "\n") {
 		t.Fatalf("packet log:\n%s\nwant:\n%s", got, strings.Join(lines, "\n"))
 	}
+}
+
+// ipOffsetOf is where a frame's IPv4 header starts: after the Ethernet
+// header and its 802.1Q tag, if any.
+func ipOffsetOf(frame []byte) int {
+	if wire.Ethernet(frame).Type() == wire.EtherTypeVLAN {
+		return wire.EthernetHeaderLen + wire.VLANTagLen
+	}
+	return wire.EthernetHeaderLen
 }

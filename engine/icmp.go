@@ -26,22 +26,22 @@ func (e *Endpoint) sendPortUnreachable(f *wire.Frame, p *peer) {
 	if buf == nil {
 		return
 	}
-	icmp := buf[frameHomaOffset : frameHomaOffset+icmpHeaderLen+icmpQuoteLen]
+	icmp := buf[e.homaOff : e.homaOff+icmpHeaderLen+icmpQuoteLen]
 	clear(icmp[:icmpHeaderLen])
 	icmp[0], icmp[1] = icmpDestUnreachable, icmpPortUnreachable
 	copy(icmp[icmpHeaderLen:], f.IPv4[:wire.IPv4MinHeaderLen])
 	copy(icmp[icmpHeaderLen+wire.IPv4MinHeaderLen:], f.Homa[:8])
 	binary.BigEndian.PutUint16(icmp[2:], ^wire.Checksum(icmp, 0))
-	eth := wire.EthernetFields{Dst: p.mac, Src: e.cfg.MAC, Type: wire.EtherTypeIPv4}
+	eth := e.ethernet(p, controlPriority)
 	eth.Encode(buf)
 	ip := wire.HomaIPv4Fields(e.cfg.IP, p.ip, controlPriority, len(icmp))
 	ip.Protocol = ipProtoICMP
 	e.ipID++
 	ip.ID = e.ipID
 	ip.NoChecksum = e.cfg.IPChecksumOffload
-	ip.Encode(buf[frameIPOffset:])
+	ip.Encode(buf[e.ipOff:])
 	e.m.ICMPPortUnreach++
-	e.tx.Send(buf[:frameHomaOffset+len(icmp)], controlPriority)
+	e.tx.Send(buf[:e.homaOff+len(icmp)], controlPriority)
 }
 
 // receiveICMP handles a non-Homa frame if it is an ICMP port unreachable

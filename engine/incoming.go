@@ -261,7 +261,7 @@ func (e *Endpoint) maybeSendCutoffs(r *rpc) {
 	for i := range f.Cutoffs {
 		f.Cutoffs[i] = e.cfg.Cutoffs[i]
 	}
-	n := f.Encode(buf[frameHomaOffset:])
+	n := f.Encode(buf[e.homaOff:])
 	e.finishFrame(buf, p, controlPriority, n, wire.TypeCutoffs)
 }
 

@@ -34,7 +34,7 @@ type outMsg struct {
 // returns nil.
 func (e *Endpoint) startFrame() []byte {
 	b := e.tx.Buffer()
-	if len(b) < frameHomaOffset+wire.MaxHeaderLen {
+	if len(b) < e.homaOff+wire.MaxHeaderLen {
 		e.m.drop(DropNoBuffer)
 		return nil
 	}
@@ -44,15 +44,15 @@ func (e *Endpoint) startFrame() []byte {
 // finishFrame writes the Ethernet and IPv4 headers in front of homaLen
 // bytes of Homa packet of type t already in buf, and sends it at prio.
 func (e *Endpoint) finishFrame(buf []byte, p *peer, prio, homaLen int, t wire.PacketType) {
-	eth := wire.EthernetFields{Dst: p.mac, Src: e.cfg.MAC, Type: wire.EtherTypeIPv4}
+	eth := e.ethernet(p, prio)
 	eth.Encode(buf)
 	ip := wire.HomaIPv4Fields(e.cfg.IP, p.ip, uint8(prio), homaLen)
 	e.ipID++
 	ip.ID = e.ipID
 	ip.NoChecksum = e.cfg.IPChecksumOffload
-	ip.Encode(buf[frameIPOffset:])
+	ip.Encode(buf[e.ipOff:])
 	e.m.PacketsSent[t-wire.TypeData]++
-	e.tx.Send(buf[:frameHomaOffset+homaLen], prio)
+	e.tx.Send(buf[:e.homaOff+homaLen], prio)
 }
 
 // sendControl sends a header-only packet (RPC_UNKNOWN, BUSY, NEED_ACK) to
@@ -63,7 +63,7 @@ func (e *Endpoint) sendControl(p *peer, t wire.PacketType, c wire.CommonFields) 
 		return
 	}
 	f := wire.ControlFields{Type: t, Common: c}
-	n := f.Encode(buf[frameHomaOffset:])
+	n := f.Encode(buf[e.homaOff:])
 	e.finishFrame(buf, p, controlPriority, n, t)
 }
 
@@ -82,7 +82,7 @@ func (e *Endpoint) sendGrant(r *rpc, offset, prio int) bool {
 	}
 	r.in.grantOwed = false // this GRANT carries the latest offset
 	f := wire.GrantFields{Common: r.common(), Offset: uint32(offset), Priority: uint8(prio)}
-	n := f.Encode(buf[frameHomaOffset:])
+	n := f.Encode(buf[e.homaOff:])
 	e.finishFrame(buf, r.peer, controlPriority, n, wire.TypeGrant)
 	return true
 }
@@ -94,7 +94,7 @@ func (e *Endpoint) sendResend(r *rpc, offset, length uint32, prio int) {
 		return
 	}
 	f := wire.ResendFields{Common: r.common(), Offset: offset, Length: length, Priority: uint8(prio)}
-	n := f.Encode(buf[frameHomaOffset:])
+	n := f.Encode(buf[e.homaOff:])
 	e.finishFrame(buf, r.peer, controlPriority, n, wire.TypeResend)
 }
 
@@ -130,11 +130,11 @@ func (e *Endpoint) xmitData(r *rpc, offset, limit, prio int, retransmit bool) in
 		allow = e.incast.Allowance()
 	}
 	f.Pad = sched.EncodeAllowance(allow)
-	homa := buf[frameHomaOffset:]
+	homa := buf[e.homaOff:]
 	f.Encode(homa)
 	copy(homa[wire.DataHeaderLen:], o.data[offset:offset+n])
 	e.finishFrame(buf, r.peer, prio, wire.DataHeaderLen+n, wire.TypeData)
-	e.pacer.Sent(e.now, frameHomaOffset+wire.DataHeaderLen+n)
+	e.pacer.Sent(e.now, e.homaOff+wire.DataHeaderLen+n)
 	return n
 }
 
@@ -276,4 +276,14 @@ func (e *Endpoint) handleResend(f *wire.Frame) {
 // no state for: ports swapped, our id for it.
 func replyCommon(c wire.Common) wire.CommonFields {
 	return wire.CommonFields{SrcPort: c.DstPort(), DstPort: c.SrcPort(), SenderID: wire.LocalID(c.SenderID())}
+}
+
+// ethernet returns the Ethernet header of a frame to p at priority prio:
+// untagged, or with an 802.1Q tag carrying the priority in its PCP when
+// Config.PCP is set (the IPv4 TOS carries it too, either way).
+func (e *Endpoint) ethernet(p *peer, prio int) wire.EthernetFields {
+	return wire.EthernetFields{
+		Dst: p.mac, Src: e.cfg.MAC, Type: wire.EtherTypeIPv4,
+		Tagged: e.cfg.PCP, TCI: wire.MakeTCI(uint8(prio), false, e.cfg.VLAN),
+	}
 }

@@ -175,3 +175,51 @@ func TestOutgoing_ipChecksumOffloadLeavesChecksumZero(t *testing.T) {
 		}
 	}
 }
+
+func TestOutgoing_pcpMarkingTagsEveryFrameWithItsPriority(t *testing.T) {
+	n := newTestNet(t)
+	pcp := func(c *Config) { c.PCP, c.VLAN = true, 42 }
+	a := n.addHost("a", 1, pcp)
+	b := n.addHost("b", 2, pcp)
+	srv, err := b.e.Bind(99)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := a.e.OpenClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := msg(60_000, 3) // unscheduled and granted DATA, GRANTs
+	if _, err := cl.Send(Addr{IP: b.ip, Port: 99}, req); err != nil {
+		t.Fatal(err)
+	}
+	frames := 0
+	n.inspect = func(frame []byte, line string) {
+		frames++
+		var f wire.Frame
+		if r := wire.ParseFrame(frame, &f); r != wire.DropNone {
+			t.Fatalf("unparseable frame (%v): %s", r, line)
+		}
+		if len(f.VLAN) == 0 {
+			t.Fatalf("untagged frame: %s", line)
+		}
+		tag := wire.VLAN(f.VLAN)
+		if tag.VID() != 42 || tag.PCP() != f.IPv4.Priority() {
+			t.Errorf("VLAN %d PCP %d for priority %d: %s", tag.VID(), tag.PCP(), f.IPv4.Priority(), line)
+		}
+	}
+	n.flush()
+	for m, ok := srv.Receive(); ok; m, ok = srv.Receive() {
+		if err := srv.Reply(m, m.Data[:10]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.flush()
+	m := receive(t, cl)
+	if m.Err != nil || len(m.Data) != 10 {
+		t.Fatalf("result %v, %d bytes", m.Err, len(m.Data))
+	}
+	if frames < 43 { // 60,000 bytes are 43 DATA packets, before grants and the response
+		t.Errorf("only %d frames checked", frames)
+	}
+}

@@ -151,6 +151,6 @@ func (e *Endpoint) sendAck(p *peer, sport, dport uint16, id uint64) {
 		f.Acks[f.NumAcks] = p.popAck()
 		f.NumAcks++
 	}
-	n := f.Encode(buf[frameHomaOffset:])
+	n := f.Encode(buf[e.homaOff:])
 	e.finishFrame(buf, p, controlPriority, n, wire.TypeAck)
 }

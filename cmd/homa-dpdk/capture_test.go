@@ -29,7 +29,7 @@ func TestCapture_priorityInTOSAndOnMappedQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, b := ringHostsCapture(t, 4, 0, capture)
+	a, b := ringHostsCapture(t, 4, 0, capture, false)
 	runRPCs(t, a, b, []int{100, 5_000, 60_000, 300_000})
 	// Let the server ask for, and the client send, the ACK of the last RPCs.
 	for end := time.Now().Add(30 * time.Millisecond); time.Now().Before(end); {
@@ -92,5 +92,52 @@ func TestCapture_priorityInTOSAndOnMappedQueue(t *testing.T) {
 		if st.Sent != want {
 			t.Errorf("queue %d sent %d packets; the capture shows %d of its priorities (map %s)", q, st.Sent, want, a.sched.Map())
 		}
+	}
+}
+
+// TestCapture_pcpMarkingTagsFramesWithTheirPriority runs RPCs with
+// priority marking pcp and checks with tshark that every Homa frame and
+// the ARP requests carry an 802.1Q tag on VLAN 7 whose PCP is the priority
+// (the TOS carries it too).
+func TestCapture_pcpMarkingTagsFramesWithTheirPriority(t *testing.T) {
+	dpdktest.Need(t)
+	if _, err := exec.LookPath("tshark"); err != nil {
+		if dpdktest.Required() {
+			t.Fatal("tshark is missing (scripts/setup.sh installs it)")
+		}
+		t.Skip("tshark is missing")
+	}
+	path := filepath.Join(t.TempDir(), "pcp.pcapng")
+	capture, err := dpdk.NewCapture(path, []string{"10.0.0.1", "10.0.0.2"}, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := ringHostsCapture(t, 8, 0, capture, true)
+	runRPCs(t, a, b, []int{100, 70_000})
+	if err := capture.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("tshark", "-r", path, "-T", "fields", "-e", "vlan.id", "-e", "vlan.priority", "-e", "ip.dsfield", "-e", "eth.type").Output()
+	if err != nil {
+		t.Fatalf("tshark: %v", err)
+	}
+	homa, arp := 0, 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) < 4 || f[0] != "7" {
+			t.Fatalf("frame without the VLAN 7 tag: %q", line)
+		}
+		if f[2] == "" { // ARP
+			arp++
+			continue
+		}
+		homa++
+		tos, _ := strconv.ParseUint(strings.TrimPrefix(f[2], "0x"), 16, 8)
+		if pcp, _ := strconv.Atoi(f[1]); uint64(pcp) != tos>>5 {
+			t.Errorf("PCP %d but TOS priority %d: %q", pcp, tos>>5, line)
+		}
+	}
+	if homa < 50 || arp == 0 {
+		t.Errorf("%d Homa frames and %d ARP frames captured", homa, arp)
 	}
 }

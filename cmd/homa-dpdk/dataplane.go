@@ -44,6 +44,8 @@ type hostLoop struct {
 	box         *snapshotBox // counters published for the metrics endpoint, or nil
 	nextPublish int64
 
+	pcp     bool         // frames carry an 802.1Q tag on vlan (priority marking pcp)
+	vlan    uint16       //
 	subnet  netip.Prefix // this port's subnet (invalid: every address is on-link)
 	gateway [4]byte      // next hop off the subnet; zero for none
 	NoRoute uint64       // resolutions refused: off the subnet with no gateway
@@ -170,7 +172,7 @@ func (l *hostLoop) sendARPRequest(ip [4]byte) {
 	m := l.arpBuf[0]
 	b := m.Append(64)
 	clear(b)
-	m.SetLen(max(arpRequest(b, l.me, ip), 60))
+	m.SetLen(max(arpRequest(b, l.me, ip, l.pcp, wire.MakeTCI(wire.NumPriorities-1, false, l.vlan)), 60))
 	l.tx.enqueue(m)
 }
 

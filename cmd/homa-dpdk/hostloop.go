@@ -37,11 +37,15 @@ type hostConfig struct {
 	gateway [4]byte
 	// ipCksumOffload: the port computes IPv4 header checksums.
 	ipCksumOffload bool
-	capture        *dpdk.Capture
-	capIf          int
-	burst          int
-	clock          func() int64
-	wallOff        int64
+	// pcp: tag every frame with an 802.1Q header on vlan whose PCP is the
+	// packet's priority.
+	pcp     bool
+	vlan    uint16
+	capture *dpdk.Capture
+	capIf   int
+	burst   int
+	clock   func() int64
+	wallOff int64
 }
 
 // Software TX queueing: each priority's queue holds up to txQueueCapacity
@@ -77,7 +81,11 @@ func newHostLoop(c hostConfig) (*hostLoop, error) {
 		free:    make([]*dpdk.Mbuf, 0, 2*c.burst+c.prioMap.Queues()*c.burst),
 	}
 	l.subnet, l.gateway = c.subnet, c.gateway
-	l.tx.ipCksum = c.ipCksumOffload
+	l.pcp, l.vlan = c.pcp, c.vlan
+	l.tx.ipCksum, l.tx.l2Len = c.ipCksumOffload, wire.EthernetHeaderLen
+	if c.pcp {
+		l.tx.l2Len += wire.VLANTagLen
+	}
 	for ip, mac := range c.static {
 		l.neigh.AddStatic(ip, mac)
 	}
@@ -98,6 +106,7 @@ func newHostLoop(c hostConfig) (*hostLoop, error) {
 	ec := c.engine
 	ec.IP, ec.MAC = c.ip, c.mac
 	ec.IPChecksumOffload = c.ipCksumOffload
+	ec.PCP, ec.VLAN = c.pcp, c.vlan
 	ec.Clock = func() int64 { return l.now }
 	ec.Resolve = l.resolve
 	if ec.LinkBps == 0 {

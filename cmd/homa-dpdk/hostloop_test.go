@@ -30,11 +30,11 @@ var ringSeq int
 // resolving each other by ARP, and checks at the end that no mbuf leaked.
 func ringHosts(t *testing.T, txQueues int, faults float64) (a, b *hostLoop) {
 	t.Helper()
-	return ringHostsCapture(t, txQueues, faults, nil)
+	return ringHostsCapture(t, txQueues, faults, nil, false)
 }
 
 // ringHostsCapture is ringHosts with both hosts' traffic captured.
-func ringHostsCapture(t *testing.T, txQueues int, faults float64, capture *dpdk.Capture) (a, b *hostLoop) {
+func ringHostsCapture(t *testing.T, txQueues int, faults float64, capture *dpdk.Capture, pcp bool) (a, b *hostLoop) {
 	t.Helper()
 	dpdktest.Need(t)
 	ringSeq++
@@ -52,7 +52,7 @@ func ringHostsCapture(t *testing.T, txQueues int, faults float64, capture *dpdk.
 	})
 	start := time.Now()
 	rp, err := newRingPair(ringPairConfig{
-		name: fmt.Sprintf("hl%d", ringSeq), pool: pool, txQueues: txQueues, faults: faults, capture: capture,
+		name: fmt.Sprintf("hl%d", ringSeq), pool: pool, txQueues: txQueues, faults: faults, capture: capture, pcp: pcp,
 		clock: func() int64 { return int64(time.Since(start)) + 1e9 }, arp: 10 * time.Millisecond,
 	})
 	if err != nil {

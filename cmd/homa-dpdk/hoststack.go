@@ -96,9 +96,10 @@ func handleICMP(frame []byte, ip wire.IPv4, me hostAddr, c *stackCounters) stack
 }
 
 // arpRequest writes a broadcast ARP request for target into b (at least
-// 42 bytes) and returns its length.
-func arpRequest(b []byte, me hostAddr, target [4]byte) int {
-	eth := wire.EthernetFields{Dst: wire.BroadcastMAC, Src: me.mac, Type: wire.EtherTypeARP}
+// 46 bytes) and returns its length; with tagged, in an 802.1Q tag with TCI
+// tci.
+func arpRequest(b []byte, me hostAddr, target [4]byte, tagged bool, tci uint16) int {
+	eth := wire.EthernetFields{Dst: wire.BroadcastMAC, Src: me.mac, Type: wire.EtherTypeARP, Tagged: tagged, TCI: tci}
 	n := eth.Encode(b)
 	req := wire.ARPFields{Op: wire.ARPRequest, SenderMAC: me.mac, SenderIP: me.ip, TargetIP: target}
 	return n + req.Encode(b[n:])

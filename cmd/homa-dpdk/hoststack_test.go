@@ -127,10 +127,20 @@ func TestHandleICMP_othersDropped(t *testing.T) {
 
 func TestARPRequest_frame(t *testing.T) {
 	b := make([]byte, 64)
-	n := arpRequest(b, me, peer.ip)
+	n := arpRequest(b, me, peer.ip, false, 0)
 	e, a := wire.Ethernet(b), wire.ARP(b[14:n])
 	if n != 42 || e.Dst() != wire.BroadcastMAC || e.Type() != wire.EtherTypeARP || a.Op() != wire.ARPRequest ||
 		a.TargetIP() != peer.ip || a.SenderIP() != me.ip || a.SenderMAC() != me.mac {
 		t.Errorf("request % x", b[:n])
+	}
+}
+
+func TestARPRequest_taggedFrame(t *testing.T) {
+	b := make([]byte, 64)
+	n := arpRequest(b, me, peer.ip, true, wire.MakeTCI(7, false, 42))
+	v := wire.VLAN(b[14:18])
+	if n != 46 || wire.Ethernet(b).Type() != wire.EtherTypeVLAN || v.VID() != 42 || v.PCP() != 7 ||
+		v.Type() != wire.EtherTypeARP || !wire.ARP(b[18:n]).IsValid() {
+		t.Errorf("tagged request % x", b[:n])
 	}
 }

@@ -30,6 +30,7 @@ type ringPairConfig struct {
 	clock    func() int64
 	wallOff  int64
 	arp      time.Duration // ARP retry timeout
+	pcp      bool          // tag frames on VLAN 7 with their priority in the PCP
 }
 
 func newRingPair(c ringPairConfig) (*ringPair, error) {
@@ -67,6 +68,7 @@ func newRingPair(c ringPairConfig) (*ringPair, error) {
 			port: p, pool: c.pool, ip: [4]byte{10, 0, 0, byte(i + 1)}, mac: wire.MAC{2, 0, 10, 0, 0, byte(i + 1)},
 			txQueues: c.txQueues, prioMap: pm, linkBps: 10e9, engine: engine.DefaultConfig(),
 			capture: c.capture, capIf: i, clock: c.clock, wallOff: c.wallOff, burst: 32,
+			pcp: c.pcp, vlan: 7,
 		}
 		hc.arp.timeout, hc.arp.aging, hc.arp.retries = c.arp, time.Hour, 5
 		hc.faults.drop, hc.faults.dup, hc.faults.reorder, hc.faults.seed = c.faults, c.faults/2, c.faults/2, int64(i+1)

@@ -128,11 +128,6 @@ type daemon struct {
 // start: the place to give a host an in-loop application (tests).
 func startDaemon(spec *config.Spec, log zerolog.Logger, prepare func([]*hostLoop)) (*daemon, error) {
 	d := &daemon{spec: spec, log: log, prepare: prepare}
-	for i, ps := range spec.Ports {
-		if ps.Marking == "pcp" {
-			return nil, inPhase("config", fmt.Errorf("ports[%d].marking: pcp (802.1Q priority tags) is not implemented yet; use dscp", i))
-		}
-	}
 	applyRuntime(spec.Runtime, len(spec.Ports))
 
 	if _, err := dpdk.Init(spec.EAL); err != nil {
@@ -325,7 +320,7 @@ func (d *daemon) hostConfigFor(i, ntx int, clock func() int64, wallOff int64) (h
 	hc := hostConfig{
 		port: p, pool: d.pools[i], ip: pfx.Addr().As4(), mac: wire.MAC(hwaddr), txQueues: ntx, prioMap: pm,
 		linkBps: rate, engine: ec, static: map[[4]byte]wire.MAC{}, capture: d.capture, capIf: i,
-		subnet: pfx.Masked(), ipCksumOffload: d.cksumOffload[i],
+		subnet: pfx.Masked(), ipCksumOffload: d.cksumOffload[i], pcp: ps.Marking == "pcp", vlan: uint16(ps.VLAN),
 		burst: 32, clock: clock, wallOff: wallOff,
 	}
 	if ps.Gateway != "" {

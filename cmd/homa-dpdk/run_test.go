@@ -39,7 +39,6 @@ func TestRun_badConfigAndFlagsNameTheKey(t *testing.T) {
 		{"bad flag number", []string{"run", "--config", write("d.yaml", good), "--capture-last", "many"}, []string{"capture-last"}},
 		{"unknown flag", []string{"run", "--config", write("e.yaml", good), "--bogus"}, []string{"unknown flag: --bogus"}},
 		{"no ports", []string{"run", "--config", write("f.yaml", "log:\n  level: info\n")}, []string{"ports: no port is configured"}},
-		{"pcp not implemented", []string{"run", "--config", write("g.yaml", good+"    marking: pcp\n    vlan: 5\n")}, []string{"ports[0].marking", "not implemented"}},
 		{"gateway off subnet", []string{"run", "--config", write("h.yaml", good+"    gateway: 10.9.9.9\n")}, []string{"ports[0].gateway", "not on the port's subnet"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

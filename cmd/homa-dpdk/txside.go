@@ -22,8 +22,10 @@ type mbufTx struct {
 	// instead of filling the mempool with packets the port cannot take.
 	highWater int
 	// ipCksum marks each engine frame for IPv4 header checksum offload
-	// (the engine then leaves the checksum 0).
+	// (the engine then leaves the checksum 0); l2Len is the length of the
+	// engine's Ethernet header (14, or 18 when it tags frames).
 	ipCksum bool
+	l2Len   int
 
 	NoBuffer uint64 // Buffer calls refused: the pool was empty
 	Busy     uint64 // Buffer calls refused: the TX queues were backed up
@@ -68,7 +70,7 @@ func (t *mbufTx) Send(frame []byte, prio int) {
 	t.lent = nil
 	m.SetLen(len(frame))
 	if t.ipCksum {
-		m.SetIPv4CksumOffload(wire.EthernetHeaderLen, wire.IPv4MinHeaderLen) // the engine writes untagged frames without options
+		m.SetIPv4CksumOffload(t.l2Len, wire.IPv4MinHeaderLen) // the engine writes no IPv4 options
 	}
 	if !t.sched.Enqueue(m, prio, false) {
 		m.Free() // counted by nicq as a drop on that queue

@@ -23,7 +23,7 @@ func TestMbufTx_checksumOffloadMarksEngineFramesOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	tx := newMbufTx(pool, sched, 4, 8)
-	tx.ipCksum = true
+	tx.ipCksum, tx.l2Len = true, 14
 	b := tx.Buffer()
 	if len(b) < 1518 {
 		t.Fatalf("lent %d bytes, want a whole frame's room", len(b))
