@@ -87,6 +87,11 @@ func parseSizes(s string) ([]int, error) {
 	return out, nil
 }
 
+// lingerNs is how long the demo keeps polling after the last response, so
+// that the server's NEED_ACK and the client's ACK end the last RPCs and no
+// RPC state is left behind (request_ack_ticks is 2 ms).
+const lingerNs = int64(20 * time.Millisecond)
+
 // demoClient is the in-loop application of the client host.
 type demoClient struct {
 	cfg     demoConfig
@@ -101,6 +106,7 @@ type demoClient struct {
 	failed  error
 	stopAt  int64
 	done    bool
+	doneAt  int64 // when the last response arrived
 	// finished is set, for the goroutine waiting on the demo, once the
 	// loop has seen the last response or a failure.
 	finished atomic.Bool
@@ -112,9 +118,12 @@ type rpcStart struct {
 }
 
 func (d *demoClient) run(now int64) {
-	if d.failed != nil || d.done {
+	if d.failed != nil || (d.done && now >= d.doneAt+lingerNs) {
 		d.finished.Store(true)
 		return
+	}
+	if d.done {
+		return // lingering: the last RPCs' NEED_ACK and ACK go out
 	}
 	if ready, failed := d.h.peerReady(d.dst.IP); failed {
 		d.failed = fmt.Errorf("ARP: %v did not answer", d.dst.IP)
@@ -141,7 +150,9 @@ func (d *demoClient) run(now int64) {
 		d.bytes += 2 * int64(len(m.Data))
 	}
 	if now >= d.stopAt {
-		d.done = len(d.started) == 0
+		if d.done = len(d.started) == 0; d.done {
+			d.doneAt = now
+		}
 		return
 	}
 	for len(d.started) < d.cfg.concurrency {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +16,9 @@ import (
 func TestRunDemo_homaHostsExchangeRPCs(t *testing.T) {
 	dpdktest.Need(t)
 	var out strings.Builder
-	err := runDemo(demoConfig{duration: time.Second, sizes: []int{100, 10_000, 100_000}, concurrency: 2, out: &out})
+	capture := filepath.Join(t.TempDir(), "demo.pcapng")
+	err := runDemo(demoConfig{duration: time.Second, sizes: []int{100, 10_000, 100_000}, concurrency: 2, out: &out,
+		capture: capture, captureLast: 20000})
 	t.Log("\n" + out.String())
 	if err != nil {
 		t.Fatal(err)
@@ -23,5 +27,26 @@ func TestRunDemo_homaHostsExchangeRPCs(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q", want)
 		}
+	}
+	// The capture opens in tshark and holds Homa (IPv4 protocol 146)
+	// DATA, GRANT, and ACK or NEED_ACK packets.
+	if _, err := exec.LookPath("tshark"); err != nil {
+		if dpdktest.Required() {
+			t.Fatal("tshark is missing (scripts/setup.sh installs it)")
+		}
+		t.Skip("tshark is missing")
+	}
+	raw, err := exec.Command("tshark", "-r", capture, "-Y", "ip.proto == 146", "-T", "fields", "-e", "data.data").Output()
+	if err != nil {
+		t.Fatalf("tshark -r %s: %v", capture, err)
+	}
+	types := map[string]int{}
+	for _, l := range strings.Fields(string(raw)) {
+		if len(l) >= 24 {
+			types[l[22:24]]++ // the Homa type is byte 11
+		}
+	}
+	if types["10"] == 0 || types["11"] == 0 || types["17"]+types["18"] == 0 {
+		t.Errorf("capture holds Homa types %v; want DATA (10), GRANT (11) and ACK (18) or NEED_ACK (17)", types)
 	}
 }
