@@ -31,7 +31,7 @@ type PMDConfig struct {
 // Method is the measurement method, printed with the results.
 const pmdMethod = `Both forwarders move packets between two ports of the same virtual device ` +
 	`(io forwarding, both directions), on one forwarding core with bursts of the same size, ` +
-	`the same mbuf pool (16384 mbufs, cache 250) and 1024 descriptors. net_null and net_ring: ` +
+	`the same mbuf pool (16384 mbufs of 2176 bytes, cache 250) and 1024 descriptors. net_null and net_ring: ` +
 	`the forwarding rate is the ports' transmitted packets per second (rte_eth_stats, which is also ` +
 	`what testpmd's Tx-pps shows); net_ring starts with one burst per port in flight (--tx-first). ` +
 	`net_memif: a peer process of ours on another core sends 64-byte packets into memif id 0 and ` +

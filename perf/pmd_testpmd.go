@@ -31,6 +31,7 @@ func (cfg *PMDConfig) testpmdArgs(dev, sock string) []string {
 		"--forward-mode=io", fmt.Sprintf("--burst=%d", cfg.Burst), "--nb-cores=1",
 		"--rxq=1", "--txq=1", fmt.Sprintf("--rxd=%d", pmdDesc), fmt.Sprintf("--txd=%d", pmdDesc),
 		fmt.Sprintf("--total-num-mbufs=%d", pmdPoolSize), fmt.Sprintf("--mbcache=%d", pmdPoolCache),
+		fmt.Sprintf("--mbuf-size=%d", pmdDataRoom),
 		"--stats-period=1", "--no-mlockall")
 	if dev == "ring" {
 		args = append(args, "--tx-first")
