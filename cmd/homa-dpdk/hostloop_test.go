@@ -207,3 +207,12 @@ func TestHostLoop_pingAnswered(t *testing.T) {
 		t.Errorf("b counted %d echo requests", b.stack.EchoRequests)
 	}
 }
+
+func TestHostLoop_passAllocatesNothing(t *testing.T) {
+	a, b := ringHosts(t, 8, 0)
+	runRPCs(t, a, b, []int{100}) // ARP resolved, server bound, loops warm
+	a.app, b.app = nil, nil
+	if allocs := testing.AllocsPerRun(1000, func() { a.pass(); b.pass() }); allocs != 0 {
+		t.Errorf("an idle pass of both hosts allocates %.1f times, want 0", allocs)
+	}
+}

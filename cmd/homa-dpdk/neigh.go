@@ -1,6 +1,8 @@
 package main
 
 import (
+	"math"
+
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
@@ -15,6 +17,10 @@ type neighbourTable struct {
 	timeout int64 // ns between requests
 	retries int   // requests before giving up
 	aging   int64 // ns a learned entry stays valid
+	// nextRetry is the earliest time an incomplete entry's request times
+	// out (math.MaxInt64: none), so that Retries, called every pass, scans
+	// the table only when one is due.
+	nextRetry int64
 	// Counters.
 	Requests, Failures, Expired uint64
 }
@@ -37,7 +43,7 @@ type neighbour struct {
 }
 
 func newNeighbourTable(timeout, aging int64, retries int) *neighbourTable {
-	return &neighbourTable{entries: map[[4]byte]*neighbour{}, timeout: timeout, aging: aging, retries: retries}
+	return &neighbourTable{entries: map[[4]byte]*neighbour{}, timeout: timeout, aging: aging, retries: retries, nextRetry: math.MaxInt64}
 }
 
 // AddStatic adds an entry that never ages.
@@ -85,6 +91,7 @@ func (t *neighbourTable) Resolve(ip [4]byte, now int64) (mac wire.MAC, ok, reque
 func (t *neighbourTable) ask(e *neighbour, now int64) bool {
 	e.tries++
 	e.expires = now + t.timeout
+	t.nextRetry = min(t.nextRetry, e.expires)
 	t.Requests++
 	return true
 }
@@ -92,8 +99,16 @@ func (t *neighbourTable) ask(e *neighbour, now int64) bool {
 // Retries returns, through f, the addresses whose request timed out and
 // should be asked again now; those that used up their tries become failed.
 func (t *neighbourTable) Retries(now int64, f func(ip [4]byte)) {
+	if now < t.nextRetry {
+		return
+	}
+	t.nextRetry = math.MaxInt64
 	for ip, e := range t.entries {
-		if e.state != neighIncomplete || now < e.expires {
+		if e.state != neighIncomplete {
+			continue
+		}
+		if now < e.expires {
+			t.nextRetry = min(t.nextRetry, e.expires)
 			continue
 		}
 		if e.tries >= t.retries {
