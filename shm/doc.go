@@ -1,0 +1,107 @@
+// Package shm is the engine side of the worker interface: the layout of
+// the shared region a worker process maps, the single-producer
+// single-consumer rings inside it, and the entries those rings carry. The
+// Go client (client/) and the Python package read the same layout; this
+// package is its source of truth. Start reading at layout.go (where things
+// are), then ring.go (how entries move), then entry.go (what they say).
+//
+// # The region
+//
+// One region per worker, in a memfd the daemon creates and passes over
+// the control socket. From offset 0:
+//
+//	header   4 KB    magic "HOMASHM1", version, sizes and offsets (layout.go)
+//	SQ       ring    submission ring, worker → engine
+//	CQ       ring    completion ring, engine → worker
+//	arena    bytes   transmit arena: payloads of requests and replies
+//	pool     pages   receive pool: 64 KB pages holding received messages
+//
+// All references between them are offsets: a submission names an arena
+// range (Offset, Length), a completion names a run of consecutive pool
+// pages (Page, Pages). Nothing in the region is a pointer, so it means the
+// same in every process that maps it, at any address.
+//
+// # Who writes what
+//
+//	header     engine, once, before the worker maps it; never read back by the engine
+//	SQ slots   worker (producer); engine copies each out before decoding
+//	SQ tail    worker;  SQ head: engine
+//	CQ slots   engine (producer); worker copies each out before decoding
+//	CQ tail    engine;  CQ head and wait flag: worker
+//	arena      worker writes a payload, then submits it; the engine reads it
+//	           until it reports the range released (CompFlagReleased or CompReleased)
+//	pool       engine writes a message's pages, then completes it; the worker
+//	           reads them until it sends ReturnPages
+//
+// The engine treats everything in the region as hostile input: the worker
+// can write any byte at any moment, including the header and the engine's
+// own ring indices. So the engine keeps its own copy of the Layout and of
+// its own ring indices (Producer and Consumer hold them privately and only
+// ever store them to the region), and it decodes an entry only after
+// copying it out of its slot (Pop), so the worker cannot change an entry
+// between its check and its use. Payload bytes in the arena are not
+// copied first: a worker that changes them while they are sent corrupts
+// only its own message.
+//
+// # Memory ordering
+//
+// Each ring index has exactly one writer. The producer writes a slot with
+// ordinary stores, then stores the new tail with sync/atomic; the
+// consumer loads the tail with sync/atomic, then reads the slots below it.
+// Go's atomics are sequentially consistent, which includes release on the
+// store and acquire on the load, so the slot bytes are visible before the
+// tail that covers them. The same pair, the other way round, protects
+// reuse: the consumer finishes copying a slot before it stores the new
+// head, and the producer overwrites a slot only after loading a head past
+// it. Across processes this holds because the atomics compile to the
+// hardware's ordered instructions (on amd64 a plain MOV load and an XCHG
+// store; on arm64 LDAR and STLR), which order accesses to shared memory
+// whoever mapped it. A non-Go peer must give the same guarantees. Python
+// has no atomics: on amd64 (TSO) it is enough that each index is written
+// with one aligned 8-byte store after the slot bytes, in program order;
+// a memoryview cast to 'Q' does that in practice but nothing promises it,
+// so the python/ package must say how it ensures it (or use a small
+// helper) and is amd64-only until then.
+//
+// The indices are free-running u64 counters (entries ever pushed or
+// popped); slot = index mod Entries, so Entries is a power of two, and the
+// count in the ring is tail - head in wrapping arithmetic, which stays
+// right across 2^64. The tail and the head live 128 bytes apart, so the
+// two writers never share a cache line or its adjacent-line prefetch pair.
+// Each end caches the other's index and reloads it only when the cached
+// value cannot satisfy the call (too few entries for Pop/PopBurst, too
+// little room for Push/PushBurst) or for Len and Free, so a busy ring
+// costs about one shared-line transfer per burst, not per entry.
+//
+// Sleeping: a consumer that wants to sleep sets its wait flag, loads the
+// tail once more, and sleeps only if the ring is still empty; a producer
+// stores the tail, then reads the flag and wakes the consumer if it is
+// set. With sequentially consistent atomics at least one side sees the
+// other, so no wake-up is lost. (The futex or eventfd itself belongs to
+// the session code, not to this package.)
+//
+// # What is validated
+//
+// ParseHeader: magic, version, header, entry and page sizes; every size in
+// range; ring entries powers of two; every offset a multiple of 64; every
+// part inside RegionSize and RegionSize inside the mapping; no two parts
+// overlapping. Errors are *LayoutError naming the field.
+//
+// Rings: the memory is exactly RingBytes(Entries) and 64-byte aligned.
+// Every load of the other end's index is checked (0 ≤ tail - head ≤
+// Entries); a bad value is ignored and counted (Corrupt), and the end
+// carries on with the last good value. Slot addresses are masked, so no
+// index value can reach outside the slots. A nonzero Corrupt count means
+// the other side is broken: the session should end it.
+//
+// Entries: ParseSubmission checks every field a worker writes (op known,
+// no flags, unused fields and reserved bytes zero, ports in range, peer
+// address set, length within the largest message, arena range inside the
+// arena without overflow, RPC id parity, page range inside the pool) and
+// returns an ErrCode for the error completion. ParseCompletion does the
+// same for the worker. What needs engine state (is the port bound, does
+// the RPC exist, does the worker hold those pages) the engine checks.
+//
+// Nothing on the data path allocates: Push, Pop, their bursts, Encode and
+// the Parse functions are tested with testing.AllocsPerRun.
+package shm

@@ -1,0 +1,198 @@
+package shm
+
+import (
+	"encoding/binary"
+	"errors"
+	"strings"
+	"testing"
+)
+
+var testParams = Params{SQEntries: 256, CQEntries: 512, ArenaSize: 1 << 20, PoolPages: 16}
+
+// goodRegion returns a region with a valid header for testParams and the
+// layout it holds.
+func goodRegion(t *testing.T) ([]byte, Layout) {
+	t.Helper()
+	l, err := NewLayout(testParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	region := alignedBytes(int(l.RegionSize))
+	if err := l.WriteHeader(region); err != nil {
+		t.Fatal(err)
+	}
+	return region, l
+}
+
+func TestMagic_bytes(t *testing.T) {
+	if Magic != binary.LittleEndian.Uint64([]byte("HOMASHM1")) {
+		t.Fatalf("Magic %#x is not \"HOMASHM1\"", Magic)
+	}
+}
+
+func TestNewLayout_placesParts(t *testing.T) {
+	l, err := NewLayout(testParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Layout{
+		SQOffset: 4096, SQEntries: 256, // 256+256*64 = 16640 bytes, ends 20736 → next 4 KB 24576
+		CQOffset: 24576, CQEntries: 512, // 256+512*64 = 33024, ends 57600 → 61440
+		ArenaOffset: 61440, ArenaSize: 1 << 20,
+		PoolOffset: 61440 + 1<<20, PoolPages: 16,
+		RegionSize: 61440 + 1<<20 + 16*PageSize,
+	}
+	if l != want {
+		t.Fatalf("layout\n got %+v\nwant %+v", l, want)
+	}
+	huge, err := NewLayout(Params{SQEntries: 1, CQEntries: 1, ArenaSize: 1, PoolPages: 1, RegionAlign: 2 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if huge.RegionSize != 2<<20 {
+		t.Fatalf("RegionSize %d, want one 2 MB page", huge.RegionSize)
+	}
+}
+
+func TestNewLayout_badParams(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		edit  func(*Params)
+	}{
+		{"SQEntries", func(p *Params) { p.SQEntries = 0 }},
+		{"SQEntries", func(p *Params) { p.SQEntries = 100 }},
+		{"SQEntries", func(p *Params) { p.SQEntries = MaxRingEntries * 2 }},
+		{"CQEntries", func(p *Params) { p.CQEntries = 3 }},
+		{"ArenaSize", func(p *Params) { p.ArenaSize = 0 }},
+		{"ArenaSize", func(p *Params) { p.ArenaSize = MaxArenaSize + 1 }},
+		{"PoolPages", func(p *Params) { p.PoolPages = 0 }},
+		{"PoolPages", func(p *Params) { p.PoolPages = MaxPoolPages + 1 }},
+		{"RegionAlign", func(p *Params) { p.RegionAlign = 100 }},
+		{"RegionAlign", func(p *Params) { p.RegionAlign = 2048 }},
+	} {
+		p := testParams
+		tc.edit(&p)
+		_, err := NewLayout(p)
+		checkLayoutErr(t, err, tc.field)
+	}
+}
+
+func checkLayoutErr(t *testing.T, err error, field string) {
+	t.Helper()
+	var le *LayoutError
+	if !errors.As(err, &le) || !errors.Is(err, ErrLayout) {
+		t.Fatalf("err = %v, want a LayoutError for %s", err, field)
+	}
+	if le.Field != field || !strings.Contains(err.Error(), field) {
+		t.Fatalf("err = %v, want field %s", err, field)
+	}
+}
+
+func TestParseHeader_roundTrip(t *testing.T) {
+	region, l := goodRegion(t)
+	if string(region[:8]) != "HOMASHM1" {
+		t.Fatalf("region starts %q", region[:8])
+	}
+	got, err := ParseHeader(region)
+	if err != nil || got != l {
+		t.Fatalf("ParseHeader = %+v, %v; want %+v", got, err, l)
+	}
+	// A mapping longer than RegionSize (a rounded memfd) is fine.
+	longer := alignedBytes(len(region) + 8192)
+	copy(longer, region)
+	if got, err := ParseHeader(longer); err != nil || got != l {
+		t.Fatalf("longer mapping: %+v, %v", got, err)
+	}
+	// The parts are where the layout says, sized as it says.
+	if len(l.SQ(region)) != int(RingBytes(256)) || len(l.CQ(region)) != int(RingBytes(512)) ||
+		len(l.Arena(region)) != 1<<20 || len(l.Pool(region)) != 16*PageSize {
+		t.Fatal("part sizes")
+	}
+	if &l.Pool(region)[0] != &region[l.PoolOffset] || cap(l.Arena(region)) != 1<<20 {
+		t.Fatal("part placement")
+	}
+	if _, err := NewConsumer(l.SQ(region), l.SQEntries); err != nil {
+		t.Fatalf("SQ of a new region: %v", err)
+	}
+}
+
+func TestWriteHeader_invalid(t *testing.T) {
+	l, err := NewLayout(testParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLayoutErr(t, l.WriteHeader(make([]byte, l.RegionSize-1)), "RegionSize")
+	l.ArenaOffset++
+	checkLayoutErr(t, l.WriteHeader(make([]byte, l.RegionSize)), "ArenaOffset")
+}
+
+// TestParseHeader_errors breaks one field at a time of a good header.
+func TestParseHeader_errors(t *testing.T) {
+	put64 := func(off int, v uint64) func([]byte) {
+		return func(h []byte) { binary.LittleEndian.PutUint64(h[off:], v) }
+	}
+	put32 := func(off int, v uint32) func([]byte) {
+		return func(h []byte) { binary.LittleEndian.PutUint32(h[off:], v) }
+	}
+	_, l := goodRegion(t)
+	for _, tc := range []struct {
+		name  string
+		edit  func([]byte)
+		field string
+	}{
+		{"magic", put64(hdrMagic, 0x1234), "Magic"},
+		{"version", put32(hdrVersion, 2), "Version"},
+		{"header size", put32(hdrHeaderSize, 8192), "HeaderSize"},
+		{"entry size", put32(hdrEntrySize, 128), "EntrySize"},
+		{"page size", put32(hdrPageSize, 4096), "PageSize"},
+		{"region beyond mapping", put64(hdrRegionSize, l.RegionSize+1), "RegionSize"},
+		{"region below header", put64(hdrRegionSize, 100), "RegionSize"},
+		{"sq entries zero", put64(hdrSQEntries, 0), "SQEntries"},
+		{"sq entries not power of two", put64(hdrSQEntries, 255), "SQEntries"},
+		{"sq entries huge", put64(hdrSQEntries, 1<<62), "SQEntries"},
+		{"cq entries not power of two", put64(hdrCQEntries, 513), "CQEntries"},
+		{"arena size zero", put64(hdrArenaSize, 0), "ArenaSize"},
+		{"arena size huge", put64(hdrArenaSize, 1<<63), "ArenaSize"},
+		{"pool pages zero", put64(hdrPoolPages, 0), "PoolPages"},
+		{"pool pages huge", put64(hdrPoolPages, 1<<40), "PoolPages"},
+		{"sq misaligned", put64(hdrSQOffset, l.SQOffset+8), "SQOffset"},
+		{"cq misaligned", put64(hdrCQOffset, l.CQOffset+1), "CQOffset"},
+		{"arena misaligned", put64(hdrArenaOffset, l.ArenaOffset+32), "ArenaOffset"},
+		{"pool misaligned", put64(hdrPoolOffset, l.PoolOffset+63), "PoolOffset"},
+		{"sq beyond region", put64(hdrSQOffset, l.RegionSize), "SQOffset"},
+		{"sq offset near 2^64", put64(hdrSQOffset, 1<<63), "SQOffset"},
+		{"cq offset 2^64-64", put64(hdrCQOffset, ^uint64(63)), "CQOffset"},
+		{"arena ends beyond region", put64(hdrArenaSize, l.RegionSize-l.ArenaOffset+1), "ArenaOffset"},
+		{"pool ends beyond region", put64(hdrPoolOffset, l.RegionSize-15*PageSize), "PoolOffset"},
+		{"sq overlaps header", put64(hdrSQOffset, 0), "SQOffset"},
+		{"sq inside header", put64(hdrSQOffset, 4032), "SQOffset"},
+		{"cq overlaps sq", put64(hdrCQOffset, l.SQOffset+64), "CQOffset"},
+		{"arena overlaps cq", put64(hdrArenaOffset, l.CQOffset+RingBytes(512)-64), "ArenaOffset"},
+		{"pool overlaps arena", put64(hdrPoolOffset, l.ArenaOffset), "PoolOffset"},
+		{"pool overlaps sq", put64(hdrPoolOffset, l.SQOffset), "PoolOffset"},
+		{"sq entries grow into cq", put64(hdrSQEntries, 512), "CQOffset"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			region, _ := goodRegion(t)
+			tc.edit(region)
+			got, err := ParseHeader(region)
+			checkLayoutErr(t, err, tc.field)
+			if got != (Layout{}) {
+				t.Fatalf("bad header returned a layout: %+v", got)
+			}
+		})
+	}
+	checkLayoutErr(t, func() error { _, err := ParseHeader(make([]byte, 100)); return err }(), "RegionSize")
+}
+
+// Two adjacent parts touching end to start do not overlap.
+func TestLayout_adjacentPartsAllowed(t *testing.T) {
+	l := Layout{SQOffset: HeaderSize, SQEntries: 4, CQEntries: 4, ArenaSize: 64, PoolPages: 1}
+	l.CQOffset = l.SQOffset + RingBytes(4)
+	l.ArenaOffset = l.CQOffset + RingBytes(4)
+	l.PoolOffset = l.ArenaOffset + 64
+	l.RegionSize = l.PoolOffset + PageSize
+	if err := l.Validate(l.RegionSize); err != nil {
+		t.Fatal(err)
+	}
+}
