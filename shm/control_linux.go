@@ -1,0 +1,299 @@
+package shm
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// The control socket: a worker connects to a unix socket; the daemon checks
+// the peer's credentials (SO_PEERCRED) against its allow-lists, makes the
+// worker's region in a memfd (2 MB hugetlb pages when the kernel has them,
+// 4 KB pages otherwise), writes the header and the two rings' control
+// blocks, and passes the memfd with SCM_RIGHTS after a one-line greeting.
+// The connection then stays open and idle: when it closes — the worker
+// exited or crashed — the session ends and its region is unmapped and
+// closed.
+
+// ServerConfig configures the control socket.
+type ServerConfig struct {
+	Path      string // socket path; created with mode 0660
+	AllowUIDs []int  // uids allowed besides root
+	AllowGIDs []int  // gids allowed
+	Params    Params // the region of each worker
+	// OnAttach runs for each accepted worker before its region is sent;
+	// OnDetach when its connection closes, before the region is freed.
+	OnAttach func(*Session)
+	OnDetach func(*Session)
+}
+
+// Session is one attached worker: its credentials and its region.
+type Session struct {
+	UID, GID, PID int
+	Layout        Layout
+	Region        []byte // the daemon's mapping of the worker's region
+	Hugetlb       bool   // the region is on 2 MB pages
+	fd            int
+	conn          *net.UnixConn
+}
+
+// Server accepts workers on the control socket.
+type Server struct {
+	cfg      ServerConfig
+	ln       *net.UnixListener
+	mu       sync.Mutex
+	sessions map[*Session]struct{}
+	wg       sync.WaitGroup
+
+	Refused int // connections refused by the credential check (read after Close)
+}
+
+// ErrRefused is what a worker sees (in the greeting) when its credentials
+// are not allowed.
+var ErrRefused = errors.New("shm: credentials not allowed by the daemon")
+
+// Listen creates the control socket and starts accepting workers.
+func Listen(cfg ServerConfig) (*Server, error) {
+	if _, err := NewLayout(cfg.Params); err != nil {
+		return nil, fmt.Errorf("control socket %s: %w", cfg.Path, err)
+	}
+	os.Remove(cfg.Path) // a socket left by a previous daemon
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: cfg.Path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	if err := os.Chmod(cfg.Path, 0o660); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	s := &Server{cfg: cfg, ln: ln, sessions: map[*Session]struct{}{}}
+	s.wg.Add(1)
+	go s.accept()
+	return s, nil
+}
+
+func (s *Server) accept() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.AcceptUnix()
+		if err != nil {
+			return // closed
+		}
+		s.wg.Add(1)
+		go s.serve(c)
+	}
+}
+
+// allowed applies the allow-lists; root is always allowed.
+func (s *Server) allowed(uid, gid int) bool {
+	return uid == 0 || slices.Contains(s.cfg.AllowUIDs, uid) || slices.Contains(s.cfg.AllowGIDs, gid)
+}
+
+func (s *Server) serve(c *net.UnixConn) {
+	defer s.wg.Done()
+	defer c.Close()
+	cred, err := peerCred(c)
+	if err != nil || !s.allowed(int(cred.Uid), int(cred.Gid)) {
+		s.mu.Lock()
+		s.Refused++
+		s.mu.Unlock()
+		c.Write([]byte("refused\n"))
+		return
+	}
+	sess, err := newSession(s.cfg.Params, cred, c)
+	if err != nil {
+		c.Write([]byte("error " + err.Error() + "\n"))
+		return
+	}
+	s.mu.Lock()
+	s.sessions[sess] = struct{}{}
+	s.mu.Unlock()
+	if s.cfg.OnAttach != nil {
+		s.cfg.OnAttach(sess)
+	}
+	rights := unix.UnixRights(sess.fd)
+	if _, _, err := c.WriteMsgUnix([]byte("ok\n"), rights, nil); err == nil {
+		buf := make([]byte, 64)
+		for { // idle until the worker goes away
+			if _, err := c.Read(buf); err != nil {
+				break
+			}
+		}
+	}
+	if s.cfg.OnDetach != nil {
+		s.cfg.OnDetach(sess)
+	}
+	s.mu.Lock()
+	delete(s.sessions, sess)
+	s.mu.Unlock()
+	sess.free()
+}
+
+func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	err = raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cred, cerr
+}
+
+// newSession makes a worker's region: a memfd of the layout's size, on
+// hugetlb pages when possible, mapped, with header and rings initialised.
+func newSession(p Params, cred *unix.Ucred, c *net.UnixConn) (*Session, error) {
+	huge := p
+	huge.RegionAlign = 2 << 20
+	for _, try := range []struct {
+		p     Params
+		flags int
+	}{{huge, unix.MFD_HUGETLB | unix.MFD_HUGE_2MB}, {p, 0}} {
+		l, err := NewLayout(try.p)
+		if err != nil {
+			return nil, err
+		}
+		fd, err := unix.MemfdCreate("homa-worker", unix.MFD_CLOEXEC|try.flags)
+		if err != nil {
+			continue
+		}
+		if err := unix.Ftruncate(fd, int64(l.RegionSize)); err != nil {
+			unix.Close(fd)
+			continue
+		}
+		region, err := unix.Mmap(fd, 0, int(l.RegionSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			unix.Close(fd)
+			continue
+		}
+		sess := &Session{UID: int(cred.Uid), GID: int(cred.Gid), PID: int(cred.Pid), Layout: l, Region: region,
+			Hugetlb: try.flags != 0, fd: fd, conn: c}
+		if err := sess.init(); err != nil {
+			sess.free()
+			return nil, err
+		}
+		return sess, nil
+	}
+	return nil, errors.New("cannot make a shared region (memfd)")
+}
+
+func (s *Session) init() error {
+	if err := s.Layout.WriteHeader(s.Region); err != nil {
+		return err
+	}
+	if err := InitRing(s.Layout.SQ(s.Region), s.Layout.SQEntries, 0); err != nil {
+		return err
+	}
+	return InitRing(s.Layout.CQ(s.Region), s.Layout.CQEntries, 0)
+}
+
+// free unmaps and closes the region.
+func (s *Session) free() {
+	if s.Region != nil {
+		unix.Munmap(s.Region)
+		s.Region = nil
+	}
+	if s.fd >= 0 {
+		unix.Close(s.fd)
+		s.fd = -1
+	}
+}
+
+// Sessions is the number of attached workers.
+func (s *Server) Sessions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sessions)
+}
+
+// Close stops accepting, ends every session and removes the socket.
+func (s *Server) Close() error {
+	err := s.ln.Close()
+	s.mu.Lock()
+	for sess := range s.sessions {
+		sess.conn.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	os.Remove(s.cfg.Path)
+	return err
+}
+
+// Attach is the worker side of the control socket: it connects, receives
+// the region's memfd, maps it and checks its header. Close (or the
+// process ending) detaches.
+type Attach struct {
+	Layout Layout
+	Region []byte
+	conn   *net.UnixConn
+}
+
+// Dial attaches to the daemon's control socket at path.
+func Dial(path string) (*Attach, error) {
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("attach to %s: %w", path, err)
+	}
+	buf := make([]byte, 256)
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("attach to %s: %w", path, err)
+	}
+	if msg := string(buf[:n]); msg != "ok\n" {
+		c.Close()
+		if msg == "refused\n" {
+			return nil, ErrRefused
+		}
+		return nil, fmt.Errorf("attach to %s: daemon says %q", path, msg)
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		c.Close()
+		return nil, fmt.Errorf("attach to %s: no region descriptor", path)
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		c.Close()
+		return nil, fmt.Errorf("attach to %s: no region descriptor", path)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fds[0], &st); err != nil {
+		unix.Close(fds[0])
+		c.Close()
+		return nil, err
+	}
+	region, err := unix.Mmap(fds[0], 0, int(st.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	unix.Close(fds[0]) // the mapping keeps the memory
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("attach: map the region: %w", err)
+	}
+	l, err := ParseHeader(region)
+	if err != nil {
+		unix.Munmap(region)
+		c.Close()
+		return nil, err
+	}
+	return &Attach{Layout: l, Region: region, conn: c}, nil
+}
+
+// Close detaches: the daemon ends the session and frees its side.
+func (a *Attach) Close() error {
+	if a.Region != nil {
+		unix.Munmap(a.Region)
+		a.Region = nil
+	}
+	return a.conn.Close()
+}

@@ -1,0 +1,191 @@
+package shm
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const dialEnv = "HOMA_SHM_TEST_DIAL"
+
+func TestMain(m *testing.M) {
+	if path := os.Getenv(dialEnv); path != "" {
+		os.Exit(dialChild(path))
+	}
+	os.Exit(m.Run())
+}
+
+// publicDir makes a directory every user can enter and removes it at the
+// end of the test (t.TempDir is private to root).
+func publicDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "homa-shm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// dialChild is the body of a re-executed test binary that attaches to the
+// socket named in dialEnv and reports the outcome.
+func dialChild(path string) int {
+	a, err := Dial(path)
+	if err != nil {
+		fmt.Println("error:", err)
+		return 0
+	}
+	fmt.Println("attached")
+	a.Close()
+	return 0
+}
+
+func controlParams() Params {
+	return Params{SQEntries: 64, CQEntries: 64, ArenaSize: 1 << 20, PoolPages: 4}
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+func TestControl_attachShareRingsDetachFrees(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the credential check is tested as root")
+	}
+	path := filepath.Join(t.TempDir(), "workers.sock")
+	var attached, detached atomic.Int32
+	var sess atomic.Pointer[Session]
+	baseline := openFDs(t)
+	srv, err := Listen(ServerConfig{Path: path, Params: controlParams(),
+		OnAttach: func(s *Session) { attached.Add(1); sess.Store(s) },
+		OnDetach: func(*Session) { detached.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o660 {
+		t.Errorf("socket mode %v (%v), want 0660", st.Mode().Perm(), err)
+	}
+	withSocket := openFDs(t)
+	a, err := Dial(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sess.Load()
+	if s == nil || attached.Load() != 1 || s.UID != 0 || s.PID != os.Getpid() {
+		t.Fatalf("session %+v", s)
+	}
+	if a.Layout != s.Layout {
+		t.Errorf("worker sees layout %+v, daemon %+v", a.Layout, s.Layout)
+	}
+	// The worker submits through its mapping; the daemon pops from its own.
+	prod, err := NewProducer(a.Layout.SQ(a.Region), a.Layout.SQEntries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := NewConsumer(s.Layout.SQ(s.Region), s.Layout.SQEntries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in, out Slot
+	copy(in[:], "submitted by the worker")
+	if !prod.Push(&in) || !cons.Pop(&out) || out != in {
+		t.Fatal("an entry did not cross the shared region")
+	}
+	a.Close()
+	waitFor(t, "the session to end", func() bool { return srv.Sessions() == 0 })
+	if detached.Load() != 1 {
+		t.Errorf("OnDetach ran %d times", detached.Load())
+	}
+	waitFor(t, "descriptors back to baseline", func() bool { return openFDs(t) == withSocket })
+	if s.Region != nil {
+		t.Error("the daemon's mapping of the region was not released")
+	}
+	srv.Close()
+	if n := openFDs(t); n != baseline {
+		t.Errorf("%d descriptors open after Close, %d before Listen", n, baseline)
+	}
+}
+
+func TestControl_uidNotAllowedIsRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a worker as another uid")
+	}
+	dir := publicDir(t)
+	path := filepath.Join(dir, "workers.sock")
+	srv, err := Listen(ServerConfig{Path: path, Params: controlParams(), AllowUIDs: []int{4242}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	// Let anyone reach the socket, so that the credential check, not the
+	// file mode, is what refuses.
+	os.Chmod(path, 0o666)
+	// The test binary, where another uid may run it.
+	bin := filepath.Join(dir, "shm.test")
+	b, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(uid uint32) string {
+		cmd := exec.Command(bin, "-test.run=^$")
+		cmd.Env = append(os.Environ(), dialEnv+"="+path)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("child as uid %d: %v\n%s", uid, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if got := run(65534); !strings.Contains(got, ErrRefused.Error()) {
+		t.Errorf("uid 65534 (nobody): %q, want refused", got)
+	}
+	if got := run(4242); got != "attached" {
+		t.Errorf("uid 4242 (allowed): %q", got)
+	}
+	waitFor(t, "sessions to end", func() bool { return srv.Sessions() == 0 })
+	srv.mu.Lock()
+	refused := srv.Refused
+	srv.mu.Unlock()
+	if refused != 1 {
+		t.Errorf("%d refusals counted, want 1", refused)
+	}
+}
+
+func TestControl_badSocketPathNamed(t *testing.T) {
+	_, err := Listen(ServerConfig{Path: "/nonexistent/dir/w.sock", Params: controlParams()})
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/dir/w.sock") {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := Listen(ServerConfig{Path: filepath.Join(t.TempDir(), "w.sock")}); err == nil {
+		t.Fatal("a zero region was accepted")
+	}
+	if _, err := Dial(filepath.Join(t.TempDir(), "none.sock")); err == nil || errors.Is(err, ErrRefused) {
+		t.Fatalf("dial to nothing: %v", err)
+	}
+}
