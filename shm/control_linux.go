@@ -128,10 +128,10 @@ func (s *Server) serve(c *net.UnixConn) {
 	if s.cfg.OnDetach != nil {
 		s.cfg.OnDetach(sess)
 	}
+	sess.free() // before the session leaves the table: Sessions() == 0 means freed
 	s.mu.Lock()
 	delete(s.sessions, sess)
 	s.mu.Unlock()
-	sess.free()
 }
 
 func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
