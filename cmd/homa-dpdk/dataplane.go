@@ -51,6 +51,9 @@ type hostLoop struct {
 	NoRoute uint64       // resolutions refused: off the subnet with no gateway
 }
 
+// ipProtocolOffset is where the protocol byte sits in an IPv4 header.
+const ipProtocolOffset = 9
+
 // Receive-side drops of the host loop, by cause (the engine counts its own).
 const (
 	rxDropShort = iota
@@ -131,6 +134,16 @@ func (l *hostLoop) dispatch(m *dpdk.Mbuf, twice bool) {
 			return
 		}
 	case wire.EtherTypeIPv4:
+		if len(d) > ethLen+ipProtocolOffset && d[ethLen+ipProtocolOffset] == wire.IPProtoHoma {
+			// The engine parses and validates the whole frame (IPv4
+			// checksum, destination, Homa header) and counts what it
+			// drops: checking it here too would do that work twice.
+			l.ep.Receive(d) // the engine copies what it keeps
+			if twice {
+				l.ep.Receive(d)
+			}
+			break
+		}
 		ip, r := wire.ParseIPv4(d[ethLen:])
 		if r == wire.DropNotHoma { // a valid IPv4 header of another protocol
 			ip, r = wire.IPv4(d[ethLen:]), wire.DropNone
@@ -146,11 +159,8 @@ func (l *hostLoop) dispatch(m *dpdk.Mbuf, twice bool) {
 				l.tx.enqueue(m)
 				return
 			}
-		case ip.Protocol() == wire.IPProtoHoma || ip.Protocol() == wire.IPProtoICMP:
-			l.ep.Receive(d) // the engine copies what it keeps
-			if twice {
-				l.ep.Receive(d)
-			}
+		case ip.Protocol() == wire.IPProtoICMP: // port unreachable and the like: the engine's
+			l.ep.Receive(d)
 		default:
 			l.drops[rxDropProtocol]++
 		}
