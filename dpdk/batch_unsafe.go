@@ -1,6 +1,10 @@
 package dpdk
 
 /*
+// The burst functions never call back into Go.
+#cgo nocallback homa_rx_bursts
+#cgo nocallback homa_tx_bursts
+#cgo nocallback homa_tx_rx_bursts
 #include "shim.h"
 */
 import "C"

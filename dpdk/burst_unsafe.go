@@ -1,6 +1,9 @@
 package dpdk
 
 /*
+// The burst functions never call back into Go.
+#cgo nocallback homa_rx_burst
+#cgo nocallback homa_tx_burst
 #include "shim.h"
 */
 import "C"

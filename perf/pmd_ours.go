@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
@@ -19,17 +18,11 @@ const (
 	pmdDataRoom  = 2048 + 128
 )
 
-var pmdPool struct {
-	once sync.Once
-	pool *dpdk.Mempool
-	err  error
-}
+var pmdPoolSeq int
 
 func pmdMempool() (*dpdk.Mempool, error) {
-	pmdPool.once.Do(func() {
-		pmdPool.pool, pmdPool.err = dpdk.NewPktMbufPool("pmd_fwd", pmdPoolSize, pmdPoolCache, pmdDataRoom, dpdk.SocketIDAny)
-	})
-	return pmdPool.pool, pmdPool.err
+	pmdPoolSeq++
+	return dpdk.NewPktMbufPool(fmt.Sprintf("pmd_fwd%d", pmdPoolSeq), pmdPoolSize, pmdPoolCache, pmdDataRoom, dpdk.SocketIDAny)
 }
 
 // forwarder is our io-forwarding loop between two ports: every packet
@@ -118,11 +111,12 @@ func memifDevargs(role string, id int, sock string) string {
 
 // runOurs runs our forwarder once on dev and returns its rate in Mpps and,
 // for memif, how many packets the peer could not send.
-func (cfg *PMDConfig) runOurs(dev string) (float64, uint64, error) {
+func (cfg *PMDConfig) runOurs(dev string) (_ float64, _ uint64, err error) {
 	pool, err := pmdMempool()
 	if err != nil {
 		return 0, 0, err
 	}
+	defer pool.Free()
 	sock, cleanup, err := memifSocket(dev)
 	if err != nil {
 		return 0, 0, err
