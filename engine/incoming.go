@@ -118,8 +118,25 @@ func (e *Endpoint) startIn(r *rpc, d wire.Data) bool {
 		return false
 	}
 	in := &r.in
+	if get := r.port.hooks.RecvBuf; get != nil {
+		buf, ok := get(n)
+		if !ok || len(buf) < n {
+			if ok && r.port.hooks.FreeRecvBuf != nil {
+				r.port.hooks.FreeRecvBuf(buf)
+			}
+			e.m.drop(DropNoRecvSpace)
+			if r.client {
+				e.fail(r, ErrNoBufferSpace)
+			} else {
+				e.end(r)
+			}
+			return false
+		}
+		in.buf = buf[:n:n]
+	} else {
+		in.buf = make([]byte, n)
+	}
 	in.length = n
-	in.buf = make([]byte, n)
 	in.unsched = min(int(d.Incoming()), n)
 	in.g = sched.GrantMsg{Length: n, Granted: in.unsched, Owner: r}
 	e.sizes.Record(n)

@@ -36,6 +36,10 @@ const (
 	DropNoBuffer
 	// DropBadICMP: an ICMP message the engine could not use.
 	DropBadICMP
+	// DropNoRecvSpace: the port's owner had no receive buffer for a new
+	// message (PortHooks.RecvBuf); a request is dropped (its client
+	// retries), a response ends its RPC with ErrNoBufferSpace.
+	DropNoRecvSpace
 
 	// NumDropCauses sizes per-cause arrays.
 	NumDropCauses
@@ -44,6 +48,7 @@ const (
 var engineDropNames = [...]string{
 	"not_for_us", "duplicate_data", "overlap_data", "data_past_end", "bad_length",
 	"no_port", "unknown_rpc", "stale_data", "tx_no_buffer", "bad_icmp",
+	"rx_no_space",
 }
 
 // String returns the cause as a snake_case metric label.

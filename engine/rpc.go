@@ -18,6 +18,7 @@ var (
 	ErrPortInUse       = errors.New("homa: port in use")
 	ErrBadPort         = errors.New("homa: server ports are 1..0x7fff")
 	ErrClosed          = errors.New("homa: port closed")
+	ErrNoBufferSpace   = errors.New("homa: no receive buffer space") // PortHooks.RecvBuf had none
 )
 
 // Client ports are 0x8000 and up, server ports below (kernel Homa's
@@ -88,7 +89,36 @@ type Port struct {
 	queue   []Message           // delivered, not yet taken by Receive
 	head    int                 // first untaken entry of queue
 	private map[uint64]*Message // results of private RPCs, by id (nil = pending)
+	hooks   PortHooks
 }
+
+// PortHooks let a port's owner — the worker interface, which keeps
+// messages in shared memory — take over where received messages are
+// reassembled, how they are delivered, and when sent ones are let go.
+// Zero fields keep the defaults (a new slice per message, Receive/Wait).
+// The hooks run on the endpoint's goroutine, inside engine calls; they
+// must not call back into the endpoint.
+type PortHooks struct {
+	// Deliver takes every message the port completes or fails, in place
+	// of the Receive queue and Wait.
+	Deliver func(m Message)
+	// RecvBuf returns the buffer, at least n bytes, that a new incoming
+	// message of n bytes is reassembled into, or false when there is
+	// none: a request is then dropped (its client retries after
+	// RESEND/RPC_UNKNOWN) and a response ends its RPC with
+	// ErrNoBufferSpace; both count DropNoRecvSpace.
+	RecvBuf func(n int) ([]byte, bool)
+	// FreeRecvBuf takes back a buffer from RecvBuf whose message ended
+	// before it was delivered.
+	FreeRecvBuf func(buf []byte)
+	// OutDone reports that the engine no longer reads msg, the outgoing
+	// message of RPC id given to Send or Reply: the client RPC ended, or
+	// the server RPC's response was acknowledged or abandoned.
+	OutDone func(id uint64, msg []byte)
+}
+
+// SetHooks installs h on the port; set them before the port is used.
+func (p *Port) SetHooks(h PortHooks) { p.hooks = h }
 
 // Bind opens server port num (1..0x7fff).
 func (e *Endpoint) Bind(num uint16) (*Port, error) {
@@ -265,6 +295,10 @@ func (p *Port) deliver(m Message, private bool) {
 	if p.closed {
 		return
 	}
+	if p.hooks.Deliver != nil {
+		p.hooks.Deliver(m)
+		return
+	}
 	if private {
 		p.private[m.ID] = &m
 		return
@@ -314,6 +348,14 @@ func (e *Endpoint) end(r *rpc) {
 	e.sendq.Remove(&r.out.sq)
 	e.incast.Add(-r.incastBytes)
 	r.incastBytes = 0
+	h := &r.port.hooks
+	if r.in.buf != nil && h.FreeRecvBuf != nil {
+		h.FreeRecvBuf(r.in.buf)
+	}
+	r.in.buf = nil
+	if r.out.data != nil && h.OutDone != nil {
+		h.OutDone(r.id, r.out.data)
+	}
 	r.out.data = nil
 }
 

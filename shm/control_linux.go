@@ -15,7 +15,8 @@ import (
 // the peer's credentials (SO_PEERCRED) against its allow-lists, makes the
 // worker's region in a memfd (2 MB hugetlb pages when the kernel has them,
 // 4 KB pages otherwise), writes the header and the two rings' control
-// blocks, and passes the memfd with SCM_RIGHTS after a one-line greeting.
+// blocks, and passes the memfd and the worker's wake-up eventfd with
+// SCM_RIGHTS after a one-line greeting (see "Attaching" in doc.go).
 // The connection then stays open and idle: when it closes — the worker
 // exited or crashed — the session ends and its region is unmapped and
 // closed.
@@ -38,8 +39,17 @@ type Session struct {
 	Layout        Layout
 	Region        []byte // the daemon's mapping of the worker's region
 	Hugetlb       bool   // the region is on 2 MB pages
-	fd            int
+	fd            int    // the region's memfd
+	efd           int    // the worker's wake-up eventfd
 	conn          *net.UnixConn
+}
+
+// Wake writes the worker's eventfd once (see "Waiting" in doc.go). A full
+// counter (the worker never reads it) is not an error: it is already
+// readable.
+func (s *Session) Wake() {
+	var one = [8]byte{1}
+	unix.Write(s.efd, one[:])
 }
 
 // Server accepts workers on the control socket.
@@ -116,7 +126,7 @@ func (s *Server) serve(c *net.UnixConn) {
 	if s.cfg.OnAttach != nil {
 		s.cfg.OnAttach(sess)
 	}
-	rights := unix.UnixRights(sess.fd)
+	rights := unix.UnixRights(sess.fd, sess.efd)
 	if _, _, err := c.WriteMsgUnix([]byte("ok\n"), rights, nil); err == nil {
 		buf := make([]byte, 64)
 		for { // idle until the worker goes away
@@ -177,7 +187,11 @@ func newSession(p Params, cred *unix.Ucred, c *net.UnixConn) (*Session, error) {
 			continue
 		}
 		sess := &Session{UID: int(cred.Uid), GID: int(cred.Gid), PID: int(cred.Pid), Layout: l, Region: region,
-			Hugetlb: try.flags != 0, fd: fd, conn: c}
+			Hugetlb: try.flags != 0, fd: fd, efd: -1, conn: c}
+		if sess.efd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
+			sess.free()
+			return nil, fmt.Errorf("eventfd: %w", err)
+		}
 		if err := sess.init(); err != nil {
 			sess.free()
 			return nil, err
@@ -207,6 +221,10 @@ func (s *Session) free() {
 		unix.Close(s.fd)
 		s.fd = -1
 	}
+	if s.efd >= 0 {
+		unix.Close(s.efd)
+		s.efd = -1
+	}
 }
 
 // Sessions is the number of attached workers.
@@ -233,9 +251,10 @@ func (s *Server) Close() error {
 // the region's memfd, maps it and checks its header. Close (or the
 // process ending) detaches.
 type Attach struct {
-	Layout Layout
-	Region []byte
-	conn   *net.UnixConn
+	Layout  Layout
+	Region  []byte
+	EventFD int // the wake-up eventfd (non-blocking); Close closes it
+	conn    *net.UnixConn
 }
 
 // Dial attaches to the daemon's control socket at path.
@@ -245,7 +264,7 @@ func Dial(path string) (*Attach, error) {
 		return nil, fmt.Errorf("attach to %s: %w", path, err)
 	}
 	buf := make([]byte, 256)
-	oob := make([]byte, unix.CmsgSpace(4))
+	oob := make([]byte, unix.CmsgSpace(2*4))
 	n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
 	if err != nil {
 		c.Close()
@@ -264,29 +283,36 @@ func Dial(path string) (*Attach, error) {
 		return nil, fmt.Errorf("attach to %s: no region descriptor", path)
 	}
 	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 1 {
+	if err != nil || len(fds) != 2 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
 		c.Close()
-		return nil, fmt.Errorf("attach to %s: no region descriptor", path)
+		return nil, fmt.Errorf("attach to %s: got %d descriptors, want 2 (region, eventfd)", path, len(fds))
 	}
+	efd := fds[1]
 	var st unix.Stat_t
 	if err := unix.Fstat(fds[0], &st); err != nil {
 		unix.Close(fds[0])
+		unix.Close(efd)
 		c.Close()
 		return nil, err
 	}
 	region, err := unix.Mmap(fds[0], 0, int(st.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	unix.Close(fds[0]) // the mapping keeps the memory
 	if err != nil {
+		unix.Close(efd)
 		c.Close()
 		return nil, fmt.Errorf("attach: map the region: %w", err)
 	}
 	l, err := ParseHeader(region)
 	if err != nil {
 		unix.Munmap(region)
+		unix.Close(efd)
 		c.Close()
 		return nil, err
 	}
-	return &Attach{Layout: l, Region: region, conn: c}, nil
+	return &Attach{Layout: l, Region: region, EventFD: efd, conn: c}, nil
 }
 
 // Close detaches: the daemon ends the session and frees its side.
@@ -294,6 +320,10 @@ func (a *Attach) Close() error {
 	if a.Region != nil {
 		unix.Munmap(a.Region)
 		a.Region = nil
+	}
+	if a.EventFD >= 0 {
+		unix.Close(a.EventFD)
+		a.EventFD = -1
 	}
 	return a.conn.Close()
 }

@@ -80,6 +80,70 @@
 // other, so no wake-up is lost. (The futex or eventfd itself belongs to
 // the session code, not to this package.)
 //
+// # Attaching
+//
+// A worker connects to the daemon's control socket (a unix stream socket,
+// mode 0660). The daemon checks the peer's credentials (SO_PEERCRED)
+// against its allow-lists and answers with one message: "ok\n" carrying
+// two descriptors with SCM_RIGHTS — [0] the region's memfd, [1] the
+// worker's wake-up eventfd (non-blocking) — or "refused\n", or "error
+// <text>\n", and then closes. After "ok" the worker maps the whole memfd
+// (its size from fstat) shared, read-write, and checks the header. The
+// connection stays open, idle, for the session's life: when it closes
+// (the worker exits, crashes or calls Close) the daemon aborts the
+// worker's RPCs, unbinds its ports and frees the region.
+//
+// # Operations and their completions
+//
+// Every submission carries a cookie the worker chooses; completions that
+// answer it echo it. Per op (fields not named are zero):
+//
+//	Bind(Port)              → Accepted(Port) | Error(Err)
+//	Send(Peer, Offset, Length) → Accepted(RPCID: the new client id)
+//	                          | Error(Err, flags Released)
+//	    later, in this order:  Released(Offset, Length)  the arena range is free again
+//	                           Response(RPCID, Peer, Length, Page, Pages)
+//	                           | Error(RPCID, Err)       the RPC failed (timeout, aborted, ...)
+//	Reply(RPCID, Peer, Offset, Length) → Accepted(RPCID) | Error(RPCID, Err, flags Released)
+//	    later:                 Released(Offset, Length)  the client acknowledged it, or it was abandoned
+//	Abort(RPCID)            → Accepted(RPCID) | Error(RPCID, NoRPC); the RPC then
+//	                          ends with its own Error(RPCID, Aborted) under its Send cookie
+//	AbortAll                → Accepted, after the Error(Aborted) of each client RPC
+//	ReturnPages(Page, Pages) → nothing | Error(Err) when the worker does not hold them
+//
+// Requests to a bound port arrive as Request(Port, RPCID: the odd server
+// id, Peer, Length, Page, Pages) with cookie 0. A completion of a
+// refused submission (a bad entry, or a per-worker limit) is an Error
+// with the submission's cookie and, for Send and Reply, the Released
+// flag: the engine never read its arena range.
+//
+// Memory ownership. The transmit arena is the worker's to manage: it
+// writes a payload into a free range, submits it, and may reuse the
+// range after Released (or an Error with the Released flag). Receive-pool
+// pages belong to the engine until a Request or Response hands a run of
+// consecutive pages to the worker; the worker reads the message there
+// (byte i at pool offset Page*PageSize+i) and gives the pages back with
+// ReturnPages, all at once or in parts. Returning pages the worker does
+// not hold is an error completion and changes nothing.
+//
+// Per-worker limits (from the daemon's config): outstanding client RPCs
+// plus requests not yet answered, and receive-pool pages held.
+// Submissions beyond them get Error(Limit); a message that finds no free
+// pages is dropped (a request: its client retries) or fails its RPC with
+// NoBufferSpace (a response).
+//
+// Waiting. A worker that finds its completion ring empty may spin; to
+// sleep it stores 1 in the ring's wait flag, loads the tail once more,
+// and only if the ring is still empty waits for the eventfd to become
+// readable (poll), reads it (8 bytes, to reset it; EAGAIN is fine) and
+// stores 0 in the flag. After pushing completions the engine swaps the
+// flag to 0 and, if it was 1, writes 1 to the eventfd. A worker that
+// never sleeps never causes a system call on either side. Wake-ups can
+// be spurious; a worker always rechecks the ring.
+//
+// The engine never sleeps on a worker: its polling loop reads every
+// submission ring on each pass.
+//
 // # What is validated
 //
 // ParseHeader: magic, version, header, entry and page sizes; every size in

@@ -199,6 +199,16 @@ func (p *Producer) Corrupt() uint64 { return p.r.corrupt }
 // sequentially consistent atomics one of them sees the other.
 func (p *Producer) ConsumerWaiting() bool { return atomic.LoadUint32(p.r.wait) != 0 }
 
+// TakeWaiter clears the consumer's sleep flag and reports whether it was
+// set: the producer then wakes the consumer, once per sleep. Call it
+// after Push, as ConsumerWaiting.
+func (p *Producer) TakeWaiter() bool {
+	if atomic.LoadUint32(p.r.wait) == 0 { // the common case: a plain load, no locked op
+		return false
+	}
+	return atomic.SwapUint32(p.r.wait, 0) != 0
+}
+
 // Consumer is the end of a ring that pops. Its index is private and
 // authoritative; the producer's index is checked on every load. Use from
 // one goroutine.
