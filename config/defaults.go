@@ -46,7 +46,10 @@ var defaults = map[string]any{
 	"workers.allow_uids":      []int{},
 	"workers.allow_gids":      []int{},
 	"workers.max_outstanding": 1024,
-	"workers.max_bytes":       64 << 20,
+	"workers.max_bytes":       16 << 20,
+	"workers.pool_bytes":      16 << 20,
+	"workers.ring_entries":    1024,
+	"workers.enabled":         true,
 
 	"arp.timeout": 100 * time.Millisecond,
 	"arp.retries": 5,

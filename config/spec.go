@@ -46,6 +46,9 @@ type PortSpec struct {
 	// 0 chooses 1, or as many as the TX queues on net_memif, whose peers
 	// must have matching queue pairs.
 	RxQueues int `mapstructure:"rx_queues"`
+	// WorkersSocket is the worker control socket of this port's host; for
+	// the first port, "" takes workers.socket.
+	WorkersSocket string `mapstructure:"workers_socket"`
 	// TxQueues is the number of TX queues for the 8 priorities; 0 takes as
 	// many as the device allows, up to 8.
 	TxQueues    int    `mapstructure:"tx_queues"`
@@ -124,11 +127,16 @@ type FaultSpec struct {
 
 // WorkersSpec configures the shared-memory worker interface.
 type WorkersSpec struct {
-	Socket         string `mapstructure:"socket"`          // control socket path
+	Enabled bool `mapstructure:"enabled"` // open the control socket(s)
+	// Socket is the control socket of the first port's host; other ports
+	// have one when ports[].workers_socket names it.
+	Socket         string `mapstructure:"socket"`
 	AllowUIDs      []int  `mapstructure:"allow_uids"`      // uids allowed to connect (root always is)
 	AllowGIDs      []int  `mapstructure:"allow_gids"`      // gids allowed to connect
-	MaxOutstanding int    `mapstructure:"max_outstanding"` // RPCs in flight per worker
-	MaxBytes       int    `mapstructure:"max_bytes"`       // transmit arena bytes per worker
+	MaxOutstanding int    `mapstructure:"max_outstanding"` // client RPCs in flight plus unanswered requests, per worker
+	MaxBytes       int    `mapstructure:"max_bytes"`       // transmit arena bytes per worker: the bytes it can have in flight
+	PoolBytes      int    `mapstructure:"pool_bytes"`      // receive pool bytes per worker (64 KB pages)
+	RingEntries    int    `mapstructure:"ring_entries"`    // slots of each submission and completion ring (a power of two)
 }
 
 // ARPSpec configures neighbour resolution.

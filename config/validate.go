@@ -102,11 +102,18 @@ func (s *Spec) Validate() error {
 	p.fraction("faults.drop", s.Faults.Drop)
 	p.fraction("faults.duplicate", s.Faults.Duplicate)
 	p.fraction("faults.reorder", s.Faults.Reorder)
-	if s.Workers.Socket == "" || !strings.HasPrefix(s.Workers.Socket, "/") {
+	if s.Workers.Enabled && (s.Workers.Socket == "" || !strings.HasPrefix(s.Workers.Socket, "/")) {
 		p.add("workers.socket", "%q is not an absolute path", s.Workers.Socket)
 	}
 	p.intRange("workers.max_outstanding", s.Workers.MaxOutstanding, 1, 1<<20)
 	p.intRange("workers.max_bytes", s.Workers.MaxBytes, 1<<16, 1<<40)
+	p.intRange("workers.pool_bytes", s.Workers.PoolBytes, 1<<16, 1<<40)
+	if s.Workers.PoolBytes%(1<<16) != 0 {
+		p.add("workers.pool_bytes", "%d is not a multiple of the 64 KB page", s.Workers.PoolBytes)
+	}
+	if r := s.Workers.RingEntries; r < 16 || r > 1<<20 || r&(r-1) != 0 {
+		p.add("workers.ring_entries", "%d is not a power of two in 16..1048576", r)
+	}
 	p.duration("arp.timeout", s.ARP.Timeout, time.Millisecond, time.Minute)
 	p.intRange("arp.retries", s.ARP.Retries, 1, 100)
 	p.duration("arp.aging", s.ARP.Aging, time.Second, 24*time.Hour)
@@ -149,6 +156,9 @@ func (ps *PortSpec) validate(p *problems, key string, addrs map[netip.Addr]strin
 	}
 	p.intRange(key+".mtu", ps.MTU, 576, 9000)
 	p.intRange(key+".rx_queues", ps.RxQueues, 0, 1024)
+	if ps.WorkersSocket != "" && !strings.HasPrefix(ps.WorkersSocket, "/") {
+		p.add(key+".workers_socket", "%q is not an absolute path", ps.WorkersSocket)
+	}
 	p.intRange(key+".tx_queues", ps.TxQueues, 0, 1024)
 	p.oneOf(key+".marking", ps.Marking, "dscp", "pcp")
 	p.intRange(key+".vlan", ps.VLAN, 0, 4094)

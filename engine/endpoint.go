@@ -231,6 +231,9 @@ func New(cfg Config, tx Transmitter) (*Endpoint, error) {
 // Metrics returns a copy of the counters.
 func (e *Endpoint) Metrics() Metrics { return e.m }
 
+// MaxMessageLength is the largest message the endpoint sends or accepts.
+func (e *Endpoint) MaxMessageLength() int { return e.cfg.MaxMessageLength }
+
 // NumRPCs returns the number of live RPCs (client and server).
 func (e *Endpoint) NumRPCs() int { return len(e.rpcs) }
 

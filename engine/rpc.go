@@ -112,9 +112,10 @@ type PortHooks struct {
 	// before it was delivered.
 	FreeRecvBuf func(buf []byte)
 	// OutDone reports that the engine no longer reads msg, the outgoing
-	// message of RPC id given to Send or Reply: the client RPC ended, or
-	// the server RPC's response was acknowledged or abandoned.
-	OutDone func(id uint64, msg []byte)
+	// message of RPC id (with peer: the other end) given to Send or
+	// Reply: the client RPC ended, or the server RPC's response was
+	// acknowledged or abandoned.
+	OutDone func(id uint64, peer Addr, msg []byte)
 }
 
 // SetHooks installs h on the port; set them before the port is used.
@@ -354,7 +355,7 @@ func (e *Endpoint) end(r *rpc) {
 	}
 	r.in.buf = nil
 	if r.out.data != nil && h.OutDone != nil {
-		h.OutDone(r.id, r.out.data)
+		h.OutDone(r.id, Addr{IP: r.peer.ip, Port: r.dport}, r.out.data)
 	}
 	r.out.data = nil
 }

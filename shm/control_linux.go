@@ -36,6 +36,7 @@ type ServerConfig struct {
 // Session is one attached worker: its credentials and its region.
 type Session struct {
 	UID, GID, PID int
+	Data          any // the daemon's own state for the session (set in OnAttach)
 	Layout        Layout
 	Region        []byte // the daemon's mapping of the worker's region
 	Hugetlb       bool   // the region is on 2 MB pages
@@ -43,6 +44,10 @@ type Session struct {
 	efd           int    // the worker's wake-up eventfd
 	conn          *net.UnixConn
 }
+
+// Close ends the session from the daemon's side (a worker that broke the
+// protocol): its connection closes, OnDetach runs, the region is freed.
+func (s *Session) Close() { s.conn.Close() }
 
 // Wake writes the worker's eventfd once (see "Waiting" in doc.go). A full
 // counter (the worker never reads it) is not an error: it is already
@@ -71,6 +76,10 @@ var ErrRefused = errors.New("shm: credentials not allowed by the daemon")
 func Listen(cfg ServerConfig) (*Server, error) {
 	if _, err := NewLayout(cfg.Params); err != nil {
 		return nil, fmt.Errorf("control socket %s: %w", cfg.Path, err)
+	}
+	if c, err := net.Dial("unix", cfg.Path); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("control socket %s: another daemon is listening there", cfg.Path)
 	}
 	os.Remove(cfg.Path) // a socket left by a previous daemon
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: cfg.Path, Net: "unix"})

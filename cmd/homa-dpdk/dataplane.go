@@ -37,6 +37,7 @@ type hostLoop struct {
 	clock   func() int64    // monotonic ns
 	wallOff int64           // add to now for Unix ns (capture timestamps)
 	app     func(now int64) // in-loop application (the demo), or nil
+	workers *workerHub      // the worker interface, or nil
 
 	stack stackCounters
 	drops [numRxDrops]uint64
@@ -87,8 +88,14 @@ func (l *hostLoop) pass() int {
 	if l.app != nil {
 		l.app(l.now)
 	}
+	if l.workers != nil {
+		n += l.workers.poll()
+	}
 	if l.now >= l.ep.NextDeadline() {
 		l.ep.Run()
+	}
+	if l.workers != nil {
+		l.workers.flush()
 	}
 	l.neigh.Retries(l.now, l.sendARPRequest)
 	l.publish()
@@ -239,6 +246,9 @@ func (l *hostLoop) dropTx(m *dpdk.Mbuf) { l.free = append(l.free, m) }
 
 // drain frees everything the loop holds, at shutdown.
 func (l *hostLoop) drain() {
+	if l.workers != nil {
+		l.workers.stop()
+	}
 	l.flush()
 	l.sched.Drain(l.dropTx)
 	if held := l.fault.release(); held != nil {

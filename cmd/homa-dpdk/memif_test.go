@@ -75,7 +75,10 @@ arp:
   retries: 50
 log:
   level: warn
-`, loopLcore, device, last, lossArg, last)
+workers:
+  enabled: %t
+  socket: %q
+`, loopLcore, device, last, lossArg, last, os.Getenv("HOMA_TEST_WORKERS") != "", os.Getenv("HOMA_TEST_WORKERS"))
 	path := filepath.Join(os.TempDir(), fmt.Sprintf("homa-memif-%d.yaml", os.Getpid()))
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		return err

@@ -29,6 +29,8 @@ type hostSnapshot struct {
 	faults     [3]uint64 // dropped, duplicated, reordered
 	queues     []nicq.QueueStats
 	capDropped uint64
+	workers    workerCounters
+	hasWorkers bool
 }
 
 // snapshotBox hands counters from the loop to the metrics endpoint. The
@@ -60,6 +62,10 @@ func (l *hostLoop) publish() {
 	if l.cap != nil {
 		s.capDropped = l.cap.Dropped()
 	}
+	if l.workers != nil {
+		l.workers.snapshot(&s.workers)
+		s.hasWorkers = true
+	}
 	l.box.mu.Unlock()
 }
 
@@ -73,18 +79,20 @@ type collector struct {
 var (
 	labels = []string{"host", "port"}
 	descs  = struct {
-		engine, drops, stack, tx, faults, queue, loop, port, xstat, capture *prometheus.Desc
+		engine, drops, stack, tx, faults, queue, loop, port, xstat, capture, workers, workerGauge *prometheus.Desc
 	}{
-		engine:  prometheus.NewDesc("homa_engine_total", "Homa engine counters, named as kernel Homa's /proc/net/homa_metrics where the concept matches.", append(labels, "counter"), nil),
-		drops:   prometheus.NewDesc("homa_rx_drops_total", "Frames the host dropped before the engine, by cause.", append(labels, "cause"), nil),
-		stack:   prometheus.NewDesc("homa_host_stack_total", "ARP and ICMP handled by the host.", append(labels, "counter"), nil),
-		tx:      prometheus.NewDesc("homa_tx_refused_total", "Buffers refused to the engine: no mbuf, or TX queues backed up.", append(labels, "cause"), nil),
-		faults:  prometheus.NewDesc("homa_faults_injected_total", "Received packets the fault injector dropped, duplicated or reordered.", append(labels, "fault"), nil),
-		queue:   prometheus.NewDesc("homa_txq_packets_total", "Per TX queue: packets enqueued, sent, returned (refused by the NIC, retried), dropped (queue full).", append(labels, "queue", "event"), nil),
-		loop:    prometheus.NewDesc("homa_loop_total", "Polling loop counters.", append(labels, "counter"), nil),
-		port:    prometheus.NewDesc("homa_port_total", "DPDK port statistics (rte_eth_stats).", append(labels, "counter"), nil),
-		xstat:   prometheus.NewDesc("homa_port_xstat", "DPDK extended port statistics.", append(labels, "name"), nil),
-		capture: prometheus.NewDesc("homa_capture_dropped_total", "Packets the capture writer could not keep up with.", labels, nil),
+		workers:     prometheus.NewDesc("homa_workers_total", "Worker interface counters: sessions, submissions, refusals by cause, completions, wake-ups.", append(labels, "counter"), nil),
+		workerGauge: prometheus.NewDesc("homa_workers", "Worker interface gauges: sessions, outstanding RPCs, receive-pool pages held and free.", append(labels, "gauge"), nil),
+		engine:      prometheus.NewDesc("homa_engine_total", "Homa engine counters, named as kernel Homa's /proc/net/homa_metrics where the concept matches.", append(labels, "counter"), nil),
+		drops:       prometheus.NewDesc("homa_rx_drops_total", "Frames the host dropped before the engine, by cause.", append(labels, "cause"), nil),
+		stack:       prometheus.NewDesc("homa_host_stack_total", "ARP and ICMP handled by the host.", append(labels, "counter"), nil),
+		tx:          prometheus.NewDesc("homa_tx_refused_total", "Buffers refused to the engine: no mbuf, or TX queues backed up.", append(labels, "cause"), nil),
+		faults:      prometheus.NewDesc("homa_faults_injected_total", "Received packets the fault injector dropped, duplicated or reordered.", append(labels, "fault"), nil),
+		queue:       prometheus.NewDesc("homa_txq_packets_total", "Per TX queue: packets enqueued, sent, returned (refused by the NIC, retried), dropped (queue full).", append(labels, "queue", "event"), nil),
+		loop:        prometheus.NewDesc("homa_loop_total", "Polling loop counters.", append(labels, "counter"), nil),
+		port:        prometheus.NewDesc("homa_port_total", "DPDK port statistics (rte_eth_stats).", append(labels, "counter"), nil),
+		xstat:       prometheus.NewDesc("homa_port_xstat", "DPDK extended port statistics.", append(labels, "name"), nil),
+		capture:     prometheus.NewDesc("homa_capture_dropped_total", "Packets the capture writer could not keep up with.", labels, nil),
 	}
 )
 
@@ -124,6 +132,23 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			counter(descs.queue, qs.Dropped, host, port, qn, "dropped")
 		}
 		counter(descs.capture, s.capDropped, host, port)
+		if s.hasWorkers {
+			w := s.workers
+			for name, v := range map[string]uint64{
+				"attached": w.Attached, "detached": w.Detached, "submissions": w.Submissions,
+				"bad_entries": w.BadEntries, "refused": w.Refused, "limit_refusals": w.LimitRefusals,
+				"no_recv_space": w.NoRecvSpace, "completions": w.Completions, "cq_backlogged": w.CQBacklogged,
+				"wakeups": w.Wakeups, "arp_waits": w.ARPWaits, "corrupt_rings": w.CorruptRings,
+			} {
+				counter(descs.workers, v, host, port, name)
+			}
+			for name, v := range map[string]uint64{
+				"sessions": w.ActiveSessions, "outstanding_rpcs": w.OutstandingRPCs,
+				"held_pages": w.HeldPages, "free_pages": w.FreePages,
+			} {
+				ch <- prometheus.MustNewConstMetric(descs.workerGauge, prometheus.GaugeValue, float64(v), host, port, name)
+			}
+		}
 		if i < len(c.loops) && c.loops[i] != nil {
 			ls := c.loops[i].Stats()
 			counter(descs.loop, ls.Passes, host, port, "passes")

@@ -76,7 +76,9 @@ metrics:
   address: ""
 runtime:
   idle: adaptive
-`, lcore, ns, lcore, addr)
+workers:
+  socket: %s
+`, lcore, ns, lcore, addr, filepath.Join(dir, "workers.sock"))
 	path := filepath.Join(dir, "homa.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/lcore"
 	"github.com/homa-dpdk/homa-dpdk/nicq"
 	"github.com/homa-dpdk/homa-dpdk/sched"
+	"github.com/homa-dpdk/homa-dpdk/shm"
 	"github.com/homa-dpdk/homa-dpdk/wire"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
@@ -120,6 +121,7 @@ type daemon struct {
 	pools        []*dpdk.Mempool
 	hosts        []*hostLoop
 	loops        []*lcore.Loop
+	hubs         []*workerHub
 	capture      *dpdk.Capture
 }
 
@@ -364,6 +366,9 @@ func (d *daemon) launch(txq []int) error {
 		}
 		d.hosts = append(d.hosts, h)
 	}
+	if err := d.openWorkers(); err != nil {
+		return err
+	}
 	attachBoxes(d.hosts) // before the loops start: they publish into them
 	if d.prepare != nil {
 		d.prepare(d.hosts)
@@ -387,6 +392,35 @@ func (d *daemon) launch(txq []int) error {
 	return nil
 }
 
+// openWorkers opens the worker control socket of each host that has one.
+func (d *daemon) openWorkers() error {
+	ws := d.spec.Workers
+	if !ws.Enabled {
+		return nil
+	}
+	lim := workerLimits{maxOutstanding: ws.MaxOutstanding, params: shm.Params{
+		SQEntries: uint64(ws.RingEntries), CQEntries: uint64(ws.RingEntries),
+		ArenaSize: uint64(ws.MaxBytes), PoolPages: uint64(ws.PoolBytes / shm.PageSize),
+	}}
+	for i, h := range d.hosts {
+		path := d.spec.Ports[i].WorkersSocket
+		if path == "" && i == 0 {
+			path = ws.Socket
+		}
+		if path == "" {
+			continue
+		}
+		hub, err := newWorkerHub(h, path, ws.AllowUIDs, ws.AllowGIDs, lim)
+		if err != nil {
+			return fmt.Errorf("workers of %s: %w", h.me.ip4(), err)
+		}
+		h.workers = hub
+		d.hubs = append(d.hubs, hub)
+		d.log.Info().Str("host", h.me.ip4()).Str("socket", path).Msg("worker control socket open")
+	}
+	return nil
+}
+
 // stop stops the loops (each drains on its own thread), then the ports,
 // and closes the capture.
 func (d *daemon) stop() error {
@@ -405,6 +439,12 @@ func (d *daemon) stopLoops() error {
 		d.metrics.Close()
 		d.metrics = nil
 	}
+	for _, hub := range d.hubs { // workers detach while the loops still run
+		if err := hub.close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	d.hubs = nil
 	for _, l := range d.loops {
 		if err := l.Stop(5 * time.Second); err != nil && first == nil {
 			first = err
