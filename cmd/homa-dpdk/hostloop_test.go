@@ -18,6 +18,9 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(memifRoleEnv); role != "" {
 		os.Exit(memifChild(role))
 	}
+	if sock := os.Getenv(workerChildEnv); sock != "" {
+		os.Exit(workerChild(sock))
+	}
 	if os.Getenv("HOMA_TEST_NO_EAL") == "1" {
 		os.Exit(m.Run())
 	}

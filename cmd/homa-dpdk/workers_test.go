@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,9 +20,25 @@ import (
 // testWorkerParams are small regions: 64 KB arena, 32 pool pages.
 var testWorkerParams = shm.Params{SQEntries: 64, CQEntries: 64, ArenaSize: 1 << 20, PoolPages: 32}
 
+// loopCalls runs functions on the test's polling goroutine, between
+// passes, so that tests can read loop-owned state without a race.
+type loopCalls chan func()
+
+// do runs fn between two passes and waits for it.
+func (lc loopCalls) do(fn func()) {
+	done := make(chan struct{})
+	lc <- func() { fn(); close(done) }
+	<-done
+}
+
 // workerHosts makes a ring pair whose hosts each have a worker socket,
 // and runs both hosts' passes on a goroutine until the test ends.
 func workerHosts(t *testing.T, lim workerLimits) (a, b *hostLoop, sockA, sockB string) {
+	a, b, sockA, sockB, _ = workerHostsCalls(t, lim)
+	return a, b, sockA, sockB
+}
+
+func workerHostsCalls(t *testing.T, lim workerLimits) (a, b *hostLoop, sockA, sockB string, calls loopCalls) {
 	t.Helper()
 	a, b = ringHosts(t, 2, 0)
 	dir := t.TempDir()
@@ -40,12 +61,18 @@ func workerHosts(t *testing.T, lim workerLimits) (a, b *hostLoop, sockA, sockB s
 	}
 	var stop atomic.Bool
 	var wg sync.WaitGroup
+	calls = make(loopCalls)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for !stop.Load() {
 			a.pass()
 			b.pass()
+			select {
+			case fn := <-calls:
+				fn()
+			default:
+			}
 		}
 	}()
 	t.Cleanup(func() { stop.Store(true); wg.Wait() })
@@ -53,7 +80,7 @@ func workerHosts(t *testing.T, lim workerLimits) (a, b *hostLoop, sockA, sockB s
 		a.workers.close()
 		b.workers.close()
 	})
-	return a, b, sockA, sockB
+	return a, b, sockA, sockB, calls
 }
 
 // rawWorker speaks the ring protocol directly, so that tests can write
@@ -204,5 +231,289 @@ func TestWorkers_echoThroughTheEngine(t *testing.T) {
 	cli.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: 0, Pages: 1, Cookie: 3})
 	if c := cli.expect(t, shm.CompError); c.Err != shm.ErrCodeBadPage || c.Cookie != 3 {
 		t.Fatalf("return of pages not held: %+v", c)
+	}
+}
+
+// bindRaw binds port on a raw worker.
+func bindRaw(t *testing.T, w *rawWorker, port uint16) {
+	t.Helper()
+	w.submit(t, shm.Submission{Op: shm.OpBind, Port: port, Cookie: 1})
+	w.expect(t, shm.CompAccepted)
+}
+
+// echoRaw answers requests on a raw worker with their own bytes until
+// stop is closed; it returns the pages as it goes.
+func echoRaw(t *testing.T, w *rawWorker, stop chan struct{}) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		arena := w.at.Layout.Arena(w.at.Region)
+		var slot shm.Slot
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if !w.cq.Pop(&slot) {
+				time.Sleep(2 * time.Microsecond)
+				continue
+			}
+			c, code := shm.ParseCompletion(&slot, &w.lim)
+			if code != shm.ErrCodeNone || c.Op != shm.CompRequest {
+				continue // Accepted, Released
+			}
+			copy(arena, w.message(c)) // one at a time: the range is free again
+			var s shm.Slot
+			(&shm.Submission{Op: shm.OpReturnPages, Page: c.Page, Pages: c.Pages}).Encode(&s)
+			for !w.sq.Push(&s) {
+			}
+			(&shm.Submission{Op: shm.OpReply, RPCID: c.RPCID, PeerIP: c.PeerIP, PeerPort: c.PeerPort, Length: c.Length}).Encode(&s)
+			for !w.sq.Push(&s) {
+			}
+		}
+	}()
+	return &wg
+}
+
+// Garbage in one worker's submission ring gets error completions, one per
+// entry, while another worker of the same host carries on with RPCs.
+func TestWorkers_garbageSubmissionsRefusedOthersUndisturbed(t *testing.T) {
+	a, _, sockA, sockB, calls := workerHostsCalls(t, workerLimits{})
+	srv := attachRaw(t, sockB)
+	bindRaw(t, srv, 99)
+	stop := make(chan struct{})
+	defer echoRaw(t, srv, stop).Wait()
+	defer close(stop)
+
+	good := attachRaw(t, sockA)
+	bad := attachRaw(t, sockA)
+	rng := rand.New(rand.NewPCG(7, 7))
+	const garbage = 2000
+	var got int
+	done := make(chan struct{})
+	go func() { // the bad worker: random slots, some of them shaped like real ops
+		defer close(done)
+		for i := range garbage {
+			var s shm.Slot
+			for j := range s {
+				s[j] = byte(rng.Uint32())
+			}
+			if i%3 == 0 { // a plausible op with random fields
+				s[0] = byte(1 + rng.IntN(6))
+			}
+			for !bad.sq.Push(&s) {
+				time.Sleep(time.Microsecond)
+				for { // keep the CQ moving
+					var c shm.Slot
+					if !bad.cq.Pop(&c) {
+						break
+					}
+					got++
+				}
+			}
+		}
+	}()
+	arena := good.at.Layout.Arena(good.at.Region)
+	for i := range 300 {
+		msg := []byte("rpc number " + string(rune('a'+i%26)))
+		copy(arena, msg)
+		good.submit(t, shm.Submission{Op: shm.OpSend, Cookie: uint64(i + 1), PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: uint32(len(msg))})
+		good.expect(t, shm.CompAccepted)
+		good.expect(t, shm.CompReleased)
+		resp := good.expect(t, shm.CompResponse)
+		if !bytes.Equal(good.message(resp), msg) {
+			t.Fatalf("rpc %d: response differs", i)
+		}
+		good.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: resp.Page, Pages: resp.Pages})
+	}
+	<-done
+	deadline := time.Now().Add(5 * time.Second)
+	for got < garbage && time.Now().Before(deadline) {
+		var s shm.Slot
+		if !bad.cq.Pop(&s) {
+			time.Sleep(100 * time.Microsecond)
+			continue
+		}
+		c, code := shm.ParseCompletion(&s, &bad.lim)
+		if code != shm.ErrCodeNone || c.Op != shm.CompError {
+			t.Fatalf("garbage answered with %v (%v): %+v", c.Op, code, c)
+		}
+		got++
+	}
+	if got != garbage {
+		t.Fatalf("%d completions for %d garbage entries", got, garbage)
+	}
+	var wc workerCounters
+	calls.do(func() { a.workers.snapshot(&wc) })
+	if wc.BadEntries+wc.Refused < garbage || wc.ActiveSessions != 2 {
+		t.Errorf("counters: %+v", wc)
+	}
+}
+
+// A worker may have max_outstanding RPCs in flight; one more is refused
+// with Limit and releases its arena range at once.
+func TestWorkers_outstandingLimit(t *testing.T) {
+	_, _, sockA, sockB := workerHosts(t, workerLimits{maxOutstanding: 4})
+	srv := attachRaw(t, sockB)
+	bindRaw(t, srv, 99) // binds, never answers
+	cli := attachRaw(t, sockA)
+	for i := range 4 {
+		cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: uint64(i + 1), PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: 10})
+		cli.expect(t, shm.CompAccepted)
+	}
+	cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 9, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: 10})
+	c := cli.expect(t, shm.CompError)
+	if c.Err != shm.ErrCodeLimit || c.Cookie != 9 || c.Flags&shm.CompFlagReleased == 0 {
+		t.Fatalf("fifth send: %+v", c)
+	}
+	// Abort one: its error completion, then room for another.
+	cli.submit(t, shm.Submission{Op: shm.OpAbortAll, Cookie: 10})
+	var aborted int
+	for aborted < 4 {
+		c := cli.next(t, 5*time.Second)
+		switch {
+		case c.Op == shm.CompReleased:
+		case c.Op == shm.CompError && c.Err == shm.ErrCodeAborted:
+			aborted++
+		default:
+			t.Fatalf("after abort-all: %+v", c)
+		}
+	}
+	if c := cli.expect(t, shm.CompAccepted); c.Cookie != 10 {
+		t.Fatalf("abort-all: %+v", c)
+	}
+	cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 11, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: 10})
+	cli.expect(t, shm.CompAccepted)
+}
+
+// workerChildEnv makes the test binary a worker process that attaches to
+// the socket, sends one RPC to 10.0.0.2:99, says "sent" and waits to be
+// killed.
+const workerChildEnv = "HOMA_TEST_WORKER_CHILD"
+
+func workerChild(sock string) int {
+	at, err := shm.Dial(sock)
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	sq, _ := shm.NewProducer(at.Layout.SQ(at.Region), at.Layout.SQEntries)
+	cq, _ := shm.NewConsumer(at.Layout.CQ(at.Region), at.Layout.CQEntries)
+	copy(at.Layout.Arena(at.Region), "never answered")
+	var s shm.Slot
+	(&shm.Submission{Op: shm.OpSend, Cookie: 1, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: 14}).Encode(&s)
+	sq.Push(&s)
+	for !cq.Pop(&s) {
+		time.Sleep(10 * time.Microsecond)
+	}
+	fmt.Println("sent")
+	select {}
+}
+
+// daemonFootprint counts this process's open descriptors and its
+// mappings of worker regions.
+func daemonFootprint(t *testing.T) (fds, regions int) {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents), strings.Count(string(maps), "homa-worker")
+}
+
+// Killing a worker in the middle of an RPC aborts the RPC and frees its
+// region: the daemon's descriptors and mappings return to where they were.
+func TestWorkers_killedWorkerIsCleanedUp(t *testing.T) {
+	a, _, sockA, sockB, calls := workerHostsCalls(t, workerLimits{})
+	srv := attachRaw(t, sockB)
+	bindRaw(t, srv, 99) // binds, never answers
+	baseFDs, baseRegions := daemonFootprint(t)
+
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), workerChildEnv+"="+sockA)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if line != "sent\n" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("worker child said %q", line)
+	}
+	srv.expect(t, shm.CompRequest) // the RPC is under way
+	var rpcs, sessions int
+	calls.do(func() { rpcs, sessions = a.ep.NumRPCs(), len(a.workers.sessions) })
+	if rpcs != 1 || sessions != 1 {
+		t.Fatalf("before the kill: %d RPCs, %d sessions on the client's host", rpcs, sessions)
+	}
+	// The session holds the region's memfd, the eventfd and the socket
+	// (the child's pipe and pidfd come on top).
+	if fds, regions := daemonFootprint(t); fds < baseFDs+3 || regions != baseRegions+1 {
+		t.Errorf("with the worker: %d descriptors (base %d), %d region mappings (base %d); want at least +3 and +1", fds, baseFDs, regions, baseRegions)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		calls.do(func() { rpcs, sessions = a.ep.NumRPCs(), len(a.workers.sessions) })
+		fds, regions := daemonFootprint(t)
+		if rpcs == 0 && sessions == 0 && fds == baseFDs && regions == baseRegions {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the kill: %d RPCs, %d sessions, %d descriptors (base %d), %d region mappings (base %d)",
+				rpcs, sessions, fds, baseFDs, regions, baseRegions)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var wc workerCounters
+	calls.do(func() { a.workers.snapshot(&wc) })
+	if wc.Attached != 1 || wc.Detached != 1 || wc.OutstandingRPCs != 0 {
+		t.Errorf("client host's worker counters: %+v", wc)
+	}
+}
+
+// A pass with attached, idle workers allocates nothing.
+func TestWorkers_idlePassAllocatesNothing(t *testing.T) {
+	a, b := ringHosts(t, 2, 0)
+	dir := t.TempDir()
+	hub, err := newWorkerHub(a, filepath.Join(dir, "a.sock"), nil, nil, workerLimits{maxOutstanding: 8, params: testWorkerParams})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.workers = hub
+	w := attachRaw(t, filepath.Join(dir, "a.sock"))
+	for len(hub.sessions) == 0 {
+		a.pass() // takes the session
+	}
+	w.submit(t, shm.Submission{Op: shm.OpBind, Port: 5, Cookie: 1})
+	for w.cq.Len() == 0 {
+		a.pass()
+	}
+	if allocs := testing.AllocsPerRun(1000, func() { a.pass(); b.pass() }); allocs != 0 {
+		t.Errorf("a pass with an idle worker allocates %.1f times, want 0", allocs)
+	}
+	w.at.Close()
+	closed := make(chan struct{})
+	go func() { hub.close(); close(closed) }() // the detach waits for the loop
+	for {
+		select {
+		case <-closed:
+			return
+		default:
+			a.pass()
+		}
 	}
 }
