@@ -180,7 +180,7 @@ func runDemo(cfg demoConfig) error {
 		}
 	}
 	start, clock, wallOff := newClock()
-	rp, err := newRingPair(ringPairConfig{name: "demo", pool: pool, txQueues: 8, capture: capture,
+	rp, err := newHostPair(hostPairConfig{name: "demo", pool: pool, txQueues: 8, capture: capture,
 		clock: clock, wallOff: wallOff, arp: 100 * time.Millisecond})
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -39,6 +40,19 @@ func ringHosts(t *testing.T, txQueues int, faults float64) (a, b *hostLoop) {
 // ringHostsCapture is ringHosts with both hosts' traffic captured.
 func ringHostsCapture(t *testing.T, txQueues int, faults float64, capture *dpdk.Capture, pcp bool) (a, b *hostLoop) {
 	t.Helper()
+	return pairHosts(t, hostPairConfig{txQueues: txQueues, faults: faults, capture: capture, pcp: pcp})
+}
+
+// memifHosts makes the two hosts of a memif pair in this process.
+func memifHosts(t *testing.T, txQueues int) (a, b *hostLoop) {
+	t.Helper()
+	return pairHosts(t, hostPairConfig{txQueues: txQueues, memifSocket: filepath.Join(t.TempDir(), "memif.sock")})
+}
+
+// pairHosts makes a host pair from c (its name, pool, clock and ARP
+// timeout filled in here) and checks at the end that no mbuf leaked.
+func pairHosts(t *testing.T, c hostPairConfig) (a, b *hostLoop) {
+	t.Helper()
 	dpdktest.Need(t)
 	ringSeq++
 	pool, err := dpdk.NewPktMbufPool(fmt.Sprintf("hl%d", ringSeq), 8192, 0, 2048+uint16(dpdk.PktmbufHeadroom), dpdk.SocketIDAny)
@@ -54,10 +68,9 @@ func ringHostsCapture(t *testing.T, txQueues int, faults float64, capture *dpdk.
 		}
 	})
 	start := time.Now()
-	rp, err := newRingPair(ringPairConfig{
-		name: fmt.Sprintf("hl%d", ringSeq), pool: pool, txQueues: txQueues, faults: faults, capture: capture, pcp: pcp,
-		clock: func() int64 { return int64(time.Since(start)) + 1e9 }, arp: 10 * time.Millisecond,
-	})
+	c.name, c.pool, c.arp = fmt.Sprintf("hl%d", ringSeq), pool, 10*time.Millisecond
+	c.clock = func() int64 { return int64(time.Since(start)) + 1e9 }
+	rp, err := newHostPair(c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,13 @@ func workerHosts(t *testing.T, lim workerLimits) (a, b *hostLoop, sockA, sockB s
 func workerHostsCalls(t *testing.T, lim workerLimits) (a, b *hostLoop, sockA, sockB string, calls loopCalls) {
 	t.Helper()
 	a, b = ringHosts(t, 2, 0)
+	return serveWorkers(t, a, b, lim)
+}
+
+// serveWorkers gives hosts a and b worker sockets and polls them on a
+// goroutine until the test ends.
+func serveWorkers(t *testing.T, a, b *hostLoop, lim workerLimits) (_, _ *hostLoop, sockA, sockB string, calls loopCalls) {
+	t.Helper()
 	dir := t.TempDir()
 	sockA, sockB = filepath.Join(dir, "a.sock"), filepath.Join(dir, "b.sock")
 	if lim.params.SQEntries == 0 {
@@ -162,6 +169,16 @@ func (w *rawWorker) message(c shm.Completion) []byte {
 
 func TestWorkers_echoThroughTheEngine(t *testing.T) {
 	_, _, sockA, sockB := workerHosts(t, workerLimits{})
+	testRawEcho(t, sockA, sockB)
+}
+
+func TestWorkers_echoOverMemifPair(t *testing.T) {
+	a, b := memifHosts(t, 2)
+	_, _, sockA, sockB, _ := serveWorkers(t, a, b, workerLimits{})
+	testRawEcho(t, sockA, sockB)
+}
+
+func testRawEcho(t *testing.T, sockA, sockB string) {
 	srv := attachRaw(t, sockB)
 	cli := attachRaw(t, sockA)
 
