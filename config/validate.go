@@ -108,6 +108,9 @@ func (s *Spec) Validate() error {
 	p.intRange("workers.max_outstanding", s.Workers.MaxOutstanding, 1, 1<<20)
 	p.intRange("workers.max_bytes", s.Workers.MaxBytes, 1<<16, 1<<40)
 	p.intRange("workers.pool_bytes", s.Workers.PoolBytes, 1<<16, 1<<40)
+	if s.Workers.Enabled && s.Protocol.MaxMessage > 1_000_000 {
+		p.add("protocol.max_message", "%d is above the 1,000,000 bytes the worker interface carries (kernel Homa's limit); lower it or set workers.enabled: false", s.Protocol.MaxMessage)
+	}
 	if s.Workers.PoolBytes%(1<<16) != 0 {
 		p.add("workers.pool_bytes", "%d is not a multiple of the 64 KB page", s.Workers.PoolBytes)
 	}

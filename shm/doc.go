@@ -119,7 +119,9 @@
 //
 // Memory ownership. The transmit arena is the worker's to manage: it
 // writes a payload into a free range, submits it, and may reuse the
-// range after Released (or an Error with the Released flag). Receive-pool
+// range after Released (or an Error with the Released flag). The engine
+// sends Released only after its last read of the range (every packet of
+// the message copied into the NIC's buffers, no retransmission possible). Receive-pool
 // pages belong to the engine until a Request or Response hands a run of
 // consecutive pages to the worker; the worker reads the message there
 // (byte i at pool offset Page*PageSize+i) and gives the pages back with

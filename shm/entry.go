@@ -157,6 +157,11 @@ func (e ErrCode) String() string {
 // known reports whether e is a defined code.
 func (e ErrCode) known() bool { return e < errCodeBadEnd || (e >= ErrCodeTimeout && e < errCodeEnd) }
 
+// MaxMessage is the largest message the worker interface carries, in
+// bytes: kernel Homa's HOMA_MAX_MESSAGE_LENGTH. A daemon whose engine
+// allows longer messages does not serve workers (its config refuses it).
+const MaxMessage = 1_000_000
+
 // Limits are what entries are checked against: the sizes of one region
 // and the engine's largest message.
 type Limits struct {

@@ -23,6 +23,7 @@ type demoConfig struct {
 	concurrency int // RPCs outstanding at once
 	capture     string
 	captureLast int
+	workers     string // serve workers on sockets in this directory instead of the demo's own RPCs
 	out         io.Writer
 }
 
@@ -43,6 +44,11 @@ mbufs, each priority goes to its TX queue, ARP resolves the peer. The client kee
 number of RPCs outstanding, each echoing a message of a size drawn from the mix, and the
 demo prints the round-trip time percentiles per size and the throughput.
 
+demo --workers DIR serves shared-memory workers instead: the same two hosts, joined
+by a net_memif pair, open worker control sockets DIR/10.0.0.1.sock and
+DIR/10.0.0.2.sock and run until interrupted (or for --seconds, when given). Workers
+(examples/echo, python/examples) attach there and exchange RPCs through the daemon.
+
 demo --pmd runs the forwarding benchmark (perf pmd), short, instead: our Go polling
 loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -56,12 +62,18 @@ loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
 				return err
 			}
 			cfg.duration = time.Duration(seconds * float64(time.Second))
+			if cfg.workers != "" && !cmd.Flags().Changed("seconds") {
+				cfg.duration = 0 // until interrupted
+			}
 			cfg.out = cmd.OutOrStdout()
 			mem := dpdk.ProbeMemory()
 			if _, err := dpdk.Init(ealArgs(cmd, args, "0,1", mem)); err != nil {
 				return err
 			}
 			defer dpdk.Cleanup()
+			if cfg.workers != "" {
+				return serveDemoWorkers(cfg)
+			}
 			return runDemo(cfg)
 		},
 	}
@@ -72,6 +84,7 @@ loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
 	f.StringVar(&cfg.capture, "capture", "", "write a pcapng capture of both hosts to this file")
 	f.IntVar(&cfg.captureLast, "capture-last", 0, "keep only the last N packets in the capture")
 	f.BoolVar(&pmd, "pmd", false, "run the forwarding benchmark instead")
+	f.StringVar(&cfg.workers, "workers", "", "serve shared-memory workers on sockets in this directory until interrupted, instead of the demo's RPCs")
 	return c
 }
 

@@ -248,7 +248,7 @@ func startMemifProc(t *testing.T, role, sock string, rpcs int, loss float64) *me
 
 // startDaemonChild runs this test binary as one daemon (see memifChild),
 // inside network namespace ns when ns is not "", with env set.
-func startDaemonChild(t *testing.T, ns, role, env string, rpcs int, loss float64) *memifProc {
+func startDaemonChild(t *testing.T, ns, role, env string, rpcs int, loss float64, more ...string) *memifProc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	if ns != "" {
@@ -256,6 +256,7 @@ func startDaemonChild(t *testing.T, ns, role, env string, rpcs int, loss float64
 	}
 	cmd.Env = append(os.Environ(), memifRoleEnv+"="+role, env,
 		"HOMA_TEST_RPCS="+strconv.Itoa(rpcs), "HOMA_TEST_LOSS="+strconv.FormatFloat(loss, 'f', -1, 64))
+	cmd.Env = append(cmd.Env, more...)
 	cmd.Stderr = os.Stderr
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
@@ -289,12 +290,23 @@ func (p *memifProc) expect(t *testing.T, prefix string, timeout time.Duration) s
 }
 
 func runMemifPair(t *testing.T, rpcs int, loss float64) {
+	server, client := startMemifDaemons(t, rpcs, loss, "", "")
+	done := client.expect(t, "done", 240*time.Second)
+	t.Log(done)
+	stopMemifDaemons(t, server, client)
+}
+
+// startMemifDaemons starts the two daemons joined by memif (the server
+// first) and waits until both are up; a worker socket path makes that
+// daemon open one.
+func startMemifDaemons(t *testing.T, rpcs int, loss float64, serverWorkers, clientWorkers string) (server, client *memifProc) {
+	t.Helper()
 	dpdktest.Need(t)
 	if runtime.NumCPU() < 2 {
 		t.Skip("two daemons need two CPUs")
 	}
 	sock := filepath.Join(t.TempDir(), "memif.sock")
-	server := startMemifProc(t, "server", sock, 0, loss)
+	server = startDaemonChild(t, "", "server", "HOMA_TEST_SOCK="+sock, 0, loss, "HOMA_TEST_WORKERS="+serverWorkers)
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if _, err := os.Stat(sock); err == nil {
 			break // the memif server listens: its client may connect
@@ -303,11 +315,15 @@ func runMemifPair(t *testing.T, rpcs int, loss float64) {
 			t.Fatal("the memif server's socket did not appear within 20 s")
 		}
 	}
-	client := startMemifProc(t, "client", sock, rpcs, loss)
+	client = startDaemonChild(t, "", "client", "HOMA_TEST_SOCK="+sock, rpcs, loss, "HOMA_TEST_WORKERS="+clientWorkers)
 	server.expect(t, "up", 20*time.Second)
 	client.expect(t, "up", 20*time.Second)
-	done := client.expect(t, "done", 240*time.Second)
-	t.Log(done)
+	return server, client
+}
+
+// stopMemifDaemons ends both daemons in order.
+func stopMemifDaemons(t *testing.T, server, client *memifProc) {
+	t.Helper()
 	// Neither side may poll while the other leaves: quiet both, then the
 	// memif server leaves first and the client last.
 	client.stdin.Write([]byte("stop\n"))

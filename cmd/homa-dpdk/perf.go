@@ -18,7 +18,7 @@ func perfCmd() *cobra.Command {
 		Use:   "perf",
 		Short: "Performance scenarios, measured beside a peer in the same run",
 	}
-	c.AddCommand(pmdCmd(), pmdPeerCmd())
+	c.AddCommand(pmdCmd(), pmdPeerCmd(), workerRTTCmd())
 	return c
 }
 

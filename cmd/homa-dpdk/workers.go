@@ -130,7 +130,7 @@ func (hub *workerHub) onAttach(s *shm.Session) {
 	}
 	ws := &workerSess{
 		hub: hub, s: s, sq: sq, cq: cq,
-		lim:      l.Limits(uint32(hub.h.ep.MaxMessageLength())),
+		lim:      l.Limits(uint32(min(hub.h.ep.MaxMessageLength(), shm.MaxMessage))),
 		arena:    l.Arena(s.Region),
 		pool:     l.Pool(s.Region),
 		pages:    shm.NewPagePool(int(l.PoolPages)),

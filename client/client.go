@@ -1,0 +1,156 @@
+package client
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/shm"
+)
+
+// MaxMessage is the largest message in bytes, the kernel Homa module's
+// HOMA_MAX_MESSAGE_LENGTH (wire.MaxMessageLength), which the daemon uses
+// too. Completions of longer messages are treated as malformed.
+const MaxMessage = shm.MaxMessage
+
+const (
+	// defaultSpin is Options.Spin when it is 0.
+	defaultSpin = 50 * time.Microsecond
+	// answerWait bounds the wait for the daemon to take a submission and
+	// answer it, and Send's and Reply's wait for arena space.
+	answerWait = 10 * time.Second
+	// burst is how many completions are read from the ring at once.
+	burst = 32
+)
+
+// Options tune a Client. The zero value is the default.
+type Options struct {
+	// Spin is how long a wait polls the completion ring before it sleeps
+	// on the session's eventfd: 0 is the default, 50µs; negative never
+	// spins (every wait that finds nothing sleeps at once).
+	Spin time.Duration
+}
+
+// Client is one attached worker session: its region, its two rings, the
+// transmit arena's allocator and the completions read but not yet taken.
+// It has no locks: use it (and its Messages) from one goroutine at a time.
+type Client struct {
+	att   *shm.Attach
+	sq    *shm.Producer
+	cq    *shm.Consumer
+	lim   shm.Limits
+	amem  []byte // the transmit arena
+	pool  []byte // the receive pool
+	efd   int
+	spin  time.Duration
+	arena arena
+
+	cookie   uint64               // the last cookie given to a submission (0 is never used)
+	inflight map[uint64]sent      // cookie → arena range the engine may still read
+	rpcs     map[uint64]clientRPC // client RPC id → its Send, until its result is dispatched
+	queue    []*Message           // requests and RPC results not yet taken, oldest first
+	toReturn []pageRun            // pages to give back, found while dispatching
+
+	awaiting  uint64         // cookie whose Accepted/Error a call waits for; 0: none
+	awaitSend bool           // awaiting is a Send's: its Accepted starts an RPC to sendPeer
+	sendPeer  Addr           // that Send's destination
+	answered  bool           // the answer to awaiting arrived
+	answer    shm.Completion // that answer
+
+	slots [burst]shm.Slot
+	sub   shm.Slot
+	sleep sleepState
+	stats Stats
+
+	closed bool
+}
+
+// sent is an arena range under a submission: the range taken and the
+// message's length in it.
+type sent struct {
+	span   arenaSpan
+	length uint32
+}
+
+// clientRPC is what Send knows of an RPC it started.
+type clientRPC struct {
+	cookie    uint64
+	peer      Addr
+	abandoned bool // Call gave up on it: drop its result
+}
+
+// pageRun is a run of receive-pool pages.
+type pageRun struct{ page, pages uint32 }
+
+// Stats are a Client's counters since Dial, and two gauges.
+type Stats struct {
+	Sent           uint64 // requests the daemon accepted (Send, Call)
+	Replies        uint64 // replies the daemon accepted
+	Received       uint64 // requests and responses delivered, Released or not
+	Errors         uint64 // error completions: refused submissions and failed RPCs
+	Sleeps         uint64 // waits on the eventfd
+	Spurious       uint64 // wake-ups from the eventfd that found no completion
+	ArenaWaits     uint64 // submissions that found the arena full and waited
+	SQFull         uint64 // submissions that found the submission ring full and waited
+	BadCompletions uint64 // completions that failed validation, skipped
+	Stray          uint64 // valid completions matching nothing this client did; skipped, pages given back
+	RingCorrupt    uint64 // out-of-range ring indices seen (either ring): the daemon is broken
+	ArenaFree      uint64 // gauge: free bytes in the transmit arena
+	PagesHeld      uint64 // gauge: pool pages held by Messages not yet released
+}
+
+// Dial attaches to the daemon's control socket at path, maps the region
+// and attaches to both rings (producer of submissions, consumer of
+// completions).
+func Dial(path string, opt Options) (*Client, error) {
+	a, err := shm.Dial(path)
+	if err != nil {
+		return nil, err
+	}
+	l := &a.Layout
+	sq, err := shm.NewProducer(l.SQ(a.Region), l.SQEntries)
+	if err != nil {
+		a.Close()
+		return nil, fmt.Errorf("client: submission ring: %w", err)
+	}
+	cq, err := shm.NewConsumer(l.CQ(a.Region), l.CQEntries)
+	if err != nil {
+		a.Close()
+		return nil, fmt.Errorf("client: completion ring: %w", err)
+	}
+	spin := opt.Spin
+	if spin == 0 {
+		spin = defaultSpin
+	}
+	return &Client{
+		att: a, sq: sq, cq: cq, lim: l.Limits(MaxMessage),
+		amem: l.Arena(a.Region), pool: l.Pool(a.Region), efd: a.EventFD, spin: spin,
+		arena:    newArena(l.ArenaSize),
+		inflight: make(map[uint64]sent),
+		rpcs:     make(map[uint64]clientRPC),
+		queue:    make([]*Message, 0, 64),
+	}, nil
+}
+
+// Close detaches: the daemon aborts this worker's RPCs, unbinds its ports
+// and frees the region. The region is unmapped, so the Data of every
+// Message not yet released becomes invalid. Later calls return ErrClosed;
+// Release becomes a no-op. Closing twice is not an error.
+func (c *Client) Close() error {
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	for _, m := range c.queue {
+		m.Data = nil
+	}
+	c.queue = nil
+	return c.att.Close()
+}
+
+// Stats returns the counters.
+func (c *Client) Stats() Stats {
+	s := c.stats
+	s.RingCorrupt = c.sq.Corrupt() + c.cq.Corrupt()
+	s.ArenaFree = c.arena.avail
+	return s
+}

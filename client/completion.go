@@ -1,0 +1,242 @@
+package client
+
+import (
+	"runtime"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/shm"
+)
+
+// submit gives s the next cookie, pushes it on the submission ring and
+// returns the cookie. When the ring is full it yields and retries,
+// reading completions meanwhile (the engine may be waiting for room in
+// the completion ring), for up to answerWait.
+func (c *Client) submit(s *shm.Submission) (uint64, error) {
+	c.cookie++
+	s.Cookie = c.cookie
+	s.Encode(&c.sub)
+	if c.sq.Push(&c.sub) {
+		return s.Cookie, nil
+	}
+	c.stats.SQFull++
+	end := time.Now().Add(answerWait)
+	for !c.sq.Push(&c.sub) {
+		if time.Now().After(end) {
+			return 0, ErrNoAnswer
+		}
+		c.reap()
+		runtime.Gosched()
+	}
+	return s.Cookie, nil
+}
+
+// await waits for the Accepted or Error that answers the submission with
+// cookie, dispatching every other completion as it comes. For a Send,
+// sendTo is its destination: the RPC is recorded as soon as its Accepted
+// is read, as its Response may follow in the same burst.
+func (c *Client) await(cookie uint64, sendTo *Addr) (shm.Completion, error) {
+	c.awaiting, c.answered, c.awaitSend = cookie, false, sendTo != nil
+	if sendTo != nil {
+		c.sendPeer = *sendTo
+	}
+	end := time.Now().Add(answerWait)
+	for !c.answered {
+		if !c.waitCQ(end) && !c.answered {
+			c.awaiting = 0
+			return shm.Completion{}, ErrNoAnswer
+		}
+	}
+	return c.answer, nil
+}
+
+// progress reads and dispatches what the completion ring holds, then
+// gives back the pages dispatch set aside. It returns the completions read.
+func (c *Client) progress() int {
+	n := c.reap()
+	c.flush()
+	return n
+}
+
+// reap pops completions in bursts until the ring is empty, or a ring's
+// worth has been read (an engine that keeps pushing cannot hold it here),
+// and dispatches each. It submits nothing, so submit may call it.
+func (c *Client) reap() int {
+	total := 0
+	for total < c.cq.Cap() {
+		n := c.cq.PopBurst(c.slots[:])
+		for i := range n {
+			c.dispatch(&c.slots[i])
+		}
+		total += n
+		if n < len(c.slots) {
+			break
+		}
+	}
+	return total
+}
+
+// flush submits ReturnPages for the runs dispatch set aside.
+func (c *Client) flush() {
+	for len(c.toReturn) > 0 {
+		r := c.toReturn[len(c.toReturn)-1]
+		c.toReturn = c.toReturn[:len(c.toReturn)-1]
+		c.returnPages(r)
+	}
+}
+
+// returnPages submits ReturnPages for r. The daemon answers only if we did
+// not hold the pages; that Error is counted as stray.
+func (c *Client) returnPages(r pageRun) {
+	s := shm.Submission{Op: shm.OpReturnPages, Page: r.page, Pages: r.pages}
+	c.submit(&s) // fails only if the daemon is gone, and then so are the pages
+}
+
+// dispatch acts on one completion: validate it, free arena ranges, take
+// the awaited answer, queue messages. It never submits (pages to give
+// back go to toReturn) and never panics, whatever the slot holds.
+func (c *Client) dispatch(slot *shm.Slot) {
+	comp, code := shm.ParseCompletion(slot, &c.lim)
+	if code != shm.ErrCodeNone {
+		c.stats.BadCompletions++
+		return
+	}
+	switch comp.Op {
+	case shm.CompReleased:
+		c.released(comp.Cookie, comp.Offset, comp.Length)
+	case shm.CompAccepted, shm.CompError:
+		if comp.Op == shm.CompError {
+			c.stats.Errors++
+		}
+		if comp.Flags&shm.CompFlagReleased != 0 {
+			c.releasedAll(comp.Cookie)
+		}
+		switch {
+		case c.awaiting != 0 && comp.Cookie == c.awaiting:
+			c.takeAnswer(&comp)
+		case comp.Op == shm.CompError && comp.RPCID != 0:
+			c.rpcEnded(&comp)
+		default:
+			c.stats.Stray++ // a late answer, or an Error of ReturnPages
+		}
+	case shm.CompRequest:
+		c.request(&comp)
+	case shm.CompResponse:
+		c.response(&comp)
+	}
+}
+
+// takeAnswer keeps the answer to the awaited submission; a Send's
+// Accepted starts its RPC.
+func (c *Client) takeAnswer(comp *shm.Completion) {
+	c.answer, c.answered, c.awaiting = *comp, true, 0
+	if c.awaitSend && comp.Op == shm.CompAccepted && comp.RPCID != 0 && comp.RPCID&1 == 0 {
+		c.rpcs[comp.RPCID] = clientRPC{cookie: comp.Cookie, peer: c.sendPeer}
+	}
+}
+
+// released frees the arena range of cookie's message, if the completion
+// names it exactly.
+func (c *Client) released(cookie, off uint64, length uint32) {
+	s, ok := c.inflight[cookie]
+	if !ok || s.span.off != off || s.length != length {
+		c.stats.Stray++ // not ours, or not the range we gave: freeing it could corrupt the arena
+		return
+	}
+	c.releasedAll(cookie)
+}
+
+// releasedAll frees the arena range of cookie's message.
+func (c *Client) releasedAll(cookie uint64) {
+	s, ok := c.inflight[cookie]
+	if !ok {
+		c.stats.Stray++
+		return
+	}
+	delete(c.inflight, cookie)
+	c.arena.release(s.span)
+}
+
+// rpcEnded queues the failure of a client RPC.
+func (c *Client) rpcEnded(comp *shm.Completion) {
+	r, ok := c.rpcs[comp.RPCID]
+	if !ok || r.cookie != comp.Cookie {
+		c.stats.Stray++
+		return
+	}
+	delete(c.rpcs, comp.RPCID)
+	if r.abandoned {
+		return
+	}
+	c.push(&Message{ID: comp.RPCID, Peer: r.peer, Err: rpcErr(comp.RPCID, r.peer, comp.Err)})
+}
+
+// request queues a request to a bound port.
+func (c *Client) request(comp *shm.Completion) {
+	run := pageRun{comp.Page, comp.Pages}
+	if comp.RPCID&1 == 0 || comp.Port == 0 || comp.PeerIP == [4]byte{} || comp.PeerPort == 0 {
+		c.stats.BadCompletions++ // not a server RPC we could reply to
+		c.toReturn = append(c.toReturn, run)
+		return
+	}
+	m := c.message(comp)
+	m.Port, m.Request = comp.Port, true
+	c.push(m)
+}
+
+// response queues the response of a client RPC, or gives its pages back
+// if nobody expects it.
+func (c *Client) response(comp *shm.Completion) {
+	run := pageRun{comp.Page, comp.Pages}
+	r, ok := c.rpcs[comp.RPCID]
+	if !ok || r.cookie != comp.Cookie {
+		c.stats.Stray++
+		c.toReturn = append(c.toReturn, run)
+		return
+	}
+	delete(c.rpcs, comp.RPCID)
+	if r.abandoned {
+		c.toReturn = append(c.toReturn, run)
+		return
+	}
+	m := c.message(comp)
+	if m.Peer == (Addr{}) {
+		m.Peer = r.peer
+	}
+	c.push(m)
+}
+
+// message makes the Message of a validated Request or Response:
+// ParseCompletion checked that its pages lie in the pool and hold Length.
+func (c *Client) message(comp *shm.Completion) *Message {
+	start := uint64(comp.Page) * shm.PageSize
+	end := start + uint64(comp.Length)
+	c.stats.Received++
+	c.stats.PagesHeld += uint64(comp.Pages)
+	return &Message{
+		ID: comp.RPCID, Peer: Addr{IP: comp.PeerIP, Port: comp.PeerPort},
+		Data: c.pool[start:end:end],
+		c:    c, page: comp.Page, pages: comp.Pages,
+	}
+}
+
+// push queues m for Wait or Receive.
+func (c *Client) push(m *Message) { c.queue = append(c.queue, m) }
+
+// take removes and returns queue entry i, keeping the others in order.
+func (c *Client) take(i int) *Message {
+	m := c.queue[i]
+	copy(c.queue[i:], c.queue[i+1:])
+	c.queue[len(c.queue)-1] = nil
+	c.queue = c.queue[:len(c.queue)-1]
+	return m
+}
+
+// find returns the queue index of client RPC id's result, or -1.
+func (c *Client) find(id uint64) int {
+	for i, m := range c.queue {
+		if m.ID == id && !m.Request {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,260 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/shm"
+)
+
+// maxServerPort is the largest server port (shm: 1..0x7fff).
+const maxServerPort = 0x7fff
+
+// Bind makes port (1..32767) a server port of this worker: requests to it
+// arrive through Receive. It fails with ErrPortInUse if another worker
+// has it.
+func (c *Client) Bind(port uint16) error {
+	if c.closed {
+		return ErrClosed
+	}
+	if port == 0 || port > maxServerPort {
+		return fmt.Errorf("client: bind port %d (server ports are 1..%d): %w", port, maxServerPort, codeErr(shm.ErrCodeBadPort))
+	}
+	if _, err := c.call(&shm.Submission{Op: shm.OpBind, Port: port}); err != nil {
+		return fmt.Errorf("client: bind port %d: %w", port, err)
+	}
+	return nil
+}
+
+// Send starts a client RPC: it copies msg into the transmit arena (waiting
+// up to 10 s for room), submits it to dst and returns the RPC's id once
+// the daemon accepts it. The response, or the RPC's failure, arrives
+// through Wait(id) or Receive.
+func (c *Client) Send(dst Addr, msg []byte) (uint64, error) {
+	return c.send(dst, msg, time.Now().Add(answerWait))
+}
+
+// Call sends msg to dst and waits up to timeout for the response (see
+// "Timeouts" in the package doc; the timeout also bounds the wait for
+// arena room). The response's Data must be Released. If the RPC failed
+// the error wraps its code (errors.Is(err, ErrTimeout), ...); if the wait
+// timed out (ErrWaitTimeout) the RPC is aborted and its result dropped.
+func (c *Client) Call(dst Addr, msg []byte, timeout time.Duration) (*Message, error) {
+	end := deadline(timeout)
+	room := time.Now().Add(answerWait)
+	if !end.IsZero() && end.Before(room) {
+		room = end
+	}
+	id, err := c.send(dst, msg, room)
+	if err != nil {
+		return nil, err
+	}
+	m, err := c.wait(id, end)
+	if err == ErrWaitTimeout {
+		c.abandon(id)
+	}
+	return m, err
+}
+
+// send is Send with room the end of the wait for arena space.
+func (c *Client) send(dst Addr, msg []byte, room time.Time) (uint64, error) {
+	if c.closed {
+		return 0, ErrClosed
+	}
+	if dst.IP == [4]byte{} {
+		return 0, fmt.Errorf("client: send to %s: %w", dst, codeErr(shm.ErrCodeBadPeer))
+	}
+	if dst.Port == 0 || dst.Port > maxServerPort {
+		return 0, fmt.Errorf("client: send to %s (server ports are 1..%d): %w", dst, maxServerPort, codeErr(shm.ErrCodeBadPort))
+	}
+	sp, err := c.stage(msg, room)
+	if err != nil {
+		return 0, fmt.Errorf("client: send to %s: %w", dst, err)
+	}
+	s := shm.Submission{Op: shm.OpSend, PeerIP: dst.IP, PeerPort: dst.Port, Length: uint32(len(msg))}
+	ans, err := c.submitStaged(&s, sp, &dst)
+	if err != nil {
+		return 0, fmt.Errorf("client: send to %s: %w", dst, err)
+	}
+	id := ans.RPCID
+	if id == 0 || id&1 != 0 { // not recorded by takeAnswer
+		c.stats.BadCompletions++
+		return 0, fmt.Errorf("client: send to %s: daemon accepted it as RPC %d, not a client id: %w", dst, id, codeErr(shm.ErrCodeBadRPC))
+	}
+	c.stats.Sent++
+	return id, nil
+}
+
+// stage checks msg's length, takes arena room for it (waiting until room
+// passes) and copies it there.
+func (c *Client) stage(msg []byte, room time.Time) (arenaSpan, error) {
+	n := uint64(len(msg))
+	if n == 0 || n > MaxMessage || n > c.arena.size {
+		return arenaSpan{}, fmt.Errorf("%d bytes (1..%d, arena %d): %w", n, MaxMessage, c.arena.size, ErrMessageSize)
+	}
+	sp, ok := c.arena.alloc(n)
+	if !ok {
+		c.stats.ArenaWaits++
+		for !ok {
+			if !c.waitCQ(room) {
+				return arenaSpan{}, fmt.Errorf("%d bytes, %d free in pieces: %w", n, c.arena.avail, ErrArenaFull)
+			}
+			sp, ok = c.arena.alloc(n)
+		}
+	}
+	copy(c.amem[sp.off:sp.off+n], msg)
+	return sp, nil
+}
+
+// submitStaged submits s (Send or Reply), whose message stage put in sp,
+// and waits for its answer (sendTo: as await). The range stays taken,
+// under s's cookie, until the daemon releases it; if s could not be
+// submitted it is freed.
+func (c *Client) submitStaged(s *shm.Submission, sp arenaSpan, sendTo *Addr) (ans shm.Completion, err error) {
+	s.Offset = sp.off
+	cookie, err := c.submit(s)
+	if err != nil {
+		c.arena.release(sp)
+		return ans, err
+	}
+	// Nothing was read since the push: the range is recorded before any
+	// completion could release it.
+	c.inflight[cookie] = sent{span: sp, length: s.Length}
+	ans, err = c.await(cookie, sendTo)
+	c.flush()
+	if err == nil && ans.Op == shm.CompError {
+		err = codeErr(ans.Err)
+	}
+	return ans, err
+}
+
+// call submits s and waits for its answer; an Error answer becomes a
+// *CodeError.
+func (c *Client) call(s *shm.Submission) (shm.Completion, error) {
+	cookie, err := c.submit(s)
+	if err != nil {
+		return shm.Completion{}, err
+	}
+	ans, err := c.await(cookie, nil)
+	c.flush()
+	if err != nil {
+		return ans, err
+	}
+	if ans.Op == shm.CompError {
+		return ans, codeErr(ans.Err)
+	}
+	return ans, nil
+}
+
+// Wait returns the result of client RPC id, waiting up to timeout for it
+// (see "Timeouts" in the package doc): the response, whose Data must be
+// Released, or the RPC's failure as an error wrapping its code. It
+// returns ErrNoRPC if id is not an RPC of this client whose result is
+// still to be taken (Receive may have taken it).
+func (c *Client) Wait(id uint64, timeout time.Duration) (*Message, error) {
+	if c.closed {
+		return nil, ErrClosed
+	}
+	if id == 0 || id&1 != 0 {
+		return nil, fmt.Errorf("client: wait for RPC %d (client ids are even): %w", id, codeErr(shm.ErrCodeBadRPC))
+	}
+	return c.wait(id, deadline(timeout))
+}
+
+func (c *Client) wait(id uint64, end time.Time) (*Message, error) {
+	for {
+		if i := c.find(id); i >= 0 {
+			m := c.take(i)
+			if m.Err != nil {
+				return nil, m.Err
+			}
+			return m, nil
+		}
+		if _, ok := c.rpcs[id]; !ok {
+			return nil, fmt.Errorf("client: wait for RPC %d: %w", id, codeErr(shm.ErrCodeNoRPC))
+		}
+		if !c.waitCQ(end) {
+			return nil, ErrWaitTimeout
+		}
+	}
+}
+
+// abandon aborts client RPC id and drops its result when it comes.
+func (c *Client) abandon(id uint64) {
+	if r, ok := c.rpcs[id]; ok {
+		r.abandoned = true
+		c.rpcs[id] = r
+		c.call(&shm.Submission{Op: shm.OpAbort, RPCID: id}) // NoRPC: it ended meanwhile
+	}
+	if i := c.find(id); i >= 0 { // arrived while the abort was answered
+		c.take(i).Release()
+	}
+}
+
+// Receive returns the oldest request or client-RPC result not yet taken,
+// waiting up to timeout for one (see "Timeouts" in the package doc). A
+// failed RPC comes back as a Message with Err set and a nil error.
+func (c *Client) Receive(timeout time.Duration) (*Message, error) {
+	if c.closed {
+		return nil, ErrClosed
+	}
+	end := deadline(timeout)
+	for len(c.queue) == 0 {
+		if !c.waitCQ(end) {
+			return nil, ErrWaitTimeout
+		}
+	}
+	return c.take(0), nil
+}
+
+// Reply answers request req (from Receive) with resp, copied into the
+// transmit arena, and returns when the daemon accepts it. req is not
+// released: its Data stays valid until req.Release.
+func (c *Client) Reply(req *Message, resp []byte) error {
+	if c.closed {
+		return ErrClosed
+	}
+	if req == nil || !req.Request || req.c != c {
+		return errors.New("client: reply: not a request received by this client")
+	}
+	sp, err := c.stage(resp, time.Now().Add(answerWait))
+	if err != nil {
+		return fmt.Errorf("client: reply to RPC %d from %s: %w", req.ID, req.Peer, err)
+	}
+	s := shm.Submission{Op: shm.OpReply, RPCID: req.ID, PeerIP: req.Peer.IP, PeerPort: req.Peer.Port,
+		Length: uint32(len(resp))}
+	if _, err := c.submitStaged(&s, sp, nil); err != nil {
+		return fmt.Errorf("client: reply to RPC %d from %s: %w", req.ID, req.Peer, err)
+	}
+	c.stats.Replies++
+	return nil
+}
+
+// Abort aborts client RPC id. Its result, an error wrapping ErrAborted,
+// still arrives through Wait(id) or Receive. It fails with ErrNoRPC if
+// the RPC has already ended.
+func (c *Client) Abort(id uint64) error {
+	if c.closed {
+		return ErrClosed
+	}
+	if id == 0 || id&1 != 0 {
+		return fmt.Errorf("client: abort RPC %d (client ids are even): %w", id, codeErr(shm.ErrCodeBadRPC))
+	}
+	if _, err := c.call(&shm.Submission{Op: shm.OpAbort, RPCID: id}); err != nil {
+		return fmt.Errorf("client: abort RPC %d: %w", id, err)
+	}
+	return nil
+}
+
+// AbortAll aborts every client RPC of this worker. When it returns, the
+// failure of each (ErrAborted) has arrived, for Wait or Receive.
+func (c *Client) AbortAll() error {
+	if c.closed {
+		return ErrClosed
+	}
+	if _, err := c.call(&shm.Submission{Op: shm.OpAbortAll}); err != nil {
+		return fmt.Errorf("client: abort all: %w", err)
+	}
+	return nil
+}

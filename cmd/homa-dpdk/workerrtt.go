@@ -1,0 +1,365 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/homa-dpdk/homa-dpdk/client"
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/engine"
+	"github.com/homa-dpdk/homa-dpdk/lcore"
+	"github.com/homa-dpdk/homa-dpdk/shm"
+	"github.com/spf13/cobra"
+)
+
+// The worker RTT measurement: the round trip of one RPC issued by a worker
+// process over shared memory (worker → daemon → memif → daemon → worker
+// and back), beside the same RPC issued from inside the daemon, in the
+// same run, on the same hosts, alternating round by round.
+
+type workerRTTConfig struct {
+	size     int
+	rounds   int
+	perRound int
+	warmup   int
+	out      io.Writer
+}
+
+// workerRTTResult is what the measurement prints and writes as JSON.
+type workerRTTResult struct {
+	Method   string       `json:"method"`
+	Size     int          `json:"size_bytes"`
+	Rounds   int          `json:"rounds"`
+	PerRound int          `json:"rpcs_per_round_per_path"`
+	Paths    []rttSummary `json:"paths"`
+	// AddedMedianUs is the worker path's median minus the in-daemon
+	// median, over all RPCs; AddedPerRoundUs the same per round.
+	AddedMedianUs   float64   `json:"added_median_us"`
+	AddedPerRoundUs []float64 `json:"added_per_round_us"`
+}
+
+type rttSummary struct {
+	Path   string  `json:"path"`
+	RPCs   int64   `json:"rpcs"`
+	P50Us  float64 `json:"p50_us"`
+	P99Us  float64 `json:"p99_us"`
+	P999Us float64 `json:"p999_us"`
+	MaxUs  float64 `json:"max_us"`
+}
+
+const workerRTTMethod = `Two Homa hosts (10.0.0.1, 10.0.0.2) in one daemon process, joined by a net_memif ` +
+	`pair (the server and client ends of one memif socket), both run by one busy-polling loop on lcore 1. ` +
+	`Worker path: a Go worker (client/, no cgo) attached to each host over shared memory, both polled by ` +
+	`one goroutine on the other CPU that spins on its completion rings (never sleeps); the client worker ` +
+	`sends, the server worker receives and replies with the same bytes, the client waits for the response; ` +
+	`RTT from before Send to after Wait returns. In-daemon path: the same RPC from an application inside ` +
+	`the polling loop on 10.0.0.1 to an echo application inside the loop on 10.0.0.2, RTT from before ` +
+	`Send to the loop pass that takes the response. Rounds alternate the paths; one RPC at a time.`
+
+func workerRTTCmd() *cobra.Command {
+	cfg := workerRTTConfig{size: 100, rounds: 5, perRound: 20000, warmup: 2000}
+	var jsonPath string
+	c := &cobra.Command{
+		Use:   "worker-rtt [flags] [-- EAL arguments]",
+		Short: "RTT of an RPC issued by a shared-memory worker vs the same RPC from inside the daemon",
+		Long: `worker-rtt measures what the shared-memory worker interface adds to a round trip: the
+same RPC (one at a time) goes worker → daemon → memif → daemon → worker and back, and
+from an application inside the daemon's polling loop to one inside the other host's
+loop, alternating in rounds, in the same run. It prints P50/P99/P99.9 per path and the
+difference of the medians.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runtime.NumCPU() < 2 {
+				return fmt.Errorf("worker-rtt needs two CPUs (the polling loop and the workers)")
+			}
+			if cfg.size < 1 || cfg.size > 1_000_000 {
+				return fmt.Errorf("--size %d: want 1..1000000", cfg.size)
+			}
+			if cfg.rounds < 1 || cfg.perRound < 1 || cfg.warmup < 0 {
+				return fmt.Errorf("--rounds and --rpcs must be positive, --warmup not negative")
+			}
+			cfg.out = cmd.OutOrStdout()
+			mem := dpdk.ProbeMemory()
+			if _, err := dpdk.Init(ealArgs(cmd, args, "0,1", mem)); err != nil {
+				return err
+			}
+			defer dpdk.Cleanup()
+			lcore.SetGOMAXPROCS(1)
+			res, err := runWorkerRTT(cfg)
+			if err != nil {
+				return err
+			}
+			if jsonPath != "" {
+				b, _ := json.MarshalIndent(res, "", "  ")
+				return os.WriteFile(jsonPath, append(b, '\n'), 0o644)
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.IntVar(&cfg.size, "size", cfg.size, "message bytes (request and response)")
+	f.IntVar(&cfg.rounds, "rounds", cfg.rounds, "rounds; each runs both paths")
+	f.IntVar(&cfg.perRound, "rpcs", cfg.perRound, "RPCs per path per round")
+	f.IntVar(&cfg.warmup, "warmup", cfg.warmup, "RPCs per path before measuring")
+	f.StringVar(&jsonPath, "json", "", "also write the results as JSON to this file")
+	return c
+}
+
+// loopPinger issues RPCs one at a time from inside the polling loop and
+// times them. The measuring goroutine asks for a number (want) and waits
+// for done to reach it; the histogram is read only then.
+type loopPinger struct {
+	h       *hostLoop
+	port    *engine.Port
+	dst     engine.Addr
+	msg     []byte
+	clock   func() int64
+	want    atomic.Int64
+	done    atomic.Int64
+	issued  int64
+	pending uint64
+	sentAt  int64
+	hist    *hdrhistogram.Histogram
+	record  bool
+	failed  atomic.Value // error
+}
+
+func (p *loopPinger) run(int64) {
+	for {
+		m, ok := p.port.Receive()
+		if !ok {
+			break
+		}
+		if m.ID != p.pending {
+			continue
+		}
+		if m.Err != nil {
+			p.failed.Store(m.Err)
+		} else if p.record {
+			p.hist.RecordValue(p.clock() - p.sentAt)
+		}
+		p.pending = 0
+		p.done.Add(1)
+	}
+	if p.pending != 0 || p.issued >= p.want.Load() {
+		return
+	}
+	if ready, failed := p.h.peerReady(p.dst.IP); !ready {
+		if failed {
+			p.failed.Store(fmt.Errorf("ARP: %v did not answer", p.dst.IP))
+		}
+		return
+	}
+	p.sentAt = p.clock()
+	id, err := p.port.Send(p.dst, p.msg)
+	if err != nil {
+		p.failed.Store(err)
+		return
+	}
+	p.pending = id
+	p.issued++
+}
+
+// waitFor waits (sleeping, so as not to disturb the loop's CPU) until
+// the pinger has finished n RPCs in all.
+func (p *loopPinger) waitFor(n int64) error {
+	deadline := time.Now().Add(time.Duration(n-p.done.Load())*time.Millisecond + 10*time.Second)
+	for p.done.Load() < n {
+		if err, _ := p.failed.Load().(error); err != nil {
+			return fmt.Errorf("in-daemon RPC: %w", err)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("in-daemon RPCs: %d of %d done before the deadline", p.done.Load(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+func runWorkerRTT(cfg workerRTTConfig) (*workerRTTResult, error) {
+	pool, err := dpdk.NewPktMbufPool("wrtt", 16384, 256, 2048+uint16(dpdk.PktmbufHeadroom), dpdk.SocketIDAny)
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Free()
+	dir, err := os.MkdirTemp("", "homa-worker-rtt")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	_, clock, wallOff := newClock()
+	hp, err := newHostPair(hostPairConfig{name: "wrtt", pool: pool, txQueues: 2, clock: clock, wallOff: wallOff,
+		arp: 100 * time.Millisecond, memifSocket: filepath.Join(dir, "memif.sock")})
+	if err != nil {
+		return nil, err
+	}
+	defer hp.close()
+	a, b := hp.hosts[0], hp.hosts[1]
+	lim := workerLimits{maxOutstanding: 64, params: shm.Params{SQEntries: 256, CQEntries: 256,
+		ArenaSize: 4 << 20, PoolPages: 64}}
+	var hubs []*workerHub
+	for i, h := range []*hostLoop{a, b} {
+		hub, err := newWorkerHub(h, filepath.Join(dir, fmt.Sprintf("w%d.sock", i)), nil, nil, lim)
+		if err != nil {
+			return nil, err
+		}
+		h.workers = hub
+		hubs = append(hubs, hub)
+	}
+	// In-daemon echo on 10.0.0.2:98 and the pinger on 10.0.0.1.
+	echo, err := b.ep.Bind(98)
+	if err != nil {
+		return nil, err
+	}
+	b.app = func(int64) {
+		for m, ok := echo.Receive(); ok; m, ok = echo.Receive() {
+			echo.Reply(m, m.Data)
+		}
+	}
+	cport, err := a.ep.OpenClient()
+	if err != nil {
+		return nil, err
+	}
+	msg := make([]byte, cfg.size)
+	for i := range msg {
+		msg[i] = byte(i*13 + 1)
+	}
+	pinger := &loopPinger{h: a, port: cport, dst: engine.Addr{IP: b.me.ip, Port: 98}, msg: msg, clock: clock,
+		hist: hdrhistogram.New(1, 10_000_000_000, 3)}
+	a.app = pinger.run
+
+	loop, err := lcore.Launch(1, lcore.Config{Name: "worker-rtt", Pass: hp.pass, Drain: hp.drain,
+		Idle: lcore.Idle{Kind: lcore.BusyPoll}})
+	if err != nil {
+		return nil, err
+	}
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		for _, hub := range hubs { // workers detach while the loop runs
+			hub.close()
+		}
+		return loop.Stop(10 * time.Second)
+	}
+	defer stop()
+
+	// The workers spin on their rings for the whole wait (Spin of an hour):
+	// a latency-critical worker does, and it keeps the sleep path out.
+	opt := client.Options{Spin: time.Hour}
+	cli, err := client.Dial(filepath.Join(dir, "w0.sock"), opt)
+	if err != nil {
+		return nil, err
+	}
+	defer cli.Close()
+	srv, err := client.Dial(filepath.Join(dir, "w1.sock"), opt)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Close()
+	if err := srv.Bind(99); err != nil {
+		return nil, err
+	}
+	dst := client.Addr{IP: b.me.ip, Port: 99}
+	whist, wTotal := hdrhistogram.New(1, 10_000_000_000, 3), hdrhistogram.New(1, 10_000_000_000, 3)
+	workerRPC := func(record bool) error {
+		t0 := time.Now()
+		id, err := cli.Send(dst, msg)
+		if err != nil {
+			return err
+		}
+		req, err := srv.Receive(10 * time.Second)
+		if err != nil {
+			return err
+		}
+		if req.Err != nil || !req.Request {
+			return fmt.Errorf("server worker received %+v", req)
+		}
+		err = srv.Reply(req, req.Data)
+		req.Release()
+		if err != nil {
+			return err
+		}
+		resp, err := cli.Wait(id, 10*time.Second)
+		if err != nil {
+			return err
+		}
+		rtt := time.Since(t0)
+		if !bytes.Equal(resp.Data, msg) {
+			resp.Release()
+			return fmt.Errorf("worker RPC %d: response differs from the request", id)
+		}
+		resp.Release()
+		if record {
+			whist.RecordValue(rtt.Nanoseconds())
+		}
+		return nil
+	}
+
+	fmt.Fprintf(cfg.out, "worker-rtt: %d-byte RPCs, one at a time, %d rounds of %d per path after %d warm-up; hosts 10.0.0.1 and 10.0.0.2 on a net_memif pair, one busy-polling loop on lcore 1, workers on CPU 0\n",
+		cfg.size, cfg.rounds, cfg.perRound, cfg.warmup)
+	for range cfg.warmup {
+		if err := workerRPC(false); err != nil {
+			return nil, fmt.Errorf("worker warm-up: %w", err)
+		}
+	}
+	var target int64 = int64(cfg.warmup)
+	pinger.want.Store(target)
+	if err := pinger.waitFor(target); err != nil {
+		return nil, err
+	}
+	res := &workerRTTResult{Method: workerRTTMethod, Size: cfg.size, Rounds: cfg.rounds, PerRound: cfg.perRound}
+	dTotal := hdrhistogram.New(1, 10_000_000_000, 3)
+	for r := 1; r <= cfg.rounds; r++ {
+		whist = hdrhistogram.New(1, 10_000_000_000, 3)
+		for range cfg.perRound {
+			if err := workerRPC(true); err != nil {
+				return nil, fmt.Errorf("round %d, worker path: %w", r, err)
+			}
+		}
+		wTotal.Merge(whist)
+		// The pinger is idle (done == want): its histogram and flag are
+		// set before want, which the loop loads before it issues.
+		pinger.hist, pinger.record = hdrhistogram.New(1, 10_000_000_000, 3), true
+		target += int64(cfg.perRound)
+		pinger.want.Store(target)
+		if err := pinger.waitFor(target); err != nil {
+			return nil, fmt.Errorf("round %d: %w", r, err)
+		}
+		dTotal.Merge(pinger.hist)
+		added := float64(whist.ValueAtQuantile(50)-pinger.hist.ValueAtQuantile(50)) / 1e3
+		res.AddedPerRoundUs = append(res.AddedPerRoundUs, added)
+		fmt.Fprintf(cfg.out, "  round %d: worker P50 %.2f µs, in-daemon P50 %.2f µs, added %.2f µs\n", r,
+			float64(whist.ValueAtQuantile(50))/1e3, float64(pinger.hist.ValueAtQuantile(50))/1e3, added)
+	}
+	if err := stop(); err != nil {
+		return nil, err
+	}
+	res.Paths = []rttSummary{summarize("in-daemon", dTotal), summarize("worker (shm)", wTotal)}
+	res.AddedMedianUs = res.Paths[1].P50Us - res.Paths[0].P50Us
+	printWorkerRTT(cfg.out, res)
+	return res, nil
+}
+
+func summarize(path string, h *hdrhistogram.Histogram) rttSummary {
+	us := func(q float64) float64 { return float64(h.ValueAtQuantile(q)) / 1e3 }
+	return rttSummary{Path: path, RPCs: h.TotalCount(), P50Us: us(50), P99Us: us(99), P999Us: us(99.9),
+		MaxUs: float64(h.Max()) / 1e3}
+}
+
+func printWorkerRTT(out io.Writer, res *workerRTTResult) {
+	fmt.Fprintf(out, "%-14s %8s %8s %8s %8s %9s\n", "path", "P50 µs", "P99 µs", "P99.9 µs", "max µs", "RPCs")
+	for _, p := range res.Paths {
+		fmt.Fprintf(out, "%-14s %8.2f %8.2f %8.2f %8.1f %9d\n", p.Path, p.P50Us, p.P99Us, p.P999Us, p.MaxUs, p.RPCs)
+	}
+	fmt.Fprintf(out, "shared-memory path adds %.2f µs at the median (%d-byte RPC)\n", res.AddedMedianUs, res.Size)
+}
