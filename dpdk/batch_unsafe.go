@@ -97,7 +97,10 @@ func (b *Batch) tx(free bool) int {
 	if len(b.ents) == 0 {
 		return 0
 	}
-	freed := b.prepareTx(free)
+	freed, n := b.prepareTx(free)
+	if n == 0 { // nothing to send: no crossing into C (Got is 0 everywhere)
+		return freed
+	}
 	f := 0
 	if free {
 		f = 1
@@ -109,13 +112,13 @@ func (b *Batch) addr() C.uintptr_t {
 	return C.uintptr_t(uintptr(unsafe.Pointer(unsafe.SliceData(b.ents))))
 }
 
-// prepareTx loads each entry's count for a Tx and sets aside (counting,
+// prepareTx loads each entry's count for a Tx (returning their sum) and sets aside (counting,
 // and freeing when asked) the packets of ports that are not started.
-func (b *Batch) prepareTx(free bool) int {
-	freed := 0
+func (b *Batch) prepareTx(free bool) (freed, n int) {
 	for i := range b.ents {
 		e := &b.ents[i]
 		e.n = C.uint16_t(b.count[i])
+		e.done = 0
 		b.count[i] = 0
 		if e.n > 0 && !b.ports[i].started.Load() {
 			b.ports[i].txNotStarted.Add(uint64(e.n))
@@ -125,8 +128,9 @@ func (b *Batch) prepareTx(free bool) int {
 			}
 			e.n = 0
 		}
+		n += int(e.n)
 	}
-	return freed
+	return freed, n
 }
 
 // prepareRx loads each entry's room for an Rx, skipping (and counting)
@@ -150,7 +154,7 @@ func (b *Batch) prepareRx() {
 // output, then receive this pass's input) halves the cgo crossings of
 // separate Tx and Rx calls.
 func TxRx(tx, rx *Batch) (freed, received int) {
-	freed = tx.prepareTx(true)
+	freed, _ = tx.prepareTx(true)
 	rx.prepareRx()
 	pf := 0
 	if rx.Prefetch {

@@ -69,8 +69,12 @@ const (
 var rxDropNames = [numRxDrops]string{"short_frame", "ethertype", "bad_ipv4", "not_for_us", "ip_protocol", "fault_injected"}
 
 // pass is one turn of the loop; it returns the packets it handled.
-func (l *hostLoop) pass() int {
-	l.now = l.clock()
+func (l *hostLoop) pass() int { return l.passAt(l.clock()) }
+
+// passAt is a pass at time now (monotonic ns), for loops that run several
+// hosts and read the clock once for all.
+func (l *hostLoop) passAt(now int64) int {
+	l.now = now
 	prev := l.fault.release() // held back last pass: now it comes after newer packets
 	n := l.rx.Rx()
 	for q := 0; n > 0 && q < l.rx.Len(); q++ {

@@ -161,7 +161,10 @@ func setupRingPort(p *dpdk.Port, pool *dpdk.Mempool, txQueues int) error {
 }
 
 // pass runs one pass of both hosts.
-func (rp *hostPair) pass() int { return rp.hosts[0].pass() + rp.hosts[1].pass() }
+func (rp *hostPair) pass() int {
+	now := rp.hosts[0].clock() // one clock read for both
+	return rp.hosts[0].passAt(now) + rp.hosts[1].passAt(now)
+}
 
 // drain frees what the hosts hold; call it on the loop's thread (or after
 // the loop stopped).

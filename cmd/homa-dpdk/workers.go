@@ -186,7 +186,9 @@ func (hub *workerHub) stop() {
 // It returns the submissions it handled (work, for the idle strategy).
 func (hub *workerHub) poll() int {
 	before := hub.counters.Submissions
-	for {
+	// len of a channel is a plain load; select would take its lock on
+	// every pass.
+	for len(hub.attach) > 0 || len(hub.detach) > 0 {
 		select {
 		case ws := <-hub.attach:
 			hub.sessions = append(hub.sessions, ws)
