@@ -17,7 +17,8 @@ root=yes
 
 # 1. Packages.
 missing=()
-pkgs=(libdpdk-dev dpdk-dev pkg-config gcc tshark iproute2 iputils-ping)
+pkgs=(libdpdk-dev dpdk-dev pkg-config gcc tshark iproute2 iputils-ping
+	python3 python3-numpy python3-venv python3-pip python3-setuptools)
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done

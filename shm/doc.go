@@ -27,7 +27,8 @@
 //	SQ slots   worker (producer); engine copies each out before decoding
 //	SQ tail    worker;  SQ head: engine
 //	CQ slots   engine (producer); worker copies each out before decoding
-//	CQ tail    engine;  CQ head and wait flag: worker
+//	CQ tail    engine;  CQ head: worker
+//	CQ wait    worker sets it to sleep; the engine swaps it back to 0 when it wakes the worker
 //	arena      worker writes a payload, then submits it; the engine reads it
 //	           until it reports the range released (CompFlagReleased or CompReleased)
 //	pool       engine writes a message's pages, then completes it; the worker
@@ -60,8 +61,12 @@
 // has no atomics: on amd64 (TSO) it is enough that each index is written
 // with one aligned 8-byte store after the slot bytes, in program order;
 // a memoryview cast to 'Q' does that in practice but nothing promises it,
-// so the python/ package must say how it ensures it (or use a small
-// helper) and is amd64-only until then.
+// so the python/ package says how it ensures it (homa_dpdk/ring.py) and
+// refuses other machines. One step needs more than TSO: going to sleep
+// is a store (the wait flag) followed by a load (the tail), which x86 may
+// reorder, so a worker must fence between them (Go's atomic store is an
+// XCHG; the Python package calls a locked instruction through ctypes) —
+// otherwise both sides can miss each other and a wake-up is lost.
 //
 // The indices are free-running u64 counters (entries ever pushed or
 // popped); slot = index mod Entries, so Entries is a power of two, and the
@@ -109,7 +114,7 @@
 //	Abort(RPCID)            → Accepted(RPCID) | Error(RPCID, NoRPC); the RPC then
 //	                          ends with its own Error(RPCID, Aborted) under its Send cookie
 //	AbortAll                → Accepted, after the Error(Aborted) of each client RPC
-//	ReturnPages(Page, Pages) → nothing | Error(Err) when the worker does not hold them
+//	ReturnPages(Page, Pages) → nothing | Error(BadPage) when the worker does not hold them all
 //
 // Requests to a bound port arrive as Request(Port, RPCID: the odd server
 // id, Peer, Length, Page, Pages) with cookie 0. A completion of a

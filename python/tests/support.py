@@ -1,0 +1,40 @@
+"""Shared by the tests: puts the source tree's homa_dpdk first on sys.path
+(the tests check this tree, installed or not) and small helpers."""
+
+import atexit
+import mmap
+import os
+import shutil
+import platform
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)  # python/
+if sys.path[:1] != [ROOT]:
+    sys.path.insert(0, ROOT)
+if HERE not in sys.path:
+    sys.path.insert(1, HERE)
+
+X86_64 = platform.machine().lower() in ("x86_64", "amd64") and platform.python_implementation() == "CPython"
+need_x86_64 = unittest.skipUnless(X86_64, "the rings run only on CPython on x86-64 (homa_dpdk.ring)")
+
+try:
+    import numpy  # noqa: F401
+
+    HAVE_NUMPY = True
+except ImportError:
+    HAVE_NUMPY = False
+
+
+def anon(n):
+    """An anonymous shared mapping of n bytes (page-aligned, like a region)."""
+    return mmap.mmap(-1, n, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+
+
+def socket_path(name):
+    """A fresh socket path in a private temporary directory."""
+    d = tempfile.mkdtemp(prefix="homa-py-")
+    atexit.register(shutil.rmtree, d, True)
+    return os.path.join(d, name)

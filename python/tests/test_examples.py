@@ -1,0 +1,46 @@
+"""examples/param_server.py runs and is deterministic: two runs against
+fresh servers print the same checksum line (fake daemon, processes)."""
+
+import os
+import subprocess
+import sys
+import unittest
+
+import support
+from support import HAVE_NUMPY, need_x86_64
+from test_integration import start_process, stop_process
+
+EXAMPLE = os.path.join(support.ROOT, "examples", "param_server.py")
+
+
+@need_x86_64
+@unittest.skipUnless(HAVE_NUMPY, "numpy is not installed (the example needs it)")
+class TestParamServer(unittest.TestCase):
+    def run_once(self, path, port):
+        srv = start_process([sys.executable, EXAMPLE, "--role", "server", "--socket", path, "--port", str(port),
+                             "--dim", "4096"], "param_server: serving")
+        try:
+            r = subprocess.run([sys.executable, EXAMPLE, "--role", "worker", "--socket", path, "--server",
+                                f"127.0.0.1:{port}", "--steps", "5", "--dim", "4096"],
+                               capture_output=True, text=True, timeout=120)
+        finally:
+            stop_process(srv)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertEqual(sum(1 for x in lines if x.startswith("step ")), 5, r.stdout)
+        self.assertTrue(lines[-1].startswith("checksum "), r.stdout)
+        return lines[-1]
+
+    def test_deterministic(self):
+        path = support.socket_path("homa.sock")
+        d = start_process([sys.executable, os.path.join(support.HERE, "fakedaemon.py"), "--socket", path],
+                          "listening")
+        self.addCleanup(stop_process, d)
+        first = self.run_once(path, 5000)
+        second = self.run_once(path, 5001)
+        self.assertEqual(first, second)
+        self.assertIn("version 5 steps 5 dim 4096", first)
+
+
+if __name__ == "__main__":
+    unittest.main()
