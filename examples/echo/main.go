@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/client"
@@ -53,14 +54,14 @@ func main() {
 	}
 }
 
-// serve answers requests until interrupted.
+// serve answers requests until interrupted (SIGINT or SIGTERM).
 func serve(c *client.Client, port uint16) error {
 	if err := c.Bind(port); err != nil {
 		return err
 	}
 	fmt.Printf("echo server on port %d\n", port)
 	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, os.Interrupt)
+	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
 	served := 0
 	for {
 		select {
