@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -236,9 +237,32 @@ func (c *memifClient) finished() (bool, error) {
 
 // memifProc is the parent's handle on a child host.
 type memifProc struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	lines chan string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan string
+	stderr tailBuffer // the child's last stderr output, for failure messages
+}
+
+// tailBuffer keeps the last 4 KB written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if len(b.buf) > 4096 {
+		b.buf = b.buf[len(b.buf)-4096:]
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
 }
 
 func startMemifProc(t *testing.T, role, sock string, rpcs int, loss float64) *memifProc {
@@ -257,13 +281,13 @@ func startDaemonChild(t *testing.T, ns, role, env string, rpcs int, loss float64
 	cmd.Env = append(os.Environ(), memifRoleEnv+"="+role, env,
 		"HOMA_TEST_RPCS="+strconv.Itoa(rpcs), "HOMA_TEST_LOSS="+strconv.FormatFloat(loss, 'f', -1, 64))
 	cmd.Env = append(cmd.Env, more...)
-	cmd.Stderr = os.Stderr
-	stdin, _ := cmd.StdinPipe()
+	p := &memifProc{cmd: cmd, lines: make(chan string, 16)}
+	cmd.Stderr = io.MultiWriter(os.Stderr, &p.stderr)
+	p.stdin, _ = cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &memifProc{cmd: cmd, stdin: stdin, lines: make(chan string, 16)}
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
@@ -280,7 +304,10 @@ func (p *memifProc) expect(t *testing.T, prefix string, timeout time.Duration) s
 	select {
 	case l, ok := <-p.lines:
 		if !ok || !strings.HasPrefix(l, prefix) {
-			t.Fatalf("child said %q (exited: %v), want %q", l, !ok, prefix)
+			if !ok {
+				p.cmd.Wait() // stderr is complete once the child is reaped
+			}
+			t.Fatalf("child said %q (exited: %v), want %q; its stderr ends:\n%s", l, !ok, prefix, p.stderr.String())
 		}
 		return l
 	case <-time.After(timeout):
