@@ -22,6 +22,7 @@ import (
 //
 // Record must be called from one goroutine at a time (the loop's).
 type Capture struct {
+	scratch []byte // a chained packet, made contiguous for Record
 	f       *os.File
 	ifaces  int
 	snaplen int
@@ -194,10 +195,15 @@ func (c *Capture) Close() error {
 	return c.closeErr
 }
 
-// RecordMbufs captures a burst of mbufs (their first segments).
+// RecordMbufs captures a burst of mbufs (all their segments).
 func (c *Capture) RecordMbufs(iface int, dir Direction, ts int64, pkts []*Mbuf) {
 	for _, m := range pkts {
-		c.Record(iface, dir, ts, m.Data())
+		if m.NumSegs() == 1 {
+			c.Record(iface, dir, ts, m.Data())
+			continue
+		}
+		c.scratch = m.AppendData(c.scratch[:0])
+		c.Record(iface, dir, ts, c.scratch)
 	}
 }
 

@@ -69,13 +69,7 @@ func (m *Mbuf) Data() []byte {
 
 // CopyData returns a copy of the packet's bytes (all segments), for use
 // after the mbuf is gone.
-func (m *Mbuf) CopyData() []byte {
-	out := make([]byte, 0, m.PktLen())
-	for s := m; s != nil; s = s.nextSeg() {
-		out = append(out, s.Data()...)
-	}
-	return out
-}
+func (m *Mbuf) CopyData() []byte { return m.AppendData(make([]byte, 0, m.PktLen())) }
 
 // Prepend moves the start of the data back by n bytes and returns the new
 // first n bytes (valid as Data's result is), or nil when the headroom is
@@ -212,8 +206,20 @@ func NewExtBuf() (*ExtBuf, error) {
 	return &ExtBuf{shinfo: sh, released: (*uint64)(unsafe.Pointer(rel))}, nil
 }
 
-// Released is how many times all mbufs attached to the buffer were freed.
+// Released is how many times all mbufs attached to the buffer were freed
+// (and, with Hold, the owner let go too).
 func (e *ExtBuf) Released() uint64 { return loadU64(e.released) }
+
+// Hold takes a reference for the buffer's owner: until Unhold, the release
+// count cannot grow, however many attached mbufs come and go. An owner
+// that attaches a message's packets one at a time holds the buffer for the
+// message's life; the count then grows exactly once, when the message is
+// done and its last packet has left. C calls.
+func (e *ExtBuf) Hold() { C.homa_extbuf_hold(e.shinfo) }
+
+// Unhold drops the owner's reference (counting the release at once when
+// no mbuf is attached any more).
+func (e *ExtBuf) Unhold() { C.homa_extbuf_unhold(e.shinfo) }
 
 // Close frees the shared information; no mbuf may still be attached.
 func (e *ExtBuf) Close() {
@@ -235,6 +241,22 @@ func (m *Mbuf) AttachExtBuf(buf []byte, iova uint64, e *ExtBuf) bool {
 	}
 	C.homa_extbuf_attach((*C.struct_rte_mbuf)(m), unsafe.Pointer(&buf[0]), C.uint64_t(iova), C.uint16_t(len(buf)), e.shinfo)
 	return true
+}
+
+// Chain appends tail (and its segments) to m's chain, updating m's packet
+// length and segment count; false when the chain would be too long. The
+// port must have TxOffloadMultiSegs to send it. It is a C call.
+func (m *Mbuf) Chain(tail *Mbuf) bool {
+	return C.homa_chain((*C.struct_rte_mbuf)(m), (*C.struct_rte_mbuf)(tail)) == 0
+}
+
+// AppendData appends the packet's bytes, all segments, to dst and returns
+// it; with room in dst it allocates nothing.
+func (m *Mbuf) AppendData(dst []byte) []byte {
+	for s := m; s != nil; s = s.nextSeg() {
+		dst = append(dst, s.Data()...)
+	}
+	return dst
 }
 
 // IsExternal reports whether the mbuf's data lives in an external buffer.

@@ -111,3 +111,53 @@ func TestMbuf_externalBufferReleased(t *testing.T) {
 		t.Errorf("%d mbufs in use", pool.InUse())
 	}
 }
+
+// A held external buffer is released once: after its owner lets go and
+// the last chained packet referring to it is freed.
+func TestMbuf_heldExternalBufferChained(t *testing.T) {
+	dpdktest.Need(t)
+	pool := newPool(t, 16, 0)
+	mem := make([]byte, 4096)
+	copy(mem, "0123456789abcdef")
+	ext, err := dpdk.NewExtBuf()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ext.Close()
+	ext.Hold()
+	for i := range 3 { // three packets, one at a time, each sent (freed) before the next
+		head, body := pool.Alloc(), pool.Alloc()
+		copy(head.Append(4), "HDR:")
+		if !body.AttachExtBuf(mem[i*4:i*4+4], uint64(uintptrOf(mem))+uint64(i*4), ext) || !body.SetLen(4) {
+			t.Fatal("attach")
+		}
+		if !head.Chain(body) || head.NumSegs() != 2 || head.PktLen() != 8 {
+			t.Fatalf("chain: %d segments, %d bytes", head.NumSegs(), head.PktLen())
+		}
+		if got := string(head.AppendData(nil)); got != "HDR:"+string(mem[i*4:i*4+4]) {
+			t.Fatalf("packet %d: %q", i, got)
+		}
+		head.Free() // frees the chain
+		if ext.Released() != 0 {
+			t.Fatalf("packet %d: released while the owner holds the buffer", i)
+		}
+	}
+	last := pool.Alloc()
+	last.AttachExtBuf(mem[12:16], uint64(uintptrOf(mem))+12, ext)
+	ext.Unhold()
+	if ext.Released() != 0 {
+		t.Fatal("released while a packet still refers to the buffer")
+	}
+	last.Free()
+	if ext.Released() != 1 {
+		t.Fatalf("released %d times, want 1", ext.Released())
+	}
+	ext.Hold() // reused for the next message
+	ext.Unhold()
+	if ext.Released() != 2 {
+		t.Fatalf("released %d times after an empty hold, want 2", ext.Released())
+	}
+	if pool.InUse() != 0 {
+		t.Errorf("%d mbufs in use", pool.InUse())
+	}
+}

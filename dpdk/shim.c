@@ -65,6 +65,19 @@ struct rte_mbuf_ext_shared_info *homa_extbuf_new(uint64_t **released) {
 	return &e->shinfo;
 }
 
+// homa_extbuf_hold takes a reference on the buffer for its owner, so that
+// the free callback cannot run while the owner may still attach mbufs.
+void homa_extbuf_hold(struct rte_mbuf_ext_shared_info *shinfo) {
+	rte_mbuf_ext_refcnt_update(shinfo, 1);
+}
+
+// homa_extbuf_unhold drops the owner's reference; when no mbuf holds the
+// buffer either, the release is counted now.
+void homa_extbuf_unhold(struct rte_mbuf_ext_shared_info *shinfo) {
+	if (rte_mbuf_ext_refcnt_update(shinfo, -1) == 0)
+		shinfo->free_cb(NULL, shinfo->fcb_opaque);
+}
+
 void homa_extbuf_attach(struct rte_mbuf *m, void *addr, uint64_t iova, uint16_t len,
 			struct rte_mbuf_ext_shared_info *shinfo) {
 	rte_mbuf_ext_refcnt_update(shinfo, 1);

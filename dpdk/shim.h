@@ -145,6 +145,14 @@ static inline int homa_pktmbuf_trim(struct rte_mbuf *m, uint16_t len) { return r
 int homa_eal_init(int argc, char **argv, char **log, size_t *loglen);
 int homa_remote_launch(unsigned lcore);
 struct rte_mbuf_ext_shared_info *homa_extbuf_new(uint64_t **released);
+void homa_extbuf_hold(struct rte_mbuf_ext_shared_info *shinfo);
+void homa_extbuf_unhold(struct rte_mbuf_ext_shared_info *shinfo);
+
+// homa_chain appends tail's segments to head's chain (rte_pktmbuf_chain):
+// 0, or -EOVERFLOW when the chain would be too long.
+static inline int homa_chain(struct rte_mbuf *head, struct rte_mbuf *tail) {
+	return rte_pktmbuf_chain(head, tail);
+}
 void homa_extbuf_free(struct rte_mbuf_ext_shared_info *shinfo);
 void homa_extbuf_attach(struct rte_mbuf *m, void *addr, uint64_t iova, uint16_t len,
 			struct rte_mbuf_ext_shared_info *shinfo);
