@@ -24,6 +24,19 @@ type Transmitter interface {
 	Send(frame []byte, priority int)
 }
 
+// DataSender is a Transmitter that can send a DATA packet's payload from
+// the message's own memory, without copying it into the frame: the frame
+// holds the headers and the payload follows as a second segment (on DPDK,
+// an mbuf attached to the memory as an external buffer). The engine uses
+// it for messages sent with SendRef or ReplyRef.
+type DataSender interface {
+	// SendData transmits frame (the headers, a prefix of the last lent
+	// buffer) followed by payload, a part of the message sent with ref,
+	// at priority. It returns false, with the lent buffer still lent, when
+	// it cannot; the engine then copies the payload into the frame.
+	SendData(frame, payload []byte, ref any, priority int) bool
+}
+
 // Config configures an Endpoint. Zero numeric fields take the defaults of
 // DefaultConfig (kernel Homa's), so a Config need only name the address,
 // clock and resolver.
@@ -159,6 +172,7 @@ func (c *Config) validate() error {
 type Endpoint struct {
 	cfg     Config      // validated, defaults filled; read-only after New
 	tx      Transmitter // transmit side
+	dataTx  DataSender  // tx, when it can send payloads without a copy
 	payload int         // message bytes per DATA packet
 	ipOff   int         // offset of the IPv4 header in a frame: 14, or 18 with an 802.1Q tag
 	homaOff int         // offset of the Homa header in a frame
@@ -220,6 +234,7 @@ func New(cfg Config, tx Transmitter) (*Endpoint, error) {
 		e.ipOff += wire.VLANTagLen
 	}
 	e.homaOff = e.ipOff + wire.IPv4MinHeaderLen
+	e.dataTx, _ = tx.(DataSender)
 	e.now = cfg.Clock()
 	e.nextTick = e.now + cfg.TickNs
 	if cfg.IDSeed == 0 {

@@ -34,6 +34,21 @@ type testHost struct {
 	// busy, while true, makes Buffer lend nothing (a transmit side
 	// backed up); each refusal is logged as "<host>: busy".
 	busy bool
+	// As a DataSender: zcRefuse makes SendData refuse; zcRefs records the
+	// refs of the payloads it took.
+	zcRefuse bool
+	zcRefs   []any
+}
+
+// SendData makes testHost a DataSender: the payload is appended to the
+// headers as a separate segment would be on the wire.
+func (h *testHost) SendData(frame, payload []byte, ref any, prio int) bool {
+	if h.zcRefuse {
+		return false
+	}
+	h.zcRefs = append(h.zcRefs, ref)
+	h.Send(append(slices.Clone(frame), payload...), prio)
+	return true
 }
 
 type sentFrame struct {

@@ -83,6 +83,7 @@ type Metrics struct {
 	ICMPPortUnreach   uint64 // icmp_port_unreachable_sent
 	ICMPReceived      uint64 // icmp_port_unreachable_rcvd
 	TimerTicksSkipped uint64 // timer_ticks_skipped: ticks not run because Run came late
+	ZeroCopyPackets   uint64 // zero_copy_data_packets: DATA sent from the message's memory (DataSender)
 
 	Drops [NumDropCauses]uint64 // drops_<cause>
 }
@@ -109,6 +110,7 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("icmp_port_unreachable_sent", m.ICMPPortUnreach)
 	fn("icmp_port_unreachable_rcvd", m.ICMPReceived)
 	fn("timer_ticks_skipped", m.TimerTicksSkipped)
+	fn("zero_copy_data_packets", m.ZeroCopyPackets)
 	for c, v := range m.Drops {
 		if c != 0 {
 			fn("drops_"+DropCause(c).String(), v)

@@ -19,6 +19,7 @@ const (
 // the response of a server RPC). Owned by the endpoint.
 type outMsg struct {
 	data    []byte // the message; the application must not change it until the RPC ends
+	ref     any    // SendRef/ReplyRef: the owner's reference, for a DataSender
 	length  int    // bytes; 0 while the RPC has no outgoing message
 	unsched int    // bytes sent without grants (the first DATA's incoming)
 	granted int    // bytes: offset up to which we may send
@@ -44,6 +45,14 @@ func (e *Endpoint) startFrame() []byte {
 // finishFrame writes the Ethernet and IPv4 headers in front of homaLen
 // bytes of Homa packet of type t already in buf, and sends it at prio.
 func (e *Endpoint) finishFrame(buf []byte, p *peer, prio, homaLen int, t wire.PacketType) {
+	e.writeHeaders(buf, p, prio, homaLen)
+	e.m.PacketsSent[t-wire.TypeData]++
+	e.tx.Send(buf[:e.homaOff+homaLen], prio)
+}
+
+// writeHeaders writes the Ethernet and IPv4 headers for homaLen bytes of
+// Homa packet to p at prio.
+func (e *Endpoint) writeHeaders(buf []byte, p *peer, prio, homaLen int) {
 	eth := e.ethernet(p, prio)
 	eth.Encode(buf)
 	ip := wire.HomaIPv4Fields(e.cfg.IP, p.ip, uint8(prio), homaLen)
@@ -51,8 +60,6 @@ func (e *Endpoint) finishFrame(buf []byte, p *peer, prio, homaLen int, t wire.Pa
 	ip.ID = e.ipID
 	ip.NoChecksum = e.cfg.IPChecksumOffload
 	ip.Encode(buf[e.ipOff:])
-	e.m.PacketsSent[t-wire.TypeData]++
-	e.tx.Send(buf[:e.homaOff+homaLen], prio)
 }
 
 // sendControl sends a header-only packet (RPC_UNKNOWN, BUSY, NEED_ACK) to
@@ -132,7 +139,17 @@ func (e *Endpoint) xmitData(r *rpc, offset, limit, prio int, retransmit bool) in
 	f.Pad = sched.EncodeAllowance(allow)
 	homa := buf[e.homaOff:]
 	f.Encode(homa)
-	copy(homa[wire.DataHeaderLen:], o.data[offset:offset+n])
+	payload := o.data[offset : offset+n]
+	if o.ref != nil && e.dataTx != nil {
+		e.writeHeaders(buf, r.peer, prio, wire.DataHeaderLen+n)
+		if e.dataTx.SendData(buf[:e.homaOff+wire.DataHeaderLen], payload, o.ref, prio) {
+			e.m.PacketsSent[0]++ // DATA
+			e.m.ZeroCopyPackets++
+			e.pacer.Sent(e.now, e.homaOff+wire.DataHeaderLen+n)
+			return n
+		}
+	}
+	copy(homa[wire.DataHeaderLen:], payload)
 	e.finishFrame(buf, r.peer, prio, wire.DataHeaderLen+n, wire.TypeData)
 	e.pacer.Sent(e.now, e.homaOff+wire.DataHeaderLen+n)
 	return n

@@ -343,3 +343,53 @@ func TestRPC_closePort(t *testing.T) {
 	n.flush()
 	receive(t, srv2)
 }
+
+// Messages sent with SendRef and ReplyRef go out through the DataSender
+// with their refs, payloads not copied into the frames; when the
+// transmit side refuses, the engine copies, and the messages arrive the
+// same.
+func TestSendRef_payloadsFromTheMessagesMemory(t *testing.T) {
+	for _, refuse := range []bool{false, true} {
+		n := newTestNet(t)
+		c := n.addHost("c", 1, nil)
+		s := n.addHost("s", 2, nil)
+		c.zcRefuse, s.zcRefuse = refuse, refuse
+		srv, _ := s.e.Bind(99)
+		cl, _ := c.e.OpenClient()
+		var done []uint64
+		cl.SetHooks(PortHooks{OutDone: func(id uint64, _ Addr, _ []byte) { done = append(done, id) }})
+		req := msg(5000, 3)
+		id, err := cl.SendRef(Addr{IP: s.ip, Port: 99}, req, "request-ref")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.advance(2_000_000)
+		in := receive(t, srv)
+		if !bytes.Equal(in.Data, req) {
+			t.Fatalf("refuse=%v: request differs", refuse)
+		}
+		resp := msg(3000, 9)
+		if err := srv.ReplyRef(in, resp, "response-ref"); err != nil {
+			t.Fatal(err)
+		}
+		n.advance(2_000_000)
+		out := receive(t, cl)
+		if out.ID != id || !bytes.Equal(out.Data, resp) {
+			t.Fatalf("refuse=%v: response differs", refuse)
+		}
+		if len(done) != 1 || done[0] != id {
+			t.Errorf("refuse=%v: OutDone for %v, want [%d]", refuse, done, id)
+		}
+		zc := c.e.Metrics().ZeroCopyPackets + s.e.Metrics().ZeroCopyPackets
+		if refuse {
+			if zc != 0 || len(c.zcRefs)+len(s.zcRefs) != 0 {
+				t.Errorf("refused: %d zero-copy packets", zc)
+			}
+			continue
+		}
+		// 5000 bytes: 4 DATA packets; 3000: 3.
+		if zc != 7 || len(c.zcRefs) != 4 || len(s.zcRefs) != 3 || c.zcRefs[0] != "request-ref" || s.zcRefs[0] != "response-ref" {
+			t.Errorf("zero-copy packets %d, refs %v / %v", zc, c.zcRefs, s.zcRefs)
+		}
+	}
+}
