@@ -106,9 +106,10 @@
 //	Bind(Port)              → Accepted(Port) | Error(Err)
 //	Send(Peer, Offset, Length) → Accepted(RPCID: the new client id)
 //	                          | Error(Err, flags Released)
-//	    later, in this order:  Released(Offset, Length)  the arena range is free again
-//	                           Response(RPCID, Peer, Length, Page, Pages)
+//	    later:                 Response(RPCID, Peer, Length, Page, Pages)
 //	                           | Error(RPCID, Err)       the RPC failed (timeout, aborted, ...)
+//	                           Released(Offset, Length)  the arena range is free again
+//	                                                     (before or after the Response: see below)
 //	Reply(RPCID, Peer, Offset, Length) → Accepted(RPCID) | Error(RPCID, Err, flags Released)
 //	    later:                 Released(Offset, Length)  the client acknowledged it, or it was abandoned
 //	Abort(RPCID)            → Accepted(RPCID) | Error(RPCID, NoRPC); the RPC then
@@ -125,8 +126,14 @@
 // Memory ownership. The transmit arena is the worker's to manage: it
 // writes a payload into a free range, submits it, and may reuse the
 // range after Released (or an Error with the Released flag). The engine
-// sends Released only after its last read of the range (every packet of
-// the message copied into the NIC's buffers, no retransmission possible). Receive-pool
+// sends Released only after its last read of the range: the RPC has ended
+// (no retransmission possible) and every packet of the message has left.
+// Where the port sends chained mbufs (software devices), DATA payloads
+// are not copied at all: each packet's payload is an mbuf attached to the
+// arena as an external buffer, and Released waits until the last of them
+// is freed by the port — so it may come after the Response. Elsewhere the
+// payload is copied once into the mbuf and Released comes with the end
+// of the RPC. Released is matched by cookie, never by RPC. Receive-pool
 // pages belong to the engine until a Request or Response hands a run of
 // consecutive pages to the worker; the worker reads the message there
 // (byte i at pool offset Page*PageSize+i) and gives the pages back with

@@ -32,6 +32,7 @@ type hostLoop struct {
 	txb     dpdk.Batch     // one entry per TX queue
 	txBufs  [][]*dpdk.Mbuf
 	free    []*dpdk.Mbuf    // freed together at the end of the pass
+	scratch []byte          // a chained frame made contiguous
 	arpBuf  []*dpdk.Mbuf    // one mbuf for an ARP request
 	now     int64           // monotonic ns, read once per pass
 	clock   func() int64    // monotonic ns
@@ -63,10 +64,22 @@ const (
 	rxDropNotForUs
 	rxDropProtocol
 	rxDropFault
+	rxDropChained
 	numRxDrops
 )
 
-var rxDropNames = [numRxDrops]string{"short_frame", "ethertype", "bad_ipv4", "not_for_us", "ip_protocol", "fault_injected"}
+var rxDropNames = [numRxDrops]string{"short_frame", "ethertype", "bad_ipv4", "not_for_us", "ip_protocol", "fault_injected",
+	"chained_not_homa"}
+
+// isHoma reports whether frame (at least an Ethernet header) carries IPv4
+// protocol 146, with or without an 802.1Q tag.
+func isHoma(frame []byte) bool {
+	off, typ := wire.EthernetHeaderLen, wire.Ethernet(frame).Type()
+	if typ == wire.EtherTypeVLAN && len(frame) >= wire.EthernetHeaderLen+wire.VLANTagLen {
+		off, typ = wire.EthernetHeaderLen+wire.VLANTagLen, wire.VLAN(frame[wire.EthernetHeaderLen:]).Type()
+	}
+	return typ == wire.EtherTypeIPv4 && len(frame) > off+ipProtocolOffset && frame[off+ipProtocolOffset] == wire.IPProtoHoma
+}
 
 // pass is one turn of the loop; it returns the packets it handled.
 func (l *hostLoop) pass() int { return l.passAt(l.clock()) }
@@ -129,6 +142,18 @@ func (l *hostLoop) receive(m *dpdk.Mbuf) {
 
 func (l *hostLoop) dispatch(m *dpdk.Mbuf, twice bool) {
 	d := m.Data()
+	if m.NumSegs() > 1 {
+		// A chained packet (a peer in this process sent a payload from a
+		// worker's memory): made contiguous for the engine, which copies
+		// what it keeps. The host stack answers only single segments.
+		l.scratch = m.AppendData(l.scratch[:0])
+		d = l.scratch
+		if ok := len(d) > wire.EthernetHeaderLen; !ok || !isHoma(d) {
+			l.drops[rxDropChained]++
+			l.free = append(l.free, m)
+			return
+		}
+	}
 	if len(d) < wire.EthernetHeaderLen {
 		l.drops[rxDropShort]++
 		l.free = append(l.free, m)
@@ -250,9 +275,6 @@ func (l *hostLoop) dropTx(m *dpdk.Mbuf) { l.free = append(l.free, m) }
 
 // drain frees everything the loop holds, at shutdown.
 func (l *hostLoop) drain() {
-	if l.workers != nil {
-		l.workers.stop()
-	}
 	l.flush()
 	l.sched.Drain(l.dropTx)
 	if held := l.fault.release(); held != nil {
@@ -261,6 +283,9 @@ func (l *hostLoop) drain() {
 	dpdk.FreeBulk(l.free)
 	l.free = l.free[:0]
 	l.tx.close()
+	if l.workers != nil { // last: the packets above may send from workers' arenas
+		l.workers.stop()
+	}
 }
 
 // faultVerdict is what fault injection does with a received packet.

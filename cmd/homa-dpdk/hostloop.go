@@ -37,6 +37,9 @@ type hostConfig struct {
 	gateway [4]byte
 	// ipCksumOffload: the port computes IPv4 header checksums.
 	ipCksumOffload bool
+	// multiSeg: the port is configured to send chained mbufs and needs no
+	// DMA mapping (see zeroCopyPort): workers' payloads go without a copy.
+	multiSeg bool
 	// pcp: tag every frame with an 802.1Q header on vlan whose PCP is the
 	// packet's priority.
 	pcp     bool
@@ -83,6 +86,7 @@ func newHostLoop(c hostConfig) (*hostLoop, error) {
 	l.subnet, l.gateway = c.subnet, c.gateway
 	l.pcp, l.vlan = c.pcp, c.vlan
 	l.tx.ipCksum, l.tx.l2Len = c.ipCksumOffload, wire.EthernetHeaderLen
+	l.tx.multiSeg = c.multiSeg
 	if c.pcp {
 		l.tx.l2Len += wire.VLANTagLen
 	}
@@ -131,4 +135,22 @@ func (l *hostLoop) peerReady(ip [4]byte) (ready, failed bool) {
 	}
 	_, ok := l.resolve(ip)
 	return ok, !ok && l.neigh.Failed(hop)
+}
+
+// zeroCopyPort reports whether DATA payloads can be sent from workers'
+// shared memory on a port (chained external-buffer mbufs): it must send
+// chains (TxOffloadMultiSegs), and be a software device, which reads the
+// memory with the CPU. A physical NIC would need the worker regions
+// registered with DPDK and DMA-mapped first (rte_extmem_register,
+// rte_dev_dma_map), which the daemon does not do yet: on a NIC, payloads
+// are copied once into the mbuf.
+func zeroCopyPort(info dpdk.DevInfo) bool {
+	if info.TxOffloadCapa&dpdk.TxOffloadMultiSegs == 0 {
+		return false
+	}
+	switch info.Driver {
+	case "net_ring", "net_memif", "net_af_packet", "net_tap":
+		return true
+	}
+	return false
 }

@@ -64,7 +64,7 @@ func (rp *hostPair) memifPorts(c hostPairConfig) error {
 		}
 		rp.vdevs = append(rp.vdevs, name)
 		rp.ports[i] = p
-		if err := p.Configure(uint16(c.txQueues), uint16(c.txQueues), dpdk.PortConf{}); err != nil {
+		if err := p.Configure(uint16(c.txQueues), uint16(c.txQueues), pairPortConf(p)); err != nil {
 			return err
 		}
 		for q := range c.txQueues {
@@ -131,7 +131,7 @@ func (rp *hostPair) makeHosts(c hostPairConfig) error {
 			port: p, pool: c.pool, ip: [4]byte{10, 0, 0, byte(i + 1)}, mac: wire.MAC{2, 0, 10, 0, 0, byte(i + 1)},
 			txQueues: c.txQueues, prioMap: pm, linkBps: 10e9, engine: engine.DefaultConfig(),
 			capture: c.capture, capIf: i, clock: c.clock, wallOff: c.wallOff, burst: 32,
-			pcp: c.pcp, vlan: 7,
+			pcp: c.pcp, vlan: 7, multiSeg: pairPortConf(p).TxOffloads&dpdk.TxOffloadMultiSegs != 0,
 		}
 		hc.arp.timeout, hc.arp.aging, hc.arp.retries = c.arp, time.Hour, 5
 		hc.faults.drop, hc.faults.dup, hc.faults.reorder, hc.faults.seed = c.faults, c.faults/2, c.faults/2, int64(i+1)
@@ -145,8 +145,16 @@ func (rp *hostPair) makeHosts(c hostPairConfig) error {
 	return nil
 }
 
+// pairPortConf asks for chained-mbuf TX where the port can (zeroCopyPort).
+func pairPortConf(p *dpdk.Port) dpdk.PortConf {
+	if info, err := p.Info(); err == nil && zeroCopyPort(info) {
+		return dpdk.PortConf{TxOffloads: dpdk.TxOffloadMultiSegs}
+	}
+	return dpdk.PortConf{}
+}
+
 func setupRingPort(p *dpdk.Port, pool *dpdk.Mempool, txQueues int) error {
-	if err := p.Configure(1, uint16(txQueues), dpdk.PortConf{}); err != nil {
+	if err := p.Configure(1, uint16(txQueues), pairPortConf(p)); err != nil {
 		return err
 	}
 	if err := p.RxQueueSetup(0, 1024, pool); err != nil {

@@ -139,6 +139,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 				"bad_entries": w.BadEntries, "refused": w.Refused, "limit_refusals": w.LimitRefusals,
 				"no_recv_space": w.NoRecvSpace, "completions": w.Completions, "cq_backlogged": w.CQBacklogged,
 				"wakeups": w.Wakeups, "arp_waits": w.ARPWaits, "corrupt_rings": w.CorruptRings,
+				"zero_copy_messages": w.ZeroCopyMessages,
 			} {
 				counter(descs.workers, v, host, port, name)
 			}

@@ -114,6 +114,7 @@ func newLogger(ls config.LogSpec) zerolog.Logger {
 type daemon struct {
 	prepare      func([]*hostLoop)
 	cksumOffload []bool // per port: IPv4 checksum offloaded to the NIC
+	multiSeg     []bool // per port: sends chained mbufs (zero-copy worker payloads)
 	metrics      *http.Server
 	spec         *config.Spec
 	log          zerolog.Logger
@@ -233,6 +234,10 @@ func (d *daemon) setupPort(i int) (int, error) {
 		conf.TxOffloads |= dpdk.TxOffloadIPv4Cksum // the NIC computes IPv4 header checksums
 	}
 	d.cksumOffload = append(d.cksumOffload, conf.TxOffloads&dpdk.TxOffloadIPv4Cksum != 0)
+	if zeroCopyPort(info) {
+		conf.TxOffloads |= dpdk.TxOffloadMultiSegs // workers' payloads as external buffers
+	}
+	d.multiSeg = append(d.multiSeg, conf.TxOffloads&dpdk.TxOffloadMultiSegs != 0)
 	if err := p.Configure(uint16(nrx), uint16(ntx), conf); err != nil {
 		return 0, fmt.Errorf("ports[%d].rx_queues/tx_queues: %w", i, err)
 	}
@@ -259,7 +264,7 @@ func (d *daemon) setupPort(i int) (int, error) {
 		return 0, err
 	}
 	d.log.Info().Str("port", p.Name).Str("driver", info.Driver).Int("rx_queues", nrx).Int("tx_queues", ntx).
-		Bool("ipv4_checksum_offload", d.cksumOffload[i]).Msg("port started")
+		Bool("ipv4_checksum_offload", d.cksumOffload[i]).Bool("zero_copy_worker_payloads", d.multiSeg[i]).Msg("port started")
 	return ntx, nil
 }
 
@@ -322,7 +327,7 @@ func (d *daemon) hostConfigFor(i, ntx int, clock func() int64, wallOff int64) (h
 	hc := hostConfig{
 		port: p, pool: d.pools[i], ip: pfx.Addr().As4(), mac: wire.MAC(hwaddr), txQueues: ntx, prioMap: pm,
 		linkBps: rate, engine: ec, static: map[[4]byte]wire.MAC{}, capture: d.capture, capIf: i,
-		subnet: pfx.Masked(), ipCksumOffload: d.cksumOffload[i], pcp: ps.Marking == "pcp", vlan: uint16(ps.VLAN),
+		subnet: pfx.Masked(), ipCksumOffload: d.cksumOffload[i], multiSeg: d.multiSeg[i], pcp: ps.Marking == "pcp", vlan: uint16(ps.VLAN),
 		burst: 32, clock: clock, wallOff: wallOff,
 	}
 	if ps.Gateway != "" {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"unsafe"
+
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/nicq"
 	"github.com/homa-dpdk/homa-dpdk/wire"
@@ -26,6 +28,10 @@ type mbufTx struct {
 	// engine's Ethernet header (14, or 18 when it tags frames).
 	ipCksum bool
 	l2Len   int
+	// multiSeg: the port sends chained mbufs (TxOffloadMultiSegs) and
+	// needs no DMA mapping, so DATA payloads can go from a worker's arena
+	// as external buffers (SendData).
+	multiSeg bool
 
 	NoBuffer uint64 // Buffer calls refused: the pool was empty
 	Busy     uint64 // Buffer calls refused: the TX queues were backed up
@@ -33,6 +39,19 @@ type mbufTx struct {
 
 func newMbufTx(pool *dpdk.Mempool, sched *nicq.Scheduler[*dpdk.Mbuf], burst, highWater int) *mbufTx {
 	return &mbufTx{pool: pool, sched: sched, stash: make([]*dpdk.Mbuf, burst), highWater: highWater}
+}
+
+// take returns a free mbuf from the stash (refilling it), or nil.
+func (t *mbufTx) take() *dpdk.Mbuf {
+	if t.avail == 0 {
+		if t.pool.AllocBulk(t.stash) != nil {
+			t.NoBuffer++
+			return nil
+		}
+		t.avail = len(t.stash)
+	}
+	t.avail--
+	return t.stash[t.avail]
 }
 
 // Buffer lends the data room of a fresh mbuf (2 KB: a 1500-byte MTU frame
@@ -45,15 +64,10 @@ func (t *mbufTx) Buffer() []byte {
 		t.Busy++
 		return nil
 	}
-	if t.avail == 0 {
-		if t.pool.AllocBulk(t.stash) != nil {
-			t.NoBuffer++
-			return nil
-		}
-		t.avail = len(t.stash)
+	m := t.take()
+	if m == nil {
+		return nil
 	}
-	t.avail--
-	m := t.stash[t.avail]
 	m.SetLen(m.DataLen() + m.Tailroom())
 	t.lent = m
 	return m.Data()
@@ -75,6 +89,45 @@ func (t *mbufTx) Send(frame []byte, prio int) {
 	if !t.sched.Enqueue(m, prio, false) {
 		m.Free() // counted by nicq as a drop on that queue
 	}
+}
+
+// SendData is the engine's zero-copy send (engine.DataSender): the lent
+// mbuf carries the headers (frame) and a second mbuf, attached to payload
+// in the worker's arena as an external buffer (ref, a *dpdk.ExtBuf), is
+// chained to it. The payload is not copied here; the port reads it when
+// it transmits, and the ExtBuf counts when the last such packet is freed.
+// It refuses (and the engine copies) when the port cannot send chains or
+// no mbuf is free.
+func (t *mbufTx) SendData(frame, payload []byte, ref any, prio int) bool {
+	ext, ok := ref.(*dpdk.ExtBuf)
+	if !ok || !t.multiSeg || t.lent == nil || len(payload) == 0 {
+		return false
+	}
+	body := t.take()
+	if body == nil {
+		return false
+	}
+	iova := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(payload)))) // virtual devices: no DMA, the address is enough
+	if !body.AttachExtBuf(payload, iova, ext) || !body.SetLen(len(payload)) {
+		body.Free()
+		return false
+	}
+	m := t.lent
+	t.lent = nil
+	m.SetLen(len(frame))
+	if !m.Chain(body) {
+		body.Free()
+		t.lent = m
+		m.SetLen(m.DataLen() + m.Tailroom())
+		return false
+	}
+	if t.ipCksum {
+		m.SetIPv4CksumOffload(t.l2Len, wire.IPv4MinHeaderLen)
+	}
+	if !t.sched.Enqueue(m, prio, false) {
+		m.Free() // the chain; counted by nicq as a drop on that queue
+	}
+	return true
 }
 
 // enqueue queues an mbuf the host stack built or rewrote (ARP, ICMP) at

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/engine"
 	"github.com/homa-dpdk/homa-dpdk/shm"
 )
@@ -37,7 +38,8 @@ type workerHub struct {
 	stopped  chan struct{}
 	stopOnce atomic.Bool
 	sessions []*workerSess
-	slots    []shm.Slot // PopBurst buffer
+	draining []*workerSess // gone, waiting for the packets still sending from their arenas
+	slots    []shm.Slot    // PopBurst buffer
 
 	counters workerCounters
 }
@@ -56,6 +58,7 @@ type workerCounters struct {
 	Wakeups              uint64 // eventfd writes
 	ARPWaits             uint64 // sends parked until the peer's address resolved
 	CorruptRings         uint64 // sessions ended because a ring index was corrupt
+	ZeroCopyMessages     uint64 // messages sent from the arena as external buffers (no copy)
 	ActiveSessions       uint64
 	OutstandingRPCs      uint64
 	HeldPages, FreePages uint64
@@ -79,10 +82,16 @@ type workerSess struct {
 	requests map[rpcRef]*engine.Port // delivered requests not yet answered
 	parked   []shm.Submission        // sends waiting for ARP
 	backlog  []shm.Completion        // completions waiting for CQ room
-	pushed   bool
-	closing  bool
-	outst    int           // client RPCs in flight plus unanswered requests
-	gone     chan struct{} // closed when the loop has let the session go
+	// Zero-copy sends: each message in flight holds an ExtBuf; after the
+	// engine lets go (OutDone) it waits in releasing until its last
+	// packet has left the port, and only then is the range Released.
+	extFree   []*dpdk.ExtBuf
+	extAll    []*dpdk.ExtBuf
+	releasing []sendRef
+	pushed    bool
+	closing   bool
+	outst     int           // client RPCs in flight plus unanswered requests
+	gone      chan struct{} // closed when the loop has let the session go
 }
 
 type rpcRef struct {
@@ -95,6 +104,8 @@ type sendRef struct {
 	offset uint64
 	length uint32
 	client bool
+	ext    *dpdk.ExtBuf // zero-copy: the message's external buffer
+	base   uint64       // ext.Released() when the message took it
 }
 
 func newWorkerHub(h *hostLoop, path string, allowUIDs, allowGIDs []int, lim workerLimits) (*workerHub, error) {
@@ -178,7 +189,12 @@ func (hub *workerHub) stop() {
 	for _, ws := range hub.sessions {
 		ws.release()
 	}
-	hub.sessions = nil
+	// The loop has stopped: queued packets were sent or freed (the host
+	// drains its queues before its workers), so nothing reads the arenas.
+	for _, ws := range append(hub.draining, hub.sessions...) {
+		ws.finish()
+	}
+	hub.sessions, hub.draining = nil, nil
 	close(hub.stopped)
 }
 
@@ -200,6 +216,13 @@ func (hub *workerHub) poll() int {
 		default:
 		}
 		break
+	}
+	for i := 0; i < len(hub.draining); i++ {
+		if ws := hub.draining[i]; ws.releases() {
+			ws.finish()
+			hub.draining = append(hub.draining[:i], hub.draining[i+1:]...)
+			i--
+		}
 	}
 	for i := 0; i < len(hub.sessions); i++ {
 		ws := hub.sessions[i]
@@ -242,13 +265,18 @@ func (hub *workerHub) remove(ws *workerSess) {
 			hub.sessions = append(hub.sessions[:i], hub.sessions[i+1:]...)
 			hub.counters.Detached++
 			ws.release()
+			if ws.releases() {
+				ws.finish()
+			} else {
+				hub.draining = append(hub.draining, ws)
+			}
 			return
 		}
 	}
 }
 
-// release aborts the session's RPCs, closes its ports and lets the
-// control goroutine free the region.
+// release aborts the session's RPCs and closes its ports. The region is
+// freed after finish, once no packet still sends from it.
 func (ws *workerSess) release() {
 	if ws.closing {
 		return
@@ -260,7 +288,78 @@ func (ws *workerSess) release() {
 	for _, p := range ws.servers {
 		p.Close()
 	}
+}
+
+// finish lets the control goroutine free the region.
+func (ws *workerSess) finish() {
+	select {
+	case <-ws.gone:
+		return
+	default:
+	}
+	for _, e := range ws.extAll {
+		e.Close()
+	}
+	ws.extAll, ws.extFree, ws.releasing = nil, nil, nil
 	close(ws.gone)
+}
+
+// takeExt returns a free external buffer for a zero-copy send, or nil.
+func (ws *workerSess) takeExt() *dpdk.ExtBuf {
+	if n := len(ws.extFree); n > 0 {
+		e := ws.extFree[n-1]
+		ws.extFree = ws.extFree[:n-1]
+		return e
+	}
+	e, err := dpdk.NewExtBuf()
+	if err != nil {
+		return nil // sent with a copy instead
+	}
+	ws.extAll = append(ws.extAll, e)
+	return e
+}
+
+// holdExt gives ref an external buffer when the port sends from memory;
+// it returns the engine's ref (nil: copy).
+func (ws *workerSess) holdExt(ref *sendRef) any {
+	if !ws.hub.h.tx.multiSeg {
+		return nil
+	}
+	e := ws.takeExt()
+	if e == nil {
+		return nil
+	}
+	e.Hold()
+	ref.ext, ref.base = e, e.Released()
+	ws.hub.counters.ZeroCopyMessages++
+	return e
+}
+
+// dropExt undoes holdExt for a message the engine refused.
+func (ws *workerSess) dropExt(ref *sendRef) {
+	if ref.ext != nil {
+		ref.ext.Unhold() // nothing was attached: released at once
+		ws.extFree = append(ws.extFree, ref.ext)
+		ref.ext = nil
+	}
+}
+
+// releases reports Released for each zero-copy message whose last packet
+// has left; it returns whether none is left waiting.
+func (ws *workerSess) releases() bool {
+	for i := 0; i < len(ws.releasing); {
+		r := ws.releasing[i]
+		if r.ext.Released() == r.base {
+			i++
+			continue
+		}
+		ws.complete(shm.Completion{Op: shm.CompReleased, Cookie: r.cookie, Offset: r.offset, Length: r.length})
+		ws.extFree = append(ws.extFree, r.ext)
+		last := len(ws.releasing) - 1
+		ws.releasing[i] = ws.releasing[last]
+		ws.releasing = ws.releasing[:last]
+	}
+	return len(ws.releasing) == 0
 }
 
 // poll reads the submission ring.
@@ -373,8 +472,10 @@ func (ws *workerSess) send(sub *shm.Submission, parked bool) {
 		ws.client = p
 	}
 	msg := ws.arena[sub.Offset : sub.Offset+uint64(sub.Length)]
-	id, err := ws.client.Send(engine.Addr{IP: sub.PeerIP, Port: sub.PeerPort}, msg)
+	sr := sendRef{cookie: sub.Cookie, offset: sub.Offset, length: sub.Length, client: true}
+	id, err := ws.client.SendRef(engine.Addr{IP: sub.PeerIP, Port: sub.PeerPort}, msg, ws.holdExt(&sr))
 	if err != nil {
+		ws.dropExt(&sr)
 		if parked {
 			ws.outst--
 		}
@@ -384,7 +485,7 @@ func (ws *workerSess) send(sub *shm.Submission, parked bool) {
 	if !parked {
 		ws.outst++
 	}
-	ws.sends[rpcRef{id: id}] = sendRef{cookie: sub.Cookie, offset: sub.Offset, length: sub.Length, client: true}
+	ws.sends[rpcRef{id: id}] = sr
 	ws.complete(shm.Completion{Op: shm.CompAccepted, Cookie: sub.Cookie, RPCID: id})
 }
 
@@ -408,14 +509,16 @@ func (ws *workerSess) reply(sub *shm.Submission) {
 		return
 	}
 	msg := ws.arena[sub.Offset : sub.Offset+uint64(sub.Length)]
-	err := p.Reply(engine.Message{ID: sub.RPCID, Peer: engine.Addr{IP: sub.PeerIP, Port: sub.PeerPort}, Request: true}, msg)
+	sr := sendRef{cookie: sub.Cookie, offset: sub.Offset, length: sub.Length}
+	err := p.ReplyRef(engine.Message{ID: sub.RPCID, Peer: engine.Addr{IP: sub.PeerIP, Port: sub.PeerPort}, Request: true}, msg, ws.holdExt(&sr))
 	delete(ws.requests, ref)
 	ws.outst--
 	if err != nil {
+		ws.dropExt(&sr)
 		ws.refuse(sub, errCode(err), true)
 		return
 	}
-	ws.sends[ref] = sendRef{cookie: sub.Cookie, offset: sub.Offset, length: sub.Length}
+	ws.sends[ref] = sr
 	ws.complete(shm.Completion{Op: shm.CompAccepted, Cookie: sub.Cookie, RPCID: sub.RPCID})
 }
 
@@ -505,6 +608,12 @@ func (ws *workerSess) outDone(id uint64, peer engine.Addr, _ []byte) {
 	if !s.client {
 		delete(ws.sends, ref) // a client's entry stays for its result's cookie
 	}
+	if s.ext != nil { // packets may still be sending from the arena
+		s.ext.Unhold()
+		ws.releasing = append(ws.releasing, s)
+		ws.releases() // all gone already: Released now
+		return
+	}
 	ws.complete(shm.Completion{Op: shm.CompReleased, Cookie: s.cookie, Offset: s.offset, Length: s.length})
 }
 
@@ -527,6 +636,9 @@ func (ws *workerSess) complete(c shm.Completion) {
 }
 
 func (ws *workerSess) flush() {
+	if len(ws.releasing) > 0 {
+		ws.releases()
+	}
 	for len(ws.backlog) > 0 {
 		var slot shm.Slot
 		ws.backlog[0].Encode(&slot)

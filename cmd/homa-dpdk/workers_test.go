@@ -168,14 +168,38 @@ func (w *rawWorker) message(c shm.Completion) []byte {
 }
 
 func TestWorkers_echoThroughTheEngine(t *testing.T) {
-	_, _, sockA, sockB := workerHosts(t, workerLimits{})
+	a, b, sockA, sockB, calls := workerHostsCalls(t, workerLimits{})
 	testRawEcho(t, sockA, sockB)
+	checkZeroCopy(t, calls, a, b)
 }
 
 func TestWorkers_echoOverMemifPair(t *testing.T) {
 	a, b := memifHosts(t, 2)
-	_, _, sockA, sockB, _ := serveWorkers(t, a, b, workerLimits{})
+	_, _, sockA, sockB, calls := serveWorkers(t, a, b, workerLimits{})
 	testRawEcho(t, sockA, sockB)
+	checkZeroCopy(t, calls, a, b)
+}
+
+// checkZeroCopy checks that the hosts (on ports that send chained mbufs)
+// sent the workers' payloads from their arenas, and that a chained packet
+// reached a host as such (net_ring passes the mbufs themselves).
+func checkZeroCopy(t *testing.T, calls loopCalls, hosts ...*hostLoop) {
+	t.Helper()
+	for _, h := range hosts {
+		var wc workerCounters
+		var zc uint64
+		var multiSeg bool
+		calls.do(func() {
+			h.workers.snapshot(&wc)
+			zc, multiSeg = h.ep.Metrics().ZeroCopyPackets, h.tx.multiSeg
+		})
+		if !multiSeg {
+			t.Errorf("%s: the port does not send chained mbufs", h.me.ip4())
+		}
+		if wc.ZeroCopyMessages == 0 || zc == 0 {
+			t.Errorf("%s: %d zero-copy messages, %d zero-copy DATA packets; want some", h.me.ip4(), wc.ZeroCopyMessages, zc)
+		}
+	}
 }
 
 func testRawEcho(t *testing.T, sockA, sockB string) {
