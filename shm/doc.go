@@ -128,8 +128,8 @@
 // range after Released (or an Error with the Released flag). The engine
 // sends Released only after its last read of the range: the RPC has ended
 // (no retransmission possible) and every packet of the message has left.
-// Where the port sends chained mbufs (software devices), DATA payloads
-// are not copied at all: each packet's payload is an mbuf attached to the
+// Where the port sends chained mbufs (software devices), the payloads of
+// messages of 4 KB and more are not copied at all: each packet's payload is an mbuf attached to the
 // arena as an external buffer, and Released waits until the last of them
 // is freed by the port — so it may come after the Response. Elsewhere the
 // payload is copied once into the mbuf and Released comes with the end

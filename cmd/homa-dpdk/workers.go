@@ -319,10 +319,16 @@ func (ws *workerSess) takeExt() *dpdk.ExtBuf {
 	return e
 }
 
-// holdExt gives ref an external buffer when the port sends from memory;
+// zeroCopyMin is the smallest message sent from the arena without a copy:
+// attaching and chaining cost C calls per packet and per message, more
+// than copying a packet or two.
+const zeroCopyMin = 4096
+
+// holdExt gives ref an external buffer when the port sends from memory
+// and the message is long enough (zeroCopyMin);
 // it returns the engine's ref (nil: copy).
 func (ws *workerSess) holdExt(ref *sendRef) any {
-	if !ws.hub.h.tx.multiSeg {
+	if !ws.hub.h.tx.multiSeg || ref.length < zeroCopyMin {
 		return nil
 	}
 	e := ws.takeExt()
