@@ -100,20 +100,15 @@ func dial(t *testing.T, f *fakeEngine, opt Options) *Client {
 }
 
 func (f *fakeEngine) attach(s *shm.Session) {
-	l := &s.Layout
-	sq, err := shm.NewConsumer(l.SQ(s.Region), l.SQEntries)
+	side, err := s.EngineSide(MaxMessage)
 	if err != nil {
 		panic(err) // the fake's own region: a broken test setup
-	}
-	cq, err := shm.NewProducer(l.CQ(s.Region), l.CQEntries)
-	if err != nil {
-		panic(err)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := len(f.all)
-	fs := &fakeSess{s: s, sq: sq, cq: cq, lim: l.Limits(MaxMessage), arena: l.Arena(s.Region),
-		pool: l.Pool(s.Region), pages: shm.NewPagePool(int(l.PoolPages)),
+	fs := &fakeSess{s: s, sq: side.SQ, cq: side.CQ, lim: side.Limits, arena: side.Arena,
+		pool: side.Pool, pages: side.Pages,
 		addr: Addr{IP: [4]byte{10, 0, 0, byte(1 + n)}, Port: uint16(40000 + n)}}
 	f.live = append(f.live, fs)
 	f.all = append(f.all, fs)

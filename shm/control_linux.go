@@ -45,6 +45,35 @@ type Session struct {
 	conn          *net.UnixConn
 }
 
+// EngineSide is the engine's working view of a session's region: its
+// ends of the two rings, the limits entries are checked against, the
+// arena and the pool entries refer to, and the account of the pool's
+// pages. The engine (one goroutine) owns it.
+type EngineSide struct {
+	SQ     *Consumer
+	CQ     *Producer
+	Limits Limits
+	Arena  []byte
+	Pool   []byte
+	Pages  *PagePool
+}
+
+// EngineSide attaches the engine's ends of the session's rings; messages
+// are at most maxMessage bytes.
+func (s *Session) EngineSide(maxMessage uint32) (EngineSide, error) {
+	l := &s.Layout
+	sq, err := NewConsumer(l.SQ(s.Region), l.SQEntries)
+	if err != nil {
+		return EngineSide{}, err
+	}
+	cq, err := NewProducer(l.CQ(s.Region), l.CQEntries)
+	if err != nil {
+		return EngineSide{}, err
+	}
+	return EngineSide{SQ: sq, CQ: cq, Limits: l.Limits(maxMessage), Arena: l.Arena(s.Region),
+		Pool: l.Pool(s.Region), Pages: NewPagePool(int(l.PoolPages))}, nil
+}
+
 // Close ends the session from the daemon's side (a worker that broke the
 // protocol): its connection closes, OnDetach runs, the region is freed.
 func (s *Session) Close() { s.conn.Close() }

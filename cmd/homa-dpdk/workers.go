@@ -66,14 +66,9 @@ type workerCounters struct {
 
 // workerSess is one attached worker, as the loop sees it.
 type workerSess struct {
-	hub     *workerHub
-	s       *shm.Session
-	sq      *shm.Consumer
-	cq      *shm.Producer
-	lim     shm.Limits
-	arena   []byte
-	pool    []byte
-	pages   *shm.PagePool
+	hub *workerHub
+	s   *shm.Session
+	shm.EngineSide
 	client  *engine.Port
 	servers map[uint16]*engine.Port
 	// sends are the cookie and arena range of each outgoing message the
@@ -133,18 +128,12 @@ func newWorkerHub(h *hostLoop, path string, allowUIDs, allowGIDs []int, lim work
 // onAttach runs on a control goroutine: it attaches the rings and hands
 // the session to the loop.
 func (hub *workerHub) onAttach(s *shm.Session) {
-	l := s.Layout
-	sq, err1 := shm.NewConsumer(l.SQ(s.Region), l.SQEntries)
-	cq, err2 := shm.NewProducer(l.CQ(s.Region), l.CQEntries)
-	if err := errors.Join(err1, err2); err != nil {
+	side, err := s.EngineSide(uint32(min(hub.h.ep.MaxMessageLength(), shm.MaxMessage)))
+	if err != nil {
 		return // cannot happen for a region we just made; the worker then sees no traffic
 	}
 	ws := &workerSess{
-		hub: hub, s: s, sq: sq, cq: cq,
-		lim:      l.Limits(uint32(min(hub.h.ep.MaxMessageLength(), shm.MaxMessage))),
-		arena:    l.Arena(s.Region),
-		pool:     l.Pool(s.Region),
-		pages:    shm.NewPagePool(int(l.PoolPages)),
+		hub: hub, s: s, EngineSide: side,
 		servers:  map[uint16]*engine.Port{},
 		sends:    map[rpcRef]sendRef{},
 		requests: map[rpcRef]*engine.Port{},
@@ -227,7 +216,7 @@ func (hub *workerHub) poll() int {
 	for i := 0; i < len(hub.sessions); i++ {
 		ws := hub.sessions[i]
 		ws.poll()
-		if ws.sq.Corrupt() != 0 || ws.cq.Corrupt() != 0 {
+		if ws.SQ.Corrupt() != 0 || ws.CQ.Corrupt() != 0 {
 			// A broken or hostile worker: end its session (the socket
 			// closes, the control goroutine frees the region).
 			hub.counters.CorruptRings++
@@ -254,8 +243,8 @@ func (hub *workerHub) snapshot(c *workerCounters) {
 	c.ActiveSessions = uint64(len(hub.sessions))
 	for _, ws := range hub.sessions {
 		c.OutstandingRPCs += uint64(ws.outst)
-		c.HeldPages += uint64(ws.pages.Held())
-		c.FreePages += uint64(ws.pages.Free())
+		c.HeldPages += uint64(ws.Pages.Held())
+		c.FreePages += uint64(ws.Pages.Free())
 	}
 }
 
@@ -372,10 +361,10 @@ func (ws *workerSess) releases() bool {
 func (ws *workerSess) poll() {
 	ws.retryParked()
 	hub := ws.hub
-	n := ws.sq.PopBurst(hub.slots)
+	n := ws.SQ.PopBurst(hub.slots)
 	for i := range n {
 		hub.counters.Submissions++
-		sub, code := shm.ParseSubmission(&hub.slots[i], &ws.lim)
+		sub, code := shm.ParseSubmission(&hub.slots[i], &ws.Limits)
 		if code != shm.ErrCodeNone {
 			hub.counters.BadEntries++
 			ws.refuse(&sub, code, false)
@@ -421,7 +410,7 @@ func (ws *workerSess) handle(sub *shm.Submission) {
 		}
 		ws.complete(shm.Completion{Op: shm.CompAccepted, Cookie: sub.Cookie})
 	case shm.OpReturnPages:
-		if !ws.pages.Return(sub.Page, sub.Pages) {
+		if !ws.Pages.Return(sub.Page, sub.Pages) {
 			ws.refuse(sub, shm.ErrCodeBadPage, true)
 		}
 	}
@@ -477,7 +466,7 @@ func (ws *workerSess) send(sub *shm.Submission, parked bool) {
 		p.SetHooks(ws.hooks(0))
 		ws.client = p
 	}
-	msg := ws.arena[sub.Offset : sub.Offset+uint64(sub.Length)]
+	msg := ws.Arena[sub.Offset : sub.Offset+uint64(sub.Length)]
 	sr := sendRef{cookie: sub.Cookie, offset: sub.Offset, length: sub.Length, client: true}
 	id, err := ws.client.SendRef(engine.Addr{IP: sub.PeerIP, Port: sub.PeerPort}, msg, ws.holdExt(&sr))
 	if err != nil {
@@ -514,7 +503,7 @@ func (ws *workerSess) reply(sub *shm.Submission) {
 		ws.refuse(sub, shm.ErrCodeNoRPC, true)
 		return
 	}
-	msg := ws.arena[sub.Offset : sub.Offset+uint64(sub.Length)]
+	msg := ws.Arena[sub.Offset : sub.Offset+uint64(sub.Length)]
 	sr := sendRef{cookie: sub.Cookie, offset: sub.Offset, length: sub.Length}
 	err := p.ReplyRef(engine.Message{ID: sub.RPCID, Peer: engine.Addr{IP: sub.PeerIP, Port: sub.PeerPort}, Request: true}, msg, ws.holdExt(&sr))
 	delete(ws.requests, ref)
@@ -549,16 +538,16 @@ func (ws *workerSess) hooks(server uint16) engine.PortHooks {
 				return nil, false // the request is dropped; its client retries
 			}
 			pages := shm.PagesFor(n)
-			page, ok := ws.pages.Alloc(pages)
+			page, ok := ws.Pages.Alloc(pages)
 			if !ok {
 				ws.hub.counters.NoRecvSpace++
 				return nil, false
 			}
 			off := page * shm.PageSize
-			return ws.pool[off : off+n], true
+			return ws.Pool[off : off+n], true
 		},
 		FreeRecvBuf: func(buf []byte) {
-			ws.pages.Release(ws.pageOf(buf), shm.PagesFor(len(buf)))
+			ws.Pages.Release(ws.pageOf(buf), shm.PagesFor(len(buf)))
 		},
 		OutDone: ws.outDone,
 	}
@@ -566,7 +555,7 @@ func (ws *workerSess) hooks(server uint16) engine.PortHooks {
 
 // pageOf is the pool page a receive buffer starts on.
 func (ws *workerSess) pageOf(buf []byte) int {
-	off := uintptr(unsafe.Pointer(unsafe.SliceData(buf))) - uintptr(unsafe.Pointer(unsafe.SliceData(ws.pool)))
+	off := uintptr(unsafe.Pointer(unsafe.SliceData(buf))) - uintptr(unsafe.Pointer(unsafe.SliceData(ws.Pool)))
 	return int(off / shm.PageSize)
 }
 
@@ -582,7 +571,7 @@ func (ws *workerSess) deliver(m engine.Message, port uint16) {
 		return
 	}
 	page, pages := ws.pageOf(m.Data), shm.PagesFor(len(m.Data))
-	ws.pages.Deliver(page, pages)
+	ws.Pages.Deliver(page, pages)
 	c := shm.Completion{RPCID: m.ID, PeerIP: m.Peer.IP, PeerPort: m.Peer.Port,
 		Length: uint32(len(m.Data)), Page: uint32(page), Pages: uint32(pages)}
 	if m.Request {
@@ -632,7 +621,7 @@ func (ws *workerSess) complete(c shm.Completion) {
 	if len(ws.backlog) == 0 {
 		var slot shm.Slot
 		c.Encode(&slot)
-		if ws.cq.Push(&slot) {
+		if ws.CQ.Push(&slot) {
 			ws.pushed = true
 			return
 		}
@@ -648,7 +637,7 @@ func (ws *workerSess) flush() {
 	for len(ws.backlog) > 0 {
 		var slot shm.Slot
 		ws.backlog[0].Encode(&slot)
-		if !ws.cq.Push(&slot) {
+		if !ws.CQ.Push(&slot) {
 			break
 		}
 		ws.backlog = ws.backlog[1:]
@@ -656,7 +645,7 @@ func (ws *workerSess) flush() {
 	}
 	if ws.pushed {
 		ws.pushed = false
-		if ws.cq.TakeWaiter() {
+		if ws.CQ.TakeWaiter() {
 			ws.hub.counters.Wakeups++
 			ws.s.Wake()
 		}
