@@ -76,6 +76,8 @@ arp:
   retries: 50
 log:
   level: warn
+protocol:
+  timeout_ticks: 2000 # 2 s: a machine loaded by other work can starve a daemon for 100 ms
 workers:
   enabled: %t
   socket: %q
