@@ -98,6 +98,11 @@ type Stats struct {
 	BusyPasses uint64 // passes whose Pass returned > 0
 	Packets    uint64 // sum of what Pass returned
 	Sleeps     uint64 // sleeps taken (Adaptive)
+	// MaxGap is the longest time between the starts of two consecutive
+	// passes, not counting the loop's own idle sleeps: a pass that ran
+	// long, or the thread stopped by the garbage collector or the
+	// kernel's scheduler. A µs transport is ruined by a gap of ms.
+	MaxGap time.Duration
 }
 
 const publishEvery = 256
@@ -115,6 +120,7 @@ type Loop struct {
 	exited atomic.Bool
 
 	passes, busy, packets, sleeps atomic.Uint64
+	maxGap                        atomic.Int64 // ns
 }
 
 var running struct {
@@ -257,13 +263,21 @@ func (l *Loop) run() {
 	var passes, busy, packets, sleeps uint64
 	empty := 0
 	sleep := idle.MinSleep
+	var maxGap int64
 	publish := func() {
 		l.passes.Store(passes)
 		l.busy.Store(busy)
 		l.packets.Store(packets)
 		l.sleeps.Store(sleeps)
+		l.maxGap.Store(maxGap)
 	}
+	last := nanotime()
 	for !l.stop.Load() {
+		now := nanotime()
+		if gap := now - last; gap > maxGap {
+			maxGap = gap
+		}
+		last = now
 		n := pass()
 		passes++
 		if n > 0 {
@@ -274,9 +288,13 @@ func (l *Loop) run() {
 		} else if idle.Kind == Adaptive {
 			empty++
 			if empty >= idle.SpinPasses {
+				if gap := nanotime() - last; gap > maxGap { // the pass before the sleep
+					maxGap = gap
+				}
 				publish()
 				ts := unix.NsecToTimespec(int64(sleep))
 				_ = unix.Nanosleep(&ts, nil)
+				last = nanotime() // a sleep the loop chose is not a gap
 				sleeps++
 				if sleep *= 2; sleep > idle.MaxSleep {
 					sleep = idle.MaxSleep
@@ -340,5 +358,11 @@ func (l *Loop) Stats() Stats {
 		BusyPasses: l.busy.Load(),
 		Packets:    l.packets.Load(),
 		Sleeps:     l.sleeps.Load(),
+		MaxGap:     time.Duration(l.maxGap.Load()),
 	}
 }
+
+// nanotime is a monotonic clock in ns (the runtime's; no allocation).
+func nanotime() int64 { return int64(time.Since(clockBase)) }
+
+var clockBase = time.Now()

@@ -233,3 +233,37 @@ func TestStop_timeoutWhenPassBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A pass that stalls shows as the loop's longest gap; the loop's own idle
+// sleeps do not.
+func TestStats_maxGapSeesAStallNotIdleSleeps(t *testing.T) {
+	w := workerLcore(t)
+	var calls atomic.Int64
+	l, err := lcore.Launch(w, lcore.Config{
+		Name: "gap",
+		Pass: func() int {
+			if calls.Add(1) == 50 {
+				time.Sleep(30 * time.Millisecond) // a stall, as a GC pause would be
+			}
+			return 0
+		},
+		Idle: lcore.Idle{Kind: lcore.Adaptive, SpinPasses: 100, MinSleep: time.Millisecond, MaxSleep: 50 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for l.Stats().Sleeps < 20 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := l.Stop(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	st := l.Stats()
+	if st.MaxGap < 30*time.Millisecond {
+		t.Errorf("longest gap %v, want at least the 30 ms stall", st.MaxGap)
+	}
+	if st.MaxGap > 45*time.Millisecond { // idle sleeps of up to 50 ms must not count
+		t.Errorf("longest gap %v: the loop's idle sleeps were counted", st.MaxGap)
+	}
+}

@@ -84,6 +84,8 @@ func serveDemoWorkers(cfg demoConfig) error {
 	if err := loop.Stop(5 * time.Second); err != nil {
 		return err
 	}
+	st := loop.Stats()
+	fmt.Fprintf(cfg.out, "loop: %d passes, longest gap between passes %v\n", st.Passes, st.MaxGap)
 	for _, h := range hp.hosts {
 		fmt.Fprintln(cfg.out, h.summary())
 	}

@@ -79,8 +79,9 @@ type collector struct {
 var (
 	labels = []string{"host", "port"}
 	descs  = struct {
-		engine, drops, stack, tx, faults, queue, loop, port, xstat, capture, workers, workerGauge *prometheus.Desc
+		engine, drops, stack, tx, faults, queue, loop, port, xstat, capture, workers, workerGauge, loopGap *prometheus.Desc
 	}{
+		loopGap:     prometheus.NewDesc("homa_loop_max_pass_gap_seconds", "Longest time between the starts of two passes of the polling loop, idle sleeps excluded (stalls: GC, scheduler).", labels, nil),
 		workers:     prometheus.NewDesc("homa_workers_total", "Worker interface counters: sessions, submissions, refusals by cause, completions, wake-ups.", append(labels, "counter"), nil),
 		workerGauge: prometheus.NewDesc("homa_workers", "Worker interface gauges: sessions, outstanding RPCs, receive-pool pages held and free.", append(labels, "gauge"), nil),
 		engine:      prometheus.NewDesc("homa_engine_total", "Homa engine counters, named as kernel Homa's /proc/net/homa_metrics where the concept matches.", append(labels, "counter"), nil),
@@ -156,6 +157,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			counter(descs.loop, ls.BusyPasses, host, port, "busy_passes")
 			counter(descs.loop, ls.Packets, host, port, "packets")
 			counter(descs.loop, ls.Sleeps, host, port, "sleeps")
+			ch <- prometheus.MustNewConstMetric(descs.loopGap, prometheus.GaugeValue, ls.MaxGap.Seconds(), host, port)
 		}
 		if ps, err := h.port.Stats(); err == nil {
 			for name, v := range map[string]uint64{

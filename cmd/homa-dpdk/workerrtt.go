@@ -45,8 +45,10 @@ type workerRTTResult struct {
 	// median, over all RPCs; AddedPerRoundUs the same per round.
 	AddedMedianUs   float64   `json:"added_median_us"`
 	AddedPerRoundUs []float64 `json:"added_per_round_us"`
-	// PassNs is the polling loop's mean pass (both hosts) while measuring.
-	PassNs float64 `json:"loop_pass_ns"`
+	// PassNs is the polling loop's mean pass (both hosts) while measuring;
+	// MaxGapUs its longest gap between passes over the run (stalls).
+	PassNs   float64 `json:"loop_pass_ns"`
+	MaxGapUs float64 `json:"loop_max_gap_us"`
 }
 
 type rttSummary struct {
@@ -360,6 +362,7 @@ func runWorkerRTT(cfg workerRTTConfig) (*workerRTTResult, error) {
 		return nil, err
 	}
 	res.PassNs = float64(time.Since(measureStart).Nanoseconds()) / float64(ls.Passes-passesBefore)
+	res.MaxGapUs = float64(ls.MaxGap.Nanoseconds()) / 1e3
 	res.Paths = []rttSummary{summarize("in-daemon", dTotal), summarize("worker (shm)", wTotal)}
 	res.AddedMedianUs = res.Paths[1].P50Us - res.Paths[0].P50Us
 	printWorkerRTT(cfg.out, res)
@@ -377,6 +380,6 @@ func printWorkerRTT(out io.Writer, res *workerRTTResult) {
 	for _, p := range res.Paths {
 		fmt.Fprintf(out, "%-14s %8.2f %8.2f %8.2f %8.1f %9d\n", p.Path, p.P50Us, p.P99Us, p.P999Us, p.MaxUs, p.RPCs)
 	}
-	fmt.Fprintf(out, "polling loop: one pass of both hosts every %.0f ns on average\n", res.PassNs)
+	fmt.Fprintf(out, "polling loop: one pass of both hosts every %.0f ns on average; longest gap between passes %.1f µs\n", res.PassNs, res.MaxGapUs)
 	fmt.Fprintf(out, "shared-memory path adds %.2f µs at the median (%d-byte RPC)\n", res.AddedMedianUs, res.Size)
 }
