@@ -203,3 +203,7 @@ func captureStderr() func() string {
 		return string(b)
 	}
 }
+
+// Version is the version of the DPDK library linked, e.g. "DPDK 22.11.5"
+// (rte_version; no EAL needed).
+func Version() string { return C.GoString(C.rte_version()) }

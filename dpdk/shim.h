@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <rte_eal.h>
+#include <rte_version.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_launch.h>

@@ -1,15 +1,7 @@
 package main
 
-import (
-	"os/exec"
-	"strings"
-)
+import "github.com/homa-dpdk/homa-dpdk/dpdk"
 
-// dpdkVersion is the DPDK version pkg-config reports, for `version`.
-func dpdkVersion() string {
-	out, err := exec.Command("pkg-config", "--modversion", "libdpdk").Output()
-	if err != nil {
-		return "DPDK version unknown"
-	}
-	return "DPDK " + strings.TrimSpace(string(out))
-}
+// dpdkVersion is the version of the DPDK library the program runs with,
+// for `version`.
+func dpdkVersion() string { return dpdk.Version() }
