@@ -116,6 +116,7 @@ type Loop struct {
 	err    error // set before done is closed
 	lcore  uint  // DPDK lcore id of the loop's thread
 	cpus   []int // CPU affinity of the loop's thread, read at start
+	tid    int   // the loop's thread id
 	wait   func() error
 	exited atomic.Bool
 
@@ -163,7 +164,7 @@ func Launch(lcore uint, cfg Config) (*Loop, error) {
 	started := make(chan struct{})
 	err = dpdk.RemoteLaunch(lcore, func() {
 		l.lcore = dpdk.LcoreID()
-		l.cpus = affinity()
+		l.cpus, l.tid = affinity(), unix.Gettid()
 		setTimerSlack()
 		close(started)
 		l.run()
@@ -207,7 +208,7 @@ func Go(cpu int, cfg Config) (*Loop, error) {
 			return
 		}
 		l.lcore = id
-		l.cpus = affinity()
+		l.cpus, l.tid = affinity(), unix.Gettid()
 		setTimerSlack()
 		startErr <- nil
 		defer func() {

@@ -63,6 +63,8 @@ func serveDemoWorkers(cfg demoConfig) error {
 	if err != nil {
 		return err
 	}
+	hk := lcore.StartHousekeeping([]*lcore.Loop{loop}, time.Second) // other threads off the loop's CPU
+	defer hk.Stop()
 	fmt.Fprintf(cfg.out, "demo: Homa hosts 10.0.0.1 and 10.0.0.2 on a net_memif pair, one busy-polling loop on lcore 1; workers attach at %s and %s\n",
 		filepath.Join(cfg.workers, "10.0.0.1.sock"), filepath.Join(cfg.workers, "10.0.0.2.sock"))
 	sig := make(chan os.Signal, 1)

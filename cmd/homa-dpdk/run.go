@@ -123,6 +123,7 @@ type daemon struct {
 	hosts        []*hostLoop
 	loops        []*lcore.Loop
 	hubs         []*workerHub
+	housekeeping *lcore.Housekeeping
 	capture      *dpdk.Capture
 }
 
@@ -386,6 +387,8 @@ func (d *daemon) launch(txq []int) error {
 		d.loops = append(d.loops, loop)
 		d.log.Info().Str("host", h.me.ip4()).Uint("lcore", d.spec.Lcores[i]).Msg("polling loop launched")
 	}
+	// The process's other threads stay off the loops' CPUs.
+	d.housekeeping = lcore.StartHousekeeping(d.loops, time.Second)
 	if addr := d.spec.Metrics.Address; addr != "" {
 		srv, err := serveMetrics(addr, &collector{hosts: d.hosts, loops: d.loops})
 		if err != nil {
@@ -443,6 +446,10 @@ func (d *daemon) stopLoops() error {
 	if d.metrics != nil {
 		d.metrics.Close()
 		d.metrics = nil
+	}
+	if d.housekeeping != nil {
+		d.housekeeping.Stop()
+		d.housekeeping = nil
 	}
 	for _, hub := range d.hubs { // workers detach while the loops still run
 		if err := hub.close(); err != nil && first == nil {

@@ -245,12 +245,14 @@ func runWorkerRTT(cfg workerRTTConfig) (*workerRTTResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	hk := lcore.StartHousekeeping([]*lcore.Loop{loop}, time.Second) // other threads off the loop's CPU
 	stopped := false
 	stop := func() error {
 		if stopped {
 			return nil
 		}
 		stopped = true
+		hk.Stop()
 		for _, hub := range hubs { // workers detach while the loop runs
 			hub.close()
 		}
