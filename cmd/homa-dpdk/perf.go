@@ -19,6 +19,7 @@ func perfCmd() *cobra.Command {
 		Short: "Performance scenarios, measured beside a peer in the same run",
 	}
 	c.AddCommand(pmdCmd(), pmdPeerCmd(), workerRTTCmd())
+	c.AddCommand(perfScenarioCmds()...)
 	return c
 }
 

@@ -1,0 +1,195 @@
+package perf
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// ResultsDir makes the results directory: out, or results/<timestamp>.
+func ResultsDir(out string) (string, error) {
+	if out == "" {
+		out = filepath.Join("results", time.Now().Format("2006-01-02T15-04-05"))
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", err
+	}
+	return out, nil
+}
+
+// WriteJSON writes v as indented JSON to path, creating its directory.
+func WriteJSON(path string, v any) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// Table is a results table.
+type Table struct {
+	Header []string
+	Rows   [][]string
+}
+
+// Text writes the table aligned in columns.
+func (t Table) Text(w io.Writer) {
+	width := make([]int, len(t.Header))
+	for i, h := range t.Header {
+		width[i] = len([]rune(h))
+	}
+	for _, r := range t.Rows {
+		for i, c := range r {
+			if i < len(width) {
+				width[i] = max(width[i], len([]rune(c)))
+			}
+		}
+	}
+	line := func(cells []string) {
+		var b strings.Builder
+		for i, c := range cells {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			pad := strings.Repeat(" ", width[i]-len([]rune(c)))
+			if i == 0 {
+				b.WriteString(c + pad)
+			} else {
+				b.WriteString(pad + c)
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+	line(t.Header)
+	for _, r := range t.Rows {
+		line(r)
+	}
+}
+
+// Markdown writes the table in markdown.
+func (t Table) Markdown(w io.Writer) {
+	fmt.Fprintf(w, "| %s |\n", strings.Join(t.Header, " | "))
+	seps := make([]string, len(t.Header))
+	for i := range seps {
+		seps[i] = "---:"
+	}
+	seps[0] = ":---"
+	fmt.Fprintf(w, "| %s |\n", strings.Join(seps, " | "))
+	for _, r := range t.Rows {
+		fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | "))
+	}
+}
+
+// Section is one scenario in the markdown report.
+type Section struct {
+	Name        string   // scenario name, e.g. "rtt"
+	Title       string   // heading
+	Method      string   // how it was measured
+	Distortions string   // known distortions on the machine
+	Tables      []Table  // results
+	Notes       []string // further lines (loop gaps, skips, errors)
+	Images      []string // plot files, relative to the report's directory
+	Error       string   // the scenario failed: why
+}
+
+// WriteReport writes the markdown report of sections to path.
+func WriteReport(path, title string, meta []string, secs []Section) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n\n", title)
+	for _, m := range meta {
+		fmt.Fprintf(&b, "- %s\n", m)
+	}
+	if len(meta) > 0 {
+		b.WriteString("\n")
+	}
+	for _, s := range secs {
+		fmt.Fprintf(&b, "## %s\n\n", s.Title)
+		if s.Error != "" {
+			fmt.Fprintf(&b, "**Failed:** %s\n\n", oneLine(s.Error))
+		}
+		for _, t := range s.Tables {
+			t.Markdown(&b)
+			b.WriteString("\n")
+		}
+		for _, n := range s.Notes {
+			fmt.Fprintf(&b, "- %s\n", n)
+		}
+		if len(s.Notes) > 0 {
+			b.WriteString("\n")
+		}
+		for _, img := range s.Images {
+			fmt.Fprintf(&b, "![%s](%s)\n\n", s.Name, img)
+		}
+		if s.Method != "" {
+			fmt.Fprintf(&b, "**Method.** %s\n\n", s.Method)
+		}
+		if s.Distortions != "" {
+			fmt.Fprintf(&b, "**Known distortions.** %s\n\n", s.Distortions)
+		}
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", " ") }
+
+func loopNotes(loops []LoopStats) []string {
+	var out []string
+	for _, l := range loops {
+		if l.MaxGapFound {
+			out = append(out, fmt.Sprintf("Polling loop %s: %d passes, longest gap between two passes %.1f µs.", l.Loop, l.Passes, l.MaxGapUs))
+		} else {
+			out = append(out, fmt.Sprintf("Polling loop %s: no longest gap reported.", l.Loop))
+		}
+	}
+	return out
+}
+
+// Section is the rtt result for the report; images are the plot files
+// written by WriteFiles.
+func (r *RTTResult) Section(images []string) Section {
+	s := Section{Name: "rtt", Title: "rtt: unloaded round trip, Homa workers vs kernel TCP", Method: r.Method,
+		Distortions: r.Distortions, Tables: []Table{r.Table()}, Images: images, Notes: loopNotes(r.Loops)}
+	s.Notes = append([]string{"Ratios are TCP over Homa: above 1, Homa is faster."}, s.Notes...)
+	for _, x := range r.Series {
+		if x.Skipped != "" {
+			s.Notes = append(s.Notes, fmt.Sprintf("%s skipped: %s", x.Transport, x.Skipped))
+		}
+	}
+	if r.Smoke {
+		s.Notes = append(s.Notes, "Smoke run: tiny counts, the figures mean nothing.")
+	}
+	return s
+}
+
+// WriteFiles writes rtt.json and the plot rtt.png into dir and returns
+// the plots' names.
+func (r *RTTResult) WriteFiles(dir string) ([]string, error) {
+	if err := WriteJSON(filepath.Join(dir, "rtt.json"), r); err != nil {
+		return nil, err
+	}
+	if err := PlotRTT(r, filepath.Join(dir, "rtt.png")); err != nil {
+		return nil, err
+	}
+	return []string{"rtt.png"}, nil
+}
+
+// PMDSection is the pmd result for the report.
+func PMDSection(r *PMDResult) Section {
+	t := Table{Header: []string{"device", "ours Mpps", "testpmd Mpps", "ours/testpmd"}}
+	for _, x := range r.Runs {
+		t.Rows = append(t.Rows, []string{x.Device, fmt.Sprintf("%.2f", x.OursMpps), fmt.Sprintf("%.2f", x.TestpmdMpps), fmt.Sprintf("%.3f", x.Ratio)})
+	}
+	return Section{Name: "pmd", Title: "pmd: forwarding, our Go loop vs dpdk-testpmd", Method: r.Method,
+		Distortions: "On a 2-vCPU virtual machine runs vary by about ±30 %, so only ratios from the same " +
+			"invocation mean anything; on memif the peer shares CPU 0 with both processes' main threads " +
+			"and the Go runtime's threads; net_ring moves pointers only and is not a meaningful reference. " +
+			"The forwarding loop polls busily: its longest gap between passes is not reported by pmd.",
+		Tables: []Table{t}}
+}

@@ -1,0 +1,331 @@
+package perf
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/homa-dpdk/homa-dpdk/client"
+	"golang.org/x/sys/unix"
+)
+
+// Scenario-wide settings shared by rtt and throughput.
+
+// DefaultSizes are the message sizes of the rtt scenario.
+var DefaultSizes = []int{100, 1000, 10_000, 100_000, 1_000_000}
+
+// LoopStats is what the daemon's polling loop says when it stops: its
+// passes and the longest gap between two passes (a garbage-collector or
+// scheduler stall of the loop shows up here).
+type LoopStats struct {
+	Loop        string  `json:"loop"`
+	Passes      int64   `json:"passes"`
+	MaxGapUs    float64 `json:"max_gap_us"`
+	MaxGapFound bool    `json:"reported"` // false: the daemon did not print its loop line
+}
+
+// Daemon is `homa-dpdk demo --workers DIR` run as a child process: two
+// Homa hosts (10.0.0.1 and 10.0.0.2) on a net_memif pair, one busy-polling
+// loop on lcore 1, worker sockets DIR/10.0.0.1.sock and DIR/10.0.0.2.sock.
+type Daemon struct {
+	Dir  string
+	cmd  *exec.Cmd
+	log  *os.File
+	mu   sync.Mutex
+	loop string // the "loop: ..." line
+	up   chan struct{}
+	done chan error
+}
+
+// StartDaemon starts self (the homa-dpdk executable) as the demo daemon
+// serving workers in dir, logging to logPath, and waits until it is up.
+func StartDaemon(self, dir, logPath string) (*Daemon, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{Dir: dir, log: log, up: make(chan struct{}), done: make(chan error, 1)}
+	d.cmd = exec.Command(self, "demo", "--workers", dir)
+	d.cmd.Stderr = log
+	stdout, err := d.cmd.StdoutPipe()
+	if err != nil {
+		log.Close()
+		return nil, err
+	}
+	if err := d.cmd.Start(); err != nil {
+		log.Close()
+		return nil, fmt.Errorf("start the daemon %s: %w", self, err)
+	}
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		sc := bufio.NewScanner(stdout)
+		upSeen := false
+		for sc.Scan() {
+			l := sc.Text()
+			fmt.Fprintln(log, l)
+			if !upSeen && strings.HasPrefix(l, "demo: Homa hosts") {
+				upSeen = true
+				close(d.up)
+			}
+			if strings.HasPrefix(l, "loop: ") {
+				d.mu.Lock()
+				d.loop = l
+				d.mu.Unlock()
+			}
+		}
+	}()
+	go func() {
+		<-scanned
+		d.done <- d.cmd.Wait()
+	}()
+	select {
+	case <-d.up:
+	case err := <-d.done:
+		d.done <- err
+		log.Close()
+		return nil, fmt.Errorf("the daemon exited before it was up (%v); its log: %s\n%s", err, logPath, tail(logPath, 2000))
+	case <-time.After(60 * time.Second):
+		d.Stop()
+		return nil, fmt.Errorf("the daemon was not up within 60 s; its log: %s", logPath)
+	}
+	for _, s := range []string{"10.0.0.1.sock", "10.0.0.2.sock"} {
+		if _, err := os.Stat(filepath.Join(dir, s)); err != nil {
+			d.Stop()
+			return nil, fmt.Errorf("the daemon is up but has no worker socket: %w", err)
+		}
+	}
+	return d, nil
+}
+
+func tail(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// Pid is the daemon's process id.
+func (d *Daemon) Pid() int { return d.cmd.Process.Pid }
+
+// CPU is the daemon's user and system CPU time so far (/proc/PID/stat,
+// all its threads; resolution one clock tick, 10 ms).
+func (d *Daemon) CPU() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", d.Pid()))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name, which is in parentheses.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", d.Pid())
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", d.Pid(), len(f))
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64) // field 14
+	stime, err2 := strconv.ParseInt(f[12], 10, 64) // field 15
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	const clkTck = 100 // sysconf(_SC_CLK_TCK) on Linux
+	return time.Duration(utime+stime) * time.Second / clkTck, nil
+}
+
+// Stop sends SIGTERM, waits for the daemon to exit and returns its
+// polling loop's statistics.
+func (d *Daemon) Stop() (LoopStats, error) {
+	st := LoopStats{Loop: "daemon (both hosts, lcore 1)"}
+	if d == nil {
+		return st, nil
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	var err error
+	select {
+	case err = <-d.done:
+	case <-time.After(20 * time.Second):
+		d.cmd.Process.Kill()
+		err = fmt.Errorf("the daemon did not stop within 20 s of SIGTERM: killed")
+		<-d.done
+	}
+	d.log.Close()
+	d.mu.Lock()
+	line := d.loop
+	d.mu.Unlock()
+	if line != "" {
+		st.Passes, st.MaxGapUs, st.MaxGapFound = parseLoopLine(line)
+	}
+	return st, err
+}
+
+// parseLoopLine reads "loop: N passes, longest gap between passes X".
+func parseLoopLine(l string) (passes int64, gapUs float64, ok bool) {
+	var gap string
+	if _, err := fmt.Sscanf(l, "loop: %d passes, longest gap between passes %s", &passes, &gap); err != nil {
+		return 0, 0, false
+	}
+	d, err := time.ParseDuration(gap)
+	if err != nil {
+		return passes, 0, false
+	}
+	return passes, float64(d.Nanoseconds()) / 1e3, true
+}
+
+// onPinnedThread runs f on a goroutine locked to a thread pinned to cpu,
+// inside network namespace netns when it is not "". The thread is never
+// unlocked, so it exits with the goroutine instead of going back to the
+// runtime pinned (or in another namespace).
+func onPinnedThread(cpu int, netns string, f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if netns != "" {
+			if err := enterNetns(netns); err != nil {
+				errc <- err
+				return
+			}
+		}
+		if cpu >= 0 {
+			var set unix.CPUSet
+			set.Set(cpu)
+			if err := unix.SchedSetaffinity(0, &set); err != nil {
+				errc <- fmt.Errorf("pin a thread to CPU %d: %w", cpu, err)
+				return
+			}
+		}
+		errc <- f()
+	}()
+	return <-errc
+}
+
+func enterNetns(name string) error {
+	fd, err := unix.Open("/var/run/netns/"+name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("network namespace %s: %w", name, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+		return fmt.Errorf("enter network namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// workerPair is the client worker on 10.0.0.1 and the server worker,
+// bound to port 99, on 10.0.0.2, both to be used from one goroutine.
+type workerPair struct {
+	cli, srv *client.Client
+	dst      client.Addr
+}
+
+func dialPair(dir string) (*workerPair, error) {
+	// Spin for the whole wait, never sleep: a latency-critical worker
+	// does, and it keeps the eventfd sleep path out of the figures.
+	opt := client.Options{Spin: time.Hour}
+	cli, err := client.Dial(filepath.Join(dir, "10.0.0.1.sock"), opt)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := client.Dial(filepath.Join(dir, "10.0.0.2.sock"), opt)
+	if err != nil {
+		cli.Close()
+		return nil, err
+	}
+	if err := srv.Bind(99); err != nil {
+		cli.Close()
+		srv.Close()
+		return nil, err
+	}
+	return &workerPair{cli: cli, srv: srv, dst: client.Addr{IP: [4]byte{10, 0, 0, 2}, Port: 99}}, nil
+}
+
+func (w *workerPair) close() {
+	w.cli.Close()
+	w.srv.Close()
+}
+
+// rpc is one echo RPC of msg, one at a time on this goroutine: Send, the
+// server worker's Receive and Reply with the same bytes, the client's
+// Wait. It returns the response's length.
+func (w *workerPair) rpc(msg []byte) (int, error) {
+	id, err := w.cli.Send(w.dst, msg)
+	if err != nil {
+		return 0, err
+	}
+	req, err := w.srv.Receive(10 * time.Second)
+	if err != nil {
+		return 0, fmt.Errorf("server worker: %w", err)
+	}
+	if req.Err != nil || !req.Request {
+		return 0, fmt.Errorf("server worker received %+v", req)
+	}
+	err = w.srv.Reply(req, req.Data)
+	req.Release()
+	if err != nil {
+		return 0, err
+	}
+	resp, err := w.cli.Wait(id, 10*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	n := len(resp.Data)
+	resp.Release()
+	return n, nil
+}
+
+// cpuSelf is this process's user+system CPU time (getrusage).
+func cpuSelf() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// measure times rt warmup times unrecorded (for at most maxTime/4 after
+// the first 10), then up to count times (at least min(count, 10), at most
+// for maxTime) into a histogram.
+func measure(rt func() error, warmup, count int, maxTime time.Duration, prog *Progress) (*hdrhistogram.Histogram, error) {
+	w0 := time.Now()
+	for i := range warmup {
+		if err := rt(); err != nil {
+			return nil, fmt.Errorf("warm-up round trip %d: %w", i, err)
+		}
+		if i >= 10 && i%16 == 0 && time.Since(w0) > maxTime/4 {
+			break
+		}
+	}
+	h := hdrhistogram.New(1, 60_000_000_000, 3)
+	start := time.Now()
+	for i := range count {
+		t0 := time.Now()
+		if err := rt(); err != nil {
+			return nil, fmt.Errorf("round trip %d: %w", i, err)
+		}
+		t1 := time.Now()
+		h.RecordValue(t1.Sub(t0).Nanoseconds())
+		if i%64 == 0 {
+			el := t1.Sub(start)
+			prog.Set(max(float64(i)/float64(count), float64(el)/float64(maxTime)))
+			if i >= 10 && el > maxTime {
+				break
+			}
+		}
+	}
+	return h, nil
+}

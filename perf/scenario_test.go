@@ -1,0 +1,171 @@
+package perf
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/homa-dpdk/homa-dpdk/dpdk/dpdktest"
+)
+
+func TestParseLoopLine(t *testing.T) {
+	p, gap, ok := parseLoopLine("loop: 264886 passes, longest gap between passes 5.787223ms")
+	if !ok || p != 264886 || gap < 5787.2 || gap > 5787.3 {
+		t.Errorf("got %d passes, %v µs, %v", p, gap, ok)
+	}
+	if _, _, ok := parseLoopLine("loop: stopped"); ok {
+		t.Error("parsed a line without figures")
+	}
+}
+
+func TestProgress_plain(t *testing.T) {
+	var b bytes.Buffer
+	p := NewProgress(&b, "rtt", 2)
+	p.Step("homa 100 B")
+	p.Set(0.5) // not a terminal: nothing
+	p.Step("homa 1 KB")
+	p.Done()
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || lines[0] != "rtt: [1/2] homa 100 B" || !strings.HasPrefix(lines[2], "rtt: done in") {
+		t.Errorf("progress wrote %q", b.String())
+	}
+	var nilP *Progress
+	nilP.Step("x")
+	nilP.Set(1)
+	nilP.Done()
+}
+
+func TestReport(t *testing.T) {
+	dir := t.TempDir()
+	r := &RTTResult{Method: "m", Distortions: "d", Series: []RTTSeries{
+		{Transport: "homa", Points: []RTTPoint{{Size: 100, P50Us: 10, P99Us: 20}, {Size: 1000, P50Us: 12, P99Us: 30}}},
+		{Transport: "tcp-loopback", Points: []RTTPoint{{Size: 100, P50Us: 20, P99Us: 40}, {Size: 1000, P50Us: 24, P99Us: 60}}},
+		{Transport: "tcp-veth", Skipped: "no netns"},
+	}, Loops: []LoopStats{{Loop: "x", Passes: 5, MaxGapUs: 3, MaxGapFound: true}}}
+	r.Ratios = rttRatios(r.Series)
+	if r.Ratios[0].LoopbackP50 != 2 || r.Ratios[1].LoopbackP99 != 2 {
+		t.Errorf("ratios %+v", r.Ratios)
+	}
+	imgs, err := r.WriteFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := &ThroughputResult{Size: 1_000_000, Window: 4, Runs: []ThroughputRun{
+		{Transport: "homa", Gbps: 2, CPUPerGB: 4}, {Transport: "tcp-loopback", Gbps: 8, CPUPerGB: 1}}}
+	timgs, err := tp.WriteFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "report.md")
+	if err := WriteReport(path, "report", []string{"meta"}, []Section{r.Section(imgs), tp.Section(timgs)}); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(path)
+	for _, want := range []string{"| 100 B | 10.0 | 20.0 | 20.0 | 40.0 | 2.00 | 2.00 |", "![rtt](rtt.png)",
+		"![throughput](throughput-gbps.png)", "tcp-veth skipped: no netns", "longest gap between two passes 3.0 µs",
+		"homa/tcp-loopback: Gbps 0.25, CPU s per GB 4.00", "**Method.** m"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	for _, f := range append(imgs, timgs...) {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("plot %s: %v", f, err)
+		}
+	}
+}
+
+// buildHomaDPDK builds the homa-dpdk program, which the scenarios run as
+// the daemon (demo --workers), into a temporary directory.
+func buildHomaDPDK(t *testing.T) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	bin := filepath.Join(t.TempDir(), "homa-dpdk")
+	cmd := exec.Command(goBin, "build", "-o", bin, "github.com/homa-dpdk/homa-dpdk/cmd/homa-dpdk")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build the daemon: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestRTTAndThroughput_smoke runs rtt --smoke and throughput --smoke end
+// to end: the daemon as a child process, workers over shared memory,
+// kernel TCP on loopback and across a veth pair. It measures nothing.
+func TestRTTAndThroughput_smoke(t *testing.T) {
+	dpdktest.Need(t)
+	if runtime.NumCPU() < 2 {
+		t.Skip("the scenarios need two CPUs")
+	}
+	if testing.Short() {
+		t.Skip("builds the program and runs the daemon: not in -short")
+	}
+	bin := buildHomaDPDK(t)
+	dir := t.TempDir()
+	var out strings.Builder
+
+	rc := RTTConfigFor(true)
+	rc.Self, rc.OutDir, rc.Out = bin, dir, &out
+	rc.Progress = NewProgress(&out, "rtt", RTTSteps(rc))
+	rr, err := RunRTT(rc)
+	t.Log("\n" + out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range rr.Series {
+		if s.Skipped != "" {
+			t.Errorf("%s skipped: %s", s.Transport, s.Skipped)
+			continue
+		}
+		if len(s.Points) != len(DefaultSizes) {
+			t.Errorf("%s: %d sizes, want %d", s.Transport, len(s.Points), len(DefaultSizes))
+		}
+		for _, p := range s.Points {
+			if p.Count < 10 || p.P50Us <= 0 || p.P99Us < p.P50Us {
+				t.Errorf("%s %d B: %+v", s.Transport, p.Size, p)
+			}
+		}
+	}
+	if len(rr.Loops) != 1 || !rr.Loops[0].MaxGapFound || rr.Loops[0].Passes == 0 {
+		t.Errorf("loop stats %+v: the daemon's loop line was not read", rr.Loops)
+	}
+	if _, err := rr.WriteFiles(dir); err != nil {
+		t.Fatal(err)
+	}
+
+	out.Reset()
+	tc := ThroughputConfigFor(true)
+	tc.Self, tc.OutDir, tc.Out = bin, dir, &out
+	tc.Progress = NewProgress(&out, "throughput", ThroughputSteps(tc))
+	tr, err := RunThroughput(tc)
+	t.Log("\n" + out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range tr.Runs {
+		if r.Skipped != "" {
+			t.Errorf("%s skipped: %s", r.Transport, r.Skipped)
+			continue
+		}
+		if r.Messages < 1 || r.Gbps <= 0 || r.CPUPerGB <= 0 {
+			t.Errorf("%s: %+v", r.Transport, r)
+		}
+		if r.Transport == "homa" && r.DaemonCPU <= 0 {
+			t.Errorf("homa: the daemon's CPU time was not read: %+v", r)
+		}
+	}
+	if _, err := tr.WriteFiles(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"rtt.json", "rtt.png", "throughput.json", "throughput-gbps.png", "throughput-cpu.png"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}
