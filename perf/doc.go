@@ -1,10 +1,21 @@
 // Package perf is homa-dpdk's performance harness: scenarios that measure
 // the project side by side with a peer in the same run, on the same
 // machine, and report ratios (these machines are noisy; absolute figures
-// from different runs do not compare).
+// from different runs do not compare). Each writes JSON that carries its
+// method and its known distortions, and PNG plots (gonum/plot), under a
+// results directory; scenario.go has what they share (results, the
+// progress line, the daemon started as `demo --workers`, loop gaps),
+// report.go the markdown report of `perf all`.
 //
-// Scenario pmd (pmd.go) compares our forwarding loop — dpdk/ and lcore/,
-// reading each packet's Ethernet header in Go — with dpdk-testpmd in io
-// mode: same virtual devices, same forwarding core, burst size, mbuf pool
-// and descriptor counts, run one after the other in one invocation.
+//   - pmd (pmd.go): our forwarding loop — dpdk/ and lcore/, reading each
+//     packet's Ethernet header in Go — against dpdk-testpmd in io mode on
+//     the same virtual devices, core, burst size, pool and descriptors.
+//   - rtt (rtt.go): one RPC at a time, 100 B to 1 MB, Homa workers over
+//     shared memory through the daemon against kernel TCP (tcp.go) over
+//     loopback and over a veth pair between network namespaces.
+//   - throughput (throughput.go): 1 MB messages streamed, Gbps and CPU
+//     seconds per GB, Homa against TCP.
+//
+// worker-rtt lives with the daemon (cmd/homa-dpdk), whose insides it
+// measures; `perf all` runs it as a child process.
 package perf
