@@ -4,7 +4,7 @@
 Server: holds a float32 parameter vector; answers "pull" with the vector
 and applies "push" gradients (params -= lr * grad).
 
-    python3 param_server.py --role server --socket /run/homa-dpdk/homa.sock --port 5000
+    python3 param_server.py --role server --socket /run/homa-dpdk/workers.sock --port 5000
 
 Worker: for each step pulls the parameters, computes a fake gradient (of
 0.5 * |params - target|^2, scaled by a step-dependent factor), pushes it,
@@ -12,7 +12,7 @@ and prints the step's round-trip times; at the end it pulls once more and
 prints a checksum line. Everything is deterministic: against a freshly
 started server, the same --steps and --dim give the same checksum line.
 
-    python3 param_server.py --role worker --socket /run/homa-dpdk/homa.sock --server 10.0.0.2:5000 --steps 20
+    python3 param_server.py --role worker --socket /run/homa-dpdk/workers.sock --server 10.0.0.2:5000 --steps 20
 
 Messages are a 32-byte header and a float32 array:
 

@@ -1,7 +1,7 @@
 """homa_dpdk: the worker side of the homa-dpdk daemon's shared-memory interface.
 
     import homa_dpdk
-    with homa_dpdk.Client("/run/homa-dpdk/homa.sock") as c:
+    with homa_dpdk.Client("/run/homa-dpdk/workers.sock") as c:
         with c.call(("10.0.0.2", 99), b"hello", timeout=5.0) as msg:
             print(bytes(msg.data))
 

@@ -41,7 +41,7 @@ from .ring import Consumer, Producer, check_platform
 
 __all__ = ["Client", "Message", "DEFAULT_SOCKET"]
 
-DEFAULT_SOCKET = "/run/homa-dpdk/homa.sock"
+DEFAULT_SOCKET = "/run/homa-dpdk/workers.sock"
 
 _RETURN_TAG = 1 << 63  # cookies of ReturnPages: tag | page << 32 | pages
 _U32 = 0xFFFFFFFF

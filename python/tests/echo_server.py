@@ -3,7 +3,7 @@
 --socket and answers every request with the same bytes, until killed
 (SIGTERM or SIGINT end it cleanly).
 
-    python3 python/tests/echo_server.py --socket /run/homa-dpdk/homa.sock --port 99
+    python3 python/tests/echo_server.py --socket /run/homa-dpdk/workers.sock --port 99
 
 It prints "echo_server: bound PORT" once it is ready.
 """

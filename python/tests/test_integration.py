@@ -2,7 +2,7 @@
 control socket) and HOMA_PEER (ip:port of an echo server reachable through
 that daemon, e.g. tests/echo_server.py) are set.
 
-    HOMA_SOCKET=/run/homa-dpdk/homa.sock HOMA_PEER=10.0.0.2:99 \\
+    HOMA_SOCKET=/run/homa-dpdk/workers.sock HOMA_PEER=10.0.0.2:99 \\
         python3 -m unittest discover -s python/tests -p test_integration.py -v
 
 HOMA_UNBOUND_PORT (default 32766): a port nobody binds at the peer's
