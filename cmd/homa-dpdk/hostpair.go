@@ -127,9 +127,15 @@ func (rp *hostPair) makeHosts(c hostPairConfig) error {
 		return err
 	}
 	for i, p := range rp.ports {
+		// The pacer's link rate is the port's (net_memif says 100 Gbit/s,
+		// net_ring 10), as `run` takes it with link_speed auto.
+		linkBps := 10e9
+		if l, err := p.Link(); err == nil && l.SpeedMbps > 0 && l.SpeedMbps != ^uint32(0) {
+			linkBps = float64(l.SpeedMbps) * 1e6
+		}
 		hc := hostConfig{
 			port: p, pool: c.pool, ip: [4]byte{10, 0, 0, byte(i + 1)}, mac: wire.MAC{2, 0, 10, 0, 0, byte(i + 1)},
-			txQueues: c.txQueues, prioMap: pm, linkBps: 10e9, engine: engine.DefaultConfig(),
+			txQueues: c.txQueues, prioMap: pm, linkBps: linkBps, engine: engine.DefaultConfig(),
 			capture: c.capture, capIf: i, clock: c.clock, wallOff: c.wallOff, burst: 32,
 			pcp: c.pcp, vlan: 7, multiSeg: pairPortConf(p).TxOffloads&dpdk.TxOffloadMultiSegs != 0,
 		}
