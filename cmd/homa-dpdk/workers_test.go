@@ -558,3 +558,78 @@ func TestWorkers_idlePassAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+// A worker that leaves while packets of its zero-copy message still wait
+// in a port's ring keeps its region mapped until the last of them has
+// been taken and freed; only then is the region freed.
+func TestWorkers_regionOutlivesZeroCopyPacketsInFlight(t *testing.T) {
+	a, b := ringHosts(t, 2, 0)
+	if !a.tx.multiSeg {
+		t.Fatal("the ring port does not send chained mbufs")
+	}
+	dir := t.TempDir()
+	hub, err := newWorkerHub(a, filepath.Join(dir, "a.sock"), nil, nil, workerLimits{maxOutstanding: 8, params: testWorkerParams})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.workers = hub
+	defer func() { // the hub's sessions are gone by now: close needs no loop
+		closed := make(chan struct{})
+		go func() { hub.close(); close(closed) }()
+		for {
+			select {
+			case <-closed:
+				return
+			default:
+				a.pass()
+				b.pass()
+			}
+		}
+	}()
+	// ARP first, so that the send goes out at once.
+	for ready := false; !ready; {
+		a.pass()
+		b.pass()
+		ready, _ = a.peerReady(b.me.ip)
+		if !ready {
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	w := attachRaw(t, filepath.Join(dir, "a.sock"))
+	for len(hub.sessions) == 0 {
+		a.pass()
+	}
+	arena := w.at.Layout.Arena(w.at.Region)
+	for i := range 20000 {
+		arena[i] = byte(i)
+	}
+	w.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 1, PeerIP: b.me.ip, PeerPort: 99, Length: 20000})
+	a.pass() // sends the message: its packets now wait in b's RX ring
+	if c := w.next(t, time.Second); c.Op != shm.CompAccepted {
+		t.Fatalf("send: %+v", c)
+	}
+	if n := hub.counters.ZeroCopyMessages; n != 1 {
+		t.Fatalf("%d zero-copy messages, want 1", n)
+	}
+	w.at.Close() // the worker leaves
+	deadline := time.Now().Add(5 * time.Second)
+	for len(hub.draining) == 0 {
+		a.pass() // takes the detach: the session drains
+		if time.Now().After(deadline) {
+			t.Fatal("the session did not start draining")
+		}
+	}
+	for range 10 {
+		a.pass()
+	}
+	if hub.srv.Sessions() != 1 || len(hub.draining) != 1 {
+		t.Fatalf("region freed while its packets wait in the ring: %d sessions, %d draining", hub.srv.Sessions(), len(hub.draining))
+	}
+	b.pass() // takes the packets (unknown port 99: dropped, freed)
+	for hub.srv.Sessions() != 0 {
+		a.pass()
+		if time.Now().After(deadline) {
+			t.Fatalf("region not freed after its packets: %d draining", len(hub.draining))
+		}
+	}
+}
