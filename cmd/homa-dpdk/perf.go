@@ -20,6 +20,7 @@ func perfCmd() *cobra.Command {
 	}
 	c.AddCommand(pmdCmd(), pmdPeerCmd(), workerRTTCmd())
 	c.AddCommand(perfScenarioCmds()...)
+	c.AddCommand(slowdownCmd())
 	return c
 }
 

@@ -147,9 +147,10 @@ func perfAllCmd() *cobra.Command {
 	var f scenarioFlags
 	c := &cobra.Command{
 		Use:   "all [--smoke] [--out DIR]",
-		Short: "Every scenario (pmd, worker-rtt, rtt, throughput), then one markdown report and one JSON",
+		Short: "Every scenario (pmd, worker-rtt, rtt, throughput, slowdown), then one markdown report and one JSON",
 		Long: `all runs pmd (short) and worker-rtt, each as a child process of this program writing its
-JSON, then rtt and throughput, and writes report.md (every table, plot and each
+JSON, then rtt and throughput, then slowdown (a child process: its daemons and
+namespaces), and writes report.md (every table, plot and each
 scenario's method and known distortions) and all.json into the results directory. A
 scenario that fails is reported as failed and the others still run; the command then
 exits with an error.`,
@@ -223,6 +224,14 @@ func runAll(self, dir string, f scenarioFlags, out io.Writer) error {
 		all.Files["throughput"] = "throughput.json"
 	}
 
+	if sec, err := runSlowdownChild(self, dir, f.smoke, out); err != nil {
+		all.Errors["slowdown"] = err.Error()
+		secs = append(secs, perf.Section{Name: "slowdown", Title: slowdownTitle, Method: perf.SlowdownMethod, Error: err.Error()})
+	} else {
+		secs = append(secs, sec)
+		all.Files["slowdown"] = "slowdown.json"
+	}
+
 	all.Seconds = time.Since(all.Started).Seconds()
 	all.Files["report"] = "report.md"
 	if err := perf.WriteJSON(filepath.Join(dir, "all.json"), &all); err != nil {
@@ -249,6 +258,43 @@ func runAll(self, dir string, f scenarioFlags, out io.Writer) error {
 		return fmt.Errorf("scenario(s) failed: %s (see report.md)", strings.Join(names, ", "))
 	}
 	return nil
+}
+
+const slowdownTitle = "slowdown: Homa daemons vs kernel TCP through a tc bottleneck (W1-W5)"
+
+// runSlowdownChild runs `self perf slowdown --out DIR` (it needs its own
+// process: daemons and namespaces) and makes its report section from its
+// table and plots; its JSON is DIR/slowdown.json.
+func runSlowdownChild(self, dir string, smoke bool, out io.Writer) (perf.Section, error) {
+	args := []string{"perf", "slowdown", "--out", dir}
+	if smoke {
+		args = append(args, "--smoke")
+	}
+	logPath := filepath.Join(dir, "slowdown.log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		return perf.Section{}, err
+	}
+	defer log.Close()
+	prog := perf.NewProgress(os.Stderr, "slowdown", 1)
+	prog.Step("running " + strings.Join(args, " ") + " (log: " + logPath + ")")
+	cmd := exec.Command(self, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	err = cmd.Run()
+	prog.Done()
+	b, _ := os.ReadFile(logPath)
+	if err != nil {
+		return perf.Section{}, fmt.Errorf("%s: %v; its log ends: %s", strings.Join(args, " "), err, lastLines(string(b), 10))
+	}
+	table := lastLines(string(b), 12)
+	fmt.Fprintf(out, "slowdown:\n%s", table)
+	imgs, _ := filepath.Glob(filepath.Join(dir, "slowdown-*.png"))
+	for i := range imgs {
+		imgs[i] = filepath.Base(imgs[i])
+	}
+	return perf.Section{Name: "slowdown", Title: slowdownTitle, Method: perf.SlowdownMethod,
+		Notes:  []string{"Results: slowdown.json; the run's own table (end of slowdown.log):", "```\n" + strings.TrimRight(table, "\n") + "\n```"},
+		Images: imgs}, nil
 }
 
 // runChildScenario runs `self args... --json DIR/NAME.json` with its

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/perf"
+	"github.com/spf13/cobra"
+)
+
+// slowdownCmd is `homa-dpdk perf slowdown`.
+func slowdownCmd() *cobra.Command {
+	var workloads, loads, rate, transports string
+	var seconds float64
+	var smoke bool
+	cfg := perf.DefaultSlowdownConfig()
+	c := &cobra.Command{
+		Use:   "slowdown",
+		Short: "P50/P99 slowdown vs message size, Homa daemons vs kernel TCP through a tc bottleneck",
+		Long: `slowdown is the Homa papers' experiment on one machine: a server and --clients
+client hosts in network namespaces on a bridge, the server's downlink limited to --rate
+by tc htb with 8 strict-priority bands classified by the IPv4 TOS (Homa priority p =
+TOS p<<5). Homa runs as one 'homa-dpdk run' daemon per namespace on net_af_packet, with
+this process's workers attached over the daemons' unix sockets; then kernel TCP runs the
+same open-loop Poisson workload (W1-W5 sizes, 1-byte responses) through the same
+bottleneck. Slowdown = RTT / unloaded RTT of that size, measured first in the same run.
+Writes DIR/slowdown.json and one PNG per workload x load. Needs root, iproute2 and tc.
+
+` + perf.SlowdownMethod,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if os.Geteuid() != 0 {
+				return fmt.Errorf("slowdown needs root (network namespaces, tc)")
+			}
+			for _, p := range []string{"ip", "tc"} {
+				if _, err := exec.LookPath(p); err != nil {
+					return fmt.Errorf("slowdown needs %s (iproute2)", p)
+				}
+			}
+			if smoke {
+				s := perf.SmokeSlowdownConfig()
+				s.Out = cfg.Out
+				cfg = s
+			}
+			f := cmd.Flags()
+			if f.Changed("workloads") || !smoke {
+				cfg.Workloads = strings.Split(strings.ToUpper(workloads), ",")
+			}
+			if f.Changed("loads") || !smoke {
+				cfg.Loads = nil
+				for _, l := range strings.Split(loads, ",") {
+					v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(l), "%"), 64)
+					if err != nil || v <= 0 || v >= 100 {
+						return fmt.Errorf("--loads %q: want percentages in (0,100), e.g. 50,80", loads)
+					}
+					cfg.Loads = append(cfg.Loads, v/100)
+				}
+			}
+			if f.Changed("seconds") || !smoke {
+				cfg.Period = time.Duration(seconds * float64(time.Second))
+			}
+			if f.Changed("rate") || !smoke {
+				r, err := perf.ParseTCRate(rate)
+				if err != nil {
+					return err
+				}
+				cfg.RateBps = r
+			}
+			if f.Changed("transports") || !smoke {
+				cfg.Transports = strings.Split(strings.ToLower(transports), ",")
+			}
+			if smoke && !f.Changed("clients") {
+				cfg.Clients = perf.SmokeSlowdownConfig().Clients
+			}
+			if smoke && !f.Changed("reps") {
+				cfg.Reps = perf.SmokeSlowdownConfig().Reps
+			}
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			cfg.Bin = self
+			cfg.Log = cmd.ErrOrStderr()
+			res, err := perf.RunSlowdown(cfg)
+			if res != nil {
+				perf.PrintSlowdown(cmd.OutOrStdout(), res)
+			}
+			return err
+		},
+	}
+	d := perf.DefaultSlowdownConfig()
+	f := c.Flags()
+	f.StringVar(&workloads, "workloads", strings.Join(d.Workloads, ","), "workloads, comma-separated: W1..W5")
+	f.StringVar(&loads, "loads", "50,80", "offered loads in percent of --rate, comma-separated")
+	f.Float64Var(&seconds, "seconds", d.Period.Seconds(), "offered period of each transport x workload x load")
+	f.StringVar(&rate, "rate", "40mbit", "bottleneck rate (tc syntax: 1gbit, 500mbit); the RPC rate it implies must stay within what the daemons sustain on this machine")
+	f.StringVar(&transports, "transports", "homa,tcp", "transports: homa, tcp")
+	f.IntVar(&cfg.Clients, "clients", d.Clients, "client hosts (the server is one more)")
+	f.IntVar(&cfg.Sessions, "sessions", d.Sessions, "worker sessions per Homa client host (arrivals dealt in turn: a Send waits for the daemon)")
+	f.Float64Var(&cfg.MaxRPCRate, "max-rpc-rate", d.MaxRPCRate, "skip workload x load runs needing more RPC/s than this (0: no limit)")
+	f.IntVar(&cfg.Reps, "reps", d.Reps, "unloaded RPCs per probe size")
+	f.Uint64Var(&cfg.Seed, "seed", d.Seed, "seed of the arrivals and sizes")
+	f.StringVar(&cfg.Out, "out", d.Out, "directory for slowdown.json and the plots")
+	f.BoolVar(&smoke, "smoke", false, "W3 at 50% of 40mbit for 3 s with 2 clients (well under a minute); other flags given override")
+	return c
+}

@@ -1,0 +1,367 @@
+package perf
+
+import (
+	"embed"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/wire"
+)
+
+// Scenario slowdown: the Homa papers' experiment on one machine. See
+// SlowdownMethod for what is measured and how, and SlowdownDistortions
+// for what a 2-CPU virtual machine does to it.
+
+// SlowdownMethod is written into every result.
+const SlowdownMethod = `Hosts are network namespaces: one server and C clients, each with a veth ` +
+	`into a bridge in a switch namespace. The bottleneck is the switch port towards the server ` +
+	`(its veth egress): tc htb with one class at the given rate and under it 8 strict-priority bands ` +
+	`(this kernel has no prio or ets qdisc: the bands are htb leaf classes with prio 0..7, each guaranteed ` +
+	`8 kbit/s and borrowing up to the rate, which htb lends to the lowest prio first; a pfifo of 1000 ` +
+	`packets each); u32 filters put IPv4 TOS top-3-bits p (Homa priority p, TOS = p<<5, as ` +
+	`kernel Homa) in band 7-p (band 0 first); non-IP frames (ARP) go to band 0. Offloads (TSO/GSO/GRO) ` +
+	`are turned off on every veth so both transports hand the qdisc MTU-sized frames. ` +
+	`Homa: one homa-dpdk run daemon per namespace on net_af_packet over its eth0 (runtime.idle adaptive, ` +
+	`polling thread free to run on either CPU: EAL --lcores 1@(0-1); link_speed auto, so the senders' ` +
+	`pacers run at the veth's 10G and the queue forms at the bottleneck as in a switch; unscheduled ` +
+	`bytes scaled to rate x 1 ms and max_incoming to 4 times that (SDProtocol), RESEND after 20 ms of ` +
+	`silence, RPC timeout 5 s). This harness attaches to each client daemon 4 worker sessions ` +
+	`(client.Dial; a Send waits for the daemon's answer, so the host's arrivals are dealt to its ` +
+	`sessions in turn) and one server worker (port 99) to the server daemon, over their unix sockets. ` +
+	`TCP: the daemons are stopped, the same IPv4 addresses are given to the kernel, the server listens ` +
+	`(one goroutine per connection), each client keeps a pool of TCP_NODELAY connections and uses one ` +
+	`connection per outstanding RPC (an idle one from the pool, or a new one when all are busy), ` +
+	`framed as a 4-byte length and the bytes; TOS 0, so all TCP traffic shares one band (kernel TCP ` +
+	`gets no Homa priorities). ` +
+	`Workload: requests of size S drawn from W_k (the CSV's length, relative frequency), 1-byte ` +
+	`responses (the papers' slowdown is of one message; the response adds one small frame). ` +
+	`PoissonArrivals are open-loop Poisson, the same seeded schedule for both transports, spread uniformly ` +
+	`over the clients, at a rate that loads the bottleneck to the given fraction counting Homa's DATA ` +
+	`frames with their Ethernet, IPv4 and Homa headers (what htb counts; no preamble/FCS). RTT is ` +
+	`from just before Send/write to the response's arrival at the client worker/goroutine; only RPCs ` +
+	`sent in the middle 90% of the period are sampled. ` +
+	`SDUnloaded RTT: before the loaded runs of each transport, RPCs of sizes at the workload's quantiles ` +
+	`are sent one at a time from client 0 (median of several per size); a sample's slowdown is its RTT ` +
+	`divided by the unloaded RTT at its size, interpolated linearly in log(size)-log(RTT). ` +
+	`Samples are grouped in size buckets of 4 per decade; P50/P99 are nearest-rank.`
+
+// SlowdownDistortions lists what the machine does to the measurement.
+const SlowdownDistortions = `2 vCPUs shared by all daemons' polling loops (adaptive idle: each ` +
+	`spins 10,000 empty passes before it sleeps, so 3 daemons take over a CPU between them even at low ` +
+	`load), the harness's workers, the kernel's softirq work for every veth and the qdisc, and whatever ` +
+	`else runs on the machine (loadavg_before in each run). CPU contention inflates both transports' ` +
+	`RTTs and shows up directly as tail latency: the daemons' max pass gap (tens to hundreds of ms ` +
+	`observed) bounds Homa's P99 from below; kernel TCP runs in softirq context and suffers less. The ` +
+	`unloaded RTT is measured on the same busy CPUs (Homa ~0.12-0.6 ms for a small RPC: wake-ups of ` +
+	`sleeping loops on 4 crossings; TCP ~0.02 ms), so Homa's slowdown denominators are inflated and ` +
+	`noisy. The daemons' RPC rate is the limit well before the bottleneck: W1/W2 at tens of Mb/s need ` +
+	`thousands of RPCs/s, which they cannot sustain here (backlog, timeouts): such runs are skipped by ` +
+	`--max-rpc-rate; lower --rate for them. Sends late against the Poisson schedule (late_send_fraction, ` +
+	`schedule_kept) mean the offered load was not applied as drawn. The bottleneck's strict priority ` +
+	`is htb's (no prio/ets qdisc in this kernel): each band is guaranteed 8 kbit/s, so a low band ` +
+	`is never fully starved. Messages above 1,000,000 bytes (W3-W5) are folded into 1,000,000 (the ` +
+	`worker interface's and kernel Homa's limit). Homa's DATA header (56 B) and TCP's (32 B with ` +
+	`timestamps) differ: the same schedule is a slightly lower wire load for TCP.`
+
+//go:embed testdata/w*.csv
+var workloadFiles embed.FS
+
+// Workload is a message-size distribution: sizes with cumulative
+// probabilities.
+type Workload struct {
+	Name  string
+	Sizes []int
+	CDF   []float64 // CDF[i] = P(size <= Sizes[i])
+}
+
+// LoadWorkload returns W1..W5 (case-insensitive) from perf/testdata.
+func LoadWorkload(name string) (*Workload, error) {
+	n := strings.ToLower(name)
+	f, err := workloadFiles.Open("testdata/" + n + ".csv")
+	if err != nil {
+		return nil, fmt.Errorf("workload %q: want one of W1..W5", name)
+	}
+	defer f.Close()
+	return ParseWorkload(strings.ToUpper(n), f)
+}
+
+// ParseWorkload reads "length_bytes,relative_frequency" lines.
+func ParseWorkload(name string, r io.Reader) (*Workload, error) {
+	rows, err := csv.NewReader(r).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("workload %s: %w", name, err)
+	}
+	w := &Workload{Name: name}
+	var freq []float64
+	for i, row := range rows {
+		if len(row) != 2 {
+			return nil, fmt.Errorf("workload %s: line %d: want 2 fields", name, i+1)
+		}
+		size, err1 := strconv.Atoi(strings.TrimSpace(row[0]))
+		fr, err2 := strconv.ParseFloat(strings.TrimSpace(row[1]), 64)
+		if err1 != nil || err2 != nil {
+			if i == 0 {
+				continue // header
+			}
+			return nil, fmt.Errorf("workload %s: line %d: %q", name, i+1, row)
+		}
+		if size < 1 || fr < 0 {
+			return nil, fmt.Errorf("workload %s: line %d: bad size or frequency", name, i+1)
+		}
+		if len(w.Sizes) > 0 && size <= w.Sizes[len(w.Sizes)-1] {
+			return nil, fmt.Errorf("workload %s: line %d: sizes must increase", name, i+1)
+		}
+		w.Sizes = append(w.Sizes, size)
+		freq = append(freq, fr)
+	}
+	total := 0.0
+	for _, f := range freq {
+		total += f
+	}
+	if len(w.Sizes) == 0 || total <= 0 {
+		return nil, fmt.Errorf("workload %s: empty", name)
+	}
+	acc := 0.0
+	for _, f := range freq {
+		acc += f / total
+		w.CDF = append(w.CDF, acc)
+	}
+	w.CDF[len(w.CDF)-1] = 1
+	return w, nil
+}
+
+// Draw returns a size drawn from the distribution.
+func (w *Workload) Draw(rng *rand.Rand) int { return w.Quantile(rng.Float64()) }
+
+// Quantile returns the smallest size whose CDF is at least q.
+func (w *Workload) Quantile(q float64) int {
+	i := sort.SearchFloat64s(w.CDF, q)
+	return w.Sizes[min(i, len(w.Sizes)-1)]
+}
+
+// Mean returns the expectation of f(size).
+func (w *Workload) Mean(f func(int) float64) float64 {
+	m, prev := 0.0, 0.0
+	for i, s := range w.Sizes {
+		m += (w.CDF[i] - prev) * f(s)
+		prev = w.CDF[i]
+	}
+	return m
+}
+
+// Max returns the largest size.
+func (w *Workload) Max() int { return w.Sizes[len(w.Sizes)-1] }
+
+// Homa's framing on a 1500-byte MTU, as homa-dpdk sends it (wire package):
+// Ethernet 14 + IPv4 20 + the DATA header, and the payload per packet.
+var homaPerPacketPayload = wire.PayloadPerPacket(1500, wire.IPv4MinHeaderLen)
+
+const (
+	homaDataHeader = wire.DataHeaderLen
+	ethIPHeaders   = 14 + wire.IPv4MinHeaderLen
+)
+
+// HomaWireBytes is the bytes of a message's DATA frames as the qdisc counts
+// them (Ethernet and IP headers included, no preamble or FCS).
+func HomaWireBytes(size int) float64 {
+	n := (size + homaPerPacketPayload - 1) / homaPerPacketPayload
+	return float64(size + n*(ethIPHeaders+homaDataHeader))
+}
+
+// SDArrival is one offered RPC.
+type SDArrival struct {
+	At   time.Duration // since the start of the run
+	Size int
+}
+
+// PoissonArrivals draws open-loop Poisson arrivals for clients clients over
+// period, sizes from w, at a total rate that loads a link of rateBps to
+// load (0..1) in HomaWireBytes; the result is per client, in time order.
+func PoissonArrivals(w *Workload, clients int, period time.Duration, rateBps, load float64, seed uint64) [][]SDArrival {
+	rng := rand.New(rand.NewPCG(seed, 6))
+	perSec := load * rateBps / 8 / w.Mean(HomaWireBytes)
+	out := make([][]SDArrival, clients)
+	t := 0.0
+	for {
+		t += rng.ExpFloat64() / perSec
+		if t >= period.Seconds() {
+			return out
+		}
+		c := rng.IntN(clients)
+		out[c] = append(out[c], SDArrival{At: time.Duration(t * 1e9), Size: w.Draw(rng)})
+	}
+}
+
+// SDProbeSizes returns the sizes whose unloaded RTT is measured: the
+// workload's smallest and largest and its quantiles, distinct.
+func SDProbeSizes(w *Workload) []int {
+	var s []int
+	for _, q := range []float64{0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999} {
+		s = append(s, w.Quantile(q))
+	}
+	s = append(s, w.Max())
+	slices.Sort(s)
+	return slices.Compact(s)
+}
+
+// SDUnloaded maps size to unloaded RTT, interpolating in log-log.
+type SDUnloaded struct {
+	Sizes []int     `json:"sizes"`
+	RTTUs []float64 `json:"rtt_us"` // median per size
+}
+
+// At returns the unloaded RTT of size bytes, in µs.
+func (u *SDUnloaded) At(size int) float64 {
+	n := len(u.Sizes)
+	if n == 1 || size <= u.Sizes[0] {
+		return u.RTTUs[0]
+	}
+	if size >= u.Sizes[n-1] {
+		return u.RTTUs[n-1]
+	}
+	i := sort.SearchInts(u.Sizes, size)
+	if u.Sizes[i] == size {
+		return u.RTTUs[i]
+	}
+	x0, x1 := math.Log(float64(u.Sizes[i-1])), math.Log(float64(u.Sizes[i]))
+	y0, y1 := math.Log(u.RTTUs[i-1]), math.Log(u.RTTUs[i])
+	f := (math.Log(float64(size)) - x0) / (x1 - x0)
+	return math.Exp(y0 + f*(y1-y0))
+}
+
+// SDSample is one completed RPC.
+type SDSample struct {
+	Size int
+	RTT  time.Duration
+}
+
+// SDBucket is the slowdown of the samples of one size range.
+type SDBucket struct {
+	MinSize    int     `json:"min_size"`
+	MaxSize    int     `json:"max_size"` // inclusive
+	MedianSize int     `json:"median_size"`
+	Count      int     `json:"count"`
+	P50        float64 `json:"p50_slowdown"`
+	P99        float64 `json:"p99_slowdown"`
+	P50RTTUs   float64 `json:"p50_rtt_us"`
+	P99RTTUs   float64 `json:"p99_rtt_us"`
+}
+
+// sdBucketOf is a size's bucket index: 4 per decade.
+func sdBucketOf(size int) int { return int(math.Floor(math.Log10(float64(size)) * 4)) }
+
+// sdRank returns the q-quantile of sorted v.
+func sdRank(v []float64, q float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	i := int(math.Ceil(q*float64(len(v)))) - 1
+	return v[max(i, 0)]
+}
+
+// SDBuckets groups samples by size and computes their slowdowns.
+func SDBuckets(samples []SDSample, u *SDUnloaded) []SDBucket {
+	groups := map[int][]SDSample{}
+	for _, s := range samples {
+		groups[sdBucketOf(s.Size)] = append(groups[sdBucketOf(s.Size)], s)
+	}
+	keys := make([]int, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var out []SDBucket
+	for _, k := range keys {
+		out = append(out, sdSummarize(groups[k], u))
+	}
+	return out
+}
+
+// sdSummarize computes one bucket of samples.
+func sdSummarize(g []SDSample, u *SDUnloaded) SDBucket {
+	sd := make([]float64, len(g))
+	rtt := make([]float64, len(g))
+	sizes := make([]int, len(g))
+	for i, s := range g {
+		us := float64(s.RTT) / 1e3
+		rtt[i] = us
+		sd[i] = us / u.At(s.Size)
+		sizes[i] = s.Size
+	}
+	slices.Sort(sd)
+	slices.Sort(rtt)
+	slices.Sort(sizes)
+	return SDBucket{MinSize: sizes[0], MaxSize: sizes[len(sizes)-1], MedianSize: sizes[(len(sizes)-1)/2],
+		Count: len(g), P50: sdRank(sd, 0.5), P99: sdRank(sd, 0.99),
+		P50RTTUs: sdRank(rtt, 0.5), P99RTTUs: sdRank(rtt, 0.99)}
+}
+
+// SDShortLimit is the size of the "short messages" of the headline.
+const SDShortLimit = 1000
+
+// SDShort summarizes the samples of at most SDShortLimit bytes.
+func SDShort(samples []SDSample, u *SDUnloaded) *SDBucket {
+	var g []SDSample
+	for _, s := range samples {
+		if s.Size <= SDShortLimit {
+			g = append(g, s)
+		}
+	}
+	if len(g) == 0 {
+		return nil
+	}
+	b := sdSummarize(g, u)
+	return &b
+}
+
+// ParseTCRate reads a tc-style rate: 1gbit, 500mbit, 100kbit, 2000bit
+// (also 1G, 500M); it returns bits per second.
+func ParseTCRate(s string) (float64, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "bit"), "bps")
+	mult := 1.0
+	switch {
+	case strings.HasSuffix(t, "g"):
+		mult, t = 1e9, strings.TrimSuffix(t, "g")
+	case strings.HasSuffix(t, "m"):
+		mult, t = 1e6, strings.TrimSuffix(t, "m")
+	case strings.HasSuffix(t, "k"):
+		mult, t = 1e3, strings.TrimSuffix(t, "k")
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("rate %q: want e.g. 1gbit, 500mbit", s)
+	}
+	return v * mult, nil
+}
+
+// sdMedian returns the median of v (sorted in place).
+func sdMedian(v []float64) float64 {
+	slices.Sort(v)
+	return sdRank(v, 0.5)
+}
+
+// Clamp returns w with every size above limit folded into limit (its
+// probability moves there): the worker interface, like kernel Homa,
+// carries messages of at most 1,000,000 bytes.
+func (w *Workload) Clamp(limit int) *Workload {
+	out := &Workload{Name: w.Name}
+	for i, s := range w.Sizes {
+		if s >= limit {
+			out.Sizes = append(out.Sizes, limit)
+			out.CDF = append(out.CDF, 1)
+			return out
+		}
+		out.Sizes = append(out.Sizes, s)
+		out.CDF = append(out.CDF, w.CDF[i])
+	}
+	return out
+}

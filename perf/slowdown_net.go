@@ -1,0 +1,265 @@
+package perf
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// sdNet is the slowdown topology: a switch namespace with a bridge, a
+// server namespace and client namespaces, each host with eth0 on the
+// bridge; the bottleneck is on the switch's port towards the server.
+type sdNet struct {
+	prefix  string
+	sw      string
+	server  string
+	clients []string
+	bottle  string // the switch's veth towards the server
+	made    []string
+	log     func(string, ...any)
+}
+
+// sdIP is host i's address: the server is 0.
+func sdIP(i int) string { return "10.77.0." + strconv.Itoa(i+1) }
+
+func sdSh(args ...string) error {
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// newSDNet builds the topology; on error what was made is removed.
+func newSDNet(prefix string, clients int, rateBps float64) (n *sdNet, err error) {
+	n = &sdNet{prefix: prefix, sw: prefix + "sw"}
+	defer func() {
+		if err != nil {
+			n.Close()
+		}
+	}()
+	if err = n.addNS(n.sw); err != nil {
+		return nil, err
+	}
+	if err = sdSh("ip", "-n", n.sw, "link", "add", "br0", "type", "bridge"); err != nil {
+		return nil, err
+	}
+	if err = sdSh("ip", "-n", n.sw, "link", "set", "br0", "up"); err != nil {
+		return nil, err
+	}
+	for i := 0; i <= clients; i++ {
+		ns := prefix + "h" + strconv.Itoa(i)
+		if err = n.addNS(ns); err != nil {
+			return nil, err
+		}
+		peer := prefix + "p" + strconv.Itoa(i)
+		for _, c := range [][]string{
+			{"ip", "link", "add", "eth0", "netns", ns, "type", "veth", "peer", "name", peer, "netns", n.sw},
+			{"ip", "-n", n.sw, "link", "set", peer, "master", "br0", "up"},
+			{"ip", "-n", ns, "link", "set", "eth0", "up"},
+			{"ip", "-n", ns, "link", "set", "lo", "up"},
+		} {
+			if err = sdSh(c...); err != nil {
+				return nil, err
+			}
+		}
+		// MTU-sized frames for both transports: no segmentation offloads.
+		sdSh("ip", "netns", "exec", ns, "ethtool", "-K", "eth0", "tso", "off", "gso", "off", "gro", "off", "tx-checksumming", "off")
+		sdSh("ip", "netns", "exec", n.sw, "ethtool", "-K", peer, "tso", "off", "gso", "off", "gro", "off")
+		if i == 0 {
+			n.server, n.bottle = ns, peer
+		} else {
+			n.clients = append(n.clients, ns)
+		}
+	}
+	return n, n.bottleneck(rateBps)
+}
+
+func (n *sdNet) addNS(ns string) error {
+	exec.Command("ip", "netns", "del", ns).Run() // a leftover of a killed run
+	if err := sdSh("ip", "netns", "add", ns); err != nil {
+		return err
+	}
+	n.made = append(n.made, ns)
+	return nil
+}
+
+// bottleneck installs the rate limit with 8 strict-priority bands,
+// classified by the top 3 bits of the IPv4 TOS. This kernel has neither
+// the prio nor the ets qdisc (only htb, tbf, [bp]fifo, pfifo_fast and the
+// u32 classifier), so the bands are htb's own: one class at the rate and
+// under it 8 leaf classes with htb prio 0..7, each guaranteed almost
+// nothing (8 kbit/s) and allowed to borrow up to the rate; htb lends
+// spare bandwidth to the lowest prio number first, which makes the
+// leaves strict priorities apart from that guarantee. Each leaf queues
+// in a pfifo of 1000 packets.
+func (n *sdNet) bottleneck(rateBps float64) error {
+	dev := n.bottle
+	tc := func(a ...string) error { return sdSh(append([]string{"ip", "netns", "exec", n.sw, "tc"}, a...)...) }
+	rate := strconv.FormatInt(int64(rateBps), 10) + "bit"
+	// Unclassified (non-IP: ARP) frames go to band 0.
+	if err := tc("qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "10"); err != nil {
+		return err
+	}
+	if err := tc("class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", rate, "ceil", rate,
+		"burst", "6k", "cburst", "6k", "quantum", "1514"); err != nil {
+		return err
+	}
+	for b := 0; b < 8; b++ {
+		id := fmt.Sprintf("1:%d", 10+b)
+		if err := tc("class", "add", "dev", dev, "parent", "1:1", "classid", id, "htb", "rate", "8kbit", "ceil", rate,
+			"cburst", "6k", "prio", strconv.Itoa(b), "quantum", "1514"); err != nil {
+			return err
+		}
+		if err := tc("qdisc", "add", "dev", dev, "parent", id, "pfifo", "limit", "1000"); err != nil {
+			return err
+		}
+	}
+	// Homa priority p (TOS p<<5) goes to band 7-p.
+	for p := 0; p < 8; p++ {
+		if err := tc("filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+			"match", "ip", "tos", fmt.Sprintf("0x%02x", p<<5), "0xe0", "flowid", fmt.Sprintf("1:%d", 10+7-p)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SDBand is the counters of one strict-priority band of the bottleneck.
+type SDBand struct {
+	Band          int    `json:"band"` // 0 is served first
+	HomaPriority  int    `json:"homa_priority"`
+	Bytes         uint64 `json:"bytes"`
+	Packets       uint64 `json:"packets"`
+	Drops         uint64 `json:"drops"`
+	Overlimits    uint64 `json:"overlimits"`
+	MaxBacklogObs uint64 `json:"backlog_bytes_at_end"`
+}
+
+// sdClassStats matches tc -s class show's counters of one htb class
+// (this iproute2 ignores -j for classes).
+var sdClassStats = regexp.MustCompile(`(?m)^class htb 1:(\d+) .*\n\s*Sent (\d+) bytes (\d+) pkt \(dropped (\d+), overlimits (\d+)[^\n]*\n\s*backlog (\d+)b`)
+
+// bands reads the per-band counters of the bottleneck's leaf classes.
+func (n *sdNet) bands() ([]SDBand, error) {
+	out, err := exec.Command("ip", "netns", "exec", n.sw, "tc", "-s", "class", "show", "dev", n.bottle).Output()
+	if err != nil {
+		return nil, fmt.Errorf("tc -s class show: %v", err)
+	}
+	return sdParseBands(string(out))
+}
+
+func sdParseBands(out string) ([]SDBand, error) {
+	var bs []SDBand
+	for _, m := range sdClassStats.FindAllStringSubmatch(out, -1) {
+		k, _ := strconv.Atoi(m[1])
+		if k < 10 || k > 17 {
+			continue
+		}
+		var v [5]uint64
+		for i := range v {
+			v[i], _ = strconv.ParseUint(m[2+i], 10, 64)
+		}
+		bs = append(bs, SDBand{Band: k - 10, HomaPriority: 17 - k, Bytes: v[0], Packets: v[1], Drops: v[2], Overlimits: v[3], MaxBacklogObs: v[4]})
+	}
+	if len(bs) != 8 {
+		return bs, fmt.Errorf("tc -s class show: %d of 8 bands found:\n%s", len(bs), out)
+	}
+	slices.SortFunc(bs, func(a, b SDBand) int { return a.Band - b.Band })
+	return bs, nil
+}
+
+// sdBandDelta returns after - before, band by band.
+func sdBandDelta(before, after []SDBand) []SDBand {
+	out := append([]SDBand(nil), after...)
+	for i := range out {
+		for _, b := range before {
+			if b.Band == out[i].Band {
+				out[i].Bytes -= b.Bytes
+				out[i].Packets -= b.Packets
+				out[i].Drops -= b.Drops
+				out[i].Overlimits -= b.Overlimits
+			}
+		}
+	}
+	return out
+}
+
+// linuxAddrs gives the hosts their addresses for the kernel stack.
+func (n *sdNet) linuxAddrs() error {
+	for i, ns := range append([]string{n.server}, n.clients...) {
+		if err := sdSh("ip", "-n", ns, "addr", "add", sdIP(i)+"/24", "dev", "eth0"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close removes every namespace made (their veths go with them).
+func (n *sdNet) Close() {
+	for i := len(n.made) - 1; i >= 0; i-- {
+		exec.Command("ip", "netns", "del", n.made[i]).Run()
+	}
+	n.made = nil
+}
+
+// sdInNetns runs fn on an OS thread inside namespace ns; sockets made there
+// stay in it.
+func sdInNetns(ns string, fn func() error) error {
+	target, err := unix.Open("/var/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(target)
+	runtime.LockOSThread()
+	self, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer unix.Close(self)
+	if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("setns %s: %w", ns, err)
+	}
+	ferr := fn()
+	if err := unix.Setns(self, unix.CLONE_NEWNET); err != nil {
+		// Leave the thread locked: it dies with the goroutine.
+		return fmt.Errorf("setns back: %w", err)
+	}
+	runtime.UnlockOSThread()
+	return ferr
+}
+
+// sdDialIn connects to addr from namespace ns.
+func sdDialIn(ns, network, addr string) (net.Conn, error) {
+	var c net.Conn
+	err := sdInNetns(ns, func() error {
+		var err error
+		c, err = (&net.Dialer{}).DialContext(context.Background(), network, addr)
+		return err
+	})
+	return c, err
+}
+
+// sdListenIn listens on addr in namespace ns.
+func sdListenIn(ns, network, addr string) (net.Listener, error) {
+	var l net.Listener
+	err := sdInNetns(ns, func() error {
+		var err error
+		l, err = net.Listen(network, addr)
+		return err
+	})
+	return l, err
+}
+
+var _ = os.Getpid
