@@ -42,6 +42,26 @@ func scenarioPrereqs() (string, error) {
 	return os.Executable()
 }
 
+// scenarioRunE is a scenario command's body: prerequisites, the results
+// directory, run, and where the results are.
+func scenarioRunE(f *scenarioFlags, run func(self, dir string, out io.Writer) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		self, err := scenarioPrereqs()
+		if err != nil {
+			return err
+		}
+		dir, err := perf.ResultsDir(f.out)
+		if err != nil {
+			return err
+		}
+		if err := run(self, dir, cmd.OutOrStdout()); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "results in %s\n", dir)
+		return nil
+	}
+}
+
 func perfRTTCmd() *cobra.Command {
 	var f scenarioFlags
 	c := &cobra.Command{
@@ -53,21 +73,10 @@ run as a child process: demo --workers), then of the same request/response over 
 TCP (TCP_NODELAY) on loopback and across a veth pair between two network namespaces,
 in the same run. It prints P50 and P99 per size and the ratios TCP/Homa, and writes
 rtt.json and rtt.png into the results directory.`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			self, err := scenarioPrereqs()
-			if err != nil {
-				return err
-			}
-			dir, err := perf.ResultsDir(f.out)
-			if err != nil {
-				return err
-			}
-			_, _, err = runRTTScenario(self, dir, f, cmd.OutOrStdout())
-			if err == nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "results in %s\n", dir)
-			}
+		RunE: scenarioRunE(&f, func(self, dir string, out io.Writer) error {
+			_, _, err := runRTTScenario(self, dir, f, out)
 			return err
-		},
+		}),
 	}
 	f.add(c)
 	return c
@@ -96,21 +105,10 @@ to a server worker through the daemon (run as a child process: demo --workers), 
 over kernel TCP on loopback and across a veth pair, and prints Gbps of payload and CPU
 seconds per GB (harness and daemon processes). It writes throughput.json and
 throughput-gbps.png, throughput-cpu.png into the results directory.`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			self, err := scenarioPrereqs()
-			if err != nil {
-				return err
-			}
-			dir, err := perf.ResultsDir(f.out)
-			if err != nil {
-				return err
-			}
-			_, _, err = runThroughputScenario(self, dir, f, cmd.OutOrStdout())
-			if err == nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "results in %s\n", dir)
-			}
+		RunE: scenarioRunE(&f, func(self, dir string, out io.Writer) error {
+			_, _, err := runThroughputScenario(self, dir, f, out)
 			return err
-		},
+		}),
 	}
 	f.add(c)
 	return c
