@@ -409,29 +409,13 @@ func runSDHoma(cfg SlowdownConfig, n *sdNet, dir string, wls map[string]*Workloa
 	}
 	logf("homa: %d daemons up", len(daemons))
 	payload := make([]byte, cfg.MaxMessage)
-	for wi, name := range cfg.Workloads {
-		w := wls[name]
-		if sdAllSkipped(cfg, w) {
-			continue
-		}
-		u, err := sdHomaUnloaded(clients[0], dst, SDProbeSizes(w), cfg.Reps, payload)
-		if err != nil {
-			// A previous run's backlog, most likely: this workload is
-			// left out rather than the whole scenario.
-			note(fmt.Sprintf("homa %s: unloaded RTT: %v", name, err))
-			continue
-		}
-		logf("homa %s unloaded: sizes %v RTT µs %.0f", name, u.Sizes, u.RTTUs)
-		for li, load := range cfg.Loads {
-			if sdSkip(cfg, w, load) {
-				continue
-			}
-			sched := PoissonArrivals(w, len(clients), cfg.Period, cfg.RateBps, load, cfg.Seed+uint64(wi*100+li))
-			before, _ := n.bands()
-			la := sdLoadAvg()
-			res := make([]sdDriverResult, len(clients))
-			start := time.Now().Add(20 * time.Millisecond)
-			keep0, keep1 := cfg.Period/20, cfg.Period-cfg.Period/20
+	return sdEachRun(cfg, n, wls, logf, note, sdTransport{
+		name: "homa",
+		unloaded: func(w *Workload) (*SDUnloaded, error) {
+			return sdHomaUnloaded(clients[0], dst, SDProbeSizes(w), cfg.Reps, payload)
+		},
+		drive: func(w *Workload, sched [][]SDArrival, start time.Time, keep0, keep1 time.Duration) []sdDriverResult {
+			// Each host's arrivals are dealt to its sessions in turn.
 			var wg sync.WaitGroup
 			per := make([][]sdDriverResult, len(sessions))
 			for i, ss := range sessions {
@@ -449,15 +433,13 @@ func runSDHoma(cfg SlowdownConfig, n *sdNet, dir string, wls map[string]*Workloa
 				}
 			}
 			wg.Wait()
+			res := make([]sdDriverResult, len(sessions))
 			for i := range per {
 				res[i] = sdMergeResults(per[i])
 			}
-			after, err := n.bands()
-			if err != nil {
-				return runs, err
-			}
-			r := newSDRun("homa", w, load, sched, cfg, res, u, la)
-			r.Bands = sdBandDelta(before, after)
+			return res
+		},
+		after: func(r *SlowdownRun) error {
 			r.ServerReplyFailed = int(replyFailed.Swap(0))
 			for i, d := range daemons {
 				g, err := d.maxPassGap()
@@ -471,14 +453,12 @@ func runSDHoma(cfg SlowdownConfig, n *sdNet, dir string, wls map[string]*Workloa
 				}
 				r.Loops = append(r.Loops, lg)
 			}
-			sdLogRun(logf, r)
-			runs = append(runs, r)
 			if serr != nil {
-				return runs, fmt.Errorf("server worker: %w", serr)
+				return fmt.Errorf("server worker: %w", serr)
 			}
-		}
-	}
-	return runs, nil
+			return nil
+		},
+	})
 }
 
 func runSDTCP(cfg SlowdownConfig, n *sdNet, wls map[string]*Workload, logf func(string, ...any), note func(string)) (runs []*SlowdownRun, err error) {
@@ -504,27 +484,13 @@ func runSDTCP(cfg SlowdownConfig, n *sdNet, wls map[string]*Workload, logf func(
 		clients = append(clients, c)
 	}
 	logf("tcp: %d clients connected", len(clients))
-	for wi, name := range cfg.Workloads {
-		w := wls[name]
-		if sdAllSkipped(cfg, w) {
-			continue
-		}
-		u, err := sdTCPUnloaded(clients[0], SDProbeSizes(w), cfg.Reps)
-		if err != nil {
-			note(fmt.Sprintf("tcp %s: unloaded RTT: %v", name, err))
-			continue
-		}
-		logf("tcp %s unloaded: sizes %v RTT µs %.0f", name, u.Sizes, u.RTTUs)
-		for li, load := range cfg.Loads {
-			if sdSkip(cfg, w, load) {
-				continue
-			}
-			sched := PoissonArrivals(w, len(clients), cfg.Period, cfg.RateBps, load, cfg.Seed+uint64(wi*100+li))
-			before, _ := n.bands()
-			la := sdLoadAvg()
+	return sdEachRun(cfg, n, wls, logf, note, sdTransport{
+		name: "tcp",
+		unloaded: func(w *Workload) (*SDUnloaded, error) {
+			return sdTCPUnloaded(clients[0], SDProbeSizes(w), cfg.Reps)
+		},
+		drive: func(w *Workload, sched [][]SDArrival, start time.Time, keep0, keep1 time.Duration) []sdDriverResult {
 			res := make([]sdDriverResult, len(clients))
-			start := time.Now().Add(20 * time.Millisecond)
-			keep0, keep1 := cfg.Period/20, cfg.Period-cfg.Period/20
 			var wg sync.WaitGroup
 			for i, c := range clients {
 				wg.Add(1)
@@ -534,24 +500,72 @@ func runSDTCP(cfg SlowdownConfig, n *sdNet, wls map[string]*Workload, logf func(
 				}()
 			}
 			wg.Wait()
-			after, err := n.bands()
-			if err != nil {
-				return runs, err
-			}
-			r := newSDRun("tcp", w, load, sched, cfg, res, u, la)
-			r.Bands = sdBandDelta(before, after)
-			sdLogRun(logf, r)
-			runs = append(runs, r)
+			return res
+		},
+		after: func(*SlowdownRun) error {
 			// A drained run closed its connections: reconnect.
 			for i, c := range clients {
 				c.mu.Lock()
 				broken := len(c.all) == 0
 				c.mu.Unlock()
 				if broken {
+					var err error
 					if clients[i], err = newSDTCPClient(c.ns, sdIP(0), 16); err != nil {
-						return runs, err
+						return err
 					}
 				}
+			}
+			return nil
+		},
+	})
+}
+
+// sdTransport is what differs between the transports in a slowdown run.
+type sdTransport struct {
+	name     string
+	unloaded func(w *Workload) (*SDUnloaded, error)
+	drive    func(w *Workload, sched [][]SDArrival, start time.Time, keep0, keep1 time.Duration) []sdDriverResult
+	after    func(r *SlowdownRun) error // per run, after it is made and before it is logged
+}
+
+// sdEachRun runs t through every workload and load not skipped: the
+// unloaded RTT once per workload (a failure leaves the workload out, with
+// a note: most likely a previous run's backlog), then per load the same
+// seeded Poisson schedule, with the bottleneck's band counters and the
+// load average around it.
+func sdEachRun(cfg SlowdownConfig, n *sdNet, wls map[string]*Workload, logf func(string, ...any), note func(string), t sdTransport) (runs []*SlowdownRun, err error) {
+	for wi, name := range cfg.Workloads {
+		w := wls[name]
+		if sdAllSkipped(cfg, w) {
+			continue
+		}
+		u, err := t.unloaded(w)
+		if err != nil {
+			note(fmt.Sprintf("%s %s: unloaded RTT: %v", t.name, name, err))
+			continue
+		}
+		logf("%s %s unloaded: sizes %v RTT µs %.0f", t.name, name, u.Sizes, u.RTTUs)
+		for li, load := range cfg.Loads {
+			if sdSkip(cfg, w, load) {
+				continue
+			}
+			sched := PoissonArrivals(w, len(n.clients), cfg.Period, cfg.RateBps, load, cfg.Seed+uint64(wi*100+li))
+			before, _ := n.bands()
+			la := sdLoadAvg()
+			start := time.Now().Add(20 * time.Millisecond)
+			keep0, keep1 := cfg.Period/20, cfg.Period-cfg.Period/20
+			res := t.drive(w, sched, start, keep0, keep1)
+			after, err := n.bands()
+			if err != nil {
+				return runs, err
+			}
+			r := newSDRun(t.name, w, load, sched, cfg, res, u, la)
+			r.Bands = sdBandDelta(before, after)
+			aerr := t.after(r)
+			sdLogRun(logf, r)
+			runs = append(runs, r)
+			if aerr != nil {
+				return runs, aerr
 			}
 		}
 	}
