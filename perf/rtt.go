@@ -21,8 +21,11 @@ type RTTConfig struct {
 	Veth      bool          // also measure TCP across a veth pair between namespaces
 	OutDir    string        // daemon log goes here
 	Progress  *Progress
-	Out       io.Writer // the table
-	Smoke     bool
+	// Testpmd, when set, is the dpdk-testpmd program: Homa's hosts are then
+	// joined through it (the testpmd-path scenario, testpmdpath.go).
+	Testpmd string
+	Out     io.Writer // the table
+	Smoke   bool
 }
 
 // RTTConfigFor is the default configuration, or the --smoke one.
@@ -117,8 +120,19 @@ func RunRTT(cfg RTTConfig) (*RTTResult, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
+	var extra []string
+	if cfg.Testpmd != "" {
+		cfg.Progress.Step("start dpdk-testpmd")
+		fwd, err := startForwarder(cfg.Testpmd, dir, filepath.Join(cfg.OutDir, "rtt-testpmd.log"))
+		if err != nil {
+			return nil, err
+		}
+		defer fwd.stop() // after the daemon's Stop below
+		extra = fwd.daemonArgs()
+		res.Method += " " + TestpmdPathNote
+	}
 	cfg.Progress.Step("start the daemon")
-	d, err := StartDaemon(cfg.Self, dir, filepath.Join(cfg.OutDir, "rtt-daemon.log"))
+	d, err := StartDaemon(cfg.Self, dir, filepath.Join(cfg.OutDir, "rtt-daemon.log"), extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -223,6 +237,9 @@ func RTTSteps(cfg RTTConfig) int {
 	n := 1 + 2*len(cfg.Sizes)
 	if cfg.Veth {
 		n += 1 + len(cfg.Sizes)
+	}
+	if cfg.Testpmd != "" {
+		n++
 	}
 	return n
 }

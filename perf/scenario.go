@@ -49,7 +49,7 @@ type Daemon struct {
 
 // StartDaemon starts self (the homa-dpdk executable) as the demo daemon
 // serving workers in dir, logging to logPath, and waits until it is up.
-func StartDaemon(self, dir, logPath string) (*Daemon, error) {
+func StartDaemon(self, dir, logPath string, extra ...string) (*Daemon, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func StartDaemon(self, dir, logPath string) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{Dir: dir, log: log, up: make(chan struct{}), done: make(chan error, 1)}
-	d.cmd = exec.Command(self, "demo", "--workers", dir)
+	d.cmd = exec.Command(self, append([]string{"demo", "--workers", dir}, extra...)...)
 	d.cmd.Stderr = log
 	stdout, err := d.cmd.StdoutPipe()
 	if err != nil {

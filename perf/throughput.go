@@ -21,8 +21,11 @@ type ThroughputConfig struct {
 	Veth      bool
 	OutDir    string
 	Progress  *Progress
-	Out       io.Writer
-	Smoke     bool
+	// Testpmd, when set, is the dpdk-testpmd program: Homa's hosts are then
+	// joined through it (the testpmd-path scenario, testpmdpath.go).
+	Testpmd string
+	Out     io.Writer
+	Smoke   bool
 }
 
 // ThroughputConfigFor is the default configuration, or the --smoke one.
@@ -92,9 +95,20 @@ func RunThroughput(cfg ThroughputConfig) (*ThroughputResult, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
+	var extra []string
+	if cfg.Testpmd != "" {
+		cfg.Progress.Step("start dpdk-testpmd")
+		fwd, err := startForwarder(cfg.Testpmd, dir, filepath.Join(cfg.OutDir, "throughput-testpmd.log"))
+		if err != nil {
+			return nil, err
+		}
+		defer fwd.stop() // after the daemon's Stop below
+		extra = fwd.daemonArgs()
+		res.Method += " " + TestpmdPathNote
+	}
 	cfg.Progress.Step("start the daemon")
 	logPath := filepath.Join(cfg.OutDir, "throughput-daemon.log")
-	d, err := StartDaemon(cfg.Self, dir, logPath)
+	d, err := StartDaemon(cfg.Self, dir, logPath, extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -147,10 +161,14 @@ func RunThroughput(cfg ThroughputConfig) (*ThroughputResult, error) {
 
 // ThroughputSteps is the number of progress steps of RunThroughput.
 func ThroughputSteps(cfg ThroughputConfig) int {
+	n := 3
 	if cfg.Veth {
-		return 5
+		n = 5
 	}
-	return 3
+	if cfg.Testpmd != "" {
+		n++
+	}
+	return n
 }
 
 // window accounts a measuring window: wall time and CPU.

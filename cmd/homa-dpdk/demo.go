@@ -24,6 +24,7 @@ type demoConfig struct {
 	capture     string
 	captureLast int
 	workers     string // serve workers on sockets in this directory instead of the demo's own RPCs
+	memifPeers  string // with workers: "SOCK0,SOCK1", memif servers to join the hosts through
 	out         io.Writer
 }
 
@@ -85,6 +86,7 @@ loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
 	f.IntVar(&cfg.captureLast, "capture-last", 0, "keep only the last N packets in the capture")
 	f.BoolVar(&pmd, "pmd", false, "run the forwarding benchmark instead")
 	f.StringVar(&cfg.workers, "workers", "", "serve shared-memory workers on sockets in this directory until interrupted, instead of the demo's RPCs")
+	f.StringVar(&cfg.memifPeers, "memif-peers", "", "with --workers: SOCK0,SOCK1 — join the hosts through these memif servers (e.g. dpdk-testpmd forwarding between them) instead of a memif pair")
 	return c
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,8 +36,19 @@ func serveDemoWorkers(cfg demoConfig) error {
 	}
 	defer os.RemoveAll(memifDir)
 	_, clock, wallOff := newClock()
-	hp, err := newHostPair(hostPairConfig{name: "demo", pool: pool, txQueues: 2, clock: clock, wallOff: wallOff,
-		arp: 100 * time.Millisecond, memifSocket: filepath.Join(memifDir, "memif.sock")})
+	pc := hostPairConfig{name: "demo", pool: pool, txQueues: 2, clock: clock, wallOff: wallOff,
+		arp: 100 * time.Millisecond, memifSocket: filepath.Join(memifDir, "memif.sock")}
+	via := "a net_memif pair"
+	if cfg.memifPeers != "" {
+		a, b, ok := strings.Cut(cfg.memifPeers, ",")
+		if !ok || a == "" || b == "" {
+			return fmt.Errorf("--memif-peers %q: want two socket paths, SOCK0,SOCK1", cfg.memifPeers)
+		}
+		pc.memifSocket, pc.memifPeers = "", [2]string{a, b}
+		pc.txQueues = 1 // a forwarder's port pair has one queue each
+		via = "memif ports joined through the memif servers at " + cfg.memifPeers
+	}
+	hp, err := newHostPair(pc)
 	if err != nil {
 		return err
 	}
@@ -65,8 +77,8 @@ func serveDemoWorkers(cfg demoConfig) error {
 	}
 	hk := lcore.StartHousekeeping([]*lcore.Loop{loop}, time.Second) // other threads off the loop's CPU
 	defer hk.Stop()
-	fmt.Fprintf(cfg.out, "demo: Homa hosts 10.0.0.1 and 10.0.0.2 on a net_memif pair, one busy-polling loop on lcore 1; workers attach at %s and %s\n",
-		filepath.Join(cfg.workers, "10.0.0.1.sock"), filepath.Join(cfg.workers, "10.0.0.2.sock"))
+	fmt.Fprintf(cfg.out, "demo: Homa hosts 10.0.0.1 and 10.0.0.2 on %s, one busy-polling loop on lcore 1; workers attach at %s and %s\n",
+		via, filepath.Join(cfg.workers, "10.0.0.1.sock"), filepath.Join(cfg.workers, "10.0.0.2.sock"))
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)

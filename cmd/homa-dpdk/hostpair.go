@@ -37,12 +37,17 @@ type hostPairConfig struct {
 	// memifSocket, when set, joins the hosts by net_memif over this socket
 	// path instead of rings.
 	memifSocket string
+	// memifPeers, when set, makes each host a memif client of a server
+	// someone else runs (socket i for host i), e.g. dpdk-testpmd
+	// forwarding between its two memif ports: a third-party DPDK
+	// forwarder between the hosts.
+	memifPeers [2]string
 }
 
 func newHostPair(c hostPairConfig) (*hostPair, error) {
 	rp := &hostPair{}
 	var err error
-	if c.memifSocket != "" {
+	if c.memifSocket != "" || c.memifPeers[0] != "" {
 		err = rp.memifPorts(c)
 	} else {
 		err = rp.ringPorts(c)
@@ -58,7 +63,11 @@ func newHostPair(c hostPairConfig) (*hostPair, error) {
 func (rp *hostPair) memifPorts(c hostPairConfig) error {
 	for i, role := range []string{"server", "client"} {
 		name := fmt.Sprintf("net_memif_%s%d", c.name, i)
-		p, err := dpdk.NewVdev(name, fmt.Sprintf("role=%s,id=0,socket=%s,socket-abstract=no", role, c.memifSocket))
+		sock := c.memifSocket
+		if c.memifPeers[0] != "" {
+			role, sock = "client", c.memifPeers[i]
+		}
+		p, err := dpdk.NewVdev(name, fmt.Sprintf("role=%s,id=0,socket=%s,socket-abstract=no", role, sock))
 		if err != nil {
 			return err
 		}
@@ -86,7 +95,7 @@ func (rp *hostPair) memifPorts(c hostPairConfig) error {
 				break
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("memif pair on %s: link of %s not up after 10 s", c.memifSocket, p.Name)
+				return fmt.Errorf("memif on %s%v: link of %s not up after 10 s", c.memifSocket, c.memifPeers, p.Name)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}

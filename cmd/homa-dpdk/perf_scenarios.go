@@ -20,13 +20,14 @@ import (
 // JSON).
 
 func perfScenarioCmds() []*cobra.Command {
-	return []*cobra.Command{perfRTTCmd(), perfThroughputCmd(), perfAllCmd()}
+	return []*cobra.Command{perfRTTCmd(), perfThroughputCmd(), perfTestpmdPathCmd(), perfAllCmd()}
 }
 
 type scenarioFlags struct {
-	smoke  bool
-	out    string
-	noVeth bool
+	smoke   bool
+	out     string
+	noVeth  bool
+	testpmd string // set by testpmd-path: Homa's hosts joined through this dpdk-testpmd
 }
 
 func (f *scenarioFlags) add(c *cobra.Command) {
@@ -84,7 +85,7 @@ rtt.json and rtt.png into the results directory.`,
 
 func runRTTScenario(self, dir string, f scenarioFlags, out io.Writer) (*perf.RTTResult, []string, error) {
 	cfg := perf.RTTConfigFor(f.smoke)
-	cfg.Self, cfg.OutDir, cfg.Out, cfg.Veth = self, dir, out, !f.noVeth
+	cfg.Self, cfg.OutDir, cfg.Out, cfg.Veth, cfg.Testpmd = self, dir, out, !f.noVeth, f.testpmd
 	cfg.Progress = perf.NewProgress(os.Stderr, "rtt", perf.RTTSteps(cfg))
 	res, err := perf.RunRTT(cfg)
 	cfg.Progress.Done()
@@ -93,6 +94,48 @@ func runRTTScenario(self, dir string, f scenarioFlags, out io.Writer) (*perf.RTT
 	}
 	imgs, err := res.WriteFiles(dir)
 	return res, imgs, err
+}
+
+func perfTestpmdPathCmd() *cobra.Command {
+	var f scenarioFlags
+	c := &cobra.Command{
+		Use:   "testpmd-path [--smoke] [--out DIR]",
+		Short: "rtt and throughput with dpdk-testpmd forwarding between the two Homa hosts",
+		Long: `testpmd-path runs rtt and throughput with the daemon's two hosts joined through
+dpdk-testpmd (io forwarding between two memif ports) instead of directly, so that a
+third-party DPDK forwarder sits in the path; kernel TCP is measured beside it as in rtt
+and throughput. Results go to DIR/testpmd-path/.`,
+		RunE: scenarioRunE(&f, func(self, dir string, out io.Writer) error {
+			_, _, _, err := runTestpmdPath(self, dir, f, out)
+			return err
+		}),
+	}
+	f.add(c)
+	return c
+}
+
+// runTestpmdPath runs rtt and throughput through dpdk-testpmd, in
+// DIR/testpmd-path; it returns the report's section images relative to
+// dir.
+func runTestpmdPath(self, dir string, f scenarioFlags, out io.Writer) (*perf.RTTResult, *perf.ThroughputResult, []string, error) {
+	sub := filepath.Join(dir, "testpmd-path")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		return nil, nil, nil, err
+	}
+	f.testpmd = "dpdk-testpmd"
+	rtt, rimgs, err := runRTTScenario(self, sub, f, out)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("rtt through testpmd: %w", err)
+	}
+	tp, timgs, err := runThroughputScenario(self, sub, f, out)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("throughput through testpmd: %w", err)
+	}
+	var imgs []string
+	for _, i := range append(rimgs, timgs...) {
+		imgs = append(imgs, filepath.Join("testpmd-path", i))
+	}
+	return rtt, tp, imgs, nil
 }
 
 func perfThroughputCmd() *cobra.Command {
@@ -116,7 +159,7 @@ throughput-gbps.png, throughput-cpu.png into the results directory.`,
 
 func runThroughputScenario(self, dir string, f scenarioFlags, out io.Writer) (*perf.ThroughputResult, []string, error) {
 	cfg := perf.ThroughputConfigFor(f.smoke)
-	cfg.Self, cfg.OutDir, cfg.Out, cfg.Veth = self, dir, out, !f.noVeth
+	cfg.Self, cfg.OutDir, cfg.Out, cfg.Veth, cfg.Testpmd = self, dir, out, !f.noVeth, f.testpmd
 	cfg.Progress = perf.NewProgress(os.Stderr, "throughput", perf.ThroughputSteps(cfg))
 	res, err := perf.RunThroughput(cfg)
 	cfg.Progress.Done()
@@ -145,10 +188,11 @@ func perfAllCmd() *cobra.Command {
 	var f scenarioFlags
 	c := &cobra.Command{
 		Use:   "all [--smoke] [--out DIR]",
-		Short: "Every scenario (pmd, worker-rtt, rtt, throughput, slowdown), then one markdown report and one JSON",
+		Short: "Every scenario (pmd, worker-rtt, rtt, throughput, slowdown, testpmd-path), then one markdown report and one JSON",
 		Long: `all runs pmd (short) and worker-rtt, each as a child process of this program writing its
 JSON, then rtt and throughput, then slowdown (a child process: its daemons and
-namespaces), and writes report.md (every table, plot and each
+namespaces) and testpmd-path (rtt and throughput through dpdk-testpmd, in
+testpmd-path/), and writes report.md (every table, plot and each
 scenario's method and known distortions) and all.json into the results directory. A
 scenario that fails is reported as failed and the others still run; the command then
 exits with an error.`,
@@ -230,6 +274,17 @@ func runAll(self, dir string, f scenarioFlags, out io.Writer) error {
 		all.Files["slowdown"] = "slowdown.json"
 	}
 
+	if rtt, tp, imgs, err := runTestpmdPath(self, dir, f, out); err != nil {
+		all.Errors["testpmd-path"] = err.Error()
+		secs = append(secs, perf.Section{Name: "testpmd-path", Title: testpmdPathTitle, Error: err.Error()})
+	} else {
+		rs, ts := rtt.Section(nil), tp.Section(nil)
+		rs.Name, rs.Title, rs.Images = "testpmd-path", testpmdPathTitle+": rtt", imgs
+		ts.Name, ts.Title = "testpmd-path", testpmdPathTitle+": throughput"
+		secs = append(secs, rs, ts)
+		all.Files["testpmd-path"] = "testpmd-path/rtt.json, testpmd-path/throughput.json"
+	}
+
 	all.Seconds = time.Since(all.Started).Seconds()
 	all.Files["report"] = "report.md"
 	if err := perf.WriteJSON(filepath.Join(dir, "all.json"), &all); err != nil {
@@ -257,6 +312,8 @@ func runAll(self, dir string, f scenarioFlags, out io.Writer) error {
 	}
 	return nil
 }
+
+const testpmdPathTitle = "testpmd-path: Homa through dpdk-testpmd (io forwarding between memif ports)"
 
 const slowdownTitle = "slowdown: Homa daemons vs kernel TCP through a tc bottleneck (W1-W5)"
 

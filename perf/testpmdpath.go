@@ -1,0 +1,88 @@
+package perf
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
+)
+
+// The testpmd-path scenario: the daemon's two hosts joined through
+// dpdk-testpmd (io forwarding between two memif ports, both memif servers)
+// instead of directly, so a third-party DPDK fwdProcess sits in the path.
+// rtt and throughput then run as usual, with Homa through testpmd.
+
+// TestpmdPathNote is what the scenario adds to the method and distortions
+// of rtt and throughput.
+const TestpmdPathNote = `Homa's two hosts are joined through dpdk-testpmd: testpmd in io mode ` +
+	`forwards between two net_memif server ports, one per host (the hosts are memif clients: ` +
+	"`demo --workers --memif-peers`" + `), its forwarding core on CPU 0 and its main lcore on CPU 1. ` +
+	`Distortion on a 2-CPU machine: testpmd's busy forwarding core shares CPU 0 with the workers' ` +
+	`spinning thread and the daemon's loop has CPU 1, so three busy pollers time-share two CPUs; ` +
+	`the figures measure that sharing as much as the path.`
+
+// fwdProcess is a running dpdk-testpmd between two memif server sockets.
+type fwdProcess struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	log   *os.File
+	Socks [2]string
+}
+
+// startForwarder starts program (dpdk-testpmd) with memif servers in dir
+// and waits until both sockets exist.
+func startForwarder(program, dir, logPath string) (*fwdProcess, error) {
+	f := &fwdProcess{Socks: [2]string{filepath.Join(dir, "fwd0.sock"), filepath.Join(dir, "fwd1.sock")}}
+	args := dpdk.VirtualDeviceArgs("0,1", dpdk.ProbeMemory(), 512, fmt.Sprintf("homafwd%d", os.Getpid()))
+	args = append(args, "--main-lcore", "1")
+	for i, s := range f.Socks {
+		args = append(args, "--vdev", fmt.Sprintf("net_memif%d,role=server,id=0,socket=%s,socket-abstract=no", i, s))
+	}
+	args = append(args, "--", "--forward-mode=io", "--nb-cores=1", "--no-mlockall")
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	f.log = log
+	f.cmd = exec.Command(program, args...)
+	f.cmd.Stdout, f.cmd.Stderr = log, log
+	// Without -i testpmd forwards until its standard input ends.
+	if f.stdin, err = f.cmd.StdinPipe(); err != nil {
+		log.Close()
+		return nil, err
+	}
+	if err := f.cmd.Start(); err != nil {
+		log.Close()
+		return nil, fmt.Errorf("start %s: %w", program, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, s := range f.Socks {
+		for {
+			if _, err := os.Stat(s); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				f.stop()
+				return nil, fmt.Errorf("testpmd's memif socket %s did not appear within 30 s; its log: %s\n%s", s, logPath, tail(logPath, 1500))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return f, nil
+}
+
+// stop ends testpmd (after the daemon, its memif clients, has left).
+func (f *fwdProcess) stop() error {
+	defer f.log.Close()
+	f.stdin.Close()
+	return stopTestpmd(f.cmd)
+}
+
+// daemonArgs are the daemon's extra arguments to join its hosts through f.
+func (f *fwdProcess) daemonArgs() []string {
+	return []string{"--memif-peers", f.Socks[0] + "," + f.Socks[1]}
+}
