@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homa-dpdk/homa-dpdk/engine"
 	"github.com/homa-dpdk/homa-dpdk/shm"
 )
 
@@ -631,5 +632,45 @@ func TestWorkers_regionOutlivesZeroCopyPacketsInFlight(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("region not freed after its packets: %d draining", len(hub.draining))
 		}
+	}
+}
+
+// A response that finds no room in the client worker's receive pool ends
+// its RPC with a NoBufferSpace error completion (and is counted).
+func TestWorkers_responseWithoutPoolSpaceFails(t *testing.T) {
+	params := testWorkerParams
+	params.PoolPages = 1 // 64 KB: a 100 KB response cannot fit
+	a, _, sockA, sockB, calls := workerHostsCalls(t, workerLimits{params: params})
+	srv := attachRaw(t, sockB)
+	bindRaw(t, srv, 99)
+	cli := attachRaw(t, sockA)
+	copy(cli.at.Layout.Arena(cli.at.Region), "give me 100 KB")
+	cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 5, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: 14})
+	acc := cli.expect(t, shm.CompAccepted)
+	rq := srv.expect(t, shm.CompRequest)
+	srv.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: rq.Page, Pages: rq.Pages})
+	srv.submit(t, shm.Submission{Op: shm.OpReply, Cookie: 6, RPCID: rq.RPCID, PeerIP: rq.PeerIP, PeerPort: rq.PeerPort, Length: 100_000})
+	srv.expect(t, shm.CompAccepted)
+	var failed shm.Completion
+	for failed.Op != shm.CompError {
+		c := cli.next(t, 5*time.Second)
+		if c.Op == shm.CompResponse {
+			t.Fatalf("a 100 KB response arrived in a 64 KB pool: %+v", c)
+		}
+		if c.Op == shm.CompError {
+			failed = c
+		}
+	}
+	if failed.Err != shm.ErrCodeNoBufferSpace || failed.RPCID != acc.RPCID || failed.Cookie != 5 {
+		t.Fatalf("error completion %+v, want NoBufferSpace for RPC %d, cookie 5", failed, acc.RPCID)
+	}
+	var wc workerCounters
+	var drops uint64
+	calls.do(func() {
+		a.workers.snapshot(&wc)
+		drops = a.ep.Metrics().Drops[engine.DropNoRecvSpace]
+	})
+	if wc.NoRecvSpace != 1 || drops != 1 || wc.OutstandingRPCs != 0 {
+		t.Errorf("no_recv_space %d, engine drops %d, outstanding %d; want 1, 1, 0", wc.NoRecvSpace, drops, wc.OutstandingRPCs)
 	}
 }
