@@ -674,3 +674,43 @@ func TestWorkers_responseWithoutPoolSpaceFails(t *testing.T) {
 		t.Errorf("no_recv_space %d, engine drops %d, outstanding %d; want 1, 1, 0", wc.NoRecvSpace, drops, wc.OutstandingRPCs)
 	}
 }
+
+// A request that finds the server worker's pool full is dropped; its
+// client retries (RESEND, RPC_UNKNOWN, restart) and it arrives once the
+// worker has given pages back.
+func TestWorkers_requestWithoutPoolSpaceIsRetried(t *testing.T) {
+	params := testWorkerParams
+	params.PoolPages = 1
+	a, b, sockA, sockB, calls := workerHostsCalls(t, workerLimits{params: params})
+	srv := attachRaw(t, sockB)
+	bindRaw(t, srv, 99)
+	cli := attachRaw(t, sockA)
+	arena := cli.at.Layout.Arena(cli.at.Region)
+	copy(arena, "first")
+	copy(arena[4096:], "second")
+	cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 1, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: 5})
+	first := srv.expect(t, shm.CompRequest) // holds the pool's only page
+	cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 2, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Offset: 4096, Length: 6})
+	deadline := time.Now().Add(5 * time.Second)
+	for { // the second request is dropped: no page for it
+		var wc workerCounters
+		calls.do(func() { b.workers.snapshot(&wc) })
+		if wc.NoRecvSpace > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second request was not refused a page")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	srv.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: first.Page, Pages: first.Pages})
+	second := srv.expect(t, shm.CompRequest) // after the client's retry
+	if got := string(srv.message(second)); got != "second" {
+		t.Fatalf("second request %q", got)
+	}
+	var m engine.Metrics
+	calls.do(func() { m = a.ep.Metrics() })
+	if m.RPCRestarts == 0 {
+		t.Errorf("the client did not restart the dropped request (client_rpc_restarts %d)", m.RPCRestarts)
+	}
+}
