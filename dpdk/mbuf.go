@@ -243,6 +243,17 @@ func (m *Mbuf) AttachExtBuf(buf []byte, iova uint64, e *ExtBuf) bool {
 	return true
 }
 
+// AttachChain is AttachExtBuf, SetLen(len(buf)) and Chain in one C call:
+// body's data becomes buf (in e) and body is chained to m. On false
+// (the chain would be too long) body is attached but not chained: free it.
+func (m *Mbuf) AttachChain(body *Mbuf, buf []byte, iova uint64, e *ExtBuf) bool {
+	if len(buf) == 0 || len(buf) > 0xffff || e.shinfo == nil {
+		return false
+	}
+	return C.homa_attach_chain((*C.struct_rte_mbuf)(m), (*C.struct_rte_mbuf)(body), unsafe.Pointer(&buf[0]),
+		C.uint64_t(iova), C.uint16_t(len(buf)), e.shinfo) == 0
+}
+
 // Chain appends tail (and its segments) to m's chain, updating m's packet
 // length and segment count; false when the chain would be too long. The
 // port must have TxOffloadMultiSegs to send it. It is a C call.

@@ -161,3 +161,29 @@ func TestMbuf_heldExternalBufferChained(t *testing.T) {
 		t.Errorf("%d mbufs in use", pool.InUse())
 	}
 }
+
+// AttachChain attaches, sizes and chains a payload segment in one call.
+func TestMbuf_attachChain(t *testing.T) {
+	dpdktest.Need(t)
+	pool := newPool(t, 16, 0)
+	mem := []byte("....payload")
+	ext, err := dpdk.NewExtBuf()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ext.Close()
+	ext.Hold()
+	head, body := pool.Alloc(), pool.Alloc()
+	copy(head.Append(4), "HDR:")
+	if !head.AttachChain(body, mem[4:], uint64(uintptrOf(mem))+4, ext) {
+		t.Fatal("attach and chain")
+	}
+	if got := string(head.AppendData(nil)); got != "HDR:payload" || head.NumSegs() != 2 || !body.IsExternal() {
+		t.Fatalf("packet %q, %d segments", got, head.NumSegs())
+	}
+	head.Free()
+	ext.Unhold()
+	if ext.Released() != 1 || pool.InUse() != 0 {
+		t.Errorf("released %d, %d mbufs in use", ext.Released(), pool.InUse())
+	}
+}

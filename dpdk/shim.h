@@ -149,6 +149,18 @@ struct rte_mbuf_ext_shared_info *homa_extbuf_new(uint64_t **released);
 void homa_extbuf_hold(struct rte_mbuf_ext_shared_info *shinfo);
 void homa_extbuf_unhold(struct rte_mbuf_ext_shared_info *shinfo);
 
+// homa_attach_chain attaches body to an external buffer (len bytes at
+// addr, shared info shinfo), gives it len bytes of data, and chains it to
+// head: one crossing for a zero-copy packet. 0, or -EOVERFLOW.
+static inline int homa_attach_chain(struct rte_mbuf *head, struct rte_mbuf *body, void *addr, uint64_t iova,
+				    uint16_t len, struct rte_mbuf_ext_shared_info *shinfo) {
+	rte_mbuf_ext_refcnt_update(shinfo, 1);
+	rte_pktmbuf_attach_extbuf(body, addr, iova, len, shinfo);
+	body->data_len = len;
+	body->pkt_len = len;
+	return rte_pktmbuf_chain(head, body);
+}
+
 // homa_chain appends tail's segments to head's chain (rte_pktmbuf_chain):
 // 0, or -EOVERFLOW when the chain would be too long.
 static inline int homa_chain(struct rte_mbuf *head, struct rte_mbuf *tail) {

@@ -108,19 +108,14 @@ func (t *mbufTx) SendData(frame, payload []byte, ref any, prio int) bool {
 		return false
 	}
 	iova := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(payload)))) // virtual devices: no DMA, the address is enough
-	if !body.AttachExtBuf(payload, iova, ext) || !body.SetLen(len(payload)) {
-		body.Free()
-		return false
-	}
 	m := t.lent
-	t.lent = nil
 	m.SetLen(len(frame))
-	if !m.Chain(body) {
+	if !m.AttachChain(body, payload, iova, ext) { // one C call per packet
 		body.Free()
-		t.lent = m
-		m.SetLen(m.DataLen() + m.Tailroom())
+		m.SetLen(m.DataLen() + m.Tailroom()) // still lent: the engine copies instead
 		return false
 	}
+	t.lent = nil
 	if t.ipCksum {
 		m.SetIPv4CksumOffload(t.l2Len, wire.IPv4MinHeaderLen)
 	}
