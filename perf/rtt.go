@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -120,21 +119,13 @@ func RunRTT(cfg RTTConfig) (*RTTResult, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	var extra []string
-	if cfg.Testpmd != "" {
-		cfg.Progress.Step("start dpdk-testpmd")
-		fwd, err := startForwarder(cfg.Testpmd, dir, filepath.Join(cfg.OutDir, "rtt-testpmd.log"))
-		if err != nil {
-			return nil, err
-		}
-		defer fwd.stop() // after the daemon's Stop below
-		extra = fwd.daemonArgs()
-		res.Method += " " + TestpmdPathNote
-	}
-	cfg.Progress.Step("start the daemon")
-	d, err := StartDaemon(cfg.Self, dir, filepath.Join(cfg.OutDir, "rtt-daemon.log"), extra...)
+	d, logPath, done, err := startHomaDaemon(cfg.Self, cfg.Testpmd, dir, cfg.OutDir, "rtt", cfg.Progress)
 	if err != nil {
 		return nil, err
+	}
+	defer done() // after the daemon's Stop below
+	if cfg.Testpmd != "" {
+		res.Method += " " + TestpmdPathNote
 	}
 	homa := RTTSeries{Transport: "homa"}
 	err = onPinnedThread(cfg.WorkerCPU, "", func() error {
@@ -165,7 +156,7 @@ func RunRTT(cfg RTTConfig) (*RTTResult, error) {
 	loop, stopErr := d.Stop()
 	res.Loops = append(res.Loops, loop)
 	if err != nil {
-		return nil, fmt.Errorf("%w (daemon log: %s)", err, filepath.Join(cfg.OutDir, "rtt-daemon.log"))
+		return nil, fmt.Errorf("%w (daemon log: %s)", err, logPath)
 	}
 	if stopErr != nil {
 		return nil, stopErr

@@ -86,3 +86,28 @@ func (f *fwdProcess) stop() error {
 func (f *fwdProcess) daemonArgs() []string {
 	return []string{"--memif-peers", f.Socks[0] + "," + f.Socks[1]}
 }
+
+// startHomaDaemon starts the daemon serving workers in dir for the
+// scenario name (its log: outDir/name-daemon.log), joined through
+// dpdk-testpmd when testpmd names the program. done stops the forwarder:
+// call it after the daemon has stopped.
+func startHomaDaemon(self, testpmd, dir, outDir, name string, prog *Progress) (d *Daemon, logPath string, done func(), err error) {
+	done = func() {}
+	var extra []string
+	if testpmd != "" {
+		prog.Step("start dpdk-testpmd")
+		fwd, err := startForwarder(testpmd, dir, filepath.Join(outDir, name+"-testpmd.log"))
+		if err != nil {
+			return nil, "", nil, err
+		}
+		done = func() { fwd.stop() }
+		extra = fwd.daemonArgs()
+	}
+	prog.Step("start the daemon")
+	logPath = filepath.Join(outDir, name+"-daemon.log")
+	if d, err = StartDaemon(self, dir, logPath, extra...); err != nil {
+		done()
+		return nil, "", nil, err
+	}
+	return d, logPath, done, nil
+}

@@ -95,22 +95,13 @@ func RunThroughput(cfg ThroughputConfig) (*ThroughputResult, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	var extra []string
-	if cfg.Testpmd != "" {
-		cfg.Progress.Step("start dpdk-testpmd")
-		fwd, err := startForwarder(cfg.Testpmd, dir, filepath.Join(cfg.OutDir, "throughput-testpmd.log"))
-		if err != nil {
-			return nil, err
-		}
-		defer fwd.stop() // after the daemon's Stop below
-		extra = fwd.daemonArgs()
-		res.Method += " " + TestpmdPathNote
-	}
-	cfg.Progress.Step("start the daemon")
-	logPath := filepath.Join(cfg.OutDir, "throughput-daemon.log")
-	d, err := StartDaemon(cfg.Self, dir, logPath, extra...)
+	d, logPath, done, err := startHomaDaemon(cfg.Self, cfg.Testpmd, dir, cfg.OutDir, "throughput", cfg.Progress)
 	if err != nil {
 		return nil, err
+	}
+	defer done() // after the daemon's Stop below
+	if cfg.Testpmd != "" {
+		res.Method += " " + TestpmdPathNote
 	}
 	var run ThroughputRun
 	cfg.Progress.Step("homa")
