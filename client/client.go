@@ -44,11 +44,12 @@ type Client struct {
 	spin  time.Duration
 	arena arena
 
-	cookie   uint64               // the last cookie given to a submission (0 is never used)
-	inflight map[uint64]sent      // cookie → arena range the engine may still read
-	rpcs     map[uint64]clientRPC // client RPC id → its Send, until its result is dispatched
-	queue    []*Message           // requests and RPC results not yet taken, oldest first
-	toReturn []pageRun            // pages to give back, found while dispatching
+	cookie   uint64                // the last cookie given to a submission (0 is never used)
+	inflight map[uint64]sent       // cookie → arena range the engine may still read
+	rpcs     map[uint64]clientRPC  // client RPC id → its Send, until its result is dispatched
+	queue    []*Message            // requests and RPC results not yet taken, oldest first
+	toReturn []pageRun             // pages to give back, found while dispatching
+	replies  map[uint64]asyncReply // cookie → ReplyAsync not yet answered
 
 	awaiting  uint64         // cookie whose Accepted/Error a call waits for; 0: none
 	awaitSend bool           // awaiting is a Send's: its Accepted starts an RPC to sendPeer
@@ -78,6 +79,12 @@ type clientRPC struct {
 	abandoned bool // Call gave up on it: drop its result
 }
 
+// asyncReply is a ReplyAsync awaiting the daemon's answer.
+type asyncReply struct {
+	id   uint64
+	peer Addr
+}
+
 // pageRun is a run of receive-pool pages.
 type pageRun struct{ page, pages uint32 }
 
@@ -85,6 +92,7 @@ type pageRun struct{ page, pages uint32 }
 type Stats struct {
 	Sent           uint64 // requests the daemon accepted (Send, Call)
 	Replies        uint64 // replies the daemon accepted
+	ReplyRefused   uint64 // ReplyAsync replies the daemon refused (also in Errors; each queued as a failed Message)
 	Received       uint64 // requests and responses delivered, Released or not
 	Errors         uint64 // error completions: refused submissions and failed RPCs
 	Sleeps         uint64 // waits on the eventfd
@@ -127,6 +135,7 @@ func Dial(path string, opt Options) (*Client, error) {
 		arena:    newArena(l.ArenaSize),
 		inflight: make(map[uint64]sent),
 		rpcs:     make(map[uint64]clientRPC),
+		replies:  make(map[uint64]asyncReply),
 		queue:    make([]*Message, 0, 64),
 	}, nil
 }

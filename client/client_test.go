@@ -358,3 +358,68 @@ func TestArena_fullThenFreed(t *testing.T) {
 	stop()
 	checkNoLeak(t, f, []*Client{c, srv}, []int{0, 1})
 }
+
+// ReplyAsync answers a burst of requests without waiting for each answer;
+// the responses arrive byte-exact, the acceptances are counted, and a
+// reply the daemon refuses (its client aborted) comes back through
+// Receive as a failed Message with the request's ID.
+func TestReplyAsync_burstAndRefusal(t *testing.T) {
+	f := newFake(t, testParams())
+	srv := dial(t, f, Options{})
+	if err := srv.Bind(11); err != nil {
+		t.Fatal(err)
+	}
+	cl := dial(t, f, Options{})
+	dst := Addr{IP: host, Port: 11}
+	const n = 40
+	ids := make([]uint64, n)
+	for i := range ids {
+		id, err := cl.Send(dst, pattern(100+i*997, byte(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	// The last request's client gives up before the reply.
+	if err := cl.Abort(ids[n-1]); err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		req, err := srv.Receive(time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.ReplyAsync(req, req.Data[:len(req.Data)/3+1]); err != nil {
+			t.Fatal(err)
+		}
+		req.Release()
+	}
+	if err := srv.ReplyAsync(&Message{ID: 3, Request: false}, []byte("x")); err == nil {
+		t.Error("ReplyAsync to a non-request accepted")
+	}
+	for i, id := range ids[:n-1] {
+		m, err := cl.Wait(id, time.Second)
+		if err != nil {
+			t.Fatalf("RPC %d: %v", i, err)
+		}
+		if want := pattern(100+i*997, byte(i)); !bytes.Equal(m.Data, want[:len(want)/3+1]) {
+			t.Fatalf("RPC %d: response differs", i)
+		}
+		m.Release()
+	}
+	if _, err := cl.Wait(ids[n-1], time.Second); !errors.Is(err, ErrAborted) {
+		t.Errorf("aborted RPC: %v", err)
+	}
+	fail, err := srv.Receive(time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fail.Request || fail.ID&1 != 1 || !errors.Is(fail.Err, ErrNoRPC) || fail.Data != nil {
+		t.Errorf("refused reply: %+v", fail)
+	}
+	fail.Release() // nothing to give back
+	if st := srv.Stats(); st.Replies != n-1 || st.ReplyRefused != 1 || st.Errors != 1 {
+		t.Errorf("server stats %+v, want %d replies, 1 refused", st, n-1)
+	}
+	checkNoLeak(t, f, []*Client{cl, srv}, []int{0, 1})
+}

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"fmt"
 	"runtime"
 	"time"
 
@@ -113,6 +114,7 @@ func (c *Client) dispatch(slot *shm.Slot) {
 		switch {
 		case c.awaiting != 0 && comp.Cookie == c.awaiting:
 			c.takeAnswer(&comp)
+		case c.asyncAnswer(&comp):
 		case comp.Op == shm.CompError && comp.RPCID != 0:
 			c.rpcEnded(&comp)
 		default:
@@ -132,6 +134,23 @@ func (c *Client) takeAnswer(comp *shm.Completion) {
 	if c.awaitSend && comp.Op == shm.CompAccepted && comp.RPCID != 0 && comp.RPCID&1 == 0 {
 		c.rpcs[comp.RPCID] = clientRPC{cookie: comp.Cookie, peer: c.sendPeer}
 	}
+}
+
+// asyncAnswer takes the answer to a ReplyAsync, if comp is one: an
+// acceptance is counted, a refusal queued as the reply's failure.
+func (c *Client) asyncAnswer(comp *shm.Completion) bool {
+	r, ok := c.replies[comp.Cookie]
+	if !ok {
+		return false
+	}
+	delete(c.replies, comp.Cookie)
+	if comp.Op == shm.CompAccepted {
+		c.stats.Replies++
+		return true
+	}
+	c.stats.ReplyRefused++
+	c.push(&Message{ID: r.id, Peer: r.peer, Err: fmt.Errorf("client: reply to RPC %d from %s: %w", r.id, r.peer, codeErr(comp.Err))})
+	return true
 }
 
 // released frees the arena range of cookie's message, if the completion

@@ -31,6 +31,11 @@
 //		m.Release()
 //	}
 //
+// Reply waits for the daemon to accept the reply, so a server answers one
+// request per pass of the daemon's loop at best; ReplyAsync returns as
+// soon as the reply is on the ring, and a refusal comes back later through
+// Receive as a failed Message with the request's ID.
+//
 // # Concurrency
 //
 // A Client has no locks: it is used by one goroutine at a time, and so are

@@ -11,8 +11,10 @@ type Message struct {
 	// Release (or the Client's Close); nil for a failed RPC.
 	Data []byte
 	// Err is why the client RPC failed (errors.Is it with ErrTimeout,
-	// ErrAborted, ...); nil for a request or a response. Receive returns
-	// failures as Messages; Wait and Call return Err itself.
+	// ErrAborted, ...), or why the daemon refused a ReplyAsync to request
+	// ID (an odd ID; ErrNoRPC when the RPC had ended); nil for a request
+	// or a response. Receive returns failures as Messages; Wait and Call
+	// return Err itself.
 	Err error
 
 	c     *Client

@@ -231,6 +231,41 @@ func (c *Client) Reply(req *Message, resp []byte) error {
 	return nil
 }
 
+// ReplyAsync answers request req like Reply, but returns once the reply is
+// on the submission ring, without waiting for the daemon's answer, so a
+// server can answer a burst of requests within one pass of the daemon's
+// loop instead of one pass each. The daemon's answer is read later, by
+// any call that reads completions: an acceptance counts in
+// Stats.Replies; a refusal (the RPC has ended: its client aborted or
+// timed out, or it was never ours) counts in Stats.Errors and
+// Stats.ReplyRefused and is queued as a Message for Receive, with req's
+// ID and Peer, Request false and Err set — the reply is not lost
+// silently. Errors returned here are local: the message's length, no
+// arena room within 10 s, a full submission ring.
+func (c *Client) ReplyAsync(req *Message, resp []byte) error {
+	if c.closed {
+		return ErrClosed
+	}
+	if req == nil || !req.Request || req.c != c {
+		return errors.New("client: reply: not a request received by this client")
+	}
+	sp, err := c.stage(resp, time.Now().Add(answerWait))
+	if err != nil {
+		return fmt.Errorf("client: reply to RPC %d from %s: %w", req.ID, req.Peer, err)
+	}
+	s := shm.Submission{Op: shm.OpReply, RPCID: req.ID, PeerIP: req.Peer.IP, PeerPort: req.Peer.Port,
+		Length: uint32(len(resp))}
+	s.Offset = sp.off
+	cookie, err := c.submit(&s)
+	if err != nil {
+		c.arena.release(sp)
+		return fmt.Errorf("client: reply to RPC %d from %s: %w", req.ID, req.Peer, err)
+	}
+	c.inflight[cookie] = sent{span: sp, length: s.Length}
+	c.replies[cookie] = asyncReply{id: req.ID, peer: req.Peer}
+	return nil
+}
+
 // Abort aborts client RPC id. Its result, an error wrapping ErrAborted,
 // still arrives through Wait(id) or Receive. It fails with ErrNoRPC if
 // the RPC has already ended.

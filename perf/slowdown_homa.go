@@ -176,7 +176,7 @@ type sdDriverResult struct {
 }
 
 // sdHomaServer answers every request on port 99 with one byte until
-// stop. A Reply that fails (the client gave the RPC up) is counted, not
+// stop. A reply that fails (the client gave the RPC up) is counted, not
 // fatal; a failing Receive ends the server with *errp set.
 func sdHomaServer(c *client.Client, stop *atomic.Bool, wg *sync.WaitGroup, errp *error, replyFailed *atomic.Int64) {
 	defer wg.Done()
@@ -190,10 +190,15 @@ func sdHomaServer(c *client.Client, stop *atomic.Bool, wg *sync.WaitGroup, errp 
 			*errp = err
 			return
 		}
-		if m.Request {
-			if err := c.Reply(m, resp); err != nil {
+		switch {
+		case m.Request:
+			// Not waiting for the daemon's answer: a burst of requests
+			// is answered within one pass of its loop.
+			if err := c.ReplyAsync(m, resp); err != nil {
 				replyFailed.Add(1)
 			}
+		case m.Err != nil: // a reply the daemon refused: the RPC had ended
+			replyFailed.Add(1)
 		}
 		m.Release()
 	}
