@@ -118,6 +118,8 @@ func TestLoad_errorsNameTheKey(t *testing.T) {
 		{"bad neighbour", minimal + "neighbours:\n  - ip: 10.0.0.2\n    mac: zz\n", nil, []string{"neighbours[0].mac"}},
 		{"bad metrics", minimal + "metrics:\n  address: 9464\n", nil, []string{"metrics.address", "host:port"}},
 		{"bad memlimit", minimal + "runtime:\n  gomemlimit: lots\n", nil, []string{"runtime.gomemlimit", "512MiB"}},
+		{"no idle spin", minimal + "runtime:\n  idle_spin_passes: 0\n", nil, []string{"runtime.idle_spin_passes: 0"}},
+		{"idle sleep too long", minimal + "runtime:\n  idle_max_sleep_us: 50000\n", nil, []string{"runtime.idle_max_sleep_us: 50000", "1..10000"}},
 		{"relative socket", minimal + "workers:\n  socket: w.sock\n", nil, []string{"workers.socket", "absolute path"}},
 		{"yaml syntax", "ports: [\n", nil, []string{"homa.yaml"}},
 	} {

@@ -32,10 +32,12 @@ var defaults = map[string]any{
 	"log.format":      "console",
 	"log.level":       "info",
 
-	"runtime.gogc":       100,
-	"runtime.gomemlimit": "",
-	"runtime.gomaxprocs": 0,
-	"runtime.idle":       "adaptive",
+	"runtime.gogc":              100,
+	"runtime.gomemlimit":        "",
+	"runtime.gomaxprocs":        0,
+	"runtime.idle":              "adaptive",
+	"runtime.idle_spin_passes":  10000,
+	"runtime.idle_max_sleep_us": 100,
 
 	"faults.drop":      0.0,
 	"faults.duplicate": 0.0,

@@ -115,6 +115,11 @@ type RuntimeSpec struct {
 	GOMemLimit string `mapstructure:"gomemlimit"` // soft memory limit, e.g. 512MiB; "" for none
 	GOMAXPROCS int    `mapstructure:"gomaxprocs"` // 0 = polling loops + 2, or the CPU count if larger
 	Idle       string `mapstructure:"idle"`       // busy or adaptive
+	// IdleSpinPasses is how many empty passes an adaptive loop makes
+	// before it sleeps; IdleMaxSleepUs bounds its sleep, which is also the
+	// longest a packet arriving at an idle loop waits for it.
+	IdleSpinPasses int `mapstructure:"idle_spin_passes"`
+	IdleMaxSleepUs int `mapstructure:"idle_max_sleep_us"`
 }
 
 // FaultSpec injects faults into received packets (for tests; off by default).

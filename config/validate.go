@@ -99,6 +99,12 @@ func (s *Spec) Validate() error {
 		p.add("runtime.gomaxprocs", "%d is negative; 0 chooses polling lcores + 2", s.Runtime.GOMAXPROCS)
 	}
 	p.oneOf("runtime.idle", s.Runtime.Idle, "busy", "adaptive")
+	if s.Runtime.IdleSpinPasses < 1 {
+		p.add("runtime.idle_spin_passes", "%d: want at least 1 empty pass before an adaptive loop sleeps", s.Runtime.IdleSpinPasses)
+	}
+	if s.Runtime.IdleMaxSleepUs < 1 || s.Runtime.IdleMaxSleepUs > 10000 {
+		p.add("runtime.idle_max_sleep_us", "%d: want 1..10000 µs (it is the latency a packet to an idle loop may wait)", s.Runtime.IdleMaxSleepUs)
+	}
 	p.fraction("faults.drop", s.Faults.Drop)
 	p.fraction("faults.duplicate", s.Faults.Duplicate)
 	p.fraction("faults.reorder", s.Faults.Reorder)

@@ -357,7 +357,8 @@ func (d *daemon) launch(txq []int) error {
 		d.capture = c
 	}
 	_, clock, wallOff := newClock()
-	idle := lcore.Idle{Kind: lcore.Adaptive}
+	idle := lcore.Idle{Kind: lcore.Adaptive, SpinPasses: d.spec.Runtime.IdleSpinPasses,
+		MaxSleep: time.Duration(d.spec.Runtime.IdleMaxSleepUs) * time.Microsecond}
 	if d.spec.Runtime.Idle == "busy" {
 		idle.Kind = lcore.BusyPoll
 	}
