@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,7 +34,7 @@ type sdDaemon struct {
 const sdMetricsAddr = "127.0.0.1:9464"
 
 // sdStartDaemon runs `homa-dpdk run` in ns on its eth0.
-func sdStartDaemon(bin, dir, ns, ip, linkSpeed, eal, protocol string) (*sdDaemon, error) {
+func sdStartDaemon(bin, dir, ns, ip, linkSpeed, eal, protocol, runtime string) (*sdDaemon, error) {
 	d := &sdDaemon{ns: ns, ip: ip, socket: filepath.Join(dir, ns+".sock"), log: filepath.Join(dir, ns+".log")}
 	cfg := fmt.Sprintf(`eal: [%s, "--no-pci", "--no-huge", "-m", "256", "--file-prefix", "%s", "--vdev", "net_af_packet0,iface=eth0"]
 lcores: [1]
@@ -48,12 +49,12 @@ log:
 protocol:
 %sruntime:
   idle: adaptive
-workers:
+%sworkers:
   socket: %s
   max_bytes: 67108864
   pool_bytes: 536870912
   max_outstanding: 4096
-`, eal, ns, ip, linkSpeed, sdMetricsAddr, protocol, d.socket)
+`, eal, ns, ip, linkSpeed, sdMetricsAddr, protocol, runtime, d.socket)
 	path := filepath.Join(dir, ns+".yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return nil, err
@@ -119,23 +120,35 @@ func (d *sdDaemon) stop() {
 	}
 }
 
-// maxPassGap reads homa_loop_max_pass_gap_seconds from the daemon's
-// /metrics (in its namespace): the longest gap since the daemon started.
-func (d *sdDaemon) maxPassGap() (float64, error) {
+// sdCounter matches one homa_engine_total sample of /metrics.
+var sdCounter = regexp.MustCompile(`^homa_engine_total\{counter="([a-zA-Z_]+)"[^}]*\} ([0-9.e+]+)$`)
+
+// metrics reads the daemon's /metrics (in its namespace): the longest gap
+// between two passes of its loop since it started
+// (homa_loop_max_pass_gap_seconds) and its engine counters that are not 0
+// (homa_engine_total, summed over ports).
+func (d *sdDaemon) metrics() (gap float64, counters map[string]float64, err error) {
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		DisableKeepAlives: true,
 		Dial:              func(network, addr string) (net.Conn, error) { return sdDialIn(d.ns, network, addr) },
 	}}
 	resp, err := hc.Get("http://" + sdMetricsAddr + "/metrics")
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	gap := -1.0
+	gap = -1.0
+	counters = map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		l := sc.Text()
+		if m := sdCounter.FindStringSubmatch(l); m != nil {
+			if v, err := strconv.ParseFloat(m[2], 64); err == nil && v != 0 {
+				counters[m[1]] += v
+			}
+			continue
+		}
 		if !strings.HasPrefix(l, "homa_loop_max_pass_gap_seconds") {
 			continue
 		}
@@ -145,9 +158,9 @@ func (d *sdDaemon) maxPassGap() (float64, error) {
 		}
 	}
 	if gap < 0 {
-		return 0, errors.New("no homa_loop_max_pass_gap_seconds in /metrics")
+		return 0, counters, errors.New("no homa_loop_max_pass_gap_seconds in /metrics")
 	}
-	return gap, nil
+	return gap, counters, nil
 }
 
 // SDLate is how late against its Poisson time a send counts as late.
@@ -295,8 +308,23 @@ func sdHomaDriver(c *client.Client, dst client.Addr, sched []SDArrival, start ti
 	return r
 }
 
-// sdHomaUnloaded measures the median RTT of each size, one RPC at a time.
-func sdHomaUnloaded(c *client.Client, dst client.Addr, sizes []int, reps int, payload []byte) (*SDUnloaded, error) {
+// sdHomaUnloaded measures the unloaded RTT of each size (sdProbe).
+func sdHomaUnloaded(c *client.Client, dst client.Addr, sizes []int, reps int, gap time.Duration, payload []byte) (*SDUnloaded, error) {
+	return sdProbe(sizes, reps, gap, func(size int) error {
+		m, err := c.Call(dst, payload[:size], 30*time.Second)
+		if err == nil {
+			m.Release()
+		}
+		return err
+	})
+}
+
+// sdProbe measures the median RTT of each size, one RPC (rpc) at a time,
+// reps of each (a quarter as many above 100 KB, at least 3) after two
+// that are not kept (they wake the loops up), with gap between two RPCs
+// so that the bottleneck's bucket is full again: each RPC meets an idle
+// link.
+func sdProbe(sizes []int, reps int, gap time.Duration, rpc func(size int) error) (*SDUnloaded, error) {
 	u := &SDUnloaded{}
 	for _, s := range sizes {
 		n := reps
@@ -304,16 +332,15 @@ func sdHomaUnloaded(c *client.Client, dst client.Addr, sizes []int, reps int, pa
 			n = max(3, reps/4)
 		}
 		var v []float64
-		for k := range n + 2 { // the first two wake the loops up: not kept
+		for k := range n + 2 {
+			time.Sleep(gap)
 			t := time.Now()
-			m, err := c.Call(dst, payload[:s], 30*time.Second)
-			if err != nil {
+			if err := rpc(s); err != nil {
 				return nil, fmt.Errorf("unloaded %d bytes: %w", s, err)
 			}
 			if k >= 2 {
 				v = append(v, float64(time.Since(t))/1e3)
 			}
-			m.Release()
 		}
 		u.Sizes = append(u.Sizes, s)
 		u.RTTUs = append(u.RTTUs, sdMedian(v))

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -101,28 +102,16 @@ func (n *sdNet) addNS(ns string) error {
 // nothing (8 kbit/s) and allowed to borrow up to the rate; htb lends
 // spare bandwidth to the lowest prio number first, which makes the
 // leaves strict priorities apart from that guarantee. Each leaf queues
-// in a pfifo of 1000 packets.
+// in a bfifo of SDBandQueue of the rate's bytes (classes).
 func (n *sdNet) bottleneck(rateBps float64) error {
 	dev := n.bottle
 	tc := func(a ...string) error { return sdSh(append([]string{"ip", "netns", "exec", n.sw, "tc"}, a...)...) }
-	rate := strconv.FormatInt(int64(rateBps), 10) + "bit"
 	// Unclassified (non-IP: ARP) frames go to band 0.
 	if err := tc("qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "10"); err != nil {
 		return err
 	}
-	if err := tc("class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", rate, "ceil", rate,
-		"burst", "6k", "cburst", "6k", "quantum", "1514"); err != nil {
+	if err := n.classes("add", rateBps); err != nil {
 		return err
-	}
-	for b := 0; b < 8; b++ {
-		id := fmt.Sprintf("1:%d", 10+b)
-		if err := tc("class", "add", "dev", dev, "parent", "1:1", "classid", id, "htb", "rate", "8kbit", "ceil", rate,
-			"cburst", "6k", "prio", strconv.Itoa(b), "quantum", "1514"); err != nil {
-			return err
-		}
-		if err := tc("qdisc", "add", "dev", dev, "parent", id, "pfifo", "limit", "1000"); err != nil {
-			return err
-		}
 	}
 	// Homa priority p (TOS p<<5) goes to band 7-p.
 	for p := 0; p < 8; p++ {
@@ -133,6 +122,48 @@ func (n *sdNet) bottleneck(rateBps float64) error {
 	}
 	return nil
 }
+
+// SDBandQueue is how long a band's queue lasts at the rate: each band
+// holds at most this much of the rate's bytes (at least 16 full frames).
+// A switch port's buffer is a time at its rate; a fixed count of
+// packets would be seconds at a few Mb/s, longer than any transport's
+// retransmission timer.
+const SDBandQueue = 50 * time.Millisecond
+
+// sdBandLimit is a band's queue limit in bytes at rateBps.
+func sdBandLimit(rateBps float64) int {
+	return max(int(rateBps/8*SDBandQueue.Seconds()), 16*1514)
+}
+
+// classes adds ("add") or changes ("change") the bottleneck's classes to
+// rateBps, and gives each band its queue (a bfifo of sdBandLimit). The
+// buckets hold one full frame (burst 1600 bytes), so that every packet
+// waits its transmission time at the rate, as on a link of that rate.
+func (n *sdNet) classes(verb string, rateBps float64) error {
+	dev := n.bottle
+	tc := func(a ...string) error { return sdSh(append([]string{"ip", "netns", "exec", n.sw, "tc"}, a...)...) }
+	rate := strconv.FormatInt(int64(rateBps), 10) + "bit"
+	if err := tc("class", verb, "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", rate, "ceil", rate,
+		"burst", "1600", "cburst", "1600", "quantum", "1514"); err != nil {
+		return err
+	}
+	limit := strconv.Itoa(sdBandLimit(rateBps))
+	for b := 0; b < 8; b++ {
+		id := fmt.Sprintf("1:%d", 10+b)
+		if err := tc("class", verb, "dev", dev, "parent", "1:1", "classid", id, "htb", "rate", "8kbit", "ceil", rate,
+			"burst", "1600", "cburst", "1600", "prio", strconv.Itoa(b), "quantum", "1514"); err != nil {
+			return err
+		}
+		if err := tc("qdisc", "replace", "dev", dev, "parent", id, "handle", strconv.Itoa(20+b)+":", "bfifo", "limit", limit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setRate changes the bottleneck's rate (the parent class and every
+// band's ceiling) and its bands' queue limits; the counters stay.
+func (n *sdNet) setRate(rateBps float64) error { return n.classes("change", rateBps) }
 
 // SDBand is the counters of one strict-priority band of the bottleneck.
 type SDBand struct {
@@ -202,6 +233,15 @@ func (n *sdNet) linuxAddrs() error {
 		}
 	}
 	return nil
+}
+
+// flushAddrs takes the kernel's addresses away again, for the Homa
+// daemons.
+func (n *sdNet) flushAddrs() {
+	for _, ns := range append([]string{n.server}, n.clients...) {
+		exec.Command("ip", "-n", ns, "addr", "flush", "dev", "eth0").Run()
+		exec.Command("ip", "-n", ns, "neigh", "flush", "dev", "eth0").Run()
+	}
 }
 
 // Close removes every namespace made (their veths go with them).

@@ -34,7 +34,7 @@ func PlotSlowdown(res *SlowdownResult, dir string) ([]string, error) {
 	var files []string
 	for _, k := range order {
 		p := plot.New()
-		p.Title.Text = fmt.Sprintf("%s at %.0f%% load, %s bottleneck", k.w, k.load*100, sdRateName(res.RateBps))
+		p.Title.Text = fmt.Sprintf("%s at %.0f%% load, %s bottleneck", k.w, k.load*100, sdRateName(byKey[k][0].RateBps))
 		p.X.Label.Text = "message size (bytes)"
 		p.Y.Label.Text = "slowdown (RTT / unloaded RTT)"
 		p.X.Scale = plot.LogScale{}

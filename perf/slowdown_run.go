@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,11 +21,19 @@ import (
 
 // SlowdownConfig is one invocation of the slowdown scenario.
 type SlowdownConfig struct {
-	Bin        string // the homa-dpdk program (daemons run `Bin run`)
-	Workloads  []string
-	Loads      []float64 // fractions of the bottleneck rate
-	Period     time.Duration
-	RateBps    float64
+	Bin       string // the homa-dpdk program (daemons run `Bin run`)
+	Workloads []string
+	Loads     []float64 // fractions of the bottleneck rate
+	Period    time.Duration
+	// RateBps is the highest bottleneck rate; each workload runs at the
+	// rate that needs RPCRate RPCs per second at its highest load, if
+	// that is lower (sdRateFor).
+	RateBps float64
+	// RPCRate is the RPCs per second a workload's highest load offers
+	// (unless RateBps caps it lower): what the daemons and the harness
+	// sustain on this machine. W1 and W2 (hundreds of bytes per message)
+	// would need thousands per second at tens of Mb/s.
+	RPCRate    float64
 	Clients    int
 	Transports []string // homa, tcp
 	Reps       int      // unloaded RPCs per probe size
@@ -39,34 +49,24 @@ type SlowdownConfig struct {
 	// (EAL --lcores 1@(0-1)) instead of all on CPU 1.
 	Float bool
 	// Protocol is the daemons' protocol: section, YAML lines indented by
-	// two spaces; "" = SDProtocol(RateBps).
+	// two spaces; "" = SDProtocol of each workload's rate.
 	Protocol string
+	// IdleSpin and IdleMaxSleepUs are the daemons' runtime.idle_spin_passes
+	// and runtime.idle_max_sleep_us.
+	IdleSpin, IdleMaxSleepUs int
 	// Sessions is the worker sessions per Homa client host.
 	Sessions int
-	// MaxRPCRate skips a workload × load whose schedule needs more RPCs
-	// per second than this: the daemons on this machine cannot keep up,
-	// and the run would measure their backlog (0 = no limit).
-	MaxRPCRate float64
 }
 
-// sdRPCRate is the RPCs per second the schedule of w at load needs.
-func sdRPCRate(cfg SlowdownConfig, w *Workload, load float64) float64 {
-	return load * cfg.RateBps / 8 / w.Mean(HomaWireBytes)
-}
-
-// sdSkip says whether w at load is over cfg.MaxRPCRate.
-func sdSkip(cfg SlowdownConfig, w *Workload, load float64) bool {
-	return cfg.MaxRPCRate > 0 && sdRPCRate(cfg, w, load) > cfg.MaxRPCRate
-}
-
-// sdAllSkipped says whether every load of w is skipped.
-func sdAllSkipped(cfg SlowdownConfig, w *Workload) bool {
-	for _, l := range cfg.Loads {
-		if !sdSkip(cfg, w, l) {
-			return false
-		}
+// sdRateFor is the bottleneck rate for w: the rate at which the highest
+// load offers cfg.RPCRate RPCs per second, at most cfg.RateBps, rounded
+// down to 1 kbit/s.
+func sdRateFor(cfg SlowdownConfig, w *Workload) float64 {
+	r := cfg.RateBps
+	if cfg.RPCRate > 0 {
+		r = min(r, cfg.RPCRate*w.Mean(HomaWireBytes)*8/slices.Max(cfg.Loads))
 	}
-	return true
+	return max(math.Floor(r/1000)*1000, 1000)
 }
 
 // sdMergeResults adds up the results of one host's sessions.
@@ -91,29 +91,38 @@ func sdMergeResults(rs []sdDriverResult) sdDriverResult {
 	return m
 }
 
-// SDProtocol scales Homa's byte knobs to the bottleneck: the unscheduled
+// SDProtocol scales Homa's knobs to the bottleneck: the unscheduled
 // bytes to the rate times 1 ms (the software RTT here is 0.15-0.3 ms;
-// the kernel default, 40 KB, would be 3 ms of queue at 100 Mb/s) and
-// max_incoming to 4 times that; RESENDs wait 20 ms of silence (daemons
-// stall for tens of ms on this machine, and each stall would otherwise
-// trigger RESENDs of every incoming message) and an RPC fails after 5 s.
+// the kernel default, 40 KB, would be 3 ms of queue at 100 Mb/s; at
+// least 2 full packets) and max_incoming to 4 times that. RESENDs wait
+// for 100 ms of silence, twice what one band of the bottleneck queues
+// (SDBandQueue): a RESEND sooner would ask again for packets still
+// waiting there, and the server, not yet knowing the request, would
+// answer RPC_UNKNOWN and make the client send all of it again. A server
+// asks for a missing ack (NEED_ACK) as seldom: every 2 ms, as kernel Homa
+// does, each unacknowledged RPC would cost an ACK packet through a
+// bottleneck a thousand times slower than a datacenter link, and at a
+// few Mb/s those ACKs alone filled the top band and collapsed the run.
+// An RPC fails after 5 s of silence.
 func SDProtocol(rateBps float64) string {
-	unsched := max(int(rateBps/8*1e-3), 3000)
-	return fmt.Sprintf("  unsched_bytes: %d\n  max_incoming: %d\n  resend_ticks: 20\n  resend_interval: 20\n  timeout_ticks: 5000\n",
-		unsched, 4*unsched)
+	unsched := max(int(rateBps/8*1e-3), 2*homaPerPacketPayload)
+	resend := int(2 * SDBandQueue / time.Millisecond)
+	return fmt.Sprintf("  unsched_bytes: %d\n  max_incoming: %d\n  resend_ticks: %d\n  resend_interval: %d\n  request_ack_ticks: %d\n  timeout_ticks: %d\n",
+		unsched, 4*unsched, resend, resend, resend, 5000)
 }
 
 // DefaultSlowdownConfig is a full run.
 func DefaultSlowdownConfig() SlowdownConfig {
 	return SlowdownConfig{Workloads: []string{"W1", "W2", "W3", "W4", "W5"}, Loads: []float64{0.5, 0.8},
-		Period: 10 * time.Second, RateBps: 40e6, Clients: 2, Transports: []string{"homa", "tcp"},
-		Reps: 30, Seed: 1, Out: "slowdown-out", Log: io.Discard, MaxMessage: 1_000_000, LinkSpeed: "auto", Float: true, Sessions: 4, MaxRPCRate: 3000}
+		Period: 10 * time.Second, RateBps: 200e6, Clients: 2, Transports: []string{"homa", "tcp"},
+		Reps: 30, Seed: 1, Out: "slowdown-out", Log: io.Discard, MaxMessage: 1_000_000, LinkSpeed: "auto", Float: true, Sessions: 4, RPCRate: 1500,
+		IdleSpin: 100, IdleMaxSleepUs: 100}
 }
 
 // SmokeSlowdownConfig is a run that finishes well within a minute.
 func SmokeSlowdownConfig() SlowdownConfig {
 	c := DefaultSlowdownConfig()
-	c.Workloads, c.Loads, c.Period, c.Clients, c.Reps, c.RateBps = []string{"W3"}, []float64{0.5}, 3*time.Second, 2, 8, 40e6
+	c.Workloads, c.Loads, c.Period, c.Clients, c.Reps = []string{"W3"}, []float64{0.5}, 3*time.Second, 2, 8
 	return c
 }
 
@@ -122,11 +131,18 @@ type SlowdownRun struct {
 	Transport string  `json:"transport"`
 	Workload  string  `json:"workload"`
 	Load      float64 `json:"load"`
-	Offered   int     `json:"rpcs_offered"`
-	Sent      int     `json:"rpcs_sent"`
-	Done      int     `json:"rpcs_done"`
-	Failed    int     `json:"rpcs_failed"`
-	Lost      int     `json:"rpcs_unanswered"`
+	RateBps   float64 `json:"rate_bps"` // the bottleneck's rate in this run
+	// HomaProtocol is the protocol: section the daemons ran with (Homa).
+	HomaProtocol string `json:"homa_protocol,omitempty"`
+	// DaemonCounters are each Homa daemon's engine counters (those not 0)
+	// at the end of the run, warm-up included: packets sent and received
+	// by type, RESENDs, timeouts, drops.
+	DaemonCounters map[string]map[string]float64 `json:"daemon_counters,omitempty"`
+	Offered        int                           `json:"rpcs_offered"`
+	Sent           int                           `json:"rpcs_sent"`
+	Done           int                           `json:"rpcs_done"`
+	Failed         int                           `json:"rpcs_failed"`
+	Lost           int                           `json:"rpcs_unanswered"`
 	// ServerReplyFailed: requests whose Reply the server daemon refused
 	// (the RPC had ended, e.g. the client's side timed out).
 	ServerReplyFailed int    `json:"server_reply_failed,omitempty"`
@@ -178,7 +194,8 @@ type SlowdownResult struct {
 	Scenario    string  `json:"scenario"`
 	Method      string  `json:"method"`
 	Distortions string  `json:"distortions"`
-	RateBps     float64 `json:"rate_bps"`
+	RateBps     float64 `json:"max_rate_bps"` // --rate; each run has its own rate_bps
+	RPCRate     float64 `json:"rpc_rate"`     // --rpc-rate
 	Clients     int     `json:"clients"`
 	Seconds     float64 `json:"seconds_per_run"`
 	// Skipped lists the workload × load runs not made, and why.
@@ -186,14 +203,20 @@ type SlowdownResult struct {
 	CPUs    int            `json:"cpus"`
 	Runs    []*SlowdownRun `json:"runs"`
 	Plots   []string       `json:"plots"`
-	// HomaProtocol is the protocol: section the daemons ran with.
-	HomaProtocol string `json:"homa_protocol"`
 }
 
-// RunSlowdown runs the scenario and writes its results to cfg.Out.
+// RunSlowdown runs the scenario and writes its results to cfg.Out: per
+// workload, the bottleneck is set to the workload's rate, then each
+// transport runs every load (Homa, then TCP, so both meet the machine in
+// the same state).
 func RunSlowdown(cfg SlowdownConfig) (*SlowdownResult, error) {
 	if cfg.Clients < 1 || cfg.Period <= 0 || cfg.RateBps <= 0 || len(cfg.Loads) == 0 || len(cfg.Workloads) == 0 {
 		return nil, fmt.Errorf("slowdown: bad configuration")
+	}
+	for _, tr := range cfg.Transports {
+		if tr != "homa" && tr != "tcp" {
+			return nil, fmt.Errorf("slowdown: transport %q: want homa or tcp", tr)
+		}
 	}
 	logf := func(f string, a ...any) { fmt.Fprintf(cfg.Log, f+"\n", a...) }
 	wls := map[string]*Workload{}
@@ -212,6 +235,14 @@ func RunSlowdown(cfg SlowdownConfig) (*SlowdownResult, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
+	// The harness's worker sessions sleep in blocking system calls (the
+	// client's eventfd wait). Go hands a P held by a blocked thread to
+	// another only when sysmon next looks, up to 10 ms later: with more
+	// sessions than Ps, a woken session or a driver due to send could
+	// wait that long. Enough Ps that none waits for one.
+	if want := cfg.Clients*max(cfg.Sessions, 1) + 4; runtime.GOMAXPROCS(0) < want {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(want))
+	}
 	prefix := cfg.Prefix
 	if prefix == "" {
 		prefix = fmt.Sprintf("sd%d", os.Getpid()%100000)
@@ -232,39 +263,33 @@ func RunSlowdown(cfg SlowdownConfig) (*SlowdownResult, error) {
 			os.Exit(130)
 		}
 	}()
-	if cfg.Protocol == "" {
-		cfg.Protocol = SDProtocol(cfg.RateBps)
-	}
-	res := &SlowdownResult{HomaProtocol: cfg.Protocol, Scenario: "slowdown", Method: SlowdownMethod, Distortions: SlowdownDistortions,
-		RateBps: cfg.RateBps, Clients: cfg.Clients, Seconds: cfg.Period.Seconds(), CPUs: runtime.NumCPU()}
-	for _, name := range cfg.Workloads {
-		for _, l := range cfg.Loads {
-			if w := wls[name]; sdSkip(cfg, w, l) {
-				msg := fmt.Sprintf("%s at %.0f%%: needs %.0f RPC/s at %s, above --max-rpc-rate %.0f (lower --rate)",
-					name, l*100, sdRPCRate(cfg, w, l), sdRateName(cfg.RateBps), cfg.MaxRPCRate)
-				res.Skipped = append(res.Skipped, msg)
-				logf("skipped: %s", msg)
-			}
-		}
-	}
+	res := &SlowdownResult{Scenario: "slowdown", Method: SlowdownMethod, Distortions: SlowdownDistortions,
+		RateBps: cfg.RateBps, RPCRate: cfg.RPCRate, Clients: cfg.Clients, Seconds: cfg.Period.Seconds(), CPUs: runtime.NumCPU()}
 	note := func(msg string) {
 		res.Skipped = append(res.Skipped, msg)
 		logf("skipped: %s", msg)
 	}
-	for _, tr := range cfg.Transports {
-		var runs []*SlowdownRun
-		switch tr {
-		case "homa":
-			runs, err = runSDHoma(cfg, n, dir, wls, logf, note)
-		case "tcp":
-			runs, err = runSDTCP(cfg, n, wls, logf, note)
-		default:
-			err = fmt.Errorf("transport %q: want homa or tcp", tr)
+	for wi, name := range cfg.Workloads {
+		w := wls[name]
+		rate := sdRateFor(cfg, w)
+		if err := n.setRate(rate); err != nil {
+			return res, err
 		}
-		res.Runs = append(res.Runs, runs...)
-		if err != nil {
-			writeSDJSON(cfg.Out, res)
-			return res, fmt.Errorf("%s: %w", tr, err)
+		logf("%s: bottleneck %s (%.0f RPC/s at %.0f%% load)", name, sdRateName(rate),
+			slices.Max(cfg.Loads)*rate/8/w.Mean(HomaWireBytes), 100*slices.Max(cfg.Loads))
+		for _, tr := range cfg.Transports {
+			var t sdTransport
+			if tr == "homa" {
+				t = sdHomaTransport(cfg, n, dir, rate)
+			} else {
+				t = sdTCPTransport(cfg, n, rate)
+			}
+			runs, err := sdWorkload(cfg, n, w, wi, rate, logf, note, t)
+			res.Runs = append(res.Runs, runs...)
+			if err != nil {
+				writeSDJSON(cfg.Out, res)
+				return res, fmt.Errorf("%s %s: %w", tr, name, err)
+			}
 		}
 	}
 	plots, err := PlotSlowdown(res, cfg.Out)
@@ -284,8 +309,8 @@ func writeSDJSON(dir string, res *SlowdownResult) error {
 }
 
 // newSDRun fills in what every transport's run has.
-func newSDRun(tr string, w *Workload, load float64, sched [][]SDArrival, cfg SlowdownConfig, res []sdDriverResult, u *SDUnloaded, loadAvg string) *SlowdownRun {
-	r := &SlowdownRun{Transport: tr, Workload: w.Name, Load: load, Unloaded: u, Seconds: cfg.Period.Seconds(), LoadAvg: loadAvg}
+func newSDRun(tr string, w *Workload, load, rate float64, sched [][]SDArrival, cfg SlowdownConfig, res []sdDriverResult, u *SDUnloaded, loadAvg string) *SlowdownRun {
+	r := &SlowdownRun{Transport: tr, Workload: w.Name, Load: load, RateBps: rate, Unloaded: u, Seconds: cfg.Period.Seconds(), LoadAvg: loadAvg}
 	var offered, achieved float64
 	for _, s := range sched {
 		r.Offered += len(s)
@@ -338,87 +363,134 @@ func sdLogRun(logf func(string, ...any), r *SlowdownRun) {
 		r.Transport, r.Workload, r.Load*100, r.Offered, r.OfferedMbps, r.Done, r.Failed, r.Lost, 100*r.LateFraction, r.MaxSendLagUs, SDShortLimit, short)
 }
 
-func runSDHoma(cfg SlowdownConfig, n *sdNet, dir string, wls map[string]*Workload, logf func(string, ...any), note func(string)) (runs []*SlowdownRun, err error) {
-	hosts := append([]string{n.server}, n.clients...)
-	var daemons []*sdDaemon
-	defer func() {
-		for _, d := range daemons {
-			d.stop()
-		}
-	}()
-	for i, ns := range hosts {
-		eal := `"-l", "0,1", "--main-lcore", "0"`
-		if cfg.Float {
-			eal = `"--lcores", "0@(0-1),1@(0-1)", "--main-lcore", "0"`
-		}
-		proto := cfg.Protocol
-		if proto == "" {
-			proto = SDProtocol(cfg.RateBps)
-		}
-		d, err := sdStartDaemon(cfg.Bin, dir, ns, sdIP(i), cfg.LinkSpeed, eal, proto)
+// sdTransport is what differs between the transports in a slowdown run.
+type sdTransport struct {
+	name string
+	// setup brings the transport up for a workload; reset gives the next
+	// load a fresh start (Homa: new daemons, so that one run's backlog
+	// cannot poison the next); teardown takes it down. reset and teardown
+	// may follow a failed setup or reset.
+	setup, reset func() error
+	teardown     func()
+	unloaded     func(w *Workload) (*SDUnloaded, error)
+	drive        func(w *Workload, sched [][]SDArrival, start time.Time, keep0, keep1 time.Duration) []sdDriverResult
+	after        func(r *SlowdownRun) error // per run, after it is made and before it is logged
+}
+
+// sdHomaSet is the Homa side of one load: a daemon per host, the server
+// worker answering on port 99 and each client host's worker sessions.
+type sdHomaSet struct {
+	daemons     []*sdDaemon
+	srv         *client.Client
+	sessions    [][]*client.Client // per client host; arrivals are dealt to them in turn
+	stop        atomic.Bool
+	swg         sync.WaitGroup
+	serr        error
+	replyFailed atomic.Int64
+}
+
+var sdServerAddr = client.Addr{IP: [4]byte{10, 77, 0, 1}, Port: 99}
+
+// startSDHoma starts the daemons, the server worker and the client
+// sessions, and warms each session up (ARP, first RPCs). On error what
+// was started is returned, for close.
+func startSDHoma(cfg SlowdownConfig, n *sdNet, dir, protocol string) (*sdHomaSet, error) {
+	h := &sdHomaSet{}
+	eal := `"-l", "0,1", "--main-lcore", "0"`
+	if cfg.Float {
+		eal = `"--lcores", "0@(0-1),1@(0-1)", "--main-lcore", "0"`
+	}
+	rt := fmt.Sprintf("  idle_spin_passes: %d\n  idle_max_sleep_us: %d\n", cfg.IdleSpin, cfg.IdleMaxSleepUs)
+	for i, ns := range append([]string{n.server}, n.clients...) {
+		d, err := sdStartDaemon(cfg.Bin, dir, ns, sdIP(i), cfg.LinkSpeed, eal, protocol, rt)
 		if err != nil {
-			return nil, err
+			return h, err
 		}
-		daemons = append(daemons, d)
+		h.daemons = append(h.daemons, d)
 	}
-	srv, err := daemons[0].dial(20 * time.Microsecond)
-	if err != nil {
-		return nil, err
+	var err error
+	if h.srv, err = h.daemons[0].dial(20 * time.Microsecond); err != nil {
+		return h, err
 	}
-	defer srv.Close()
-	if err := srv.Bind(99); err != nil {
-		return nil, err
+	if err := h.srv.Bind(sdServerAddr.Port); err != nil {
+		return h, err
 	}
-	var stop atomic.Bool
-	var swg sync.WaitGroup
-	var serr error
-	var replyFailed atomic.Int64
-	swg.Add(1)
-	go sdHomaServer(srv, &stop, &swg, &serr, &replyFailed)
-	defer func() { stop.Store(true); swg.Wait() }()
-	// sessions[h] are client host h's worker sessions: each Send waits
-	// for its daemon's answer, so one session per host would make every
-	// arrival wait for the one before; the host's arrivals are dealt to
-	// its sessions in turn.
-	var sessions [][]*client.Client
-	defer func() {
-		for _, ss := range sessions {
-			for _, c := range ss {
-				c.Close()
-			}
-		}
-	}()
-	dst := client.Addr{IP: [4]byte{10, 77, 0, 1}, Port: 99}
-	for _, d := range daemons[1:] {
+	h.swg.Add(1)
+	go sdHomaServer(h.srv, &h.stop, &h.swg, &h.serr, &h.replyFailed)
+	for _, d := range h.daemons[1:] {
 		var ss []*client.Client
 		for range max(cfg.Sessions, 1) {
 			c, err := d.dial(20 * time.Microsecond)
 			if err != nil {
-				return nil, err
+				h.sessions = append(h.sessions, ss)
+				return h, err
 			}
 			ss = append(ss, c)
-			if err := sdWarmUp(c, dst); err != nil {
-				return nil, fmt.Errorf("%s: %w; server log: %s", d.ns, err, daemons[0].tail())
+			if err := sdWarmUp(c, sdServerAddr); err != nil {
+				h.sessions = append(h.sessions, ss)
+				return h, fmt.Errorf("%s: %w; server log: %s", d.ns, err, h.daemons[0].tail())
 			}
 		}
-		sessions = append(sessions, ss)
+		h.sessions = append(h.sessions, ss)
 	}
-	clients := make([]*client.Client, len(sessions))
-	for i, ss := range sessions {
-		clients[i] = ss[0]
+	return h, nil
+}
+
+// close stops the server worker, detaches every session and stops the
+// daemons.
+func (h *sdHomaSet) close() {
+	if h.srv != nil {
+		h.stop.Store(true)
+		h.swg.Wait()
+		h.srv.Close()
 	}
-	logf("homa: %d daemons up", len(daemons))
+	for _, ss := range h.sessions {
+		for _, c := range ss {
+			c.Close()
+		}
+	}
+	for _, d := range h.daemons {
+		d.stop()
+	}
+}
+
+// sdHomaTransport runs Homa at rate: fresh daemons for every load, the
+// unloaded RTT measured on the first load's.
+func sdHomaTransport(cfg SlowdownConfig, n *sdNet, dir string, rate float64) sdTransport {
+	proto := cfg.Protocol
+	if proto == "" {
+		proto = SDProtocol(rate)
+	}
 	payload := make([]byte, cfg.MaxMessage)
-	return sdEachRun(cfg, n, wls, logf, note, sdTransport{
-		name: "homa",
+	var h *sdHomaSet
+	start := func() error {
+		t0 := time.Now()
+		var err error
+		h, err = startSDHoma(cfg, n, dir, proto)
+		if err == nil {
+			fmt.Fprintf(cfg.Log, "homa: %d daemons up in %.1f s\n", len(h.daemons), time.Since(t0).Seconds())
+		}
+		return err
+	}
+	stop := func() {
+		if h != nil {
+			h.close()
+			h = nil
+		}
+	}
+	return sdTransport{
+		name:     "homa",
+		setup:    start,
+		reset:    func() error { stop(); return start() },
+		teardown: stop,
 		unloaded: func(w *Workload) (*SDUnloaded, error) {
-			return sdHomaUnloaded(clients[0], dst, SDProbeSizes(w), cfg.Reps, payload)
+			return sdHomaUnloaded(h.sessions[0][0], sdServerAddr, SDProbeSizes(w), cfg.Reps, sdProbeGap(rate), payload)
 		},
 		drive: func(w *Workload, sched [][]SDArrival, start time.Time, keep0, keep1 time.Duration) []sdDriverResult {
 			// Each host's arrivals are dealt to its sessions in turn.
 			var wg sync.WaitGroup
-			per := make([][]sdDriverResult, len(sessions))
-			for i, ss := range sessions {
+			per := make([][]sdDriverResult, len(h.sessions))
+			for i, ss := range h.sessions {
 				per[i] = make([]sdDriverResult, len(ss))
 				for k, c := range ss {
 					var sub []SDArrival
@@ -428,66 +500,81 @@ func runSDHoma(cfg SlowdownConfig, n *sdNet, dir string, wls map[string]*Workloa
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						per[i][k] = sdHomaDriver(c, dst, sub, start, keep0, keep1, 10*time.Second, payload)
+						per[i][k] = sdHomaDriver(c, sdServerAddr, sub, start, keep0, keep1, 10*time.Second, payload)
 					}()
 				}
 			}
 			wg.Wait()
-			res := make([]sdDriverResult, len(sessions))
+			res := make([]sdDriverResult, len(h.sessions))
 			for i := range per {
 				res[i] = sdMergeResults(per[i])
 			}
 			return res
 		},
 		after: func(r *SlowdownRun) error {
-			r.ServerReplyFailed = int(replyFailed.Swap(0))
-			for i, d := range daemons {
-				g, err := d.maxPassGap()
+			r.HomaProtocol = proto
+			r.ServerReplyFailed = int(h.replyFailed.Swap(0))
+			for i, d := range h.daemons {
+				g, counters, err := d.metrics()
 				role := "server"
 				if i > 0 {
 					role = fmt.Sprintf("client-%d", i)
 				}
-				lg := SDLoopGap{Loop: "homa daemon " + role, MaxGapUs: g * 1e6, Note: "homa_loop_max_pass_gap_seconds, max since the daemon started"}
+				if r.DaemonCounters == nil {
+					r.DaemonCounters = map[string]map[string]float64{}
+				}
+				r.DaemonCounters[role] = counters
+				lg := SDLoopGap{Loop: "homa daemon " + role, MaxGapUs: g * 1e6, Note: "homa_loop_max_pass_gap_seconds, max since the daemon started (before this run's warm-up)"}
 				if err != nil {
 					lg.Note = err.Error()
 				}
 				r.Loops = append(r.Loops, lg)
 			}
-			if serr != nil {
-				return fmt.Errorf("server worker: %w", serr)
+			if h.serr != nil {
+				return fmt.Errorf("server worker: %w", h.serr)
 			}
 			return nil
 		},
-	})
+	}
 }
 
-func runSDTCP(cfg SlowdownConfig, n *sdNet, wls map[string]*Workload, logf func(string, ...any), note func(string)) (runs []*SlowdownRun, err error) {
-	if err := n.linuxAddrs(); err != nil {
-		return nil, err
-	}
-	srv, err := sdStartTCPServer(n.server, sdIP(0))
-	if err != nil {
-		return nil, err
-	}
-	defer srv.close()
+// sdTCPTransport runs kernel TCP: the hosts get their addresses for the
+// workload (the Homa daemons own eth0 otherwise: the kernel would answer
+// their packets), a server, and a pool of connections per client.
+func sdTCPTransport(cfg SlowdownConfig, n *sdNet, rate float64) sdTransport {
+	var srv *sdTCPServer
 	var clients []*sdTCPClient
-	defer func() {
-		for _, c := range clients {
-			c.close()
-		}
-	}()
-	for _, ns := range n.clients {
-		c, err := newSDTCPClient(ns, sdIP(0), 16)
-		if err != nil {
-			return nil, err
-		}
-		clients = append(clients, c)
-	}
-	logf("tcp: %d clients connected", len(clients))
-	return sdEachRun(cfg, n, wls, logf, note, sdTransport{
+	return sdTransport{
 		name: "tcp",
+		setup: func() error {
+			if err := n.linuxAddrs(); err != nil {
+				return err
+			}
+			var err error
+			if srv, err = sdStartTCPServer(n.server, sdIP(0)); err != nil {
+				return err
+			}
+			for _, ns := range n.clients {
+				c, err := newSDTCPClient(ns, sdIP(0), 16)
+				if err != nil {
+					return err
+				}
+				clients = append(clients, c)
+			}
+			return nil
+		},
+		reset: func() error { return nil },
+		teardown: func() {
+			for _, c := range clients {
+				c.close()
+			}
+			if srv != nil {
+				srv.close()
+			}
+			n.flushAddrs()
+		},
 		unloaded: func(w *Workload) (*SDUnloaded, error) {
-			return sdTCPUnloaded(clients[0], SDProbeSizes(w), cfg.Reps)
+			return sdTCPUnloaded(clients[0], SDProbeSizes(w), cfg.Reps, sdProbeGap(rate))
 		},
 		drive: func(w *Workload, sched [][]SDArrival, start time.Time, keep0, keep1 time.Duration) []sdDriverResult {
 			res := make([]sdDriverResult, len(clients))
@@ -517,56 +604,53 @@ func runSDTCP(cfg SlowdownConfig, n *sdNet, wls map[string]*Workload, logf func(
 			}
 			return nil
 		},
-	})
+	}
 }
 
-// sdTransport is what differs between the transports in a slowdown run.
-type sdTransport struct {
-	name     string
-	unloaded func(w *Workload) (*SDUnloaded, error)
-	drive    func(w *Workload, sched [][]SDArrival, start time.Time, keep0, keep1 time.Duration) []sdDriverResult
-	after    func(r *SlowdownRun) error // per run, after it is made and before it is logged
+// sdProbeGap is the pause between two unloaded RPCs: twice the time the
+// bottleneck's bucket (one 1600-byte frame) takes to fill at rate.
+func sdProbeGap(rate float64) time.Duration {
+	return time.Duration(2 * 1600 * 8 / rate * 1e9)
 }
 
-// sdEachRun runs t through every workload and load not skipped: the
-// unloaded RTT once per workload (a failure leaves the workload out, with
-// a note: most likely a previous run's backlog), then per load the same
-// seeded Poisson schedule, with the bottleneck's band counters and the
-// load average around it.
-func sdEachRun(cfg SlowdownConfig, n *sdNet, wls map[string]*Workload, logf func(string, ...any), note func(string), t sdTransport) (runs []*SlowdownRun, err error) {
-	for wi, name := range cfg.Workloads {
-		w := wls[name]
-		if sdAllSkipped(cfg, w) {
-			continue
-		}
-		u, err := t.unloaded(w)
-		if err != nil {
-			note(fmt.Sprintf("%s %s: unloaded RTT: %v", t.name, name, err))
-			continue
-		}
-		logf("%s %s unloaded: sizes %v RTT µs %.0f", t.name, name, u.Sizes, u.RTTUs)
-		for li, load := range cfg.Loads {
-			if sdSkip(cfg, w, load) {
-				continue
-			}
-			sched := PoissonArrivals(w, len(n.clients), cfg.Period, cfg.RateBps, load, cfg.Seed+uint64(wi*100+li))
-			before, _ := n.bands()
-			la := sdLoadAvg()
-			start := time.Now().Add(20 * time.Millisecond)
-			keep0, keep1 := cfg.Period/20, cfg.Period-cfg.Period/20
-			res := t.drive(w, sched, start, keep0, keep1)
-			after, err := n.bands()
-			if err != nil {
+// sdWorkload runs t through every load of w at rate: the unloaded RTT
+// first (a failure leaves the workload out for t, with a note), then per
+// load the same seeded Poisson schedule for every transport, with the
+// bottleneck's band counters and the load average around it.
+func sdWorkload(cfg SlowdownConfig, n *sdNet, w *Workload, wi int, rate float64, logf func(string, ...any), note func(string), t sdTransport) (runs []*SlowdownRun, err error) {
+	defer t.teardown()
+	if err := t.setup(); err != nil {
+		return nil, err
+	}
+	u, err := t.unloaded(w)
+	if err != nil {
+		note(fmt.Sprintf("%s %s: unloaded RTT: %v", t.name, w.Name, err))
+		return nil, nil
+	}
+	logf("%s %s unloaded: sizes %v RTT µs %.0f", t.name, w.Name, u.Sizes, u.RTTUs)
+	for li, load := range cfg.Loads {
+		if li > 0 {
+			if err := t.reset(); err != nil {
 				return runs, err
 			}
-			r := newSDRun(t.name, w, load, sched, cfg, res, u, la)
-			r.Bands = sdBandDelta(before, after)
-			aerr := t.after(r)
-			sdLogRun(logf, r)
-			runs = append(runs, r)
-			if aerr != nil {
-				return runs, aerr
-			}
+		}
+		sched := PoissonArrivals(w, len(n.clients), cfg.Period, rate, load, cfg.Seed+uint64(wi*100+li))
+		before, _ := n.bands()
+		la := sdLoadAvg()
+		start := time.Now().Add(20 * time.Millisecond)
+		keep0, keep1 := cfg.Period/20, cfg.Period-cfg.Period/20
+		res := t.drive(w, sched, start, keep0, keep1)
+		after, err := n.bands()
+		if err != nil {
+			return runs, err
+		}
+		r := newSDRun(t.name, w, load, rate, sched, cfg, res, u, la)
+		r.Bands = sdBandDelta(before, after)
+		aerr := t.after(r)
+		sdLogRun(logf, r)
+		runs = append(runs, r)
+		if aerr != nil {
+			return runs, aerr
 		}
 	}
 	return runs, nil
@@ -575,12 +659,13 @@ func sdEachRun(cfg SlowdownConfig, n *sdNet, wls map[string]*Workload, logf func
 // PrintSlowdown writes the headline table: per run, the short messages'
 // slowdown and the throughput achieved.
 func PrintSlowdown(w io.Writer, res *SlowdownResult) {
-	fmt.Fprintf(w, "slowdown: %d clients -> 1 server, bottleneck %s, %g s per run\n", res.Clients, sdRateName(res.RateBps), res.Seconds)
-	fmt.Fprintf(w, "%-5s %-3s %4s %9s %9s %9s %6s %10s %10s %9s %10s\n", "tx", "W", "load", "offered", "done", "lost+fail", "late", "short P50", "short P99", "all P99", "max gap µs")
+	fmt.Fprintf(w, "slowdown: %d clients -> 1 server, bottleneck per workload (%.0f RPC/s at the highest load, at most %s), %g s per run\n",
+		res.Clients, res.RPCRate, sdRateName(res.RateBps), res.Seconds)
+	fmt.Fprintf(w, "%-5s %-3s %4s %11s %8s %8s %9s %6s %10s %10s %13s %9s %10s\n", "tx", "W", "load", "rate", "offered", "done", "lost+fail", "late", "short P50", "short P99", "short P99 µs", "all P99", "max gap µs")
 	for _, r := range res.Runs {
-		sp50, sp99 := "-", "-"
+		sp50, sp99, sp99us := "-", "-", "-"
 		if r.Short != nil {
-			sp50, sp99 = fmt.Sprintf("%.2f", r.Short.P50), fmt.Sprintf("%.2f", r.Short.P99)
+			sp50, sp99, sp99us = fmt.Sprintf("%.2f", r.Short.P50), fmt.Sprintf("%.2f", r.Short.P99), fmt.Sprintf("%.0f", r.Short.P99RTTUs)
 		}
 		all := "-"
 		if len(r.samples) > 0 {
@@ -601,12 +686,13 @@ func PrintSlowdown(w io.Writer, res *SlowdownResult) {
 		if !r.ScheduleKept {
 			late += "!"
 		}
-		fmt.Fprintf(w, "%-5s %-3s %3.0f%% %9d %9d %9d %6s %10s %10s %9s %10s\n", r.Transport, r.Workload, r.Load*100, r.Offered, r.Done,
-			r.Lost+r.Failed, late, sp50, sp99, all, gs)
+		fmt.Fprintf(w, "%-5s %-3s %3.0f%% %11s %8d %8d %9d %6s %10s %10s %13s %9s %10s\n", r.Transport, r.Workload, r.Load*100, sdRateName(r.RateBps), r.Offered, r.Done,
+			r.Lost+r.Failed, late, sp50, sp99, sp99us, all, gs)
 	}
 	for _, sk := range res.Skipped {
 		fmt.Fprintln(w, "skipped:", sk)
 	}
+	fmt.Fprintf(w, "short: messages of at most %d bytes; slowdown = RTT / unloaded RTT of the size; µs: the RTT itself\n", SDShortLimit)
 	fmt.Fprintln(w, "late: sends >1 ms behind the Poisson schedule; '!' = over 5%: the harness was starved, the slowdowns measure the machine")
 	fmt.Fprintln(w, "max gap: longest gap between two passes of any Homa daemon's polling loop (homa_loop_max_pass_gap_seconds)")
 	for _, p := range res.Plots {

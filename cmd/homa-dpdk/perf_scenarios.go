@@ -341,7 +341,7 @@ func runSlowdownChild(self, dir string, smoke bool, out io.Writer) (perf.Section
 	if err != nil {
 		return perf.Section{}, fmt.Errorf("%s: %v; its log ends: %s", strings.Join(args, " "), err, lastLines(string(b), 10))
 	}
-	table := lastLines(string(b), 12)
+	table := slowdownTable(string(b))
 	fmt.Fprintf(out, "slowdown:\n%s", table)
 	imgs, _ := filepath.Glob(filepath.Join(dir, "slowdown-*.png"))
 	for i := range imgs {
@@ -350,6 +350,22 @@ func runSlowdownChild(self, dir string, smoke bool, out io.Writer) (perf.Section
 	return perf.Section{Name: "slowdown", Title: slowdownTitle, Method: perf.SlowdownMethod,
 		Notes:  []string{"Results: slowdown.json; the run's own table (end of slowdown.log):", "```\n" + strings.TrimRight(table, "\n") + "\n```"},
 		Images: imgs}, nil
+}
+
+// slowdownTable is the table PrintSlowdown wrote at the end of log: from
+// its "slowdown: " line on, without the plots' file names.
+func slowdownTable(log string) string {
+	i := strings.LastIndex(log, "\nslowdown: ")
+	if i < 0 {
+		return lastLines(log, 12)
+	}
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(log[i+1:], "\n") {
+		if !strings.HasPrefix(l, "plot: ") {
+			b.WriteString(l)
+		}
+	}
+	return b.String()
 }
 
 // runChildScenario runs `self args... --json DIR/NAME.json` with its

@@ -22,9 +22,10 @@ func slowdownCmd() *cobra.Command {
 		Use:   "slowdown",
 		Short: "P50/P99 slowdown vs message size, Homa daemons vs kernel TCP through a tc bottleneck",
 		Long: `slowdown is the Homa papers' experiment on one machine: a server and --clients
-client hosts in network namespaces on a bridge, the server's downlink limited to --rate
+client hosts in network namespaces on a bridge, the server's downlink limited
 by tc htb with 8 strict-priority bands classified by the IPv4 TOS (Homa priority p =
-TOS p<<5). Homa runs as one 'homa-dpdk run' daemon per namespace on net_af_packet, with
+TOS p<<5), at a rate per workload: the one at which its highest load offers --rpc-rate
+RPCs per second, at most --rate. Homa runs as one 'homa-dpdk run' daemon per namespace on net_af_packet, with
 this process's workers attached over the daemons' unix sockets; then kernel TCP runs the
 same open-loop Poisson workload (W1-W5 sizes, 1-byte responses) through the same
 bottleneck. Slowdown = RTT / unloaded RTT of that size, measured first in the same run.
@@ -94,16 +95,18 @@ Writes DIR/slowdown.json and one PNG per workload x load. Needs root, iproute2 a
 	d := perf.DefaultSlowdownConfig()
 	f := c.Flags()
 	f.StringVar(&workloads, "workloads", strings.Join(d.Workloads, ","), "workloads, comma-separated: W1..W5")
-	f.StringVar(&loads, "loads", "50,80", "offered loads in percent of --rate, comma-separated")
+	f.StringVar(&loads, "loads", "50,80", "offered loads in percent of the bottleneck's rate, comma-separated")
 	f.Float64Var(&seconds, "seconds", d.Period.Seconds(), "offered period of each transport x workload x load")
-	f.StringVar(&rate, "rate", "40mbit", "bottleneck rate (tc syntax: 1gbit, 500mbit); the RPC rate it implies must stay within what the daemons sustain on this machine")
+	f.StringVar(&rate, "rate", "200mbit", "highest bottleneck rate (tc syntax: 1gbit, 500mbit); W4 and W5 run at it, W1-W3 lower (--rpc-rate)")
 	f.StringVar(&transports, "transports", "homa,tcp", "transports: homa, tcp")
 	f.IntVar(&cfg.Clients, "clients", d.Clients, "client hosts (the server is one more)")
 	f.IntVar(&cfg.Sessions, "sessions", d.Sessions, "worker sessions per Homa client host (arrivals dealt in turn: a Send waits for the daemon)")
-	f.Float64Var(&cfg.MaxRPCRate, "max-rpc-rate", d.MaxRPCRate, "skip workload x load runs needing more RPC/s than this (0: no limit)")
+	f.Float64Var(&cfg.RPCRate, "rpc-rate", d.RPCRate, "RPC/s at a workload's highest load: its bottleneck rate is what offers this many (at most --rate; 0: --rate for all)")
+	f.IntVar(&cfg.IdleSpin, "idle-spin", d.IdleSpin, "the daemons' runtime.idle_spin_passes")
+	f.IntVar(&cfg.IdleMaxSleepUs, "idle-max-sleep", d.IdleMaxSleepUs, "the daemons' runtime.idle_max_sleep_us")
 	f.IntVar(&cfg.Reps, "reps", d.Reps, "unloaded RPCs per probe size")
 	f.Uint64Var(&cfg.Seed, "seed", d.Seed, "seed of the arrivals and sizes")
 	f.StringVar(&cfg.Out, "out", d.Out, "directory for slowdown.json and the plots")
-	f.BoolVar(&smoke, "smoke", false, "W3 at 50% of 40mbit for 3 s with 2 clients (well under a minute); other flags given override")
+	f.BoolVar(&smoke, "smoke", false, "W3 at 50% for 3 s with 2 clients (well under a minute); other flags given override")
 	return c
 }
