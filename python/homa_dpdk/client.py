@@ -49,10 +49,10 @@ _U32 = 0xFFFFFFFF
 _WAITING, _ACCEPTED, _FAILED = 0, 1, 2
 
 
-def _error_for(code, rpc_id=0, what=""):
+def _error_for(code, rpc_id=0, what="", peer=None):
     if 0 < code < 16:
-        return BadEntry(code, rpc_id, what)
-    return RPCError(code, rpc_id, what)
+        return BadEntry(code, rpc_id, what, peer)
+    return RPCError(code, rpc_id, what, peer)
 
 
 def _byte_view(buf):
@@ -104,11 +104,13 @@ def _parse_addr(addr, server):
 
 class _Sub:
     """A submission waiting for its completion (and, for Send and Reply,
-    an arena range the engine may still read)."""
+    an arena range the engine may still read). detached: no call awaits
+    the completion (reply_async); the handlers count it or queue the
+    refusal."""
 
-    __slots__ = ("kind", "cookie", "state", "err", "off", "length", "port", "rpc_id", "peer")
+    __slots__ = ("kind", "cookie", "state", "err", "off", "length", "port", "rpc_id", "peer", "detached")
 
-    def __init__(self, kind, cookie, off=None, length=0, port=0, rpc_id=0, peer=None):
+    def __init__(self, kind, cookie, off=None, length=0, port=0, rpc_id=0, peer=None, detached=False):
         self.kind = kind
         self.cookie = cookie
         self.state = _WAITING
@@ -118,6 +120,7 @@ class _Sub:
         self.port = port
         self.rpc_id = rpc_id
         self.peer = peer
+        self.detached = detached
 
 
 class _RPC:
@@ -315,7 +318,7 @@ class Client:
         self._poller.register(sock.fileno(), select.POLLIN)
         self._subs = {}  # cookie -> _Sub
         self._rpcs = {}  # client RPC id -> _RPC
-        self._ready = collections.deque()  # Message (requests) and _RPC (ended) in arrival order
+        self._ready = collections.deque()  # Message (requests), _RPC (ended), RPCError (a refused reply_async)
         self._bound = set()
         self._deferred = collections.deque()  # (page, pages) to return
         self._blocks = {}  # id(weakref) -> (weakref to a message's ctypes block, page, pages)
@@ -398,8 +401,10 @@ class Client:
     def receive(self, timeout=None):
         """The next request to a bound port, or the next ended client RPC
         that no wait() claimed (its response Message, or its RPCError
-        raised with .rpc_id), in arrival order. WaitTimeout if none within
-        timeout seconds (None: no limit)."""
+        raised with .rpc_id and .peer), or the next reply_async the daemon
+        refused (its RPCError raised, .rpc_id the request's id, odd, and
+        .peer the request's peer), in arrival order. WaitTimeout if none
+        within timeout seconds (None: no limit)."""
         with self._lock:
             self._check_open()
             if not self._wait_for(self._has_ready, timeout):
@@ -407,11 +412,15 @@ class Client:
             item = self._ready.popleft()
             if isinstance(item, Message):
                 return item
+            if isinstance(item, HomaError):
+                raise item
             return self._claim(item)
 
     def reply(self, msg, buf):
         """Answer request msg with buf's bytes (any buffer, msg.data too);
-        returns once the daemon accepted the reply."""
+        returns once the daemon accepted the reply. A server answers one
+        request per pass of the daemon's loop at best this way; see
+        reply_async."""
         if not isinstance(msg, Message) or not msg.is_request:
             raise ValueError("homa_dpdk: reply needs a request Message from receive()")
         with self._lock:
@@ -427,6 +436,37 @@ class Client:
             msg._replied = True
             self._await(sub, f"reply to {msg.id}")
             self._stats["replies"] += 1
+
+    def reply_async(self, msg, buf):
+        """Answer request msg like reply, but return once the reply is on
+        the submission ring, without waiting for the daemon's answer, so a
+        server answers a burst of requests within one pass of the daemon's
+        loop instead of one pass each. buf is copied before it returns:
+        msg may be released at once.
+
+        The daemon's answer is read later, by any call that reads
+        completions (receive, wait, send, ...): an acceptance counts in
+        stats()["replies"]; a refusal (the RPC has ended: its client
+        aborted or timed out) counts in "rpc_errors" and "reply_refused"
+        and comes back through receive() like a failed client RPC: an
+        RPCError raised with .rpc_id = msg.id and .peer = msg.peer -- the
+        reply is not lost silently. Raised here are only local errors:
+        ValueError (not a request of this client, an empty or oversized
+        buffer), ArenaFull, HomaError (already answered, the submission
+        ring full for op_timeout, the client closed)."""
+        if not isinstance(msg, Message) or not msg.is_request:
+            raise ValueError("homa_dpdk: reply needs a request Message from receive()")
+        with self._lock:
+            self._check_open()
+            if msg._replied:
+                raise HomaError(f"homa_dpdk: request {msg.id} was already answered")
+            if msg._client is not self:
+                raise ValueError("homa_dpdk: the request came through another Client")
+            off, n = self._stage(buf)
+            sub = self._new_sub(Op.REPLY, off=off, length=n, rpc_id=msg.id, peer=msg.peer, detached=True)
+            self._submit(sub, Submission(op=Op.REPLY, length=n, cookie=sub.cookie, rpc_id=msg.id,
+                                         peer_ip=msg._peer_ip, peer_port=msg.peer[1], offset=off))
+            msg._replied = True
 
     def abort(self, rpc_id):
         """End client RPC rpc_id and forget it: a response that still
@@ -472,7 +512,7 @@ class Client:
     def stats(self):
         """Counters of this session (a new dict)."""
         with self._lock:
-            d = {k: 0 for k in ("sends", "replies", "aborts", "requests", "responses", "rpc_errors",
+            d = {k: 0 for k in ("sends", "replies", "reply_refused", "aborts", "requests", "responses", "rpc_errors",
                                 "bad_completions", "unexpected_completions", "page_returns", "page_return_errors",
                                 "spins", "sleeps", "wakeups", "arena_waits", "sq_full_waits")}
             d.update(self._stats)
@@ -484,7 +524,7 @@ class Client:
                      pool_pages=self.layout.pool_pages, pool_pages_held=self._held_count,
                      messages_alive=len(self._blocks),
                      rpcs_outstanding=sum(1 for r in self._rpcs.values() if r.outcome is None),
-                     ready=sum(1 for x in self._ready if isinstance(x, Message) or not x.claimed),
+                     ready=sum(1 for x in self._ready if not isinstance(x, _RPC) or not x.claimed),
                      submissions_pending=sum(1 for s in self._subs.values() if s.state == _WAITING))
             return d
 
@@ -514,7 +554,7 @@ class Client:
             for item in self._ready:
                 if isinstance(item, Message):
                     item._drop_view()
-                elif not item.claimed and isinstance(item.outcome, Message):
+                elif isinstance(item, _RPC) and not item.claimed and isinstance(item.outcome, Message):
                     item.outcome._drop_view()
             self._ready.clear()
             self._deferred.clear()
@@ -647,7 +687,7 @@ class Client:
         r = self._ready
         while r:
             head = r[0]
-            if isinstance(head, Message) or not head.claimed:
+            if not isinstance(head, _RPC) or not head.claimed:
                 return True
             r.popleft()
         return False
@@ -791,6 +831,8 @@ class Client:
         if c.flags & COMP_FLAG_RELEASED and sub.off is not None:
             self._free_range(sub)
         sub.state = _ACCEPTED
+        if sub.detached:
+            self._stats["replies"] += 1
         self._settle(sub)
 
     def _on_released(self, c):
@@ -815,6 +857,11 @@ class Client:
             if c.flags & COMP_FLAG_RELEASED and sub.off is not None:
                 self._free_range(sub)
             self._settle(sub)
+            if sub.detached:  # a reply_async refused: its failure goes to receive()
+                self._stats["rpc_errors"] += 1
+                self._stats["reply_refused"] += 1
+                ip, port = sub.peer
+                self._ready.append(_error_for(c.err, sub.rpc_id, f"reply_async to {ip}:{port}", sub.peer))
             return
         rpc = self._rpcs.get(c.rpc_id) if c.rpc_id else None
         if rpc is not None and rpc.cookie == c.cookie and rpc.outcome is None and not rpc.claimed:
@@ -822,7 +869,7 @@ class Client:
                 self._free_range(sub)
                 self._settle(sub)
             self._stats["rpc_errors"] += 1
-            self._finish(rpc, _error_for(c.err, c.rpc_id))
+            self._finish(rpc, _error_for(c.err, c.rpc_id, peer=rpc.peer))
             return
         self._unexpected("error for no waiting submission or RPC", c)
 

@@ -56,9 +56,10 @@ class WaitTimeout(HomaError, TimeoutError):
 
 
 class _CodeError(HomaError):
-    def __init__(self, code, rpc_id=0, what=""):
+    def __init__(self, code, rpc_id=0, what="", peer=None):
         self.code = ErrCode(code) if code in ErrCode._value2member_map_ else code
         self.rpc_id = rpc_id
+        self.peer = peer
         msg = err_name(code)
         if rpc_id:
             msg = f"RPC {rpc_id}: {msg}"
@@ -72,7 +73,11 @@ class RPCError(_CodeError):
 
     code is an ErrCode (16 and up: TIMEOUT, UNREACHABLE, PORT_UNREACHABLE,
     ABORTED, NO_BUFFER_SPACE, NO_RPC, PORT_IN_USE, LIMIT, PEER_RESTARTED,
-    CLOSED); rpc_id the RPC concerned, 0 when none."""
+    CLOSED); rpc_id the RPC concerned, 0 when none. peer is (ip str, port)
+    of the other end where known: the server of a client RPC that failed
+    in the daemon (even rpc_id), or the client of a request whose
+    reply_async the daemon refused (odd rpc_id: the request's id); None
+    otherwise."""
 
 
 class BadEntry(_CodeError):

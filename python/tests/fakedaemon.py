@@ -8,7 +8,10 @@ SCM_RIGHTS, the header of shm/layout.go, the rings of shm/ring.go, the
 entries of shm/entry.go, the wake-up protocol -- so Clients cannot tell it
 from the daemon, but its engine is a loop that delivers a Send to the
 worker that bound the destination port, if the address is one of the
-daemon's (by default 127.0.0.1), and fails it otherwise.
+daemon's (by default 127.0.0.1), and fails it otherwise. A client's abort
+ends only the client's side, as in Homa (the server's reply is accepted and
+dropped), unless abort_ends_server is set: then it ends the server's side
+too, as the Go client package's fake does, and the reply is refused (NO_RPC).
 
 In a test:  d = FakeDaemon(path); d.start(); ...; d.stop()
 As a process:  python3 fakedaemon.py --socket /tmp/homa.sock [--ip 127.0.0.1]
@@ -120,7 +123,8 @@ class Session:
 
 class FakeDaemon:
     def __init__(self, path, ips=("127.0.0.1",), sq_entries=256, cq_entries=1024, arena_size=4 << 20,
-                 pool_pages=128, max_message=1_000_000, ring_start=0, release_mode="separate", idle_sleep=100e-6):
+                 pool_pages=128, max_message=1_000_000, ring_start=0, release_mode="separate", idle_sleep=100e-6,
+                 abort_ends_server=False):
         self.path = path
         self.ips = {socket.inet_aton(ip) for ip in ips}
         self.ip = socket.inet_aton(ips[0])
@@ -128,6 +132,7 @@ class FakeDaemon:
                            pool_pages=pool_pages, max_message=max_message, ring_start=ring_start)
         self.release_mode = release_mode  # "separate": Accepted then Released; "flag": Accepted with the flag
         self.idle_sleep = idle_sleep
+        self.abort_ends_server = abort_ends_server
         self.sessions = []
         self.ports = {}  # bound port -> Session
         self._next_client = 2
@@ -334,10 +339,12 @@ class FakeDaemon:
             if cookie is None:
                 s.complete(op=CompOp.ERROR, cookie=sub.cookie, rpc_id=sub.rpc_id, err=ErrCode.NO_RPC)
                 return
+            self._aborted(s, sub.rpc_id, cookie)
             s.complete(op=CompOp.ACCEPTED, cookie=sub.cookie, rpc_id=sub.rpc_id)
             s.complete(op=CompOp.ERROR, cookie=cookie, rpc_id=sub.rpc_id, err=ErrCode.ABORTED)
         elif op == Op.ABORT_ALL:
             for cid, cookie in list(s.client_rpcs.items()):
+                self._aborted(s, cid, cookie)
                 s.complete(op=CompOp.ERROR, cookie=cookie, rpc_id=cid, err=ErrCode.ABORTED)
             s.client_rpcs.clear()
             s.complete(op=CompOp.ACCEPTED, cookie=sub.cookie)
@@ -346,6 +353,16 @@ class FakeDaemon:
                 s.complete(op=CompOp.ERROR, cookie=sub.cookie, err=ErrCode.BAD_PAGE)
                 return
             s.pages[sub.page:sub.page + sub.pages] = bytes(sub.pages)
+
+    def _aborted(self, cs, cid, cookie):
+        """Client RPC cid of session cs was aborted: with abort_ends_server,
+        the server that holds its request forgets it (a reply gets NO_RPC)."""
+        if not self.abort_ends_server:
+            return
+        for srv in self.sessions:
+            for sid, rec in list(srv.server_rpcs.items()):
+                if rec[0] is cs and rec[1] == cid and rec[2] == cookie:
+                    del srv.server_rpcs[sid]
 
     def _retry_requests(self, srv):
         while srv.pending_requests:

@@ -1,6 +1,6 @@
 """Client against the fake daemon of fakedaemon.py (the real control-socket
 and shared-memory protocol, a loopback engine in Python): round trips,
-buffer kinds, memory ownership, errors, waiting, bad completions."""
+buffer kinds, memory ownership, errors, reply_async, waiting, bad completions."""
 
 import array
 import gc
@@ -215,6 +215,80 @@ class TestRoundTrips(ClientTest):
             with c.wait(rid, timeout=10) as m:
                 self.assertEqual(m.tobytes(), struct.pack("<I", i) * 100)
         self.assertEqual(c.stats()["pool_pages_held"], 0)
+
+
+class TestReplyAsync(ClientTest):
+    daemon_kw = dict(abort_ends_server=True)  # a reply after its client's abort is refused
+
+    def test_burst_and_refusal(self):
+        # reply_async answers a burst of requests without waiting for the
+        # daemon (it runs while the engine is paused); the responses arrive
+        # byte-exact, the acceptances are counted, and a reply the daemon
+        # refuses (its client aborted) comes back through receive() as an
+        # RPCError with the request's id and peer.
+        srv = self.client()
+        srv.bind(11)
+        c = self.client()
+        n = 40
+        bodies = [struct.pack("<I", i) * (25 + 250 * i) for i in range(n)]  # 100 B to 39 KB
+        ids = [c.send((IP, 11), b) for b in bodies]
+        self.assertTrue(c.abort(ids[-1]))  # the last request's client gives up before the reply
+        reqs = [srv.receive(timeout=5) for _ in range(n)]
+        self.assertEqual(sorted(r.tobytes() for r in reqs), sorted(bodies))
+        gone = next(r for r in reqs if r.tobytes() == bodies[-1])
+        self.d.pause()  # the daemon answers nothing: a reply that waited would time out
+        for req in reqs:
+            srv.reply_async(req, req.data[:len(req) // 3 + 1])
+            req.release()
+        self.assertEqual(srv.stats()["submissions_pending"], n)
+        with self.assertRaises(HomaError):
+            srv.reply_async(reqs[0], b"again")  # answered already
+        self.d.resume()
+        for i, rid in enumerate(ids[:-1]):
+            with c.wait(rid, timeout=5) as m:
+                self.assertEqual(m.tobytes(), bodies[i][:len(bodies[i]) // 3 + 1], f"RPC {i}")
+                with self.assertRaises(ValueError):
+                    srv.reply_async(m, b"x")  # a response is no request
+        with self.assertRaises(RPCError) as cm:
+            srv.receive(timeout=5)
+        e = cm.exception
+        self.assertEqual((e.rpc_id, e.peer, e.code), (gone.id, gone.peer, ErrCode.NO_RPC))
+        self.assertEqual(e.rpc_id % 2, 1)
+        with self.assertRaises(WaitTimeout):
+            srv.receive(timeout=0.05)  # delivered once
+        s = srv.stats()
+        self.assertEqual((s["replies"], s["reply_refused"], s["rpc_errors"]), (n - 1, 1, 1))
+        self.assertEqual((s["submissions_pending"], s["ready"], s["arena_used"], s["pool_pages_held"]),
+                         (0, 0, 0, 0))
+        self.assertEqual((s["bad_completions"], s["unexpected_completions"]), (0, 0), srv.last_bad)
+        s = c.stats()
+        self.assertEqual((s["responses"], s["rpc_errors"], s["reply_refused"]), (n - 1, 1, 0))  # 1: the abort
+
+    def test_refusal_among_results(self):
+        # A refused reply_async and a failed client RPC of the same Client
+        # each come back with their own id and peer; wait() for the RPC
+        # reads the refusal too and leaves it queued for receive().
+        srv = self.client()
+        srv.bind(11)
+        c = self.client()
+        rid = c.send((IP, 11), b"late")
+        req = srv.receive(timeout=5)
+        c.abort(rid)
+        with self.assertRaises(ValueError):
+            srv.reply_async(req, b"")  # a local error: the request stays to answer
+        srv.reply_async(req, b"too late")
+        bad = srv.send((IP, 4321), b"x")  # nobody bound 4321
+        with self.assertRaises(RPCError) as cm:
+            srv.wait(bad, timeout=5)  # reads the refusal too, and leaves it queued
+        self.assertEqual((cm.exception.rpc_id, cm.exception.peer), (bad, (IP, 4321)))
+        self.assertEqual(srv.stats()["ready"], 1)
+        with self.assertRaises(RPCError) as cm:
+            srv.receive(timeout=5)
+        self.assertEqual((cm.exception.rpc_id, cm.exception.peer, cm.exception.code),
+                         (req.id, req.peer, ErrCode.NO_RPC))
+        self.assertIn("reply_async", str(cm.exception))
+        s = srv.stats()
+        self.assertEqual((s["replies"], s["reply_refused"], s["rpc_errors"], s["ready"]), (0, 1, 2, 0))
 
 
 class TestWrap(ClientTest):

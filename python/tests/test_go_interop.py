@@ -8,7 +8,8 @@ stand-ins for the daemon, each in its own process:
 * fakedaemon.py: the Python fake daemon as a process.
 
 Against each: the engine's own echo (goengine: port 7) where there is one,
-and tests/echo_server.py in another process.
+and tests/echo_server.py in another process (reply on its port, reply_async
+on the next).
 """
 
 import atexit
@@ -61,6 +62,7 @@ class _Daemon:
         if cls.echo_port:
             cls.procs.append(echo_server(cls.path, cls.echo_port))
         cls.peer = ("127.0.0.1", cls.echo_port or 7)
+        cls.async_peer = ("127.0.0.1", cls.echo_port + 1) if cls.echo_port else None  # echo_server.py's reply_async
 
     @classmethod
     def tearDownClass(cls):

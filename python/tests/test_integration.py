@@ -7,7 +7,10 @@ that daemon, e.g. tests/echo_server.py) are set.
 
 HOMA_UNBOUND_PORT (default 32766): a port nobody binds at the peer's
 address; HOMA_RPC_TIMEOUT (default 30): seconds a call may take, above the
-daemon's RPC timeout so that the error tests see the daemon's error.
+daemon's RPC timeout so that the error tests see the daemon's error;
+HOMA_ASYNC_PEER (default: HOMA_PEER's port + 1, where echo_server.py answers
+with reply_async; empty: skip that test): an echo server that answers with
+reply_async.
 
 The checks are in RoundTrips, which test_go_interop.py runs against the Go
 shm package and the fake daemon too.
@@ -38,6 +41,7 @@ class RoundTrips:
     self.path (set by the subclass)."""
 
     rpc_timeout = float(os.environ.get("HOMA_RPC_TIMEOUT", "30"))
+    async_peer = None  # an echo server answering with reply_async, if any
 
     def setUp(self):
         self.c = homa_dpdk.Client(self.path)
@@ -73,6 +77,26 @@ class RoundTrips:
             with self.c.wait(rid, timeout=self.rpc_timeout) as m:
                 self.assertEqual(m.tobytes(), bytes([i]) * (1000 * i + 1))
 
+    def test_reply_async_burst(self):
+        # A burst of requests to a server that answers with reply_async
+        # (echo_server.py's second port) comes back byte-exact. A request
+        # whose client aborted first does not stop that server: a refused
+        # reply_async comes back through its receive(). (The refusal itself
+        # is checked in test_client.py: a daemon keeps a server RPC after its
+        # client aborts, as Homa does, and accepts the late reply.)
+        if self.async_peer is None:
+            self.skipTest("no echo server answering with reply_async here")
+        self.c.abort(self.c.send(self.async_peer, b"never mind"))
+        bodies = [bytes([i]) * (2500 * i + 1) for i in range(24)]  # 1 B to 56 KB: a pool page each
+        ids = [self.c.send(self.async_peer, b) for b in bodies]
+        for i, rid in enumerate(ids):
+            with self.c.wait(rid, timeout=self.rpc_timeout) as m:
+                self.assertEqual(len(m), len(bodies[i]))
+                self.assertTrue(m.data == bodies[i], f"response {i} ({len(bodies[i])} bytes) came back different")
+        s = self.c.stats()
+        self.assertIn(s["responses"], (len(ids), len(ids) + 1))  # +1: the aborted one's, if it came first
+        self.assertEqual((s["bad_completions"], s["unexpected_completions"]), (0, 0), self.c.last_bad)
+
     def test_unbound_port(self):
         port = int(os.environ.get("HOMA_UNBOUND_PORT", "32766"))
         if port == self.peer[1]:
@@ -96,6 +120,8 @@ class RoundTrips:
 class TestDaemon(RoundTrips, unittest.TestCase):
     path = os.environ.get("HOMA_SOCKET", "")
     peer = parse_peer(os.environ.get("HOMA_PEER", "0.0.0.0:0"))
+    async_peer = os.environ.get("HOMA_ASYNC_PEER", f"{peer[0]}:{peer[1] + 1}")
+    async_peer = parse_peer(async_peer) if async_peer else None
 
 
 def start_process(args, ready, timeout=60):
