@@ -177,9 +177,12 @@ type Endpoint struct {
 	ipOff   int         // offset of the IPv4 header in a frame: 14, or 18 with an 802.1Q tag
 	homaOff int         // offset of the Homa header in a frame
 
-	now      int64  // ns: Clock at the start of the current call
-	ticks    uint64 // timer ticks run so far
-	nextTick int64  // ns: when the next tick is due
+	now int64 // ns: Clock at the start of the current call
+	// batch: between BeginBatch and EndBatch; grantsDue: a Receive in the
+	// batch left grant decisions to EndBatch.
+	batch, grantsDue bool
+	ticks            uint64 // timer ticks run so far
+	nextTick         int64  // ns: when the next tick is due
 
 	ports          map[uint16]*Port // bound server ports and open client ports
 	nextClientPort uint16           // next client port to try (≥ 0x8000)
@@ -277,6 +280,29 @@ func (e *Endpoint) RecomputeCutoffs(levels int) sched.Cutoffs {
 // tick came due and lets the pacer send what it may. Call it at
 // NextDeadline, or on every pass of a polling loop.
 //
+// BeginBatch starts a batch of frames received together, such as one
+// burst from the NIC, at time now (ns, Config.Clock's): until EndBatch,
+// Receive takes every frame to arrive at now instead of reading the
+// clock, and leaves grant decisions to EndBatch, which makes them once
+// for the whole batch — one GRANT per message per batch, raising its
+// offset as far as a GRANT after each DATA packet would have, instead of
+// one GRANT per DATA packet. Only Receive may be called inside a batch.
+// The batch counts as one call for NextDeadline: begin one only when
+// there are frames to receive.
+func (e *Endpoint) BeginBatch(now int64) {
+	e.batch, e.grantsDue, e.now = true, false, now
+}
+
+// EndBatch ends the batch BeginBatch started and sends the grants it
+// deferred.
+func (e *Endpoint) EndBatch() {
+	e.batch = false
+	if e.grantsDue {
+		e.grantsDue = false
+		e.scheduleGrants()
+	}
+}
+
 // A call runs at most one tick. A tick counts silence: every one must
 // follow a chance to hear the peer. When the caller comes late (its loop
 // was descheduled, the garbage collector stopped it, it started long
@@ -320,7 +346,9 @@ func (e *Endpoint) NextDeadline() int64 {
 // only; message bytes are copied out. It never allocates for DATA of a
 // message already known.
 func (e *Endpoint) Receive(frame []byte) {
-	e.now = e.cfg.Clock()
+	if !e.batch {
+		e.now = e.cfg.Clock()
+	}
 	f := &e.frame
 	if r := wire.ParseFrame(frame, f); r != wire.DropNone {
 		if r == wire.DropNotHoma && e.receiveICMP(frame) {

@@ -6,6 +6,10 @@ import "github.com/homa-dpdk/homa-dpdk/wire"
 // MaxIncoming, the dynamic window, the FIFO share; see package sched) and
 // sends the GRANTs.
 func (e *Endpoint) scheduleGrants() {
+	if e.batch { // EndBatch decides for the whole batch
+		e.grantsDue = true
+		return
+	}
 	for _, g := range e.grants.Schedule() {
 		r := g.Msg.Owner.(*rpc)
 		e.sendGrant(r, g.Offset, g.Priority)

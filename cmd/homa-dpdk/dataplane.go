@@ -90,6 +90,12 @@ func (l *hostLoop) passAt(now int64) int {
 	l.now = now
 	prev := l.fault.release() // held back last pass: now it comes after newer packets
 	n := l.rx.Rx()
+	// The burst is one batch for the engine: one round of grant
+	// decisions after its last packet.
+	batch := n > 0 || prev != nil
+	if batch {
+		l.ep.BeginBatch(now)
+	}
 	for q := 0; n > 0 && q < l.rx.Len(); q++ {
 		pkts := l.rx.Pkts(q)
 		if l.cap != nil && len(pkts) > 0 {
@@ -101,6 +107,9 @@ func (l *hostLoop) passAt(now int64) int {
 	}
 	if prev != nil {
 		l.dispatch(prev, false)
+	}
+	if batch {
+		l.ep.EndBatch()
 	}
 	if l.app != nil {
 		l.app(l.now)
