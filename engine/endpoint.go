@@ -12,10 +12,10 @@ import (
 // DPDK side lends mbuf memory; tests lend slices and record.
 type Transmitter interface {
 	// Buffer lends a buffer of at least Config.MTU + 18 bytes (Ethernet
-	// with an 802.1Q tag), or nil when none is free. The engine counts
-	// DropNoBuffer; it keeps new DATA queued and owes GRANTs, both sent
-	// on a later Run (NextDeadline asks for the next pass), and relies on
-	// its timers for other packets. The engine writes one frame at its
+	// with an 802.1Q tag), or nil when none is free. The engine keeps
+	// DATA queued and owes GRANTs, both sent on a later Run (NextDeadline
+	// asks for the next pass), counted in TxDeferred; other packets it
+	// counts in DropNoBuffer and relies on its timers for. The engine writes one frame at its
 	// start and passes it to Send before asking for another.
 	Buffer() []byte
 

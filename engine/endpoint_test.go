@@ -37,8 +37,8 @@ func TestEndpoint_noBufferCountedAndRecoveredByTimer(t *testing.T) {
 	buf := c.buf
 	c.buf = nil // the transmit side has no buffer to lend
 	cli.Send(Addr{IP: s.ip, Port: 99}, msg(10, 1))
-	if c.e.Metrics().Drops[DropNoBuffer] == 0 || c.e.sendq.Len() != 1 {
-		t.Fatal("not counted, or not kept for a retry")
+	if m := c.e.Metrics(); m.TxDeferred == 0 || m.Drops[DropNoBuffer] != 0 || c.e.sendq.Len() != 1 {
+		t.Fatalf("not counted as deferred, or not kept for a retry: %+v", m)
 	}
 	c.buf = buf
 	n.advance(1_000_000) // the next Run sends it

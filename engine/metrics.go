@@ -31,8 +31,10 @@ const (
 	DropUnknownRPC
 	// DropStale: request DATA for a server RPC that has its whole request.
 	DropStale
-	// DropNoBuffer: the Transmitter lent no buffer; the packet was not
-	// sent (timers recover it).
+	// DropNoBuffer: the Transmitter lent no buffer for a control packet
+	// that is not kept (RESEND, BUSY, ACK, NEED_ACK, CUTOFFS, ICMP); it
+	// was not sent (timers recover it). DATA and GRANTs are kept instead
+	// (Metrics.TxDeferred).
 	DropNoBuffer
 	// DropBadICMP: an ICMP message the engine could not use.
 	DropBadICMP
@@ -84,6 +86,10 @@ type Metrics struct {
 	ICMPReceived      uint64 // icmp_port_unreachable_rcvd
 	TimerTicksSkipped uint64 // timer_ticks_skipped: ticks not run because Run came late
 	ZeroCopyPackets   uint64 // zero_copy_data_packets: DATA sent from the message's memory (DataSender)
+	// TxDeferred counts DATA packets and GRANTs the Transmitter lent no
+	// buffer for: kept (the DATA queued, the GRANT owed) and sent on a
+	// later pass, nothing lost (tx_deferred).
+	TxDeferred uint64
 
 	Drops [NumDropCauses]uint64 // drops_<cause>
 }
@@ -111,6 +117,7 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("icmp_port_unreachable_rcvd", m.ICMPReceived)
 	fn("timer_ticks_skipped", m.TimerTicksSkipped)
 	fn("zero_copy_data_packets", m.ZeroCopyPackets)
+	fn("tx_deferred", m.TxDeferred)
 	for c, v := range m.Drops {
 		if c != 0 {
 			fn("drops_"+DropCause(c).String(), v)

@@ -31,15 +31,35 @@ type outMsg struct {
 	sq sched.SendMsg // place in the endpoint's SenderQueue while deferred
 }
 
-// startFrame borrows a transmit buffer, or counts DropNoBuffer and
-// returns nil.
+// startFrame borrows a transmit buffer for a packet that is lost if it
+// cannot go now (timers recover it), or counts DropNoBuffer and returns
+// nil.
 func (e *Endpoint) startFrame() []byte {
-	b := e.tx.Buffer()
-	if len(b) < e.homaOff+wire.MaxHeaderLen {
+	b := e.borrow()
+	if b == nil {
 		e.m.drop(DropNoBuffer)
-		return nil
 	}
 	return b
+}
+
+// startKept borrows a transmit buffer for a packet the engine keeps when
+// it cannot go now (DATA stays queued, a GRANT is owed), or counts
+// TxDeferred and returns nil.
+func (e *Endpoint) startKept() []byte {
+	b := e.borrow()
+	if b == nil {
+		e.m.TxDeferred++
+	}
+	return b
+}
+
+// borrow returns the Transmitter's buffer, or nil if it lent none big
+// enough.
+func (e *Endpoint) borrow() []byte {
+	if b := e.tx.Buffer(); len(b) >= e.homaOff+wire.MaxHeaderLen {
+		return b
+	}
+	return nil
 }
 
 // finishFrame writes the Ethernet and IPv4 headers in front of homaLen
@@ -82,7 +102,7 @@ func (r *rpc) common() wire.CommonFields {
 // sendGrant sends a GRANT for r's incoming message and reports whether it
 // went; one that could not go is owed (see oweGrant).
 func (e *Endpoint) sendGrant(r *rpc, offset, prio int) bool {
-	buf := e.startFrame()
+	buf := e.startKept()
 	if buf == nil {
 		e.oweGrant(r)
 		return false
@@ -111,7 +131,7 @@ func (e *Endpoint) sendResend(r *rpc, offset, length uint32, prio int) {
 // start at multiples of the payload size, as the kernel's do, so a
 // retransmission covers exactly what a lost packet carried.
 func (e *Endpoint) xmitData(r *rpc, offset, limit, prio int, retransmit bool) int {
-	buf := e.startFrame()
+	buf := e.startKept()
 	if buf == nil {
 		return 0
 	}
