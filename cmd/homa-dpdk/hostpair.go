@@ -20,6 +20,9 @@ type hostPair struct {
 	ports [2]*dpdk.Port
 	rings [2]*dpdk.Ring
 	vdevs []string // memif: the vdevs to remove
+	// memifPair: vdevs are the two ends of one memif connection (server,
+	// then client), not two clients of outside servers.
+	memifPair bool
 	hosts [2]*hostLoop
 }
 
@@ -59,8 +62,18 @@ func newHostPair(c hostPairConfig) (*hostPair, error) {
 	return rp, rp.makeHosts(c)
 }
 
+// waitLinkDown polls p's link until it is down or timeout passes.
+func waitLinkDown(p *dpdk.Port, timeout time.Duration) {
+	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(100 * time.Microsecond) {
+		if l, err := p.Link(); err != nil || !l.Up {
+			return
+		}
+	}
+}
+
 // memifPorts makes the two ends of a memif pair and waits for the link.
 func (rp *hostPair) memifPorts(c hostPairConfig) error {
+	rp.memifPair = c.memifPeers[0] == ""
 	for i, role := range []string{"server", "client"} {
 		name := fmt.Sprintf("net_memif_%s%d", c.name, i)
 		sock := c.memifSocket
@@ -202,9 +215,18 @@ func (rp *hostPair) drain() {
 // close empties and closes the ports and frees the rings.
 func (rp *hostPair) close() {
 	bufs := make([]*dpdk.Mbuf, 64)
-	for _, p := range rp.ports {
+	for i, p := range rp.ports {
 		if p == nil {
 			continue
+		}
+		if i > 0 && rp.memifPair {
+			// Stopping the server disconnects the client, which EAL's
+			// interrupt thread then tears down, freeing its regions;
+			// stopping the client while it does freed them twice ("EAL:
+			// Error: Invalid memory" from memif's stop). The link goes
+			// down as the teardown starts: give it time to finish.
+			waitLinkDown(p, time.Second)
+			time.Sleep(20 * time.Millisecond)
 		}
 		for q := range max(p.RxQueues(), 1) {
 			for n := p.RxBurst(uint16(q), bufs); n > 0; n = p.RxBurst(uint16(q), bufs) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/perf"
@@ -334,6 +335,9 @@ func runSlowdownChild(self, dir string, smoke bool, out io.Writer) (perf.Section
 	prog := perf.NewProgress(os.Stderr, "slowdown", 1)
 	prog.Step("running " + strings.Join(args, " ") + " (log: " + logPath + ")")
 	cmd := exec.Command(self, args...)
+	// Interrupting `perf all` interrupts the scenario too, which then
+	// removes its namespaces and stops its daemons.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGINT}
 	cmd.Stdout, cmd.Stderr = log, log
 	err = cmd.Run()
 	prog.Done()
@@ -381,6 +385,7 @@ func runChildScenario(self, dir, name string, args []string, v any, out io.Write
 	prog := perf.NewProgress(os.Stderr, name, 1)
 	prog.Step("running " + strings.Join(args, " ") + " (log: " + logPath + ")")
 	cmd := exec.Command(self, append(args, "--json", jsonPath)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGINT}
 	cmd.Stdout, cmd.Stderr = log, log
 	err = cmd.Run()
 	prog.Done()
