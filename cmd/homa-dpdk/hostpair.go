@@ -23,7 +23,7 @@ type hostPair struct {
 	// memifPair: vdevs are the two ends of one memif connection (server,
 	// then client), not two clients of outside servers.
 	memifPair bool
-	hosts [2]*hostLoop
+	hosts     [2]*hostLoop
 }
 
 // hostPairConfig sets up a hostPair.
