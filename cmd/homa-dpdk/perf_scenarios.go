@@ -335,9 +335,9 @@ func runSlowdownChild(self, dir string, smoke bool, out io.Writer) (perf.Section
 	prog := perf.NewProgress(os.Stderr, "slowdown", 1)
 	prog.Step("running " + strings.Join(args, " ") + " (log: " + logPath + ")")
 	cmd := exec.Command(self, args...)
-	// Interrupting `perf all` interrupts the scenario too, which then
-	// removes its namespaces and stops its daemons.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGINT}
+	// A `perf all` that dies (Ctrl-C, kill) takes the scenario with it
+	// (SIGTERM: it then removes its namespaces and stops its daemons).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	cmd.Stdout, cmd.Stderr = log, log
 	err = cmd.Run()
 	prog.Done()
@@ -385,7 +385,7 @@ func runChildScenario(self, dir, name string, args []string, v any, out io.Write
 	prog := perf.NewProgress(os.Stderr, name, 1)
 	prog.Step("running " + strings.Join(args, " ") + " (log: " + logPath + ")")
 	cmd := exec.Command(self, append(args, "--json", jsonPath)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGINT}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	cmd.Stdout, cmd.Stderr = log, log
 	err = cmd.Run()
 	prog.Done()
