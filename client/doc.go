@@ -43,6 +43,13 @@
 // several goroutines either give each its own Client (each is a separate
 // session with its own region) or serialise the calls themselves.
 //
+// A wait that has spun for Options.Spin sleeps in a blocking system call
+// (ppoll on the eventfd), holding its goroutine's P until the runtime's
+// monitor hands the P to another goroutine, which can take up to 10 ms. A
+// program whose waiting Clients outnumber GOMAXPROCS should raise
+// GOMAXPROCS above their number, or a woken Client, and any other
+// goroutine, may wait that long for a P.
+//
 // # Memory
 //
 // Send, Call and Reply copy the message into the transmit arena, so the
