@@ -118,6 +118,8 @@ func TestLoad_errorsNameTheKey(t *testing.T) {
 		{"bad neighbour", minimal + "neighbours:\n  - ip: 10.0.0.2\n    mac: zz\n", nil, []string{"neighbours[0].mac"}},
 		{"bad metrics", minimal + "metrics:\n  address: 9464\n", nil, []string{"metrics.address", "host:port"}},
 		{"bad memlimit", minimal + "runtime:\n  gomemlimit: lots\n", nil, []string{"runtime.gomemlimit", "512MiB"}},
+		{"data room under the mtu", "ports:\n  - device: net_null0\n    address: 10.0.0.1/24\n    mtu: 9000\nmempool:\n  data_room: 4096\n", nil,
+			[]string{"mempool.data_room: 4096 bytes cannot hold a frame of ports[0] (mtu 9000 + 18 = 9018)"}},
 		{"no idle spin", minimal + "runtime:\n  idle_spin_passes: 0\n", nil, []string{"runtime.idle_spin_passes: 0"}},
 		{"idle sleep too long", minimal + "runtime:\n  idle_max_sleep_us: 50000\n", nil, []string{"runtime.idle_max_sleep_us: 50000", "1..10000"}},
 		{"relative socket", minimal + "workers:\n  socket: w.sock\n", nil, []string{"workers.socket", "absolute path"}},
@@ -175,6 +177,18 @@ func TestParseRateAndBytes(t *testing.T) {
 	for _, bad := range []string{"", "MiB", "-5MiB", "5MB"} {
 		if _, err := ParseBytes(bad); err == nil {
 			t.Errorf("ParseBytes(%q) accepted", bad)
+		}
+	}
+}
+
+// Each port's mbufs hold its largest frame: 2 KB up to MTU 2030, then the
+// frame rounded up to a KB; an explicit data_room wins.
+func TestMempool_dataRoomFor(t *testing.T) {
+	for _, c := range []struct{ mtu, room, want int }{
+		{1500, 0, 2048}, {2030, 0, 2048}, {2031, 0, 3072}, {9000, 0, 9216}, {9000, 16352, 16352},
+	} {
+		if got := (MempoolSpec{DataRoom: c.room}).DataRoomFor(c.mtu); got != c.want {
+			t.Errorf("mtu %d, data_room %d: %d, want %d", c.mtu, c.room, got, c.want)
 		}
 	}
 }

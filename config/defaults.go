@@ -57,8 +57,9 @@ var defaults = map[string]any{
 	"arp.retries": 5,
 	"arp.aging":   5 * time.Minute,
 
-	"mempool.mbufs": 16384,
-	"mempool.cache": 256,
+	"mempool.mbufs":     16384,
+	"mempool.cache":     256,
+	"mempool.data_room": 0,
 }
 
 // Port defaults, applied to each port's zero fields.

@@ -155,4 +155,21 @@ type ARPSpec struct {
 type MempoolSpec struct {
 	Mbufs int `mapstructure:"mbufs"`
 	Cache int `mapstructure:"cache"`
+	// DataRoom is the bytes of packet each mbuf holds (after DPDK's
+	// headroom); 0 sizes it for the port's MTU (DataRoomFor).
+	DataRoom int `mapstructure:"data_room"`
+}
+
+// FrameOverhead is what a frame adds to its IP packet: the Ethernet
+// header and an 802.1Q tag.
+const FrameOverhead = 18
+
+// DataRoomFor is the data room of a port's mbufs: m.DataRoom if set, else
+// its MTU plus FrameOverhead rounded up to a KB, at least 2 KB (so 2 KB at
+// MTU 1500, 9 KB at 9000). Every frame of the port fits in one mbuf.
+func (m MempoolSpec) DataRoomFor(mtu int) int {
+	if m.DataRoom > 0 {
+		return m.DataRoom
+	}
+	return max(2048, (mtu+FrameOverhead+1023)/1024*1024)
 }

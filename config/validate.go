@@ -128,6 +128,15 @@ func (s *Spec) Validate() error {
 	p.duration("arp.aging", s.ARP.Aging, time.Second, 24*time.Hour)
 	p.intRange("mempool.mbufs", s.Mempool.Mbufs, 1024, 1<<24)
 	p.intRange("mempool.cache", s.Mempool.Cache, 0, 512)
+	if s.Mempool.DataRoom != 0 {
+		// 65535 bytes of mbuf buffer, DPDK's 128 of headroom included.
+		p.intRange("mempool.data_room", s.Mempool.DataRoom, 2048, 65535-128)
+		for i, ps := range s.Ports {
+			if need := ps.MTU + FrameOverhead; s.Mempool.DataRoom < need {
+				p.add("mempool.data_room", "%d bytes cannot hold a frame of ports[%d] (mtu %d + %d = %d)", s.Mempool.DataRoom, i, ps.MTU, FrameOverhead, need)
+			}
+		}
+	}
 	return errors.Join(p...)
 }
 

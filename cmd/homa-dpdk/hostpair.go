@@ -45,6 +45,9 @@ type hostPairConfig struct {
 	// forwarding between its two memif ports: a third-party DPDK
 	// forwarder between the hosts.
 	memifPeers [2]string
+	// mtu is the hosts' IP MTU (0: 1500); pool's mbufs must hold a frame
+	// of it (config.MempoolSpec.DataRoomFor).
+	mtu int
 }
 
 func newHostPair(c hostPairConfig) (*hostPair, error) {
@@ -160,6 +163,9 @@ func (rp *hostPair) makeHosts(c hostPairConfig) error {
 			txQueues: c.txQueues, prioMap: pm, linkBps: linkBps, engine: engine.DefaultConfig(),
 			capture: c.capture, capIf: i, clock: c.clock, wallOff: c.wallOff, burst: 32,
 			pcp: c.pcp, vlan: 7, multiSeg: pairPortConf(p).TxOffloads&dpdk.TxOffloadMultiSegs != 0,
+		}
+		if c.mtu > 0 {
+			hc.engine.MTU = c.mtu
 		}
 		hc.arp.timeout, hc.arp.aging, hc.arp.retries = c.arp, time.Hour, 5
 		hc.faults.drop, hc.faults.dup, hc.faults.reorder, hc.faults.seed = c.faults, c.faults/2, c.faults/2, int64(i+1)

@@ -143,8 +143,11 @@ func startDaemon(spec *config.Spec, log zerolog.Logger, prepare func([]*hostLoop
 		return nil, inPhase("validate", err)
 	}
 	for i, ps := range spec.Ports {
+		// Every frame of the port in one mbuf: the engine writes a whole
+		// frame into the mbuf the transmit side lends.
+		room := spec.Mempool.DataRoomFor(ps.MTU)
 		pool, err := dpdk.NewPktMbufPool(fmt.Sprintf("port%d", i), uint32(spec.Mempool.Mbufs), uint32(spec.Mempool.Cache),
-			2048+uint16(dpdk.PktmbufHeadroom), portSocket(d.ports[i]))
+			uint16(room+dpdk.PktmbufHeadroom), portSocket(d.ports[i]))
 		if err != nil {
 			return nil, inPhase("mempools", fmt.Errorf("%s: %w", ps.Device, err))
 		}

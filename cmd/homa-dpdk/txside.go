@@ -54,8 +54,9 @@ func (t *mbufTx) take() *dpdk.Mbuf {
 	return t.stash[t.avail]
 }
 
-// Buffer lends the data room of a fresh mbuf (2 KB: a 1500-byte MTU frame
-// with a VLAN tag fits), or nil when the pool is empty.
+// Buffer lends the data room of a fresh mbuf, which holds a frame of the
+// port's MTU with a VLAN tag (the pool is sized so:
+// config.MempoolSpec.DataRoomFor), or nil when the pool is empty.
 func (t *mbufTx) Buffer() []byte {
 	if t.lent != nil { // the engine asked twice without sending: reuse
 		return t.lent.Data()
