@@ -8,7 +8,9 @@
 // methods (an application sends, replies, aborts) — reads the time only
 // from Config.Clock, and writes every packet (Ethernet, IPv4, Homa header
 // and payload) into a buffer lent by its Transmitter, so the DPDK side can
-// lend mbuf memory. Nothing in the per-packet path allocates.
+// lend mbuf memory. Nothing in the per-packet path allocates. A polling
+// loop hands a received burst to Receive between BeginBatch and EndBatch:
+// grants are then decided once per burst, not once per DATA packet.
 //
 // Where to start reading: endpoint.go (Config, New, Receive's dispatch,
 // Run), then rpc.go (the RPC life cycle and the application's Port API),
