@@ -261,6 +261,9 @@ func (l *hostLoop) nextHop(ip [4]byte) ([4]byte, bool) {
 // flush hands each TX queue its burst, highest priority first, in one cgo
 // call, and returns the packets the NIC took.
 func (l *hostLoop) flush() int {
+	if l.sched.Len() == 0 { // most passes of an idle or receiving loop
+		return 0
+	}
 	l.sched.Fill(l.now)
 	total := 0
 	for q := range l.txBufs {
