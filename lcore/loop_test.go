@@ -221,10 +221,21 @@ func TestStop_reportsPanic(t *testing.T) {
 func TestStop_timeoutWhenPassBlocks(t *testing.T) {
 	w := workerLcore(t)
 	release := make(chan struct{})
-	l, err := lcore.Launch(w, lcore.Config{Name: "t", Pass: func() int { <-release; return 0 }})
+	entered := make(chan struct{}, 1)
+	l, err := lcore.Launch(w, lcore.Config{Name: "t", Pass: func() int {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-release
+		return 0
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Stop only once a pass blocks: a loop told to stop before its first
+	// pass leaves without one.
+	<-entered
 	if err := l.Stop(50 * time.Millisecond); !errors.Is(err, lcore.ErrStopTimeout) {
 		t.Fatalf("got %v, want ErrStopTimeout", err)
 	}
