@@ -112,21 +112,32 @@ func (c *Client) stage(msg []byte, room time.Time) (arenaSpan, error) {
 // under s's cookie, until the daemon releases it; if s could not be
 // submitted it is freed.
 func (c *Client) submitStaged(s *shm.Submission, sp arenaSpan, sendTo *Addr) (ans shm.Completion, err error) {
-	s.Offset = sp.off
-	cookie, err := c.submit(s)
+	cookie, err := c.pushStaged(s, sp)
 	if err != nil {
-		c.arena.release(sp)
 		return ans, err
 	}
-	// Nothing was read since the push: the range is recorded before any
-	// completion could release it.
-	c.inflight[cookie] = sent{span: sp, length: s.Length}
 	ans, err = c.await(cookie, sendTo)
 	c.flush()
 	if err == nil && ans.Op == shm.CompError {
 		err = codeErr(ans.Err)
 	}
 	return ans, err
+}
+
+// pushStaged submits s, whose message stage put in sp, and records the
+// range as in flight under its cookie; if s could not be submitted the
+// range is freed.
+func (c *Client) pushStaged(s *shm.Submission, sp arenaSpan) (uint64, error) {
+	s.Offset = sp.off
+	cookie, err := c.submit(s)
+	if err != nil {
+		c.arena.release(sp)
+		return 0, err
+	}
+	// Nothing was read since the push: the range is recorded before any
+	// completion could release it.
+	c.inflight[cookie] = sent{span: sp, length: s.Length}
+	return cookie, nil
 }
 
 // call submits s and waits for its answer; an Error answer becomes a
@@ -211,25 +222,7 @@ func (c *Client) Receive(timeout time.Duration) (*Message, error) {
 // Reply answers request req (from Receive) with resp, copied into the
 // transmit arena, and returns when the daemon accepts it. req is not
 // released: its Data stays valid until req.Release.
-func (c *Client) Reply(req *Message, resp []byte) error {
-	if c.closed {
-		return ErrClosed
-	}
-	if req == nil || !req.Request || req.c != c {
-		return errors.New("client: reply: not a request received by this client")
-	}
-	sp, err := c.stage(resp, time.Now().Add(answerWait))
-	if err != nil {
-		return fmt.Errorf("client: reply to RPC %d from %s: %w", req.ID, req.Peer, err)
-	}
-	s := shm.Submission{Op: shm.OpReply, RPCID: req.ID, PeerIP: req.Peer.IP, PeerPort: req.Peer.Port,
-		Length: uint32(len(resp))}
-	if _, err := c.submitStaged(&s, sp, nil); err != nil {
-		return fmt.Errorf("client: reply to RPC %d from %s: %w", req.ID, req.Peer, err)
-	}
-	c.stats.Replies++
-	return nil
-}
+func (c *Client) Reply(req *Message, resp []byte) error { return c.reply(req, resp, false) }
 
 // ReplyAsync answers request req like Reply, but returns once the reply is
 // on the submission ring, without waiting for the daemon's answer, so a
@@ -242,7 +235,10 @@ func (c *Client) Reply(req *Message, resp []byte) error {
 // ID and Peer, Request false and Err set — the reply is not lost
 // silently. Errors returned here are local: the message's length, no
 // arena room within 10 s, a full submission ring.
-func (c *Client) ReplyAsync(req *Message, resp []byte) error {
+func (c *Client) ReplyAsync(req *Message, resp []byte) error { return c.reply(req, resp, true) }
+
+// reply is Reply, or ReplyAsync when async.
+func (c *Client) reply(req *Message, resp []byte, async bool) error {
 	if c.closed {
 		return ErrClosed
 	}
@@ -250,19 +246,21 @@ func (c *Client) ReplyAsync(req *Message, resp []byte) error {
 		return errors.New("client: reply: not a request received by this client")
 	}
 	sp, err := c.stage(resp, time.Now().Add(answerWait))
+	if err == nil {
+		s := shm.Submission{Op: shm.OpReply, RPCID: req.ID, PeerIP: req.Peer.IP, PeerPort: req.Peer.Port,
+			Length: uint32(len(resp))}
+		if async {
+			var cookie uint64
+			if cookie, err = c.pushStaged(&s, sp); err == nil {
+				c.replies[cookie] = asyncReply{id: req.ID, peer: req.Peer}
+			}
+		} else if _, err = c.submitStaged(&s, sp, nil); err == nil {
+			c.stats.Replies++
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("client: reply to RPC %d from %s: %w", req.ID, req.Peer, err)
 	}
-	s := shm.Submission{Op: shm.OpReply, RPCID: req.ID, PeerIP: req.Peer.IP, PeerPort: req.Peer.Port,
-		Length: uint32(len(resp))}
-	s.Offset = sp.off
-	cookie, err := c.submit(&s)
-	if err != nil {
-		c.arena.release(sp)
-		return fmt.Errorf("client: reply to RPC %d from %s: %w", req.ID, req.Peer, err)
-	}
-	c.inflight[cookie] = sent{span: sp, length: s.Length}
-	c.replies[cookie] = asyncReply{id: req.ID, peer: req.Peer}
 	return nil
 }
 
