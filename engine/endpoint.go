@@ -15,8 +15,9 @@ type Transmitter interface {
 	// with an 802.1Q tag), or nil when none is free. The engine keeps
 	// DATA queued and owes GRANTs, both sent on a later Run (NextDeadline
 	// asks for the next pass), counted in TxDeferred; other packets it
-	// counts in DropNoBuffer and relies on its timers for. The engine writes one frame at its
-	// start and passes it to Send before asking for another.
+	// counts in DropNoBuffer and relies on its timers for. The engine
+	// writes one frame at its start and passes it to Send before asking
+	// for another.
 	Buffer() []byte
 
 	// Send transmits frame (a prefix of the last lent buffer) at Homa
@@ -276,10 +277,6 @@ func (e *Endpoint) RecomputeCutoffs(levels int) sched.Cutoffs {
 	return e.cfg.Cutoffs
 }
 
-// Run advances the endpoint to the clock's time: it runs the timer if a
-// tick came due and lets the pacer send what it may. Call it at
-// NextDeadline, or on every pass of a polling loop.
-//
 // BeginBatch starts a batch of frames received together, such as one
 // burst from the NIC, at time now (ns, Config.Clock's): until EndBatch,
 // Receive takes every frame to arrive at now instead of reading the
@@ -303,6 +300,10 @@ func (e *Endpoint) EndBatch() {
 	}
 }
 
+// Run advances the endpoint to the clock's time: it runs the timer if a
+// tick came due and lets the pacer send what it may. Call it at
+// NextDeadline, or on every pass of a polling loop.
+//
 // A call runs at most one tick. A tick counts silence: every one must
 // follow a chance to hear the peer. When the caller comes late (its loop
 // was descheduled, the garbage collector stopped it, it started long

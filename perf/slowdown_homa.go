@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -182,7 +181,6 @@ type sdDriverResult struct {
 	maxLag     time.Duration
 	maxGap     time.Duration // longest time between two passes of the driver's loop (waits included)
 	firstErr   error
-	bytesAcked int64
 	late       int           // sends more than SDLate after their Poisson time
 	maxCall    time.Duration // longest Send (Homa) or connection get+write (TCP) call
 	maxOver    time.Duration // longest a Receive overran its timeout (Homa)
@@ -238,7 +236,6 @@ func sdHomaDriver(c *client.Client, dst client.Addr, sched []SDArrival, start ti
 				}
 			} else {
 				r.done++
-				r.bytesAcked += int64(rpc.size)
 				if rpc.keep {
 					r.samples = append(r.samples, SDSample{Size: rpc.size, RTT: now.Sub(rpc.t)})
 				}
@@ -367,5 +364,3 @@ func sdWarmUp(c *client.Client, dst client.Addr) error {
 	}
 	return fmt.Errorf("no RPC to %v succeeded: %w", dst, err)
 }
-
-var _ = io.EOF

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"regexp"
 	"runtime"
@@ -301,5 +300,3 @@ func sdListenIn(ns, network, addr string) (net.Listener, error) {
 	})
 	return l, err
 }
-
-var _ = os.Getpid

@@ -79,7 +79,6 @@ func sdMergeResults(rs []sdDriverResult) sdDriverResult {
 		m.failed += r.failed
 		m.lost += r.lost
 		m.late += r.late
-		m.bytesAcked += r.bytesAcked
 		m.maxLag = max(m.maxLag, r.maxLag)
 		m.maxGap = max(m.maxGap, r.maxGap)
 		m.maxCall = max(m.maxCall, r.maxCall)
@@ -318,6 +317,7 @@ func newSDRun(tr string, w *Workload, load, rate float64, sched [][]SDArrival, c
 			offered += HomaWireBytes(a.Size)
 		}
 	}
+	late := 0
 	for i, d := range res {
 		r.Sent += d.sent
 		r.Done += d.done
@@ -332,21 +332,15 @@ func newSDRun(tr string, w *Workload, load, rate float64, sched [][]SDArrival, c
 		r.samples = append(r.samples, d.samples...)
 		r.Loops = append(r.Loops, SDLoopGap{Loop: fmt.Sprintf("%s driver client-%d", tr, i+1), MaxGapUs: float64(d.maxGap) / 1e3,
 			Note: "harness loop; includes waiting for the next arrival"})
-		_ = achieved
+		late += d.late
 	}
 	// Achieved: the answered share of the offered wire bytes.
 	if r.Offered > 0 {
 		achieved = offered * float64(r.Done) / float64(r.Offered)
+		r.LateFraction = float64(late) / float64(r.Offered)
 	}
 	r.OfferedMbps = offered * 8 / cfg.Period.Seconds() / 1e6
 	r.AchievedMbps = achieved * 8 / cfg.Period.Seconds() / 1e6
-	late := 0
-	for _, d := range res {
-		late += d.late
-	}
-	if r.Offered > 0 {
-		r.LateFraction = float64(late) / float64(r.Offered)
-	}
 	r.ScheduleKept = r.LateFraction <= 0.05
 	r.Sampled = len(r.samples)
 	r.Buckets = SDBuckets(r.samples, u)

@@ -202,7 +202,6 @@ func sdTCPDriver(c *sdTCPClient, sched []SDArrival, start time.Time, keep0, keep
 				return
 			}
 			r.done++
-			r.bytesAcked += int64(a.Size)
 			if a.At >= keep0 && a.At < keep1 {
 				r.samples = append(r.samples, SDSample{Size: a.Size, RTT: rtt})
 			}
