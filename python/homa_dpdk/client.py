@@ -421,19 +421,8 @@ class Client:
         returns once the daemon accepted the reply. A server answers one
         request per pass of the daemon's loop at best this way; see
         reply_async."""
-        if not isinstance(msg, Message) or not msg.is_request:
-            raise ValueError("homa_dpdk: reply needs a request Message from receive()")
         with self._lock:
-            self._check_open()
-            if msg._replied:
-                raise HomaError(f"homa_dpdk: request {msg.id} was already answered")
-            if msg._client is not self:
-                raise ValueError("homa_dpdk: the request came through another Client")
-            off, n = self._stage(buf)
-            sub = self._new_sub(Op.REPLY, off=off, length=n, rpc_id=msg.id)
-            self._submit(sub, Submission(op=Op.REPLY, length=n, cookie=sub.cookie, rpc_id=msg.id,
-                                         peer_ip=msg._peer_ip, peer_port=msg.peer[1], offset=off))
-            msg._replied = True
+            sub = self._submit_reply(msg, buf, detached=False)
             self._await(sub, f"reply to {msg.id}")
             self._stats["replies"] += 1
 
@@ -454,19 +443,28 @@ class Client:
         ValueError (not a request of this client, an empty or oversized
         buffer), ArenaFull, HomaError (already answered, the submission
         ring full for op_timeout, the client closed)."""
+        with self._lock:
+            self._submit_reply(msg, buf, detached=True)
+
+    def _submit_reply(self, msg, buf, detached):
+        """Check that msg is an unanswered request of this client, stage buf
+        and submit the Reply (the caller holds the lock); return its _Sub.
+        A detached one is awaited by no call: the completion handlers count
+        it or queue its refusal."""
         if not isinstance(msg, Message) or not msg.is_request:
             raise ValueError("homa_dpdk: reply needs a request Message from receive()")
-        with self._lock:
-            self._check_open()
-            if msg._replied:
-                raise HomaError(f"homa_dpdk: request {msg.id} was already answered")
-            if msg._client is not self:
-                raise ValueError("homa_dpdk: the request came through another Client")
-            off, n = self._stage(buf)
-            sub = self._new_sub(Op.REPLY, off=off, length=n, rpc_id=msg.id, peer=msg.peer, detached=True)
-            self._submit(sub, Submission(op=Op.REPLY, length=n, cookie=sub.cookie, rpc_id=msg.id,
-                                         peer_ip=msg._peer_ip, peer_port=msg.peer[1], offset=off))
-            msg._replied = True
+        self._check_open()
+        if msg._replied:
+            raise HomaError(f"homa_dpdk: request {msg.id} was already answered")
+        if msg._client is not self:
+            raise ValueError("homa_dpdk: the request came through another Client")
+        off, n = self._stage(buf)
+        sub = self._new_sub(Op.REPLY, off=off, length=n, rpc_id=msg.id, peer=msg.peer if detached else None,
+                            detached=detached)
+        self._submit(sub, Submission(op=Op.REPLY, length=n, cookie=sub.cookie, rpc_id=msg.id,
+                                     peer_ip=msg._peer_ip, peer_port=msg.peer[1], offset=off))
+        msg._replied = True
+        return sub
 
     def abort(self, rpc_id):
         """End client RPC rpc_id and forget it: a response that still
