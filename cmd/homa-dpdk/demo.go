@@ -2,37 +2,21 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/homa-dpdk/homa-dpdk/demo"
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
-	"github.com/homa-dpdk/homa-dpdk/engine"
-	"github.com/homa-dpdk/homa-dpdk/lcore"
 	"github.com/homa-dpdk/homa-dpdk/perf"
 	"github.com/spf13/cobra"
 )
 
-// demoConfig is the embedded default of `homa-dpdk demo`.
-type demoConfig struct {
-	duration    time.Duration
-	sizes       []int
-	concurrency int // RPCs outstanding at once
-	capture     string
-	captureLast int
-	workers     string // serve workers on sockets in this directory instead of the demo's own RPCs
-	memifPeers  string // with workers: "SOCK0,SOCK1", memif servers to join the hosts through
-	out         io.Writer
-}
-
 // demoCmd runs two Homa hosts on virtual devices, with no NIC and no
 // config file: the README's first command.
 func demoCmd() *cobra.Command {
-	cfg := demoConfig{duration: 10 * time.Second, concurrency: 8}
-	var sizes string
+	cfg := demo.Config{Duration: 10 * time.Second, Concurrency: 8}
+	var sizes, workers, memifPeers string
 	var seconds float64
 	var pmd bool
 	c := &cobra.Command{
@@ -59,34 +43,42 @@ loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
 				return runPMD(cmd, args, pc, "")
 			}
 			var err error
-			if cfg.sizes, err = parseSizes(sizes); err != nil {
+			if cfg.Sizes, err = parseSizes(sizes); err != nil {
 				return err
 			}
-			cfg.duration = time.Duration(seconds * float64(time.Second))
-			if cfg.workers != "" && !cmd.Flags().Changed("seconds") {
-				cfg.duration = 0 // until interrupted
+			cfg.Duration = time.Duration(seconds * float64(time.Second))
+			cfg.Out = cmd.OutOrStdout()
+			wc := demo.WorkersConfig{Dir: workers, MemifPeers: memifPeers, Out: cfg.Out}
+			if workers != "" && cmd.Flags().Changed("seconds") {
+				wc.Duration = cfg.Duration // otherwise until interrupted
 			}
-			cfg.out = cmd.OutOrStdout()
+			if workers == "" {
+				if err := cfg.Validate(); err != nil {
+					return err
+				}
+			} else if seconds < 0 {
+				return fmt.Errorf("--seconds %v: want a positive duration", seconds)
+			}
 			mem := dpdk.ProbeMemory()
 			if _, err := dpdk.Init(ealArgs(cmd, args, "0,1", mem)); err != nil {
 				return err
 			}
 			defer dpdk.Cleanup()
-			if cfg.workers != "" {
-				return serveDemoWorkers(cfg)
+			if workers != "" {
+				return demo.ServeWorkers(wc)
 			}
-			return runDemo(cfg)
+			return demo.Run(cfg)
 		},
 	}
 	f := c.Flags()
-	f.Float64Var(&seconds, "seconds", cfg.duration.Seconds(), "how long to exchange RPCs")
+	f.Float64Var(&seconds, "seconds", cfg.Duration.Seconds(), "how long to exchange RPCs")
 	f.StringVar(&sizes, "sizes", "100,1000,10000,100000,1000000", "message sizes in bytes, drawn in turn")
-	f.IntVar(&cfg.concurrency, "concurrency", cfg.concurrency, "RPCs outstanding at once")
-	f.StringVar(&cfg.capture, "capture", "", "write a pcapng capture of both hosts to this file")
-	f.IntVar(&cfg.captureLast, "capture-last", 0, "keep only the last N packets in the capture")
+	f.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "RPCs outstanding at once")
+	f.StringVar(&cfg.Capture, "capture", "", "write a pcapng capture of both hosts to this file")
+	f.IntVar(&cfg.CaptureLast, "capture-last", 0, "keep only the last N packets in the capture")
 	f.BoolVar(&pmd, "pmd", false, "run the forwarding benchmark instead")
-	f.StringVar(&cfg.workers, "workers", "", "serve shared-memory workers on sockets in this directory until interrupted, instead of the demo's RPCs")
-	f.StringVar(&cfg.memifPeers, "memif-peers", "", "with --workers: SOCK0,SOCK1 — join the hosts through these memif servers (e.g. dpdk-testpmd forwarding between them) instead of a memif pair")
+	f.StringVar(&workers, "workers", "", "serve shared-memory workers on sockets in this directory until interrupted, instead of the demo's RPCs")
+	f.StringVar(&memifPeers, "memif-peers", "", "with --workers: SOCK0,SOCK1 — join the hosts through these memif servers (e.g. dpdk-testpmd forwarding between them) instead of a memif pair")
 	return c
 }
 
@@ -100,189 +92,4 @@ func parseSizes(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
-}
-
-// lingerNs is how long the demo keeps polling after the last response, so
-// that the server's NEED_ACK and the client's ACK end the last RPCs and no
-// RPC state is left behind (request_ack_ticks is 2 ms).
-const lingerNs = int64(20 * time.Millisecond)
-
-// demoClient is the in-loop application of the client host.
-type demoClient struct {
-	cfg     demoConfig
-	h       *hostLoop
-	port    *engine.Port
-	dst     engine.Addr
-	msgs    [][]byte            // one message per size, reused
-	started map[uint64]rpcStart // outstanding RPCs
-	hist    []*hdrhistogram.Histogram
-	bytes   int64
-	next    int
-	failed  error
-	stopAt  int64
-	done    bool
-	doneAt  int64 // when the last response arrived
-	// finished is set, for the goroutine waiting on the demo, once the
-	// loop has seen the last response or a failure.
-	finished atomic.Bool
-}
-
-type rpcStart struct {
-	size int // index into cfg.sizes
-	at   int64
-}
-
-func (d *demoClient) run(now int64) {
-	if d.failed != nil || (d.done && now >= d.doneAt+lingerNs) {
-		d.finished.Store(true)
-		return
-	}
-	if d.done {
-		return // lingering: the last RPCs' NEED_ACK and ACK go out
-	}
-	if ready, failed := d.h.peerReady(d.dst.IP); failed {
-		d.failed = fmt.Errorf("ARP: %v did not answer", d.dst.IP)
-		return
-	} else if !ready {
-		return
-	}
-	for {
-		m, ok := d.port.Receive()
-		if !ok {
-			break
-		}
-		s, known := d.started[m.ID]
-		delete(d.started, m.ID)
-		if m.Err != nil || !known {
-			d.failed = fmt.Errorf("RPC %d: %v", m.ID, m.Err)
-			return
-		}
-		if len(m.Data) != d.cfg.sizes[s.size] {
-			d.failed = fmt.Errorf("RPC %d: %d bytes back for %d sent", m.ID, len(m.Data), d.cfg.sizes[s.size])
-			return
-		}
-		d.hist[s.size].RecordValue((now - s.at) / 1000) // µs
-		d.bytes += 2 * int64(len(m.Data))
-	}
-	if now >= d.stopAt {
-		if d.done = len(d.started) == 0; d.done {
-			d.doneAt = now
-		}
-		return
-	}
-	for len(d.started) < d.cfg.concurrency {
-		i := d.next % len(d.cfg.sizes)
-		d.next++
-		id, err := d.port.Send(d.dst, d.msgs[i])
-		if err != nil {
-			d.failed = err
-			return
-		}
-		d.started[id] = rpcStart{size: i, at: now}
-	}
-}
-
-func runDemo(cfg demoConfig) error {
-	pool, err := dpdk.NewPktMbufPool("demo", 16384, 256, 2048+uint16(dpdk.PktmbufHeadroom), dpdk.SocketIDAny)
-	if err != nil {
-		return err
-	}
-	defer pool.Free()
-	var capture *dpdk.Capture
-	if cfg.capture != "" {
-		if capture, err = dpdk.NewCapture(cfg.capture, []string{"10.0.0.1", "10.0.0.2"}, 0, cfg.captureLast); err != nil {
-			return err
-		}
-	}
-	start, clock, wallOff := newClock()
-	rp, err := newHostPair(hostPairConfig{name: "demo", pool: pool, txQueues: 8, capture: capture,
-		clock: clock, wallOff: wallOff, arp: 100 * time.Millisecond})
-	if err != nil {
-		return err
-	}
-	defer rp.close()
-	client, server := rp.hosts[0], rp.hosts[1]
-	srv, err := server.ep.Bind(99)
-	if err != nil {
-		return err
-	}
-	server.app = func(int64) {
-		for {
-			m, ok := srv.Receive()
-			if !ok {
-				return
-			}
-			srv.Reply(m, m.Data)
-		}
-	}
-	cl, err := client.ep.OpenClient()
-	if err != nil {
-		return err
-	}
-	d := &demoClient{cfg: cfg, h: client, port: cl, dst: engine.Addr{IP: server.me.ip, Port: 99},
-		started: map[uint64]rpcStart{}, stopAt: clock() + cfg.duration.Nanoseconds()}
-	for _, s := range cfg.sizes {
-		msg := make([]byte, s)
-		for i := range msg {
-			msg[i] = byte(i * 7)
-		}
-		d.msgs = append(d.msgs, msg)
-		d.hist = append(d.hist, hdrhistogram.New(1, 60_000_000, 3))
-	}
-	client.app = d.run
-	fmt.Fprintf(cfg.out, "demo: Homa hosts 10.0.0.1 (client) and 10.0.0.2 (echo server) on a net_ring pair, 8 TX queues each, one polling loop on lcore 1; %d RPCs outstanding, sizes %v, %v\n",
-		cfg.concurrency, cfg.sizes, cfg.duration)
-	loop, err := lcore.Launch(1, lcore.Config{Name: "demo", Pass: rp.pass, Drain: rp.drain})
-	if err != nil {
-		return err
-	}
-	deadline := time.Now().Add(cfg.duration + 30*time.Second)
-	for time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-		if d.doneOrFailed() {
-			break
-		}
-	}
-	elapsed := time.Since(start)
-	if err := loop.Stop(5 * time.Second); err != nil {
-		return err
-	}
-	if capture != nil {
-		if err := capture.Close(); err != nil {
-			return err
-		}
-	}
-	if d.failed != nil {
-		return fmt.Errorf("demo: %w\n  %s\n  %s", d.failed, client.summary(), server.summary())
-	}
-	if !d.done {
-		return fmt.Errorf("demo: %d RPCs still outstanding %v after the end", len(d.started), 30*time.Second)
-	}
-	d.report(elapsed)
-	return nil
-}
-
-func (d *demoClient) doneOrFailed() bool { return d.finished.Load() }
-
-func (d *demoClient) report(elapsed time.Duration) {
-	w := d.cfg.out
-	fmt.Fprintf(w, "\n%10s %8s %10s %10s %10s %10s\n", "size (B)", "RPCs", "P50 µs", "P99 µs", "P99.9 µs", "max µs")
-	total := int64(0)
-	for i, h := range d.hist {
-		total += h.TotalCount()
-		fmt.Fprintf(w, "%10d %8d %10d %10d %10d %10d\n", d.cfg.sizes[i], h.TotalCount(),
-			h.ValueAtQuantile(50), h.ValueAtQuantile(99), h.ValueAtQuantile(99.9), h.Max())
-	}
-	secs := elapsed.Seconds()
-	fmt.Fprintf(w, "\n%d RPCs in %.1f s: %.0f RPCs/s, %.2f Gbps of messages (requests + responses)\n",
-		total, secs, float64(total)/secs, float64(d.bytes)*8/secs/1e9)
-	m := d.h.ep.Metrics()
-	var parts []string
-	m.Each(func(name string, v uint64) {
-		switch name {
-		case "packets_sent_DATA", "packets_sent_GRANT", "packets_sent_ACK", "packets_sent_NEED_ACK", "resent_packets", "rpc_timeouts":
-			parts = append(parts, fmt.Sprintf("%s=%d", name, v))
-		}
-	})
-	fmt.Fprintf(w, "client counters: %s\n", strings.Join(parts, " "))
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
@@ -10,6 +11,7 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/lcore"
 	"github.com/homa-dpdk/homa-dpdk/perf"
+	"github.com/homa-dpdk/homa-dpdk/perf/workerrtt"
 	"github.com/spf13/cobra"
 )
 
@@ -120,5 +122,50 @@ func pmdPeerCmd() *cobra.Command {
 	c.Flags().StringVar(&sock, "socket", "", "the forwarder's memif socket")
 	c.Flags().IntVar(&burst, "burst", 32, "packets per burst")
 	c.Flags().IntVar(&cpu, "cpu", 0, "CPU of the sending loop")
+	return c
+}
+
+func workerRTTCmd() *cobra.Command {
+	cfg := workerrtt.DefaultConfig()
+	var jsonPath string
+	c := &cobra.Command{
+		Use:   "worker-rtt [flags] [-- EAL arguments]",
+		Short: "RTT of an RPC issued by a shared-memory worker vs the same RPC from inside the daemon",
+		Long: `worker-rtt measures what the shared-memory worker interface adds to a round trip: the
+same RPC (one at a time) goes worker → daemon → memif → daemon → worker and back, and
+from an application inside the daemon's polling loop to one inside the other host's
+loop, alternating in rounds, in the same run. It prints P50/P99/P99.9 per path and the
+difference of the medians.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runtime.NumCPU() < 2 {
+				return fmt.Errorf("worker-rtt needs two CPUs (the polling loop and the workers)")
+			}
+			if err := cfg.Validate(); err != nil {
+				return err
+			}
+			cfg.Out = cmd.OutOrStdout()
+			mem := dpdk.ProbeMemory()
+			if _, err := dpdk.Init(ealArgs(cmd, args, "0,1", mem)); err != nil {
+				return err
+			}
+			defer dpdk.Cleanup()
+			lcore.SetGOMAXPROCS(1)
+			res, err := workerrtt.Run(cfg)
+			if err != nil {
+				return err
+			}
+			if jsonPath != "" {
+				b, _ := json.MarshalIndent(res, "", "  ")
+				return os.WriteFile(jsonPath, append(b, '\n'), 0o644)
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.IntVar(&cfg.Size, "size", cfg.Size, "message bytes (request and response)")
+	f.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "rounds; each runs both paths")
+	f.IntVar(&cfg.PerRound, "rpcs", cfg.PerRound, "RPCs per path per round")
+	f.IntVar(&cfg.Warmup, "warmup", cfg.Warmup, "RPCs per path before measuring")
+	f.StringVar(&jsonPath, "json", "", "also write the results as JSON to this file")
 	return c
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/perf"
+	"github.com/homa-dpdk/homa-dpdk/perf/workerrtt"
 	"github.com/spf13/cobra"
 )
 
@@ -178,7 +179,7 @@ type allResult struct {
 	Smoke      bool                   `json:"smoke"`
 	CPUs       int                    `json:"cpus"`
 	PMD        *perf.PMDResult        `json:"pmd,omitempty"`
-	WorkerRTT  *workerRTTResult       `json:"worker_rtt,omitempty"`
+	WorkerRTT  *workerrtt.Result      `json:"worker_rtt,omitempty"`
 	RTT        *perf.RTTResult        `json:"rtt,omitempty"`
 	Throughput *perf.ThroughputResult `json:"throughput,omitempty"`
 	Errors     map[string]string      `json:"errors,omitempty"`
@@ -238,7 +239,7 @@ func runAll(self, dir string, f scenarioFlags, out io.Writer) error {
 	if f.smoke {
 		wArgs = append(wArgs, "--rounds", "1", "--rpcs", "2000", "--warmup", "200")
 	}
-	var wr workerRTTResult
+	var wr workerrtt.Result
 	if err := runChildScenario(self, dir, "worker-rtt", wArgs, &wr, out); err != nil {
 		all.Errors["worker-rtt"] = err.Error()
 		secs = append(secs, perf.Section{Name: "worker-rtt", Title: "worker-rtt: what the shared-memory path adds", Error: err.Error()})
@@ -418,7 +419,7 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
-func workerRTTSection(r *workerRTTResult) perf.Section {
+func workerRTTSection(r *workerrtt.Result) perf.Section {
 	t := perf.Table{Header: []string{"path", "P50 µs", "P99 µs", "P99.9 µs", "max µs", "RPCs"}}
 	for _, p := range r.Paths {
 		t.Rows = append(t.Rows, []string{p.Path, fmt.Sprintf("%.2f", p.P50Us), fmt.Sprintf("%.2f", p.P99Us),

@@ -1,4 +1,4 @@
-package main
+package host
 
 import (
 	"net/netip"
@@ -60,7 +60,7 @@ func TestMbufTx_checksumOffloadMarksEngineFramesOnly(t *testing.T) {
 }
 
 func TestHostLoop_nextHopUsesGatewayOffSubnet(t *testing.T) {
-	l := &hostLoop{subnet: netip.MustParsePrefix("10.0.0.0/24"), gateway: [4]byte{10, 0, 0, 254}}
+	l := &Host{subnet: netip.MustParsePrefix("10.0.0.0/24"), gateway: [4]byte{10, 0, 0, 254}}
 	if hop, ok := l.nextHop([4]byte{10, 0, 0, 7}); !ok || hop != [4]byte{10, 0, 0, 7} {
 		t.Errorf("on-link: %v %v", hop, ok)
 	}
@@ -71,7 +71,7 @@ func TestHostLoop_nextHopUsesGatewayOffSubnet(t *testing.T) {
 	if _, ok := l.nextHop([4]byte{192, 0, 2, 1}); ok {
 		t.Error("off-link without a gateway has a route")
 	}
-	if ready, failed := l.peerReady([4]byte{192, 0, 2, 1}); ready || !failed {
+	if ready, failed := l.PeerReady([4]byte{192, 0, 2, 1}); ready || !failed {
 		t.Errorf("peerReady off-link without gateway: ready %v failed %v", ready, failed)
 	}
 }

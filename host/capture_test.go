@@ -1,4 +1,4 @@
-package main
+package host
 
 import (
 	"os/exec"
@@ -33,8 +33,8 @@ func TestCapture_priorityInTOSAndOnMappedQueue(t *testing.T) {
 	runRPCs(t, a, b, []int{100, 5_000, 60_000, 300_000})
 	// Let the server ask for, and the client send, the ACK of the last RPCs.
 	for end := time.Now().Add(30 * time.Millisecond); time.Now().Before(end); {
-		a.pass()
-		b.pass()
+		a.Pass()
+		b.Pass()
 	}
 	if err := capture.Close(); err != nil {
 		t.Fatal(err)

@@ -1,8 +1,12 @@
-package main
+// Package workerrtt is the worker RTT measurement of the perf harness
+// (perf worker-rtt): the round trip of one RPC issued by a worker process
+// over shared memory, beside the same RPC issued from inside the daemon's
+// polling loop, in the same run, on the same hosts, alternating round by
+// round.
+package workerrtt
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -13,34 +17,46 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/homa-dpdk/homa-dpdk/client"
+	"github.com/homa-dpdk/homa-dpdk/demo"
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/engine"
+	"github.com/homa-dpdk/homa-dpdk/host"
+	"github.com/homa-dpdk/homa-dpdk/hub"
 	"github.com/homa-dpdk/homa-dpdk/lcore"
 	"github.com/homa-dpdk/homa-dpdk/shm"
-	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 )
 
-// The worker RTT measurement: the round trip of one RPC issued by a worker
-// process over shared memory (worker → daemon → memif → daemon → worker
-// and back), beside the same RPC issued from inside the daemon, in the
-// same run, on the same hosts, alternating round by round.
-
-type workerRTTConfig struct {
-	size     int
-	rounds   int
-	perRound int
-	warmup   int
-	out      io.Writer
+// Config sizes a measurement.
+type Config struct {
+	Size     int // message bytes, request and response
+	Rounds   int // rounds; each runs both paths
+	PerRound int // RPCs per path per round
+	Warmup   int // RPCs per path before measuring
+	Out      io.Writer
 }
 
-// workerRTTResult is what the measurement prints and writes as JSON.
-type workerRTTResult struct {
-	Method   string       `json:"method"`
-	Size     int          `json:"size_bytes"`
-	Rounds   int          `json:"rounds"`
-	PerRound int          `json:"rpcs_per_round_per_path"`
-	Paths    []rttSummary `json:"paths"`
+// DefaultConfig is perf worker-rtt's default.
+func DefaultConfig() Config { return Config{Size: 100, Rounds: 5, PerRound: 20000, Warmup: 2000} }
+
+// Validate checks c, naming the flag of each bad field.
+func (c Config) Validate() error {
+	if c.Size < 1 || c.Size > 1_000_000 {
+		return fmt.Errorf("--size %d: want 1..1000000", c.Size)
+	}
+	if c.Rounds < 1 || c.PerRound < 1 || c.Warmup < 0 {
+		return fmt.Errorf("--rounds and --rpcs must be positive, --warmup not negative")
+	}
+	return nil
+}
+
+// Result is what the measurement prints and writes as JSON.
+type Result struct {
+	Method   string    `json:"method"`
+	Size     int       `json:"size_bytes"`
+	Rounds   int       `json:"rounds"`
+	PerRound int       `json:"rpcs_per_round_per_path"`
+	Paths    []Summary `json:"paths"`
 	// AddedMedianUs is the worker path's median minus the in-daemon
 	// median, over all RPCs; AddedPerRoundUs the same per round.
 	AddedMedianUs   float64   `json:"added_median_us"`
@@ -51,7 +67,8 @@ type workerRTTResult struct {
 	MaxGapUs float64 `json:"loop_max_gap_us"`
 }
 
-type rttSummary struct {
+// Summary is one path's percentiles.
+type Summary struct {
 	Path   string  `json:"path"`
 	RPCs   int64   `json:"rpcs"`
 	P50Us  float64 `json:"p50_us"`
@@ -60,7 +77,8 @@ type rttSummary struct {
 	MaxUs  float64 `json:"max_us"`
 }
 
-const workerRTTMethod = `Two Homa hosts (10.0.0.1, 10.0.0.2) in one daemon process, joined by a net_memif ` +
+// Method is how the measurement is made, as its JSON says.
+const Method = `Two Homa hosts (10.0.0.1, 10.0.0.2) in one daemon process, joined by a net_memif ` +
 	`pair (the server and client ends of one memif socket), both run by one busy-polling loop on lcore 1. ` +
 	`Worker path: a Go worker (client/, no cgo) attached to each host over shared memory, both polled by ` +
 	`one goroutine on the other CPU that spins on its completion rings (never sleeps); the client worker ` +
@@ -69,59 +87,11 @@ const workerRTTMethod = `Two Homa hosts (10.0.0.1, 10.0.0.2) in one daemon proce
 	`the polling loop on 10.0.0.1 to an echo application inside the loop on 10.0.0.2, RTT from before ` +
 	`Send to the loop pass that takes the response. Rounds alternate the paths; one RPC at a time.`
 
-func workerRTTCmd() *cobra.Command {
-	cfg := workerRTTConfig{size: 100, rounds: 5, perRound: 20000, warmup: 2000}
-	var jsonPath string
-	c := &cobra.Command{
-		Use:   "worker-rtt [flags] [-- EAL arguments]",
-		Short: "RTT of an RPC issued by a shared-memory worker vs the same RPC from inside the daemon",
-		Long: `worker-rtt measures what the shared-memory worker interface adds to a round trip: the
-same RPC (one at a time) goes worker → daemon → memif → daemon → worker and back, and
-from an application inside the daemon's polling loop to one inside the other host's
-loop, alternating in rounds, in the same run. It prints P50/P99/P99.9 per path and the
-difference of the medians.`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if runtime.NumCPU() < 2 {
-				return fmt.Errorf("worker-rtt needs two CPUs (the polling loop and the workers)")
-			}
-			if cfg.size < 1 || cfg.size > 1_000_000 {
-				return fmt.Errorf("--size %d: want 1..1000000", cfg.size)
-			}
-			if cfg.rounds < 1 || cfg.perRound < 1 || cfg.warmup < 0 {
-				return fmt.Errorf("--rounds and --rpcs must be positive, --warmup not negative")
-			}
-			cfg.out = cmd.OutOrStdout()
-			mem := dpdk.ProbeMemory()
-			if _, err := dpdk.Init(ealArgs(cmd, args, "0,1", mem)); err != nil {
-				return err
-			}
-			defer dpdk.Cleanup()
-			lcore.SetGOMAXPROCS(1)
-			res, err := runWorkerRTT(cfg)
-			if err != nil {
-				return err
-			}
-			if jsonPath != "" {
-				b, _ := json.MarshalIndent(res, "", "  ")
-				return os.WriteFile(jsonPath, append(b, '\n'), 0o644)
-			}
-			return nil
-		},
-	}
-	f := c.Flags()
-	f.IntVar(&cfg.size, "size", cfg.size, "message bytes (request and response)")
-	f.IntVar(&cfg.rounds, "rounds", cfg.rounds, "rounds; each runs both paths")
-	f.IntVar(&cfg.perRound, "rpcs", cfg.perRound, "RPCs per path per round")
-	f.IntVar(&cfg.warmup, "warmup", cfg.warmup, "RPCs per path before measuring")
-	f.StringVar(&jsonPath, "json", "", "also write the results as JSON to this file")
-	return c
-}
-
 // loopPinger issues RPCs one at a time from inside the polling loop and
 // times them. The measuring goroutine asks for a number (want) and waits
 // for done to reach it; the histogram is read only then.
 type loopPinger struct {
-	h       *hostLoop
+	h       *host.Host
 	port    *engine.Port
 	dst     engine.Addr
 	msg     []byte
@@ -156,7 +126,7 @@ func (p *loopPinger) run(int64) {
 	if p.pending != 0 || p.issued >= p.want.Load() {
 		return
 	}
-	if ready, failed := p.h.peerReady(p.dst.IP); !ready {
+	if ready, failed := p.h.PeerReady(p.dst.IP); !ready {
 		if failed {
 			p.failed.Store(fmt.Errorf("ARP: %v did not answer", p.dst.IP))
 		}
@@ -188,7 +158,12 @@ func (p *loopPinger) waitFor(n int64) error {
 	return nil
 }
 
-func runWorkerRTT(cfg workerRTTConfig) (*workerRTTResult, error) {
+// Run measures; EAL must be up with lcore 1 a worker lcore, and the
+// machine needs two CPUs (the loop on CPU 1, the workers on CPU 0).
+func Run(cfg Config) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	pool, err := dpdk.NewPktMbufPool("wrtt", 16384, 256, 2048+uint16(dpdk.PktmbufHeadroom), dpdk.SocketIDAny)
 	if err != nil {
 		return nil, err
@@ -199,48 +174,49 @@ func runWorkerRTT(cfg workerRTTConfig) (*workerRTTResult, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	_, clock, wallOff := newClock()
-	hp, err := newHostPair(hostPairConfig{name: "wrtt", pool: pool, txQueues: 2, clock: clock, wallOff: wallOff,
-		arp: 100 * time.Millisecond, memifSocket: filepath.Join(dir, "memif.sock")})
+	_, clock, wallOff := host.NewClock()
+	hp, err := host.NewPair(host.PairConfig{Name: "wrtt", Pool: pool, TxQueues: 2, Clock: clock, WallOff: wallOff,
+		ARP: 100 * time.Millisecond, MemifSocket: filepath.Join(dir, "memif.sock")})
 	if err != nil {
 		return nil, err
 	}
-	defer hp.close()
-	a, b := hp.hosts[0], hp.hosts[1]
-	lim := workerLimits{maxOutstanding: 64, params: shm.Params{SQEntries: 256, CQEntries: 256,
+	defer hp.Close()
+	a, b := hp.Hosts[0], hp.Hosts[1]
+	lim := hub.Config{MaxOutstanding: 64, Params: shm.Params{SQEntries: 256, CQEntries: 256,
 		ArenaSize: 4 << 20, PoolPages: 64}}
-	var hubs []*workerHub
-	for i, h := range []*hostLoop{a, b} {
-		hub, err := newWorkerHub(h, filepath.Join(dir, fmt.Sprintf("w%d.sock", i)), nil, nil, lim)
-		if err != nil {
-			return nil, err
+	hubs, err := demo.ServeOnPair(hp, dir, lim)
+	closeHubs := func() {
+		for _, hb := range hubs {
+			hb.Close()
 		}
-		h.workers = hub
-		hubs = append(hubs, hub)
+	}
+	if err != nil {
+		closeHubs()
+		return nil, err
 	}
 	// In-daemon echo on 10.0.0.2:98 and the pinger on 10.0.0.1.
-	echo, err := b.ep.Bind(98)
+	echo, err := b.Endpoint().Bind(98)
 	if err != nil {
 		return nil, err
 	}
-	b.app = func(int64) {
+	b.AddApp(host.AppFunc(func(int64) {
 		for m, ok := echo.Receive(); ok; m, ok = echo.Receive() {
 			echo.Reply(m, m.Data)
 		}
-	}
-	cport, err := a.ep.OpenClient()
+	}))
+	cport, err := a.Endpoint().OpenClient()
 	if err != nil {
 		return nil, err
 	}
-	msg := make([]byte, cfg.size)
+	msg := make([]byte, cfg.Size)
 	for i := range msg {
 		msg[i] = byte(i*13 + 1)
 	}
-	pinger := &loopPinger{h: a, port: cport, dst: engine.Addr{IP: b.me.ip, Port: 98}, msg: msg, clock: clock,
+	pinger := &loopPinger{h: a, port: cport, dst: engine.Addr{IP: b.IP(), Port: 98}, msg: msg, clock: clock,
 		hist: hdrhistogram.New(1, 10_000_000_000, 3)}
-	a.app = pinger.run
+	a.AddApp(host.AppFunc(pinger.run))
 
-	loop, err := lcore.Launch(1, lcore.Config{Name: "worker-rtt", Pass: hp.pass, Drain: hp.drain,
+	loop, err := lcore.Launch(1, lcore.Config{Name: "worker-rtt", Pass: hp.Pass, Drain: hp.Drain,
 		Idle: lcore.Idle{Kind: lcore.BusyPoll}})
 	if err != nil {
 		return nil, err
@@ -253,9 +229,7 @@ func runWorkerRTT(cfg workerRTTConfig) (*workerRTTResult, error) {
 		}
 		stopped = true
 		hk.Stop()
-		for _, hub := range hubs { // workers detach while the loop runs
-			hub.close()
-		}
+		closeHubs() // workers detach while the loop runs
 		return loop.Stop(10 * time.Second)
 	}
 	defer stop()
@@ -273,12 +247,12 @@ func runWorkerRTT(cfg workerRTTConfig) (*workerRTTResult, error) {
 	// The workers spin on their rings for the whole wait (Spin of an hour):
 	// a latency-critical worker does, and it keeps the sleep path out.
 	opt := client.Options{Spin: time.Hour}
-	cli, err := client.Dial(filepath.Join(dir, "w0.sock"), opt)
+	cli, err := client.Dial(filepath.Join(dir, a.Addr().String()+".sock"), opt)
 	if err != nil {
 		return nil, err
 	}
 	defer cli.Close()
-	srv, err := client.Dial(filepath.Join(dir, "w1.sock"), opt)
+	srv, err := client.Dial(filepath.Join(dir, b.Addr().String()+".sock"), opt)
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +260,7 @@ func runWorkerRTT(cfg workerRTTConfig) (*workerRTTResult, error) {
 	if err := srv.Bind(99); err != nil {
 		return nil, err
 	}
-	dst := client.Addr{IP: b.me.ip, Port: 99}
+	dst := client.Addr{IP: b.IP(), Port: 99}
 	whist, wTotal := hdrhistogram.New(1, 10_000_000_000, 3), hdrhistogram.New(1, 10_000_000_000, 3)
 	workerRPC := func(record bool) error {
 		t0 := time.Now()
@@ -322,24 +296,24 @@ func runWorkerRTT(cfg workerRTTConfig) (*workerRTTResult, error) {
 		return nil
 	}
 
-	fmt.Fprintf(cfg.out, "worker-rtt: %d-byte RPCs, one at a time, %d rounds of %d per path after %d warm-up; hosts 10.0.0.1 and 10.0.0.2 on a net_memif pair, one busy-polling loop on lcore 1, workers on CPU 0 (pinned)\n",
-		cfg.size, cfg.rounds, cfg.perRound, cfg.warmup)
-	for range cfg.warmup {
+	fmt.Fprintf(cfg.Out, "worker-rtt: %d-byte RPCs, one at a time, %d rounds of %d per path after %d warm-up; hosts 10.0.0.1 and 10.0.0.2 on a net_memif pair, one busy-polling loop on lcore 1, workers on CPU 0 (pinned)\n",
+		cfg.Size, cfg.Rounds, cfg.PerRound, cfg.Warmup)
+	for range cfg.Warmup {
 		if err := workerRPC(false); err != nil {
 			return nil, fmt.Errorf("worker warm-up: %w", err)
 		}
 	}
-	var target int64 = int64(cfg.warmup)
+	var target int64 = int64(cfg.Warmup)
 	pinger.want.Store(target)
 	if err := pinger.waitFor(target); err != nil {
 		return nil, err
 	}
-	res := &workerRTTResult{Method: workerRTTMethod, Size: cfg.size, Rounds: cfg.rounds, PerRound: cfg.perRound}
+	res := &Result{Method: Method, Size: cfg.Size, Rounds: cfg.Rounds, PerRound: cfg.PerRound}
 	dTotal := hdrhistogram.New(1, 10_000_000_000, 3)
 	measureStart, passesBefore := time.Now(), loop.Stats().Passes
-	for r := 1; r <= cfg.rounds; r++ {
+	for r := 1; r <= cfg.Rounds; r++ {
 		whist = hdrhistogram.New(1, 10_000_000_000, 3)
-		for range cfg.perRound {
+		for range cfg.PerRound {
 			if err := workerRPC(true); err != nil {
 				return nil, fmt.Errorf("round %d, worker path: %w", r, err)
 			}
@@ -348,7 +322,7 @@ func runWorkerRTT(cfg workerRTTConfig) (*workerRTTResult, error) {
 		// The pinger is idle (done == want): its histogram and flag are
 		// set before want, which the loop loads before it issues.
 		pinger.hist, pinger.record = hdrhistogram.New(1, 10_000_000_000, 3), true
-		target += int64(cfg.perRound)
+		target += int64(cfg.PerRound)
 		pinger.want.Store(target)
 		if err := pinger.waitFor(target); err != nil {
 			return nil, fmt.Errorf("round %d: %w", r, err)
@@ -356,7 +330,7 @@ func runWorkerRTT(cfg workerRTTConfig) (*workerRTTResult, error) {
 		dTotal.Merge(pinger.hist)
 		added := float64(whist.ValueAtQuantile(50)-pinger.hist.ValueAtQuantile(50)) / 1e3
 		res.AddedPerRoundUs = append(res.AddedPerRoundUs, added)
-		fmt.Fprintf(cfg.out, "  round %d: worker P50 %.2f µs, in-daemon P50 %.2f µs, added %.2f µs\n", r,
+		fmt.Fprintf(cfg.Out, "  round %d: worker P50 %.2f µs, in-daemon P50 %.2f µs, added %.2f µs\n", r,
 			float64(whist.ValueAtQuantile(50))/1e3, float64(pinger.hist.ValueAtQuantile(50))/1e3, added)
 	}
 	ls := loop.Stats()
@@ -365,19 +339,20 @@ func runWorkerRTT(cfg workerRTTConfig) (*workerRTTResult, error) {
 	}
 	res.PassNs = float64(time.Since(measureStart).Nanoseconds()) / float64(ls.Passes-passesBefore)
 	res.MaxGapUs = float64(ls.MaxGap.Nanoseconds()) / 1e3
-	res.Paths = []rttSummary{summarize("in-daemon", dTotal), summarize("worker (shm)", wTotal)}
+	res.Paths = []Summary{summarize("in-daemon", dTotal), summarize("worker (shm)", wTotal)}
 	res.AddedMedianUs = res.Paths[1].P50Us - res.Paths[0].P50Us
-	printWorkerRTT(cfg.out, res)
+	Print(cfg.Out, res)
 	return res, nil
 }
 
-func summarize(path string, h *hdrhistogram.Histogram) rttSummary {
+func summarize(path string, h *hdrhistogram.Histogram) Summary {
 	us := func(q float64) float64 { return float64(h.ValueAtQuantile(q)) / 1e3 }
-	return rttSummary{Path: path, RPCs: h.TotalCount(), P50Us: us(50), P99Us: us(99), P999Us: us(99.9),
+	return Summary{Path: path, RPCs: h.TotalCount(), P50Us: us(50), P99Us: us(99), P999Us: us(99.9),
 		MaxUs: float64(h.Max()) / 1e3}
 }
 
-func printWorkerRTT(out io.Writer, res *workerRTTResult) {
+// Print writes the result as a table.
+func Print(out io.Writer, res *Result) {
 	fmt.Fprintf(out, "%-14s %8s %8s %8s %8s %9s\n", "path", "P50 µs", "P99 µs", "P99.9 µs", "max µs", "RPCs")
 	for _, p := range res.Paths {
 		fmt.Fprintf(out, "%-14s %8.2f %8.2f %8.2f %8.1f %9d\n", p.Path, p.P50Us, p.P99Us, p.P999Us, p.MaxUs, p.RPCs)

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"os"
@@ -25,12 +25,13 @@ func TestPython_workersAgainstTheDaemon(t *testing.T) {
 		}
 		t.Skip("python3 is missing")
 	}
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, b := ringHosts(t, 2, 0)
-	_, _, sockA, sockB, _ := serveWorkers(t, a, b, workerLimits{})
+	p, _, dir := workerPair(t, false)
+	sockA := filepath.Join(dir, p.Hosts[0].Addr().String()+".sock")
+	sockB := filepath.Join(dir, p.Hosts[1].Addr().String()+".sock")
 	env := append(os.Environ(), "PYTHONPATH="+filepath.Join(root, "python"), "PYTHONDONTWRITEBYTECODE=1")
 
 	echo := exec.Command(py, filepath.Join(root, "python/tests/echo_server.py"), "--socket", sockB, "--port", "99")

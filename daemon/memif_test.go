@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"bufio"
@@ -22,6 +22,8 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/dpdk/dpdktest"
 	"github.com/homa-dpdk/homa-dpdk/engine"
+	"github.com/homa-dpdk/homa-dpdk/host"
+	"github.com/rs/zerolog"
 )
 
 // Two daemons in two processes — each `homa-dpdk run`'s own start-up
@@ -93,29 +95,31 @@ workers:
 	}
 	spec.EAL = eal
 	var finished func() (bool, error)
-	prepare := func(hosts []*hostLoop) {
+	prepare := func(hosts []*host.Host) error {
 		h := hosts[0]
 		if role == "server" {
-			srv, err := h.ep.Bind(99)
+			srv, err := h.Endpoint().Bind(99)
 			if err != nil {
 				panic(err)
 			}
-			h.app = func(int64) {
+			h.AddApp(host.AppFunc(func(int64) {
 				for m, ok := srv.Receive(); ok; m, ok = srv.Receive() {
 					srv.Reply(m, m.Data)
 				}
-			}
+			}))
 			finished = func() (bool, error) { return false, nil }
-			return
+			return nil
 		}
 		n, _ := strconv.Atoi(rpcsArg)
 		c, err := newMemifClient(h, n)
 		if err != nil {
-			panic(err)
+			return err
 		}
 		finished = c.finished
+		return nil
 	}
-	d, err := startDaemon(spec, newLogger(spec.Log), prepare)
+	log := zerolog.New(os.Stderr).Level(zerolog.WarnLevel).With().Timestamp().Logger()
+	d, err := Start(spec, log, Options{Prepare: prepare})
 	if err != nil {
 		return err
 	}
@@ -135,10 +139,10 @@ workers:
 		select {
 		case c, ok := <-cmds:
 			if !ok { // leave: the loop is already quiet
-				return d.stopPorts()
+				return d.StopPorts()
 			}
 			if c == "stop" {
-				if err := d.stopLoops(); err != nil {
+				if err := d.StopLoops(); err != nil {
 					return err
 				}
 				fmt.Println("quiet")
@@ -147,7 +151,7 @@ workers:
 			if done, err := finished(); err != nil {
 				return err
 			} else if done && !reported {
-				fmt.Printf("done %s\n", strings.TrimSpace(d.hosts[0].summary()))
+				fmt.Printf("done %s\n", strings.TrimSpace(d.Hosts()[0].Summary()))
 				reported = true
 			}
 		}
@@ -158,7 +162,7 @@ workers:
 // time, and checks each response byte for byte.
 type memifClient struct {
 	state atomic.Value // memifResult, for goroutines outside the loop
-	h     *hostLoop
+	h     *host.Host
 	port  *engine.Port
 	dst   engine.Addr
 	total int
@@ -169,14 +173,14 @@ type memifClient struct {
 	err   error
 }
 
-func newMemifClient(h *hostLoop, total int) (*memifClient, error) {
-	p, err := h.ep.OpenClient()
+func newMemifClient(h *host.Host, total int) (*memifClient, error) {
+	p, err := h.Endpoint().OpenClient()
 	if err != nil {
 		return nil, err
 	}
 	c := &memifClient{h: h, port: p, dst: engine.Addr{IP: [4]byte{10, 0, 0, 2}, Port: 99}, total: total,
 		sent: map[uint64][]byte{}, rng: rand.New(rand.NewPCG(11, 11))}
-	h.app = c.run
+	h.AddApp(host.AppFunc(c.run))
 	return c, nil
 }
 
@@ -185,7 +189,7 @@ func (c *memifClient) run(int64) {
 	if c.err != nil {
 		return
 	}
-	if ready, failed := c.h.peerReady(c.dst.IP); failed {
+	if ready, failed := c.h.PeerReady(c.dst.IP); failed {
 		c.err = fmt.Errorf("ARP for the server failed")
 		return
 	} else if !ready {

@@ -1,4 +1,4 @@
-package main
+package host
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ func arpFrame(op uint16, from hostAddr, dst wire.MAC, target [4]byte) []byte {
 
 func TestHandleARP_requestForUsAnsweredInPlace(t *testing.T) {
 	nt := newNeighbourTable(100, 1000, 3)
-	var c stackCounters
+	var c StackCounters
 	f := arpFrame(wire.ARPRequest, peer, wire.BroadcastMAC, me.ip)
 	if v := handleARP(f, 14, me, nt, 0, &c); v != stackReply {
 		t.Fatalf("verdict %v", v)
@@ -44,7 +44,7 @@ func TestHandleARP_requestForUsAnsweredInPlace(t *testing.T) {
 
 func TestHandleARP_notForUsAndMalformedDropped(t *testing.T) {
 	nt := newNeighbourTable(100, 1000, 3)
-	var c stackCounters
+	var c StackCounters
 	f := arpFrame(wire.ARPRequest, peer, wire.BroadcastMAC, other)
 	orig := bytes.Clone(f)
 	if v := handleARP(f, 14, me, nt, 0, &c); v != stackDrop || !bytes.Equal(f, orig) {
@@ -63,7 +63,7 @@ func TestHandleARP_notForUsAndMalformedDropped(t *testing.T) {
 
 func TestHandleARP_replyLearned(t *testing.T) {
 	nt := newNeighbourTable(100, 1000, 3)
-	var c stackCounters
+	var c StackCounters
 	f := arpFrame(wire.ARPReply, peer, me.mac, me.ip)
 	if v := handleARP(f, 14, me, nt, 5, &c); v != stackLearn {
 		t.Fatalf("verdict %v", v)
@@ -87,7 +87,7 @@ func echoFrame(t *testing.T, dst [4]byte, icmpType uint8) []byte {
 }
 
 func TestHandleICMP_echoAnsweredInPlace(t *testing.T) {
-	var c stackCounters
+	var c StackCounters
 	f := echoFrame(t, me.ip, wire.ICMPEchoRequest)
 	ip := wire.IPv4(f[14:])
 	if v := handleICMP(f, ip, me, &c); v != stackReply {
@@ -109,7 +109,7 @@ func TestHandleICMP_echoAnsweredInPlace(t *testing.T) {
 }
 
 func TestHandleICMP_othersDropped(t *testing.T) {
-	var c stackCounters
+	var c StackCounters
 	f := echoFrame(t, other, wire.ICMPEchoRequest)
 	if handleICMP(f, wire.IPv4(f[14:]), me, &c) != stackDrop || c.NotForUs != 1 {
 		t.Errorf("echo for another host: %+v", c)

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"os/exec"
@@ -17,8 +17,8 @@ func TestRunDemo_homaHostsExchangeRPCs(t *testing.T) {
 	dpdktest.Need(t)
 	var out strings.Builder
 	capture := filepath.Join(t.TempDir(), "demo.pcapng")
-	err := runDemo(demoConfig{duration: time.Second, sizes: []int{100, 10_000, 100_000}, concurrency: 2, out: &out,
-		capture: capture, captureLast: 20000})
+	err := Run(Config{Duration: time.Second, Sizes: []int{100, 10_000, 100_000}, Concurrency: 2, Out: &out,
+		Capture: capture, CaptureLast: 20000})
 	t.Log("\n" + out.String())
 	if err != nil {
 		t.Fatal(err)

@@ -1,11 +1,9 @@
-package main
+package host
 
 import (
 	"bytes"
 	"fmt"
-	"github.com/homa-dpdk/homa-dpdk/config"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -16,47 +14,39 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
-func TestMain(m *testing.M) {
-	if role := os.Getenv(memifRoleEnv); role != "" {
-		os.Exit(memifChild(role))
-	}
-	if sock := os.Getenv(workerChildEnv); sock != "" {
-		os.Exit(workerChild(sock))
-	}
-	if os.Getenv("HOMA_TEST_NO_EAL") == "1" {
-		os.Exit(m.Run())
-	}
-	dpdktest.Main(m)
-}
+func TestMain(m *testing.M) { dpdktest.Main(m) }
+
+// setApp makes f the host's only in-loop application.
+func (h *Host) setApp(f func(int64)) { h.apps = []App{AppFunc(f)} }
 
 var ringSeq int
 
 // ringHosts makes the two hosts of a ring pair (10.0.0.1 and 10.0.0.2),
 // resolving each other by ARP, and checks at the end that no mbuf leaked.
-func ringHosts(t *testing.T, txQueues int, faults float64) (a, b *hostLoop) {
+func ringHosts(t *testing.T, txQueues int, faults float64) (a, b *Host) {
 	t.Helper()
 	return ringHostsCapture(t, txQueues, faults, nil, false)
 }
 
 // ringHostsCapture is ringHosts with both hosts' traffic captured.
-func ringHostsCapture(t *testing.T, txQueues int, faults float64, capture *dpdk.Capture, pcp bool) (a, b *hostLoop) {
+func ringHostsCapture(t *testing.T, txQueues int, faults float64, capture *dpdk.Capture, pcp bool) (a, b *Host) {
 	t.Helper()
-	return pairHosts(t, hostPairConfig{txQueues: txQueues, faults: faults, capture: capture, pcp: pcp})
+	return pairHosts(t, PairConfig{TxQueues: txQueues, Faults: faults, Capture: capture, PCP: pcp})
 }
 
 // memifHosts makes the two hosts of a memif pair in this process.
-func memifHosts(t *testing.T, txQueues int) (a, b *hostLoop) {
+func memifHosts(t *testing.T, txQueues int) (a, b *Host) {
 	t.Helper()
-	return pairHosts(t, hostPairConfig{txQueues: txQueues, memifSocket: filepath.Join(t.TempDir(), "memif.sock")})
+	return pairHosts(t, PairConfig{TxQueues: txQueues, MemifSocket: filepath.Join(t.TempDir(), "memif.sock")})
 }
 
 // pairHosts makes a host pair from c (its name, pool, clock and ARP
 // timeout filled in here) and checks at the end that no mbuf leaked.
-func pairHosts(t *testing.T, c hostPairConfig) (a, b *hostLoop) {
+func pairHosts(t *testing.T, c PairConfig) (a, b *Host) {
 	t.Helper()
 	dpdktest.Need(t)
 	ringSeq++
-	room := config.MempoolSpec{}.DataRoomFor(max(c.mtu, 1500))
+	room := max(2048, (max(c.MTU, 1500)+18+1023)/1024*1024) // a frame of the MTU with a VLAN tag, as the daemon sizes it
 	pool, err := dpdk.NewPktMbufPool(fmt.Sprintf("hl%d", ringSeq), 8192, 0, uint16(room+dpdk.PktmbufHeadroom), dpdk.SocketIDAny)
 	if err != nil {
 		t.Fatal(err)
@@ -70,26 +60,26 @@ func pairHosts(t *testing.T, c hostPairConfig) (a, b *hostLoop) {
 		}
 	})
 	start := time.Now()
-	c.name, c.pool, c.arp = fmt.Sprintf("hl%d", ringSeq), pool, 10*time.Millisecond
-	c.clock = func() int64 { return int64(time.Since(start)) + 1e9 }
-	rp, err := newHostPair(c)
+	c.Name, c.Pool, c.ARP = fmt.Sprintf("hl%d", ringSeq), pool, 10*time.Millisecond
+	c.Clock = func() int64 { return int64(time.Since(start)) + 1e9 }
+	rp, err := NewPair(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		rp.drain()
-		rp.close()
+		rp.Drain()
+		rp.Close()
 	})
-	return rp.hosts[0], rp.hosts[1]
+	return rp.Hosts[0], rp.Hosts[1]
 }
 
 // echoServer answers every request on port 99 with its own bytes.
-func echoServer(t *testing.T, l *hostLoop) {
+func echoServer(t *testing.T, l *Host) {
 	srv, err := l.ep.Bind(99)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.app = func(int64) {
+	l.setApp(func(int64) {
 		for {
 			m, ok := srv.Receive()
 			if !ok {
@@ -99,10 +89,10 @@ func echoServer(t *testing.T, l *hostLoop) {
 				t.Errorf("reply: %v", err)
 			}
 		}
-	}
+	})
 }
 
-func runRPCs(t *testing.T, a, b *hostLoop, sizes []int) {
+func runRPCs(t *testing.T, a, b *Host, sizes []int) {
 	t.Helper()
 	echoServer(t, b)
 	cl, err := a.ep.OpenClient()
@@ -113,8 +103,8 @@ func runRPCs(t *testing.T, a, b *hostLoop, sizes []int) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	sent := map[uint64][]byte{}
 	next, done := 0, 0
-	a.app = func(int64) {
-		if ready, failed := a.peerReady(dst.IP); failed {
+	a.setApp(func(int64) {
+		if ready, failed := a.PeerReady(dst.IP); failed {
 			t.Fatal("ARP resolution of the server failed")
 		} else if !ready {
 			return
@@ -145,11 +135,11 @@ func runRPCs(t *testing.T, a, b *hostLoop, sizes []int) {
 			delete(sent, m.ID)
 			done++
 		}
-	}
+	})
 	deadline := time.Now().Add(60 * time.Second)
 	for done < len(sizes) && time.Now().Before(deadline) && !t.Failed() {
-		a.pass()
-		b.pass()
+		a.Pass()
+		b.Pass()
 	}
 	if done != len(sizes) {
 		t.Fatalf("%d of %d RPCs completed", done, len(sizes))
@@ -160,7 +150,7 @@ func runRPCs(t *testing.T, a, b *hostLoop, sizes []int) {
 // packet carries 8,924 message bytes, and RPCs of 1 B to 1 MB arrive
 // byte-exact.
 func TestHostLoop_jumboFrames(t *testing.T) {
-	a, b := pairHosts(t, hostPairConfig{txQueues: 8, mtu: 9000})
+	a, b := pairHosts(t, PairConfig{TxQueues: 8, MTU: 9000})
 	sizes := []int{1, 8924, 8925, 40_000, 100_000, 1_000_000}
 	runRPCs(t, a, b, sizes)
 	total := 0
@@ -219,8 +209,8 @@ func TestHostLoop_pingAnswered(t *testing.T) {
 	n += ipf.Encode(d[n:])
 	copy(d[n:], payload)
 	a.tx.enqueue(bufs[0])
-	a.pass()
-	b.pass() // answers
+	a.Pass()
+	b.Pass() // answers
 	got := make([]*dpdk.Mbuf, 4)
 	var k int
 	for range 100 {
@@ -245,8 +235,8 @@ func TestHostLoop_pingAnswered(t *testing.T) {
 func TestHostLoop_passAllocatesNothing(t *testing.T) {
 	a, b := ringHosts(t, 8, 0)
 	runRPCs(t, a, b, []int{100}) // ARP resolved, server bound, loops warm
-	a.app, b.app = nil, nil
-	if allocs := testing.AllocsPerRun(1000, func() { a.pass(); b.pass() }); allocs != 0 {
+	a.apps, b.apps = nil, nil
+	if allocs := testing.AllocsPerRun(1000, func() { a.Pass(); b.Pass() }); allocs != 0 {
 		t.Errorf("an idle pass of both hosts allocates %.1f times, want 0", allocs)
 	}
 }

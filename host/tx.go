@@ -1,4 +1,4 @@
-package main
+package host
 
 import (
 	"unsafe"
@@ -32,6 +32,9 @@ type mbufTx struct {
 	// needs no DMA mapping, so DATA payloads can go from a worker's arena
 	// as external buffers (SendData).
 	multiSeg bool
+	// payloads are the external buffers of messages sent from workers'
+	// memory, named to the engine by reference.
+	payloads payloadTable
 
 	NoBuffer uint64 // Buffer calls refused: the pool was empty
 	Busy     uint64 // Buffer calls refused: the TX queues were backed up
@@ -94,14 +97,15 @@ func (t *mbufTx) Send(frame []byte, prio int) {
 
 // SendData is the engine's zero-copy send (engine.DataSender): the lent
 // mbuf carries the headers (frame) and a second mbuf, attached to payload
-// in the worker's arena as an external buffer (ref, a *dpdk.ExtBuf), is
-// chained to it. The payload is not copied here; the port reads it when
+// in the worker's arena as the external buffer that ref names (a
+// reference from HoldPayload), is chained to it. The payload is not copied here; the port reads it when
 // it transmits, and the ExtBuf counts when the last such packet is freed.
 // It refuses (and the engine copies) when the port cannot send chains or
 // no mbuf is free.
 func (t *mbufTx) SendData(frame, payload []byte, ref any, prio int) bool {
-	ext, ok := ref.(*dpdk.ExtBuf)
-	if !ok || !t.multiSeg || t.lent == nil || len(payload) == 0 {
+	r, _ := ref.(uint64)
+	ext := t.payloads.ext(r)
+	if ext == nil || !t.multiSeg || t.lent == nil || len(payload) == 0 {
 		return false
 	}
 	body := t.take()

@@ -1,4 +1,4 @@
-package main
+package host
 
 import (
 	"math/rand/v2"

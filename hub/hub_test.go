@@ -1,4 +1,4 @@
-package main
+package hub
 
 import (
 	"bufio"
@@ -7,89 +7,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/engine"
 	"github.com/homa-dpdk/homa-dpdk/shm"
 )
-
-// testWorkerParams are small regions: 64 KB arena, 32 pool pages.
-var testWorkerParams = shm.Params{SQEntries: 64, CQEntries: 64, ArenaSize: 1 << 20, PoolPages: 32}
-
-// loopCalls runs functions on the test's polling goroutine, between
-// passes, so that tests can read loop-owned state without a race.
-type loopCalls chan func()
-
-// do runs fn between two passes and waits for it.
-func (lc loopCalls) do(fn func()) {
-	done := make(chan struct{})
-	lc <- func() { fn(); close(done) }
-	<-done
-}
-
-// workerHosts makes a ring pair whose hosts each have a worker socket,
-// and runs both hosts' passes on a goroutine until the test ends.
-func workerHosts(t *testing.T, lim workerLimits) (a, b *hostLoop, sockA, sockB string) {
-	a, b, sockA, sockB, _ = workerHostsCalls(t, lim)
-	return a, b, sockA, sockB
-}
-
-func workerHostsCalls(t *testing.T, lim workerLimits) (a, b *hostLoop, sockA, sockB string, calls loopCalls) {
-	t.Helper()
-	a, b = ringHosts(t, 2, 0)
-	return serveWorkers(t, a, b, lim)
-}
-
-// serveWorkers gives hosts a and b worker sockets and polls them on a
-// goroutine until the test ends.
-func serveWorkers(t *testing.T, a, b *hostLoop, lim workerLimits) (_, _ *hostLoop, sockA, sockB string, calls loopCalls) {
-	t.Helper()
-	dir := t.TempDir()
-	sockA, sockB = filepath.Join(dir, "a.sock"), filepath.Join(dir, "b.sock")
-	if lim.params.SQEntries == 0 {
-		lim.params = testWorkerParams
-	}
-	if lim.maxOutstanding == 0 {
-		lim.maxOutstanding = 1024
-	}
-	for _, hs := range []struct {
-		h    *hostLoop
-		path string
-	}{{a, sockA}, {b, sockB}} {
-		hub, err := newWorkerHub(hs.h, hs.path, nil, nil, lim)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hs.h.workers = hub
-	}
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	calls = make(loopCalls)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for !stop.Load() {
-			a.pass()
-			b.pass()
-			select {
-			case fn := <-calls:
-				fn()
-			default:
-			}
-		}
-	}()
-	t.Cleanup(func() { stop.Store(true); wg.Wait() })
-	t.Cleanup(func() { // first: workers detach while the loop runs
-		a.workers.close()
-		b.workers.close()
-	})
-	return a, b, sockA, sockB, calls
-}
 
 // rawWorker speaks the ring protocol directly, so that tests can write
 // anything into the submission ring.
@@ -168,38 +93,33 @@ func (w *rawWorker) message(c shm.Completion) []byte {
 	return pool[off : off+uint64(c.Length)]
 }
 
-func TestWorkers_echoThroughTheEngine(t *testing.T) {
-	a, b, sockA, sockB, calls := workerHostsCalls(t, workerLimits{})
+func TestHub_echoThroughTheEngine(t *testing.T) {
+	a, b, sockA, sockB, calls := workerHostsCalls(t, Config{})
 	testRawEcho(t, sockA, sockB)
-	checkZeroCopy(t, calls, a, b)
+	var zc [2]uint64
+	calls.do(func() { zc = [2]uint64{a.hub.counters.ZeroCopyMessages, b.hub.counters.ZeroCopyMessages} })
+	if zc != [2]uint64{} {
+		t.Errorf("zero-copy messages %v on hosts that copy payloads", zc)
+	}
 }
 
-func TestWorkers_echoOverMemifPair(t *testing.T) {
-	a, b := memifHosts(t, 2)
-	_, _, sockA, sockB, calls := serveWorkers(t, a, b, workerLimits{})
+// Where the host sends from memory, messages of zeroCopyMin bytes or more
+// go with a payload reference, and each is Released only after its
+// reference's packets have left.
+func TestHub_echoWithPayloadReferences(t *testing.T) {
+	a, b, sockA, sockB, calls := workerHostsCallsZeroCopy(t)
 	testRawEcho(t, sockA, sockB)
-	checkZeroCopy(t, calls, a, b)
-}
-
-// checkZeroCopy checks that the hosts (on ports that send chained mbufs)
-// sent the workers' payloads from their arenas, and that a chained packet
-// reached a host as such (net_ring passes the mbufs themselves).
-func checkZeroCopy(t *testing.T, calls loopCalls, hosts ...*hostLoop) {
-	t.Helper()
-	for _, h := range hosts {
-		var wc workerCounters
-		var zc uint64
-		var multiSeg bool
-		calls.do(func() {
-			h.workers.snapshot(&wc)
-			zc, multiSeg = h.ep.Metrics().ZeroCopyPackets, h.tx.multiSeg
-		})
-		if !multiSeg {
-			t.Errorf("%s: the port does not send chained mbufs", h.me.ip4())
-		}
-		if wc.ZeroCopyMessages == 0 || zc == 0 {
-			t.Errorf("%s: %d zero-copy messages, %d zero-copy DATA packets; want some", h.me.ip4(), wc.ZeroCopyMessages, zc)
-		}
+	var zc [2]uint64
+	var left [2]int
+	calls.do(func() {
+		zc = [2]uint64{a.hub.counters.ZeroCopyMessages, b.hub.counters.ZeroCopyMessages}
+		left = [2]int{len(a.refs), len(b.refs)}
+	})
+	if zc[0] == 0 || zc[1] == 0 {
+		t.Errorf("zero-copy messages %v, want some on both hosts", zc)
+	}
+	if left != [2]int{} {
+		t.Errorf("payload references still held: %v", left)
 	}
 }
 
@@ -321,8 +241,8 @@ func echoRaw(t *testing.T, w *rawWorker, stop chan struct{}) *sync.WaitGroup {
 
 // Garbage in one worker's submission ring gets error completions, one per
 // entry, while another worker of the same host carries on with RPCs.
-func TestWorkers_garbageSubmissionsRefusedOthersUndisturbed(t *testing.T) {
-	a, _, sockA, sockB, calls := workerHostsCalls(t, workerLimits{})
+func TestHub_garbageSubmissionsRefusedOthersUndisturbed(t *testing.T) {
+	a, _, sockA, sockB, calls := workerHostsCalls(t, Config{})
 	srv := attachRaw(t, sockB)
 	bindRaw(t, srv, 99)
 	stop := make(chan struct{})
@@ -387,8 +307,8 @@ func TestWorkers_garbageSubmissionsRefusedOthersUndisturbed(t *testing.T) {
 	if got != garbage {
 		t.Fatalf("%d completions for %d garbage entries", got, garbage)
 	}
-	var wc workerCounters
-	calls.do(func() { a.workers.snapshot(&wc) })
+	var wc Counters
+	calls.do(func() { wc = a.hub.counts() })
 	if wc.BadEntries+wc.Refused < garbage || wc.ActiveSessions != 2 {
 		t.Errorf("counters: %+v", wc)
 	}
@@ -396,8 +316,8 @@ func TestWorkers_garbageSubmissionsRefusedOthersUndisturbed(t *testing.T) {
 
 // A worker may have max_outstanding RPCs in flight; one more is refused
 // with Limit and releases its arena range at once.
-func TestWorkers_outstandingLimit(t *testing.T) {
-	_, _, sockA, sockB := workerHosts(t, workerLimits{maxOutstanding: 4})
+func TestHub_outstandingLimit(t *testing.T) {
+	_, _, sockA, sockB := workerHosts(t, Config{MaxOutstanding: 4})
 	srv := attachRaw(t, sockB)
 	bindRaw(t, srv, 99) // binds, never answers
 	cli := attachRaw(t, sockA)
@@ -471,8 +391,8 @@ func daemonFootprint(t *testing.T) (fds, regions int) {
 
 // Killing a worker in the middle of an RPC aborts the RPC and frees its
 // region: the daemon's descriptors and mappings return to where they were.
-func TestWorkers_killedWorkerIsCleanedUp(t *testing.T) {
-	a, _, sockA, sockB, calls := workerHostsCalls(t, workerLimits{})
+func TestHub_killedWorkerIsCleanedUp(t *testing.T) {
+	a, _, sockA, sockB, calls := workerHostsCalls(t, Config{})
 	srv := attachRaw(t, sockB)
 	bindRaw(t, srv, 99) // binds, never answers
 	baseFDs, baseRegions := daemonFootprint(t)
@@ -495,7 +415,7 @@ func TestWorkers_killedWorkerIsCleanedUp(t *testing.T) {
 	}
 	srv.expect(t, shm.CompRequest) // the RPC is under way
 	var rpcs, sessions int
-	calls.do(func() { rpcs, sessions = a.ep.NumRPCs(), len(a.workers.sessions) })
+	calls.do(func() { rpcs, sessions = a.ep.NumRPCs(), len(a.hub.sessions) })
 	if rpcs != 1 || sessions != 1 {
 		t.Fatalf("before the kill: %d RPCs, %d sessions on the client's host", rpcs, sessions)
 	}
@@ -509,7 +429,7 @@ func TestWorkers_killedWorkerIsCleanedUp(t *testing.T) {
 
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		calls.do(func() { rpcs, sessions = a.ep.NumRPCs(), len(a.workers.sessions) })
+		calls.do(func() { rpcs, sessions = a.ep.NumRPCs(), len(a.hub.sessions) })
 		fds, regions := daemonFootprint(t)
 		if rpcs == 0 && sessions == 0 && fds == baseFDs && regions == baseRegions {
 			break
@@ -520,127 +440,105 @@ func TestWorkers_killedWorkerIsCleanedUp(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	var wc workerCounters
-	calls.do(func() { a.workers.snapshot(&wc) })
+	var wc Counters
+	calls.do(func() { wc = a.hub.counts() })
 	if wc.Attached != 1 || wc.Detached != 1 || wc.OutstandingRPCs != 0 {
 		t.Errorf("client host's worker counters: %+v", wc)
 	}
 }
 
 // A pass with attached, idle workers allocates nothing.
-func TestWorkers_idlePassAllocatesNothing(t *testing.T) {
-	a, b := ringHosts(t, 2, 0)
-	dir := t.TempDir()
-	hub, err := newWorkerHub(a, filepath.Join(dir, "a.sock"), nil, nil, workerLimits{maxOutstanding: 8, params: testWorkerParams})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.workers = hub
-	w := attachRaw(t, filepath.Join(dir, "a.sock"))
-	for len(hub.sessions) == 0 {
-		a.pass() // takes the session
+func TestHub_idlePassAllocatesNothing(t *testing.T) {
+	n := newTestNet(t)
+	a := n.hosts[0]
+	sock := a.openHub(t, t.TempDir(), Config{MaxOutstanding: 8})
+	w := attachRaw(t, sock)
+	for len(a.hub.sessions) == 0 {
+		n.pass() // takes the session
 	}
 	w.submit(t, shm.Submission{Op: shm.OpBind, Port: 5, Cookie: 1})
 	for w.cq.Len() == 0 {
-		a.pass()
+		n.pass()
 	}
-	if allocs := testing.AllocsPerRun(1000, func() { a.pass(); b.pass() }); allocs != 0 {
+	if allocs := testing.AllocsPerRun(1000, n.pass); allocs != 0 {
 		t.Errorf("a pass with an idle worker allocates %.1f times, want 0", allocs)
 	}
 	w.at.Close()
+	closeWhilePolling(n, a.hub)
+}
+
+// closeWhilePolling closes hub while passes run (a detach waits for the
+// loop).
+func closeWhilePolling(n *testNet, hub *Hub) {
 	closed := make(chan struct{})
-	go func() { hub.close(); close(closed) }() // the detach waits for the loop
+	go func() { hub.Close(); close(closed) }()
 	for {
 		select {
 		case <-closed:
 			return
 		default:
-			a.pass()
+			n.pass()
 		}
 	}
 }
 
-// A worker that leaves while packets of its zero-copy message still wait
-// in a port's ring keeps its region mapped until the last of them has
-// been taken and freed; only then is the region freed.
-func TestWorkers_regionOutlivesZeroCopyPacketsInFlight(t *testing.T) {
-	a, b := ringHosts(t, 2, 0)
-	if !a.tx.multiSeg {
-		t.Fatal("the ring port does not send chained mbufs")
-	}
-	dir := t.TempDir()
-	hub, err := newWorkerHub(a, filepath.Join(dir, "a.sock"), nil, nil, workerLimits{maxOutstanding: 8, params: testWorkerParams})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.workers = hub
-	defer func() { // the hub's sessions are gone by now: close needs no loop
-		closed := make(chan struct{})
-		go func() { hub.close(); close(closed) }()
-		for {
-			select {
-			case <-closed:
-				return
-			default:
-				a.pass()
-				b.pass()
-			}
-		}
-	}()
-	// ARP first, so that the send goes out at once.
-	for ready := false; !ready; {
-		a.pass()
-		b.pass()
-		ready, _ = a.peerReady(b.me.ip)
-		if !ready {
-			time.Sleep(100 * time.Microsecond)
-		}
-	}
-	w := attachRaw(t, filepath.Join(dir, "a.sock"))
-	for len(hub.sessions) == 0 {
-		a.pass()
+// A worker that leaves while packets of its zero-copy message have not
+// left the host keeps its region mapped until they have; only then is
+// the region freed.
+func TestHub_regionOutlivesZeroCopyPacketsInFlight(t *testing.T) {
+	n := newTestNet(t)
+	a, b := n.hosts[0], n.hosts[1]
+	a.zeroCopy, a.autoSend = true, false
+	sock := a.openHub(t, t.TempDir(), Config{MaxOutstanding: 8})
+	defer closeWhilePolling(n, a.hub) // the hub's sessions are gone by now
+	w := attachRaw(t, sock)
+	for len(a.hub.sessions) == 0 {
+		n.pass()
 	}
 	arena := w.at.Layout.Arena(w.at.Region)
 	for i := range 20000 {
 		arena[i] = byte(i)
 	}
-	w.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 1, PeerIP: b.me.ip, PeerPort: 99, Length: 20000})
-	a.pass() // sends the message: its packets now wait in b's RX ring
+	w.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 1, PeerIP: b.ip, PeerPort: 99, Length: 20000})
+	n.pass() // sends the message
 	if c := w.next(t, time.Second); c.Op != shm.CompAccepted {
 		t.Fatalf("send: %+v", c)
 	}
-	if n := hub.counters.ZeroCopyMessages; n != 1 {
-		t.Fatalf("%d zero-copy messages, want 1", n)
+	if n := a.hub.counters.ZeroCopyMessages; n != 1 || len(a.refs) != 1 {
+		t.Fatalf("%d zero-copy messages, %d references held; want 1, 1", n, len(a.refs))
 	}
 	w.at.Close() // the worker leaves
 	deadline := time.Now().Add(5 * time.Second)
-	for len(hub.draining) == 0 {
-		a.pass() // takes the detach: the session drains
+	for len(a.hub.draining) == 0 {
+		n.pass() // takes the detach: the session drains
 		if time.Now().After(deadline) {
 			t.Fatal("the session did not start draining")
 		}
 	}
 	for range 10 {
-		a.pass()
+		n.pass()
 	}
-	if hub.srv.Sessions() != 1 || len(hub.draining) != 1 {
-		t.Fatalf("region freed while its packets wait in the ring: %d sessions, %d draining", hub.srv.Sessions(), len(hub.draining))
+	if a.hub.srv.Sessions() != 1 || len(a.hub.draining) != 1 {
+		t.Fatalf("region freed while its packets are in flight: %d sessions, %d draining", a.hub.srv.Sessions(), len(a.hub.draining))
 	}
-	b.pass() // takes the packets (unknown port 99: dropped, freed)
-	for hub.srv.Sessions() != 0 {
-		a.pass()
+	a.sendPayloads() // the host's packets leave
+	for a.hub.srv.Sessions() != 0 {
+		n.pass()
 		if time.Now().After(deadline) {
-			t.Fatalf("region not freed after its packets: %d draining", len(hub.draining))
+			t.Fatalf("region not freed after its packets: %d draining", len(a.hub.draining))
 		}
+	}
+	if len(a.refs) != 0 {
+		t.Errorf("%d payload references still held", len(a.refs))
 	}
 }
 
 // A response that finds no room in the client worker's receive pool ends
 // its RPC with a NoBufferSpace error completion (and is counted).
-func TestWorkers_responseWithoutPoolSpaceFails(t *testing.T) {
+func TestHub_responseWithoutPoolSpaceFails(t *testing.T) {
 	params := testWorkerParams
 	params.PoolPages = 1 // 64 KB: a 100 KB response cannot fit
-	a, _, sockA, sockB, calls := workerHostsCalls(t, workerLimits{params: params})
+	a, _, sockA, sockB, calls := workerHostsCalls(t, Config{Params: params})
 	srv := attachRaw(t, sockB)
 	bindRaw(t, srv, 99)
 	cli := attachRaw(t, sockA)
@@ -664,10 +562,10 @@ func TestWorkers_responseWithoutPoolSpaceFails(t *testing.T) {
 	if failed.Err != shm.ErrCodeNoBufferSpace || failed.RPCID != acc.RPCID || failed.Cookie != 5 {
 		t.Fatalf("error completion %+v, want NoBufferSpace for RPC %d, cookie 5", failed, acc.RPCID)
 	}
-	var wc workerCounters
+	var wc Counters
 	var drops uint64
 	calls.do(func() {
-		a.workers.snapshot(&wc)
+		wc = a.hub.counts()
 		drops = a.ep.Metrics().Drops[engine.DropNoRecvSpace]
 	})
 	if wc.NoRecvSpace != 1 || drops != 1 || wc.OutstandingRPCs != 0 {
@@ -678,10 +576,10 @@ func TestWorkers_responseWithoutPoolSpaceFails(t *testing.T) {
 // A request that finds the server worker's pool full is dropped; its
 // client retries (RESEND, RPC_UNKNOWN, restart) and it arrives once the
 // worker has given pages back.
-func TestWorkers_requestWithoutPoolSpaceIsRetried(t *testing.T) {
+func TestHub_requestWithoutPoolSpaceIsRetried(t *testing.T) {
 	params := testWorkerParams
 	params.PoolPages = 1
-	a, b, sockA, sockB, calls := workerHostsCalls(t, workerLimits{params: params})
+	a, b, sockA, sockB, calls := workerHostsCalls(t, Config{Params: params})
 	srv := attachRaw(t, sockB)
 	bindRaw(t, srv, 99)
 	cli := attachRaw(t, sockA)
@@ -693,8 +591,8 @@ func TestWorkers_requestWithoutPoolSpaceIsRetried(t *testing.T) {
 	cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 2, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Offset: 4096, Length: 6})
 	deadline := time.Now().Add(5 * time.Second)
 	for { // the second request is dropped: no page for it
-		var wc workerCounters
-		calls.do(func() { b.workers.snapshot(&wc) })
+		var wc Counters
+		calls.do(func() { wc = b.hub.counters })
 		if wc.NoRecvSpace > 0 {
 			break
 		}

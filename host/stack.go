@@ -1,4 +1,4 @@
-package main
+package host
 
 import (
 	"github.com/homa-dpdk/homa-dpdk/wire"
@@ -24,8 +24,8 @@ const (
 	stackLearn                     // an ARP reply for us: learned, free it
 )
 
-// stackCounters count what the host stack did, by cause.
-type stackCounters struct {
+// StackCounters count what the host stack did, by cause.
+type StackCounters struct {
 	ARPRequests, ARPReplies, ARPLearned uint64
 	EchoRequests                        uint64
 	NotForUs, Malformed, Unsupported    uint64
@@ -34,7 +34,7 @@ type stackCounters struct {
 // handleARP processes an ARP packet (the frame's payload after an Ethernet
 // header of ethLen bytes): it learns the sender when the packet concerns
 // us, and turns a request for our address into the reply.
-func handleARP(frame []byte, ethLen int, me hostAddr, n *neighbourTable, now int64, c *stackCounters) stackVerdict {
+func handleARP(frame []byte, ethLen int, me hostAddr, n *neighbourTable, now int64, c *StackCounters) stackVerdict {
 	a := wire.ARP(frame[ethLen:])
 	if !a.IsValid() {
 		c.Malformed++
@@ -67,7 +67,7 @@ func handleARP(frame []byte, ethLen int, me hostAddr, n *neighbourTable, now int
 
 // handleICMP turns an echo request to our address (ip is the frame's IPv4
 // header) into the echo reply, in place.
-func handleICMP(frame []byte, ip wire.IPv4, me hostAddr, c *stackCounters) stackVerdict {
+func handleICMP(frame []byte, ip wire.IPv4, me hostAddr, c *StackCounters) stackVerdict {
 	if ip.Dst() != me.ip {
 		c.NotForUs++
 		return stackDrop

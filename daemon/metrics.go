@@ -1,79 +1,25 @@
-package main
+package daemon
 
 import (
 	"fmt"
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
-	"github.com/homa-dpdk/homa-dpdk/engine"
+	hostpkg "github.com/homa-dpdk/homa-dpdk/host"
+	"github.com/homa-dpdk/homa-dpdk/hub"
 	"github.com/homa-dpdk/homa-dpdk/lcore"
-	"github.com/homa-dpdk/homa-dpdk/nicq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// publishEvery is how often a loop copies its counters for the metrics
-// endpoint (ns).
-const publishEvery = int64(100 * time.Millisecond)
-
-// hostSnapshot is one host's counters as its loop last published them.
-type hostSnapshot struct {
-	engine     engine.Metrics
-	drops      [numRxDrops]uint64
-	stack      stackCounters
-	noBuffer   uint64
-	busy       uint64
-	faults     [3]uint64 // dropped, duplicated, reordered
-	queues     []nicq.QueueStats
-	capDropped uint64
-	workers    workerCounters
-	hasWorkers bool
-}
-
-// snapshotBox hands counters from the loop to the metrics endpoint. The
-// loop only ever TryLocks it, so a scrape can delay a publication but
-// never stall the loop.
-type snapshotBox struct {
-	mu   sync.Mutex
-	snap hostSnapshot
-}
-
-// publish copies the loop's counters into the box when it is free. It
-// runs on the loop's thread and allocates nothing.
-func (l *hostLoop) publish() {
-	if l.box == nil || l.now < l.nextPublish {
-		return
-	}
-	l.nextPublish = l.now + publishEvery
-	if !l.box.mu.TryLock() {
-		return
-	}
-	s := &l.box.snap
-	s.engine = l.ep.Metrics()
-	s.drops, s.stack = l.drops, l.stack
-	s.noBuffer, s.busy = l.tx.NoBuffer, l.tx.Busy
-	s.faults = [3]uint64{l.fault.Dropped, l.fault.Duplicated, l.fault.Reordered}
-	for q := range s.queues {
-		s.queues[q] = l.sched.Stats(q)
-	}
-	if l.cap != nil {
-		s.capDropped = l.cap.Dropped()
-	}
-	if l.workers != nil {
-		l.workers.snapshot(&s.workers)
-		s.hasWorkers = true
-	}
-	l.box.mu.Unlock()
-}
-
-// collector exports every host's counters, its loop's counters and its
-// port's DPDK statistics.
-type collector struct {
-	hosts []*hostLoop
-	loops []*lcore.Loop // may be shorter than hosts (nil loop: none)
+// Collector exports every host's counters, its worker hub's, its loop's
+// and its port's DPDK statistics.
+type Collector struct {
+	Hosts []*hostpkg.Host
+	Hubs  []*hub.Hub    // per host, nil for none; may be shorter than Hosts
+	Loops []*lcore.Loop // per host; may be shorter than Hosts (nil loop: none)
 }
 
 var (
@@ -97,44 +43,41 @@ var (
 	}
 )
 
-func (c *collector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
 
-func (c *collector) Collect(ch chan<- prometheus.Metric) {
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v uint64, lv ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), lv...)
 	}
-	for i, h := range c.hosts {
-		host, port := h.me.ip4(), h.port.Name
-		h.box.mu.Lock()
-		s := h.box.snap
-		s.queues = append([]nicq.QueueStats(nil), s.queues...)
-		h.box.mu.Unlock()
-		s.engine.Each(func(name string, v uint64) { counter(descs.engine, v, host, port, name) })
-		for cause, v := range s.drops {
-			counter(descs.drops, v, host, port, rxDropNames[cause])
+	for i, h := range c.Hosts {
+		host, port := h.Addr().String(), h.Port().Name
+		s := h.Snapshot()
+		s.Engine.Each(func(name string, v uint64) { counter(descs.engine, v, host, port, name) })
+		for cause, v := range s.RxDrops {
+			counter(descs.drops, v, host, port, hostpkg.RxDropNames[cause])
 		}
-		st := s.stack
+		st := s.Stack
 		for name, v := range map[string]uint64{
 			"arp_requests": st.ARPRequests, "arp_replies": st.ARPReplies, "arp_learned": st.ARPLearned,
 			"echo_requests": st.EchoRequests, "not_for_us": st.NotForUs, "malformed": st.Malformed, "unsupported": st.Unsupported,
 		} {
 			counter(descs.stack, v, host, port, name)
 		}
-		counter(descs.tx, s.noBuffer, host, port, "no_mbuf")
-		counter(descs.tx, s.busy, host, port, "txq_backed_up")
+		counter(descs.tx, s.NoBuffer, host, port, "no_mbuf")
+		counter(descs.tx, s.Busy, host, port, "txq_backed_up")
 		for k, name := range []string{"drop", "duplicate", "reorder"} {
-			counter(descs.faults, s.faults[k], host, port, name)
+			counter(descs.faults, s.Faults[k], host, port, name)
 		}
-		for q, qs := range s.queues {
+		for q, qs := range s.Queues {
 			qn := strconv.Itoa(q)
 			counter(descs.queue, qs.Enqueued, host, port, qn, "enqueued")
 			counter(descs.queue, qs.Sent, host, port, qn, "sent")
 			counter(descs.queue, qs.Returned, host, port, qn, "returned")
 			counter(descs.queue, qs.Dropped, host, port, qn, "dropped")
 		}
-		counter(descs.capture, s.capDropped, host, port)
-		if s.hasWorkers {
-			w := s.workers
+		counter(descs.capture, s.CapDropped, host, port)
+		if i < len(c.Hubs) && c.Hubs[i] != nil {
+			w := c.Hubs[i].Snapshot()
 			for name, v := range map[string]uint64{
 				"attached": w.Attached, "detached": w.Detached, "submissions": w.Submissions,
 				"bad_entries": w.BadEntries, "refused": w.Refused, "limit_refusals": w.LimitRefusals,
@@ -151,15 +94,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 				ch <- prometheus.MustNewConstMetric(descs.workerGauge, prometheus.GaugeValue, float64(v), host, port, name)
 			}
 		}
-		if i < len(c.loops) && c.loops[i] != nil {
-			ls := c.loops[i].Stats()
+		if i < len(c.Loops) && c.Loops[i] != nil {
+			ls := c.Loops[i].Stats()
 			counter(descs.loop, ls.Passes, host, port, "passes")
 			counter(descs.loop, ls.BusyPasses, host, port, "busy_passes")
 			counter(descs.loop, ls.Packets, host, port, "packets")
 			counter(descs.loop, ls.Sleeps, host, port, "sleeps")
 			ch <- prometheus.MustNewConstMetric(descs.loopGap, prometheus.GaugeValue, ls.MaxGap.Seconds(), host, port)
 		}
-		if ps, err := h.port.Stats(); err == nil {
+		if ps, err := h.Port().Stats(); err == nil {
 			for name, v := range map[string]uint64{
 				"ipackets": ps.IPackets, "opackets": ps.OPackets, "ibytes": ps.IBytes, "obytes": ps.OBytes,
 				"imissed": ps.IMissed, "ierrors": ps.IErrors, "oerrors": ps.OErrors, "rx_nombuf": ps.RxNoMbuf,
@@ -168,7 +111,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 				counter(descs.port, v, host, port, name)
 			}
 		}
-		if xs, err := h.port.XStats(); err == nil {
+		if xs, err := h.Port().XStats(); err == nil {
 			for _, x := range xs {
 				ch <- prometheus.MustNewConstMetric(descs.xstat, prometheus.UntypedValue, float64(x.Value), host, port, x.Name)
 			}
@@ -176,16 +119,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// attachBoxes gives each host a snapshot box sized for its TX queues.
-func attachBoxes(hosts []*hostLoop) {
-	for _, h := range hosts {
-		h.box = &snapshotBox{snap: hostSnapshot{queues: make([]nicq.QueueStats, len(h.txBufs))}}
-	}
-}
-
-// serveMetrics serves /metrics on addr until the returned server is
+// ServeMetrics serves /metrics on addr until the returned server is
 // closed. It fails at once when addr cannot be bound.
-func serveMetrics(addr string, c *collector) (*http.Server, error) {
+func ServeMetrics(addr string, c *Collector) (*http.Server, error) {
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(c); err != nil {
 		return nil, err

@@ -1,0 +1,192 @@
+// Package daemon turns a config.Spec into a running homa-dpdk: EAL, the
+// ports, one host (host.Host) per port on its own polling loop (lcore),
+// the worker hubs (hub.Hub), the capture and the metrics endpoint, built
+// in named phases (config, EAL, validate, mempools, ports, link, launch)
+// so that a failure says where it stopped. Stop takes it down in order.
+//
+// Start is where to begin reading; phases.go holds the phases, metrics.go
+// the Prometheus collector.
+package daemon
+
+import (
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/config"
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/host"
+	"github.com/homa-dpdk/homa-dpdk/hub"
+	"github.com/homa-dpdk/homa-dpdk/lcore"
+	"github.com/rs/zerolog"
+)
+
+// PhaseError is a start-up failure in a named phase (config, EAL,
+// validate, mempools, ports, link, launch), so the message says where it
+// stopped.
+type PhaseError struct {
+	Phase string
+	Err   error
+}
+
+func (e *PhaseError) Error() string { return "start-up phase " + e.Phase + ": " + e.Err.Error() }
+func (e *PhaseError) Unwrap() error { return e.Err }
+
+// InPhase wraps a non-nil err as a failure of phase.
+func InPhase(phase string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &PhaseError{phase, err}
+}
+
+// Options are what a caller of Start adds to the Spec.
+type Options struct {
+	// Prepare, if not nil, sees the hosts after they are built and before
+	// their loops start: the place to give a host an in-loop application
+	// (host.AddApp).
+	Prepare func([]*host.Host) error
+	// SkipEAL: EAL is up already (the caller initialised it).
+	SkipEAL bool
+}
+
+// Daemon is a running homa-dpdk: its ports, loops, hosts and hubs.
+type Daemon struct {
+	Log          zerolog.Logger
+	opts         Options
+	spec         *config.Spec
+	started      []host.StartedPort // per port: what SetupPort did
+	metrics      *http.Server
+	ports        []*dpdk.Port
+	pools        []*dpdk.Mempool
+	hosts        []*host.Host
+	loops        []*lcore.Loop
+	hubs         []*hub.Hub
+	hubOf        []*hub.Hub // per host, or nil
+	housekeeping *lcore.Housekeeping
+	capture      *dpdk.Capture
+}
+
+// Start turns a Spec into live objects, phase by phase; on failure,
+// what was started is stopped again.
+func Start(spec *config.Spec, log zerolog.Logger, opts Options) (*Daemon, error) {
+	d := &Daemon{spec: spec, Log: log, opts: opts}
+	applyRuntime(spec.Runtime, len(spec.Ports))
+	if !opts.SkipEAL {
+		if _, err := dpdk.Init(spec.EAL); err != nil {
+			return nil, InPhase("EAL", err)
+		}
+		log.Info().Strs("eal", spec.EAL).Msg("EAL up")
+	}
+	if err := d.validate(); err != nil {
+		return nil, InPhase("validate", err)
+	}
+	if err := d.makePools(); err != nil {
+		d.Stop()
+		return nil, InPhase("mempools", err)
+	}
+	for i := range spec.Ports {
+		if err := d.setupPort(i); err != nil {
+			d.Stop()
+			return nil, InPhase("ports", err)
+		}
+	}
+	err := host.WaitLinks(d.ports, 10*time.Second, func(i int, l dpdk.Link) {
+		d.Log.Info().Str("port", d.ports[i].Name).Str("link", l.String()).Msg("link up")
+	})
+	if err != nil {
+		d.Stop()
+		return nil, InPhase("link", err)
+	}
+	if err := d.launch(); err != nil {
+		d.Stop()
+		return nil, InPhase("launch", err)
+	}
+	return d, nil
+}
+
+// Hosts are the daemon's hosts, one per port, in the Spec's order.
+func (d *Daemon) Hosts() []*host.Host { return d.hosts }
+
+// Loops are the hosts' polling loops.
+func (d *Daemon) Loops() []*lcore.Loop { return d.loops }
+
+func applyRuntime(rs config.RuntimeSpec, loops int) {
+	debug.SetGCPercent(rs.GOGC)
+	if rs.GOMemLimit != "" {
+		if b, err := config.ParseBytes(rs.GOMemLimit); err == nil {
+			debug.SetMemoryLimit(b)
+		}
+	}
+	lcore.SetGOMAXPROCS(loops)
+	if rs.GOMAXPROCS > 0 {
+		lcore.SetGOMAXPROCS(rs.GOMAXPROCS - 2)
+	}
+}
+
+// Stop stops the loops (each drains on its own thread), then the ports,
+// and closes the capture and the pools.
+func (d *Daemon) Stop() error {
+	first := d.StopLoops()
+	if err := d.StopPorts(); err != nil && first == nil {
+		first = err
+	}
+	return first
+}
+
+// StopLoops stops polling (each loop drains on its own thread); the
+// ports stay up. A memif port's peer must not be polled while the port
+// goes down.
+func (d *Daemon) StopLoops() error {
+	var first error
+	if d.metrics != nil {
+		d.metrics.Close()
+		d.metrics = nil
+	}
+	if d.housekeeping != nil {
+		d.housekeeping.Stop()
+		d.housekeeping = nil
+	}
+	for _, hb := range d.hubs { // workers detach while the loops still run
+		if err := hb.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	d.hubs = nil
+	for _, l := range d.loops {
+		if err := l.Stop(5 * time.Second); err != nil && first == nil {
+			first = err
+		}
+	}
+	if len(d.loops) == 0 { // never launched: free what the hosts hold here
+		for _, h := range d.hosts {
+			h.Drain()
+		}
+	}
+	return first
+}
+
+// StopPorts stops the ports, closes the capture and logs each host's
+// counters.
+func (d *Daemon) StopPorts() error {
+	var first error
+	for _, p := range d.ports {
+		p.Stop()
+	}
+	d.ports = nil
+	if d.capture != nil {
+		if err := d.capture.Close(); err != nil && first == nil {
+			first = err
+		}
+		d.capture = nil
+	}
+	for i, h := range d.hosts {
+		if i >= len(d.loops) {
+			break
+		}
+		st, sc := d.loops[i].Stats(), h.Stack()
+		d.Log.Info().Str("host", h.Addr().String()).Uint64("passes", st.Passes).Uint64("packets", st.Packets).
+			Uint64("arp_requests", sc.ARPRequests).Uint64("echo_requests", sc.EchoRequests).Msg("stopped")
+	}
+	return first
+}

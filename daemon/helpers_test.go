@@ -1,0 +1,106 @@
+package daemon
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/dpdk/dpdktest"
+	"github.com/homa-dpdk/homa-dpdk/engine"
+	"github.com/homa-dpdk/homa-dpdk/host"
+)
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(memifRoleEnv); role != "" {
+		os.Exit(memifChild(role))
+	}
+	dpdktest.Main(m)
+}
+
+var pairSeq int
+
+// ringHosts makes the two hosts of a ring pair (10.0.0.1 and 10.0.0.2)
+// publishing their counters, and checks at the end that no mbuf leaked.
+func ringHosts(t *testing.T, txQueues int) (a, b *host.Host) {
+	t.Helper()
+	dpdktest.Need(t)
+	pairSeq++
+	name := fmt.Sprintf("dm%d", pairSeq)
+	pool, err := dpdk.NewPktMbufPool(name, 8192, 0, 2048+uint16(dpdk.PktmbufHeadroom), dpdk.SocketIDAny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Free)
+	t.Cleanup(func() {
+		if pool.InUse() != 0 {
+			t.Errorf("%d mbufs leaked", pool.InUse())
+		}
+	})
+	_, clock, wallOff := host.NewClock()
+	p, err := host.NewPair(host.PairConfig{Name: name, Pool: pool, TxQueues: txQueues, Clock: clock, WallOff: wallOff,
+		ARP: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.Drain()
+		p.Close()
+	})
+	for _, h := range p.Hosts {
+		h.PublishSnapshots()
+	}
+	return p.Hosts[0], p.Hosts[1]
+}
+
+// runRPCs echoes one RPC of each size from a to b, one at a time, on this
+// goroutine's passes, then lets a publication interval pass so that both
+// hosts' snapshots hold the result.
+func runRPCs(t *testing.T, a, b *host.Host, sizes []int) {
+	t.Helper()
+	srv, err := b.Endpoint().Bind(99)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.AddApp(host.AppFunc(func(int64) {
+		for m, ok := srv.Receive(); ok; m, ok = srv.Receive() {
+			srv.Reply(m, m.Data)
+		}
+	}))
+	cl, err := a.Endpoint().OpenClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := engine.Addr{IP: b.IP(), Port: 99}
+	for _, size := range sizes {
+		msg := bytes.Repeat([]byte{byte(size)}, size)
+		var id uint64
+		deadline := time.Now().Add(10 * time.Second)
+		for id == 0 && time.Now().Before(deadline) {
+			a.Pass()
+			b.Pass()
+			if ready, failed := a.PeerReady(dst.IP); failed {
+				t.Fatal("ARP failed")
+			} else if ready {
+				if id, err = cl.Send(dst, msg); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for time.Now().Before(deadline) {
+			a.Pass()
+			b.Pass()
+			if m, ok := cl.Receive(); ok {
+				if m.Err != nil || m.ID != id || !bytes.Equal(m.Data, msg) {
+					t.Fatalf("RPC %d of %d bytes: %+v", id, size, m.Err)
+				}
+				break
+			}
+		}
+	}
+	time.Sleep(time.Duration(host.PublishEvery))
+	a.Pass()
+	b.Pass()
+}

@@ -1,0 +1,258 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/config"
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/engine"
+	"github.com/homa-dpdk/homa-dpdk/host"
+	"github.com/homa-dpdk/homa-dpdk/hub"
+	"github.com/homa-dpdk/homa-dpdk/lcore"
+	"github.com/homa-dpdk/homa-dpdk/nicq"
+	"github.com/homa-dpdk/homa-dpdk/sched"
+	"github.com/homa-dpdk/homa-dpdk/shm"
+	"github.com/homa-dpdk/homa-dpdk/wire"
+)
+
+// validate checks the Spec against what EAL found.
+func (d *Daemon) validate() error {
+	workers := dpdk.WorkerLcores()
+	if len(d.spec.Lcores) < len(d.spec.Ports) {
+		return fmt.Errorf("lcores: %d polling lcores for %d ports; give one per port", len(d.spec.Lcores), len(d.spec.Ports))
+	}
+	for i, l := range d.spec.Lcores[:len(d.spec.Ports)] {
+		if !slices.Contains(workers, l) {
+			return fmt.Errorf("lcores[%d]: lcore %d is not an EAL worker lcore (workers: %v; the main lcore is %d); change -l or lcores", i, l, workers, dpdk.MainLcore())
+		}
+	}
+	for i, ps := range d.spec.Ports {
+		name, _, _ := strings.Cut(ps.Device, ",")
+		p, err := dpdk.PortByName(name)
+		if err != nil {
+			return fmt.Errorf("ports[%d].device: %w (a vdev must also be given to EAL with --vdev)", i, err)
+		}
+		d.ports = append(d.ports, p)
+	}
+	return nil
+}
+
+// makePools makes each port's mbuf pool: every frame of the port in one
+// mbuf, for the engine writes a whole frame into the mbuf the transmit
+// side lends.
+func (d *Daemon) makePools() error {
+	spec := d.spec
+	for i, ps := range spec.Ports {
+		room := spec.Mempool.DataRoomFor(ps.MTU)
+		pool, err := dpdk.NewPktMbufPool(fmt.Sprintf("port%d", i), uint32(spec.Mempool.Mbufs), uint32(spec.Mempool.Cache),
+			uint16(room+dpdk.PktmbufHeadroom), portSocket(d.ports[i]))
+		if err != nil {
+			return fmt.Errorf("%s: %w", ps.Device, err)
+		}
+		d.pools = append(d.pools, pool)
+	}
+	return nil
+}
+
+func portSocket(p *dpdk.Port) int {
+	if info, err := p.Info(); err == nil && info.Socket >= 0 {
+		return info.Socket
+	}
+	return dpdk.SocketIDAny
+}
+
+// setupPort configures and starts port i.
+func (d *Daemon) setupPort(i int) error {
+	ps, p := d.spec.Ports[i], d.ports[i]
+	s := host.PortSetup{TxQueues: ps.TxQueues, RxQueues: ps.RxQueues, RxDesc: ps.RxDesc, TxDesc: ps.TxDesc,
+		Pool: d.pools[i], MTU: ps.MTU}
+	if ps.MAC != "" {
+		mac, err := net.ParseMAC(ps.MAC)
+		if err != nil {
+			return fmt.Errorf("ports[%d].mac: %w", i, err)
+		}
+		s.MAC = mac
+	}
+	st, err := host.SetupPort(p, s)
+	if err != nil {
+		var pe *host.PortError
+		if errors.As(err, &pe) && pe.Setting != "" {
+			return fmt.Errorf("ports[%d].%s: %w", i, pe.Setting, pe.Err)
+		}
+		return fmt.Errorf("ports[%d] (%s): %w", i, p.Name, err)
+	}
+	d.started = append(d.started, st)
+	d.Log.Info().Str("port", p.Name).Str("driver", st.Driver).Int("rx_queues", st.RxQueues).Int("tx_queues", st.TxQueues).
+		Bool("ipv4_checksum_offload", st.Offloads.IPv4Checksum).Bool("zero_copy_worker_payloads", st.Offloads.MultiSeg).Msg("port started")
+	return nil
+}
+
+// hostConfigFor builds port i's host settings from the Spec.
+func (d *Daemon) hostConfigFor(i int, clock func() int64, wallOff int64) (host.Config, error) {
+	ps, p, h, st := d.spec.Ports[i], d.ports[i], d.spec.Protocol, d.started[i]
+	pfx, err := netip.ParsePrefix(ps.Address)
+	if err != nil {
+		return host.Config{}, fmt.Errorf("ports[%d].address: %w", i, err)
+	}
+	hwaddr, err := p.MAC()
+	if err != nil {
+		return host.Config{}, err
+	}
+	pm, err := nicq.NewMap(st.TxQueues)
+	if ps.PriorityMap != "" {
+		pm, err = nicq.ParseMap(ps.PriorityMap, st.TxQueues)
+	}
+	if err != nil {
+		return host.Config{}, fmt.Errorf("ports[%d].priority_map: %w", i, err)
+	}
+	rate := 10e9
+	if ps.LinkSpeed != "auto" {
+		if rate, err = config.ParseRate(ps.LinkSpeed); err != nil {
+			return host.Config{}, fmt.Errorf("ports[%d].link_speed: %w", i, err)
+		}
+	} else {
+		rate = host.LinkRate(p, rate)
+	}
+	ec := engine.DefaultConfig()
+	ec.MTU, ec.UnschedBytes, ec.MaxMessageLength = ps.MTU, h.UnschedBytes, h.MaxMessage
+	ec.Grant.MaxIncoming, ec.Grant.MaxOvercommit = h.MaxIncoming, h.MaxOvercommit
+	ec.Grant.FIFOIncrement = h.FIFOGrantIncrement
+	ec.Grant.FIFOFraction = int(h.GrantFIFOFraction * 1000)
+	ec.TickNs = h.Tick.Nanoseconds()
+	ec.ResendTicks, ec.ResendInterval, ec.TimeoutTicks, ec.RequestAckTicks = h.ResendTicks, h.ResendInterval, h.TimeoutTicks, h.RequestAckTick
+	ec.MaxNICQueueNs = h.MaxNICQueue.Nanoseconds()
+	ec.IDSeed = uint64(time.Now().UnixNano())
+	var cut sched.Cutoffs
+	for k, c := range h.UnschedCutoffs {
+		cut[wire.NumPriorities-1-k] = uint32(c)
+	}
+	ec.Cutoffs = cut
+	if !h.IncastControl {
+		ec.Incast.Budget = 0
+	}
+	hc := host.Config{
+		Port: p, Pool: d.pools[i], IP: pfx.Addr().As4(), MAC: wire.MAC(hwaddr), PrioMap: pm,
+		LinkBps: rate, Engine: ec, Static: map[[4]byte]wire.MAC{}, Capture: d.capture, CapIf: i,
+		Subnet: pfx.Masked(), Offloads: st.Offloads, PCP: ps.Marking == "pcp", VLAN: uint16(ps.VLAN),
+		Burst: 32, Clock: clock, WallOff: wallOff,
+		ARP: host.ARPConfig{Timeout: d.spec.ARP.Timeout, Aging: d.spec.ARP.Aging, Retries: d.spec.ARP.Retries},
+		Faults: host.Faults{Drop: d.spec.Faults.Drop, Duplicate: d.spec.Faults.Duplicate,
+			Reorder: d.spec.Faults.Reorder, Seed: d.spec.Faults.Seed},
+	}
+	if ps.Gateway != "" {
+		gw, err := netip.ParseAddr(ps.Gateway)
+		if err != nil {
+			return host.Config{}, fmt.Errorf("ports[%d].gateway: %w", i, err)
+		}
+		hc.Gateway = gw.As4()
+	}
+	for k, n := range d.spec.Neighbours {
+		ip, err := netip.ParseAddr(n.IP)
+		if err != nil {
+			return host.Config{}, fmt.Errorf("neighbours[%d].ip: %w", k, err)
+		}
+		mac, err := net.ParseMAC(n.MAC)
+		if err != nil {
+			return host.Config{}, fmt.Errorf("neighbours[%d].mac: %w", k, err)
+		}
+		hc.Static[ip.As4()] = wire.MAC(mac)
+	}
+	return hc, nil
+}
+
+func (d *Daemon) launch() error {
+	if d.spec.Capture.File != "" {
+		names := make([]string, len(d.ports))
+		for i, p := range d.ports {
+			names[i] = p.Name
+		}
+		c, err := dpdk.NewCapture(d.spec.Capture.File, names, 0, d.spec.Capture.Last)
+		if err != nil {
+			return fmt.Errorf("capture.file: %w", err)
+		}
+		d.capture = c
+	}
+	_, clock, wallOff := host.NewClock()
+	idle := lcore.Idle{Kind: lcore.Adaptive, SpinPasses: d.spec.Runtime.IdleSpinPasses,
+		MaxSleep: time.Duration(d.spec.Runtime.IdleMaxSleepUs) * time.Microsecond}
+	if d.spec.Runtime.Idle == "busy" {
+		idle.Kind = lcore.BusyPoll
+	}
+	for i := range d.ports {
+		hc, err := d.hostConfigFor(i, clock, wallOff)
+		if err != nil {
+			return err
+		}
+		h, err := host.New(hc)
+		if err != nil {
+			return err
+		}
+		h.PublishSnapshots() // before the loops start: they publish into them
+		d.hosts = append(d.hosts, h)
+	}
+	if err := d.openWorkers(); err != nil {
+		return err
+	}
+	if d.opts.Prepare != nil {
+		if err := d.opts.Prepare(d.hosts); err != nil {
+			return err
+		}
+	}
+	for i, h := range d.hosts {
+		loop, err := lcore.Launch(d.spec.Lcores[i], lcore.Config{Name: h.String(), Pass: h.Pass, Drain: h.Drain, Idle: idle})
+		if err != nil {
+			return err
+		}
+		d.loops = append(d.loops, loop)
+		d.Log.Info().Str("host", h.Addr().String()).Uint("lcore", d.spec.Lcores[i]).Msg("polling loop launched")
+	}
+	// The process's other threads stay off the loops' CPUs.
+	d.housekeeping = lcore.StartHousekeeping(d.loops, time.Second)
+	if addr := d.spec.Metrics.Address; addr != "" {
+		srv, err := ServeMetrics(addr, &Collector{Hosts: d.hosts, Hubs: d.hubOf, Loops: d.loops})
+		if err != nil {
+			return err
+		}
+		d.metrics = srv
+		d.Log.Info().Str("address", addr).Msg("serving /metrics")
+	}
+	return nil
+}
+
+// openWorkers opens the worker control socket of each host that has one.
+func (d *Daemon) openWorkers() error {
+	ws := d.spec.Workers
+	d.hubOf = make([]*hub.Hub, len(d.hosts))
+	if !ws.Enabled {
+		return nil
+	}
+	hc := hub.Config{AllowUIDs: ws.AllowUIDs, AllowGIDs: ws.AllowGIDs, MaxOutstanding: ws.MaxOutstanding,
+		Params: shm.Params{
+			SQEntries: uint64(ws.RingEntries), CQEntries: uint64(ws.RingEntries),
+			ArenaSize: uint64(ws.MaxBytes), PoolPages: uint64(ws.PoolBytes / shm.PageSize),
+		}}
+	for i, h := range d.hosts {
+		hc.Path = d.spec.Ports[i].WorkersSocket
+		if hc.Path == "" && i == 0 {
+			hc.Path = ws.Socket
+		}
+		if hc.Path == "" {
+			continue
+		}
+		hb, err := hub.New(h, hc)
+		if err != nil {
+			return fmt.Errorf("workers of %s: %w", h.Addr(), err)
+		}
+		h.AddApp(hb)
+		d.hubOf[i] = hb
+		d.hubs = append(d.hubs, hb)
+		d.Log.Info().Str("host", h.Addr().String()).Str("socket", hc.Path).Msg("worker control socket open")
+	}
+	return nil
+}

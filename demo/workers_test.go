@@ -1,0 +1,155 @@
+package demo
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/client"
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/dpdk/dpdktest"
+	"github.com/homa-dpdk/homa-dpdk/host"
+	"github.com/homa-dpdk/homa-dpdk/hub"
+	"github.com/homa-dpdk/homa-dpdk/shm"
+)
+
+func TestMain(m *testing.M) { dpdktest.Main(m) }
+
+var pairSeq int
+
+// workerPair makes a host pair (on rings, or on a memif pair when memif)
+// with a worker socket per host, polled on a goroutine until the test
+// ends; it returns the hosts, their hubs and the sockets' directory.
+func workerPair(t *testing.T, memif bool) (*host.Pair, []*hub.Hub, string) {
+	t.Helper()
+	dpdktest.Need(t)
+	pairSeq++
+	name := fmt.Sprintf("dw%d", pairSeq)
+	pool, err := dpdk.NewPktMbufPool(name, 8192, 0, 2048+uint16(dpdk.PktmbufHeadroom), dpdk.SocketIDAny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Free)
+	t.Cleanup(func() {
+		if pool.InUse() != 0 {
+			t.Errorf("%d mbufs leaked", pool.InUse())
+		}
+	})
+	_, clock, wallOff := host.NewClock()
+	pc := host.PairConfig{Name: name, Pool: pool, TxQueues: 2, Clock: clock, WallOff: wallOff, ARP: 10 * time.Millisecond}
+	if memif {
+		pc.MemifSocket = filepath.Join(t.TempDir(), "memif.sock")
+	}
+	p, err := host.NewPair(pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	dir := t.TempDir()
+	lim := hub.Config{MaxOutstanding: 64, Params: shm.Params{SQEntries: 64, CQEntries: 64, ArenaSize: 4 << 20, PoolPages: 64}}
+	hubs, err := ServeOnPair(p, dir, lim)
+	if err != nil {
+		closeHubs(hubs)
+		t.Fatal(err)
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for !stop.Load() {
+			p.Pass()
+		}
+		p.Drain()
+	}()
+	t.Cleanup(func() { stop.Store(true); wg.Wait() })
+	t.Cleanup(func() { closeHubs(hubs) }) // first: workers detach while the loop runs
+	return p, hubs, dir
+}
+
+// echoWorkers runs Go workers on both hosts, an echo server on
+// 10.0.0.2:99 and a client, over messages of 100 B to 1 MB, byte-exact.
+func echoWorkers(t *testing.T, p *host.Pair, dir string) {
+	t.Helper()
+	sock := func(h *host.Host) string { return filepath.Join(dir, h.Addr().String()+".sock") }
+	srv, err := client.Dial(sock(p.Hosts[1]), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if err := srv.Bind(99); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		for {
+			m, err := srv.Receive(10 * time.Second)
+			if err != nil {
+				done <- err
+				return
+			}
+			err = srv.Reply(m, m.Data)
+			m.Release()
+			if err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	cli, err := client.Dial(sock(p.Hosts[0]), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	dst := client.Addr{IP: p.Hosts[1].IP(), Port: 99}
+	for _, size := range []int{100, 5000, 100_000, 1_000_000} {
+		msg := make([]byte, size)
+		for i := range msg {
+			msg[i] = byte(i*7 + size)
+		}
+		resp, err := cli.Call(dst, msg, 10*time.Second)
+		if err != nil {
+			t.Fatalf("%d bytes: %v", size, err)
+		}
+		if !bytes.Equal(resp.Data, msg) {
+			t.Fatalf("%d bytes: the response differs from the request", size)
+		}
+		resp.Release()
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("echo server: %v", err)
+	default:
+	}
+}
+
+// checkZeroCopy checks that both hosts (on ports that send chained mbufs)
+// sent the workers' payloads from their arenas.
+func checkZeroCopy(t *testing.T, p *host.Pair, hubs []*hub.Hub) {
+	t.Helper()
+	time.Sleep(time.Duration(host.PublishEvery) + 50*time.Millisecond) // the hubs publish their counters
+	for i, h := range p.Hosts {
+		if !h.Offloads().MultiSeg {
+			t.Errorf("%s: the port does not send chained mbufs", h.Addr())
+		}
+		if n := hubs[i].Snapshot().ZeroCopyMessages; n == 0 {
+			t.Errorf("%s: no zero-copy message", h.Addr())
+		}
+	}
+}
+
+func TestWorkers_echoOverRingPair(t *testing.T) {
+	p, hubs, dir := workerPair(t, false)
+	echoWorkers(t, p, dir)
+	checkZeroCopy(t, p, hubs)
+}
+
+func TestWorkers_echoOverMemifPair(t *testing.T) {
+	p, hubs, dir := workerPair(t, true)
+	echoWorkers(t, p, dir)
+	checkZeroCopy(t, p, hubs)
+}

@@ -1,0 +1,139 @@
+package host
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/engine"
+	"github.com/homa-dpdk/homa-dpdk/nicq"
+	"github.com/homa-dpdk/homa-dpdk/wire"
+)
+
+// Config is what a Host is built from: a started port (SetupPort) and the
+// protocol settings.
+type Config struct {
+	Port *dpdk.Port
+	Pool *dpdk.Mempool // the port's mbufs: the transmit side allocates from it
+	IP   [4]byte
+	MAC  wire.MAC
+	// PrioMap maps the 8 Homa priorities onto the port's TX queues.
+	PrioMap nicq.Map
+	LinkBps float64 // the port's rate, bits/s (the pacer's and the TX scheduler's)
+	// Engine holds the protocol settings; IP, MAC, Clock, Resolve, the
+	// link rate, marking and checksum offload are filled in by New.
+	Engine engine.Config
+	// Static neighbours: addresses that need no ARP.
+	Static map[[4]byte]wire.MAC
+	ARP    ARPConfig
+	Faults Faults
+	// Subnet is the port's IPv4 prefix and Gateway the next hop for
+	// addresses outside it (zero: none, such addresses are unreachable).
+	// An invalid Subnet puts every address on-link.
+	Subnet  netip.Prefix
+	Gateway [4]byte
+	// Offloads are what SetupPort enabled on the port.
+	Offloads Offloads
+	// PCP tags every frame with an 802.1Q header on VLAN whose PCP is the
+	// packet's priority.
+	PCP     bool
+	VLAN    uint16
+	Capture *dpdk.Capture // nil: no capture
+	CapIf   int           // this port's interface in the capture
+	Burst   int           // packets per RX and TX burst (32)
+	Clock   func() int64  // monotonic ns (NewClock)
+	WallOff int64         // Clock + WallOff is Unix ns (capture timestamps)
+}
+
+// ARPConfig configures neighbour resolution.
+type ARPConfig struct {
+	Timeout time.Duration // wait for a reply before asking again
+	Aging   time.Duration // a learned entry's lifetime
+	Retries int           // requests before giving up for a while
+}
+
+// Software TX queueing: each priority's queue holds up to txQueueCapacity
+// packets, but the engine gets no buffer once txHighWater packets wait in
+// all of them together (a few bursts: a port that keeps up never has more),
+// which bounds the mbufs parked here well below the pool's size.
+const (
+	txQueueCapacity = 1024
+	txHighWater     = 256
+)
+
+// New builds a host on a started port.
+func New(c Config) (*Host, error) {
+	if c.Burst == 0 {
+		c.Burst = 32
+	}
+	if c.Clock == nil {
+		return nil, fmt.Errorf("host %v: no clock", netip.AddrFrom4(c.IP))
+	}
+	sched, err := nicq.NewScheduler[*dpdk.Mbuf](nicq.Config{
+		Map: c.PrioMap, Capacity: txQueueCapacity, Burst: c.Burst, LinkBps: c.LinkBps, MaxNICQueue: int64(time.Millisecond),
+	}, func(m *dpdk.Mbuf) int { return m.PktLen() })
+	if err != nil {
+		return nil, err
+	}
+	h := &Host{
+		port:    c.Port,
+		me:      hostAddr{ip: c.IP, mac: c.MAC},
+		neigh:   newNeighbourTable(c.ARP.Timeout.Nanoseconds(), c.ARP.Aging.Nanoseconds(), c.ARP.Retries),
+		sched:   sched,
+		tx:      newMbufTx(c.Pool, sched, c.Burst, txHighWater),
+		cap:     c.Capture,
+		capIf:   c.CapIf,
+		fault:   newFaultInjector(c.Faults),
+		clock:   c.Clock,
+		wallOff: c.WallOff,
+		free:    make([]*dpdk.Mbuf, 0, 2*c.Burst+c.PrioMap.Queues()*c.Burst),
+	}
+	h.subnet, h.gateway = c.Subnet, c.Gateway
+	h.pcp, h.vlan = c.PCP, c.VLAN
+	h.tx.ipCksum, h.tx.l2Len = c.Offloads.IPv4Checksum, wire.EthernetHeaderLen
+	h.tx.multiSeg = c.Offloads.MultiSeg
+	if c.PCP {
+		h.tx.l2Len += wire.VLANTagLen
+	}
+	for ip, mac := range c.Static {
+		h.neigh.AddStatic(ip, mac)
+	}
+	h.rxBufs = make([][]*dpdk.Mbuf, max(c.Port.RxQueues(), 1))
+	for q := range h.rxBufs {
+		h.rxBufs[q] = make([]*dpdk.Mbuf, c.Burst)
+		if _, err := h.rx.Add(c.Port, uint16(q), h.rxBufs[q]); err != nil {
+			return nil, err
+		}
+	}
+	h.txBufs = make([][]*dpdk.Mbuf, c.PrioMap.Queues())
+	for q := range h.txBufs {
+		h.txBufs[q] = make([]*dpdk.Mbuf, c.Burst)
+		if _, err := h.txb.Add(c.Port, uint16(q), h.txBufs[q]); err != nil {
+			return nil, err
+		}
+	}
+	ec := c.Engine
+	ec.IP, ec.MAC = c.IP, c.MAC
+	ec.IPChecksumOffload = c.Offloads.IPv4Checksum
+	ec.PCP, ec.VLAN = c.PCP, c.VLAN
+	ec.Clock = func() int64 { return h.now }
+	ec.Resolve = h.resolve
+	if ec.LinkBps == 0 {
+		ec.LinkBps = int64(c.LinkBps)
+	}
+	h.now = c.Clock()
+	if h.ep, err = engine.New(ec, h.tx); err != nil {
+		return nil, fmt.Errorf("engine for %v: %w", netip.AddrFrom4(c.IP), err)
+	}
+	return h, nil
+}
+
+// NewClock returns the data path's monotonic clock (ns) and the offset
+// that turns its readings into Unix time (for capture timestamps). It
+// starts at 1 s, not 0: the engine treats a zero time as "never".
+func NewClock() (start time.Time, clock func() int64, wallOff int64) {
+	start = time.Now()
+	const origin = int64(time.Second)
+	return start, func() int64 { return int64(time.Since(start)) + origin }, start.UnixNano() - origin
+}

@@ -1,0 +1,16 @@
+// Package host is one Homa host on one DPDK port: the polling loop's pass
+// (RX burst → link-header dispatch → engine → TX burst per priority
+// queue), the transmit side that lends mbufs to the engine and owns the
+// zero-copy payload buffers, the host stack (ARP and ICMP echo) with its
+// neighbour table, fault injection, the counters snapshot for the metrics
+// endpoint, and in-loop applications (App).
+//
+// Start reading at host.go (Host, PassAt), then rx.go (what a received
+// frame goes through), tx.go and payload.go (the transmit side), and
+// port.go (SetupPort: how the daemon, the demo and the test pairs set a
+// port up). Pair (pair.go) is two hosts on linked virtual ports, for the
+// demo, the perf harness and tests.
+//
+// A Host is owned by its loop's thread. Other threads read it only
+// through Snapshot.
+package host

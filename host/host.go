@@ -1,0 +1,209 @@
+package host
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/engine"
+	"github.com/homa-dpdk/homa-dpdk/nicq"
+)
+
+// Host is one Homa host on one DPDK port, run by a polling loop: the
+// shape of DPDK's l3fwd — RX burst, process, run timers and the pacer, TX
+// burst per priority queue, free or count what the NIC did not take.
+// Everything here is owned by the loop's thread: call Pass (or PassAt)
+// and Drain from it only.
+type Host struct {
+	port  *dpdk.Port
+	me    hostAddr
+	ep    *engine.Endpoint
+	neigh *neighbourTable
+	tx    *mbufTx
+	sched *nicq.Scheduler[*dpdk.Mbuf]
+	cap   *dpdk.Capture // nil when capture is off
+	capIf int           // this port's interface in the capture
+	fault faultInjector
+
+	rx      dpdk.Batch     // every RX queue of the port, polled in one cgo call
+	rxBufs  [][]*dpdk.Mbuf // one burst per RX queue
+	txb     dpdk.Batch     // one entry per TX queue
+	txBufs  [][]*dpdk.Mbuf
+	free    []*dpdk.Mbuf // freed together at the end of the pass
+	scratch []byte       // a chained frame made contiguous
+	arpBuf  []*dpdk.Mbuf // one mbuf for an ARP request
+	now     int64        // monotonic ns, read once per pass
+	clock   func() int64 // monotonic ns
+	wallOff int64        // add to now for Unix ns (capture timestamps)
+	apps    []App        // in-loop applications (the demo, the worker hub)
+
+	stack StackCounters
+	drops [numRxDrops]uint64
+
+	box         *snapshotBox // counters published for the metrics endpoint, or nil
+	nextPublish int64
+
+	pcp     bool         // frames carry an 802.1Q tag on vlan (priority marking pcp)
+	vlan    uint16       //
+	subnet  netip.Prefix // this port's subnet (invalid: every address is on-link)
+	gateway [4]byte      // next hop off the subnet; zero for none
+	noRoute uint64       // resolutions refused: off the subnet with no gateway
+}
+
+// App is an application in a host's polling loop. Its methods run on the
+// loop's thread.
+type App interface {
+	// Poll runs once per pass, after the received burst went to the
+	// engine and before its timers; it returns the work it did (for the
+	// loop's idle strategy).
+	Poll(now int64) int
+	// Flush runs once per pass after the engine's timers, so that results
+	// of this pass leave in this pass.
+	Flush()
+	// Stop runs once at Drain, after the host's queues were emptied.
+	Stop()
+}
+
+// AppFunc is an App of one function, run at Poll.
+type AppFunc func(now int64)
+
+func (f AppFunc) Poll(now int64) int { f(now); return 0 }
+func (AppFunc) Flush()               {}
+func (AppFunc) Stop()                {}
+
+// AddApp adds an in-loop application; call it before the loop starts.
+func (h *Host) AddApp(a App) { h.apps = append(h.apps, a) }
+
+// Endpoint is the host's Homa engine; use it from the loop's thread only
+// (an App), or before the loop starts.
+func (h *Host) Endpoint() *engine.Endpoint { return h.ep }
+
+// IP is the host's IPv4 address.
+func (h *Host) IP() [4]byte { return h.me.ip }
+
+// Addr is the host's IPv4 address.
+func (h *Host) Addr() netip.Addr { return netip.AddrFrom4(h.me.ip) }
+
+// Port is the host's DPDK port.
+func (h *Host) Port() *dpdk.Port { return h.port }
+
+// Now is the time of the current pass (monotonic ns).
+func (h *Host) Now() int64 { return h.now }
+
+// Clock is the host's monotonic clock (ns).
+func (h *Host) Clock() int64 { return h.clock() }
+
+// Stack returns the ARP/ICMP counters (read them on the loop's thread or
+// after it stopped).
+func (h *Host) Stack() StackCounters { return h.stack }
+
+// TxQueues is the number of TX queues the host sends on.
+func (h *Host) TxQueues() int { return len(h.txBufs) }
+
+// Pass is one turn of the loop; it returns the packets and submissions it
+// handled.
+func (h *Host) Pass() int { return h.PassAt(h.clock()) }
+
+// PassAt is a pass at time now (monotonic ns), for loops that run several
+// hosts and read the clock once for all.
+func (h *Host) PassAt(now int64) int {
+	h.now = now
+	n := h.receiveBurst()
+	for _, a := range h.apps {
+		n += a.Poll(h.now)
+	}
+	if h.now >= h.ep.NextDeadline() {
+		h.ep.Run()
+	}
+	for _, a := range h.apps {
+		a.Flush()
+	}
+	h.neigh.Retries(h.now, h.sendARPRequest)
+	h.publish()
+	sent := h.flush()
+	dpdk.FreeBulk(h.free)
+	clear(h.free)
+	h.free = h.free[:0]
+	return n + sent
+}
+
+// flush hands each TX queue its burst, highest priority first, in one cgo
+// call, and returns the packets the NIC took.
+func (h *Host) flush() int {
+	if h.sched.Len() == 0 { // most passes of an idle or receiving loop
+		return 0
+	}
+	h.sched.Fill(h.now)
+	total := 0
+	for q := range h.txBufs {
+		b := h.sched.Burst(q)
+		copy(h.txBufs[q], b)
+		h.txb.SetCount(q, len(b))
+		if h.cap != nil && len(b) > 0 {
+			h.cap.RecordMbufs(h.capIf, dpdk.Outbound, h.now+h.wallOff, b)
+		}
+	}
+	h.txb.Tx()
+	for q := range h.txBufs {
+		got := h.txb.Got(q)
+		total += got
+		h.sched.Taken(q, got, h.now, h.dropTx)
+	}
+	return total
+}
+
+func (h *Host) dropTx(m *dpdk.Mbuf) { h.free = append(h.free, m) }
+
+// Drain frees everything the host holds, at shutdown: call it on the
+// loop's thread (lcore.Config.Drain) or after the loop stopped.
+func (h *Host) Drain() {
+	h.flush()
+	h.sched.Drain(h.dropTx)
+	if held := h.fault.release(); held != nil {
+		h.free = append(h.free, held)
+	}
+	dpdk.FreeBulk(h.free)
+	h.free = h.free[:0]
+	h.tx.close()
+	for _, a := range h.apps { // last: the packets above may send from workers' arenas
+		a.Stop()
+	}
+	h.tx.payloads.close()
+}
+
+func (h *Host) String() string {
+	return fmt.Sprintf("host %v on port %d (%s)", h.Addr(), h.port.ID, h.port.Name)
+}
+
+// Summary is a one-line account of what the host counted: its own drops,
+// the engine's drops and retransmissions, the transmit side's refusals and
+// each TX queue's counters. For errors and the end of a run.
+func (h *Host) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s:", h.Addr())
+	for i, n := range h.drops {
+		if n > 0 {
+			fmt.Fprintf(&b, " rx_drop_%s=%d", RxDropNames[i], n)
+		}
+	}
+	m := h.ep.Metrics()
+	m.Each(func(name string, v uint64) {
+		if v > 0 && (strings.HasPrefix(name, "drops_") || name == "resent_packets" || name == "rpc_timeouts" || name == "unknown_rpcs" || name == "timer_ticks_skipped") {
+			fmt.Fprintf(&b, " %s=%d", name, v)
+		}
+	})
+	fmt.Fprintf(&b, " tx_no_buffer=%d tx_busy=%d", h.tx.NoBuffer, h.tx.Busy)
+	for q := range h.txBufs {
+		st := h.sched.Stats(q)
+		if st.Enqueued > 0 {
+			fmt.Fprintf(&b, " q%d{sent=%d returned=%d dropped=%d max=%d}", q, st.Sent, st.Returned, st.Dropped, st.MaxDepth)
+		}
+	}
+	return b.String()
+}
+
+// Offloads is what the host's port does for it.
+func (h *Host) Offloads() Offloads {
+	return Offloads{IPv4Checksum: h.tx.ipCksum, MultiSeg: h.tx.multiSeg}
+}

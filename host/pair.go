@@ -1,0 +1,211 @@
+package host
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/engine"
+	"github.com/homa-dpdk/homa-dpdk/nicq"
+	"github.com/homa-dpdk/homa-dpdk/wire"
+)
+
+// Pair is two Homa hosts, 10.0.0.1 and 10.0.0.2, in this process on
+// two DPDK ports joined back to back: by rings (rte_eth_from_rings: every
+// TX queue of one port feeds the single RX queue of the other), or by a
+// net_memif pair (the server and the client end of one memif socket, a
+// queue pair per priority queue). The demo, the tests and the perf
+// harness run the daemon's data path on it without a NIC; its ports are
+// set up by SetupPort, as the daemon's are.
+type Pair struct {
+	Hosts [2]*Host
+	ports [2]*dpdk.Port
+	setup [2]StartedPort
+	rings [2]*dpdk.Ring
+	vdevs []string // memif: the vdevs to remove
+	// memifPair: vdevs are the two ends of one memif connection (server,
+	// then client), not two clients of outside servers.
+	memifPair bool
+}
+
+// PairConfig sets up a Pair.
+type PairConfig struct {
+	Name     string // prefix of the rings' and ports' names
+	Pool     *dpdk.Mempool
+	TxQueues int
+	Faults   float64 // fraction of received packets dropped; half as many duplicated and reordered
+	Capture  *dpdk.Capture
+	Clock    func() int64
+	WallOff  int64
+	ARP      time.Duration // ARP retry timeout
+	PCP      bool          // tag frames on VLAN 7 with their priority in the PCP
+	// MemifSocket, when set, joins the hosts by net_memif over this socket
+	// path instead of rings.
+	MemifSocket string
+	// MemifPeers, when set, makes each host a memif client of a server
+	// someone else runs (socket i for host i), e.g. dpdk-testpmd
+	// forwarding between its two memif ports: a third-party DPDK
+	// forwarder between the hosts.
+	MemifPeers [2]string
+	// MTU is the hosts' IP MTU (0: 1500); Pool's mbufs must hold a frame
+	// of it (config.MempoolSpec.DataRoomFor).
+	MTU int
+}
+
+// NewPair makes the ports and the hosts.
+func NewPair(c PairConfig) (*Pair, error) {
+	rp := &Pair{}
+	var err error
+	if c.MemifSocket != "" || c.MemifPeers[0] != "" {
+		err = rp.memifPorts(c)
+	} else {
+		err = rp.ringPorts(c)
+	}
+	if err == nil {
+		err = rp.makeHosts(c)
+	}
+	if err != nil {
+		rp.Close()
+		return nil, err
+	}
+	return rp, nil
+}
+
+// waitLinkDown polls p's link until it is down or timeout passes.
+func waitLinkDown(p *dpdk.Port, timeout time.Duration) {
+	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(100 * time.Microsecond) {
+		if l, err := p.Link(); err != nil || !l.Up {
+			return
+		}
+	}
+}
+
+// memifPorts makes the two ends of a memif pair and waits for the link.
+func (rp *Pair) memifPorts(c PairConfig) error {
+	rp.memifPair = c.MemifPeers[0] == ""
+	for i, role := range []string{"server", "client"} {
+		name := fmt.Sprintf("net_memif_%s%d", c.Name, i)
+		sock := c.MemifSocket
+		if c.MemifPeers[0] != "" {
+			role, sock = "client", c.MemifPeers[i]
+		}
+		p, err := dpdk.NewVdev(name, fmt.Sprintf("role=%s,id=0,socket=%s,socket-abstract=no", role, sock))
+		if err != nil {
+			return err
+		}
+		rp.vdevs = append(rp.vdevs, name)
+		rp.ports[i] = p
+		if rp.setup[i], err = SetupPort(p, PortSetup{TxQueues: c.TxQueues, RxQueues: c.TxQueues, Pool: c.Pool}); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	if err := WaitLinks(rp.ports[:], 10*time.Second, nil); err != nil {
+		return fmt.Errorf("memif on %s%v: %w", c.MemifSocket, c.MemifPeers, err)
+	}
+	return nil
+}
+
+func (rp *Pair) ringPorts(c PairConfig) error {
+	for i, dir := range []string{"ab", "ba"} {
+		r, err := dpdk.NewRing(c.Name+dir, 4096, dpdk.SocketIDAny, 0) // several TX queues enqueue: multi-producer
+		if err != nil {
+			return err
+		}
+		rp.rings[i] = r
+	}
+	for i := range 2 {
+		tx := make([]*dpdk.Ring, c.TxQueues)
+		for q := range tx {
+			tx[q] = rp.rings[i]
+		}
+		p, err := dpdk.PortFromRings(fmt.Sprintf("%s_%d", c.Name, i), []*dpdk.Ring{rp.rings[1-i]}, tx, dpdk.SocketIDAny)
+		if err != nil {
+			return err
+		}
+		rp.ports[i] = p
+		if rp.setup[i], err = SetupPort(p, PortSetup{TxQueues: c.TxQueues, RxQueues: 1, Pool: c.Pool}); err != nil {
+			return fmt.Errorf("%s: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
+// makeHosts builds the two hosts on the ports.
+func (rp *Pair) makeHosts(c PairConfig) error {
+	pm, err := nicq.NewMap(c.TxQueues)
+	if err != nil {
+		return err
+	}
+	for i, p := range rp.ports {
+		hc := Config{
+			Port: p, Pool: c.Pool, IP: [4]byte{10, 0, 0, byte(i + 1)}, MAC: wire.MAC{2, 0, 10, 0, 0, byte(i + 1)},
+			PrioMap: pm, LinkBps: LinkRate(p, 10e9), Engine: engine.DefaultConfig(),
+			Capture: c.Capture, CapIf: i, Clock: c.Clock, WallOff: c.WallOff, Burst: 32,
+			PCP: c.PCP, VLAN: 7, Offloads: rp.setup[i].Offloads,
+			ARP:    ARPConfig{Timeout: c.ARP, Aging: time.Hour, Retries: 5},
+			Faults: Faults{Drop: c.Faults, Duplicate: c.Faults / 2, Reorder: c.Faults / 2, Seed: int64(i + 1)},
+		}
+		if c.MTU > 0 {
+			hc.Engine.MTU = c.MTU
+		}
+		h, err := New(hc)
+		if err != nil {
+			return err
+		}
+		rp.Hosts[i] = h
+	}
+	return nil
+}
+
+// Pass runs one pass of both hosts.
+func (rp *Pair) Pass() int {
+	now := rp.Hosts[0].clock() // one clock read for both
+	return rp.Hosts[0].PassAt(now) + rp.Hosts[1].PassAt(now)
+}
+
+// Drain frees what the hosts hold; call it on the loop's thread (or after
+// the loop stopped).
+func (rp *Pair) Drain() {
+	for _, h := range rp.Hosts {
+		if h != nil {
+			h.Drain()
+		}
+	}
+}
+
+// Close empties and closes the ports and frees the rings.
+func (rp *Pair) Close() {
+	bufs := make([]*dpdk.Mbuf, 64)
+	for i, p := range rp.ports {
+		if p == nil {
+			continue
+		}
+		if i > 0 && rp.memifPair {
+			// Stopping the server disconnects the client, which EAL's
+			// interrupt thread then tears down, freeing its regions;
+			// stopping the client while it does freed them twice ("EAL:
+			// Error: Invalid memory" from memif's stop). The link goes
+			// down as the teardown starts: give it time to finish.
+			waitLinkDown(p, time.Second)
+			time.Sleep(20 * time.Millisecond)
+		}
+		for q := range max(p.RxQueues(), 1) {
+			for n := p.RxBurst(uint16(q), bufs); n > 0; n = p.RxBurst(uint16(q), bufs) {
+				dpdk.FreeBulk(bufs[:n])
+			}
+		}
+		if len(rp.vdevs) == 0 {
+			p.Close()
+		} else {
+			p.Stop() // the memif server first, then its client
+		}
+	}
+	for _, name := range rp.vdevs {
+		dpdk.RemoveVdev(name)
+	}
+	for _, r := range rp.rings {
+		if r != nil {
+			r.Free()
+		}
+	}
+}

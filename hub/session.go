@@ -1,0 +1,441 @@
+package hub
+
+import (
+	"errors"
+	"unsafe"
+
+	"github.com/homa-dpdk/homa-dpdk/engine"
+	"github.com/homa-dpdk/homa-dpdk/shm"
+)
+
+// session is one attached worker, as the loop sees it.
+type session struct {
+	hub *Hub
+	s   *shm.Session
+	shm.EngineSide
+	client  *engine.Port
+	servers map[uint16]*engine.Port
+	// sends are the cookie and arena range of each outgoing message the
+	// engine holds: client RPCs by id, server responses by (peer, id).
+	sends    map[rpcRef]sendRef
+	requests map[rpcRef]*engine.Port // delivered requests not yet answered
+	parked   []shm.Submission        // sends waiting for ARP
+	backlog  []shm.Completion        // completions waiting for CQ room
+	// Zero-copy sends: each message in flight holds a payload reference
+	// of the host's; after the engine lets go (OutDone) it waits in
+	// releasing until its last packet has left the port, and only then
+	// is the range Released.
+	releasing []sendRef
+	pushed    bool
+	closing   bool
+	outst     int           // client RPCs in flight plus unanswered requests
+	gone      chan struct{} // closed when the loop has let the session go
+}
+
+type rpcRef struct {
+	ip [4]byte // zero for client RPCs
+	id uint64
+}
+
+type sendRef struct {
+	cookie uint64
+	offset uint64
+	length uint32
+	client bool
+	ref    uint64 // zero-copy: the host's payload reference, or 0
+}
+
+// release aborts the session's RPCs and closes its ports. The region is
+// freed after finish, once no packet still sends from it.
+func (ws *session) release() {
+	if ws.closing {
+		return
+	}
+	ws.closing = true
+	if ws.client != nil {
+		ws.client.Close()
+	}
+	for _, p := range ws.servers {
+		p.Close()
+	}
+}
+
+// finish lets the control goroutine free the region.
+func (ws *session) finish() {
+	select {
+	case <-ws.gone:
+		return
+	default:
+	}
+	ws.releasing = nil // the host frees its payload buffers at its drain
+	close(ws.gone)
+}
+
+// zeroCopyMin is the smallest message sent from the arena without a copy:
+// attaching and chaining cost C calls per packet and per message, more
+// than copying a packet or two.
+const zeroCopyMin = 4096
+
+// holdPayload gives s a payload reference when the port sends from
+// memory and the message is long enough (zeroCopyMin); it returns the
+// engine's ref (nil: copy).
+func (ws *session) holdPayload(s *sendRef) any {
+	if s.length < zeroCopyMin {
+		return nil
+	}
+	r, ok := ws.hub.h.HoldPayload()
+	if !ok {
+		return nil
+	}
+	s.ref = r
+	ws.hub.counters.ZeroCopyMessages++
+	return r
+}
+
+// dropPayload undoes holdPayload for a message the engine refused.
+func (ws *session) dropPayload(s *sendRef) {
+	if s.ref != 0 {
+		ws.hub.h.LetGoPayload(s.ref) // nothing was attached: free at once
+		ws.hub.h.PayloadSent(s.ref)
+		s.ref = 0
+	}
+}
+
+// releases reports Released for each zero-copy message whose last packet
+// has left; it returns whether none is left waiting.
+func (ws *session) releases() bool {
+	for i := 0; i < len(ws.releasing); {
+		r := ws.releasing[i]
+		if !ws.hub.h.PayloadSent(r.ref) {
+			i++
+			continue
+		}
+		ws.complete(shm.Completion{Op: shm.CompReleased, Cookie: r.cookie, Offset: r.offset, Length: r.length})
+		last := len(ws.releasing) - 1
+		ws.releasing[i] = ws.releasing[last]
+		ws.releasing = ws.releasing[:last]
+	}
+	return len(ws.releasing) == 0
+}
+
+// poll reads the submission ring.
+func (ws *session) poll() {
+	ws.retryParked()
+	hub := ws.hub
+	n := ws.SQ.PopBurst(hub.slots)
+	for i := range n {
+		hub.counters.Submissions++
+		sub, code := shm.ParseSubmission(&hub.slots[i], &ws.Limits)
+		if code != shm.ErrCodeNone {
+			hub.counters.BadEntries++
+			ws.refuse(&sub, code, false)
+			continue
+		}
+		ws.handle(&sub)
+	}
+}
+
+// refuse answers a submission with an error completion; Send and Reply
+// also release their arena range, which the engine never read.
+func (ws *session) refuse(sub *shm.Submission, code shm.ErrCode, counted bool) {
+	if counted {
+		ws.hub.counters.Refused++
+		if code == shm.ErrCodeLimit {
+			ws.hub.counters.LimitRefusals++
+		}
+	}
+	c := shm.Completion{Op: shm.CompError, Cookie: sub.Cookie, Err: code}
+	if sub.Op == shm.OpSend || sub.Op == shm.OpReply {
+		c.Flags = shm.CompFlagReleased
+		c.RPCID = sub.RPCID
+	}
+	if sub.Op == shm.OpAbort {
+		c.RPCID = sub.RPCID
+	}
+	ws.complete(c)
+}
+
+func (ws *session) handle(sub *shm.Submission) {
+	switch sub.Op {
+	case shm.OpBind:
+		ws.bind(sub)
+	case shm.OpSend:
+		ws.send(sub, false)
+	case shm.OpReply:
+		ws.reply(sub)
+	case shm.OpAbort:
+		ws.abort(sub)
+	case shm.OpAbortAll:
+		if ws.client != nil {
+			ws.client.AbortAll()
+		}
+		ws.complete(shm.Completion{Op: shm.CompAccepted, Cookie: sub.Cookie})
+	case shm.OpReturnPages:
+		if !ws.Pages.Return(sub.Page, sub.Pages) {
+			ws.refuse(sub, shm.ErrCodeBadPage, true)
+		}
+	}
+}
+
+func (ws *session) bind(sub *shm.Submission) {
+	if _, mine := ws.servers[sub.Port]; mine {
+		ws.refuse(sub, shm.ErrCodePortInUse, true)
+		return
+	}
+	p, err := ws.hub.ep.Bind(sub.Port)
+	if err != nil {
+		ws.refuse(sub, errCode(err), true)
+		return
+	}
+	p.SetHooks(ws.hooks(sub.Port))
+	ws.servers[sub.Port] = p
+	ws.complete(shm.Completion{Op: shm.CompAccepted, Cookie: sub.Cookie, Port: sub.Port})
+}
+
+// send starts a client RPC; parked is true when it comes back from
+// waiting for ARP.
+func (ws *session) send(sub *shm.Submission, parked bool) {
+	if !parked && ws.outst >= ws.hub.lim.MaxOutstanding {
+		ws.refuse(sub, shm.ErrCodeLimit, true)
+		return
+	}
+	ready, failed := ws.hub.h.PeerReady(sub.PeerIP)
+	if !ready {
+		if failed {
+			if parked {
+				ws.outst--
+			}
+			ws.refuse(sub, shm.ErrCodeUnreachable, true)
+			return
+		}
+		if !parked {
+			ws.outst++ // a parked send counts against the limit
+			ws.hub.counters.ARPWaits++
+		}
+		ws.parked = append(ws.parked, *sub)
+		return
+	}
+	if ws.client == nil {
+		p, err := ws.hub.ep.OpenClient()
+		if err != nil {
+			if parked {
+				ws.outst--
+			}
+			ws.refuse(sub, errCode(err), true)
+			return
+		}
+		p.SetHooks(ws.hooks(0))
+		ws.client = p
+	}
+	msg := ws.Arena[sub.Offset : sub.Offset+uint64(sub.Length)]
+	sr := sendRef{cookie: sub.Cookie, offset: sub.Offset, length: sub.Length, client: true}
+	id, err := ws.client.SendRef(engine.Addr{IP: sub.PeerIP, Port: sub.PeerPort}, msg, ws.holdPayload(&sr))
+	if err != nil {
+		ws.dropPayload(&sr)
+		if parked {
+			ws.outst--
+		}
+		ws.refuse(sub, errCode(err), true)
+		return
+	}
+	if !parked {
+		ws.outst++
+	}
+	ws.sends[rpcRef{id: id}] = sr
+	ws.complete(shm.Completion{Op: shm.CompAccepted, Cookie: sub.Cookie, RPCID: id})
+}
+
+// retryParked retries the sends that waited for ARP.
+func (ws *session) retryParked() {
+	if len(ws.parked) == 0 {
+		return
+	}
+	parked := ws.parked
+	ws.parked = nil
+	for i := range parked {
+		ws.send(&parked[i], true)
+	}
+}
+
+func (ws *session) reply(sub *shm.Submission) {
+	ref := rpcRef{ip: sub.PeerIP, id: sub.RPCID}
+	p := ws.requests[ref]
+	if p == nil {
+		ws.refuse(sub, shm.ErrCodeNoRPC, true)
+		return
+	}
+	msg := ws.Arena[sub.Offset : sub.Offset+uint64(sub.Length)]
+	sr := sendRef{cookie: sub.Cookie, offset: sub.Offset, length: sub.Length}
+	err := p.ReplyRef(engine.Message{ID: sub.RPCID, Peer: engine.Addr{IP: sub.PeerIP, Port: sub.PeerPort}, Request: true}, msg, ws.holdPayload(&sr))
+	delete(ws.requests, ref)
+	ws.outst--
+	if err != nil {
+		ws.dropPayload(&sr)
+		ws.refuse(sub, errCode(err), true)
+		return
+	}
+	ws.sends[ref] = sr
+	ws.complete(shm.Completion{Op: shm.CompAccepted, Cookie: sub.Cookie, RPCID: sub.RPCID})
+}
+
+func (ws *session) abort(sub *shm.Submission) {
+	if ws.client == nil || ws.client.Abort(sub.RPCID) != nil {
+		ws.refuse(sub, shm.ErrCodeNoRPC, true)
+		return
+	}
+	ws.complete(shm.Completion{Op: shm.CompAccepted, Cookie: sub.Cookie, RPCID: sub.RPCID})
+}
+
+// hooks are the engine's view of the session's memory: messages are
+// reassembled straight into the receive pool and delivered as
+// completions; sent messages are read from the arena until OutDone.
+// A server port's hooks carry its number (server); a client port's, 0.
+func (ws *session) hooks(server uint16) engine.PortHooks {
+	return engine.PortHooks{
+		Deliver: func(m engine.Message) { ws.deliver(m, server) },
+		RecvBuf: func(n int) ([]byte, bool) {
+			if server != 0 && ws.outst >= ws.hub.lim.MaxOutstanding {
+				ws.hub.counters.LimitRefusals++
+				return nil, false // the request is dropped; its client retries
+			}
+			pages := shm.PagesFor(n)
+			page, ok := ws.Pages.Alloc(pages)
+			if !ok {
+				ws.hub.counters.NoRecvSpace++
+				return nil, false
+			}
+			off := page * shm.PageSize
+			return ws.Pool[off : off+n], true
+		},
+		FreeRecvBuf: func(buf []byte) {
+			ws.Pages.Release(ws.pageOf(buf), shm.PagesFor(len(buf)))
+		},
+		OutDone: ws.outDone,
+	}
+}
+
+// pageOf is the pool page a receive buffer starts on.
+func (ws *session) pageOf(buf []byte) int {
+	off := uintptr(unsafe.Pointer(unsafe.SliceData(buf))) - uintptr(unsafe.Pointer(unsafe.SliceData(ws.Pool)))
+	return int(off / shm.PageSize)
+}
+
+func (ws *session) deliver(m engine.Message, port uint16) {
+	if m.Err != nil { // a client RPC failed
+		ws.outst--
+		c := shm.Completion{Op: shm.CompError, RPCID: m.ID, Err: errCode(m.Err), PeerIP: m.Peer.IP, PeerPort: m.Peer.Port}
+		if ref, ok := ws.sends[rpcRef{id: m.ID}]; ok { // OutDone already released the range
+			c.Cookie = ref.cookie
+			delete(ws.sends, rpcRef{id: m.ID})
+		}
+		ws.complete(c)
+		return
+	}
+	page, pages := ws.pageOf(m.Data), shm.PagesFor(len(m.Data))
+	ws.Pages.Deliver(page, pages)
+	c := shm.Completion{RPCID: m.ID, PeerIP: m.Peer.IP, PeerPort: m.Peer.Port,
+		Length: uint32(len(m.Data)), Page: uint32(page), Pages: uint32(pages)}
+	if m.Request {
+		c.Op = shm.CompRequest
+		c.Port = port
+		ws.requests[rpcRef{ip: m.Peer.IP, id: m.ID}] = ws.servers[port]
+		ws.outst++
+	} else {
+		c.Op = shm.CompResponse
+		ws.outst--
+		if ref, ok := ws.sends[rpcRef{id: m.ID}]; ok {
+			c.Cookie = ref.cookie
+			delete(ws.sends, rpcRef{id: m.ID})
+		}
+	}
+	ws.complete(c)
+}
+
+// outDone: the engine no longer reads an outgoing message.
+func (ws *session) outDone(id uint64, peer engine.Addr, _ []byte) {
+	ref := rpcRef{id: id}
+	if id&1 == 1 { // a server RPC is named by its client too
+		ref.ip = peer.IP
+	}
+	s, ok := ws.sends[ref]
+	if !ok {
+		return
+	}
+	if !s.client {
+		delete(ws.sends, ref) // a client's entry stays for its result's cookie
+	}
+	if s.ref != 0 { // packets may still be sending from the arena
+		ws.hub.h.LetGoPayload(s.ref)
+		ws.releasing = append(ws.releasing, s)
+		ws.releases() // all gone already: Released now
+		return
+	}
+	ws.complete(shm.Completion{Op: shm.CompReleased, Cookie: s.cookie, Offset: s.offset, Length: s.length})
+}
+
+// complete pushes c, or keeps it (in order) until the ring has room.
+func (ws *session) complete(c shm.Completion) {
+	if ws.closing {
+		return
+	}
+	ws.hub.counters.Completions++
+	if len(ws.backlog) == 0 {
+		var slot shm.Slot
+		c.Encode(&slot)
+		if ws.CQ.Push(&slot) {
+			ws.pushed = true
+			return
+		}
+	}
+	ws.hub.counters.CQBacklogged++
+	ws.backlog = append(ws.backlog, c)
+}
+
+func (ws *session) flush() {
+	if len(ws.releasing) > 0 {
+		ws.releases()
+	}
+	for len(ws.backlog) > 0 {
+		var slot shm.Slot
+		ws.backlog[0].Encode(&slot)
+		if !ws.CQ.Push(&slot) {
+			break
+		}
+		ws.backlog = ws.backlog[1:]
+		ws.pushed = true
+	}
+	if ws.pushed {
+		ws.pushed = false
+		if ws.CQ.TakeWaiter() {
+			ws.hub.counters.Wakeups++
+			ws.s.Wake()
+		}
+	}
+}
+
+// errCode maps an engine error to the code a worker sees.
+func errCode(err error) shm.ErrCode {
+	switch {
+	case errors.Is(err, engine.ErrTimeout):
+		return shm.ErrCodeTimeout
+	case errors.Is(err, engine.ErrPeerUnknown):
+		return shm.ErrCodeUnreachable
+	case errors.Is(err, engine.ErrPortUnreachable):
+		return shm.ErrCodePortUnreachable
+	case errors.Is(err, engine.ErrAborted):
+		return shm.ErrCodeAborted
+	case errors.Is(err, engine.ErrNoBufferSpace):
+		return shm.ErrCodeNoBufferSpace
+	case errors.Is(err, engine.ErrNoRPC):
+		return shm.ErrCodeNoRPC
+	case errors.Is(err, engine.ErrPortInUse):
+		return shm.ErrCodePortInUse
+	case errors.Is(err, engine.ErrPeerRestarted):
+		return shm.ErrCodePeerRestarted
+	case errors.Is(err, engine.ErrClosed):
+		return shm.ErrCodeClosed
+	case errors.Is(err, engine.ErrMessageLength):
+		return shm.ErrCodeBadLength
+	}
+	return shm.ErrCodeClosed
+}
