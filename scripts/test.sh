@@ -16,7 +16,7 @@ fi
 go vet ./...
 
 echo "== pure-Go packages without cgo"
-CGO_ENABLED=0 go test -count=1 $(go list ./... | grep -E '/(wire|engine|sched|nicq|shm|client|config)(/|$)' || true) 2>&1 | grep -v 'no test files' || true
+CGO_ENABLED=0 go test -count=1 $(go list ./... | grep -E '/(wire|engine|sched|nicq|shm|hub|client|config)(/|$)' || true) 2>&1 | grep -v 'no test files' || true
 
 echo "== all tests (HOMA_REQUIRE_DPDK=${HOMA_REQUIRE_DPDK:-0})"
 log=$(mktemp)
