@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,7 +31,7 @@ func TestLoad_exampleFileIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Ports) != 1 || s.Ports[0].Device != "net_memif0" || s.Neighbours[0].MAC != "02:00:0a:00:00:02" {
+	if len(s.Ports) != 1 || s.Ports[0].Device != "net_memif0" || s.Neighbours[0].MAC.String() != "02:00:0a:00:00:02" {
 		t.Errorf("spec %+v", s)
 	}
 	if s.Protocol.MaxNICQueue != 5*time.Microsecond || s.Protocol.Tick != time.Millisecond {
@@ -45,16 +46,16 @@ func TestLoad_defaultsAreKernelHoma(t *testing.T) {
 	}
 	h := s.Protocol
 	if h.UnschedBytes != 40000 || h.MaxIncoming != 400000 || h.MaxOvercommit != 8 || h.Window != 0 ||
-		h.GrantFIFOFraction != 0.05 || h.FIFOGrantIncrement != 50000 || h.NumPriorities != 8 ||
+		h.GrantFIFOFraction != 0.05 || h.FIFOGrantIncrement != 50000 ||
 		h.ResendTicks != 5 || h.ResendInterval != 5 || h.TimeoutTicks != 100 || h.RequestAckTick != 2 ||
-		h.MaxMessage != 1_000_000 || h.PacerThreshold != 1000 {
+		h.MaxMessage != 1_000_000 {
 		t.Errorf("protocol defaults %+v", h)
 	}
 	if got := h.UnschedCutoffs; len(got) != 4 || got[0] != 200 || got[3] != 1_000_000 {
 		t.Errorf("cutoffs %v", got)
 	}
 	p := s.Ports[0]
-	if p.MTU != 1500 || p.Marking != "dscp" || p.RxDesc != 1024 || p.LinkSpeed != "auto" {
+	if p.MTU != 1500 || p.Marking != "dscp" || p.RxDesc != 1024 || p.LinkSpeed != 0 {
 		t.Errorf("port defaults %+v", p)
 	}
 }
@@ -103,6 +104,13 @@ func TestLoad_errorsNameTheKey(t *testing.T) {
 		{"pcp without vlan", minimal + "    marking: pcp\n", nil, []string{"ports[0].vlan", "needs a VLAN id"}},
 		{"bad priority map", minimal + "    priority_map: \"0,1\"\n", nil, []string{"ports[0].priority_map", "want 8 queue numbers"}},
 		{"bad link speed", minimal + "    link_speed: fast\n", nil, []string{"ports[0].link_speed", "10G"}},
+		{"bad gateway", "ports:\n  - device: net_null0\n    address: 10.0.0.1/24\n    gateway: ten\n", nil, []string{"ports[0].gateway", "not an IPv4 address"}},
+		{"no prefix length", "ports:\n  - device: net_null0\n    address: 10.0.0.1\n", nil, []string{"ports[0].address", "10.0.0.1/24"}},
+		{"multicast mac", minimal + "    mac: \"03:00:00:00:00:01\"\n", nil, []string{"ports[0].mac", "unicast"}},
+		{"bad port mac", minimal + "    mac: zz\n", nil, []string{"ports[0].mac", "not a MAC address"}},
+		{"bad neighbour ip", minimal + "neighbours:\n  - ip: 10.0.0.x\n    mac: \"02:00:00:00:00:01\"\n", nil, []string{"neighbours[0].ip", "not an IPv4 address"}},
+		{"removed key", minimal + "protocol:\n  num_priorities: 4\n", nil, []string{"protocol.num_priorities is no longer a key", "priority_map"}},
+		{"removed key from the environment", minimal, map[string]string{"HOMA_PROTOCOL_PACER_THRESHOLD": "10"}, []string{"protocol.pacer_threshold is no longer a key"}},
 		{"duplicate address", minimal + "  - device: net_null1\n    address: 10.0.0.1/24\n", nil,
 			[]string{"ports[1].address: 10.0.0.1 is also the address of ports[0]"}},
 		{"bad env value", minimal, map[string]string{"HOMA_PROTOCOL_MAX_OVERCOMMIT": "lots"}, []string{"max_overcommit"}},
@@ -139,6 +147,20 @@ func TestLoad_errorsNameTheKey(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Addresses, MACs and rates are parsed once, into typed values.
+func TestLoad_typedValues(t *testing.T) {
+	s, err := Load(Source{File: writeFile(t, "ports:\n  - device: net_null0\n    address: 10.0.0.1/24\n    gateway: 10.0.0.254\n"+
+		"    mac: \"02:00:00:00:00:07\"\n    link_speed: 25G\nruntime:\n  gomemlimit: 512MiB\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := s.Ports[0]
+	if p.Address != netip.MustParsePrefix("10.0.0.1/24") || p.Gateway != netip.MustParseAddr("10.0.0.254") ||
+		p.MAC.String() != "02:00:00:00:00:07" || p.LinkSpeed != 25e9 || s.Runtime.GOMemLimit != 512<<20 {
+		t.Errorf("port %+v, gomemlimit %d", p, s.Runtime.GOMemLimit)
 	}
 }
 

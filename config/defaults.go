@@ -14,7 +14,6 @@ var defaults = map[string]any{
 	"protocol.window":               0,
 	"protocol.grant_fifo_fraction":  0.05,
 	"protocol.fifo_grant_increment": 50_000,
-	"protocol.num_priorities":       8,
 	"protocol.unsched_cutoffs":      []int{200, 2800, 15_000, 1_000_000},
 	"protocol.tick":                 time.Millisecond,
 	"protocol.resend_ticks":         5,
@@ -22,7 +21,6 @@ var defaults = map[string]any{
 	"protocol.timeout_ticks":        100,
 	"protocol.request_ack_ticks":    2,
 	"protocol.max_nic_queue":        5 * time.Microsecond,
-	"protocol.pacer_threshold":      1000,
 	"protocol.max_message":          1_000_000,
 	"protocol.incast_control":       true,
 
@@ -68,7 +66,6 @@ const (
 	defaultRxDesc  = 1024
 	defaultTxDesc  = 1024
 	defaultMarking = "dscp"
-	defaultSpeed   = "auto"
 )
 
 func (p *PortSpec) applyDefaults() {
@@ -83,8 +80,5 @@ func (p *PortSpec) applyDefaults() {
 	}
 	if p.Marking == "" {
 		p.Marking = defaultMarking
-	}
-	if p.LinkSpeed == "" {
-		p.LinkSpeed = defaultSpeed
 	}
 }

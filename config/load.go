@@ -54,8 +54,13 @@ func Load(src Source) (*Spec, error) {
 			return nil, fmt.Errorf("flag --%s: %w", src.Flags[k].Name, err)
 		}
 	}
+	for _, k := range sortedKeys(removedKeys) {
+		if v.IsSet(k) {
+			return nil, fmt.Errorf("%s: %s is no longer a key: %s", where(src.File), k, removedKeys[k])
+		}
+	}
 	var s Spec
-	if err := v.UnmarshalExact(&s); err != nil {
+	if err := v.UnmarshalExact(&s, viper.DecodeHook(decodeHook)); err != nil {
 		return nil, decodeError(src.File, err)
 	}
 	for i := range s.Ports {
@@ -90,13 +95,25 @@ func hint(msg string) string {
 	return msg
 }
 
+func where(file string) string {
+	if file != "" {
+		return "config " + file
+	}
+	return "config"
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
 // decodeError rewrites mapstructure's messages so that each names the key
 // in the file's terms: "unknown key protocol.max_incomming".
 func decodeError(file string, err error) error {
-	where := "config"
-	if file != "" {
-		where = "config " + file
-	}
 	var msgs []string
 	for _, line := range strings.Split(err.Error(), "\n") {
 		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "*"))
@@ -120,7 +137,7 @@ func decodeError(file string, err error) error {
 		msgs = append(msgs, line)
 	}
 	if len(msgs) == 0 {
-		return fmt.Errorf("%s: %w", where, err)
+		return fmt.Errorf("%s: %w", where(file), err)
 	}
-	return fmt.Errorf("%s: %w", where, errors.New(strings.Join(msgs, "; ")))
+	return fmt.Errorf("%s: %w", where(file), errors.New(strings.Join(msgs, "; ")))
 }

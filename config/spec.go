@@ -12,7 +12,11 @@
 // values it allows. example.yaml beside this file documents every key.
 package config
 
-import "time"
+import (
+	"net"
+	"net/netip"
+	"time"
+)
 
 // Spec is the daemon's whole configuration.
 type Spec struct {
@@ -37,11 +41,11 @@ type Spec struct {
 type PortSpec struct {
 	// Device is a PCI address (0000:3b:00.0) or a vdev string
 	// (net_memif0,role=server,socket=/run/homa/memif.sock).
-	Device  string `mapstructure:"device"`
-	Address string `mapstructure:"address"` // IPv4 address/prefix, e.g. 10.0.0.1/24
-	Gateway string `mapstructure:"gateway"` // IPv4 next hop off the subnet; "" for none
-	MAC     string `mapstructure:"mac"`     // override of the port's MAC; "" keeps it
-	MTU     int    `mapstructure:"mtu"`     // IP MTU, 576..9000 (jumbo frames allowed)
+	Device  string           `mapstructure:"device"`
+	Address netip.Prefix     `mapstructure:"address"` // IPv4 address/prefix, e.g. 10.0.0.1/24
+	Gateway netip.Addr       `mapstructure:"gateway"` // IPv4 next hop off the subnet; "" (invalid) for none
+	MAC     net.HardwareAddr `mapstructure:"mac"`     // override of the port's MAC; "" (nil) keeps it
+	MTU     int              `mapstructure:"mtu"`     // IP MTU, 576..9000 (jumbo frames allowed)
 	// RxQueues is the number of RX queues, all polled by the port's loop;
 	// 0 chooses 1, or as many as the TX queues on net_memif, whose peers
 	// must have matching queue pairs.
@@ -55,7 +59,7 @@ type PortSpec struct {
 	PriorityMap string `mapstructure:"priority_map"` // queues of priorities 7..0, "" for the default spread
 	Marking     string `mapstructure:"marking"`      // dscp or pcp
 	VLAN        int    `mapstructure:"vlan"`         // VLAN id for pcp marking, 0..4094
-	LinkSpeed   string `mapstructure:"link_speed"`   // auto, or a rate like 10G, 25G, 100G, 100M
+	LinkSpeed   Rate   `mapstructure:"link_speed"`   // "auto" (0: ask the port), or a rate like 10G, 25G, 100G, 100M
 	RxDesc      int    `mapstructure:"rx_desc"`      // RX descriptors per queue
 	TxDesc      int    `mapstructure:"tx_desc"`      // TX descriptors per queue
 }
@@ -66,10 +70,9 @@ type ProtocolSpec struct {
 	UnschedBytes       int     `mapstructure:"unsched_bytes"`        // bytes sent before any grant
 	MaxIncoming        int     `mapstructure:"max_incoming"`         // granted-but-unreceived bytes allowed
 	MaxOvercommit      int     `mapstructure:"max_overcommit"`       // messages granted at once
-	Window             int     `mapstructure:"window"`               // per-message grant window; 0 = dynamic
+	Window             int     `mapstructure:"window"`               // bytes granted past a message's received bytes; 0 = dynamic, max_incoming/(active+1)
 	GrantFIFOFraction  float64 `mapstructure:"grant_fifo_fraction"`  // share of grants to the oldest message
 	FIFOGrantIncrement int     `mapstructure:"fifo_grant_increment"` // bytes per FIFO grant
-	NumPriorities      int     `mapstructure:"num_priorities"`       // 1..8
 	// UnschedCutoffs are the initial cutoffs for priorities 7 down to 0
 	// (bytes; a message goes at the highest priority whose cutoff is at
 	// least its length); 0 ends the list.
@@ -80,15 +83,14 @@ type ProtocolSpec struct {
 	TimeoutTicks   int           `mapstructure:"timeout_ticks"`     // silent ticks before an RPC times out
 	RequestAckTick int           `mapstructure:"request_ack_ticks"` // ticks before a server sends NEED_ACK
 	MaxNICQueue    time.Duration `mapstructure:"max_nic_queue"`     // NIC backlog bound (max_nic_queue_us)
-	PacerThreshold int           `mapstructure:"pacer_threshold"`   // messages shorter than this are never paced
 	MaxMessage     int           `mapstructure:"max_message"`       // largest message, bytes
 	IncastControl  bool          `mapstructure:"incast_control"`    // limit unscheduled bursts under incast
 }
 
 // Neighbour is a static IPv4 → MAC entry (no ARP needed for it).
 type Neighbour struct {
-	IP  string `mapstructure:"ip"`
-	MAC string `mapstructure:"mac"`
+	IP  netip.Addr       `mapstructure:"ip"`
+	MAC net.HardwareAddr `mapstructure:"mac"`
 }
 
 // MetricsSpec configures the Prometheus endpoint.
@@ -112,7 +114,7 @@ type LogSpec struct {
 // the garbage collector.
 type RuntimeSpec struct {
 	GOGC       int    `mapstructure:"gogc"`       // GOGC percentage; -1 turns the collector off
-	GOMemLimit string `mapstructure:"gomemlimit"` // soft memory limit, e.g. 512MiB; "" for none
+	GOMemLimit Bytes  `mapstructure:"gomemlimit"` // soft memory limit, e.g. 512MiB; "" (0) for none
 	GOMAXPROCS int    `mapstructure:"gomaxprocs"` // 0 = polling loops + 2, or the CPU count if larger
 	Idle       string `mapstructure:"idle"`       // busy or adaptive
 	// IdleSpinPasses is how many empty passes an adaptive loop makes

@@ -70,11 +70,11 @@ func (s *Spec) Validate() error {
 	s.Protocol.validate(&p)
 	for i, n := range s.Neighbours {
 		key := fmt.Sprintf("neighbours[%d]", i)
-		if a, err := netip.ParseAddr(n.IP); err != nil || !a.Is4() {
-			p.add(key+".ip", "%q is not an IPv4 address", n.IP)
+		if !n.IP.Is4() {
+			p.add(key+".ip", "missing; give the neighbour's IPv4 address")
 		}
-		if _, err := net.ParseMAC(n.MAC); err != nil || len(n.MAC) != 17 {
-			p.add(key+".mac", "%q is not a MAC address like 02:00:00:00:00:01", n.MAC)
+		if len(n.MAC) != 6 {
+			p.add(key+".mac", "missing; give a MAC address like 02:00:00:00:00:01")
 		}
 	}
 	if s.Metrics.Address != "" {
@@ -90,10 +90,8 @@ func (s *Spec) Validate() error {
 	if s.Runtime.GOGC < -1 || s.Runtime.GOGC == 0 {
 		p.add("runtime.gogc", "%d is not allowed; a positive percentage, or -1 to turn the collector off", s.Runtime.GOGC)
 	}
-	if s.Runtime.GOMemLimit != "" {
-		if _, err := ParseBytes(s.Runtime.GOMemLimit); err != nil {
-			p.add("runtime.gomemlimit", "%v", err)
-		}
+	if s.Runtime.GOMemLimit < 0 {
+		p.add("runtime.gomemlimit", "%d is negative", s.Runtime.GOMemLimit)
 	}
 	if s.Runtime.GOMAXPROCS < 0 {
 		p.add("runtime.gomaxprocs", "%d is negative; 0 chooses polling lcores + 2", s.Runtime.GOMAXPROCS)
@@ -150,27 +148,20 @@ func (ps *PortSpec) validate(p *problems, key string, addrs map[netip.Addr]strin
 	case !pciAddr.MatchString(dev) && !strings.HasPrefix(dev, "net_"):
 		p.add(key+".device", "%q is neither a PCI address (0000:3b:00.0) nor a net_* vdev", ps.Device)
 	}
-	pfx, err := netip.ParsePrefix(ps.Address)
-	if err != nil || !pfx.Addr().Is4() || pfx.Bits() < 1 || pfx.Bits() > 32 {
-		p.add(key+".address", "%q is not an IPv4 address/prefix (e.g. 10.0.0.1/24)", ps.Address)
+	pfx := ps.Address
+	if !pfx.IsValid() || !pfx.Addr().Is4() || pfx.Bits() < 1 {
+		p.add(key+".address", "missing or without a prefix length; give an IPv4 address/prefix (e.g. 10.0.0.1/24)")
 	} else {
 		if other, dup := addrs[pfx.Addr()]; dup {
 			p.add(key+".address", "%s is also the address of %s", pfx.Addr(), other)
 		}
 		addrs[pfx.Addr()] = key
-		if ps.Gateway != "" {
-			gw, err := netip.ParseAddr(ps.Gateway)
-			if err != nil || !gw.Is4() {
-				p.add(key+".gateway", "%q is not an IPv4 address", ps.Gateway)
-			} else if !pfx.Masked().Contains(gw) {
-				p.add(key+".gateway", "%s is not on the port's subnet %s", gw, pfx.Masked())
-			}
+		if gw := ps.Gateway; gw.IsValid() && !pfx.Masked().Contains(gw) {
+			p.add(key+".gateway", "%s is not on the port's subnet %s", gw, pfx.Masked())
 		}
 	}
-	if ps.MAC != "" {
-		if hw, err := net.ParseMAC(ps.MAC); err != nil || len(hw) != 6 || hw[0]&1 == 1 {
-			p.add(key+".mac", "%q is not a unicast MAC address like 02:00:00:00:00:01", ps.MAC)
-		}
+	if ps.MAC != nil && (len(ps.MAC) != 6 || ps.MAC[0]&1 == 1) {
+		p.add(key+".mac", "%s is not a unicast MAC address like 02:00:00:00:00:01", ps.MAC)
 	}
 	p.intRange(key+".mtu", ps.MTU, 576, 9000)
 	p.intRange(key+".rx_queues", ps.RxQueues, 0, 1024)
@@ -192,10 +183,8 @@ func (ps *PortSpec) validate(p *problems, key string, addrs map[netip.Addr]strin
 			p.add(key+".priority_map", "%v", err)
 		}
 	}
-	if ps.LinkSpeed != "auto" {
-		if _, err := ParseRate(ps.LinkSpeed); err != nil {
-			p.add(key+".link_speed", "%v; or auto to ask the port", err)
-		}
+	if ps.LinkSpeed < 0 {
+		p.add(key+".link_speed", "%v is negative; give a rate like 10G, or auto", float64(ps.LinkSpeed))
 	}
 	p.intRange(key+".rx_desc", ps.RxDesc, 32, 32768)
 	p.intRange(key+".tx_desc", ps.TxDesc, 32, 32768)
@@ -209,7 +198,6 @@ func (h *ProtocolSpec) validate(p *problems) {
 	p.intRange("protocol.window", h.Window, 0, 1<<30)
 	p.fraction("protocol.grant_fifo_fraction", h.GrantFIFOFraction)
 	p.intRange("protocol.fifo_grant_increment", h.FIFOGrantIncrement, 1, 1<<30)
-	p.intRange("protocol.num_priorities", h.NumPriorities, 1, 8)
 	if len(h.UnschedCutoffs) == 0 || len(h.UnschedCutoffs) > 8 {
 		p.add("protocol.unsched_cutoffs", "%d entries; give 1 to 8 byte counts, for priorities 7 downwards", len(h.UnschedCutoffs))
 	}
@@ -227,7 +215,6 @@ func (h *ProtocolSpec) validate(p *problems) {
 	}
 	p.intRange("protocol.request_ack_ticks", h.RequestAckTick, 1, 1000)
 	p.duration("protocol.max_nic_queue", h.MaxNICQueue, 100*time.Nanosecond, 10*time.Millisecond)
-	p.intRange("protocol.pacer_threshold", h.PacerThreshold, 0, h.MaxMessage)
 }
 
 // ParseRate reads a link rate such as 10G, 25G, 100M or 400G (bits per

@@ -113,10 +113,8 @@ func (d *Daemon) Loops() []*lcore.Loop { return d.loops }
 
 func applyRuntime(rs config.RuntimeSpec, loops int) {
 	debug.SetGCPercent(rs.GOGC)
-	if rs.GOMemLimit != "" {
-		if b, err := config.ParseBytes(rs.GOMemLimit); err == nil {
-			debug.SetMemoryLimit(b)
-		}
+	if rs.GOMemLimit > 0 {
+		debug.SetMemoryLimit(int64(rs.GOMemLimit))
 	}
 	lcore.SetGOMAXPROCS(loops)
 	if rs.GOMAXPROCS > 0 {

@@ -3,13 +3,10 @@ package daemon
 import (
 	"errors"
 	"fmt"
-	"net"
-	"net/netip"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/homa-dpdk/homa-dpdk/config"
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/engine"
 	"github.com/homa-dpdk/homa-dpdk/host"
@@ -71,14 +68,7 @@ func portSocket(p *dpdk.Port) int {
 func (d *Daemon) setupPort(i int) error {
 	ps, p := d.spec.Ports[i], d.ports[i]
 	s := host.PortSetup{TxQueues: ps.TxQueues, RxQueues: ps.RxQueues, RxDesc: ps.RxDesc, TxDesc: ps.TxDesc,
-		Pool: d.pools[i], MTU: ps.MTU}
-	if ps.MAC != "" {
-		mac, err := net.ParseMAC(ps.MAC)
-		if err != nil {
-			return fmt.Errorf("ports[%d].mac: %w", i, err)
-		}
-		s.MAC = mac
-	}
+		Pool: d.pools[i], MTU: ps.MTU, MAC: ps.MAC}
 	st, err := host.SetupPort(p, s)
 	if err != nil {
 		var pe *host.PortError
@@ -96,10 +86,7 @@ func (d *Daemon) setupPort(i int) error {
 // hostConfigFor builds port i's host settings from the Spec.
 func (d *Daemon) hostConfigFor(i int, clock func() int64, wallOff int64) (host.Config, error) {
 	ps, p, h, st := d.spec.Ports[i], d.ports[i], d.spec.Protocol, d.started[i]
-	pfx, err := netip.ParsePrefix(ps.Address)
-	if err != nil {
-		return host.Config{}, fmt.Errorf("ports[%d].address: %w", i, err)
-	}
+	pfx := ps.Address
 	hwaddr, err := p.MAC()
 	if err != nil {
 		return host.Config{}, err
@@ -111,18 +98,14 @@ func (d *Daemon) hostConfigFor(i int, clock func() int64, wallOff int64) (host.C
 	if err != nil {
 		return host.Config{}, fmt.Errorf("ports[%d].priority_map: %w", i, err)
 	}
-	rate := 10e9
-	if ps.LinkSpeed != "auto" {
-		if rate, err = config.ParseRate(ps.LinkSpeed); err != nil {
-			return host.Config{}, fmt.Errorf("ports[%d].link_speed: %w", i, err)
-		}
-	} else {
-		rate = host.LinkRate(p, rate)
+	rate := float64(ps.LinkSpeed)
+	if rate == 0 { // auto
+		rate = host.LinkRate(p, 10e9)
 	}
 	ec := engine.DefaultConfig()
 	ec.MTU, ec.UnschedBytes, ec.MaxMessageLength = ps.MTU, h.UnschedBytes, h.MaxMessage
 	ec.Grant.MaxIncoming, ec.Grant.MaxOvercommit = h.MaxIncoming, h.MaxOvercommit
-	ec.Grant.FIFOIncrement = h.FIFOGrantIncrement
+	ec.Grant.FIFOIncrement, ec.Grant.Window = h.FIFOGrantIncrement, h.Window
 	ec.Grant.FIFOFraction = int(h.GrantFIFOFraction * 1000)
 	ec.TickNs = h.Tick.Nanoseconds()
 	ec.ResendTicks, ec.ResendInterval, ec.TimeoutTicks, ec.RequestAckTicks = h.ResendTicks, h.ResendInterval, h.TimeoutTicks, h.RequestAckTick
@@ -145,23 +128,11 @@ func (d *Daemon) hostConfigFor(i int, clock func() int64, wallOff int64) (host.C
 		Faults: host.Faults{Drop: d.spec.Faults.Drop, Duplicate: d.spec.Faults.Duplicate,
 			Reorder: d.spec.Faults.Reorder, Seed: d.spec.Faults.Seed},
 	}
-	if ps.Gateway != "" {
-		gw, err := netip.ParseAddr(ps.Gateway)
-		if err != nil {
-			return host.Config{}, fmt.Errorf("ports[%d].gateway: %w", i, err)
-		}
-		hc.Gateway = gw.As4()
+	if ps.Gateway.IsValid() {
+		hc.Gateway = ps.Gateway.As4()
 	}
-	for k, n := range d.spec.Neighbours {
-		ip, err := netip.ParseAddr(n.IP)
-		if err != nil {
-			return host.Config{}, fmt.Errorf("neighbours[%d].ip: %w", k, err)
-		}
-		mac, err := net.ParseMAC(n.MAC)
-		if err != nil {
-			return host.Config{}, fmt.Errorf("neighbours[%d].mac: %w", k, err)
-		}
-		hc.Static[ip.As4()] = wire.MAC(mac)
+	for _, n := range d.spec.Neighbours {
+		hc.Static[n.IP.As4()] = wire.MAC(n.MAC)
 	}
 	return hc, nil
 }

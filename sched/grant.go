@@ -19,6 +19,12 @@ type GrantConfig struct {
 	// 50,000).
 	FIFOIncrement int
 
+	// Window, when not 0, is how many bytes past what a message has
+	// received it may be granted (protocol.window); 0 is the dynamic
+	// window, MaxIncoming/(active+1). Either way MaxIncoming bounds the
+	// total.
+	Window int
+
 	// MaxSchedPrio is the highest priority used for scheduled bytes (3
 	// with the kernel's default cutoffs; see Cutoffs.MaxSchedPrio).
 	MaxSchedPrio int
@@ -179,6 +185,9 @@ func (s *GrantScheduler) Schedule() []Grant {
 		return s.out // FIFO grant pending: let room open up for it first
 	}
 	window := s.cfg.MaxIncoming / (n + 1)
+	if s.cfg.Window > 0 {
+		window = s.cfg.Window
+	}
 	rank := 0
 	for _, m := range s.msgs[:active] {
 		if m.Granted >= m.Length {

@@ -59,6 +59,26 @@ func TestGrantScheduler_srptRanksAndDynamicWindow(t *testing.T) {
 	}
 }
 
+// A fixed window (protocol.window) replaces the dynamic one; MaxIncoming
+// still bounds the total.
+func TestGrantScheduler_fixedWindow(t *testing.T) {
+	cfg := DefaultGrantConfig()
+	cfg.Window = 50_000
+	s := NewGrantScheduler(cfg, 4)
+	long := newMsg("long", 900_000, 40_000)
+	short := newMsg("short", 100_000, 40_000)
+	s.Add(long)
+	s.Add(short)
+	if got, want := grantLog(s.Schedule()), "short 50000@1\nlong 50000@0\n"; got != want {
+		t.Fatalf("grants:\n%swant:\n%s", got, want)
+	}
+	short.Received = 30_000
+	s.Update(short)
+	if got, want := grantLog(s.Schedule()), "short 80000@1\n"; got != want {
+		t.Fatalf("grants after 30,000 bytes:\n%swant:\n%s", got, want)
+	}
+}
+
 func TestGrantScheduler_maxIncomingStopsLongerMessages(t *testing.T) {
 	cfg := DefaultGrantConfig()
 	cfg.MaxIncoming = 100_000

@@ -1,0 +1,98 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"reflect"
+
+	"github.com/go-viper/mapstructure/v2"
+)
+
+// Rate is a link rate in bits per second, read from a string such as
+// 10G, 25G, 100M or 400G; 0 is auto (ask the port).
+type Rate float64
+
+// Bytes is a size in bytes, read from a string such as 512MiB, 2GiB or
+// 1048576; 0 is none.
+type Bytes int64
+
+var (
+	prefixType = reflect.TypeOf(netip.Prefix{})
+	addrType   = reflect.TypeOf(netip.Addr{})
+	macType    = reflect.TypeOf(net.HardwareAddr{})
+	rateType   = reflect.TypeOf(Rate(0))
+	bytesType  = reflect.TypeOf(Bytes(0))
+)
+
+// typedHook parses the Spec's typed values from the strings of the file,
+// the environment and the flags, once; mapstructure names the key of a
+// value that fails.
+func typedHook(from, to reflect.Type, data any) (any, error) {
+	s, ok := data.(string)
+	if !ok || from.Kind() != reflect.String {
+		return data, nil
+	}
+	switch to {
+	case prefixType:
+		if s == "" {
+			return netip.Prefix{}, nil
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil || !p.Addr().Is4() {
+			return nil, fmt.Errorf("%q is not an IPv4 address/prefix (e.g. 10.0.0.1/24)", s)
+		}
+		return p, nil
+	case addrType:
+		if s == "" {
+			return netip.Addr{}, nil
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil || !a.Is4() {
+			return nil, fmt.Errorf("%q is not an IPv4 address", s)
+		}
+		return a, nil
+	case macType:
+		if s == "" {
+			return net.HardwareAddr(nil), nil
+		}
+		hw, err := net.ParseMAC(s)
+		if err != nil || len(hw) != 6 {
+			return nil, fmt.Errorf("%q is not a MAC address like 02:00:00:00:00:01", s)
+		}
+		return hw, nil
+	case rateType:
+		if s == "" || s == "auto" {
+			return Rate(0), nil
+		}
+		r, err := ParseRate(s)
+		if err != nil {
+			return nil, fmt.Errorf("%v; or auto to ask the port", err)
+		}
+		return Rate(r), nil
+	case bytesType:
+		if s == "" {
+			return Bytes(0), nil
+		}
+		b, err := ParseBytes(s)
+		if err != nil {
+			return nil, err
+		}
+		return Bytes(b), nil
+	}
+	return data, nil
+}
+
+// decodeHook is viper's default hooks with typedHook first.
+var decodeHook = mapstructure.ComposeDecodeHookFunc(
+	typedHook,
+	mapstructure.StringToTimeDurationHookFunc(),
+	mapstructure.StringToSliceHookFunc(","),
+)
+
+// removedKeys are keys that once existed and did nothing; a config that
+// still sets one is told what to use instead.
+var removedKeys = map[string]string{
+	"protocol.num_priorities":  "it was never read; map priorities onto fewer TX queues with ports[].priority_map, and use fewer unscheduled levels with protocol.unsched_cutoffs",
+	"protocol.pacer_threshold": "it was never read; every DATA packet is paced against protocol.max_nic_queue",
+}
