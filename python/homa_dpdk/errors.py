@@ -89,3 +89,9 @@ class BadEntry(_CodeError):
 class ArenaFull(HomaError):
     """No room in the transmit arena for a message, and none freed up
     within the client's op_timeout."""
+
+
+def _error_for(code, rpc_id=0, what="", peer=None):
+    if 0 < code < 16:
+        return BadEntry(code, rpc_id, what, peer)
+    return RPCError(code, rpc_id, what, peer)
