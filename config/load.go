@@ -16,6 +16,9 @@ import (
 // environment.
 type Source struct {
 	File string // YAML file; "" for none
+	// YAML is a config document given inline instead of File (an
+	// embedded default); File wins when both are set.
+	YAML string
 	// Flags maps config keys to the command-line flags that set them; a flag
 	// counts only when the user gave it.
 	Flags map[string]*pflag.Flag
@@ -36,6 +39,10 @@ func Load(src Source) (*Spec, error) {
 		defer f.Close()
 		if err := v.ReadConfig(f); err != nil {
 			return nil, fmt.Errorf("config file %s: %w", src.File, err)
+		}
+	} else if src.YAML != "" {
+		if err := v.ReadConfig(strings.NewReader(src.YAML)); err != nil {
+			return nil, fmt.Errorf("config: %w", err)
 		}
 	}
 	v.SetEnvPrefix("HOMA")

@@ -22,7 +22,9 @@ import (
 type Spec struct {
 	// EAL arguments passed to DPDK verbatim (flags after -- replace them).
 	EAL []string `mapstructure:"eal"`
-	// Lcores are the EAL worker lcores that run polling loops; one per port.
+	// Lcores are the EAL worker lcores that poll the ports: lcores[i]
+	// polls ports[i]. Ports given the same lcore share one polling loop,
+	// whose pass runs each of their hosts in turn.
 	Lcores     []uint       `mapstructure:"lcores"`
 	Ports      []PortSpec   `mapstructure:"ports"`
 	Protocol   ProtocolSpec `mapstructure:"protocol"`

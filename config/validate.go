@@ -56,12 +56,8 @@ func (s *Spec) Validate() error {
 	if len(s.Lcores) == 0 {
 		p.add("lcores", "no polling lcore; give the EAL worker lcores that poll the ports, e.g. [1]")
 	}
-	seen := map[uint]bool{}
-	for i, l := range s.Lcores {
-		if seen[l] {
-			p.add(fmt.Sprintf("lcores[%d]", i), "lcore %d is listed twice", l)
-		}
-		seen[l] = true
+	if len(s.Ports) > 0 && len(s.Lcores) > len(s.Ports) {
+		p.add("lcores", "%d lcores for %d ports; lcores[i] polls ports[i] (ports may share an lcore)", len(s.Lcores), len(s.Ports))
 	}
 	addrs := map[netip.Addr]string{}
 	for i := range s.Ports {

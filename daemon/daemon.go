@@ -60,7 +60,8 @@ type Daemon struct {
 	ports        []*dpdk.Port
 	pools        []*dpdk.Mempool
 	hosts        []*host.Host
-	loops        []*lcore.Loop
+	loops        []*lcore.Loop // one per distinct lcore
+	loopOf       []*lcore.Loop // per host: the loop that runs it
 	hubs         []*hub.Hub
 	hubOf        []*hub.Hub // per host, or nil
 	housekeeping *lcore.Housekeeping
@@ -108,8 +109,16 @@ func Start(spec *config.Spec, log zerolog.Logger, opts Options) (*Daemon, error)
 // Hosts are the daemon's hosts, one per port, in the Spec's order.
 func (d *Daemon) Hosts() []*host.Host { return d.hosts }
 
-// Loops are the hosts' polling loops.
+// Loops are the polling loops, one per distinct lcore.
 func (d *Daemon) Loops() []*lcore.Loop { return d.loops }
+
+// LoopOf is the loop that runs host i (nil before launch).
+func (d *Daemon) LoopOf(i int) *lcore.Loop {
+	if i < len(d.loopOf) {
+		return d.loopOf[i]
+	}
+	return nil
+}
 
 func applyRuntime(rs config.RuntimeSpec, loops int) {
 	debug.SetGCPercent(rs.GOGC)
@@ -179,10 +188,10 @@ func (d *Daemon) StopPorts() error {
 		d.capture = nil
 	}
 	for i, h := range d.hosts {
-		if i >= len(d.loops) {
+		if d.LoopOf(i) == nil {
 			break
 		}
-		st, sc := d.loops[i].Stats(), h.Stack()
+		st, sc := d.LoopOf(i).Stats(), h.Stack()
 		d.Log.Info().Str("host", h.Addr().String()).Uint64("passes", st.Passes).Uint64("packets", st.Packets).
 			Uint64("arp_requests", sc.ARPRequests).Uint64("echo_requests", sc.EchoRequests).Msg("stopped")
 	}

@@ -19,7 +19,7 @@ import (
 type Collector struct {
 	Hosts []*hostpkg.Host
 	Hubs  []*hub.Hub    // per host, nil for none; may be shorter than Hosts
-	Loops []*lcore.Loop // per host; may be shorter than Hosts (nil loop: none)
+	Loops []*lcore.Loop // per host (hosts sharing an lcore share its loop); may be shorter than Hosts (nil loop: none)
 }
 
 var (

@@ -175,23 +175,68 @@ func (d *Daemon) launch() error {
 			return err
 		}
 	}
-	for i, h := range d.hosts {
-		loop, err := lcore.Launch(d.spec.Lcores[i], lcore.Config{Name: h.String(), Pass: h.Pass, Drain: h.Drain, Idle: idle})
-		if err != nil {
-			return err
-		}
-		d.loops = append(d.loops, loop)
-		d.Log.Info().Str("host", h.Addr().String()).Uint("lcore", d.spec.Lcores[i]).Msg("polling loop launched")
+	if err := d.launchLoops(clock, idle); err != nil {
+		return err
 	}
 	// The process's other threads stay off the loops' CPUs.
 	d.housekeeping = lcore.StartHousekeeping(d.loops, time.Second)
 	if addr := d.spec.Metrics.Address; addr != "" {
-		srv, err := ServeMetrics(addr, &Collector{Hosts: d.hosts, Hubs: d.hubOf, Loops: d.loops})
+		srv, err := ServeMetrics(addr, &Collector{Hosts: d.hosts, Hubs: d.hubOf, Loops: d.loopOf})
 		if err != nil {
 			return err
 		}
 		d.metrics = srv
 		d.Log.Info().Str("address", addr).Msg("serving /metrics")
+	}
+	return nil
+}
+
+// launchLoops starts one polling loop per distinct lcore; the hosts of
+// ports that share an lcore run in its loop, in port order, with one
+// clock reading per pass.
+func (d *Daemon) launchLoops(clock func() int64, idle lcore.Idle) error {
+	d.loopOf = make([]*lcore.Loop, len(d.hosts))
+	var order []uint
+	groups := map[uint][]int{}
+	for i := range d.hosts {
+		l := d.spec.Lcores[i]
+		if _, ok := groups[l]; !ok {
+			order = append(order, l)
+		}
+		groups[l] = append(groups[l], i)
+	}
+	for _, l := range order {
+		hosts := make([]*host.Host, 0, len(groups[l]))
+		names := make([]string, 0, len(groups[l]))
+		for _, i := range groups[l] {
+			hosts = append(hosts, d.hosts[i])
+			names = append(names, d.hosts[i].Addr().String())
+		}
+		cfg := lcore.Config{Name: hosts[0].String(), Pass: hosts[0].Pass, Drain: hosts[0].Drain, Idle: idle}
+		if len(hosts) > 1 {
+			cfg.Name = "hosts " + strings.Join(names, ", ")
+			cfg.Pass = func() int {
+				now, n := clock(), 0
+				for _, h := range hosts {
+					n += h.PassAt(now)
+				}
+				return n
+			}
+			cfg.Drain = func() {
+				for _, h := range hosts {
+					h.Drain()
+				}
+			}
+		}
+		loop, err := lcore.Launch(l, cfg)
+		if err != nil {
+			return fmt.Errorf("lcores: lcore %d: %w", l, err)
+		}
+		d.loops = append(d.loops, loop)
+		for _, i := range groups[l] {
+			d.loopOf[i] = loop
+		}
+		d.Log.Info().Strs("hosts", names).Uint("lcore", l).Msg("polling loop launched")
 	}
 	return nil
 }

@@ -6,17 +6,20 @@
 package demo
 
 import (
+	_ "embed"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/config"
+	"github.com/homa-dpdk/homa-dpdk/daemon"
 	"github.com/homa-dpdk/homa-dpdk/engine"
 	"github.com/homa-dpdk/homa-dpdk/host"
-	"github.com/homa-dpdk/homa-dpdk/lcore"
+	"github.com/rs/zerolog"
 )
 
 // Config is the in-loop demo's: how long, which sizes, how many RPCs at
@@ -123,49 +126,82 @@ func (d *demoClient) run(now int64) {
 	}
 }
 
-// Run runs the demo: EAL must be up, with lcore 1 a worker lcore.
+// DefaultYAML is the daemon config the demo runs with (demo.yaml): the
+// README's first command needs no config file.
+//
+//go:embed demo.yaml
+var DefaultYAML string
+
+// ringName names the demo's ring ports, as DefaultYAML's devices do.
+const ringName = "demo" // rte_eth_from_rings names its ports net_ring_demo0 and net_ring_demo1
+
+// Run runs the demo: EAL must be up, with lcore 1 a worker lcore. The
+// two hosts start through the daemon's phases (daemon.Start with
+// DefaultYAML) on ring ports the demo makes first.
 func Run(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	pool, err := dpdk.NewPktMbufPool("demo", 16384, 256, 2048+uint16(dpdk.PktmbufHeadroom), dpdk.SocketIDAny)
+	spec, err := config.Load(config.Source{YAML: DefaultYAML})
+	if err != nil {
+		return fmt.Errorf("demo config: %w", err)
+	}
+	spec.Capture.File, spec.Capture.Last = cfg.Capture, cfg.CaptureLast
+	ports, rings, err := host.NewRingPorts(ringName, spec.Ports[0].TxQueues)
+	defer host.CloseRingPorts(ports, rings)
 	if err != nil {
 		return err
 	}
-	defer pool.Free()
-	var capture *dpdk.Capture
-	if cfg.Capture != "" {
-		if capture, err = dpdk.NewCapture(cfg.Capture, []string{"10.0.0.1", "10.0.0.2"}, 0, cfg.CaptureLast); err != nil {
+	var d *demoClient
+	var start time.Time
+	prepare := func(hosts []*host.Host) error {
+		client, server := hosts[0], hosts[1]
+		srv, err := server.Endpoint().Bind(99)
+		if err != nil {
 			return err
 		}
-	}
-	start, clock, wallOff := host.NewClock()
-	rp, err := host.NewPair(host.PairConfig{Name: "demo", Pool: pool, TxQueues: 8, Capture: capture,
-		Clock: clock, WallOff: wallOff, ARP: 100 * time.Millisecond})
-	if err != nil {
-		return err
-	}
-	defer rp.Close()
-	client, server := rp.Hosts[0], rp.Hosts[1]
-	srv, err := server.Endpoint().Bind(99)
-	if err != nil {
-		return err
-	}
-	server.AddApp(host.AppFunc(func(int64) {
-		for {
-			m, ok := srv.Receive()
-			if !ok {
-				return
+		server.AddApp(host.AppFunc(func(int64) {
+			for m, ok := srv.Receive(); ok; m, ok = srv.Receive() {
+				srv.Reply(m, m.Data)
 			}
-			srv.Reply(m, m.Data)
+		}))
+		cl, err := client.Endpoint().OpenClient()
+		if err != nil {
+			return err
 		}
-	}))
-	cl, err := client.Endpoint().OpenClient()
+		start = time.Now()
+		d = newDemoClient(cfg, client, cl, engine.Addr{IP: server.IP(), Port: 99}, client.Clock()+cfg.Duration.Nanoseconds())
+		client.AddApp(host.AppFunc(d.run))
+		return nil
+	}
+	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly}).Level(zerolog.WarnLevel).With().Timestamp().Logger()
+	dm, err := daemon.Start(spec, log, daemon.Options{Prepare: prepare, SkipEAL: true})
 	if err != nil {
 		return err
 	}
-	d := &demoClient{cfg: cfg, h: client, port: cl, dst: engine.Addr{IP: server.IP(), Port: 99},
-		started: map[uint64]rpcStart{}, stopAt: clock() + cfg.Duration.Nanoseconds()}
+	fmt.Fprintf(cfg.Out, "demo: Homa hosts 10.0.0.1 (client) and 10.0.0.2 (echo server) on a net_ring pair, %d TX queues each, one polling loop on lcore 1; %d RPCs outstanding, sizes %v, %v\n",
+		spec.Ports[0].TxQueues, cfg.Concurrency, cfg.Sizes, cfg.Duration)
+	deadline := time.Now().Add(cfg.Duration + 30*time.Second)
+	for time.Now().Before(deadline) && !d.doneOrFailed() {
+		time.Sleep(50 * time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	if err := dm.Stop(); err != nil {
+		return err
+	}
+	if d.failed != nil {
+		hosts := dm.Hosts()
+		return fmt.Errorf("demo: %w\n  %s\n  %s", d.failed, hosts[0].Summary(), hosts[1].Summary())
+	}
+	if !d.done {
+		return fmt.Errorf("demo: %d RPCs still outstanding %v after the end", len(d.started), 30*time.Second)
+	}
+	d.report(elapsed)
+	return nil
+}
+
+func newDemoClient(cfg Config, h *host.Host, port *engine.Port, dst engine.Addr, stopAt int64) *demoClient {
+	d := &demoClient{cfg: cfg, h: h, port: port, dst: dst, started: map[uint64]rpcStart{}, stopAt: stopAt}
 	for _, s := range cfg.Sizes {
 		msg := make([]byte, s)
 		for i := range msg {
@@ -174,37 +210,7 @@ func Run(cfg Config) error {
 		d.msgs = append(d.msgs, msg)
 		d.hist = append(d.hist, hdrhistogram.New(1, 60_000_000, 3))
 	}
-	client.AddApp(host.AppFunc(d.run))
-	fmt.Fprintf(cfg.Out, "demo: Homa hosts 10.0.0.1 (client) and 10.0.0.2 (echo server) on a net_ring pair, 8 TX queues each, one polling loop on lcore 1; %d RPCs outstanding, sizes %v, %v\n",
-		cfg.Concurrency, cfg.Sizes, cfg.Duration)
-	loop, err := lcore.Launch(1, lcore.Config{Name: "demo", Pass: rp.Pass, Drain: rp.Drain})
-	if err != nil {
-		return err
-	}
-	deadline := time.Now().Add(cfg.Duration + 30*time.Second)
-	for time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-		if d.doneOrFailed() {
-			break
-		}
-	}
-	elapsed := time.Since(start)
-	if err := loop.Stop(5 * time.Second); err != nil {
-		return err
-	}
-	if capture != nil {
-		if err := capture.Close(); err != nil {
-			return err
-		}
-	}
-	if d.failed != nil {
-		return fmt.Errorf("demo: %w\n  %s\n  %s", d.failed, client.Summary(), server.Summary())
-	}
-	if !d.done {
-		return fmt.Errorf("demo: %d RPCs still outstanding %v after the end", len(d.started), 30*time.Second)
-	}
-	d.report(elapsed)
-	return nil
+	return d
 }
 
 func (d *demoClient) doneOrFailed() bool { return d.finished.Load() }

@@ -106,28 +106,72 @@ func (rp *Pair) memifPorts(c PairConfig) error {
 }
 
 func (rp *Pair) ringPorts(c PairConfig) error {
-	for i, dir := range []string{"ab", "ba"} {
-		r, err := dpdk.NewRing(c.Name+dir, 4096, dpdk.SocketIDAny, 0) // several TX queues enqueue: multi-producer
-		if err != nil {
-			return err
-		}
-		rp.rings[i] = r
+	ports, rings, err := NewRingPorts(c.Name, c.TxQueues)
+	rp.ports, rp.rings = ports, rings
+	if err != nil {
+		return err
 	}
-	for i := range 2 {
-		tx := make([]*dpdk.Ring, c.TxQueues)
-		for q := range tx {
-			tx[q] = rp.rings[i]
-		}
-		p, err := dpdk.PortFromRings(fmt.Sprintf("%s_%d", c.Name, i), []*dpdk.Ring{rp.rings[1-i]}, tx, dpdk.SocketIDAny)
-		if err != nil {
-			return err
-		}
-		rp.ports[i] = p
+	for i, p := range rp.ports {
 		if rp.setup[i], err = SetupPort(p, PortSetup{TxQueues: c.TxQueues, RxQueues: 1, Pool: c.Pool}); err != nil {
 			return fmt.Errorf("%s: %w", p.Name, err)
 		}
 	}
 	return nil
+}
+
+// emptyPort frees what waits in p's RX queues.
+func emptyPort(p *dpdk.Port, bufs []*dpdk.Mbuf) {
+	for q := range max(p.RxQueues(), 1) {
+		for n := p.RxBurst(uint16(q), bufs); n > 0; n = p.RxBurst(uint16(q), bufs) {
+			dpdk.FreeBulk(bufs[:n])
+		}
+	}
+}
+
+// CloseRingPorts empties and closes ports made by NewRingPorts (stopped
+// ones) and frees their rings; nil entries are skipped.
+func CloseRingPorts(ports [2]*dpdk.Port, rings [2]*dpdk.Ring) {
+	bufs := make([]*dpdk.Mbuf, 64)
+	for _, p := range ports {
+		if p != nil {
+			emptyPort(p, bufs)
+			p.Close()
+		}
+	}
+	for _, r := range rings {
+		if r != nil {
+			r.Free()
+		}
+	}
+}
+
+// NewRingPorts makes two ports joined back to back by two rings
+// (rte_eth_from_rings), named net_ring_ + name + "0" and "1": every one of the
+// txQueues TX queues of one port feeds the single RX queue of the other.
+// The ports still need SetupPort (with one RX queue). On error the
+// ports and rings made so far are returned too: free them.
+func NewRingPorts(name string, txQueues int) ([2]*dpdk.Port, [2]*dpdk.Ring, error) {
+	var ports [2]*dpdk.Port
+	var rings [2]*dpdk.Ring
+	for i, dir := range []string{"ab", "ba"} {
+		r, err := dpdk.NewRing(name+dir, 4096, dpdk.SocketIDAny, 0) // several TX queues enqueue: multi-producer
+		if err != nil {
+			return ports, rings, err
+		}
+		rings[i] = r
+	}
+	for i := range 2 {
+		tx := make([]*dpdk.Ring, txQueues)
+		for q := range tx {
+			tx[q] = rings[i]
+		}
+		p, err := dpdk.PortFromRings(fmt.Sprintf("%s%d", name, i), []*dpdk.Ring{rings[1-i]}, tx, dpdk.SocketIDAny)
+		if err != nil {
+			return ports, rings, err
+		}
+		ports[i] = p
+	}
+	return ports, rings, nil
 }
 
 // makeHosts builds the two hosts on the ports.
@@ -189,11 +233,7 @@ func (rp *Pair) Close() {
 			waitLinkDown(p, time.Second)
 			time.Sleep(20 * time.Millisecond)
 		}
-		for q := range max(p.RxQueues(), 1) {
-			for n := p.RxBurst(uint16(q), bufs); n > 0; n = p.RxBurst(uint16(q), bufs) {
-				dpdk.FreeBulk(bufs[:n])
-			}
-		}
+		emptyPort(p, bufs)
 		if len(rp.vdevs) == 0 {
 			p.Close()
 		} else {

@@ -18,7 +18,7 @@ const module = "github.com/homa-dpdk/homa-dpdk/"
 // package its layer (sub-packages take their parent's); a package imports
 // only lower layers, or its own tree. host and hub never import each
 // other, hub stays off the DPDK binding, and config is read only by the
-// daemon and the program.
+// daemon, the demo (its embedded default config) and the program.
 func rank(pkg string) int {
 	top, _, _ := strings.Cut(pkg, "/")
 	switch top {
@@ -31,7 +31,7 @@ func rank(pkg string) int {
 	case "host", "hub":
 		return 1
 	case "config":
-		return 1 // below daemon and cmd, which alone may import it
+		return 1 // below daemon, demo and cmd, which alone may import it
 	}
 	return 0
 }
@@ -48,8 +48,8 @@ func importRule(pkg, dep string) string {
 		return "host and hub never import each other"
 	case top == "hub" && (dtop == "dpdk" || dtop == "lcore" || dtop == "nicq"):
 		return "hub is pure Go: no DPDK binding, no polling loops"
-	case dtop == "config" && top != "daemon" && top != "cmd":
-		return "config is read by daemon and cmd only"
+	case dtop == "config" && top != "daemon" && top != "demo" && top != "cmd":
+		return "config is read by daemon, demo and cmd only"
 	case dtop == "internal":
 		return ""
 	case rank(dep) > rank(pkg) || (rank(dep) == rank(pkg) && rank(pkg) > 0 && !(top == "demo" && dtop == "daemon")):
@@ -128,7 +128,9 @@ func TestImportRule_refusesWhatDesignForbids(t *testing.T) {
 		{"hub", "host", false},
 		{"hub", "dpdk", false},
 		{"host", "config", false},
-		{"demo", "config", false},
+		{"demo", "config", true},
+		{"perf", "config", false},
+		{"hub", "config", false},
 		{"engine", "host", false},
 		{"host", "daemon", false},
 		{"daemon", "demo", false},
