@@ -17,8 +17,9 @@
 //     loopback and over a veth pair between network namespaces.
 //   - throughput (throughput.go): 1 MB messages streamed, Gbps and CPU
 //     seconds per GB, Homa against TCP.
-//   - slowdown (slowdown*.go): the Homa papers' experiment through a tc
-//     bottleneck with 8 priority bands, Homa daemons against TCP, W1-W5.
+//   - slowdown (package perf/slowdown): the Homa papers' experiment
+//     through a tc bottleneck with 8 priority bands, Homa daemons against
+//     TCP, W1-W5.
 //   - testpmd-path (testpmdpath.go): rtt and throughput with dpdk-testpmd
 //     forwarding between the two Homa hosts.
 //

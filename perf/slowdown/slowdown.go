@@ -1,4 +1,4 @@
-package perf
+package slowdown
 
 import (
 	"embed"
@@ -16,12 +16,8 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
-// Scenario slowdown: the Homa papers' experiment on one machine. See
-// SlowdownMethod for what is measured and how, and SlowdownDistortions
-// for what a 2-CPU virtual machine does to it.
-
-// SlowdownMethod is written into every result.
-const SlowdownMethod = `Hosts are network namespaces: one server and C clients, each with a veth ` +
+// Method is written into every result.
+const Method = `Hosts are network namespaces: one server and C clients, each with a veth ` +
 	`into a bridge in a switch namespace. The bottleneck is the switch port towards the server ` +
 	`(its veth egress): tc htb with one class at the rate and under it 8 strict-priority bands ` +
 	`(this kernel has no prio or ets qdisc: the bands are htb leaf classes with prio 0..7, each guaranteed ` +
@@ -68,8 +64,8 @@ const SlowdownMethod = `Hosts are network namespaces: one server and C clients, 
 	`RTT divided by the unloaded RTT at its size, interpolated linearly in log(size)-log(RTT). ` +
 	`Samples are grouped in size buckets of 4 per decade; P50/P99 are nearest-rank.`
 
-// SlowdownDistortions lists what the machine does to the measurement.
-const SlowdownDistortions = `2 vCPUs shared by the three daemons' polling loops, the harness's ` +
+// Distortions lists what the machine does to the measurement.
+const Distortions = `2 vCPUs shared by the three daemons' polling loops, the harness's ` +
 	`workers and drivers, the kernel's softirq work for every veth and the qdisc, and whatever ` +
 	`else runs on the machine (loadavg_before in each run). CPU contention inflates both transports' ` +
 	`RTTs and shows up directly as tail latency: a daemon descheduled for milliseconds (its max pass gap) ` +
@@ -100,7 +96,7 @@ type Workload struct {
 	CDF   []float64 // CDF[i] = P(size <= Sizes[i])
 }
 
-// LoadWorkload returns W1..W5 (case-insensitive) from perf/testdata.
+// LoadWorkload returns W1..W5 (case-insensitive) from testdata/ (embedded).
 func LoadWorkload(name string) (*Workload, error) {
 	n := strings.ToLower(name)
 	f, err := workloadFiles.Open("testdata/" + n + ".csv")
@@ -194,8 +190,8 @@ func HomaWireBytes(size int) float64 {
 	return float64(size + n*(ethIPHeaders+homaDataHeader))
 }
 
-// SDArrival is one offered RPC.
-type SDArrival struct {
+// Arrival is one offered RPC.
+type Arrival struct {
 	At   time.Duration // since the start of the run
 	Size int
 }
@@ -203,10 +199,10 @@ type SDArrival struct {
 // PoissonArrivals draws open-loop Poisson arrivals for clients clients over
 // period, sizes from w, at a total rate that loads a link of rateBps to
 // load (0..1) in HomaWireBytes; the result is per client, in time order.
-func PoissonArrivals(w *Workload, clients int, period time.Duration, rateBps, load float64, seed uint64) [][]SDArrival {
+func PoissonArrivals(w *Workload, clients int, period time.Duration, rateBps, load float64, seed uint64) [][]Arrival {
 	rng := rand.New(rand.NewPCG(seed, 6))
 	perSec := load * rateBps / 8 / w.Mean(HomaWireBytes)
-	out := make([][]SDArrival, clients)
+	out := make([][]Arrival, clients)
 	t := 0.0
 	for {
 		t += rng.ExpFloat64() / perSec
@@ -214,13 +210,13 @@ func PoissonArrivals(w *Workload, clients int, period time.Duration, rateBps, lo
 			return out
 		}
 		c := rng.IntN(clients)
-		out[c] = append(out[c], SDArrival{At: time.Duration(t * 1e9), Size: w.Draw(rng)})
+		out[c] = append(out[c], Arrival{At: time.Duration(t * 1e9), Size: w.Draw(rng)})
 	}
 }
 
-// SDProbeSizes returns the sizes whose unloaded RTT is measured: the
+// ProbeSizes returns the sizes whose unloaded RTT is measured: the
 // workload's smallest and largest and its quantiles, distinct.
-func SDProbeSizes(w *Workload) []int {
+func ProbeSizes(w *Workload) []int {
 	var s []int
 	for _, q := range []float64{0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999} {
 		s = append(s, w.Quantile(q))
@@ -230,14 +226,14 @@ func SDProbeSizes(w *Workload) []int {
 	return slices.Compact(s)
 }
 
-// SDUnloaded maps size to unloaded RTT, interpolating in log-log.
-type SDUnloaded struct {
+// Unloaded maps size to unloaded RTT, interpolating in log-log.
+type Unloaded struct {
 	Sizes []int     `json:"sizes"`
 	RTTUs []float64 `json:"rtt_us"` // median per size
 }
 
 // At returns the unloaded RTT of size bytes, in µs.
-func (u *SDUnloaded) At(size int) float64 {
+func (u *Unloaded) At(size int) float64 {
 	n := len(u.Sizes)
 	if n == 1 || size <= u.Sizes[0] {
 		return u.RTTUs[0]
@@ -255,14 +251,14 @@ func (u *SDUnloaded) At(size int) float64 {
 	return math.Exp(y0 + f*(y1-y0))
 }
 
-// SDSample is one completed RPC.
-type SDSample struct {
+// Sample is one completed RPC.
+type Sample struct {
 	Size int
 	RTT  time.Duration
 }
 
-// SDBucket is the slowdown of the samples of one size range.
-type SDBucket struct {
+// Bucket is the slowdown of the samples of one size range.
+type Bucket struct {
 	MinSize    int     `json:"min_size"`
 	MaxSize    int     `json:"max_size"` // inclusive
 	MedianSize int     `json:"median_size"`
@@ -273,11 +269,11 @@ type SDBucket struct {
 	P99RTTUs   float64 `json:"p99_rtt_us"`
 }
 
-// sdBucketOf is a size's bucket index: 4 per decade.
-func sdBucketOf(size int) int { return int(math.Floor(math.Log10(float64(size)) * 4)) }
+// bucketOf is a size's bucket index: 4 per decade.
+func bucketOf(size int) int { return int(math.Floor(math.Log10(float64(size)) * 4)) }
 
-// sdRank returns the q-quantile of sorted v.
-func sdRank(v []float64, q float64) float64 {
+// rank returns the q-quantile of sorted v.
+func rank(v []float64, q float64) float64 {
 	if len(v) == 0 {
 		return math.NaN()
 	}
@@ -285,26 +281,26 @@ func sdRank(v []float64, q float64) float64 {
 	return v[max(i, 0)]
 }
 
-// SDBuckets groups samples by size and computes their slowdowns.
-func SDBuckets(samples []SDSample, u *SDUnloaded) []SDBucket {
-	groups := map[int][]SDSample{}
+// Buckets groups samples by size and computes their slowdowns.
+func Buckets(samples []Sample, u *Unloaded) []Bucket {
+	groups := map[int][]Sample{}
 	for _, s := range samples {
-		groups[sdBucketOf(s.Size)] = append(groups[sdBucketOf(s.Size)], s)
+		groups[bucketOf(s.Size)] = append(groups[bucketOf(s.Size)], s)
 	}
 	keys := make([]int, 0, len(groups))
 	for k := range groups {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	var out []SDBucket
+	var out []Bucket
 	for _, k := range keys {
-		out = append(out, sdSummarize(groups[k], u))
+		out = append(out, summarize(groups[k], u))
 	}
 	return out
 }
 
-// sdSummarize computes one bucket of samples.
-func sdSummarize(g []SDSample, u *SDUnloaded) SDBucket {
+// summarize computes one bucket of samples.
+func summarize(g []Sample, u *Unloaded) Bucket {
 	sd := make([]float64, len(g))
 	rtt := make([]float64, len(g))
 	sizes := make([]int, len(g))
@@ -317,26 +313,26 @@ func sdSummarize(g []SDSample, u *SDUnloaded) SDBucket {
 	slices.Sort(sd)
 	slices.Sort(rtt)
 	slices.Sort(sizes)
-	return SDBucket{MinSize: sizes[0], MaxSize: sizes[len(sizes)-1], MedianSize: sizes[(len(sizes)-1)/2],
-		Count: len(g), P50: sdRank(sd, 0.5), P99: sdRank(sd, 0.99),
-		P50RTTUs: sdRank(rtt, 0.5), P99RTTUs: sdRank(rtt, 0.99)}
+	return Bucket{MinSize: sizes[0], MaxSize: sizes[len(sizes)-1], MedianSize: sizes[(len(sizes)-1)/2],
+		Count: len(g), P50: rank(sd, 0.5), P99: rank(sd, 0.99),
+		P50RTTUs: rank(rtt, 0.5), P99RTTUs: rank(rtt, 0.99)}
 }
 
-// SDShortLimit is the size of the "short messages" of the headline.
-const SDShortLimit = 1000
+// ShortLimit is the size of the "short messages" of the headline.
+const ShortLimit = 1000
 
-// SDShort summarizes the samples of at most SDShortLimit bytes.
-func SDShort(samples []SDSample, u *SDUnloaded) *SDBucket {
-	var g []SDSample
+// Short summarizes the samples of at most ShortLimit bytes.
+func Short(samples []Sample, u *Unloaded) *Bucket {
+	var g []Sample
 	for _, s := range samples {
-		if s.Size <= SDShortLimit {
+		if s.Size <= ShortLimit {
 			g = append(g, s)
 		}
 	}
 	if len(g) == 0 {
 		return nil
 	}
-	b := sdSummarize(g, u)
+	b := summarize(g, u)
 	return &b
 }
 
@@ -361,10 +357,10 @@ func ParseTCRate(s string) (float64, error) {
 	return v * mult, nil
 }
 
-// sdMedian returns the median of v (sorted in place).
-func sdMedian(v []float64) float64 {
+// median returns the median of v (sorted in place).
+func median(v []float64) float64 {
 	slices.Sort(v)
-	return sdRank(v, 0.5)
+	return rank(v, 0.5)
 }
 
 // Clamp returns w with every size above limit folded into limit (its

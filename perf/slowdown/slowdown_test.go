@@ -1,4 +1,4 @@
-package perf
+package slowdown
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/dpdk/dpdktest"
 )
 
-func TestSlowdown_workloadsLoadAndDraw(t *testing.T) {
+func TestWorkload_loadAndDraw(t *testing.T) {
 	for _, name := range []string{"W1", "W2", "W3", "W4", "W5"} {
 		w, err := LoadWorkload(name)
 		if err != nil {
@@ -41,7 +41,7 @@ func TestSlowdown_workloadsLoadAndDraw(t *testing.T) {
 }
 
 // The arrivals offer the asked load: their wire bytes over the period.
-func TestSlowdown_arrivalsOfferTheLoad(t *testing.T) {
+func TestPoissonArrivals_offerTheLoad(t *testing.T) {
 	w, _ := LoadWorkload("W2")
 	period := 20 * time.Second
 	arr := PoissonArrivals(w, 3, period, 1e9, 0.8, 1)
@@ -60,8 +60,8 @@ func TestSlowdown_arrivalsOfferTheLoad(t *testing.T) {
 	}
 }
 
-func TestSlowdown_unloadedInterpolatesAndBuckets(t *testing.T) {
-	u := &SDUnloaded{Sizes: []int{100, 10_000}, RTTUs: []float64{10, 1000}}
+func TestUnloaded_interpolatesAndBuckets(t *testing.T) {
+	u := &Unloaded{Sizes: []int{100, 10_000}, RTTUs: []float64{10, 1000}}
 	for _, c := range []struct {
 		size int
 		want float64
@@ -70,16 +70,16 @@ func TestSlowdown_unloadedInterpolatesAndBuckets(t *testing.T) {
 			t.Errorf("At(%d) = %g, want %g", c.size, got, c.want)
 		}
 	}
-	var s []SDSample
+	var s []Sample
 	for i := 1; i <= 100; i++ {
-		s = append(s, SDSample{Size: 100, RTT: time.Duration(i*10) * time.Microsecond})
+		s = append(s, Sample{Size: 100, RTT: time.Duration(i*10) * time.Microsecond})
 	}
-	s = append(s, SDSample{Size: 9000, RTT: 2 * time.Millisecond})
-	b := SDBuckets(s, u)
+	s = append(s, Sample{Size: 9000, RTT: 2 * time.Millisecond})
+	b := Buckets(s, u)
 	if len(b) != 2 || b[0].Count != 100 || b[0].P50 != 50 || b[0].P99 != 99 || b[1].Count != 1 {
 		t.Errorf("buckets: %+v", b)
 	}
-	if sh := SDShort(s, u); sh == nil || sh.Count != 100 {
+	if sh := Short(s, u); sh == nil || sh.Count != 100 {
 		t.Errorf("short: %+v", sh)
 	}
 	if r, err := ParseTCRate("500mbit"); err != nil || r != 500e6 {
@@ -87,9 +87,9 @@ func TestSlowdown_unloadedInterpolatesAndBuckets(t *testing.T) {
 	}
 }
 
-// TestSlowdown_smoke runs the scenario with the smoke configuration:
+// TestRun_smoke runs the scenario with the smoke configuration:
 // namespaces, the tc bottleneck, three Homa daemons, then kernel TCP.
-func TestSlowdown_smoke(t *testing.T) {
+func TestRun_smoke(t *testing.T) {
 	need := func(why string) {
 		if dpdktest.Required() {
 			t.Fatalf("HOMA_REQUIRE_DPDK=1 but %s", why)
@@ -105,13 +105,13 @@ func TestSlowdown_smoke(t *testing.T) {
 		}
 	}
 	bin := filepath.Join(t.TempDir(), "homa-dpdk")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/homa-dpdk").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/homa-dpdk/homa-dpdk/cmd/homa-dpdk").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	cfg := SmokeSlowdownConfig()
+	cfg := SmokeConfig()
 	cfg.Bin, cfg.Out, cfg.Log = bin, t.TempDir(), testLog{t}
 	cfg.Prefix = "sdt" + strconv.Itoa(os.Getpid()%100000)
-	t.Cleanup(func() { // namespaces go even if RunSlowdown panicked
+	t.Cleanup(func() { // namespaces go even if Run panicked
 		out, _ := exec.Command("ip", "netns", "list").Output()
 		for _, l := range strings.Split(string(out), "\n") {
 			if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(f[0], cfg.Prefix) {
@@ -120,13 +120,13 @@ func TestSlowdown_smoke(t *testing.T) {
 		}
 	})
 	start := time.Now()
-	res, err := RunSlowdown(cfg)
+	res, err := Run(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("smoke took %v", time.Since(start))
 	var sb strings.Builder
-	PrintSlowdown(&sb, res)
+	Print(&sb, res)
 	t.Log("\n" + sb.String())
 	if len(res.Runs) != 2 {
 		t.Fatalf("%d runs, want homa and tcp", len(res.Runs))
@@ -174,8 +174,8 @@ func (l testLog) Write(b []byte) (int, error) {
 // Each workload gets the rate at which its highest load offers RPCRate
 // RPCs per second, capped by RateBps; the protocol and the queues follow
 // the rate.
-func TestSlowdown_ratePerWorkload(t *testing.T) {
-	cfg := DefaultSlowdownConfig()
+func TestRateFor_perWorkload(t *testing.T) {
+	cfg := DefaultConfig()
 	for _, c := range []struct {
 		w         string
 		lo, hi    float64 // Mb/s
@@ -184,7 +184,7 @@ func TestSlowdown_ratePerWorkload(t *testing.T) {
 	}{{"W1", 4, 4.5, 1500, false}, {"W2", 7.5, 8.5, 1500, false}, {"W3", 39, 40.5, 1500, false}, {"W4", 200, 200, 0, true}, {"W5", 200, 200, 0, true}} {
 		w, _ := LoadWorkload(c.w)
 		w = w.Clamp(cfg.MaxMessage)
-		r := sdRateFor(cfg, w)
+		r := rateFor(cfg, w)
 		if r < c.lo*1e6 || r > c.hi*1e6 {
 			t.Errorf("%s: rate %.3f Mb/s, want %g..%g", c.w, r/1e6, c.lo, c.hi)
 		}
@@ -198,22 +198,22 @@ func TestSlowdown_ratePerWorkload(t *testing.T) {
 	}
 	cfg.RPCRate = 0
 	w, _ := LoadWorkload("W1")
-	if r := sdRateFor(cfg, w); r != cfg.RateBps {
+	if r := rateFor(cfg, w); r != cfg.RateBps {
 		t.Errorf("RPCRate 0: rate %g, want --rate", r)
 	}
-	if l := sdBandLimit(40e6); l != 250_000 {
+	if l := bandLimit(40e6); l != 250_000 {
 		t.Errorf("band limit at 40 Mb/s: %d bytes, want 50 ms = 250000", l)
 	}
-	if l := sdBandLimit(1e6); l != 16*1514 {
+	if l := bandLimit(1e6); l != 16*1514 {
 		t.Errorf("band limit at 1 Mb/s: %d bytes, want 16 frames", l)
 	}
-	p := SDProtocol(4.2e6)
+	p := Protocol(4.2e6)
 	for _, want := range []string{fmt.Sprintf("unsched_bytes: %d\n", 2*homaPerPacketPayload), fmt.Sprintf("max_incoming: %d\n", 8*homaPerPacketPayload), "resend_ticks: 100\n", "request_ack_ticks: 100\n"} {
 		if !strings.Contains(p, want) {
-			t.Errorf("SDProtocol(4.2 Mb/s) lacks %q:\n%s", want, p)
+			t.Errorf("Protocol(4.2 Mb/s) lacks %q:\n%s", want, p)
 		}
 	}
-	if p := SDProtocol(200e6); !strings.Contains(p, "unsched_bytes: 25000\n") {
-		t.Errorf("SDProtocol(200 Mb/s):\n%s", p)
+	if p := Protocol(200e6); !strings.Contains(p, "unsched_bytes: 25000\n") {
+		t.Errorf("Protocol(200 Mb/s):\n%s", p)
 	}
 }

@@ -1,4 +1,4 @@
-package perf
+package slowdown
 
 import (
 	"bufio"
@@ -20,8 +20,8 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/client"
 )
 
-// sdDaemon is one homa-dpdk run process in a host namespace.
-type sdDaemon struct {
+// daemon is one homa-dpdk run process in a host namespace.
+type daemon struct {
 	ns     string
 	ip     string
 	socket string
@@ -30,11 +30,11 @@ type sdDaemon struct {
 	done   chan error
 }
 
-const sdMetricsAddr = "127.0.0.1:9464"
+const metricsAddr = "127.0.0.1:9464"
 
-// sdStartDaemon runs `homa-dpdk run` in ns on its eth0.
-func sdStartDaemon(bin, dir, ns, ip, linkSpeed, eal, protocol, runtime string) (*sdDaemon, error) {
-	d := &sdDaemon{ns: ns, ip: ip, socket: filepath.Join(dir, ns+".sock"), log: filepath.Join(dir, ns+".log")}
+// startDaemon runs `homa-dpdk run` in ns on its eth0.
+func startDaemon(bin, dir, ns, ip, linkSpeed, eal, protocol, runtime string) (*daemon, error) {
+	d := &daemon{ns: ns, ip: ip, socket: filepath.Join(dir, ns+".sock"), log: filepath.Join(dir, ns+".log")}
 	cfg := fmt.Sprintf(`eal: [%s, "--no-pci", "--no-huge", "-m", "256", "--file-prefix", "%s", "--vdev", "net_af_packet0,iface=eth0"]
 lcores: [1]
 ports:
@@ -53,7 +53,7 @@ protocol:
   max_bytes: 67108864
   pool_bytes: 536870912
   max_outstanding: 4096
-`, eal, ns, ip, linkSpeed, sdMetricsAddr, protocol, runtime, d.socket)
+`, eal, ns, ip, linkSpeed, metricsAddr, protocol, runtime, d.socket)
 	path := filepath.Join(dir, ns+".yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return nil, err
@@ -75,7 +75,7 @@ protocol:
 }
 
 // dial attaches a worker, waiting for the daemon to come up.
-func (d *sdDaemon) dial(spin time.Duration) (*client.Client, error) {
+func (d *daemon) dial(spin time.Duration) (*client.Client, error) {
 	end := time.Now().Add(30 * time.Second)
 	for {
 		c, err := client.Dial(d.socket, client.Options{Spin: spin})
@@ -96,7 +96,7 @@ func (d *sdDaemon) dial(spin time.Duration) (*client.Client, error) {
 }
 
 // tail returns the end of the daemon's log.
-func (d *sdDaemon) tail() string {
+func (d *daemon) tail() string {
 	b, _ := os.ReadFile(d.log)
 	if len(b) > 2000 {
 		b = b[len(b)-2000:]
@@ -105,7 +105,7 @@ func (d *sdDaemon) tail() string {
 }
 
 // stop interrupts the daemon and waits for it (kills it after 10 s).
-func (d *sdDaemon) stop() {
+func (d *daemon) stop() {
 	if d.cmd.Process == nil {
 		return
 	}
@@ -119,19 +119,19 @@ func (d *sdDaemon) stop() {
 	}
 }
 
-// sdCounter matches one homa_engine_total sample of /metrics.
-var sdCounter = regexp.MustCompile(`^homa_engine_total\{counter="([a-zA-Z_]+)"[^}]*\} ([0-9.e+]+)$`)
+// counterLine matches one homa_engine_total sample of /metrics.
+var counterLine = regexp.MustCompile(`^homa_engine_total\{counter="([a-zA-Z_]+)"[^}]*\} ([0-9.e+]+)$`)
 
 // metrics reads the daemon's /metrics (in its namespace): the longest gap
 // between two passes of its loop since it started
 // (homa_loop_max_pass_gap_seconds) and its engine counters that are not 0
 // (homa_engine_total, summed over ports).
-func (d *sdDaemon) metrics() (gap float64, counters map[string]float64, err error) {
+func (d *daemon) metrics() (gap float64, counters map[string]float64, err error) {
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		DisableKeepAlives: true,
-		Dial:              func(network, addr string) (net.Conn, error) { return sdDialIn(d.ns, network, addr) },
+		Dial:              func(network, addr string) (net.Conn, error) { return dialIn(d.ns, network, addr) },
 	}}
-	resp, err := hc.Get("http://" + sdMetricsAddr + "/metrics")
+	resp, err := hc.Get("http://" + metricsAddr + "/metrics")
 	if err != nil {
 		return 0, nil, err
 	}
@@ -142,7 +142,7 @@ func (d *sdDaemon) metrics() (gap float64, counters map[string]float64, err erro
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		l := sc.Text()
-		if m := sdCounter.FindStringSubmatch(l); m != nil {
+		if m := counterLine.FindStringSubmatch(l); m != nil {
 			if v, err := strconv.ParseFloat(m[2], 64); err == nil && v != 0 {
 				counters[m[1]] += v
 			}
@@ -162,34 +162,34 @@ func (d *sdDaemon) metrics() (gap float64, counters map[string]float64, err erro
 	return gap, counters, nil
 }
 
-// SDLate is how late against its Poisson time a send counts as late.
-const SDLate = time.Millisecond
+// Late is how late against its Poisson time a send counts as late.
+const Late = time.Millisecond
 
-// sdRPC is an RPC in flight.
-type sdRPC struct {
+// inflightRPC is an RPC in flight.
+type inflightRPC struct {
 	t    time.Time
 	size int
 	keep bool
 }
 
-// sdDriverResult is what one client's driver measured.
-type sdDriverResult struct {
-	samples    []SDSample
+// driverResult is what one client's driver measured.
+type driverResult struct {
+	samples    []Sample
 	sent, done int
 	failed     int
 	lost       int // not answered before the drain ended
 	maxLag     time.Duration
 	maxGap     time.Duration // longest time between two passes of the driver's loop (waits included)
 	firstErr   error
-	late       int           // sends more than SDLate after their Poisson time
+	late       int           // sends more than Late after their Poisson time
 	maxCall    time.Duration // longest Send (Homa) or connection get+write (TCP) call
 	maxOver    time.Duration // longest a Receive overran its timeout (Homa)
 }
 
-// sdHomaServer answers every request on port 99 with one byte until
+// homaServer answers every request on port 99 with one byte until
 // stop. A reply that fails (the client gave the RPC up) is counted, not
 // fatal; a failing Receive ends the server with *errp set.
-func sdHomaServer(c *client.Client, stop *atomic.Bool, wg *sync.WaitGroup, errp *error, replyFailed *atomic.Int64) {
+func homaServer(c *client.Client, stop *atomic.Bool, wg *sync.WaitGroup, errp *error, replyFailed *atomic.Int64) {
 	defer wg.Done()
 	resp := []byte{1}
 	for !stop.Load() {
@@ -215,12 +215,12 @@ func sdHomaServer(c *client.Client, stop *atomic.Bool, wg *sync.WaitGroup, errp 
 	}
 }
 
-// sdHomaDriver offers sched from c to dst, open loop, starting at start;
+// homaDriver offers sched from c to dst, open loop, starting at start;
 // RPCs sent in [keep0, keep1) are sampled. After the schedule it waits up
 // to drain for the last responses.
-func sdHomaDriver(c *client.Client, dst client.Addr, sched []SDArrival, start time.Time, keep0, keep1, drain time.Duration, payload []byte) sdDriverResult {
-	var r sdDriverResult
-	inflight := map[uint64]sdRPC{}
+func homaDriver(c *client.Client, dst client.Addr, sched []Arrival, start time.Time, keep0, keep1, drain time.Duration, payload []byte) driverResult {
+	var r driverResult
+	inflight := map[uint64]inflightRPC{}
 	i := 0
 	var end time.Time
 	last := time.Now()
@@ -237,7 +237,7 @@ func sdHomaDriver(c *client.Client, dst client.Addr, sched []SDArrival, start ti
 			} else {
 				r.done++
 				if rpc.keep {
-					r.samples = append(r.samples, SDSample{Size: rpc.size, RTT: now.Sub(rpc.t)})
+					r.samples = append(r.samples, Sample{Size: rpc.size, RTT: now.Sub(rpc.t)})
 				}
 			}
 		}
@@ -251,7 +251,7 @@ func sdHomaDriver(c *client.Client, dst client.Addr, sched []SDArrival, start ti
 		for i < len(sched) && sched[i].At <= el {
 			a := sched[i]
 			r.maxLag = max(r.maxLag, el-a.At)
-			if el-a.At > SDLate {
+			if el-a.At > Late {
 				r.late++
 			}
 			t := time.Now()
@@ -266,7 +266,7 @@ func sdHomaDriver(c *client.Client, dst client.Addr, sched []SDArrival, start ti
 				continue
 			}
 			r.sent++
-			inflight[id] = sdRPC{t: t, size: a.Size, keep: a.At >= keep0 && a.At < keep1}
+			inflight[id] = inflightRPC{t: t, size: a.Size, keep: a.At >= keep0 && a.At < keep1}
 			el = time.Since(start)
 		}
 		wait := 5 * time.Millisecond
@@ -305,9 +305,9 @@ func sdHomaDriver(c *client.Client, dst client.Addr, sched []SDArrival, start ti
 	return r
 }
 
-// sdHomaUnloaded measures the unloaded RTT of each size (sdProbe).
-func sdHomaUnloaded(c *client.Client, dst client.Addr, sizes []int, reps int, gap time.Duration, payload []byte) (*SDUnloaded, error) {
-	return sdProbe(sizes, reps, gap, func(size int) error {
+// homaUnloaded measures the unloaded RTT of each size (probe).
+func homaUnloaded(c *client.Client, dst client.Addr, sizes []int, reps int, gap time.Duration, payload []byte) (*Unloaded, error) {
+	return probe(sizes, reps, gap, func(size int) error {
 		m, err := c.Call(dst, payload[:size], 30*time.Second)
 		if err == nil {
 			m.Release()
@@ -316,13 +316,13 @@ func sdHomaUnloaded(c *client.Client, dst client.Addr, sizes []int, reps int, ga
 	})
 }
 
-// sdProbe measures the median RTT of each size, one RPC (rpc) at a time,
+// probe measures the median RTT of each size, one RPC (rpc) at a time,
 // reps of each (a quarter as many above 100 KB, at least 3) after two
 // that are not kept (they wake the loops up), with gap between two RPCs
 // so that the bottleneck's bucket is full again: each RPC meets an idle
 // link.
-func sdProbe(sizes []int, reps int, gap time.Duration, rpc func(size int) error) (*SDUnloaded, error) {
-	u := &SDUnloaded{}
+func probe(sizes []int, reps int, gap time.Duration, rpc func(size int) error) (*Unloaded, error) {
+	u := &Unloaded{}
 	for _, s := range sizes {
 		n := reps
 		if s > 100_000 {
@@ -340,13 +340,13 @@ func sdProbe(sizes []int, reps int, gap time.Duration, rpc func(size int) error)
 			}
 		}
 		u.Sizes = append(u.Sizes, s)
-		u.RTTUs = append(u.RTTUs, sdMedian(v))
+		u.RTTUs = append(u.RTTUs, median(v))
 	}
 	return u, nil
 }
 
-// sdWarmUp calls dst until an RPC succeeds (ARP, daemon start-up).
-func sdWarmUp(c *client.Client, dst client.Addr) error {
+// warmUp calls dst until an RPC succeeds (ARP, daemon start-up).
+func warmUp(c *client.Client, dst client.Addr) error {
 	var err error
 	for range 50 {
 		var m *client.Message

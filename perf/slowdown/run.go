@@ -1,4 +1,4 @@
-package perf
+package slowdown
 
 import (
 	"encoding/json"
@@ -19,15 +19,15 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/client"
 )
 
-// SlowdownConfig is one invocation of the slowdown scenario.
-type SlowdownConfig struct {
+// Config is one invocation of the slowdown scenario.
+type Config struct {
 	Bin       string // the homa-dpdk program (daemons run `Bin run`)
 	Workloads []string
 	Loads     []float64 // fractions of the bottleneck rate
 	Period    time.Duration
 	// RateBps is the highest bottleneck rate; each workload runs at the
 	// rate that needs RPCRate RPCs per second at its highest load, if
-	// that is lower (sdRateFor).
+	// that is lower (rateFor).
 	RateBps float64
 	// RPCRate is the RPCs per second a workload's highest load offers
 	// (unless RateBps caps it lower): what the daemons and the harness
@@ -49,7 +49,7 @@ type SlowdownConfig struct {
 	// (EAL --lcores 1@(0-1)) instead of all on CPU 1.
 	Float bool
 	// Protocol is the daemons' protocol: section, YAML lines indented by
-	// two spaces; "" = SDProtocol of each workload's rate.
+	// two spaces; "" = Protocol of each workload's rate.
 	Protocol string
 	// IdleSpin and IdleMaxSleepUs are the daemons' runtime.idle_spin_passes
 	// and runtime.idle_max_sleep_us.
@@ -58,10 +58,10 @@ type SlowdownConfig struct {
 	Sessions int
 }
 
-// sdRateFor is the bottleneck rate for w: the rate at which the highest
+// rateFor is the bottleneck rate for w: the rate at which the highest
 // load offers cfg.RPCRate RPCs per second, at most cfg.RateBps, rounded
 // down to 1 kbit/s.
-func sdRateFor(cfg SlowdownConfig, w *Workload) float64 {
+func rateFor(cfg Config, w *Workload) float64 {
 	r := cfg.RateBps
 	if cfg.RPCRate > 0 {
 		r = min(r, cfg.RPCRate*w.Mean(HomaWireBytes)*8/slices.Max(cfg.Loads))
@@ -69,9 +69,9 @@ func sdRateFor(cfg SlowdownConfig, w *Workload) float64 {
 	return max(math.Floor(r/1000)*1000, 1000)
 }
 
-// sdMergeResults adds up the results of one host's sessions.
-func sdMergeResults(rs []sdDriverResult) sdDriverResult {
-	var m sdDriverResult
+// mergeResults adds up the results of one host's sessions.
+func mergeResults(rs []driverResult) driverResult {
+	var m driverResult
 	for _, r := range rs {
 		m.samples = append(m.samples, r.samples...)
 		m.sent += r.sent
@@ -90,12 +90,12 @@ func sdMergeResults(rs []sdDriverResult) sdDriverResult {
 	return m
 }
 
-// SDProtocol scales Homa's knobs to the bottleneck: the unscheduled
+// Protocol scales Homa's knobs to the bottleneck: the unscheduled
 // bytes to the rate times 1 ms (the software RTT here is 0.15-0.3 ms;
 // the kernel default, 40 KB, would be 3 ms of queue at 100 Mb/s; at
 // least 2 full packets) and max_incoming to 4 times that. RESENDs wait
 // for 100 ms of silence, twice what one band of the bottleneck queues
-// (SDBandQueue): a RESEND sooner would ask again for packets still
+// (BandQueue): a RESEND sooner would ask again for packets still
 // waiting there, and the server, not yet knowing the request, would
 // answer RPC_UNKNOWN and make the client send all of it again. A server
 // asks for a missing ack (NEED_ACK) as seldom: every 2 ms, as kernel Homa
@@ -103,30 +103,30 @@ func sdMergeResults(rs []sdDriverResult) sdDriverResult {
 // bottleneck a thousand times slower than a datacenter link, and at a
 // few Mb/s those ACKs alone filled the top band and collapsed the run.
 // An RPC fails after 5 s of silence.
-func SDProtocol(rateBps float64) string {
+func Protocol(rateBps float64) string {
 	unsched := max(int(rateBps/8*1e-3), 2*homaPerPacketPayload)
-	resend := int(2 * SDBandQueue / time.Millisecond)
+	resend := int(2 * BandQueue / time.Millisecond)
 	return fmt.Sprintf("  unsched_bytes: %d\n  max_incoming: %d\n  resend_ticks: %d\n  resend_interval: %d\n  request_ack_ticks: %d\n  timeout_ticks: %d\n",
 		unsched, 4*unsched, resend, resend, resend, 5000)
 }
 
-// DefaultSlowdownConfig is a full run.
-func DefaultSlowdownConfig() SlowdownConfig {
-	return SlowdownConfig{Workloads: []string{"W1", "W2", "W3", "W4", "W5"}, Loads: []float64{0.5, 0.8},
+// DefaultConfig is a full run.
+func DefaultConfig() Config {
+	return Config{Workloads: []string{"W1", "W2", "W3", "W4", "W5"}, Loads: []float64{0.5, 0.8},
 		Period: 10 * time.Second, RateBps: 200e6, Clients: 2, Transports: []string{"homa", "tcp"},
 		Reps: 30, Seed: 1, Out: "slowdown-out", Log: io.Discard, MaxMessage: 1_000_000, LinkSpeed: "auto", Float: true, Sessions: 4, RPCRate: 1500,
 		IdleSpin: 100, IdleMaxSleepUs: 100}
 }
 
-// SmokeSlowdownConfig is a run that finishes well within a minute.
-func SmokeSlowdownConfig() SlowdownConfig {
-	c := DefaultSlowdownConfig()
+// SmokeConfig is a run that finishes well within a minute.
+func SmokeConfig() Config {
+	c := DefaultConfig()
 	c.Workloads, c.Loads, c.Period, c.Clients, c.Reps = []string{"W3"}, []float64{0.5}, 3*time.Second, 2, 8
 	return c
 }
 
-// SlowdownRun is one transport × workload × load.
-type SlowdownRun struct {
+// RunResult is one transport × workload × load.
+type RunResult struct {
 	Transport string  `json:"transport"`
 	Workload  string  `json:"workload"`
 	Load      float64 `json:"load"`
@@ -169,27 +169,27 @@ type SlowdownRun struct {
 	// included, so at least the largest inter-arrival time), and the
 	// daemons' homa_loop_max_pass_gap_seconds (idle sleeps excluded; the
 	// daemon keeps the maximum since it started, read after this run).
-	Loops    []SDLoopGap `json:"loops"`
-	Bands    []SDBand    `json:"bottleneck_bands"`
-	Short    *SDBucket   `json:"short_messages,omitempty"` // <= SDShortLimit bytes
-	Buckets  []SDBucket  `json:"buckets"`
-	Unloaded *SDUnloaded `json:"unloaded"`
-	Seconds  float64     `json:"seconds"`
+	Loops    []LoopGap `json:"loops"`
+	Bands    []Band    `json:"bottleneck_bands"`
+	Short    *Bucket   `json:"short_messages,omitempty"` // <= ShortLimit bytes
+	Buckets  []Bucket  `json:"buckets"`
+	Unloaded *Unloaded `json:"unloaded"`
+	Seconds  float64   `json:"seconds"`
 	// LoadAvg is /proc/loadavg just before the run: other work on the
 	// machine shows up here.
 	LoadAvg string `json:"loadavg_before"`
-	samples []SDSample
+	samples []Sample
 }
 
-// SDLoopGap is one polling loop's longest gap.
-type SDLoopGap struct {
+// LoopGap is one polling loop's longest gap.
+type LoopGap struct {
 	Loop     string  `json:"loop"`
 	MaxGapUs float64 `json:"max_gap_us"`
 	Note     string  `json:"note,omitempty"`
 }
 
-// SlowdownResult is what the scenario writes to slowdown.json.
-type SlowdownResult struct {
+// Result is what the scenario writes to slowdown.json.
+type Result struct {
 	Scenario    string  `json:"scenario"`
 	Method      string  `json:"method"`
 	Distortions string  `json:"distortions"`
@@ -198,17 +198,17 @@ type SlowdownResult struct {
 	Clients     int     `json:"clients"`
 	Seconds     float64 `json:"seconds_per_run"`
 	// Skipped lists the workload × load runs not made, and why.
-	Skipped []string       `json:"skipped,omitempty"`
-	CPUs    int            `json:"cpus"`
-	Runs    []*SlowdownRun `json:"runs"`
-	Plots   []string       `json:"plots"`
+	Skipped []string     `json:"skipped,omitempty"`
+	CPUs    int          `json:"cpus"`
+	Runs    []*RunResult `json:"runs"`
+	Plots   []string     `json:"plots"`
 }
 
-// RunSlowdown runs the scenario and writes its results to cfg.Out: per
+// Run runs the scenario and writes its results to cfg.Out: per
 // workload, the bottleneck is set to the workload's rate, then each
 // transport runs every load (Homa, then TCP, so both meet the machine in
 // the same state).
-func RunSlowdown(cfg SlowdownConfig) (*SlowdownResult, error) {
+func Run(cfg Config) (*Result, error) {
 	if cfg.Clients < 1 || cfg.Period <= 0 || cfg.RateBps <= 0 || len(cfg.Loads) == 0 || len(cfg.Workloads) == 0 {
 		return nil, fmt.Errorf("slowdown: bad configuration")
 	}
@@ -246,7 +246,7 @@ func RunSlowdown(cfg SlowdownConfig) (*SlowdownResult, error) {
 	if prefix == "" {
 		prefix = fmt.Sprintf("sd%d", os.Getpid()%100000)
 	}
-	n, err := newSDNet(prefix, cfg.Clients, cfg.RateBps)
+	n, err := newTopology(prefix, cfg.Clients, cfg.RateBps)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +262,7 @@ func RunSlowdown(cfg SlowdownConfig) (*SlowdownResult, error) {
 			os.Exit(130)
 		}
 	}()
-	res := &SlowdownResult{Scenario: "slowdown", Method: SlowdownMethod, Distortions: SlowdownDistortions,
+	res := &Result{Scenario: "slowdown", Method: Method, Distortions: Distortions,
 		RateBps: cfg.RateBps, RPCRate: cfg.RPCRate, Clients: cfg.Clients, Seconds: cfg.Period.Seconds(), CPUs: runtime.NumCPU()}
 	note := func(msg string) {
 		res.Skipped = append(res.Skipped, msg)
@@ -270,36 +270,36 @@ func RunSlowdown(cfg SlowdownConfig) (*SlowdownResult, error) {
 	}
 	for wi, name := range cfg.Workloads {
 		w := wls[name]
-		rate := sdRateFor(cfg, w)
+		rate := rateFor(cfg, w)
 		if err := n.setRate(rate); err != nil {
 			return res, err
 		}
-		logf("%s: bottleneck %s (%.0f RPC/s at %.0f%% load)", name, sdRateName(rate),
+		logf("%s: bottleneck %s (%.0f RPC/s at %.0f%% load)", name, rateName(rate),
 			slices.Max(cfg.Loads)*rate/8/w.Mean(HomaWireBytes), 100*slices.Max(cfg.Loads))
 		for _, tr := range cfg.Transports {
-			var t sdTransport
+			var t transport
 			if tr == "homa" {
-				t = sdHomaTransport(cfg, n, dir, rate)
+				t = homaTransport(cfg, n, dir, rate)
 			} else {
-				t = sdTCPTransport(cfg, n, rate)
+				t = tcpTransport(cfg, n, rate)
 			}
-			runs, err := sdWorkload(cfg, n, w, wi, rate, logf, note, t)
+			runs, err := runWorkload(cfg, n, w, wi, rate, logf, note, t)
 			res.Runs = append(res.Runs, runs...)
 			if err != nil {
-				writeSDJSON(cfg.Out, res)
+				writeJSON(cfg.Out, res)
 				return res, fmt.Errorf("%s %s: %w", tr, name, err)
 			}
 		}
 	}
-	plots, err := PlotSlowdown(res, cfg.Out)
+	plots, err := Plot(res, cfg.Out)
 	res.Plots = plots
-	if werr := writeSDJSON(cfg.Out, res); werr != nil && err == nil {
+	if werr := writeJSON(cfg.Out, res); werr != nil && err == nil {
 		err = werr
 	}
 	return res, err
 }
 
-func writeSDJSON(dir string, res *SlowdownResult) error {
+func writeJSON(dir string, res *Result) error {
 	b, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return err
@@ -307,9 +307,9 @@ func writeSDJSON(dir string, res *SlowdownResult) error {
 	return os.WriteFile(filepath.Join(dir, "slowdown.json"), append(b, '\n'), 0o644)
 }
 
-// newSDRun fills in what every transport's run has.
-func newSDRun(tr string, w *Workload, load, rate float64, sched [][]SDArrival, cfg SlowdownConfig, res []sdDriverResult, u *SDUnloaded, loadAvg string) *SlowdownRun {
-	r := &SlowdownRun{Transport: tr, Workload: w.Name, Load: load, RateBps: rate, Unloaded: u, Seconds: cfg.Period.Seconds(), LoadAvg: loadAvg}
+// newRunResult fills in what every transport's run has.
+func newRunResult(tr string, w *Workload, load, rate float64, sched [][]Arrival, cfg Config, res []driverResult, u *Unloaded, loadAvg string) *RunResult {
+	r := &RunResult{Transport: tr, Workload: w.Name, Load: load, RateBps: rate, Unloaded: u, Seconds: cfg.Period.Seconds(), LoadAvg: loadAvg}
 	var offered, achieved float64
 	for _, s := range sched {
 		r.Offered += len(s)
@@ -330,7 +330,7 @@ func newSDRun(tr string, w *Workload, load, rate float64, sched [][]SDArrival, c
 		r.MaxSendCallUs = max(r.MaxSendCallUs, float64(d.maxCall)/1e3)
 		r.MaxWaitOverrunUs = max(r.MaxWaitOverrunUs, float64(d.maxOver)/1e3)
 		r.samples = append(r.samples, d.samples...)
-		r.Loops = append(r.Loops, SDLoopGap{Loop: fmt.Sprintf("%s driver client-%d", tr, i+1), MaxGapUs: float64(d.maxGap) / 1e3,
+		r.Loops = append(r.Loops, LoopGap{Loop: fmt.Sprintf("%s driver client-%d", tr, i+1), MaxGapUs: float64(d.maxGap) / 1e3,
 			Note: "harness loop; includes waiting for the next arrival"})
 		late += d.late
 	}
@@ -343,22 +343,22 @@ func newSDRun(tr string, w *Workload, load, rate float64, sched [][]SDArrival, c
 	r.AchievedMbps = achieved * 8 / cfg.Period.Seconds() / 1e6
 	r.ScheduleKept = r.LateFraction <= 0.05
 	r.Sampled = len(r.samples)
-	r.Buckets = SDBuckets(r.samples, u)
-	r.Short = SDShort(r.samples, u)
+	r.Buckets = Buckets(r.samples, u)
+	r.Short = Short(r.samples, u)
 	return r
 }
 
-func sdLogRun(logf func(string, ...any), r *SlowdownRun) {
+func logRun(logf func(string, ...any), r *RunResult) {
 	short := "n/a"
 	if r.Short != nil {
 		short = fmt.Sprintf("P50 %.2f P99 %.2f (n=%d)", r.Short.P50, r.Short.P99, r.Short.Count)
 	}
 	logf("  %s %s %.0f%%: offered %d RPCs (%.1f Mb/s), done %d, failed %d, unanswered %d, late sends %.1f%% (max %.0f µs); short (<=%d B) slowdown %s",
-		r.Transport, r.Workload, r.Load*100, r.Offered, r.OfferedMbps, r.Done, r.Failed, r.Lost, 100*r.LateFraction, r.MaxSendLagUs, SDShortLimit, short)
+		r.Transport, r.Workload, r.Load*100, r.Offered, r.OfferedMbps, r.Done, r.Failed, r.Lost, 100*r.LateFraction, r.MaxSendLagUs, ShortLimit, short)
 }
 
-// sdTransport is what differs between the transports in a slowdown run.
-type sdTransport struct {
+// transport is what differs between the transports in a slowdown run.
+type transport struct {
 	name string
 	// setup brings the transport up for a workload; reset gives the next
 	// load a fresh start (Homa: new daemons, so that one run's backlog
@@ -366,15 +366,15 @@ type sdTransport struct {
 	// may follow a failed setup or reset.
 	setup, reset func() error
 	teardown     func()
-	unloaded     func(w *Workload) (*SDUnloaded, error)
-	drive        func(w *Workload, sched [][]SDArrival, start time.Time, keep0, keep1 time.Duration) []sdDriverResult
-	after        func(r *SlowdownRun) error // per run, after it is made and before it is logged
+	unloaded     func(w *Workload) (*Unloaded, error)
+	drive        func(w *Workload, sched [][]Arrival, start time.Time, keep0, keep1 time.Duration) []driverResult
+	after        func(r *RunResult) error // per run, after it is made and before it is logged
 }
 
-// sdHomaSet is the Homa side of one load: a daemon per host, the server
+// homaSet is the Homa side of one load: a daemon per host, the server
 // worker answering on port 99 and each client host's worker sessions.
-type sdHomaSet struct {
-	daemons     []*sdDaemon
+type homaSet struct {
+	daemons     []*daemon
 	srv         *client.Client
 	sessions    [][]*client.Client // per client host; arrivals are dealt to them in turn
 	stop        atomic.Bool
@@ -383,20 +383,20 @@ type sdHomaSet struct {
 	replyFailed atomic.Int64
 }
 
-var sdServerAddr = client.Addr{IP: [4]byte{10, 77, 0, 1}, Port: 99}
+var serverAddr = client.Addr{IP: [4]byte{10, 77, 0, 1}, Port: 99}
 
-// startSDHoma starts the daemons, the server worker and the client
+// startHoma starts the daemons, the server worker and the client
 // sessions, and warms each session up (ARP, first RPCs). On error what
 // was started is returned, for close.
-func startSDHoma(cfg SlowdownConfig, n *sdNet, dir, protocol string) (*sdHomaSet, error) {
-	h := &sdHomaSet{}
+func startHoma(cfg Config, n *topology, dir, protocol string) (*homaSet, error) {
+	h := &homaSet{}
 	eal := `"-l", "0,1", "--main-lcore", "0"`
 	if cfg.Float {
 		eal = `"--lcores", "0@(0-1),1@(0-1)", "--main-lcore", "0"`
 	}
 	rt := fmt.Sprintf("  idle_spin_passes: %d\n  idle_max_sleep_us: %d\n", cfg.IdleSpin, cfg.IdleMaxSleepUs)
 	for i, ns := range append([]string{n.server}, n.clients...) {
-		d, err := sdStartDaemon(cfg.Bin, dir, ns, sdIP(i), cfg.LinkSpeed, eal, protocol, rt)
+		d, err := startDaemon(cfg.Bin, dir, ns, hostIP(i), cfg.LinkSpeed, eal, protocol, rt)
 		if err != nil {
 			return h, err
 		}
@@ -406,11 +406,11 @@ func startSDHoma(cfg SlowdownConfig, n *sdNet, dir, protocol string) (*sdHomaSet
 	if h.srv, err = h.daemons[0].dial(20 * time.Microsecond); err != nil {
 		return h, err
 	}
-	if err := h.srv.Bind(sdServerAddr.Port); err != nil {
+	if err := h.srv.Bind(serverAddr.Port); err != nil {
 		return h, err
 	}
 	h.swg.Add(1)
-	go sdHomaServer(h.srv, &h.stop, &h.swg, &h.serr, &h.replyFailed)
+	go homaServer(h.srv, &h.stop, &h.swg, &h.serr, &h.replyFailed)
 	for _, d := range h.daemons[1:] {
 		var ss []*client.Client
 		for range max(cfg.Sessions, 1) {
@@ -420,7 +420,7 @@ func startSDHoma(cfg SlowdownConfig, n *sdNet, dir, protocol string) (*sdHomaSet
 				return h, err
 			}
 			ss = append(ss, c)
-			if err := sdWarmUp(c, sdServerAddr); err != nil {
+			if err := warmUp(c, serverAddr); err != nil {
 				h.sessions = append(h.sessions, ss)
 				return h, fmt.Errorf("%s: %w; server log: %s", d.ns, err, h.daemons[0].tail())
 			}
@@ -432,7 +432,7 @@ func startSDHoma(cfg SlowdownConfig, n *sdNet, dir, protocol string) (*sdHomaSet
 
 // close stops the server worker, detaches every session and stops the
 // daemons.
-func (h *sdHomaSet) close() {
+func (h *homaSet) close() {
 	if h.srv != nil {
 		h.stop.Store(true)
 		h.swg.Wait()
@@ -448,19 +448,19 @@ func (h *sdHomaSet) close() {
 	}
 }
 
-// sdHomaTransport runs Homa at rate: fresh daemons for every load, the
+// homaTransport runs Homa at rate: fresh daemons for every load, the
 // unloaded RTT measured on the first load's.
-func sdHomaTransport(cfg SlowdownConfig, n *sdNet, dir string, rate float64) sdTransport {
+func homaTransport(cfg Config, n *topology, dir string, rate float64) transport {
 	proto := cfg.Protocol
 	if proto == "" {
-		proto = SDProtocol(rate)
+		proto = Protocol(rate)
 	}
 	payload := make([]byte, cfg.MaxMessage)
-	var h *sdHomaSet
+	var h *homaSet
 	start := func() error {
 		t0 := time.Now()
 		var err error
-		h, err = startSDHoma(cfg, n, dir, proto)
+		h, err = startHoma(cfg, n, dir, proto)
 		if err == nil {
 			fmt.Fprintf(cfg.Log, "homa: %d daemons up in %.1f s\n", len(h.daemons), time.Since(t0).Seconds())
 		}
@@ -472,40 +472,40 @@ func sdHomaTransport(cfg SlowdownConfig, n *sdNet, dir string, rate float64) sdT
 			h = nil
 		}
 	}
-	return sdTransport{
+	return transport{
 		name:     "homa",
 		setup:    start,
 		reset:    func() error { stop(); return start() },
 		teardown: stop,
-		unloaded: func(w *Workload) (*SDUnloaded, error) {
-			return sdHomaUnloaded(h.sessions[0][0], sdServerAddr, SDProbeSizes(w), cfg.Reps, sdProbeGap(rate), payload)
+		unloaded: func(w *Workload) (*Unloaded, error) {
+			return homaUnloaded(h.sessions[0][0], serverAddr, ProbeSizes(w), cfg.Reps, probeGap(rate), payload)
 		},
-		drive: func(w *Workload, sched [][]SDArrival, start time.Time, keep0, keep1 time.Duration) []sdDriverResult {
+		drive: func(w *Workload, sched [][]Arrival, start time.Time, keep0, keep1 time.Duration) []driverResult {
 			// Each host's arrivals are dealt to its sessions in turn.
 			var wg sync.WaitGroup
-			per := make([][]sdDriverResult, len(h.sessions))
+			per := make([][]driverResult, len(h.sessions))
 			for i, ss := range h.sessions {
-				per[i] = make([]sdDriverResult, len(ss))
+				per[i] = make([]driverResult, len(ss))
 				for k, c := range ss {
-					var sub []SDArrival
+					var sub []Arrival
 					for j := k; j < len(sched[i]); j += len(ss) {
 						sub = append(sub, sched[i][j])
 					}
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						per[i][k] = sdHomaDriver(c, sdServerAddr, sub, start, keep0, keep1, 10*time.Second, payload)
+						per[i][k] = homaDriver(c, serverAddr, sub, start, keep0, keep1, 10*time.Second, payload)
 					}()
 				}
 			}
 			wg.Wait()
-			res := make([]sdDriverResult, len(h.sessions))
+			res := make([]driverResult, len(h.sessions))
 			for i := range per {
-				res[i] = sdMergeResults(per[i])
+				res[i] = mergeResults(per[i])
 			}
 			return res
 		},
-		after: func(r *SlowdownRun) error {
+		after: func(r *RunResult) error {
 			r.HomaProtocol = proto
 			r.ServerReplyFailed = int(h.replyFailed.Swap(0))
 			for i, d := range h.daemons {
@@ -518,7 +518,7 @@ func sdHomaTransport(cfg SlowdownConfig, n *sdNet, dir string, rate float64) sdT
 					r.DaemonCounters = map[string]map[string]float64{}
 				}
 				r.DaemonCounters[role] = counters
-				lg := SDLoopGap{Loop: "homa daemon " + role, MaxGapUs: g * 1e6, Note: "homa_loop_max_pass_gap_seconds, max since the daemon started (before this run's warm-up)"}
+				lg := LoopGap{Loop: "homa daemon " + role, MaxGapUs: g * 1e6, Note: "homa_loop_max_pass_gap_seconds, max since the daemon started (before this run's warm-up)"}
 				if err != nil {
 					lg.Note = err.Error()
 				}
@@ -532,24 +532,24 @@ func sdHomaTransport(cfg SlowdownConfig, n *sdNet, dir string, rate float64) sdT
 	}
 }
 
-// sdTCPTransport runs kernel TCP: the hosts get their addresses for the
+// tcpTransport runs kernel TCP: the hosts get their addresses for the
 // workload (the Homa daemons own eth0 otherwise: the kernel would answer
 // their packets), a server, and a pool of connections per client.
-func sdTCPTransport(cfg SlowdownConfig, n *sdNet, rate float64) sdTransport {
-	var srv *sdTCPServer
-	var clients []*sdTCPClient
-	return sdTransport{
+func tcpTransport(cfg Config, n *topology, rate float64) transport {
+	var srv *tcpServer
+	var clients []*tcpClient
+	return transport{
 		name: "tcp",
 		setup: func() error {
 			if err := n.linuxAddrs(); err != nil {
 				return err
 			}
 			var err error
-			if srv, err = sdStartTCPServer(n.server, sdIP(0)); err != nil {
+			if srv, err = startTCPServer(n.server, hostIP(0)); err != nil {
 				return err
 			}
 			for _, ns := range n.clients {
-				c, err := newSDTCPClient(ns, sdIP(0), 16)
+				c, err := newTCPClient(ns, hostIP(0), 16)
 				if err != nil {
 					return err
 				}
@@ -567,23 +567,23 @@ func sdTCPTransport(cfg SlowdownConfig, n *sdNet, rate float64) sdTransport {
 			}
 			n.flushAddrs()
 		},
-		unloaded: func(w *Workload) (*SDUnloaded, error) {
-			return sdTCPUnloaded(clients[0], SDProbeSizes(w), cfg.Reps, sdProbeGap(rate))
+		unloaded: func(w *Workload) (*Unloaded, error) {
+			return tcpUnloaded(clients[0], ProbeSizes(w), cfg.Reps, probeGap(rate))
 		},
-		drive: func(w *Workload, sched [][]SDArrival, start time.Time, keep0, keep1 time.Duration) []sdDriverResult {
-			res := make([]sdDriverResult, len(clients))
+		drive: func(w *Workload, sched [][]Arrival, start time.Time, keep0, keep1 time.Duration) []driverResult {
+			res := make([]driverResult, len(clients))
 			var wg sync.WaitGroup
 			for i, c := range clients {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					res[i] = sdTCPDriver(c, sched[i], start, keep0, keep1, 10*time.Second, w.Max())
+					res[i] = tcpDriver(c, sched[i], start, keep0, keep1, 10*time.Second, w.Max())
 				}()
 			}
 			wg.Wait()
 			return res
 		},
-		after: func(*SlowdownRun) error {
+		after: func(*RunResult) error {
 			// A drained run closed its connections: reconnect.
 			for i, c := range clients {
 				c.mu.Lock()
@@ -591,7 +591,7 @@ func sdTCPTransport(cfg SlowdownConfig, n *sdNet, rate float64) sdTransport {
 				c.mu.Unlock()
 				if broken {
 					var err error
-					if clients[i], err = newSDTCPClient(c.ns, sdIP(0), 16); err != nil {
+					if clients[i], err = newTCPClient(c.ns, hostIP(0), 16); err != nil {
 						return err
 					}
 				}
@@ -601,17 +601,17 @@ func sdTCPTransport(cfg SlowdownConfig, n *sdNet, rate float64) sdTransport {
 	}
 }
 
-// sdProbeGap is the pause between two unloaded RPCs: twice the time the
+// probeGap is the pause between two unloaded RPCs: twice the time the
 // bottleneck's bucket (one 1600-byte frame) takes to fill at rate.
-func sdProbeGap(rate float64) time.Duration {
+func probeGap(rate float64) time.Duration {
 	return time.Duration(2 * 1600 * 8 / rate * 1e9)
 }
 
-// sdWorkload runs t through every load of w at rate: the unloaded RTT
+// runWorkload runs t through every load of w at rate: the unloaded RTT
 // first (a failure leaves the workload out for t, with a note), then per
 // load the same seeded Poisson schedule for every transport, with the
 // bottleneck's band counters and the load average around it.
-func sdWorkload(cfg SlowdownConfig, n *sdNet, w *Workload, wi int, rate float64, logf func(string, ...any), note func(string), t sdTransport) (runs []*SlowdownRun, err error) {
+func runWorkload(cfg Config, n *topology, w *Workload, wi int, rate float64, logf func(string, ...any), note func(string), t transport) (runs []*RunResult, err error) {
 	defer t.teardown()
 	if err := t.setup(); err != nil {
 		return nil, err
@@ -630,7 +630,7 @@ func sdWorkload(cfg SlowdownConfig, n *sdNet, w *Workload, wi int, rate float64,
 		}
 		sched := PoissonArrivals(w, len(n.clients), cfg.Period, rate, load, cfg.Seed+uint64(wi*100+li))
 		before, _ := n.bands()
-		la := sdLoadAvg()
+		la := readLoadAvg()
 		start := time.Now().Add(20 * time.Millisecond)
 		keep0, keep1 := cfg.Period/20, cfg.Period-cfg.Period/20
 		res := t.drive(w, sched, start, keep0, keep1)
@@ -638,10 +638,10 @@ func sdWorkload(cfg SlowdownConfig, n *sdNet, w *Workload, wi int, rate float64,
 		if err != nil {
 			return runs, err
 		}
-		r := newSDRun(t.name, w, load, rate, sched, cfg, res, u, la)
-		r.Bands = sdBandDelta(before, after)
+		r := newRunResult(t.name, w, load, rate, sched, cfg, res, u, la)
+		r.Bands = bandDelta(before, after)
 		aerr := t.after(r)
-		sdLogRun(logf, r)
+		logRun(logf, r)
 		runs = append(runs, r)
 		if aerr != nil {
 			return runs, aerr
@@ -650,11 +650,11 @@ func sdWorkload(cfg SlowdownConfig, n *sdNet, w *Workload, wi int, rate float64,
 	return runs, nil
 }
 
-// PrintSlowdown writes the headline table: per run, the short messages'
+// Print writes the headline table: per run, the short messages'
 // slowdown and the throughput achieved.
-func PrintSlowdown(w io.Writer, res *SlowdownResult) {
+func Print(w io.Writer, res *Result) {
 	fmt.Fprintf(w, "slowdown: %d clients -> 1 server, bottleneck per workload (%.0f RPC/s at the highest load, at most %s), %g s per run\n",
-		res.Clients, res.RPCRate, sdRateName(res.RateBps), res.Seconds)
+		res.Clients, res.RPCRate, rateName(res.RateBps), res.Seconds)
 	fmt.Fprintf(w, "%-5s %-3s %4s %11s %8s %8s %9s %6s %10s %10s %13s %9s %10s\n", "tx", "W", "load", "rate", "offered", "done", "lost+fail", "late", "short P50", "short P99", "short P99 µs", "all P99", "max gap µs")
 	for _, r := range res.Runs {
 		sp50, sp99, sp99us := "-", "-", "-"
@@ -663,7 +663,7 @@ func PrintSlowdown(w io.Writer, res *SlowdownResult) {
 		}
 		all := "-"
 		if len(r.samples) > 0 {
-			b := sdSummarize(r.samples, r.Unloaded)
+			b := summarize(r.samples, r.Unloaded)
 			all = fmt.Sprintf("%.2f", b.P99)
 		}
 		gap := 0.0
@@ -680,13 +680,13 @@ func PrintSlowdown(w io.Writer, res *SlowdownResult) {
 		if !r.ScheduleKept {
 			late += "!"
 		}
-		fmt.Fprintf(w, "%-5s %-3s %3.0f%% %11s %8d %8d %9d %6s %10s %10s %13s %9s %10s\n", r.Transport, r.Workload, r.Load*100, sdRateName(r.RateBps), r.Offered, r.Done,
+		fmt.Fprintf(w, "%-5s %-3s %3.0f%% %11s %8d %8d %9d %6s %10s %10s %13s %9s %10s\n", r.Transport, r.Workload, r.Load*100, rateName(r.RateBps), r.Offered, r.Done,
 			r.Lost+r.Failed, late, sp50, sp99, sp99us, all, gs)
 	}
 	for _, sk := range res.Skipped {
 		fmt.Fprintln(w, "skipped:", sk)
 	}
-	fmt.Fprintf(w, "short: messages of at most %d bytes; slowdown = RTT / unloaded RTT of the size; µs: the RTT itself\n", SDShortLimit)
+	fmt.Fprintf(w, "short: messages of at most %d bytes; slowdown = RTT / unloaded RTT of the size; µs: the RTT itself\n", ShortLimit)
 	fmt.Fprintln(w, "late: sends >1 ms behind the Poisson schedule; '!' = over 5%: the harness was starved, the slowdowns measure the machine")
 	fmt.Fprintln(w, "max gap: longest gap between two passes of any Homa daemon's polling loop (homa_loop_max_pass_gap_seconds)")
 	for _, p := range res.Plots {
@@ -694,7 +694,7 @@ func PrintSlowdown(w io.Writer, res *SlowdownResult) {
 	}
 }
 
-func sdLoadAvg() string {
+func readLoadAvg() string {
 	b, _ := os.ReadFile("/proc/loadavg")
 	return strings.TrimSpace(string(b))
 }
