@@ -1,189 +1,174 @@
 package slowdown
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/client"
 )
 
-// daemon is one homa-dpdk run process in a host namespace.
-type daemon struct {
-	ns     string
-	ip     string
-	socket string
-	log    string
-	cmd    *exec.Cmd
-	done   chan error
+// homaSet is the Homa side of one load: a daemon per host, the server
+// worker answering on port 99 and each client host's worker sessions.
+type homaSet struct {
+	daemons     []*daemon
+	srv         *client.Client
+	sessions    [][]*client.Client // per client host; arrivals are dealt to them in turn
+	stop        atomic.Bool
+	swg         sync.WaitGroup
+	serr        error
+	replyFailed atomic.Int64
 }
 
-const metricsAddr = "127.0.0.1:9464"
+var serverAddr = client.Addr{IP: [4]byte{10, 77, 0, 1}, Port: 99}
 
-// startDaemon runs `homa-dpdk run` in ns on its eth0.
-func startDaemon(bin, dir, ns, ip, linkSpeed, eal, protocol, runtime string) (*daemon, error) {
-	d := &daemon{ns: ns, ip: ip, socket: filepath.Join(dir, ns+".sock"), log: filepath.Join(dir, ns+".log")}
-	cfg := fmt.Sprintf(`eal: [%s, "--no-pci", "--no-huge", "-m", "256", "--file-prefix", "%s", "--vdev", "net_af_packet0,iface=eth0"]
-lcores: [1]
-ports:
-  - device: net_af_packet0
-    address: %s/24
-    link_speed: %s
-metrics:
-  address: %s
-log:
-  level: warn
-protocol:
-%sruntime:
-  idle: adaptive
-%sworkers:
-  socket: %s
-  max_bytes: 67108864
-  pool_bytes: 536870912
-  max_outstanding: 4096
-`, eal, ns, ip, linkSpeed, metricsAddr, protocol, runtime, d.socket)
-	path := filepath.Join(dir, ns+".yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		return nil, err
+// startHoma starts the daemons, the server worker and the client
+// sessions, and warms each session up (ARP, first RPCs). On error what
+// was started is returned, for close.
+func startHoma(cfg Config, n *topology, dir, protocol string) (*homaSet, error) {
+	h := &homaSet{}
+	eal := `"-l", "0,1", "--main-lcore", "0"`
+	if cfg.Float {
+		eal = `"--lcores", "0@(0-1),1@(0-1)", "--main-lcore", "0"`
 	}
-	out, err := os.Create(d.log)
-	if err != nil {
-		return nil, err
-	}
-	d.cmd = exec.Command("ip", "netns", "exec", ns, bin, "run", "--config", path)
-	d.cmd.Stdout, d.cmd.Stderr = out, out
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // no daemon outlives the harness
-	if err := d.cmd.Start(); err != nil {
-		out.Close()
-		return nil, err
-	}
-	d.done = make(chan error, 1)
-	go func() { d.done <- d.cmd.Wait(); out.Close() }()
-	return d, nil
-}
-
-// dial attaches a worker, waiting for the daemon to come up.
-func (d *daemon) dial(spin time.Duration) (*client.Client, error) {
-	end := time.Now().Add(30 * time.Second)
-	for {
-		c, err := client.Dial(d.socket, client.Options{Spin: spin})
-		if err == nil {
-			return c, nil
+	rt := fmt.Sprintf("  idle_spin_passes: %d\n  idle_max_sleep_us: %d\n", cfg.IdleSpin, cfg.IdleMaxSleepUs)
+	for i, ns := range append([]string{n.server}, n.clients...) {
+		d, err := startDaemon(cfg.Bin, dir, ns, hostIP(i), cfg.LinkSpeed, eal, protocol, rt)
+		if err != nil {
+			return h, err
 		}
-		select {
-		case e := <-d.done:
-			d.done <- e
-			return nil, fmt.Errorf("daemon in %s exited (%v): %s", d.ns, e, d.tail())
-		default:
-		}
-		if time.Now().After(end) {
-			return nil, fmt.Errorf("worker socket of %s: %w; log: %s", d.ns, err, d.tail())
-		}
-		time.Sleep(200 * time.Millisecond)
+		h.daemons = append(h.daemons, d)
 	}
-}
-
-// tail returns the end of the daemon's log.
-func (d *daemon) tail() string {
-	b, _ := os.ReadFile(d.log)
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
+	var err error
+	if h.srv, err = h.daemons[0].dial(20 * time.Microsecond); err != nil {
+		return h, err
 	}
-	return string(b)
-}
-
-// stop interrupts the daemon and waits for it (kills it after 10 s).
-func (d *daemon) stop() {
-	if d.cmd.Process == nil {
-		return
+	if err := h.srv.Bind(serverAddr.Port); err != nil {
+		return h, err
 	}
-	d.cmd.Process.Signal(os.Interrupt)
-	select {
-	case e := <-d.done:
-		d.done <- e
-	case <-time.After(10 * time.Second):
-		d.cmd.Process.Kill()
-		<-d.done
-	}
-}
-
-// counterLine matches one homa_engine_total sample of /metrics.
-var counterLine = regexp.MustCompile(`^homa_engine_total\{counter="([a-zA-Z_]+)"[^}]*\} ([0-9.e+]+)$`)
-
-// metrics reads the daemon's /metrics (in its namespace): the longest gap
-// between two passes of its loop since it started
-// (homa_loop_max_pass_gap_seconds) and its engine counters that are not 0
-// (homa_engine_total, summed over ports).
-func (d *daemon) metrics() (gap float64, counters map[string]float64, err error) {
-	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		DisableKeepAlives: true,
-		Dial:              func(network, addr string) (net.Conn, error) { return dialIn(d.ns, network, addr) },
-	}}
-	resp, err := hc.Get("http://" + metricsAddr + "/metrics")
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	gap = -1.0
-	counters = map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		l := sc.Text()
-		if m := counterLine.FindStringSubmatch(l); m != nil {
-			if v, err := strconv.ParseFloat(m[2], 64); err == nil && v != 0 {
-				counters[m[1]] += v
+	h.swg.Add(1)
+	go homaServer(h.srv, &h.stop, &h.swg, &h.serr, &h.replyFailed)
+	for _, d := range h.daemons[1:] {
+		var ss []*client.Client
+		for range max(cfg.Sessions, 1) {
+			c, err := d.dial(20 * time.Microsecond)
+			if err != nil {
+				h.sessions = append(h.sessions, ss)
+				return h, err
 			}
-			continue
+			ss = append(ss, c)
+			if err := warmUp(c, serverAddr); err != nil {
+				h.sessions = append(h.sessions, ss)
+				return h, fmt.Errorf("%s: %w; server log: %s", d.ns, err, h.daemons[0].tail())
+			}
 		}
-		if !strings.HasPrefix(l, "homa_loop_max_pass_gap_seconds") {
-			continue
-		}
-		f := strings.Fields(l)
-		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil && v > gap {
-			gap = v
-		}
+		h.sessions = append(h.sessions, ss)
 	}
-	if gap < 0 {
-		return 0, counters, errors.New("no homa_loop_max_pass_gap_seconds in /metrics")
-	}
-	return gap, counters, nil
+	return h, nil
 }
 
-// Late is how late against its Poisson time a send counts as late.
-const Late = time.Millisecond
-
-// inflightRPC is an RPC in flight.
-type inflightRPC struct {
-	t    time.Time
-	size int
-	keep bool
+// close stops the server worker, detaches every session and stops the
+// daemons.
+func (h *homaSet) close() {
+	if h.srv != nil {
+		h.stop.Store(true)
+		h.swg.Wait()
+		h.srv.Close()
+	}
+	for _, ss := range h.sessions {
+		for _, c := range ss {
+			c.Close()
+		}
+	}
+	for _, d := range h.daemons {
+		d.stop()
+	}
 }
 
-// driverResult is what one client's driver measured.
-type driverResult struct {
-	samples    []Sample
-	sent, done int
-	failed     int
-	lost       int // not answered before the drain ended
-	maxLag     time.Duration
-	maxGap     time.Duration // longest time between two passes of the driver's loop (waits included)
-	firstErr   error
-	late       int           // sends more than Late after their Poisson time
-	maxCall    time.Duration // longest Send (Homa) or connection get+write (TCP) call
-	maxOver    time.Duration // longest a Receive overran its timeout (Homa)
+// homaTransport runs Homa at rate: fresh daemons for every load, the
+// unloaded RTT measured on the first load's.
+func homaTransport(cfg Config, n *topology, dir string, rate float64) transport {
+	proto := cfg.Protocol
+	if proto == "" {
+		proto = Protocol(rate)
+	}
+	payload := make([]byte, cfg.MaxMessage)
+	var h *homaSet
+	start := func() error {
+		t0 := time.Now()
+		var err error
+		h, err = startHoma(cfg, n, dir, proto)
+		if err == nil {
+			fmt.Fprintf(cfg.Log, "homa: %d daemons up in %.1f s\n", len(h.daemons), time.Since(t0).Seconds())
+		}
+		return err
+	}
+	stop := func() {
+		if h != nil {
+			h.close()
+			h = nil
+		}
+	}
+	return transport{
+		name:     "homa",
+		setup:    start,
+		reset:    func() error { stop(); return start() },
+		teardown: stop,
+		unloaded: func(w *Workload) (*Unloaded, error) {
+			return homaUnloaded(h.sessions[0][0], serverAddr, ProbeSizes(w), cfg.Reps, probeGap(rate), payload)
+		},
+		drive: func(w *Workload, sched [][]Arrival, start time.Time, keep0, keep1 time.Duration) []driverResult {
+			// Each host's arrivals are dealt to its sessions in turn.
+			var wg sync.WaitGroup
+			per := make([][]driverResult, len(h.sessions))
+			for i, ss := range h.sessions {
+				per[i] = make([]driverResult, len(ss))
+				for k, c := range ss {
+					var sub []Arrival
+					for j := k; j < len(sched[i]); j += len(ss) {
+						sub = append(sub, sched[i][j])
+					}
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						per[i][k] = homaDriver(c, serverAddr, sub, start, keep0, keep1, 10*time.Second, payload)
+					}()
+				}
+			}
+			wg.Wait()
+			res := make([]driverResult, len(h.sessions))
+			for i := range per {
+				res[i] = mergeResults(per[i])
+			}
+			return res
+		},
+		after: func(r *RunResult) error {
+			r.HomaProtocol = proto
+			r.ServerReplyFailed = int(h.replyFailed.Swap(0))
+			for i, d := range h.daemons {
+				g, counters, err := d.metrics()
+				role := "server"
+				if i > 0 {
+					role = fmt.Sprintf("client-%d", i)
+				}
+				if r.DaemonCounters == nil {
+					r.DaemonCounters = map[string]map[string]float64{}
+				}
+				r.DaemonCounters[role] = counters
+				lg := LoopGap{Loop: "homa daemon " + role, MaxGapUs: g * 1e6, Note: "homa_loop_max_pass_gap_seconds, max since the daemon started (before this run's warm-up)"}
+				if err != nil {
+					lg.Note = err.Error()
+				}
+				r.Loops = append(r.Loops, lg)
+			}
+			if h.serr != nil {
+				return fmt.Errorf("server worker: %w", h.serr)
+			}
+			return nil
+		},
+	}
 }
 
 // homaServer answers every request on port 99 with one byte until
@@ -213,6 +198,13 @@ func homaServer(c *client.Client, stop *atomic.Bool, wg *sync.WaitGroup, errp *e
 		}
 		m.Release()
 	}
+}
+
+// inflightRPC is an RPC in flight.
+type inflightRPC struct {
+	t    time.Time
+	size int
+	keep bool
 }
 
 // homaDriver offers sched from c to dst, open loop, starting at start;
@@ -314,35 +306,6 @@ func homaUnloaded(c *client.Client, dst client.Addr, sizes []int, reps int, gap 
 		}
 		return err
 	})
-}
-
-// probe measures the median RTT of each size, one RPC (rpc) at a time,
-// reps of each (a quarter as many above 100 KB, at least 3) after two
-// that are not kept (they wake the loops up), with gap between two RPCs
-// so that the bottleneck's bucket is full again: each RPC meets an idle
-// link.
-func probe(sizes []int, reps int, gap time.Duration, rpc func(size int) error) (*Unloaded, error) {
-	u := &Unloaded{}
-	for _, s := range sizes {
-		n := reps
-		if s > 100_000 {
-			n = max(3, reps/4)
-		}
-		var v []float64
-		for k := range n + 2 {
-			time.Sleep(gap)
-			t := time.Now()
-			if err := rpc(s); err != nil {
-				return nil, fmt.Errorf("unloaded %d bytes: %w", s, err)
-			}
-			if k >= 2 {
-				v = append(v, float64(time.Since(t))/1e3)
-			}
-		}
-		u.Sizes = append(u.Sizes, s)
-		u.RTTUs = append(u.RTTUs, median(v))
-	}
-	return u, nil
 }
 
 // warmUp calls dst until an RPC succeeds (ARP, daemon start-up).

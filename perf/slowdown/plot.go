@@ -95,13 +95,3 @@ func Plot(res *Result, dir string) ([]string, error) {
 	}
 	return files, nil
 }
-
-func rateName(bps float64) string {
-	switch {
-	case bps >= 1e9:
-		return fmt.Sprintf("%g Gb/s", bps/1e9)
-	case bps >= 1e6:
-		return fmt.Sprintf("%g Mb/s", bps/1e6)
-	}
-	return fmt.Sprintf("%g kb/s", bps/1e3)
-}

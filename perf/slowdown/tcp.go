@@ -150,6 +150,75 @@ func tcpRPC(conn net.Conn, req []byte, size int) error {
 	return nil
 }
 
+// tcpTransport runs kernel TCP: the hosts get their addresses for the
+// workload (the Homa daemons own eth0 otherwise: the kernel would answer
+// their packets), a server, and a pool of connections per client.
+func tcpTransport(cfg Config, n *topology, rate float64) transport {
+	var srv *tcpServer
+	var clients []*tcpClient
+	return transport{
+		name: "tcp",
+		setup: func() error {
+			if err := n.linuxAddrs(); err != nil {
+				return err
+			}
+			var err error
+			if srv, err = startTCPServer(n.server, hostIP(0)); err != nil {
+				return err
+			}
+			for _, ns := range n.clients {
+				c, err := newTCPClient(ns, hostIP(0), 16)
+				if err != nil {
+					return err
+				}
+				clients = append(clients, c)
+			}
+			return nil
+		},
+		reset: func() error { return nil },
+		teardown: func() {
+			for _, c := range clients {
+				c.close()
+			}
+			if srv != nil {
+				srv.close()
+			}
+			n.flushAddrs()
+		},
+		unloaded: func(w *Workload) (*Unloaded, error) {
+			return tcpUnloaded(clients[0], ProbeSizes(w), cfg.Reps, probeGap(rate))
+		},
+		drive: func(w *Workload, sched [][]Arrival, start time.Time, keep0, keep1 time.Duration) []driverResult {
+			res := make([]driverResult, len(clients))
+			var wg sync.WaitGroup
+			for i, c := range clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					res[i] = tcpDriver(c, sched[i], start, keep0, keep1, 10*time.Second, w.Max())
+				}()
+			}
+			wg.Wait()
+			return res
+		},
+		after: func(*RunResult) error {
+			// A drained run closed its connections: reconnect.
+			for i, c := range clients {
+				c.mu.Lock()
+				broken := len(c.all) == 0
+				c.mu.Unlock()
+				if broken {
+					var err error
+					if clients[i], err = newTCPClient(c.ns, hostIP(0), 16); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		},
+	}
+}
+
 // tcpDriver offers sched from c, open loop: each arrival runs in its
 // own goroutine on a connection of its own (idle from the pool or new).
 func tcpDriver(c *tcpClient, sched []Arrival, start time.Time, keep0, keep1, drain time.Duration, maxSize int) driverResult {
