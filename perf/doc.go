@@ -7,19 +7,26 @@
 // progress line, the daemon started as `demo --workers`, loop gaps),
 // report.go the markdown report of `perf all`.
 //
-//   - pmd (pmd.go): our forwarding loop — dpdk/ and lcore/, reading each
-//     packet's Ethernet header in Go — against dpdk-testpmd in io mode on
-//     the same virtual devices, core, burst size, pool and descriptors.
+//   - pmd (package perf/pmd): our forwarding loop — dpdk/ and lcore/,
+//     reading each packet's Ethernet header in Go — against dpdk-testpmd
+//     in io mode on the same virtual devices, core, burst size, pool and
+//     descriptors. Its result and report section are here
+//     (pmdresult.go).
 //   - rtt (rtt.go): one RPC at a time, 100 B to 1 MB, Homa workers over
 //     shared memory through the daemon against kernel TCP (tcp.go) over
 //     loopback and over a veth pair between network namespaces.
 //   - throughput (throughput.go): 1 MB messages streamed, Gbps and CPU
 //     seconds per GB, Homa against TCP.
-//   - slowdown (slowdown*.go): the Homa papers' experiment through a tc
-//     bottleneck with 8 priority bands, Homa daemons against TCP, W1-W5.
+//   - slowdown (package perf/slowdown): the Homa papers' experiment
+//     through a tc bottleneck with 8 priority bands, Homa daemons against
+//     TCP, W1-W5.
 //   - testpmd-path (testpmdpath.go): rtt and throughput with dpdk-testpmd
 //     forwarding between the two Homa hosts.
 //
 // worker-rtt lives with the daemon (cmd/homa-dpdk), whose insides it
 // measures; `perf all` runs it as a child process.
+//
+// This package is pure Go: it starts DPDK programs (the daemon,
+// dpdk-testpmd) but never brings DPDK up in its own process, which only
+// perf/pmd does.
 package perf

@@ -179,17 +179,3 @@ func (r *RTTResult) WriteFiles(dir string) ([]string, error) {
 	}
 	return []string{"rtt.png"}, nil
 }
-
-// PMDSection is the pmd result for the report.
-func PMDSection(r *PMDResult) Section {
-	t := Table{Header: []string{"device", "ours Mpps", "testpmd Mpps", "ours/testpmd"}}
-	for _, x := range r.Runs {
-		t.Rows = append(t.Rows, []string{x.Device, fmt.Sprintf("%.2f", x.OursMpps), fmt.Sprintf("%.2f", x.TestpmdMpps), fmt.Sprintf("%.3f", x.Ratio)})
-	}
-	return Section{Name: "pmd", Title: "pmd: forwarding, our Go loop vs dpdk-testpmd", Method: r.Method,
-		Distortions: "On a 2-vCPU virtual machine runs vary by about ±30 %, so only ratios from the same " +
-			"invocation mean anything; on memif the peer shares CPU 0 with both processes' main threads " +
-			"and the Go runtime's threads; net_ring moves pointers only and is not a meaningful reference. " +
-			"The forwarding loop polls busily: its longest gap between passes is not reported by pmd.",
-		Tables: []Table{t}}
-}

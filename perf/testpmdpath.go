@@ -6,9 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"time"
 
-	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/dpdk/ealargs"
 )
 
 // The testpmd-path scenario: the daemon's two hosts joined through
@@ -37,7 +38,7 @@ type fwdProcess struct {
 // and waits until both sockets exist.
 func startForwarder(program, dir, logPath string) (*fwdProcess, error) {
 	f := &fwdProcess{Socks: [2]string{filepath.Join(dir, "fwd0.sock"), filepath.Join(dir, "fwd1.sock")}}
-	args := dpdk.VirtualDeviceArgs("0,1", dpdk.ProbeMemory(), 512, fmt.Sprintf("homafwd%d", os.Getpid()))
+	args := ealargs.VirtualDevices("0,1", ealargs.ProbeMemory(), 512, fmt.Sprintf("homafwd%d", os.Getpid()))
 	args = append(args, "--main-lcore", "1")
 	for i, s := range f.Socks {
 		args = append(args, "--vdev", fmt.Sprintf("net_memif%d,role=server,id=0,socket=%s,socket-abstract=no", i, s))
@@ -79,7 +80,7 @@ func startForwarder(program, dir, logPath string) (*fwdProcess, error) {
 func (f *fwdProcess) stop() error {
 	defer f.log.Close()
 	f.stdin.Close()
-	return stopTestpmd(f.cmd)
+	return StopTestpmd(f.cmd)
 }
 
 // daemonArgs are the daemon's extra arguments to join its hosts through f.
@@ -110,4 +111,20 @@ func startHomaDaemon(self, testpmd, dir, outDir, name string, prog *Progress) (d
 		return nil, "", nil, err
 	}
 	return d, logPath, done, nil
+}
+
+// StopTestpmd interrupts testpmd (it then prints its totals and closes its
+// ports) and waits for it, killing it after 15 s.
+func StopTestpmd(cmd *exec.Cmd) error {
+	cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		return fmt.Errorf("testpmd did not exit within 15 s of SIGINT")
+	}
 }

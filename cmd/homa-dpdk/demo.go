@@ -8,7 +8,7 @@ import (
 
 	"github.com/homa-dpdk/homa-dpdk/demo"
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
-	"github.com/homa-dpdk/homa-dpdk/perf"
+	perfpmd "github.com/homa-dpdk/homa-dpdk/perf/pmd"
 	"github.com/spf13/cobra"
 )
 
@@ -38,7 +38,7 @@ demo --pmd runs the forwarding benchmark (perf pmd), short, instead: our Go poll
 loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if pmd {
-				pc := perf.DefaultPMDConfig()
+				pc := perfpmd.DefaultConfig()
 				pc.Measure, pc.Warmup, pc.Trials = 2*time.Second, time.Second, 1
 				return runPMD(cmd, args, pc, "")
 			}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/lcore"
-	"github.com/homa-dpdk/homa-dpdk/perf"
+	"github.com/homa-dpdk/homa-dpdk/perf/pmd"
 	"github.com/homa-dpdk/homa-dpdk/perf/workerrtt"
 	"github.com/spf13/cobra"
 )
@@ -36,7 +36,7 @@ func ealArgs(cmd *cobra.Command, args []string, lcores string, mem dpdk.Memory) 
 }
 
 func pmdCmd() *cobra.Command {
-	cfg := perf.DefaultPMDConfig()
+	cfg := pmd.DefaultConfig()
 	var devices, jsonPath string
 	var seconds, warmup float64
 	c := &cobra.Command{
@@ -49,7 +49,7 @@ their ratio. Devices: null (net_null), memif (net_memif, with a traffic peer pro
 ring (net_ring). The last line is the ratio ours/testpmd per device.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
-			if cfg.Devices, err = perf.ParseDevices(devices); err != nil {
+			if cfg.Devices, err = pmd.ParseDevices(devices); err != nil {
 				return err
 			}
 			cfg.Measure = time.Duration(seconds * float64(time.Second))
@@ -69,7 +69,7 @@ ring (net_ring). The last line is the ratio ours/testpmd per device.`,
 	return c
 }
 
-func runPMD(cmd *cobra.Command, args []string, cfg perf.PMDConfig, jsonPath string) error {
+func runPMD(cmd *cobra.Command, args []string, cfg pmd.Config, jsonPath string) error {
 	if runtime.NumCPU() < 2 {
 		return fmt.Errorf("pmd needs two CPUs (a forwarding core and one for the rest); this machine has %d", runtime.NumCPU())
 	}
@@ -90,7 +90,7 @@ func runPMD(cmd *cobra.Command, args []string, cfg perf.PMDConfig, jsonPath stri
 	}
 	defer dpdk.Cleanup()
 	lcore.SetGOMAXPROCS(1)
-	res, err := perf.RunPMD(cfg)
+	res, err := pmd.Run(cfg)
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func pmdPeerCmd() *cobra.Command {
 				return err
 			}
 			defer dpdk.Cleanup()
-			return perf.RunMemifPeer(sock, burst, cpu, os.Stdout, os.Stdin)
+			return pmd.RunMemifPeer(sock, burst, cpu, os.Stdout, os.Stdin)
 		},
 	}
 	c.Flags().StringVar(&sock, "socket", "", "the forwarder's memif socket")

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/perf"
+	"github.com/homa-dpdk/homa-dpdk/perf/slowdown"
 	"github.com/homa-dpdk/homa-dpdk/perf/workerrtt"
 	"github.com/spf13/cobra"
 )
@@ -270,7 +271,7 @@ func runAll(self, dir string, f scenarioFlags, out io.Writer) error {
 
 	if sec, err := runSlowdownChild(self, dir, f.smoke, out); err != nil {
 		all.Errors["slowdown"] = err.Error()
-		secs = append(secs, perf.Section{Name: "slowdown", Title: slowdownTitle, Method: perf.SlowdownMethod, Error: err.Error()})
+		secs = append(secs, perf.Section{Name: "slowdown", Title: slowdownTitle, Method: slowdown.Method, Error: err.Error()})
 	} else {
 		secs = append(secs, sec)
 		all.Files["slowdown"] = "slowdown.json"
@@ -352,12 +353,12 @@ func runSlowdownChild(self, dir string, smoke bool, out io.Writer) (perf.Section
 	for i := range imgs {
 		imgs[i] = filepath.Base(imgs[i])
 	}
-	return perf.Section{Name: "slowdown", Title: slowdownTitle, Method: perf.SlowdownMethod,
+	return perf.Section{Name: "slowdown", Title: slowdownTitle, Method: slowdown.Method,
 		Notes:  []string{"Results: slowdown.json; the run's own table (end of slowdown.log):", "```\n" + strings.TrimRight(table, "\n") + "\n```"},
 		Images: imgs}, nil
 }
 
-// slowdownTable is the table PrintSlowdown wrote at the end of log: from
+// slowdownTable is the table slowdown.Print wrote at the end of log: from
 // its "slowdown: " line on, without the plots' file names.
 func slowdownTable(log string) string {
 	i := strings.LastIndex(log, "\nslowdown: ")

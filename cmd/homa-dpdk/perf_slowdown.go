@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/homa-dpdk/homa-dpdk/perf"
+	"github.com/homa-dpdk/homa-dpdk/perf/slowdown"
 	"github.com/spf13/cobra"
 )
 
@@ -17,7 +17,7 @@ func slowdownCmd() *cobra.Command {
 	var workloads, loads, rate, transports string
 	var seconds float64
 	var smoke bool
-	cfg := perf.DefaultSlowdownConfig()
+	cfg := slowdown.DefaultConfig()
 	c := &cobra.Command{
 		Use:   "slowdown",
 		Short: "P50/P99 slowdown vs message size, Homa daemons vs kernel TCP through a tc bottleneck",
@@ -31,7 +31,7 @@ same open-loop Poisson workload (W1-W5 sizes, 1-byte responses) through the same
 bottleneck. Slowdown = RTT / unloaded RTT of that size, measured first in the same run.
 Writes DIR/slowdown.json and one PNG per workload x load. Needs root, iproute2 and tc.
 
-` + perf.SlowdownMethod,
+` + slowdown.Method,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if os.Geteuid() != 0 {
 				return fmt.Errorf("slowdown needs root (network namespaces, tc)")
@@ -42,7 +42,7 @@ Writes DIR/slowdown.json and one PNG per workload x load. Needs root, iproute2 a
 				}
 			}
 			if smoke {
-				s := perf.SmokeSlowdownConfig()
+				s := slowdown.SmokeConfig()
 				s.Out = cfg.Out
 				cfg = s
 			}
@@ -64,7 +64,7 @@ Writes DIR/slowdown.json and one PNG per workload x load. Needs root, iproute2 a
 				cfg.Period = time.Duration(seconds * float64(time.Second))
 			}
 			if f.Changed("rate") || !smoke {
-				r, err := perf.ParseTCRate(rate)
+				r, err := slowdown.ParseTCRate(rate)
 				if err != nil {
 					return err
 				}
@@ -74,10 +74,10 @@ Writes DIR/slowdown.json and one PNG per workload x load. Needs root, iproute2 a
 				cfg.Transports = strings.Split(strings.ToLower(transports), ",")
 			}
 			if smoke && !f.Changed("clients") {
-				cfg.Clients = perf.SmokeSlowdownConfig().Clients
+				cfg.Clients = slowdown.SmokeConfig().Clients
 			}
 			if smoke && !f.Changed("reps") {
-				cfg.Reps = perf.SmokeSlowdownConfig().Reps
+				cfg.Reps = slowdown.SmokeConfig().Reps
 			}
 			self, err := os.Executable()
 			if err != nil {
@@ -85,14 +85,14 @@ Writes DIR/slowdown.json and one PNG per workload x load. Needs root, iproute2 a
 			}
 			cfg.Bin = self
 			cfg.Log = cmd.ErrOrStderr()
-			res, err := perf.RunSlowdown(cfg)
+			res, err := slowdown.Run(cfg)
 			if res != nil {
-				perf.PrintSlowdown(cmd.OutOrStdout(), res)
+				slowdown.Print(cmd.OutOrStdout(), res)
 			}
 			return err
 		},
 	}
-	d := perf.DefaultSlowdownConfig()
+	d := slowdown.DefaultConfig()
 	f := c.Flags()
 	f.StringVar(&workloads, "workloads", strings.Join(d.Workloads, ","), "workloads, comma-separated: W1..W5")
 	f.StringVar(&loads, "loads", "50,80", "offered loads in percent of the bottleneck's rate, comma-separated")

@@ -1,4 +1,4 @@
-package perf
+package pmd
 
 import (
 	"encoding/binary"
@@ -12,17 +12,17 @@ import (
 )
 
 const (
-	pmdPoolSize  = 16384
-	pmdPoolCache = 250
-	pmdDesc      = 1024
-	pmdDataRoom  = 2048 + 128
+	poolSize    = 16384
+	poolCache   = 250
+	descriptors = 1024
+	dataRoom    = 2048 + 128
 )
 
-var pmdPoolSeq int
+var poolSeq int
 
-func pmdMempool() (*dpdk.Mempool, error) {
-	pmdPoolSeq++
-	return dpdk.NewPktMbufPool(fmt.Sprintf("pmd_fwd%d", pmdPoolSeq), pmdPoolSize, pmdPoolCache, pmdDataRoom, dpdk.SocketIDAny)
+func newMempool() (*dpdk.Mempool, error) {
+	poolSeq++
+	return dpdk.NewPktMbufPool(fmt.Sprintf("pmd_fwd%d", poolSeq), poolSize, poolCache, dataRoom, dpdk.SocketIDAny)
 }
 
 // forwarder is our io-forwarding loop between two ports: every packet
@@ -111,8 +111,8 @@ func memifDevargs(role string, id int, sock string) string {
 
 // runOurs runs our forwarder once on dev and returns its rate in Mpps and,
 // for memif, how many packets the peer could not send.
-func (cfg *PMDConfig) runOurs(dev string) (_ float64, _ uint64, err error) {
-	pool, err := pmdMempool()
+func (cfg *Config) runOurs(dev string) (_ float64, _ uint64, err error) {
+	pool, err := newMempool()
 	if err != nil {
 		return 0, 0, err
 	}
@@ -205,10 +205,10 @@ func setupPort(p *dpdk.Port, pool *dpdk.Mempool) error {
 	if err := p.Configure(1, 1, dpdk.PortConf{}); err != nil {
 		return err
 	}
-	if err := p.RxQueueSetup(0, pmdDesc, pool); err != nil {
+	if err := p.RxQueueSetup(0, descriptors, pool); err != nil {
 		return err
 	}
-	if err := p.TxQueueSetup(0, pmdDesc); err != nil {
+	if err := p.TxQueueSetup(0, descriptors); err != nil {
 		return err
 	}
 	return p.Start()

@@ -1,4 +1,4 @@
-package perf
+package pmd
 
 import (
 	"os"
@@ -46,10 +46,10 @@ func runTestPeer() int {
 	return 0
 }
 
-// TestRunPMD_smoke runs the whole pmd scenario once, short, on every
+// TestRun_smoke runs the whole pmd scenario once, short, on every
 // device: both forwarders must move packets and the report must end with
 // the ratio line. It measures nothing (see `homa-dpdk perf pmd`).
-func TestRunPMD_smoke(t *testing.T) {
+func TestRun_smoke(t *testing.T) {
 	dpdktest.Need(t)
 	if runtime.NumCPU() < 2 {
 		t.Skip("pmd needs two CPUs")
@@ -57,12 +57,12 @@ func TestRunPMD_smoke(t *testing.T) {
 	os.Setenv(peerEnv, "1")
 	defer os.Unsetenv(peerEnv)
 	var out strings.Builder
-	cfg := DefaultPMDConfig()
+	cfg := DefaultConfig()
 	cfg.Measure, cfg.Warmup, cfg.Trials = time.Second, time.Second, 1
 	cfg.Self = os.Args[0]
 	cfg.Mem = dpdk.ProbeMemory()
 	cfg.Out = &out
-	res, err := RunPMD(cfg)
+	res, err := Run(cfg)
 	t.Log("\n" + out.String())
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +151,7 @@ func TestMedian(t *testing.T) {
 
 func TestForwarderPass_noAllocsAndForwards(t *testing.T) {
 	dpdktest.Need(t)
-	pool, err := pmdMempool()
+	pool, err := newMempool()
 	if err != nil {
 		t.Fatal(err)
 	}

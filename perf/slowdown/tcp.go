@@ -1,4 +1,4 @@
-package perf
+package slowdown
 
 import (
 	"encoding/binary"
@@ -12,23 +12,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// sdTCPPort is the TCP server's port.
-const sdTCPPort = "5099"
+// tcpPort is the TCP server's port.
+const tcpPort = "5099"
 
-// sdTCPServer answers every framed request with a 1-byte framed response.
-type sdTCPServer struct {
+// tcpServer answers every framed request with a 1-byte framed response.
+type tcpServer struct {
 	l     net.Listener
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
 }
 
-func sdStartTCPServer(ns, ip string) (*sdTCPServer, error) {
-	l, err := sdListenIn(ns, "tcp4", ip+":"+sdTCPPort)
+func startTCPServer(ns, ip string) (*tcpServer, error) {
+	l, err := listenIn(ns, "tcp4", ip+":"+tcpPort)
 	if err != nil {
 		return nil, err
 	}
-	s := &sdTCPServer{l: l, conns: map[net.Conn]struct{}{}}
+	s := &tcpServer{l: l, conns: map[net.Conn]struct{}{}}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -47,7 +47,7 @@ func sdStartTCPServer(ns, ip string) (*sdTCPServer, error) {
 	return s, nil
 }
 
-func (s *sdTCPServer) serve(c net.Conn) {
+func (s *tcpServer) serve(c net.Conn) {
 	defer s.wg.Done()
 	defer c.Close()
 	var hdr [4]byte
@@ -71,7 +71,7 @@ func (s *sdTCPServer) serve(c net.Conn) {
 	}
 }
 
-func (s *sdTCPServer) close() {
+func (s *tcpServer) close() {
 	s.l.Close()
 	s.mu.Lock()
 	for c := range s.conns {
@@ -81,16 +81,16 @@ func (s *sdTCPServer) close() {
 	s.wg.Wait()
 }
 
-// sdTCPClient is one client host's pool of connections to the server.
-type sdTCPClient struct {
+// tcpClient is one client host's pool of connections to the server.
+type tcpClient struct {
 	ns, dst string
 	pool    chan net.Conn
 	mu      sync.Mutex
 	all     []net.Conn
 }
 
-func newSDTCPClient(ns, dst string, initial int) (*sdTCPClient, error) {
-	c := &sdTCPClient{ns: ns, dst: dst, pool: make(chan net.Conn, 4096)}
+func newTCPClient(ns, dst string, initial int) (*tcpClient, error) {
+	c := &tcpClient{ns: ns, dst: dst, pool: make(chan net.Conn, 4096)}
 	for range initial {
 		conn, err := c.dial()
 		if err != nil {
@@ -102,8 +102,8 @@ func newSDTCPClient(ns, dst string, initial int) (*sdTCPClient, error) {
 	return c, nil
 }
 
-func (c *sdTCPClient) dial() (net.Conn, error) {
-	conn, err := sdDialIn(c.ns, "tcp4", c.dst+":"+sdTCPPort)
+func (c *tcpClient) dial() (net.Conn, error) {
+	conn, err := dialIn(c.ns, "tcp4", c.dst+":"+tcpPort)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func (c *sdTCPClient) dial() (net.Conn, error) {
 	return conn, nil
 }
 
-func (c *sdTCPClient) close() {
+func (c *tcpClient) close() {
 	c.mu.Lock()
 	for _, conn := range c.all {
 		conn.Close()
@@ -124,7 +124,7 @@ func (c *sdTCPClient) close() {
 }
 
 // get takes an idle connection, or dials a new one.
-func (c *sdTCPClient) get() (net.Conn, error) {
+func (c *tcpClient) get() (net.Conn, error) {
 	select {
 	case conn := <-c.pool:
 		return conn, nil
@@ -135,7 +135,7 @@ func (c *sdTCPClient) get() (net.Conn, error) {
 
 // rpc sends one request of len(req)-4 bytes (req is framed by rpc) and
 // reads the response.
-func sdTCPRPC(conn net.Conn, req []byte, size int) error {
+func tcpRPC(conn net.Conn, req []byte, size int) error {
 	binary.BigEndian.PutUint32(req[:4], uint32(size))
 	if _, err := conn.Write(req[:4+size]); err != nil {
 		return err
@@ -150,10 +150,79 @@ func sdTCPRPC(conn net.Conn, req []byte, size int) error {
 	return nil
 }
 
-// sdTCPDriver offers sched from c, open loop: each arrival runs in its
+// tcpTransport runs kernel TCP: the hosts get their addresses for the
+// workload (the Homa daemons own eth0 otherwise: the kernel would answer
+// their packets), a server, and a pool of connections per client.
+func tcpTransport(cfg Config, n *topology, rate float64) transport {
+	var srv *tcpServer
+	var clients []*tcpClient
+	return transport{
+		name: "tcp",
+		setup: func() error {
+			if err := n.linuxAddrs(); err != nil {
+				return err
+			}
+			var err error
+			if srv, err = startTCPServer(n.server, hostIP(0)); err != nil {
+				return err
+			}
+			for _, ns := range n.clients {
+				c, err := newTCPClient(ns, hostIP(0), 16)
+				if err != nil {
+					return err
+				}
+				clients = append(clients, c)
+			}
+			return nil
+		},
+		reset: func() error { return nil },
+		teardown: func() {
+			for _, c := range clients {
+				c.close()
+			}
+			if srv != nil {
+				srv.close()
+			}
+			n.flushAddrs()
+		},
+		unloaded: func(w *Workload) (*Unloaded, error) {
+			return tcpUnloaded(clients[0], ProbeSizes(w), cfg.Reps, probeGap(rate))
+		},
+		drive: func(w *Workload, sched [][]Arrival, start time.Time, keep0, keep1 time.Duration) []driverResult {
+			res := make([]driverResult, len(clients))
+			var wg sync.WaitGroup
+			for i, c := range clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					res[i] = tcpDriver(c, sched[i], start, keep0, keep1, 10*time.Second, w.Max())
+				}()
+			}
+			wg.Wait()
+			return res
+		},
+		after: func(*RunResult) error {
+			// A drained run closed its connections: reconnect.
+			for i, c := range clients {
+				c.mu.Lock()
+				broken := len(c.all) == 0
+				c.mu.Unlock()
+				if broken {
+					var err error
+					if clients[i], err = newTCPClient(c.ns, hostIP(0), 16); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		},
+	}
+}
+
+// tcpDriver offers sched from c, open loop: each arrival runs in its
 // own goroutine on a connection of its own (idle from the pool or new).
-func sdTCPDriver(c *sdTCPClient, sched []SDArrival, start time.Time, keep0, keep1, drain time.Duration, maxSize int) sdDriverResult {
-	var r sdDriverResult
+func tcpDriver(c *tcpClient, sched []Arrival, start time.Time, keep0, keep1, drain time.Duration, maxSize int) driverResult {
+	var r driverResult
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	bufs := sync.Pool{New: func() any { b := make([]byte, 4+maxSize); return &b }}
@@ -173,19 +242,19 @@ func sdTCPDriver(c *sdTCPClient, sched []SDArrival, start time.Time, keep0, keep
 		r.maxGap = max(r.maxGap, now.Sub(last))
 		last = now
 		r.maxLag = max(r.maxLag, now.Sub(start)-a.At)
-		if now.Sub(start)-a.At > SDLate {
+		if now.Sub(start)-a.At > Late {
 			r.late++
 		}
 		r.sent++
 		wg.Add(1)
-		go func(a SDArrival) {
+		go func(a Arrival) {
 			defer wg.Done()
 			bp := bufs.Get().(*[]byte)
 			defer bufs.Put(bp)
 			t := time.Now()
 			conn, err := c.get()
 			if err == nil {
-				if err = sdTCPRPC(conn, *bp, a.Size); err == nil {
+				if err = tcpRPC(conn, *bp, a.Size); err == nil {
 					c.pool <- conn
 				} else {
 					conn.Close()
@@ -203,7 +272,7 @@ func sdTCPDriver(c *sdTCPClient, sched []SDArrival, start time.Time, keep0, keep
 			}
 			r.done++
 			if a.At >= keep0 && a.At < keep1 {
-				r.samples = append(r.samples, SDSample{Size: a.Size, RTT: rtt})
+				r.samples = append(r.samples, Sample{Size: a.Size, RTT: rtt})
 			}
 		}(a)
 	}
@@ -226,8 +295,8 @@ func sdTCPDriver(c *sdTCPClient, sched []SDArrival, start time.Time, keep0, keep
 	return r
 }
 
-// sdTCPUnloaded measures the unloaded RTT of each size (sdProbe).
-func sdTCPUnloaded(c *sdTCPClient, sizes []int, reps int, gap time.Duration) (*SDUnloaded, error) {
+// tcpUnloaded measures the unloaded RTT of each size (probe).
+func tcpUnloaded(c *tcpClient, sizes []int, reps int, gap time.Duration) (*Unloaded, error) {
 	conn, err := c.get()
 	if err != nil {
 		return nil, err
@@ -235,9 +304,9 @@ func sdTCPUnloaded(c *sdTCPClient, sizes []int, reps int, gap time.Duration) (*S
 	defer func() { c.pool <- conn }()
 	buf := make([]byte, 4+sizes[len(sizes)-1])
 	for range 20 {
-		if err := sdTCPRPC(conn, buf, 1); err != nil {
+		if err := tcpRPC(conn, buf, 1); err != nil {
 			return nil, err
 		}
 	}
-	return sdProbe(sizes, reps, gap, func(size int) error { return sdTCPRPC(conn, buf, size) })
+	return probe(sizes, reps, gap, func(size int) error { return tcpRPC(conn, buf, size) })
 }

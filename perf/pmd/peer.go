@@ -1,4 +1,4 @@
-package perf
+package pmd
 
 import (
 	"bufio"
@@ -46,7 +46,7 @@ type peerSample struct {
 	refused uint64
 }
 
-func startMemifPeer(cfg *PMDConfig, sock string) (*memifPeer, error) {
+func startMemifPeer(cfg *Config, sock string) (*memifPeer, error) {
 	if cfg.Self == "" {
 		return nil, fmt.Errorf("memif peer: the path of this program is unknown")
 	}
@@ -175,7 +175,7 @@ func (p *memifPeer) stop() error {
 
 // RunMemifPeer is the body of `perf pmd-peer`. EAL must be initialised.
 func RunMemifPeer(sock string, burst, cpu int, stdout io.Writer, stdin io.Reader) error {
-	pool, err := dpdk.NewPktMbufPool("pmd_peer", 8192, pmdPoolCache, pmdDataRoom, dpdk.SocketIDAny)
+	pool, err := dpdk.NewPktMbufPool("pmd_peer", 8192, poolCache, dataRoom, dpdk.SocketIDAny)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package perf
+package slowdown
 
 import (
 	"fmt"
@@ -12,17 +12,17 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
-// PlotSlowdown draws, per workload × load, the P99 (solid) and P50
+// Plot draws, per workload × load, the P99 (solid) and P50
 // (dashed) slowdown against message size (each size bucket at its median
 // size, log x axis), Homa beside TCP, as the papers plot it. It returns
 // the files written.
-func PlotSlowdown(res *SlowdownResult, dir string) ([]string, error) {
+func Plot(res *Result, dir string) ([]string, error) {
 	type key struct {
 		w    string
 		load float64
 	}
 	var order []key
-	byKey := map[key][]*SlowdownRun{}
+	byKey := map[key][]*RunResult{}
 	for _, r := range res.Runs {
 		k := key{r.Workload, r.Load}
 		if _, ok := byKey[k]; !ok {
@@ -34,7 +34,7 @@ func PlotSlowdown(res *SlowdownResult, dir string) ([]string, error) {
 	var files []string
 	for _, k := range order {
 		p := plot.New()
-		p.Title.Text = fmt.Sprintf("%s at %.0f%% load, %s bottleneck", k.w, k.load*100, sdRateName(byKey[k][0].RateBps))
+		p.Title.Text = fmt.Sprintf("%s at %.0f%% load, %s bottleneck", k.w, k.load*100, rateName(byKey[k][0].RateBps))
 		p.X.Label.Text = "message size (bytes)"
 		p.Y.Label.Text = "slowdown (RTT / unloaded RTT)"
 		p.X.Scale = plot.LogScale{}
@@ -94,14 +94,4 @@ func PlotSlowdown(res *SlowdownResult, dir string) ([]string, error) {
 		files = append(files, name)
 	}
 	return files, nil
-}
-
-func sdRateName(bps float64) string {
-	switch {
-	case bps >= 1e9:
-		return fmt.Sprintf("%g Gb/s", bps/1e9)
-	case bps >= 1e6:
-		return fmt.Sprintf("%g Mb/s", bps/1e6)
-	}
-	return fmt.Sprintf("%g kb/s", bps/1e3)
 }

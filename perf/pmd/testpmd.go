@@ -1,4 +1,4 @@
-package perf
+package pmd
 
 import (
 	"bufio"
@@ -8,15 +8,15 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/perf"
 )
 
 // testpmdArgs are dpdk-testpmd's arguments for dev, matched to our
 // forwarder's set-up.
-func (cfg *PMDConfig) testpmdArgs(dev, sock string) []string {
+func (cfg *Config) testpmdArgs(dev, sock string) []string {
 	args := dpdk.VirtualDeviceArgs(fmt.Sprintf("0,%d", cfg.FwdLcore), cfg.Mem, 1024, fmt.Sprintf("homatp%d", os.Getpid()))
 	args = append(args, "--main-lcore", "0")
 	names, vargs := vdevArgs(dev, sock)
@@ -29,9 +29,9 @@ func (cfg *PMDConfig) testpmdArgs(dev, sock string) []string {
 	}
 	args = append(args, "--",
 		"--forward-mode=io", fmt.Sprintf("--burst=%d", cfg.Burst), "--nb-cores=1",
-		"--rxq=1", "--txq=1", fmt.Sprintf("--rxd=%d", pmdDesc), fmt.Sprintf("--txd=%d", pmdDesc),
-		fmt.Sprintf("--total-num-mbufs=%d", pmdPoolSize), fmt.Sprintf("--mbcache=%d", pmdPoolCache),
-		fmt.Sprintf("--mbuf-size=%d", pmdDataRoom),
+		"--rxq=1", "--txq=1", fmt.Sprintf("--rxd=%d", descriptors), fmt.Sprintf("--txd=%d", descriptors),
+		fmt.Sprintf("--total-num-mbufs=%d", poolSize), fmt.Sprintf("--mbcache=%d", poolCache),
+		fmt.Sprintf("--mbuf-size=%d", dataRoom),
 		"--stats-period=1", "--no-mlockall")
 	if dev == "ring" {
 		args = append(args, "--tx-first")
@@ -41,7 +41,7 @@ func (cfg *PMDConfig) testpmdArgs(dev, sock string) []string {
 
 // runTestpmd runs dpdk-testpmd once on dev and returns its forwarding rate
 // in Mpps and, for memif, the packets the peer could not send.
-func (cfg *PMDConfig) runTestpmd(dev string) (float64, uint64, error) {
+func (cfg *Config) runTestpmd(dev string) (float64, uint64, error) {
 	sock, cleanup, err := memifSocket(dev)
 	if err != nil {
 		return 0, 0, err
@@ -76,7 +76,7 @@ func (cfg *PMDConfig) runTestpmd(dev string) (float64, uint64, error) {
 			peer, err = startMemifPeer(cfg, sock)
 		}
 		if err != nil {
-			stopTestpmd(cmd)
+			perf.StopTestpmd(cmd)
 			return 0, 0, fmt.Errorf("testpmd memif: %w; stderr: %s", err, lastLines(stderr.String(), 5))
 		}
 		start = time.Now()
@@ -94,7 +94,7 @@ func (cfg *PMDConfig) runTestpmd(dev string) (float64, uint64, error) {
 			}
 			tx = append(tx, v)
 		case <-timeout:
-			stopTestpmd(cmd)
+			perf.StopTestpmd(cmd)
 			return 0, 0, fmt.Errorf("testpmd printed %d stats periods in time, want %d", len(tx), 1+skip+n)
 		}
 	}
@@ -102,12 +102,12 @@ func (cfg *PMDConfig) runTestpmd(dev string) (float64, uint64, error) {
 	// the peer leaves.
 	if peer != nil {
 		if qerr := peer.quiesce(); qerr != nil {
-			stopTestpmd(cmd)
+			perf.StopTestpmd(cmd)
 			peer.stop()
 			return 0, 0, qerr
 		}
 	}
-	err = stopTestpmd(cmd)
+	err = perf.StopTestpmd(cmd)
 	if peer != nil {
 		rate, refused := peer.rate(start.Add(cfg.Warmup), start.Add(cfg.Warmup+cfg.Measure))
 		if perr := peer.stop(); perr != nil {
@@ -119,22 +119,6 @@ func (cfg *PMDConfig) runTestpmd(dev string) (float64, uint64, error) {
 		return 0, 0, fmt.Errorf("testpmd: %w; stderr: %s", err, lastLines(stderr.String(), 5))
 	}
 	return median(tx[1+skip:1+skip+n]) / 1e6, 0, nil
-}
-
-// stopTestpmd interrupts testpmd (it then prints its totals and closes its
-// ports) and waits for it, killing it after 15 s.
-func stopTestpmd(cmd *exec.Cmd) error {
-	cmd.Process.Signal(syscall.SIGINT)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(15 * time.Second):
-		cmd.Process.Kill()
-		<-done
-		return fmt.Errorf("testpmd did not exit within 15 s of SIGINT")
-	}
 }
 
 // parseTestpmdStats reads testpmd's periodic statistics and sends, per

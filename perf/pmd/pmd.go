@@ -1,20 +1,29 @@
-package perf
+// Package pmd is the forwarding benchmark of the perf harness: our
+// forwarding loop (dpdk/ and lcore/, reading each packet's Ethernet header
+// in Go) against dpdk-testpmd in io mode on the same virtual devices,
+// core, burst size, pool and descriptors. pmd.go runs the trials and
+// prints the ratios; forward.go is our forwarder, testpmd.go runs
+// dpdk-testpmd, peer.go the memif traffic peer (`perf pmd-peer`).
+//
+// It is the part of the harness that needs DPDK in its own process, and
+// so cgo; its result type and report section live in package perf, which
+// stays pure Go.
+package pmd
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/perf"
 )
 
-// PMDConfig configures the pmd scenario.
-type PMDConfig struct {
+// Config configures the pmd scenario.
+type Config struct {
 	Devices  []string      // of "null", "memif", "ring"
 	Burst    int           // packets per RX/TX burst
 	Measure  time.Duration // measuring time per run
@@ -28,8 +37,8 @@ type PMDConfig struct {
 	Out      io.Writer     // progress and results
 }
 
-// Method is the measurement method, printed with the results.
-const pmdMethod = `Both forwarders move packets between two ports of the same virtual device ` +
+// method is the measurement method, printed with the results.
+const method = `Both forwarders move packets between two ports of the same virtual device ` +
 	`(io forwarding, both directions), on one forwarding core with bursts of the same size, ` +
 	`the same mbuf pool (16384 mbufs of 2176 bytes, cache 250) and 1024 descriptors. net_null and net_ring: ` +
 	`the forwarding rate is the ports' transmitted packets per second (rte_eth_stats, which is also ` +
@@ -40,10 +49,10 @@ const pmdMethod = `Both forwarders move packets between two ports of the same vi
 	`Trials alternate ours and testpmd; the ratio is the median over trials of ours/testpmd in the ` +
 	`same trial (paired, so that the machine's slow drifts cancel), the Mpps figures the medians over trials.`
 
-// DefaultPMDConfig is the configuration of the benchmark the issue asks
-// for: 64-byte packets, bursts of 32, one forwarding core.
-func DefaultPMDConfig() PMDConfig {
-	return PMDConfig{
+// DefaultConfig is the benchmark's configuration: 64-byte packets,
+// bursts of 32, one forwarding core.
+func DefaultConfig() Config {
+	return Config{
 		Devices:  []string{"null", "memif", "ring"},
 		Burst:    32,
 		Measure:  5 * time.Second,
@@ -56,29 +65,9 @@ func DefaultPMDConfig() PMDConfig {
 	}
 }
 
-// PMDRun is one device's result.
-type PMDRun struct {
-	Device      string    `json:"device"`
-	Ours        []float64 `json:"ours_mpps"`    // per trial
-	Testpmd     []float64 `json:"testpmd_mpps"` // per trial
-	OursMpps    float64   `json:"ours_median_mpps"`
-	TestpmdMpps float64   `json:"testpmd_median_mpps"`
-	Ratios      []float64 `json:"ratios"` // ours / testpmd, per trial (each pair run back to back)
-	Ratio       float64   `json:"ratio"`  // median of Ratios
-	// PeerTxRefusedOurs and ...Testpmd count, for memif, packets the peer
-	// could not send because the forwarder's ring was full: zero means the
-	// forwarder kept up with the peer, so the figure is the peer's limit.
-	PeerTxRefusedOurs    uint64 `json:"peer_tx_refused_ours,omitempty"`
-	PeerTxRefusedTestpmd uint64 `json:"peer_tx_refused_testpmd,omitempty"`
-}
-
-// PMDResult is the scenario's result.
-type PMDResult struct {
-	Method     string   `json:"method"`
-	PacketSize int      `json:"packet_size"`
-	Burst      int      `json:"burst"`
-	Runs       []PMDRun `json:"runs"`
-}
+// Result is the scenario's result. It is package perf's PMDResult, so
+// that the report of `perf all` reads it without this package's cgo.
+type Result = perf.PMDResult
 
 // deviceNames maps the short names to DPDK driver names.
 var deviceNames = map[string]string{"null": "net_null", "memif": "net_memif", "ring": "net_ring"}
@@ -99,17 +88,17 @@ func ParseDevices(s string) ([]string, error) {
 	return out, nil
 }
 
-// RunPMD runs the pmd scenario. EAL must be initialised in this process
+// Run runs the pmd scenario. EAL must be initialised in this process
 // with FwdLcore as a worker lcore.
-func RunPMD(cfg PMDConfig) (*PMDResult, error) {
+func Run(cfg Config) (*Result, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	res := &PMDResult{Method: pmdMethod, PacketSize: 64, Burst: cfg.Burst}
+	res := &Result{Method: method, PacketSize: 64, Burst: cfg.Burst}
 	fmt.Fprintf(cfg.Out, "pmd: 64-byte packets, bursts of %d, forwarding on lcore %d (CPU %d), %v per run after %v warm-up, %d trial(s), memory: %s\n",
 		cfg.Burst, cfg.FwdLcore, dpdk.LcoreCPU(cfg.FwdLcore), cfg.Measure, cfg.Warmup, cfg.Trials, memDesc(cfg.Mem))
 	for _, dev := range cfg.Devices {
-		run := PMDRun{Device: deviceNames[dev]}
+		run := perf.PMDRun{Device: deviceNames[dev]}
 		for trial := 1; trial <= cfg.Trials; trial++ {
 			o, refusedO, err := cfg.runOurs(dev)
 			if err != nil {
@@ -149,7 +138,7 @@ func RunPMD(cfg PMDConfig) (*PMDResult, error) {
 	return res, nil
 }
 
-func (cfg *PMDConfig) check() error {
+func (cfg *Config) check() error {
 	if len(cfg.Devices) == 0 {
 		return fmt.Errorf("pmd: no device chosen")
 	}
@@ -166,18 +155,6 @@ func (cfg *PMDConfig) check() error {
 		return fmt.Errorf("pmd: forwarding lcore %d is not an EAL worker lcore (workers: %v); give EAL -l with at least two lcores", cfg.FwdLcore, dpdk.WorkerLcores())
 	}
 	return nil
-}
-
-// WriteJSON writes the result to path, creating its directory.
-func (r *PMDResult) WriteJSON(path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 func memDesc(m dpdk.Memory) string {

@@ -1,4 +1,4 @@
-package perf
+package slowdown
 
 import (
 	"context"
@@ -15,10 +15,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// sdNet is the slowdown topology: a switch namespace with a bridge, a
+// topology is the scenario's network: a switch namespace with a bridge, a
 // server namespace and client namespaces, each host with eth0 on the
 // bridge; the bottleneck is on the switch's port towards the server.
-type sdNet struct {
+type topology struct {
 	prefix  string
 	sw      string
 	server  string
@@ -28,10 +28,10 @@ type sdNet struct {
 	log     func(string, ...any)
 }
 
-// sdIP is host i's address: the server is 0.
-func sdIP(i int) string { return "10.77.0." + strconv.Itoa(i+1) }
+// hostIP is host i's address: the server is 0.
+func hostIP(i int) string { return "10.77.0." + strconv.Itoa(i+1) }
 
-func sdSh(args ...string) error {
+func sh(args ...string) error {
 	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
@@ -39,9 +39,9 @@ func sdSh(args ...string) error {
 	return nil
 }
 
-// newSDNet builds the topology; on error what was made is removed.
-func newSDNet(prefix string, clients int, rateBps float64) (n *sdNet, err error) {
-	n = &sdNet{prefix: prefix, sw: prefix + "sw"}
+// newTopology builds the topology; on error what was made is removed.
+func newTopology(prefix string, clients int, rateBps float64) (n *topology, err error) {
+	n = &topology{prefix: prefix, sw: prefix + "sw"}
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -50,10 +50,10 @@ func newSDNet(prefix string, clients int, rateBps float64) (n *sdNet, err error)
 	if err = n.addNS(n.sw); err != nil {
 		return nil, err
 	}
-	if err = sdSh("ip", "-n", n.sw, "link", "add", "br0", "type", "bridge"); err != nil {
+	if err = sh("ip", "-n", n.sw, "link", "add", "br0", "type", "bridge"); err != nil {
 		return nil, err
 	}
-	if err = sdSh("ip", "-n", n.sw, "link", "set", "br0", "up"); err != nil {
+	if err = sh("ip", "-n", n.sw, "link", "set", "br0", "up"); err != nil {
 		return nil, err
 	}
 	for i := 0; i <= clients; i++ {
@@ -68,13 +68,13 @@ func newSDNet(prefix string, clients int, rateBps float64) (n *sdNet, err error)
 			{"ip", "-n", ns, "link", "set", "eth0", "up"},
 			{"ip", "-n", ns, "link", "set", "lo", "up"},
 		} {
-			if err = sdSh(c...); err != nil {
+			if err = sh(c...); err != nil {
 				return nil, err
 			}
 		}
 		// MTU-sized frames for both transports: no segmentation offloads.
-		sdSh("ip", "netns", "exec", ns, "ethtool", "-K", "eth0", "tso", "off", "gso", "off", "gro", "off", "tx-checksumming", "off")
-		sdSh("ip", "netns", "exec", n.sw, "ethtool", "-K", peer, "tso", "off", "gso", "off", "gro", "off")
+		sh("ip", "netns", "exec", ns, "ethtool", "-K", "eth0", "tso", "off", "gso", "off", "gro", "off", "tx-checksumming", "off")
+		sh("ip", "netns", "exec", n.sw, "ethtool", "-K", peer, "tso", "off", "gso", "off", "gro", "off")
 		if i == 0 {
 			n.server, n.bottle = ns, peer
 		} else {
@@ -84,9 +84,9 @@ func newSDNet(prefix string, clients int, rateBps float64) (n *sdNet, err error)
 	return n, n.bottleneck(rateBps)
 }
 
-func (n *sdNet) addNS(ns string) error {
+func (n *topology) addNS(ns string) error {
 	exec.Command("ip", "netns", "del", ns).Run() // a leftover of a killed run
-	if err := sdSh("ip", "netns", "add", ns); err != nil {
+	if err := sh("ip", "netns", "add", ns); err != nil {
 		return err
 	}
 	n.made = append(n.made, ns)
@@ -101,10 +101,10 @@ func (n *sdNet) addNS(ns string) error {
 // nothing (8 kbit/s) and allowed to borrow up to the rate; htb lends
 // spare bandwidth to the lowest prio number first, which makes the
 // leaves strict priorities apart from that guarantee. Each leaf queues
-// in a bfifo of SDBandQueue of the rate's bytes (classes).
-func (n *sdNet) bottleneck(rateBps float64) error {
+// in a bfifo of BandQueue of the rate's bytes (classes).
+func (n *topology) bottleneck(rateBps float64) error {
 	dev := n.bottle
-	tc := func(a ...string) error { return sdSh(append([]string{"ip", "netns", "exec", n.sw, "tc"}, a...)...) }
+	tc := func(a ...string) error { return sh(append([]string{"ip", "netns", "exec", n.sw, "tc"}, a...)...) }
 	// Unclassified (non-IP: ARP) frames go to band 0.
 	if err := tc("qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "10"); err != nil {
 		return err
@@ -122,31 +122,31 @@ func (n *sdNet) bottleneck(rateBps float64) error {
 	return nil
 }
 
-// SDBandQueue is how long a band's queue lasts at the rate: each band
+// BandQueue is how long a band's queue lasts at the rate: each band
 // holds at most this much of the rate's bytes (at least 16 full frames).
 // A switch port's buffer is a time at its rate; a fixed count of
 // packets would be seconds at a few Mb/s, longer than any transport's
 // retransmission timer.
-const SDBandQueue = 50 * time.Millisecond
+const BandQueue = 50 * time.Millisecond
 
-// sdBandLimit is a band's queue limit in bytes at rateBps.
-func sdBandLimit(rateBps float64) int {
-	return max(int(rateBps/8*SDBandQueue.Seconds()), 16*1514)
+// bandLimit is a band's queue limit in bytes at rateBps.
+func bandLimit(rateBps float64) int {
+	return max(int(rateBps/8*BandQueue.Seconds()), 16*1514)
 }
 
 // classes adds ("add") or changes ("change") the bottleneck's classes to
-// rateBps, and gives each band its queue (a bfifo of sdBandLimit). The
+// rateBps, and gives each band its queue (a bfifo of bandLimit). The
 // buckets hold one full frame (burst 1600 bytes), so that every packet
 // waits its transmission time at the rate, as on a link of that rate.
-func (n *sdNet) classes(verb string, rateBps float64) error {
+func (n *topology) classes(verb string, rateBps float64) error {
 	dev := n.bottle
-	tc := func(a ...string) error { return sdSh(append([]string{"ip", "netns", "exec", n.sw, "tc"}, a...)...) }
+	tc := func(a ...string) error { return sh(append([]string{"ip", "netns", "exec", n.sw, "tc"}, a...)...) }
 	rate := strconv.FormatInt(int64(rateBps), 10) + "bit"
 	if err := tc("class", verb, "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", rate, "ceil", rate,
 		"burst", "1600", "cburst", "1600", "quantum", "1514"); err != nil {
 		return err
 	}
-	limit := strconv.Itoa(sdBandLimit(rateBps))
+	limit := strconv.Itoa(bandLimit(rateBps))
 	for b := 0; b < 8; b++ {
 		id := fmt.Sprintf("1:%d", 10+b)
 		if err := tc("class", verb, "dev", dev, "parent", "1:1", "classid", id, "htb", "rate", "8kbit", "ceil", rate,
@@ -162,10 +162,10 @@ func (n *sdNet) classes(verb string, rateBps float64) error {
 
 // setRate changes the bottleneck's rate (the parent class and every
 // band's ceiling) and its bands' queue limits; the counters stay.
-func (n *sdNet) setRate(rateBps float64) error { return n.classes("change", rateBps) }
+func (n *topology) setRate(rateBps float64) error { return n.classes("change", rateBps) }
 
-// SDBand is the counters of one strict-priority band of the bottleneck.
-type SDBand struct {
+// Band is the counters of one strict-priority band of the bottleneck.
+type Band struct {
 	Band          int    `json:"band"` // 0 is served first
 	HomaPriority  int    `json:"homa_priority"`
 	Bytes         uint64 `json:"bytes"`
@@ -175,22 +175,22 @@ type SDBand struct {
 	MaxBacklogObs uint64 `json:"backlog_bytes_at_end"`
 }
 
-// sdClassStats matches tc -s class show's counters of one htb class
+// classStats matches tc -s class show's counters of one htb class
 // (this iproute2 ignores -j for classes).
-var sdClassStats = regexp.MustCompile(`(?m)^class htb 1:(\d+) .*\n\s*Sent (\d+) bytes (\d+) pkt \(dropped (\d+), overlimits (\d+)[^\n]*\n\s*backlog (\d+)b`)
+var classStats = regexp.MustCompile(`(?m)^class htb 1:(\d+) .*\n\s*Sent (\d+) bytes (\d+) pkt \(dropped (\d+), overlimits (\d+)[^\n]*\n\s*backlog (\d+)b`)
 
 // bands reads the per-band counters of the bottleneck's leaf classes.
-func (n *sdNet) bands() ([]SDBand, error) {
+func (n *topology) bands() ([]Band, error) {
 	out, err := exec.Command("ip", "netns", "exec", n.sw, "tc", "-s", "class", "show", "dev", n.bottle).Output()
 	if err != nil {
 		return nil, fmt.Errorf("tc -s class show: %v", err)
 	}
-	return sdParseBands(string(out))
+	return parseBands(string(out))
 }
 
-func sdParseBands(out string) ([]SDBand, error) {
-	var bs []SDBand
-	for _, m := range sdClassStats.FindAllStringSubmatch(out, -1) {
+func parseBands(out string) ([]Band, error) {
+	var bs []Band
+	for _, m := range classStats.FindAllStringSubmatch(out, -1) {
 		k, _ := strconv.Atoi(m[1])
 		if k < 10 || k > 17 {
 			continue
@@ -199,18 +199,18 @@ func sdParseBands(out string) ([]SDBand, error) {
 		for i := range v {
 			v[i], _ = strconv.ParseUint(m[2+i], 10, 64)
 		}
-		bs = append(bs, SDBand{Band: k - 10, HomaPriority: 17 - k, Bytes: v[0], Packets: v[1], Drops: v[2], Overlimits: v[3], MaxBacklogObs: v[4]})
+		bs = append(bs, Band{Band: k - 10, HomaPriority: 17 - k, Bytes: v[0], Packets: v[1], Drops: v[2], Overlimits: v[3], MaxBacklogObs: v[4]})
 	}
 	if len(bs) != 8 {
 		return bs, fmt.Errorf("tc -s class show: %d of 8 bands found:\n%s", len(bs), out)
 	}
-	slices.SortFunc(bs, func(a, b SDBand) int { return a.Band - b.Band })
+	slices.SortFunc(bs, func(a, b Band) int { return a.Band - b.Band })
 	return bs, nil
 }
 
-// sdBandDelta returns after - before, band by band.
-func sdBandDelta(before, after []SDBand) []SDBand {
-	out := append([]SDBand(nil), after...)
+// bandDelta returns after - before, band by band.
+func bandDelta(before, after []Band) []Band {
+	out := append([]Band(nil), after...)
 	for i := range out {
 		for _, b := range before {
 			if b.Band == out[i].Band {
@@ -225,9 +225,9 @@ func sdBandDelta(before, after []SDBand) []SDBand {
 }
 
 // linuxAddrs gives the hosts their addresses for the kernel stack.
-func (n *sdNet) linuxAddrs() error {
+func (n *topology) linuxAddrs() error {
 	for i, ns := range append([]string{n.server}, n.clients...) {
-		if err := sdSh("ip", "-n", ns, "addr", "add", sdIP(i)+"/24", "dev", "eth0"); err != nil {
+		if err := sh("ip", "-n", ns, "addr", "add", hostIP(i)+"/24", "dev", "eth0"); err != nil {
 			return err
 		}
 	}
@@ -236,7 +236,7 @@ func (n *sdNet) linuxAddrs() error {
 
 // flushAddrs takes the kernel's addresses away again, for the Homa
 // daemons.
-func (n *sdNet) flushAddrs() {
+func (n *topology) flushAddrs() {
 	for _, ns := range append([]string{n.server}, n.clients...) {
 		exec.Command("ip", "-n", ns, "addr", "flush", "dev", "eth0").Run()
 		exec.Command("ip", "-n", ns, "neigh", "flush", "dev", "eth0").Run()
@@ -244,16 +244,16 @@ func (n *sdNet) flushAddrs() {
 }
 
 // Close removes every namespace made (their veths go with them).
-func (n *sdNet) Close() {
+func (n *topology) Close() {
 	for i := len(n.made) - 1; i >= 0; i-- {
 		exec.Command("ip", "netns", "del", n.made[i]).Run()
 	}
 	n.made = nil
 }
 
-// sdInNetns runs fn on an OS thread inside namespace ns; sockets made there
+// inNetns runs fn on an OS thread inside namespace ns; sockets made there
 // stay in it.
-func sdInNetns(ns string, fn func() error) error {
+func inNetns(ns string, fn func() error) error {
 	target, err := unix.Open("/var/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
@@ -279,10 +279,10 @@ func sdInNetns(ns string, fn func() error) error {
 	return ferr
 }
 
-// sdDialIn connects to addr from namespace ns.
-func sdDialIn(ns, network, addr string) (net.Conn, error) {
+// dialIn connects to addr from namespace ns.
+func dialIn(ns, network, addr string) (net.Conn, error) {
 	var c net.Conn
-	err := sdInNetns(ns, func() error {
+	err := inNetns(ns, func() error {
 		var err error
 		c, err = (&net.Dialer{}).DialContext(context.Background(), network, addr)
 		return err
@@ -290,10 +290,10 @@ func sdDialIn(ns, network, addr string) (net.Conn, error) {
 	return c, err
 }
 
-// sdListenIn listens on addr in namespace ns.
-func sdListenIn(ns, network, addr string) (net.Listener, error) {
+// listenIn listens on addr in namespace ns.
+func listenIn(ns, network, addr string) (net.Listener, error) {
 	var l net.Listener
-	err := sdInNetns(ns, func() error {
+	err := inNetns(ns, func() error {
 		var err error
 		l, err = net.Listen(network, addr)
 		return err

@@ -1,0 +1,161 @@
+package slowdown
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/client"
+)
+
+// daemon is one homa-dpdk run process in a host namespace.
+type daemon struct {
+	ns     string
+	ip     string
+	socket string
+	log    string
+	cmd    *exec.Cmd
+	done   chan error
+}
+
+const metricsAddr = "127.0.0.1:9464"
+
+// startDaemon runs `homa-dpdk run` in ns on its eth0.
+func startDaemon(bin, dir, ns, ip, linkSpeed, eal, protocol, runtime string) (*daemon, error) {
+	d := &daemon{ns: ns, ip: ip, socket: filepath.Join(dir, ns+".sock"), log: filepath.Join(dir, ns+".log")}
+	cfg := fmt.Sprintf(`eal: [%s, "--no-pci", "--no-huge", "-m", "256", "--file-prefix", "%s", "--vdev", "net_af_packet0,iface=eth0"]
+lcores: [1]
+ports:
+  - device: net_af_packet0
+    address: %s/24
+    link_speed: %s
+metrics:
+  address: %s
+log:
+  level: warn
+protocol:
+%sruntime:
+  idle: adaptive
+%sworkers:
+  socket: %s
+  max_bytes: 67108864
+  pool_bytes: 536870912
+  max_outstanding: 4096
+`, eal, ns, ip, linkSpeed, metricsAddr, protocol, runtime, d.socket)
+	path := filepath.Join(dir, ns+".yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		return nil, err
+	}
+	out, err := os.Create(d.log)
+	if err != nil {
+		return nil, err
+	}
+	d.cmd = exec.Command("ip", "netns", "exec", ns, bin, "run", "--config", path)
+	d.cmd.Stdout, d.cmd.Stderr = out, out
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // no daemon outlives the harness
+	if err := d.cmd.Start(); err != nil {
+		out.Close()
+		return nil, err
+	}
+	d.done = make(chan error, 1)
+	go func() { d.done <- d.cmd.Wait(); out.Close() }()
+	return d, nil
+}
+
+// dial attaches a worker, waiting for the daemon to come up.
+func (d *daemon) dial(spin time.Duration) (*client.Client, error) {
+	end := time.Now().Add(30 * time.Second)
+	for {
+		c, err := client.Dial(d.socket, client.Options{Spin: spin})
+		if err == nil {
+			return c, nil
+		}
+		select {
+		case e := <-d.done:
+			d.done <- e
+			return nil, fmt.Errorf("daemon in %s exited (%v): %s", d.ns, e, d.tail())
+		default:
+		}
+		if time.Now().After(end) {
+			return nil, fmt.Errorf("worker socket of %s: %w; log: %s", d.ns, err, d.tail())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// tail returns the end of the daemon's log.
+func (d *daemon) tail() string {
+	b, _ := os.ReadFile(d.log)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+// stop interrupts the daemon and waits for it (kills it after 10 s).
+func (d *daemon) stop() {
+	if d.cmd.Process == nil {
+		return
+	}
+	d.cmd.Process.Signal(os.Interrupt)
+	select {
+	case e := <-d.done:
+		d.done <- e
+	case <-time.After(10 * time.Second):
+		d.cmd.Process.Kill()
+		<-d.done
+	}
+}
+
+// counterLine matches one homa_engine_total sample of /metrics.
+var counterLine = regexp.MustCompile(`^homa_engine_total\{counter="([a-zA-Z_]+)"[^}]*\} ([0-9.e+]+)$`)
+
+// metrics reads the daemon's /metrics (in its namespace): the longest gap
+// between two passes of its loop since it started
+// (homa_loop_max_pass_gap_seconds) and its engine counters that are not 0
+// (homa_engine_total, summed over ports).
+func (d *daemon) metrics() (gap float64, counters map[string]float64, err error) {
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DisableKeepAlives: true,
+		Dial:              func(network, addr string) (net.Conn, error) { return dialIn(d.ns, network, addr) },
+	}}
+	resp, err := hc.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	gap = -1.0
+	counters = map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		if m := counterLine.FindStringSubmatch(l); m != nil {
+			if v, err := strconv.ParseFloat(m[2], 64); err == nil && v != 0 {
+				counters[m[1]] += v
+			}
+			continue
+		}
+		if !strings.HasPrefix(l, "homa_loop_max_pass_gap_seconds") {
+			continue
+		}
+		f := strings.Fields(l)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil && v > gap {
+			gap = v
+		}
+	}
+	if gap < 0 {
+		return 0, counters, errors.New("no homa_loop_max_pass_gap_seconds in /metrics")
+	}
+	return gap, counters, nil
+}

@@ -1,0 +1,17 @@
+// Package slowdown is the perf harness's slowdown scenario, the Homa
+// papers' experiment on one machine: clients and a server in network
+// namespaces, a tc bottleneck with 8 strict-priority bands, Homa daemons
+// against kernel TCP under the workloads W1-W5. See Method for what is
+// measured and how, and Distortions for what a 2-CPU virtual machine
+// does to it.
+//
+// Where to read: run.go runs the scenario (per workload the bottleneck's
+// rate, per transport every load); config.go is its configuration and
+// the Homa protocol scaled to the link; workload.go the message sizes
+// (testdata/w1.csv..w5.csv, embedded) and the Poisson arrivals;
+// topology.go the namespaces and the tc bottleneck; homa.go and tcp.go
+// the two transports, daemon.go the homa-dpdk daemons Homa runs on and
+// driver.go what both transports' drivers share; slowdown.go turns
+// samples into slowdowns; result.go, print.go and plot.go are what the
+// scenario writes.
+package slowdown
