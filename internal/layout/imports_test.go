@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-const module = "github.com/homa-dpdk/homa-dpdk/"
+const modulePrefix = "github.com/homa-dpdk/homa-dpdk/"
 
 // The import direction of DESIGN.md: cmd → {daemon, demo, perf} → {host,
 // hub} → {engine, nicq, lcore, shm, dpdk, wire, ...}. rank gives each
@@ -82,7 +82,7 @@ func moduleImports(t *testing.T, root string) map[string][]string {
 		rel = filepath.ToSlash(rel)
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
-			if dep, ok := strings.CutPrefix(p, module); ok {
+			if dep, ok := strings.CutPrefix(p, modulePrefix); ok {
 				out[rel] = append(out[rel], dep)
 			}
 		}
