@@ -14,7 +14,7 @@ const module = "github.com/homa-dpdk/homa-dpdk"
 // pureHarness are the perf harness's packages that start DPDK programs but
 // never bring DPDK up themselves: they build without cgo. Only perf/pmd,
 // the forwarding benchmark, runs DPDK in its own process.
-var pureHarness = []string{"./perf", "./perf/slowdown"}
+var pureHarness = []string{"./perf", "./perf/slowdown", "./perf/suite"}
 
 // goTool returns the go command, or skips the test when there is none.
 func goTool(t *testing.T) string {

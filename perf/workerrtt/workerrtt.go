@@ -23,6 +23,7 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/host"
 	"github.com/homa-dpdk/homa-dpdk/hub"
 	"github.com/homa-dpdk/homa-dpdk/lcore"
+	"github.com/homa-dpdk/homa-dpdk/perf"
 	"github.com/homa-dpdk/homa-dpdk/shm"
 	"golang.org/x/sys/unix"
 )
@@ -50,42 +51,15 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Result is what the measurement prints and writes as JSON.
-type Result struct {
-	Method   string    `json:"method"`
-	Size     int       `json:"size_bytes"`
-	Rounds   int       `json:"rounds"`
-	PerRound int       `json:"rpcs_per_round_per_path"`
-	Paths    []Summary `json:"paths"`
-	// AddedMedianUs is the worker path's median minus the in-daemon
-	// median, over all RPCs; AddedPerRoundUs the same per round.
-	AddedMedianUs   float64   `json:"added_median_us"`
-	AddedPerRoundUs []float64 `json:"added_per_round_us"`
-	// PassNs is the polling loop's mean pass (both hosts) while measuring;
-	// MaxGapUs its longest gap between passes over the run (stalls).
-	PassNs   float64 `json:"loop_pass_ns"`
-	MaxGapUs float64 `json:"loop_max_gap_us"`
-}
+// Result is what the measurement prints and writes as JSON; it lives in
+// package perf, whose report needs it without cgo.
+type Result = perf.WorkerRTTResult
 
 // Summary is one path's percentiles.
-type Summary struct {
-	Path   string  `json:"path"`
-	RPCs   int64   `json:"rpcs"`
-	P50Us  float64 `json:"p50_us"`
-	P99Us  float64 `json:"p99_us"`
-	P999Us float64 `json:"p999_us"`
-	MaxUs  float64 `json:"max_us"`
-}
+type Summary = perf.WorkerRTTPath
 
 // Method is how the measurement is made, as its JSON says.
-const Method = `Two Homa hosts (10.0.0.1, 10.0.0.2) in one daemon process, joined by a net_memif ` +
-	`pair (the server and client ends of one memif socket), both run by one busy-polling loop on lcore 1. ` +
-	`Worker path: a Go worker (client/, no cgo) attached to each host over shared memory, both polled by ` +
-	`one goroutine on the other CPU that spins on its completion rings (never sleeps); the client worker ` +
-	`sends, the server worker receives and replies with the same bytes, the client waits for the response; ` +
-	`RTT from before Send to after Wait returns. In-daemon path: the same RPC from an application inside ` +
-	`the polling loop on 10.0.0.1 to an echo application inside the loop on 10.0.0.2, RTT from before ` +
-	`Send to the loop pass that takes the response. Rounds alternate the paths; one RPC at a time.`
+const Method = perf.WorkerRTTMethod
 
 // loopPinger issues RPCs one at a time from inside the polling loop and
 // times them. The measuring goroutine asks for a number (want) and waits
