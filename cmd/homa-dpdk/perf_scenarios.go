@@ -141,4 +141,3 @@ exits with an error.`,
 	f.add(c)
 	return c
 }
-
