@@ -50,6 +50,36 @@ func TestIncoming_steadyStateDataAllocatesNothing(t *testing.T) {
 	}
 }
 
+// The host's path: it decodes the link header (dispatching on it) and
+// hands the decoded link to ReceiveLink.
+func TestIncoming_receiveLinkAllocatesNothing(t *testing.T) {
+	e, _ := newSinkEndpoint(t, 2)
+	e.Bind(99)
+	const length = 1_000_000
+	var frames [][]byte
+	for off := 0; off < length; off += 1424 {
+		frames = append(frames, dataFrame(length, 40_000, off, make([]byte, min(1424, length-off))))
+	}
+	e.Receive(frames[0])
+	i := 1
+	var l wire.Link
+	allocs := testing.AllocsPerRun(500, func() {
+		if wire.ParseLink(frames[i], &l) != wire.DropNone {
+			t.Fatal("link")
+		}
+		e.BeginBatch(0)
+		e.ReceiveLink(&l)
+		e.EndBatch()
+		i++
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per DATA packet received", allocs)
+	}
+	if r := e.first; r == nil || r.in.g.Received != 502*1424 {
+		t.Fatal("the packets were not taken")
+	}
+}
+
 func TestOutgoing_steadyStateDataAllocatesNothing(t *testing.T) {
 	e, tx := newSinkEndpoint(t, 1)
 	p, _ := e.OpenClient()

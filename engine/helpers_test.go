@@ -161,7 +161,7 @@ func describe(frame []byte, prio int) string {
 func describeFrame(frame []byte) string {
 	var f wire.Frame
 	if r := wire.ParseFrame(frame, &f); r != wire.DropNone {
-		if ip := wire.IPv4(frame[14:]); ip.Protocol() == ipProtoICMP {
+		if ip := wire.IPv4(frame[14:]); ip.Protocol() == wire.IPProtoICMP {
 			return "ICMP port-unreachable"
 		}
 		return "bad " + r.String()
