@@ -25,17 +25,23 @@ type Transmitter interface {
 	Send(frame []byte, priority int)
 }
 
+// PayloadRef names a message's memory to the transmit side (a
+// DataSender), which owns whatever it stands for (on DPDK, an
+// external-buffer descriptor). 0 means none: the engine copies the
+// payload into each frame.
+type PayloadRef uint64
+
 // DataSender is a Transmitter that can send a DATA packet's payload from
 // the message's own memory, without copying it into the frame: the frame
 // holds the headers and the payload follows as a second segment (on DPDK,
 // an mbuf attached to the memory as an external buffer). The engine uses
-// it for messages sent with SendRef or ReplyRef.
+// it for messages sent with SendRef or ReplyRef and a non-zero ref.
 type DataSender interface {
 	// SendData transmits frame (the headers, a prefix of the last lent
 	// buffer) followed by payload, a part of the message sent with ref,
 	// at priority. It returns false, with the lent buffer still lent, when
 	// it cannot; the engine then copies the payload into the frame.
-	SendData(frame, payload []byte, ref any, priority int) bool
+	SendData(frame, payload []byte, ref PayloadRef, priority int) bool
 }
 
 // Config configures an Endpoint. Zero numeric fields take the defaults of
