@@ -50,11 +50,76 @@ func TestIncoming_steadyStateDataAllocatesNothing(t *testing.T) {
 	}
 }
 
+// The host's path: it decodes the link header (dispatching on it) and
+// hands the decoded link to ReceiveLink.
+func TestIncoming_receiveLinkAllocatesNothing(t *testing.T) {
+	e, _ := newSinkEndpoint(t, 2)
+	e.Bind(99)
+	const length = 1_000_000
+	var frames [][]byte
+	for off := 0; off < length; off += 1424 {
+		frames = append(frames, dataFrame(length, 40_000, off, make([]byte, min(1424, length-off))))
+	}
+	e.Receive(frames[0])
+	i := 1
+	var l wire.Link
+	allocs := testing.AllocsPerRun(500, func() {
+		if wire.ParseLink(frames[i], &l) != wire.DropNone {
+			t.Fatal("link")
+		}
+		e.BeginBatch(0)
+		e.ReceiveLink(&l)
+		e.EndBatch()
+		i++
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per DATA packet received", allocs)
+	}
+	if r := e.first; r == nil || r.in.g.Received != 502*1424 {
+		t.Fatal("the packets were not taken")
+	}
+}
+
+// zcSink is a sink that also takes payloads without a copy (DataSender).
+type zcSink struct {
+	sink
+	zc int
+}
+
+func (s *zcSink) SendData(_, _ []byte, _ PayloadRef, _ int) bool { s.zc++; return true }
+
 func TestOutgoing_steadyStateDataAllocatesNothing(t *testing.T) {
 	e, tx := newSinkEndpoint(t, 1)
 	p, _ := e.OpenClient()
 	id, _ := p.Send(Addr{IP: [4]byte{10, 0, 0, 2}, Port: 99}, make([]byte, 1_000_000))
-	// GRANTs from the server, each allowing one more packet.
+	checkGrantedDataAllocatesNothing(t, e, p, id, func() int { return tx.sent })
+}
+
+// Zero-copy sends (SendRef through a DataSender) allocate nothing either.
+func TestOutgoing_zeroCopyDataAllocatesNothing(t *testing.T) {
+	tx := &zcSink{sink: sink{buf: make([]byte, 2048)}}
+	cfg := DefaultConfig()
+	cfg.IP = [4]byte{10, 0, 0, 1}
+	cfg.Clock = func() int64 { return 0 }
+	cfg.Resolve = func(ip [4]byte) (wire.MAC, bool) { return testMAC(ip), true }
+	e, err := New(cfg, tx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := e.OpenClient()
+	id, _ := p.SendRef(Addr{IP: [4]byte{10, 0, 0, 2}, Port: 99}, make([]byte, 1_000_000), 7)
+	checkGrantedDataAllocatesNothing(t, e, p, id, func() int { return tx.zc })
+	if tx.sent != 0 || e.Metrics().ZeroCopyPackets != uint64(tx.zc) {
+		t.Fatalf("%d packets copied, %d zero-copy counted of %d", tx.sent, e.Metrics().ZeroCopyPackets, tx.zc)
+	}
+}
+
+// checkGrantedDataAllocatesNothing feeds e, whose client port p sent
+// RPC id of 1,000,000 bytes to 10.0.0.2, GRANTs that each allow one more
+// packet, and checks that sending those packets (sent counts them)
+// allocates nothing.
+func checkGrantedDataAllocatesNothing(t *testing.T, e *Endpoint, p *Port, id uint64, sent func() int) {
+	t.Helper()
 	var grants [][]byte
 	for off := 40_000; off <= 1_000_000; off += 1424 {
 		b := make([]byte, frameHomaOffset+wire.GrantHeaderLen)
@@ -67,7 +132,7 @@ func TestOutgoing_steadyStateDataAllocatesNothing(t *testing.T) {
 		g.Encode(b[frameHomaOffset:])
 		grants = append(grants, b)
 	}
-	before := tx.sent
+	before := sent()
 	i := 0
 	allocs := testing.AllocsPerRun(500, func() {
 		e.Receive(grants[i])
@@ -76,7 +141,7 @@ func TestOutgoing_steadyStateDataAllocatesNothing(t *testing.T) {
 	if allocs != 0 {
 		t.Fatalf("%v allocations per DATA packet sent", allocs)
 	}
-	if tx.sent-before < 500 {
-		t.Fatalf("only %d DATA packets sent", tx.sent-before)
+	if sent()-before < 500 {
+		t.Fatalf("only %d DATA packets sent", sent()-before)
 	}
 }

@@ -25,17 +25,23 @@ type Transmitter interface {
 	Send(frame []byte, priority int)
 }
 
+// PayloadRef names a message's memory to the transmit side (a
+// DataSender), which owns whatever it stands for (on DPDK, an
+// external-buffer descriptor). 0 means none: the engine copies the
+// payload into each frame.
+type PayloadRef uint64
+
 // DataSender is a Transmitter that can send a DATA packet's payload from
 // the message's own memory, without copying it into the frame: the frame
 // holds the headers and the payload follows as a second segment (on DPDK,
 // an mbuf attached to the memory as an external buffer). The engine uses
-// it for messages sent with SendRef or ReplyRef.
+// it for messages sent with SendRef or ReplyRef and a non-zero ref.
 type DataSender interface {
 	// SendData transmits frame (the headers, a prefix of the last lent
 	// buffer) followed by payload, a part of the message sent with ref,
 	// at priority. It returns false, with the lent buffer still lent, when
 	// it cannot; the engine then copies the payload into the frame.
-	SendData(frame, payload []byte, ref any, priority int) bool
+	SendData(frame, payload []byte, ref PayloadRef, priority int) bool
 }
 
 // Config configures an Endpoint. Zero numeric fields take the defaults of
@@ -343,16 +349,33 @@ func (e *Endpoint) NextDeadline() int64 {
 	return d
 }
 
-// Receive processes one received frame. The frame is read during the call
+// Receive processes one received frame: wire.ParseLink, then
+// ReceiveLink. The frame is read during the call only; message bytes are
+// copied out. It never allocates for DATA of a message already known.
+func (e *Endpoint) Receive(frame []byte) {
+	var l wire.Link
+	if r := wire.ParseLink(frame, &l); r != wire.DropNone {
+		e.m.drop(DropCause(r))
+		return
+	}
+	e.ReceiveLink(&l)
+}
+
+// ReceiveLink processes one received frame whose link header the host
+// has decoded (wire.ParseLink), such as every IPv4 frame a polling loop
+// dispatches: a Homa packet, or an ICMP message other than echo
+// (ReceiveICMP). It validates the rest (wire.ParseHomaIPv4, the IPv4
+// checksum included, and the destination address) and counts what it
+// drops by cause, as Receive does. The frame is read during the call
 // only; message bytes are copied out. It never allocates for DATA of a
 // message already known.
-func (e *Endpoint) Receive(frame []byte) {
+func (e *Endpoint) ReceiveLink(l *wire.Link) {
 	if !e.batch {
 		e.now = e.cfg.Clock()
 	}
 	f := &e.frame
-	if r := wire.ParseFrame(frame, f); r != wire.DropNone {
-		if r == wire.DropNotHoma && e.receiveICMP(frame) {
+	if r := wire.ParseHomaIPv4(l, f, true); r != wire.DropNone {
+		if r == wire.DropNotHoma && e.maybeICMP(l) {
 			return
 		}
 		e.m.drop(DropCause(r))
@@ -384,4 +407,20 @@ func (e *Endpoint) Receive(frame []byte) {
 		// Debugging only: counted above, no action.
 	}
 	*f = wire.Frame{}
+}
+
+// maybeICMP handles a valid IPv4 packet that is not Homa (ParseHomaIPv4
+// said DropNotHoma) if it is ICMP, and reports whether it was.
+func (e *Endpoint) maybeICMP(l *wire.Link) bool {
+	ip := wire.IPv4(l.Payload)
+	ip = ip[:ip.TotalLength()]
+	switch {
+	case ip.Protocol() != wire.IPProtoICMP:
+		return false
+	case ip.Dst() != e.cfg.IP:
+		e.m.drop(DropNotForUs)
+	default:
+		e.receiveICMP(ip)
+	}
+	return true
 }

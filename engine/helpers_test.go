@@ -37,12 +37,12 @@ type testHost struct {
 	// As a DataSender: zcRefuse makes SendData refuse; zcRefs records the
 	// refs of the payloads it took.
 	zcRefuse bool
-	zcRefs   []any
+	zcRefs   []PayloadRef
 }
 
 // SendData makes testHost a DataSender: the payload is appended to the
 // headers as a separate segment would be on the wire.
-func (h *testHost) SendData(frame, payload []byte, ref any, prio int) bool {
+func (h *testHost) SendData(frame, payload []byte, ref PayloadRef, prio int) bool {
 	if h.zcRefuse {
 		return false
 	}
@@ -161,7 +161,7 @@ func describe(frame []byte, prio int) string {
 func describeFrame(frame []byte) string {
 	var f wire.Frame
 	if r := wire.ParseFrame(frame, &f); r != wire.DropNone {
-		if ip := wire.IPv4(frame[14:]); ip.Protocol() == ipProtoICMP {
+		if ip := wire.IPv4(frame[14:]); ip.Protocol() == wire.IPProtoICMP {
 			return "ICMP port-unreachable"
 		}
 		return "bad " + r.String()

@@ -6,18 +6,10 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
-// ICMP "destination unreachable / port unreachable", which kernel Homa
+// ICMP destination unreachable / port unreachable, which kernel Homa
 // sends for a packet to an unbound port and turns into ENOTCONN for the
-// client's RPCs to that port (homa_err_handler_v4).
-const (
-	ipProtoICMP         = 1
-	icmpHeaderLen       = 8
-	icmpDestUnreachable = 3
-	icmpPortUnreachable = 3
-	// icmpQuoteLen: the offending IPv4 header plus the first 8 bytes of
-	// its payload (Homa sport, dport, sequence).
-	icmpQuoteLen = wire.IPv4MinHeaderLen + 8
-)
+// client's RPCs to that port (homa_err_handler_v4). The host's own stack
+// answers echo; the formats are package wire's.
 
 // sendPortUnreachable answers f, a packet to an unbound port, with an
 // ICMP port unreachable quoting its IPv4 header and first 8 Homa bytes.
@@ -26,16 +18,16 @@ func (e *Endpoint) sendPortUnreachable(f *wire.Frame, p *peer) {
 	if buf == nil {
 		return
 	}
-	icmp := buf[e.homaOff : e.homaOff+icmpHeaderLen+icmpQuoteLen]
-	clear(icmp[:icmpHeaderLen])
-	icmp[0], icmp[1] = icmpDestUnreachable, icmpPortUnreachable
-	copy(icmp[icmpHeaderLen:], f.IPv4[:wire.IPv4MinHeaderLen])
-	copy(icmp[icmpHeaderLen+wire.IPv4MinHeaderLen:], f.Homa[:8])
-	binary.BigEndian.PutUint16(icmp[2:], ^wire.Checksum(icmp, 0))
+	icmp := wire.ICMP(buf[e.homaOff : e.homaOff+wire.ICMPHeaderLen+wire.ICMPErrorQuoteLen])
+	clear(icmp[:wire.ICMPHeaderLen])
+	icmp[0], icmp[1] = wire.ICMPDestUnreachable, wire.ICMPPortUnreachable
+	copy(icmp[wire.ICMPHeaderLen:], f.IPv4[:wire.IPv4MinHeaderLen])
+	copy(icmp[wire.ICMPHeaderLen+wire.IPv4MinHeaderLen:], f.Homa[:8])
+	icmp.UpdateChecksum()
 	eth := e.ethernet(p, controlPriority)
 	eth.Encode(buf)
 	ip := wire.HomaIPv4Fields(e.cfg.IP, p.ip, controlPriority, len(icmp))
-	ip.Protocol = ipProtoICMP
+	ip.Protocol = wire.IPProtoICMP
 	e.ipID++
 	ip.ID = e.ipID
 	ip.NoChecksum = e.cfg.IPChecksumOffload
@@ -44,28 +36,38 @@ func (e *Endpoint) sendPortUnreachable(f *wire.Frame, p *peer) {
 	e.tx.Send(buf[:e.homaOff+len(icmp)], controlPriority)
 }
 
-// receiveICMP handles a non-Homa frame if it is an ICMP port unreachable
-// about a Homa packet we sent: every client RPC to that address and port
-// fails with ErrPortUnreachable. It reports whether the frame was ICMP.
-func (e *Endpoint) receiveICMP(frame []byte) bool {
-	off := wire.EthernetHeaderLen
-	if wire.Ethernet(frame).Type() == wire.EtherTypeVLAN {
-		off += wire.VLANTagLen
+// ReceiveICMP processes an ICMP message other than echo, addressed to
+// this endpoint, whose IPv4 header the host has already validated (as
+// wire.ParseIPv4 does, the protocol aside): ip starts at the IPv4 header
+// and ends at its total length, and is read during the call only. A port
+// unreachable about a Homa packet we sent fails every client RPC to that
+// address and port with ErrPortUnreachable; anything else is counted in
+// DropBadICMP. ReceiveLink calls it for the ICMP it is given; like
+// Receive, it may be called inside a batch.
+func (e *Endpoint) ReceiveICMP(ip wire.IPv4) {
+	if !e.batch {
+		e.now = e.cfg.Clock()
 	}
-	ip := wire.IPv4(frame[off:])
-	if !ip.IsValid() || ip.Protocol() != ipProtoICMP {
-		return false
-	}
-	icmp := ip.Payload()
-	if len(icmp) < icmpHeaderLen+icmpQuoteLen || icmp[0] != icmpDestUnreachable || icmp[1] != icmpPortUnreachable {
+	e.receiveICMP(ip)
+}
+
+// receiveICMP is ReceiveICMP within a call that has read the clock.
+func (e *Endpoint) receiveICMP(ip wire.IPv4) {
+	if !ip.IsValid() || ip.Protocol() != wire.IPProtoICMP {
 		e.m.drop(DropBadICMP)
-		return true
+		return
 	}
-	quoted := wire.IPv4(icmp[icmpHeaderLen:])
+	m := wire.ICMP(ip.Payload())
+	if len(m) < wire.ICMPHeaderLen+wire.ICMPErrorQuoteLen || !m.IsValid() ||
+		m.Type() != wire.ICMPDestUnreachable || m.Code() != wire.ICMPPortUnreachable {
+		e.m.drop(DropBadICMP)
+		return
+	}
+	quoted := m.Quoted()
 	if quoted.Protocol() != wire.IPProtoHoma || quoted.HeaderLen() < wire.IPv4MinHeaderLen ||
 		len(quoted) < quoted.HeaderLen()+4 {
 		e.m.drop(DropBadICMP)
-		return true
+		return
 	}
 	dst := quoted.Dst()
 	dport := binary.BigEndian.Uint16(quoted[quoted.HeaderLen()+2:])
@@ -77,5 +79,4 @@ func (e *Endpoint) receiveICMP(frame []byte) bool {
 		}
 		r = next
 	}
-	return true
 }

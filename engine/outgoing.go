@@ -18,12 +18,12 @@ const (
 // outMsg is the outgoing message of an RPC (the request of a client RPC,
 // the response of a server RPC). Owned by the endpoint.
 type outMsg struct {
-	data    []byte // the message; the application must not change it until the RPC ends
-	ref     any    // SendRef/ReplyRef: the owner's reference, for a DataSender
-	length  int    // bytes; 0 while the RPC has no outgoing message
-	unsched int    // bytes sent without grants (the first DATA's incoming)
-	granted int    // bytes: offset up to which we may send
-	next    int    // bytes: offset of the next byte never sent
+	data    []byte     // the message; the application must not change it until the RPC ends
+	ref     PayloadRef // SendRef/ReplyRef: the owner's reference for a DataSender (0: none)
+	length  int        // bytes; 0 while the RPC has no outgoing message
+	unsched int        // bytes sent without grants (the first DATA's incoming)
+	granted int        // bytes: offset up to which we may send
+	next    int        // bytes: offset of the next byte never sent
 
 	unschedPrio int // priority of bytes below unsched (the peer's cutoffs)
 	schedPrio   int // priority of granted bytes, from the last GRANT
@@ -160,7 +160,7 @@ func (e *Endpoint) xmitData(r *rpc, offset, limit, prio int, retransmit bool) in
 	homa := buf[e.homaOff:]
 	f.Encode(homa)
 	payload := o.data[offset : offset+n]
-	if o.ref != nil && e.dataTx != nil {
+	if o.ref != 0 && e.dataTx != nil {
 		e.writeHeaders(buf, r.peer, prio, wire.DataHeaderLen+n)
 		if e.dataTx.SendData(buf[:e.homaOff+wire.DataHeaderLen], payload, o.ref, prio) {
 			e.m.PacketsSent[0]++ // DATA

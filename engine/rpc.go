@@ -157,23 +157,23 @@ func (p *Port) Num() uint16 { return p.num }
 // Send starts an RPC: msg goes to dst as a request and the response
 // arrives through Receive. It returns the RPC's id. msg is read while
 // the RPC lives; do not change it until the result arrives.
-func (p *Port) Send(dst Addr, msg []byte) (uint64, error) { return p.send(dst, msg, nil, false) }
+func (p *Port) Send(dst Addr, msg []byte) (uint64, error) { return p.send(dst, msg, 0, false) }
 
 // SendRef is Send for a message whose memory the transmit side can send
 // from without a copy (DataSender): ref is the owner's reference for it,
-// passed with each DATA packet. The owner learns from PortHooks.OutDone
+// passed with each DATA packet (0: none, the payload is copied). The owner learns from PortHooks.OutDone
 // when the engine stops reading msg; the packets already handed to the
 // transmit side may still read it after that, until the transmit side
 // (through ref) says they are gone.
-func (p *Port) SendRef(dst Addr, msg []byte, ref any) (uint64, error) {
+func (p *Port) SendRef(dst Addr, msg []byte, ref PayloadRef) (uint64, error) {
 	return p.send(dst, msg, ref, false)
 }
 
 // SendPrivate is Send for a private RPC: its result is taken only with
 // Wait(id), never by Receive.
-func (p *Port) SendPrivate(dst Addr, msg []byte) (uint64, error) { return p.send(dst, msg, nil, true) }
+func (p *Port) SendPrivate(dst Addr, msg []byte) (uint64, error) { return p.send(dst, msg, 0, true) }
 
-func (p *Port) send(dst Addr, msg []byte, ref any, private bool) (uint64, error) {
+func (p *Port) send(dst Addr, msg []byte, ref PayloadRef, private bool) (uint64, error) {
 	e := p.e
 	e.now = e.cfg.Clock()
 	if p.closed {
@@ -202,10 +202,10 @@ func (p *Port) send(dst Addr, msg []byte, ref any, private bool) (uint64, error)
 }
 
 // Reply sends resp as the response to req, a request from Receive.
-func (p *Port) Reply(req Message, resp []byte) error { return p.ReplyRef(req, resp, nil) }
+func (p *Port) Reply(req Message, resp []byte) error { return p.ReplyRef(req, resp, 0) }
 
 // ReplyRef is Reply for a response sent from its own memory, as SendRef.
-func (p *Port) ReplyRef(req Message, resp []byte, ref any) error {
+func (p *Port) ReplyRef(req Message, resp []byte, ref PayloadRef) error {
 	e := p.e
 	e.now = e.cfg.Clock()
 	r := e.rpcs[rpcKey{ip: req.Peer.IP, id: req.ID}]
@@ -221,9 +221,9 @@ func (p *Port) ReplyRef(req Message, resp []byte, ref any) error {
 	return nil
 }
 
-// startOut begins sending msg (with the owner's ref, or nil) as r's
+// startOut begins sending msg (with the owner's ref, or 0) as r's
 // outgoing message.
-func (e *Endpoint) startOut(r *rpc, msg []byte, ref any) {
+func (e *Endpoint) startOut(r *rpc, msg []byte, ref PayloadRef) {
 	o := &r.out
 	o.data, o.length, o.ref = msg, len(msg), ref
 	// Unscheduled bytes end on a packet boundary (as in the kernel).
@@ -371,7 +371,7 @@ func (e *Endpoint) end(r *rpc) {
 	if r.out.data != nil && h.OutDone != nil {
 		h.OutDone(r.id, Addr{IP: r.peer.ip, Port: r.dport}, r.out.data)
 	}
-	r.out.data, r.out.ref = nil, nil
+	r.out.data, r.out.ref = nil, 0
 }
 
 // fail ends client RPC r with err, delivered to the application.

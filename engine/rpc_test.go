@@ -359,7 +359,7 @@ func TestSendRef_payloadsFromTheMessagesMemory(t *testing.T) {
 		var done []uint64
 		cl.SetHooks(PortHooks{OutDone: func(id uint64, _ Addr, _ []byte) { done = append(done, id) }})
 		req := msg(5000, 3)
-		id, err := cl.SendRef(Addr{IP: s.ip, Port: 99}, req, "request-ref")
+		id, err := cl.SendRef(Addr{IP: s.ip, Port: 99}, req, 0x5e17)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -369,7 +369,7 @@ func TestSendRef_payloadsFromTheMessagesMemory(t *testing.T) {
 			t.Fatalf("refuse=%v: request differs", refuse)
 		}
 		resp := msg(3000, 9)
-		if err := srv.ReplyRef(in, resp, "response-ref"); err != nil {
+		if err := srv.ReplyRef(in, resp, 0x4e91); err != nil {
 			t.Fatal(err)
 		}
 		n.advance(2_000_000)
@@ -388,7 +388,7 @@ func TestSendRef_payloadsFromTheMessagesMemory(t *testing.T) {
 			continue
 		}
 		// 5000 bytes: 4 DATA packets; 3000: 3.
-		if zc != 7 || len(c.zcRefs) != 4 || len(s.zcRefs) != 3 || c.zcRefs[0] != "request-ref" || s.zcRefs[0] != "response-ref" {
+		if zc != 7 || len(c.zcRefs) != 4 || len(s.zcRefs) != 3 || c.zcRefs[0] != 0x5e17 || s.zcRefs[0] != 0x4e91 {
 			t.Errorf("zero-copy packets %d, refs %v / %v", zc, c.zcRefs, s.zcRefs)
 		}
 	}

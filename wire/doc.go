@@ -14,12 +14,15 @@
 // the mbuf is freed or transmitted). Frame.Clone and the Fields methods
 // are the copying variants.
 //
-// ParseFrame is the entry point of the receive path. It checks a whole
-// frame and either fills a Frame with views of its headers or returns a
-// DropReason, a small integer the data path uses to count drops per cause.
-// After it returns DropNone, the typed view of Frame.Homa for Frame.Type is
-// long enough to read. IsValid methods check lengths for callers that hold
-// views of their own making.
+// The receive path decodes each frame's link header once: ParseLink fills
+// a Link (Ethernet header, 802.1Q tag, EtherType, payload) that a polling
+// loop dispatches on, and ParseHomaIPv4 continues from it for IPv4,
+// checking the IPv4 and Homa headers and filling a Frame with views of
+// them. ParseFrame does both for callers that hold a whole frame. Each
+// either succeeds or returns a DropReason, a small integer the data path
+// uses to count drops per cause. After DropNone, the typed view of
+// Frame.Homa for Frame.Type is long enough to read. IsValid methods check
+// lengths for callers that hold views of their own making.
 //
 // # Writing
 //

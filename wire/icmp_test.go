@@ -24,3 +24,16 @@ func TestICMP_echoRequestToReply(t *testing.T) {
 		t.Error("a short message passed")
 	}
 }
+
+func TestICMP_portUnreachableQuotesTheDatagram(t *testing.T) {
+	frame := homaFrame(t, sampleHoma(TypeData))
+	m := ICMP(make([]byte, ICMPHeaderLen+ICMPErrorQuoteLen))
+	m[0], m[1] = ICMPDestUnreachable, ICMPPortUnreachable
+	copy(m[ICMPHeaderLen:], frame[EthernetHeaderLen:])
+	m.UpdateChecksum()
+	q := m.Quoted()
+	if !m.IsValid() || m.Type() != 3 || m.Code() != 3 || len(q) != ICMPErrorQuoteLen ||
+		q.Protocol() != IPProtoHoma || q.Dst() != testIP2 || Common(q[q.HeaderLen():]).DstPort() != 99 {
+		t.Fatalf("message % x", []byte(m))
+	}
+}

@@ -5,7 +5,8 @@ package wire
 // so parsing reports a small integer, never an allocated error.
 type DropReason uint8
 
-// Reasons, in the order ParseFrame checks for them.
+// Reasons, in the order ParseFrame checks for them (ParseLink reports
+// DropShortFrame, ParseHomaIPv4 the rest).
 const (
 	// DropNone (the zero value) means the frame was accepted.
 	DropNone DropReason = iota
@@ -90,11 +91,73 @@ type Frame struct {
 	Payload []byte
 }
 
+// Link is a decoded link header: views into the frame, valid as long as
+// its bytes are (see Frame). A polling loop decodes each received frame's
+// link header once, dispatches on Type (IPv4, ARP, ...) and hands the
+// IPv4 ones on, decoded, to ParseHomaIPv4 (or an engine that calls it).
+type Link struct {
+	Ethernet Ethernet // the 14-byte header
+	VLAN     VLAN     // the 802.1Q tag, or nil
+	Type     uint16   // the EtherType after at most one tag
+	Payload  []byte   // what follows the link header (the L3 packet)
+}
+
+// ParseLink decodes the Ethernet header of b and its 802.1Q tag, if any,
+// into l. It returns DropShortFrame, with l zeroed, when b is shorter
+// than 14 bytes or ends inside the tag; otherwise DropNone. A second
+// (stacked) tag is not decoded: its EtherType 0x8100 is l.Type. ParseLink
+// does not allocate.
+func ParseLink(b []byte, l *Link) DropReason {
+	// Fields are written one by one: a struct assignment through l costs
+	// a copy of the whole struct (with write barriers) per frame.
+	if len(b) < EthernetHeaderLen {
+		*l = Link{}
+		return DropShortFrame
+	}
+	l.Ethernet = Ethernet(b[:EthernetHeaderLen])
+	l.VLAN = nil
+	off, t := EthernetHeaderLen, l.Ethernet.Type()
+	if t == EtherTypeVLAN {
+		if len(b) < EthernetHeaderLen+VLANTagLen {
+			*l = Link{}
+			return DropShortFrame
+		}
+		l.VLAN = VLAN(b[EthernetHeaderLen : EthernetHeaderLen+VLANTagLen])
+		off, t = EthernetHeaderLen+VLANTagLen, l.VLAN.Type()
+	}
+	l.Type, l.Payload = t, b[off:]
+	return DropNone
+}
+
+// ParseHomaIPv4 continues from a decoded link: when l.Type is
+// EtherTypeIPv4 it validates the IPv4 header (the checksum too when
+// verifyIPChecksum) and the Homa header, as ParseFrame does, and fills f,
+// whose Ethernet and VLAN are copied from l. It returns DropNone on
+// success; otherwise the reason (DropNotIPv4 for another EtherType), with
+// f zeroed. It does not allocate.
+func ParseHomaIPv4(l *Link, f *Frame, verifyIPChecksum bool) DropReason {
+	r := DropNotIPv4
+	if l.Type == EtherTypeIPv4 {
+		var ip IPv4
+		if ip, r = parseIPv4(l.Payload, verifyIPChecksum); r == DropNone {
+			homa := Common(ip.Payload())
+			var t PacketType
+			if t, r = ParseHoma(homa); r == DropNone {
+				f.Ethernet, f.VLAN, f.IPv4, f.Homa = l.Ethernet, l.VLAN, ip, homa
+				f.Type, f.Payload = t, homa[t.HeaderLen():]
+				return DropNone
+			}
+		}
+	}
+	*f = Frame{}
+	return r
+}
+
 // ParseFrame validates an Ethernet frame carrying a Homa packet over IPv4
-// and fills f with views of its headers. It returns DropNone on success;
-// otherwise the reason, with f zeroed. The IPv4 header checksum is
-// verified; bytes after the IPv4 total length (Ethernet padding, an FCS)
-// are ignored. ParseFrame does not allocate.
+// and fills f with views of its headers: ParseLink, then ParseHomaIPv4.
+// It returns DropNone on success; otherwise the reason, with f zeroed.
+// The IPv4 header checksum is verified; bytes after the IPv4 total length
+// (Ethernet padding, an FCS) are ignored. ParseFrame does not allocate.
 //
 // ParseFrame checks the format only. Whether a DATA segment lies inside its
 // message, whether ports and ids name a live RPC, and whether priorities
@@ -108,41 +171,12 @@ func ParseFrame(b []byte, f *Frame) DropReason { return parseFrame(b, f, true) }
 func ParseFrameTrustIPChecksum(b []byte, f *Frame) DropReason { return parseFrame(b, f, false) }
 
 func parseFrame(b []byte, f *Frame, verifyIPChecksum bool) DropReason {
-	*f = Frame{}
-	if len(b) < EthernetHeaderLen {
-		return DropShortFrame
-	}
-	eth := Ethernet(b[:EthernetHeaderLen])
-	off, etype := EthernetHeaderLen, eth.Type()
-	var vlan VLAN
-	if etype == EtherTypeVLAN {
-		if len(b) < EthernetHeaderLen+VLANTagLen {
-			return DropShortFrame
-		}
-		vlan = VLAN(b[EthernetHeaderLen : EthernetHeaderLen+VLANTagLen])
-		off, etype = EthernetHeaderLen+VLANTagLen, vlan.Type()
-	}
-	if etype != EtherTypeIPv4 {
-		return DropNotIPv4
-	}
-	ip, r := parseIPv4(b[off:], verifyIPChecksum)
-	if r != DropNone {
+	var l Link
+	if r := ParseLink(b, &l); r != DropNone {
+		*f = Frame{}
 		return r
 	}
-	homa := Common(ip.Payload())
-	t, r := ParseHoma(homa)
-	if r != DropNone {
-		return r
-	}
-	*f = Frame{
-		Ethernet: eth,
-		VLAN:     vlan,
-		IPv4:     ip,
-		Homa:     homa,
-		Type:     t,
-		Payload:  homa[t.HeaderLen():],
-	}
-	return DropNone
+	return ParseHomaIPv4(&l, f, verifyIPChecksum)
 }
 
 // ParseIPv4 validates an IPv4 packet carrying Homa: structure (IsValid),
