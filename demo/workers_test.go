@@ -2,6 +2,7 @@ package demo
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -49,6 +50,9 @@ func workerPair(t *testing.T, memif bool) (*host.Pair, []*hub.Hub, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
+	for _, h := range p.Hosts {
+		h.PublishSnapshots()
+	}
 	dir := t.TempDir()
 	lim := hub.Config{MaxOutstanding: 64, Params: shm.Params{SQEntries: 64, CQEntries: 64, ArenaSize: 4 << 20, PoolPages: 64}}
 	hubs, err := ServeOnPair(p, dir, lim)
@@ -80,14 +84,26 @@ func echoWorkers(t *testing.T, p *host.Pair, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
 	if err := srv.Bind(99); err != nil {
+		srv.Close()
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	defer func() { // the server's goroutine ends before its client closes
+		stop.Store(true)
+		wg.Wait()
+		srv.Close()
+	}()
 	go func() {
-		for {
-			m, err := srv.Receive(10 * time.Second)
+		defer wg.Done()
+		for !stop.Load() {
+			m, err := srv.Receive(20 * time.Millisecond)
+			if errors.Is(err, client.ErrWaitTimeout) {
+				continue
+			}
 			if err != nil {
 				done <- err
 				return
@@ -136,8 +152,8 @@ func checkZeroCopy(t *testing.T, p *host.Pair, hubs []*hub.Hub) {
 		if !h.Offloads().MultiSeg {
 			t.Errorf("%s: the port does not send chained mbufs", h.Addr())
 		}
-		if n := hubs[i].Snapshot().ZeroCopyMessages; n == 0 {
-			t.Errorf("%s: no zero-copy message", h.Addr())
+		if n, pk := hubs[i].Snapshot().ZeroCopyMessages, h.Snapshot().Engine.ZeroCopyPackets; n == 0 || pk == 0 {
+			t.Errorf("%s: %d zero-copy messages, %d zero-copy DATA packets; want some", h.Addr(), n, pk)
 		}
 	}
 }

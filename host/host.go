@@ -8,6 +8,7 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/engine"
 	"github.com/homa-dpdk/homa-dpdk/nicq"
+	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
 // Host is one Homa host on one DPDK port, run by a polling loop: the
@@ -32,6 +33,7 @@ type Host struct {
 	txBufs  [][]*dpdk.Mbuf
 	free    []*dpdk.Mbuf // freed together at the end of the pass
 	scratch []byte       // a chained frame made contiguous
+	link    wire.Link    // the link header of the frame being dispatched
 	arpBuf  []*dpdk.Mbuf // one mbuf for an ARP request
 	now     int64        // monotonic ns, read once per pass
 	clock   func() int64 // monotonic ns

@@ -1,6 +1,9 @@
 package host
 
-import "github.com/homa-dpdk/homa-dpdk/dpdk"
+import (
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/engine"
+)
 
 // Zero-copy payloads. A message sent from a worker's shared memory goes
 // out as packets whose payload mbufs are attached to that memory as an
@@ -14,8 +17,8 @@ import "github.com/homa-dpdk/homa-dpdk/dpdk"
 
 // payloadTable is the host's external buffers, reused.
 type payloadTable struct {
-	bufs []payloadBuf // reference r is bufs[r-1]
-	free []uint64     // references not in use
+	bufs []payloadBuf        // reference r is bufs[r-1]
+	free []engine.PayloadRef // references not in use
 }
 
 type payloadBuf struct {
@@ -25,8 +28,8 @@ type payloadBuf struct {
 }
 
 // ext returns the buffer of reference r, or nil.
-func (t *payloadTable) ext(r uint64) *dpdk.ExtBuf {
-	if r == 0 || r > uint64(len(t.bufs)) || !t.bufs[r-1].used {
+func (t *payloadTable) ext(r engine.PayloadRef) *dpdk.ExtBuf {
+	if r == 0 || r > engine.PayloadRef(len(t.bufs)) || !t.bufs[r-1].used {
 		return nil
 	}
 	return t.bufs[r-1].ext
@@ -35,12 +38,12 @@ func (t *payloadTable) ext(r uint64) *dpdk.ExtBuf {
 // HoldPayload returns a reference for one message sent from memory that
 // must stay unchanged until PayloadSent, or false when the port cannot
 // send from memory (its payloads are then copied). Loop thread only.
-func (h *Host) HoldPayload() (uint64, bool) {
+func (h *Host) HoldPayload() (engine.PayloadRef, bool) {
 	if !h.tx.multiSeg {
 		return 0, false
 	}
 	t := &h.tx.payloads
-	var r uint64
+	var r engine.PayloadRef
 	if n := len(t.free); n > 0 {
 		r = t.free[n-1]
 		t.free = t.free[:n-1]
@@ -50,7 +53,7 @@ func (h *Host) HoldPayload() (uint64, bool) {
 			return 0, false // sent with a copy instead
 		}
 		t.bufs = append(t.bufs, payloadBuf{ext: e})
-		r = uint64(len(t.bufs))
+		r = engine.PayloadRef(len(t.bufs))
 	}
 	b := &t.bufs[r-1]
 	b.ext.Hold()
@@ -61,7 +64,7 @@ func (h *Host) HoldPayload() (uint64, bool) {
 // LetGoPayload says the message of reference r no longer needs its
 // memory beyond the packets already sent from it: the engine is done
 // with it, or refused it.
-func (h *Host) LetGoPayload(r uint64) {
+func (h *Host) LetGoPayload(r engine.PayloadRef) {
 	if e := h.tx.payloads.ext(r); e != nil {
 		e.Unhold() // counts the release at once when no mbuf is attached
 	}
@@ -70,7 +73,7 @@ func (h *Host) LetGoPayload(r uint64) {
 // PayloadSent reports, after LetGoPayload, whether the last packet
 // attached to r's memory has been freed; r is then free for reuse and
 // must not be used again.
-func (h *Host) PayloadSent(r uint64) bool {
+func (h *Host) PayloadSent(r engine.PayloadRef) bool {
 	t := &h.tx.payloads
 	if t.ext(r) == nil {
 		return true

@@ -26,14 +26,9 @@ const (
 var RxDropNames = [numRxDrops]string{"short_frame", "ethertype", "bad_ipv4", "not_for_us", "ip_protocol", "fault_injected",
 	"chained_not_homa"}
 
-// isHoma reports whether frame (at least an Ethernet header) carries IPv4
-// protocol 146, with or without an 802.1Q tag.
-func isHoma(frame []byte) bool {
-	off, typ := wire.EthernetHeaderLen, wire.Ethernet(frame).Type()
-	if typ == wire.EtherTypeVLAN && len(frame) >= wire.EthernetHeaderLen+wire.VLANTagLen {
-		off, typ = wire.EthernetHeaderLen+wire.VLANTagLen, wire.VLAN(frame[wire.EthernetHeaderLen:]).Type()
-	}
-	return typ == wire.EtherTypeIPv4 && len(frame) > off+ipProtocolOffset && frame[off+ipProtocolOffset] == wire.IPProtoHoma
+// isHomaIPv4 reports whether a decoded link carries IPv4 protocol 146.
+func isHomaIPv4(l *wire.Link) bool {
+	return l.Type == wire.EtherTypeIPv4 && len(l.Payload) > ipProtocolOffset && l.Payload[ipProtocolOffset] == wire.IPProtoHoma
 }
 
 // receiveBurst polls every RX queue and hands the burst (and a packet
@@ -82,70 +77,77 @@ func (h *Host) receive(m *dpdk.Mbuf) {
 	h.dispatch(m, false)
 }
 
+// dispatch decodes the frame's link header, once, and hands the frame to
+// the engine (Homa, ICMP errors) or the host stack (ARP, ICMP echo).
 func (h *Host) dispatch(m *dpdk.Mbuf, twice bool) {
 	d := m.Data()
-	if m.NumSegs() > 1 {
+	chained := m.NumSegs() > 1
+	if chained {
 		// A chained packet (a peer in this process sent a payload from a
 		// worker's memory): made contiguous for the engine, which copies
 		// what it keeps. The host stack answers only single segments.
 		h.scratch = m.AppendData(h.scratch[:0])
 		d = h.scratch
-		if ok := len(d) > wire.EthernetHeaderLen; !ok || !isHoma(d) {
-			h.drops[rxDropChained]++
-			h.free = append(h.free, m)
-			return
-		}
 	}
-	if len(d) < wire.EthernetHeaderLen {
+	l := &h.link
+	if wire.ParseLink(d, l) != wire.DropNone {
 		h.drops[rxDropShort]++
 		h.free = append(h.free, m)
 		return
 	}
-	ethLen, typ := wire.EthernetHeaderLen, wire.Ethernet(d).Type()
-	if typ == wire.EtherTypeVLAN && len(d) >= wire.EthernetHeaderLen+wire.VLANTagLen {
-		ethLen, typ = wire.EthernetHeaderLen+wire.VLANTagLen, wire.VLAN(d[wire.EthernetHeaderLen:]).Type()
+	if isHomaIPv4(l) {
+		// The engine parses and validates the rest (IPv4 checksum,
+		// destination, Homa header) and counts what it drops: checking it
+		// here too would do that work twice.
+		h.ep.ReceiveLink(l) // the engine copies what it keeps
+		if twice {
+			h.ep.ReceiveLink(l)
+		}
+		h.free = append(h.free, m)
+		return
 	}
-	switch typ {
-	case wire.EtherTypeARP:
-		if handleARP(d, ethLen, h.me, h.neigh, h.now, &h.stack) == stackReply {
-			h.tx.enqueue(m)
-			return
-		}
-	case wire.EtherTypeIPv4:
-		if len(d) > ethLen+ipProtocolOffset && d[ethLen+ipProtocolOffset] == wire.IPProtoHoma {
-			// The engine parses and validates the whole frame (IPv4
-			// checksum, destination, Homa header) and counts what it
-			// drops: checking it here too would do that work twice.
-			h.ep.Receive(d) // the engine copies what it keeps
-			if twice {
-				h.ep.Receive(d)
-			}
-			break
-		}
-		ip, r := wire.ParseIPv4(d[ethLen:])
-		if r == wire.DropNotHoma { // a valid IPv4 header of another protocol
-			ip, r = wire.IPv4(d[ethLen:]), wire.DropNone
-			ip = ip[:ip.TotalLength()]
-		}
-		switch {
-		case r != wire.DropNone:
-			h.drops[rxDropBadIPv4]++
-		case ip.Dst() != h.me.ip:
-			h.drops[rxDropNotForUs]++
-		case ip.Protocol() == wire.IPProtoICMP && len(ip.Payload()) > 0 && ip.Payload()[0] == wire.ICMPEchoRequest:
-			if handleICMP(d, ip, h.me, &h.stack) == stackReply {
-				h.tx.enqueue(m)
-				return
-			}
-		case ip.Protocol() == wire.IPProtoICMP: // port unreachable and the like: the engine's
-			h.ep.Receive(d)
-		default:
-			h.drops[rxDropProtocol]++
-		}
-	default:
-		h.drops[rxDropNotIPv4]++
+	if chained {
+		h.drops[rxDropChained]++
+		h.free = append(h.free, m)
+		return
+	}
+	if h.stackFrame(d, l) == stackReply {
+		h.tx.enqueue(m)
+		return
 	}
 	h.free = append(h.free, m)
+}
+
+// stackFrame handles a frame that is not Homa: ARP, ICMP echo (answered
+// in place) and other ICMP for us (the engine's: port unreachable and the
+// like); the rest is dropped and counted.
+func (h *Host) stackFrame(d []byte, l *wire.Link) stackVerdict {
+	switch l.Type {
+	case wire.EtherTypeARP:
+		return handleARP(d, len(d)-len(l.Payload), h.me, h.neigh, h.now, &h.stack)
+	case wire.EtherTypeIPv4:
+	default:
+		h.drops[rxDropNotIPv4]++
+		return stackDrop
+	}
+	ip, r := wire.ParseIPv4(l.Payload)
+	if r == wire.DropNotHoma { // a valid IPv4 header of another protocol
+		ip, r = wire.IPv4(l.Payload), wire.DropNone
+		ip = ip[:ip.TotalLength()]
+	}
+	switch {
+	case r != wire.DropNone:
+		h.drops[rxDropBadIPv4]++
+	case ip.Dst() != h.me.ip:
+		h.drops[rxDropNotForUs]++
+	case ip.Protocol() == wire.IPProtoICMP && len(ip.Payload()) > 0 && ip.Payload()[0] == wire.ICMPEchoRequest:
+		return handleICMP(d, ip, h.me, &h.stack)
+	case ip.Protocol() == wire.IPProtoICMP:
+		h.ep.ReceiveICMP(ip)
+	default:
+		h.drops[rxDropProtocol]++
+	}
+	return stackDrop
 }
 
 // sendARPRequest broadcasts a request for ip.

@@ -4,6 +4,7 @@ import (
 	"unsafe"
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/engine"
 	"github.com/homa-dpdk/homa-dpdk/nicq"
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
@@ -39,6 +40,9 @@ type mbufTx struct {
 	NoBuffer uint64 // Buffer calls refused: the pool was empty
 	Busy     uint64 // Buffer calls refused: the TX queues were backed up
 }
+
+// mbufTx is the engine's transmit side, with zero-copy DATA.
+var _ engine.DataSender = (*mbufTx)(nil)
 
 func newMbufTx(pool *dpdk.Mempool, sched *nicq.Scheduler[*dpdk.Mbuf], burst, highWater int) *mbufTx {
 	return &mbufTx{pool: pool, sched: sched, stash: make([]*dpdk.Mbuf, burst), highWater: highWater}
@@ -102,9 +106,8 @@ func (t *mbufTx) Send(frame []byte, prio int) {
 // it transmits, and the ExtBuf counts when the last such packet is freed.
 // It refuses (and the engine copies) when the port cannot send chains or
 // no mbuf is free.
-func (t *mbufTx) SendData(frame, payload []byte, ref any, prio int) bool {
-	r, _ := ref.(uint64)
-	ext := t.payloads.ext(r)
+func (t *mbufTx) SendData(frame, payload []byte, ref engine.PayloadRef, prio int) bool {
+	ext := t.payloads.ext(ref)
 	if ext == nil || !t.multiSeg || t.lent == nil || len(payload) == 0 {
 		return false
 	}

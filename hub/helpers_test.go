@@ -45,8 +45,8 @@ type testHost struct {
 
 	zeroCopy bool
 	autoSend bool
-	refs     map[uint64]*fakePayload
-	nextRef  uint64
+	refs     map[engine.PayloadRef]*fakePayload
+	nextRef  engine.PayloadRef
 }
 
 type fakePayload struct{ lettingGo, sent bool }
@@ -59,7 +59,7 @@ func (h *testHost) PeerReady(ip [4]byte) (ready, failed bool) {
 	return h.n.net.Host(ip) != nil, h.n.net.Host(ip) == nil
 }
 
-func (h *testHost) HoldPayload() (uint64, bool) {
+func (h *testHost) HoldPayload() (engine.PayloadRef, bool) {
 	if !h.zeroCopy {
 		return 0, false
 	}
@@ -68,14 +68,14 @@ func (h *testHost) HoldPayload() (uint64, bool) {
 	return h.nextRef, true
 }
 
-func (h *testHost) LetGoPayload(r uint64) {
+func (h *testHost) LetGoPayload(r engine.PayloadRef) {
 	if p := h.refs[r]; p != nil {
 		p.lettingGo = true
 		p.sent = p.sent || h.autoSend
 	}
 }
 
-func (h *testHost) PayloadSent(r uint64) bool {
+func (h *testHost) PayloadSent(r engine.PayloadRef) bool {
 	p := h.refs[r]
 	if p == nil {
 		return true
@@ -102,7 +102,7 @@ func newTestNet(t *testing.T) *testNet {
 	for i := range n.hosts {
 		ip := [4]byte{10, 0, 0, byte(i + 1)}
 		h := &testHost{n: n, mh: n.net.AddHost(ip), ip: ip, buf: make([]byte, 2048), autoSend: true,
-			refs: map[uint64]*fakePayload{}}
+			refs: map[engine.PayloadRef]*fakePayload{}}
 		ec := engine.DefaultConfig()
 		ec.IP, ec.MAC = ip, h.mh.MAC()
 		ec.Clock = n.net.Now

@@ -22,14 +22,14 @@ type Host interface {
 	PeerReady(ip [4]byte) (ready, failed bool)
 	// HoldPayload returns a reference for a message sent from a worker's
 	// memory, or false when the port copies payloads.
-	HoldPayload() (uint64, bool)
+	HoldPayload() (engine.PayloadRef, bool)
 	// LetGoPayload: the engine is done with the reference's message (or
 	// refused it).
-	LetGoPayload(ref uint64)
+	LetGoPayload(ref engine.PayloadRef)
 	// PayloadSent reports, after LetGoPayload, whether the last packet
 	// sent from the message's memory has left; the reference is then
 	// free and the memory the worker's again.
-	PayloadSent(ref uint64) bool
+	PayloadSent(ref engine.PayloadRef) bool
 }
 
 // Config configures a hub.

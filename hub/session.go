@@ -42,7 +42,7 @@ type sendRef struct {
 	offset uint64
 	length uint32
 	client bool
-	ref    uint64 // zero-copy: the host's payload reference, or 0
+	ref    engine.PayloadRef // zero-copy: the host's payload reference, or 0
 }
 
 // release aborts the session's RPCs and closes its ports. The region is
@@ -78,14 +78,14 @@ const zeroCopyMin = 4096
 
 // holdPayload gives s a payload reference when the port sends from
 // memory and the message is long enough (zeroCopyMin); it returns the
-// engine's ref (nil: copy).
-func (ws *session) holdPayload(s *sendRef) any {
+// engine's ref (0: copy).
+func (ws *session) holdPayload(s *sendRef) engine.PayloadRef {
 	if s.length < zeroCopyMin {
-		return nil
+		return 0
 	}
 	r, ok := ws.hub.h.HoldPayload()
 	if !ok {
-		return nil
+		return 0
 	}
 	s.ref = r
 	ws.hub.counters.ZeroCopyMessages++
