@@ -2,15 +2,14 @@ package daemon
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"testing"
 	"time"
 
-	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/dpdk/dpdktest"
 	"github.com/homa-dpdk/homa-dpdk/engine"
 	"github.com/homa-dpdk/homa-dpdk/host"
+	"github.com/homa-dpdk/homa-dpdk/host/hosttest"
 )
 
 func TestMain(m *testing.M) {
@@ -20,35 +19,12 @@ func TestMain(m *testing.M) {
 	dpdktest.Main(m)
 }
 
-var pairSeq int
-
 // ringHosts makes the two hosts of a ring pair (10.0.0.1 and 10.0.0.2)
 // publishing their counters, and checks at the end that no mbuf leaked.
 func ringHosts(t *testing.T, txQueues int) (a, b *host.Host) {
 	t.Helper()
-	dpdktest.Need(t)
-	pairSeq++
-	name := fmt.Sprintf("dm%d", pairSeq)
-	pool, err := dpdk.NewPktMbufPool(name, 8192, 0, 2048+uint16(dpdk.PktmbufHeadroom), dpdk.SocketIDAny)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Free)
-	t.Cleanup(func() {
-		if pool.InUse() != 0 {
-			t.Errorf("%d mbufs leaked", pool.InUse())
-		}
-	})
-	_, clock, wallOff := host.NewClock()
-	p, err := host.NewPair(host.PairConfig{Name: name, Pool: pool, TxQueues: txQueues, Clock: clock, WallOff: wallOff,
-		ARP: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		p.Drain()
-		p.Close()
-	})
+	p := hosttest.Pair(t, host.PairConfig{TxQueues: txQueues})
+	t.Cleanup(p.Drain) // before the pair closes
 	for _, h := range p.Hosts {
 		h.PublishSnapshots()
 	}

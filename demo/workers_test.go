@@ -3,7 +3,6 @@ package demo
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -11,45 +10,25 @@ import (
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/client"
-	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/dpdk/dpdktest"
 	"github.com/homa-dpdk/homa-dpdk/host"
+	"github.com/homa-dpdk/homa-dpdk/host/hosttest"
 	"github.com/homa-dpdk/homa-dpdk/hub"
 	"github.com/homa-dpdk/homa-dpdk/shm"
 )
 
 func TestMain(m *testing.M) { dpdktest.Main(m) }
 
-var pairSeq int
-
 // workerPair makes a host pair (on rings, or on a memif pair when memif)
 // with a worker socket per host, polled on a goroutine until the test
 // ends; it returns the hosts, their hubs and the sockets' directory.
 func workerPair(t *testing.T, memif bool) (*host.Pair, []*hub.Hub, string) {
 	t.Helper()
-	dpdktest.Need(t)
-	pairSeq++
-	name := fmt.Sprintf("dw%d", pairSeq)
-	pool, err := dpdk.NewPktMbufPool(name, 8192, 0, 2048+uint16(dpdk.PktmbufHeadroom), dpdk.SocketIDAny)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Free)
-	t.Cleanup(func() {
-		if pool.InUse() != 0 {
-			t.Errorf("%d mbufs leaked", pool.InUse())
-		}
-	})
-	_, clock, wallOff := host.NewClock()
-	pc := host.PairConfig{Name: name, Pool: pool, TxQueues: 2, Clock: clock, WallOff: wallOff, ARP: 10 * time.Millisecond}
+	pc := host.PairConfig{TxQueues: 2}
 	if memif {
 		pc.MemifSocket = filepath.Join(t.TempDir(), "memif.sock")
 	}
-	p, err := host.NewPair(pc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
+	p := hosttest.Pair(t, pc)
 	for _, h := range p.Hosts {
 		h.PublishSnapshots()
 	}
