@@ -94,7 +94,8 @@ func (e *Endpoint) NeighbourReady(ip [4]byte) { e.neighbourChanged() }
 // server RPCs waiting to send a response to it are dropped, counted in
 // ServerResponsesUnresolved, as kernel Homa discards a response it cannot
 // route. Like NeighbourReady it may be called inside a batch and covers
-// every peer that shares the entry.
+// every peer that shares the entry; Run also picks up an entry that
+// failed without a call.
 func (e *Endpoint) NeighbourFailed(ip [4]byte) { e.neighbourChanged() }
 
 // NumWaitingResolution returns the number of RPCs whose packets wait for
