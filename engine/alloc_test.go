@@ -20,7 +20,7 @@ func newSinkEndpoint(t *testing.T, last byte) (*Endpoint, *sink) {
 	cfg := DefaultConfig()
 	cfg.IP = [4]byte{10, 0, 0, last}
 	cfg.Clock = func() int64 { return 0 }
-	cfg.Resolve = func(ip [4]byte) (wire.MAC, bool) { return testMAC(ip), true }
+	cfg.Resolve = allReachable()
 	e, err := New(cfg, tx)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestOutgoing_zeroCopyDataAllocatesNothing(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.IP = [4]byte{10, 0, 0, 1}
 	cfg.Clock = func() int64 { return 0 }
-	cfg.Resolve = func(ip [4]byte) (wire.MAC, bool) { return testMAC(ip), true }
+	cfg.Resolve = allReachable()
 	e, err := New(cfg, tx)
 	if err != nil {
 		t.Fatal(err)

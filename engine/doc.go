@@ -3,22 +3,40 @@
 // the Linux kernel's Homa (see ../../shared/WIRE.md and package wire).
 //
 // It is a deterministic state machine. An Endpoint is one Homa host with
-// one IPv4 address; it is driven by three inputs — Receive (a frame from
-// the network), Run (time passed: timers and the pacer) and the Port
-// methods (an application sends, replies, aborts) — reads the time only
-// from Config.Clock, and writes every packet (Ethernet, IPv4, Homa header
-// and payload) into a buffer lent by its Transmitter, so the DPDK side can
-// lend mbuf memory. Nothing in the per-packet path allocates. A polling
-// loop hands a received burst to Receive between BeginBatch and EndBatch:
-// grants are then decided once per burst, not once per DATA packet.
+// one IPv4 address; it is driven by its inputs — received frames, time
+// passing (Run: timers and the pacer), the host's neighbour table, and
+// the Port methods (an application sends, replies, aborts) — reads the
+// time only from Config.Clock, and writes every packet (Ethernet, IPv4,
+// Homa header and payload) into a buffer lent by its Transmitter, so the
+// DPDK side can lend mbuf memory. Nothing in the per-packet path
+// allocates.
 //
-// Where to start reading: endpoint.go (Config, New, Receive's dispatch,
+// How a host drives it, from one polling loop:
+//
+//   - Per RX burst: BeginBatch(now); for each frame, wire.ParseLink once,
+//     dispatch on Link.Type (ARP to the host's neighbour table, ICMP echo
+//     to the host's stack) and hand IPv4 frames to ReceiveLink (Homa, and
+//     ICMP errors, which it routes to ReceiveICMP); then EndBatch. Grants
+//     are decided once per burst, not once per DATA packet. Receive takes
+//     a whole frame, for tests and memnet.
+//   - Run whenever NextDeadline has passed (or on every pass).
+//   - From the neighbour table: Config.Resolve returns a *Neighbour the
+//     table owns and updates in place; the engine reads its State and MAC
+//     for every frame, so a changed MAC takes effect at once and sends to
+//     an entry still resolving wait. NeighbourReady when an entry becomes
+//     reachable, NeighbourFailed when it fails (see Neighbour).
+//   - Zero copy: a Transmitter that is also a DataSender sends the
+//     payload of messages given with SendRef or ReplyRef (a PayloadRef the
+//     transmit side understands) from their own memory.
+//
+// Where to start reading: endpoint.go (Config, New, ReceiveLink's dispatch,
 // Run), then rpc.go (the RPC life cycle and the application's Port API),
 // outgoing.go (segmentation, pacing, GRANT and RESEND handling),
 // incoming.go (reassembly, server RPC creation, acks, RPC_UNKNOWN),
 // grant.go (receiver side grants and retransmission requests), timer.go,
-// peer.go, icmp.go and metrics.go. Scheduling policy (SRPT grants, the
-// sender queue, the pacer, cutoffs, incast control) lives in package sched.
+// peer.go, neighbour.go (link addresses: waiting for resolution), icmp.go
+// and metrics.go. Scheduling policy (SRPT grants, the sender queue, the
+// pacer, cutoffs, incast control) lives in package sched.
 //
 // The life of an RPC:
 //
@@ -38,7 +56,8 @@
 // answers with data, BUSY (working, nothing to send) or RPC_UNKNOWN (no
 // state: a client restarts its request; a server drops its RPC). A RESEND
 // naming bytes past what the sender was granted counts as a grant. After
-// TimeoutTicks of silence a client RPC fails with ErrTimeout.
+// TimeoutTicks of silence a client RPC fails with ErrTimeout; so does one
+// whose packets waited that long for the peer's link address.
 //
 // Ports, RPCs and peers belong to one goroutine: no method is safe for
 // concurrent use.

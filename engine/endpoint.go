@@ -51,13 +51,21 @@ type Config struct {
 	IP  [4]byte  // this endpoint's IPv4 address
 	MAC wire.MAC // this endpoint's Ethernet address
 
-	// Resolve returns the Ethernet address of a peer's IPv4 address; a
-	// request to an address it does not know fails with ErrPeerUnknown.
-	// Peers that send to us are learned from their frames.
-	Resolve func(ip [4]byte) (wire.MAC, bool)
+	// Resolve returns the neighbour entry of ip's next hop, starting
+	// resolution if needed; nil means no route (sends fail with
+	// ErrPeerUnknown). Called once per peer, when the engine creates it
+	// (an RPC to it starts, or a frame from it arrives); again only for a
+	// peer it returned nil for, or whose entry is LinkUnreachable, when
+	// another RPC to that peer starts or a response to it is sent (so a
+	// route added since, or a table that retries a failed resolution when
+	// asked, brings the peer back). See Neighbour for what the host calls
+	// as the entry changes. StaticNeighbours.Resolve serves tests.
+	Resolve func(ip [4]byte) *Neighbour
 
 	// Clock returns the time in ns (monotonic). The engine reads it once
-	// per call into Receive, Run, Send and Reply, never time.Now.
+	// per call into Receive, ReceiveLink, ReceiveICMP, Run, Send, Reply,
+	// NeighbourReady and NeighbourFailed (outside a batch), never
+	// time.Now.
 	Clock func() int64
 
 	MTU int // bytes of IPv4 packet per frame (1500)
@@ -174,8 +182,9 @@ func (c *Config) validate() error {
 
 // Endpoint is one Homa host: one IPv4 address, its ports, peers and RPCs.
 // It is a deterministic state machine owned by one goroutine (a DPDK
-// lcore, or a test): inputs are Receive, Run and the Port methods, the
-// time comes from Config.Clock, and packets leave through the Transmitter.
+// lcore, or a test): inputs are ReceiveLink (or Receive), Run,
+// NeighbourReady and NeighbourFailed, and the Port methods; the time
+// comes from Config.Clock, and packets leave through the Transmitter.
 type Endpoint struct {
 	cfg     Config      // validated, defaults filled; read-only after New
 	tx      Transmitter // transmit side
@@ -197,7 +206,16 @@ type Endpoint struct {
 	rpcs           map[rpcKey]*rpc // every live RPC
 	first, last    *rpc            // live RPCs in creation order, for the timer
 	owedGrants     []*rpc          // RPCs whose latest GRANT is owed (oweGrant), in order
-	nextID         uint64          // next client RPC id (even)
+
+	// waitingPeers are the peers with RPCs waiting for their link address
+	// or GRANTs dropped while it was unresolved (peer.listed), checked by
+	// Run, NeighbourReady and NeighbourFailed; sparePeers is the other
+	// half of its double buffer. numWaiting counts the RPCs waiting;
+	// neighDue says NeighbourReady or NeighbourFailed came inside a batch.
+	waitingPeers, sparePeers []*peer
+	numWaiting               int
+	neighDue                 bool
+	nextID                   uint64 // next client RPC id (even)
 
 	grants *sched.GrantScheduler // incoming messages needing grants
 	sendq  *sched.SenderQueue    // outgoing messages deferred by the pacer
@@ -285,11 +303,13 @@ func (e *Endpoint) RecomputeCutoffs(levels int) sched.Cutoffs {
 
 // BeginBatch starts a batch of frames received together, such as one
 // burst from the NIC, at time now (ns, Config.Clock's): until EndBatch,
-// Receive takes every frame to arrive at now instead of reading the
-// clock, and leaves grant decisions to EndBatch, which makes them once
-// for the whole batch — one GRANT per message per batch, raising its
-// offset as far as a GRANT after each DATA packet would have, instead of
-// one GRANT per DATA packet. Only Receive may be called inside a batch.
+// ReceiveLink (Receive, ReceiveICMP) takes every frame to arrive at now
+// instead of reading the clock, and leaves grant decisions to EndBatch,
+// which makes them once for the whole batch — one GRANT per message per
+// batch, raising its offset as far as a GRANT after each DATA packet
+// would have, instead of one GRANT per DATA packet. Only those and
+// NeighbourReady and NeighbourFailed (whose work also waits for
+// EndBatch: an ARP reply in the same burst) may be called inside a batch.
 // The batch counts as one call for NextDeadline: begin one only when
 // there are frames to receive.
 func (e *Endpoint) BeginBatch(now int64) {
@@ -297,12 +317,15 @@ func (e *Endpoint) BeginBatch(now int64) {
 }
 
 // EndBatch ends the batch BeginBatch started and sends the grants it
-// deferred.
+// deferred, and what NeighbourReady released inside it.
 func (e *Endpoint) EndBatch() {
 	e.batch = false
 	if e.grantsDue {
 		e.grantsDue = false
 		e.scheduleGrants()
+	}
+	if e.neighDue {
+		e.checkNeighbours()
 	}
 }
 
@@ -320,6 +343,9 @@ func (e *Endpoint) EndBatch() {
 // in TimerTicksSkipped.
 func (e *Endpoint) Run() {
 	e.now = e.cfg.Clock()
+	if len(e.waitingPeers) > 0 {
+		e.checkNeighbours() // an entry may have changed without a call
+	}
 	if e.now >= e.nextTick {
 		e.nextTick += e.cfg.TickNs
 		if e.now >= e.nextTick {

@@ -221,6 +221,48 @@ func endpointConsistent(e *Endpoint) error {
 	if incast != e.incast.Backlog() {
 		return fmt.Errorf("incast backlog %d, rpcs account for %d", e.incast.Backlog(), incast)
 	}
+	return waitingConsistent(e)
+}
+
+// waitingConsistent checks the RPCs waiting for their peers' link
+// addresses: each is live, on its own peer's list once, out of the sender
+// queue, and its peer is listed; the counts agree.
+func waitingConsistent(e *Endpoint) error {
+	waiting := 0
+	for r := e.first; r != nil; r = r.next {
+		if !r.waiting {
+			continue
+		}
+		waiting++
+		if r.out.sq.Queued() || !r.peer.listed {
+			return fmt.Errorf("rpc %d waits but is queued (%v) or its peer unlisted", r.id, r.out.sq.Queued())
+		}
+	}
+	onLists := 0
+	for _, p := range e.peers {
+		for _, r := range p.waiting {
+			onLists++
+			if !r.waiting || r.peer != p || r.state == stateDead {
+				return fmt.Errorf("rpc %d on a waiting list: waiting %v, state %d", r.id, r.waiting, r.state)
+			}
+		}
+	}
+	listed := 0
+	for _, p := range e.waitingPeers {
+		if !p.listed {
+			return fmt.Errorf("peer %v in waitingPeers, not marked listed", p.ip)
+		}
+		listed++
+	}
+	for _, p := range e.peers {
+		if p.listed {
+			listed--
+		}
+	}
+	if waiting != e.numWaiting || onLists != waiting || listed != 0 {
+		return fmt.Errorf("%d rpcs waiting, numWaiting %d, %d on peers' lists, listed mismatch %d",
+			waiting, e.numWaiting, onLists, listed)
+	}
 	return nil
 }
 

@@ -38,6 +38,11 @@ type testHost struct {
 	// refs of the payloads it took.
 	zcRefuse bool
 	zcRefs   []PayloadRef
+	// neigh is the host's neighbour table: Resolve adds the address of
+	// every host on the net, reachable at testMAC, when first asked;
+	// tests change entries in place. resolves counts Resolve calls.
+	neigh    StaticNeighbours
+	resolves int
 }
 
 // SendData makes testHost a DataSender: the payload is appended to the
@@ -72,6 +77,18 @@ func (h *testHost) Send(frame []byte, prio int) {
 
 func testMAC(ip [4]byte) wire.MAC { return wire.MAC{2, 0, ip[0], ip[1], ip[2], ip[3]} }
 
+// allReachable returns a Resolve under which every address is reachable
+// at its testMAC.
+func allReachable() func(ip [4]byte) *Neighbour {
+	var t StaticNeighbours
+	return func(ip [4]byte) *Neighbour {
+		if nb := t.Resolve(ip); nb != nil {
+			return nb
+		}
+		return t.Add(ip, testMAC(ip))
+	}
+}
+
 func newTestNet(t testing.TB) *testNet { return &testNet{t: t, now: 1_000_000_000} }
 
 // addHost adds an endpoint named name at 10.0.0.<n> with cfg's tunables.
@@ -81,13 +98,17 @@ func (n *testNet) addHost(name string, last byte, mod func(*Config)) *testHost {
 	cfg := DefaultConfig()
 	cfg.IP, cfg.MAC = ip, testMAC(ip)
 	cfg.Clock = func() int64 { return n.now }
-	cfg.Resolve = func(ip [4]byte) (wire.MAC, bool) {
+	cfg.Resolve = func(ip [4]byte) *Neighbour {
+		h.resolves++
+		if nb := h.neigh.Resolve(ip); nb != nil {
+			return nb
+		}
 		for _, o := range n.hosts {
 			if o.ip == ip {
-				return testMAC(ip), true
+				return h.neigh.Add(ip, testMAC(ip))
 			}
 		}
-		return wire.MAC{}, false
+		return nil
 	}
 	cfg.IDSeed = 100
 	if mod != nil {

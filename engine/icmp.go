@@ -14,7 +14,7 @@ import (
 // sendPortUnreachable answers f, a packet to an unbound port, with an
 // ICMP port unreachable quoting its IPv4 header and first 8 Homa bytes.
 func (e *Endpoint) sendPortUnreachable(f *wire.Frame, p *peer) {
-	buf := e.startFrame()
+	buf := e.startControl(p)
 	if buf == nil {
 		return
 	}

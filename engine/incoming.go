@@ -55,6 +55,7 @@ func (e *Endpoint) handleData(f *wire.Frame) {
 	case r.client && r.state == stateOutgoing:
 		r.state = stateIncoming // the server has the request: it is answering
 		e.sendq.Remove(&r.out.sq)
+		e.stopWaiting(r)
 	case r.state != stateIncoming:
 		e.m.drop(DropStale) // retransmitted request bytes; the request is complete
 		return
@@ -269,7 +270,7 @@ func (e *Endpoint) maybeSendCutoffs(r *rpc) {
 	if p.cutoffsSentVersion == e.cutoffVersion && p.cutoffsSentTick == e.ticks {
 		return
 	}
-	buf := e.startFrame()
+	buf := e.startControl(p)
 	if buf == nil {
 		return // the peer's next DATA asks again
 	}
@@ -312,6 +313,11 @@ func (e *Endpoint) handleRPCUnknown(f *wire.Frame) {
 func (e *Endpoint) restart(r *rpc) {
 	o := &r.out
 	r.state = stateOutgoing
+	if !r.peer.reachable() {
+		o.next = 0 // all of it waits (or fails) as new bytes
+		e.xmitReady(r)
+		return
+	}
 	for off := 0; off < o.next; {
 		n := e.xmitData(r, off, o.next, o.dataPriority(off), false)
 		if n == 0 {

@@ -42,6 +42,12 @@ const (
 	// message (PortHooks.RecvBuf); a request is dropped (its client
 	// retries), a response ends its RPC with ErrNoBufferSpace.
 	DropNoRecvSpace
+	// DropTxUnresolved: a packet for a peer whose link address is not
+	// resolved (its Neighbour not LinkReachable, or no route) was not
+	// sent: a control packet (GRANT, RESEND, BUSY, RPC_UNKNOWN, ACK,
+	// NEED_ACK, CUTOFFS, ICMP) or the retransmission a RESEND asked for.
+	// Timers recover; DATA waits instead (RPCsWaitingResolution).
+	DropTxUnresolved
 
 	// NumDropCauses sizes per-cause arrays.
 	NumDropCauses
@@ -50,7 +56,7 @@ const (
 var engineDropNames = [...]string{
 	"not_for_us", "duplicate_data", "overlap_data", "data_past_end", "bad_length",
 	"no_port", "unknown_rpc", "stale_data", "tx_no_buffer", "bad_icmp",
-	"rx_no_space",
+	"rx_no_space", "tx_unresolved",
 }
 
 // String returns the cause as a snake_case metric label.
@@ -86,6 +92,18 @@ type Metrics struct {
 	ICMPReceived      uint64 // icmp_port_unreachable_rcvd
 	TimerTicksSkipped uint64 // timer_ticks_skipped: ticks not run because Run came late
 	ZeroCopyPackets   uint64 // zero_copy_data_packets: DATA sent from the message's memory (DataSender)
+	// RPCsWaitingResolution counts the times an RPC's packets had to
+	// wait for its peer's link address (rpcs_waiting_resolution;
+	// Endpoint.NumWaitingResolution is how many wait now).
+	RPCsWaitingResolution uint64
+	// ClientRPCsUnresolved counts client RPCs that failed with
+	// ErrPeerUnknown after they started: their peer's address failed to
+	// resolve while they waited (client_rpcs_unresolved).
+	ClientRPCsUnresolved uint64
+	// ServerResponsesUnresolved counts responses discarded because the
+	// client's address has no route or failed to resolve; their server
+	// RPCs ended (server_responses_unresolved).
+	ServerResponsesUnresolved uint64
 	// TxDeferred counts DATA packets and GRANTs the Transmitter lent no
 	// buffer for: kept (the DATA queued, the GRANT owed) and sent on a
 	// later pass, nothing lost (tx_deferred).
@@ -118,6 +136,9 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("timer_ticks_skipped", m.TimerTicksSkipped)
 	fn("zero_copy_data_packets", m.ZeroCopyPackets)
 	fn("tx_deferred", m.TxDeferred)
+	fn("rpcs_waiting_resolution", m.RPCsWaitingResolution)
+	fn("client_rpcs_unresolved", m.ClientRPCsUnresolved)
+	fn("server_responses_unresolved", m.ServerResponsesUnresolved)
 	for c, v := range m.Drops {
 		if c != 0 {
 			fn("drops_"+DropCause(c).String(), v)

@@ -31,6 +31,18 @@ type outMsg struct {
 	sq sched.SendMsg // place in the endpoint's SenderQueue while deferred
 }
 
+// startControl borrows a transmit buffer for a control packet to p that
+// is lost if it cannot go now (timers recover it): nil, counted, when p's
+// link address is not resolved (DropTxUnresolved) or no buffer is lent
+// (DropNoBuffer).
+func (e *Endpoint) startControl(p *peer) []byte {
+	if !p.reachable() {
+		e.m.drop(DropTxUnresolved)
+		return nil
+	}
+	return e.startFrame()
+}
+
 // startFrame borrows a transmit buffer for a packet that is lost if it
 // cannot go now (timers recover it), or counts DropNoBuffer and returns
 // nil.
@@ -85,7 +97,7 @@ func (e *Endpoint) writeHeaders(buf []byte, p *peer, prio, homaLen int) {
 // sendControl sends a header-only packet (RPC_UNKNOWN, BUSY, NEED_ACK) to
 // p with the given common fields.
 func (e *Endpoint) sendControl(p *peer, t wire.PacketType, c wire.CommonFields) {
-	buf := e.startFrame()
+	buf := e.startControl(p)
 	if buf == nil {
 		return
 	}
@@ -99,9 +111,18 @@ func (r *rpc) common() wire.CommonFields {
 	return wire.CommonFields{SrcPort: r.port.num, DstPort: r.dport, SenderID: r.id}
 }
 
-// sendGrant sends a GRANT for r's incoming message and reports whether it
-// went; one that could not go is owed (see oweGrant).
+// sendGrant sends a GRANT for r's incoming message. It reports false when
+// the Transmitter lent no buffer: the GRANT is then owed (see oweGrant).
+// A GRANT to a peer whose link address is not resolved is dropped and
+// counted (DropTxUnresolved), and repeated when the address resolves
+// (regrant) or by the timer.
 func (e *Endpoint) sendGrant(r *rpc, offset, prio int) bool {
+	if !r.peer.reachable() {
+		e.m.drop(DropTxUnresolved)
+		r.in.grantOwed = false
+		e.lostGrant(r.peer)
+		return true
+	}
 	buf := e.startKept()
 	if buf == nil {
 		e.oweGrant(r)
@@ -116,7 +137,7 @@ func (e *Endpoint) sendGrant(r *rpc, offset, prio int) bool {
 
 // sendResend asks r's peer to retransmit [offset, offset+length).
 func (e *Endpoint) sendResend(r *rpc, offset, length uint32, prio int) {
-	buf := e.startFrame()
+	buf := e.startControl(r.peer)
 	if buf == nil {
 		return
 	}
@@ -196,8 +217,15 @@ func (e *Endpoint) sendNext(r *rpc) int {
 // xmitReady sends what r may send now: packets of a message with fewer
 // than sched.ThrottleMinBytes left go at once; the rest wait in the
 // sender queue for the pacer, which sends the shortest first.
+//
+// Packets to a peer whose link address is not resolved wait for it
+// (awaitNeighbour), or end the RPC when it cannot resolve.
 func (e *Endpoint) xmitReady(r *rpc) {
 	o := &r.out
+	if o.next < o.granted && !r.peer.reachable() {
+		e.awaitNeighbour(r)
+		return
+	}
 	for o.next < o.granted && sched.Exempt(o.length-o.next) {
 		if e.sendNext(r) == 0 {
 			break // no transmit buffer: queue it, Run retries
@@ -230,6 +258,10 @@ func (e *Endpoint) pump() {
 		o := &r.out
 		if o.next >= o.granted {
 			e.sendq.Remove(sm) // sent by another path meanwhile
+			continue
+		}
+		if !r.peer.reachable() {
+			e.awaitNeighbour(r) // the entry aged out or failed since
 			continue
 		}
 		n := e.sendNext(r)
@@ -291,6 +323,13 @@ func (e *Endpoint) handleResend(f *wire.Frame) {
 		}
 	}
 	prio := min(int(rs.Priority()), wire.NumPriorities-1)
+	if !r.peer.reachable() {
+		// The peer hears us again once its address resolves: what was
+		// granted waits, and the retransmission is dropped.
+		e.m.drop(DropTxUnresolved)
+		e.xmitReady(r)
+		return
+	}
 	if start >= o.next {
 		// Not sent yet: it will be when the pacer allows.
 		e.sendControl(r.peer, wire.TypeBusy, r.common())
@@ -316,11 +355,12 @@ func replyCommon(c wire.Common) wire.CommonFields {
 }
 
 // ethernet returns the Ethernet header of a frame to p at priority prio:
-// untagged, or with an 802.1Q tag carrying the priority in its PCP when
-// Config.PCP is set (the IPv4 TOS carries it too, either way).
+// to the MAC p's neighbour entry holds now (the caller checked that it is
+// reachable), untagged, or with an 802.1Q tag carrying the priority in its
+// PCP when Config.PCP is set (the IPv4 TOS carries it too, either way).
 func (e *Endpoint) ethernet(p *peer, prio int) wire.EthernetFields {
 	return wire.EthernetFields{
-		Dst: p.mac, Src: e.cfg.MAC, Type: wire.EtherTypeIPv4,
+		Dst: p.neigh.MAC, Src: e.cfg.MAC, Type: wire.EtherTypeIPv4,
 		Tagged: e.cfg.PCP, TCI: wire.MakeTCI(uint8(prio), false, e.cfg.VLAN),
 	}
 }

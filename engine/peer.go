@@ -8,8 +8,21 @@ import (
 // peer is what an endpoint knows about another Homa host. Owned by the
 // endpoint; created on first use and kept for the endpoint's life.
 type peer struct {
-	ip  [4]byte  // the peer's IPv4 address
-	mac wire.MAC // its Ethernet address (resolved, or learned from a frame)
+	ip [4]byte // the peer's IPv4 address
+
+	// neigh is the entry of the peer's next hop in the host's neighbour
+	// table (Config.Resolve; nil: no route). The table writes it; the
+	// engine reads its State and MAC for every frame it sends to the peer
+	// and never learns a MAC from received frames.
+	neigh *Neighbour
+
+	// waiting holds the RPCs whose packets wait for neigh to become
+	// reachable, in the order they began to wait; lostGrants says a GRANT
+	// to the peer was dropped while it was unresolved; listed says the
+	// peer is in the endpoint's waitingPeers for either.
+	waiting    []*rpc
+	lostGrants bool
+	listed     bool
 
 	// cutoffs and cutoffVersion are the peer's unscheduled priority
 	// cutoffs from its last CUTOFFS (sched.PeerDefaultCutoffs and 0
@@ -61,34 +74,46 @@ func (p *peer) recentlyAcked(clientID uint64) bool {
 	return false
 }
 
-// peerFor returns the peer for ip, resolving its MAC with Config.Resolve
-// on first use, or nil if it cannot be resolved.
+// peerFor returns the peer for ip as an RPC to it starts, creating it
+// with its neighbour entry from Config.Resolve on first use; nil when
+// there is no route (no peer is kept then). A peer with no route or a
+// failed entry is asked about again, so that a route added since, or a
+// table that retries a failed resolution when asked, brings it back.
 func (e *Endpoint) peerFor(ip [4]byte) *peer {
-	if p := e.peers[ip]; p != nil {
-		return p
+	p := e.peers[ip]
+	if p == nil {
+		n := e.resolve(ip)
+		if n == nil {
+			return nil
+		}
+		return e.addPeer(ip, n)
 	}
-	if e.cfg.Resolve == nil {
-		return nil
-	}
-	mac, ok := e.cfg.Resolve(ip)
-	if !ok {
-		return nil
-	}
-	return e.addPeer(ip, mac)
+	e.reresolve(p)
+	return p
 }
 
-// peerFromFrame returns the peer that sent f, learning its MAC from the
-// frame if it is new.
+// reresolve asks Config.Resolve again about p if it has no route or its
+// entry failed.
+func (e *Endpoint) reresolve(p *peer) {
+	if !p.resolvable() {
+		p.neigh = e.resolve(p.ip)
+	}
+}
+
+// peerFromFrame returns the peer that sent f, creating it (and asking
+// Config.Resolve for its entry, which starts resolution in the host's
+// table) if it is new. The frame's source MAC is not looked at: where
+// frames to the peer go is the neighbour table's business.
 func (e *Endpoint) peerFromFrame(f *wire.Frame) *peer {
 	ip := f.IPv4.Src()
 	if p := e.peers[ip]; p != nil {
 		return p
 	}
-	return e.addPeer(ip, f.Ethernet.Src())
+	return e.addPeer(ip, e.resolve(ip))
 }
 
-func (e *Endpoint) addPeer(ip [4]byte, mac wire.MAC) *peer {
-	p := &peer{ip: ip, mac: mac, cutoffs: sched.PeerDefaultCutoffs()}
+func (e *Endpoint) addPeer(ip [4]byte, n *Neighbour) *peer {
+	p := &peer{ip: ip, neigh: n, cutoffs: sched.PeerDefaultCutoffs()}
 	e.peers[ip] = p
 	e.m.PeerNewEntries++
 	return p
@@ -142,7 +167,7 @@ func (e *Endpoint) addAck(r *rpc) {
 
 // sendAck sends an ACK packet acknowledging id and every buffered ack.
 func (e *Endpoint) sendAck(p *peer, sport, dport uint16, id uint64) {
-	buf := e.startFrame()
+	buf := e.startControl(p)
 	if buf == nil {
 		return
 	}

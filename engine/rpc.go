@@ -9,7 +9,7 @@ import (
 // Errors an application sees, in Message.Err or from Port methods.
 var (
 	ErrTimeout         = errors.New("homa: RPC timed out")                   // peer silent for TimeoutTicks
-	ErrPeerUnknown     = errors.New("homa: peer address cannot be resolved") // Config.Resolve failed
+	ErrPeerUnknown     = errors.New("homa: peer address cannot be resolved") // no route (Config.Resolve nil), or its neighbour entry failed
 	ErrPeerRestarted   = errors.New("homa: peer lost the RPC (restarted)")   // RPC_UNKNOWN while the response arrived
 	ErrPortUnreachable = errors.New("homa: server port unreachable")         // ICMP port unreachable
 	ErrAborted         = errors.New("homa: RPC aborted")                     // Abort or AbortAll
@@ -56,6 +56,8 @@ type rpc struct {
 	in  inMsg  // response (client) or request (server)
 
 	silentTicks int  // ticks since the peer was last heard from for this RPC
+	waiting     bool // its packets wait for the peer's link address (in peer.waiting)
+	waitTicks   int  // ticks spent waiting so far, while waiting
 	doneTicks   int  // server: ticks since the response was fully sent
 	incastBytes int  // bytes this RPC adds to the endpoint's expected unscheduled backlog
 	allowance   int  // client: unscheduled bytes the response may bring, advertised in the request
@@ -157,6 +159,12 @@ func (p *Port) Num() uint16 { return p.num }
 // Send starts an RPC: msg goes to dst as a request and the response
 // arrives through Receive. It returns the RPC's id. msg is read while
 // the RPC lives; do not change it until the result arrives.
+//
+// It fails with ErrPeerUnknown when there is no route to dst.IP or its
+// neighbour entry has failed (LinkUnreachable). While the entry resolves
+// (LinkResolving) the RPC starts and its packets wait: NeighbourReady
+// sends them, NeighbourFailed fails the RPC with ErrPeerUnknown, and
+// after TimeoutTicks of waiting it fails with ErrTimeout.
 func (p *Port) Send(dst Addr, msg []byte) (uint64, error) { return p.send(dst, msg, 0, false) }
 
 // SendRef is Send for a message whose memory the transmit side can send
@@ -183,7 +191,7 @@ func (p *Port) send(dst Addr, msg []byte, ref PayloadRef, private bool) (uint64,
 		return 0, ErrMessageLength
 	}
 	pe := e.peerFor(dst.IP)
-	if pe == nil {
+	if pe == nil || !pe.resolvable() {
 		return 0, ErrPeerUnknown
 	}
 	r := &rpc{id: e.nextID, port: p, peer: pe, dport: dst.Port, client: true, private: private}
@@ -205,6 +213,12 @@ func (p *Port) send(dst Addr, msg []byte, ref PayloadRef, private bool) (uint64,
 func (p *Port) Reply(req Message, resp []byte) error { return p.ReplyRef(req, resp, 0) }
 
 // ReplyRef is Reply for a response sent from its own memory, as SendRef.
+//
+// A response to a client whose address has no route or failed to resolve
+// (Config.Resolve, asked again, says so) is discarded, as kernel Homa
+// discards it: the RPC ends, counted in ServerResponsesUnresolved, and
+// ReplyRef returns nil. One to a client whose address is resolving waits
+// for it, as Send's packets do.
 func (p *Port) ReplyRef(req Message, resp []byte, ref PayloadRef) error {
 	e := p.e
 	e.now = e.cfg.Clock()
@@ -217,6 +231,7 @@ func (p *Port) ReplyRef(req Message, resp []byte, ref PayloadRef) error {
 	}
 	r.state = stateOutgoing
 	r.silentTicks = 0
+	e.reresolve(r.peer)
 	e.startOut(r, resp, ref)
 	return nil
 }
@@ -359,6 +374,7 @@ func (e *Endpoint) end(r *rpc) {
 		e.last = r.prev
 	}
 	r.prev, r.next = nil, nil
+	e.stopWaiting(r)
 	e.grants.Remove(&r.in.g)
 	e.sendq.Remove(&r.out.sq)
 	e.incast.Add(-r.incastBytes)

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/homa-dpdk/homa-dpdk/engine/memnet"
-	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
 // workload is a message size distribution read from a workload CSV
@@ -98,6 +97,7 @@ type scenario struct {
 	inFlight int // RPCs each client keeps outstanding
 	serial   uint64
 	executed map[uint64]int // request serial → times executed
+	neigh    StaticNeighbours
 }
 
 func newScenario(t *testing.T, nHosts int, cfg memnet.Config, wl *workload) *scenario {
@@ -109,12 +109,8 @@ func newScenario(t *testing.T, nHosts int, cfg memnet.Config, wl *workload) *sce
 		ecfg := DefaultConfig()
 		ecfg.IP, ecfg.MAC = ip, h.mh.MAC()
 		ecfg.Clock = s.net.Now
-		ecfg.Resolve = func(ip [4]byte) (wire.MAC, bool) {
-			if o := s.net.Host(ip); o != nil {
-				return o.MAC(), true
-			}
-			return wire.MAC{}, false
-		}
+		s.neigh.Add(ip, h.mh.MAC())
+		ecfg.Resolve = s.neigh.Resolve
 		ecfg.MaxMessageLength = 16_000_000
 		ecfg.LinkBps = int64(s.net.Config().LinkBps)
 		ecfg.IDSeed = uint64(i) << 40

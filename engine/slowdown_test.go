@@ -91,6 +91,7 @@ type slowdownRun struct {
 	pending  int      // messages sent, not yet delivered
 	resent   uint64
 	timeouts uint64
+	neigh    StaticNeighbours
 }
 
 // slowdownConfig is the network both runs use: 10 Gb/s, Ethernet's
@@ -108,12 +109,8 @@ func newSlowdownRun(t testing.TB, n int, baseline bool, maxMsg int) *slowdownRun
 		h := &slowdownHost{run: s, mh: s.net.AddHost(ip), buf: make([]byte, 2048)}
 		cfg := DefaultConfig()
 		cfg.IP, cfg.MAC, cfg.Clock = ip, h.mh.MAC(), s.net.Now
-		cfg.Resolve = func(ip [4]byte) (wire.MAC, bool) {
-			if o := s.net.Host(ip); o != nil {
-				return o.MAC(), true
-			}
-			return wire.MAC{}, false
-		}
+		s.neigh.Add(ip, h.mh.MAC())
+		cfg.Resolve = s.neigh.Resolve
 		cfg.MaxMessageLength = maxMsg
 		cfg.IDSeed = uint64(i+1) << 40
 		cfg.LinkBps = int64(s.net.Config().LinkBps)

@@ -19,6 +19,15 @@ func (e *Endpoint) tick() {
 func (e *Endpoint) checkRPC(r *rpc) {
 	o, in := &r.out, &r.in
 	switch {
+	case r.waiting:
+		// Waiting for the peer's link address: nothing to ask for, but
+		// the wait must end.
+		r.silentTicks++
+		r.waitTicks++
+		if r.silentTicks >= e.cfg.TimeoutTicks || r.waitTicks >= e.cfg.TimeoutTicks {
+			e.timeout(r)
+		}
+		return
 	case r.state == stateInService:
 		r.silentTicks = 0 // the application has it
 		return
@@ -40,13 +49,7 @@ func (e *Endpoint) checkRPC(r *rpc) {
 	}
 	r.silentTicks++
 	if r.silentTicks >= e.cfg.TimeoutTicks {
-		if r.client {
-			e.m.RPCTimeouts++
-			e.fail(r, ErrTimeout)
-		} else {
-			e.m.ServerRPCDiscards++
-			e.end(r)
-		}
+		e.timeout(r)
 		return
 	}
 	if r.silentTicks < e.cfg.ResendTicks || (r.silentTicks-e.cfg.ResendTicks)%e.cfg.ResendInterval != 0 {
@@ -55,6 +58,18 @@ func (e *Endpoint) checkRPC(r *rpc) {
 	if r.state == stateIncoming || r.client {
 		e.requestRetransmit(r)
 	}
+}
+
+// timeout ends r after TimeoutTicks: a client RPC fails with ErrTimeout,
+// a server RPC is dropped.
+func (e *Endpoint) timeout(r *rpc) {
+	if r.client {
+		e.m.RPCTimeouts++
+		e.fail(r, ErrTimeout)
+		return
+	}
+	e.m.ServerRPCDiscards++
+	e.end(r)
 }
 
 // awaitAck handles a server RPC whose response is fully sent: NEED_ACK

@@ -5,6 +5,12 @@
 // Start reading at network.go (Network, Host, Send), then switch.go (what
 // happens to a frame at the switch) and clock.go (the event loop).
 //
+// The network carries no ARP: an endpoint on a host takes its
+// Config.Resolve from an engine.StaticNeighbours holding every host's
+// address and MAC (Host.IP, Host.MAC), one table per network or one per
+// host when a test changes entries under an endpoint. (memnet does not
+// import engine, whose own tests run on it.)
+//
 // # The model
 //
 // Every host has a NIC and one full-duplex link to its own port of a
