@@ -189,12 +189,6 @@ func (c *memifClient) run(int64) {
 	if c.err != nil {
 		return
 	}
-	if ready, failed := c.h.PeerReady(c.dst.IP); failed {
-		c.err = fmt.Errorf("ARP for the server failed")
-		return
-	} else if !ready {
-		return
-	}
 	for c.next < c.total && len(c.sent) < 8 {
 		size := int(math.Exp(c.rng.Float64() * math.Log(1_000_000)))
 		msg := make([]byte, max(size, 1))

@@ -82,7 +82,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 				"attached": w.Attached, "detached": w.Detached, "submissions": w.Submissions,
 				"bad_entries": w.BadEntries, "refused": w.Refused, "limit_refusals": w.LimitRefusals,
 				"no_recv_space": w.NoRecvSpace, "completions": w.Completions, "cq_backlogged": w.CQBacklogged,
-				"wakeups": w.Wakeups, "arp_waits": w.ARPWaits, "corrupt_rings": w.CorruptRings,
+				"wakeups": w.Wakeups, "corrupt_rings": w.CorruptRings,
 				"zero_copy_messages": w.ZeroCopyMessages,
 			} {
 				counter(descs.workers, v, host, port, name)

@@ -84,12 +84,6 @@ func (d *demoClient) run(now int64) {
 	if d.done {
 		return // lingering: the last RPCs' NEED_ACK and ACK go out
 	}
-	if ready, failed := d.h.PeerReady(d.dst.IP); failed {
-		d.failed = fmt.Errorf("ARP: %v did not answer", d.dst.IP)
-		return
-	} else if !ready {
-		return
-	}
 	for {
 		m, ok := d.port.Receive()
 		if !ok {

@@ -126,6 +126,7 @@ func New(c Config) (*Host, error) {
 	if h.ep, err = engine.New(ec, h.tx); err != nil {
 		return nil, fmt.Errorf("engine for %v: %w", netip.AddrFrom4(c.IP), err)
 	}
+	h.neigh.onReady, h.neigh.onFailed = h.ep.NeighbourReady, h.ep.NeighbourFailed
 	return h, nil
 }
 

@@ -2,6 +2,7 @@ package host
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -104,11 +105,7 @@ func runRPCs(t *testing.T, a, b *Host, sizes []int) {
 	sent := map[uint64][]byte{}
 	next, done := 0, 0
 	a.setApp(func(int64) {
-		if ready, failed := a.PeerReady(dst.IP); failed {
-			t.Fatal("ARP resolution of the server failed")
-		} else if !ready {
-			return
-		}
+		// Sends before ARP has resolved the server wait in the engine.
 		for next < len(sizes) && len(sent) < 8 {
 			msg := make([]byte, sizes[next])
 			for i := range msg {
@@ -238,5 +235,43 @@ func TestHostLoop_passAllocatesNothing(t *testing.T) {
 	a.apps, b.apps = nil, nil
 	if allocs := testing.AllocsPerRun(1000, func() { a.Pass(); b.Pass() }); allocs != 0 {
 		t.Errorf("an idle pass of both hosts allocates %.1f times, want 0", allocs)
+	}
+}
+
+// A send to an on-link address that never answers ARP waits in the
+// engine while the table asks, then fails with ErrPeerUnknown when the
+// table gives up; a send to the peer that does answer goes through.
+func TestHost_sendWaitsForARPAndFailsWhenUnanswered(t *testing.T) {
+	a, b := ringHosts(t, 2, 0)
+	echoServer(t, b)
+	cl, err := a.ep.OpenClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	silent, err := cl.Send(engine.Addr{IP: [4]byte{10, 0, 0, 77}, Port: 99}, []byte("anyone?"))
+	if err != nil {
+		t.Fatalf("send to a resolving address: %v (it should wait)", err)
+	}
+	live, err := cl.Send(engine.Addr{IP: b.me.ip, Port: 99}, []byte("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := map[uint64]engine.Message{}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(results) < 2 && time.Now().Before(deadline) {
+		a.Pass()
+		b.Pass()
+		for m, ok := cl.Receive(); ok; m, ok = cl.Receive() {
+			results[m.ID] = m
+		}
+	}
+	if m := results[live]; m.Err != nil || string(m.Data) != "hello" {
+		t.Errorf("RPC to the peer: %+v", m)
+	}
+	if m, ok := results[silent]; !ok || !errors.Is(m.Err, engine.ErrPeerUnknown) {
+		t.Errorf("RPC to the silent address: %+v (ended %v), want ErrPeerUnknown", m, ok)
+	}
+	if a.neigh.Failures != 1 || a.neigh.Requests < 5 {
+		t.Errorf("ARP: %d failures, %d requests; want 1 failure after 5 requests", a.neigh.Failures, a.neigh.Requests)
 	}
 }

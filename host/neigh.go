@@ -3,43 +3,46 @@ package host
 import (
 	"math"
 
+	"github.com/homa-dpdk/homa-dpdk/engine"
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
-// neighbourTable maps IPv4 next hops to MAC addresses: static entries from
-// the config, and entries learned from ARP, which age out. Resolution of
-// an unknown address sends a request, retries it after a timeout up to a
-// number of tries, and then marks the address failed until it is asked
-// for again after another timeout. It belongs to one polling loop; times
-// are ns.
+// neighbourTable maps IPv4 next hops to MAC addresses — static entries
+// from the config, and entries learned from ARP — and is the only place a
+// peer's MAC lives: each entry is an engine.Neighbour that the engine
+// holds a pointer to and reads for every frame it sends, so the table
+// updates entries in place and never frees them (engine.Neighbour says
+// why).
+//
+// Resolution of an unknown address sends a request and retries it after
+// a timeout, up to a number of tries; then the entry fails (the engine
+// fails what waited) until it is asked for again after another timeout.
+// A learned entry that ages out stays reachable while it is probed again
+// (Linux's STALE and PROBE): frames keep going to the MAC it had, and
+// only when the probes go unanswered does it fail. A reply updates the
+// MAC in place. It belongs to one polling loop; times are ns.
 type neighbourTable struct {
 	entries map[[4]byte]*neighbour
 	timeout int64 // ns between requests
 	retries int   // requests before giving up
-	aging   int64 // ns a learned entry stays valid
-	// nextRetry is the earliest time an incomplete entry's request times
-	// out (math.MaxInt64: none), so that Retries, called every pass, scans
-	// the table only when one is due.
+	aging   int64 // ns a learned entry is trusted without a probe
+	// nextRetry is the earliest time an entry's request times out or a
+	// learned entry ages (math.MaxInt64: none), so that Retries, called
+	// every pass, scans the table only when one is due.
 	nextRetry int64
+	// onReady and onFailed tell the engine an entry became reachable or
+	// failed (Endpoint.NeighbourReady, NeighbourFailed); nil: nobody.
+	onReady, onFailed func(ip [4]byte)
 	// Counters.
 	Requests, Failures, Expired uint64
 }
 
-type neighbourState uint8
-
-// The zero state is incomplete, so that a new entry is never static.
-const (
-	neighIncomplete neighbourState = iota
-	neighReachable
-	neighFailed
-	neighStatic
-)
-
 type neighbour struct {
-	mac     wire.MAC
-	state   neighbourState
-	expires int64 // reachable: valid until; incomplete: next request due; failed: may retry after
-	tries   int   // requests sent for the current resolution
+	engine.Neighbour       // MAC and State, read by the engine
+	static           bool  // from the config: never ages, never learned over
+	probing          bool  // reachable, aged out, being asked again
+	expires          int64 // reachable: trusted until; resolving or probing: next request due; unreachable: may ask again after
+	tries            int   // requests sent for the current resolution or probe
 }
 
 func newNeighbourTable(timeout, aging int64, retries int) *neighbourTable {
@@ -48,44 +51,44 @@ func newNeighbourTable(timeout, aging int64, retries int) *neighbourTable {
 
 // AddStatic adds an entry that never ages.
 func (t *neighbourTable) AddStatic(ip [4]byte, mac wire.MAC) {
-	t.entries[ip] = &neighbour{mac: mac, state: neighStatic}
+	t.entries[ip] = &neighbour{Neighbour: engine.Neighbour{MAC: mac, State: engine.LinkReachable}, static: true}
 }
 
-// Learn records ip at mac (from an ARP packet). Static entries are kept.
+// Learn records ip at mac (from an ARP packet concerning us); static
+// entries are kept. An entry that becomes reachable is announced.
 func (t *neighbourTable) Learn(ip [4]byte, mac wire.MAC, now int64) {
 	e := t.entries[ip]
 	if e == nil {
 		e = &neighbour{}
 		t.entries[ip] = e
 	}
-	if e.state == neighStatic {
+	if e.static {
 		return
 	}
-	e.mac, e.state, e.expires, e.tries = mac, neighReachable, now+t.aging, 0
+	was := e.State
+	e.MAC, e.State, e.probing, e.tries = mac, engine.LinkReachable, false, 0
+	e.expires = now + t.aging
+	t.nextRetry = min(t.nextRetry, e.expires)
+	if was != engine.LinkReachable && t.onReady != nil {
+		t.onReady(ip)
+	}
 }
 
-// Resolve returns the MAC of ip. When it is not known, ok is false and
-// request says whether the caller should send an ARP request now.
-func (t *neighbourTable) Resolve(ip [4]byte, now int64) (mac wire.MAC, ok, request bool) {
+// Resolve returns ip's entry, creating it when unknown; request says
+// whether the caller should send an ARP request now (a new entry, or a
+// failed one whose hold-down has passed).
+func (t *neighbourTable) Resolve(ip [4]byte, now int64) (n *engine.Neighbour, request bool) {
 	e := t.entries[ip]
 	switch {
 	case e == nil:
-		e = &neighbour{state: neighIncomplete}
+		e = &neighbour{Neighbour: engine.Neighbour{State: engine.LinkResolving}}
 		t.entries[ip] = e
-		return wire.MAC{}, false, t.ask(e, now)
-	case e.state == neighStatic:
-		return e.mac, true, false
-	case e.state == neighReachable && now < e.expires:
-		return e.mac, true, false
-	case e.state == neighReachable: // expired: resolve again
-		t.Expired++
-		e.state, e.tries = neighIncomplete, 0
-		return wire.MAC{}, false, t.ask(e, now)
-	case e.state == neighFailed && now >= e.expires:
-		e.state, e.tries = neighIncomplete, 0
-		return wire.MAC{}, false, t.ask(e, now)
+		return &e.Neighbour, t.ask(e, now)
+	case e.State == engine.LinkUnreachable && now >= e.expires:
+		e.State, e.tries = engine.LinkResolving, 0
+		return &e.Neighbour, t.ask(e, now)
 	}
-	return wire.MAC{}, false, false
+	return &e.Neighbour, false
 }
 
 func (t *neighbourTable) ask(e *neighbour, now int64) bool {
@@ -96,34 +99,35 @@ func (t *neighbourTable) ask(e *neighbour, now int64) bool {
 	return true
 }
 
-// Retries returns, through f, the addresses whose request timed out and
-// should be asked again now; those that used up their tries become failed.
+// Retries returns, through f, the addresses whose request timed out or
+// whose learned entry aged, and that should be asked (again) now; those
+// that used up their tries fail, and are announced.
 func (t *neighbourTable) Retries(now int64, f func(ip [4]byte)) {
 	if now < t.nextRetry {
 		return
 	}
 	t.nextRetry = math.MaxInt64
 	for ip, e := range t.entries {
-		if e.state != neighIncomplete {
+		asking := e.State == engine.LinkResolving || e.probing
+		if e.static || (!asking && e.State != engine.LinkReachable) {
 			continue
 		}
 		if now < e.expires {
 			t.nextRetry = min(t.nextRetry, e.expires)
 			continue
 		}
-		if e.tries >= t.retries {
-			e.state, e.expires = neighFailed, now+t.timeout
+		if !asking { // a learned entry aged: probe it, still reachable
+			t.Expired++
+			e.probing, e.tries = true, 0
+		} else if e.tries >= t.retries {
+			e.State, e.probing, e.expires = engine.LinkUnreachable, false, now+t.timeout
 			t.Failures++
+			if t.onFailed != nil {
+				t.onFailed(ip)
+			}
 			continue
 		}
 		t.ask(e, now)
 		f(ip)
 	}
-}
-
-// Failed reports whether resolution of ip has given up (packets to it are
-// dropped and counted until it is retried).
-func (t *neighbourTable) Failed(ip [4]byte) bool {
-	e := t.entries[ip]
-	return e != nil && e.state == neighFailed
 }

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/engine"
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
@@ -166,20 +167,20 @@ func (h *Host) sendARPRequest(ip [4]byte) {
 	h.tx.enqueue(m)
 }
 
-// resolve is the engine's Resolve: the MAC of ip's next hop — ip itself on
-// the port's subnet, the gateway otherwise — when known, or a request
-// sent (rate-limited by the table) and false.
-func (h *Host) resolve(ip [4]byte) (wire.MAC, bool) {
+// resolve is the engine's Resolve: the neighbour entry of ip's next hop
+// — ip itself on the port's subnet, the gateway otherwise — with a
+// request sent when resolution starts, or nil when there is no route.
+func (h *Host) resolve(ip [4]byte) *engine.Neighbour {
 	hop, ok := h.nextHop(ip)
 	if !ok {
 		h.noRoute++
-		return wire.MAC{}, false
+		return nil
 	}
-	mac, ok, request := h.neigh.Resolve(hop, h.now)
+	n, request := h.neigh.Resolve(hop, h.now)
 	if request {
 		h.sendARPRequest(hop)
 	}
-	return mac, ok
+	return n
 }
 
 // nextHop returns the address to resolve to reach ip.
@@ -191,18 +192,4 @@ func (h *Host) nextHop(ip [4]byte) ([4]byte, bool) {
 		return ip, false
 	}
 	return h.gateway, true
-}
-
-// PeerReady reports whether ip's next hop is resolved, so that the engine
-// can send to it; otherwise it has ARP ask (rate-limited by the table) and
-// reports whether resolution has failed for now (or there is no route).
-// The engine fails an RPC to an unresolved address at once, so
-// applications in the loop wait for this.
-func (h *Host) PeerReady(ip [4]byte) (ready, failed bool) {
-	hop, route := h.nextHop(ip)
-	if !route {
-		return false, true
-	}
-	_, ok := h.resolve(ip)
-	return ok, !ok && h.neigh.Failed(hop)
 }

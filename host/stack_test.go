@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/homa-dpdk/homa-dpdk/engine"
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
@@ -34,7 +35,7 @@ func TestHandleARP_requestForUsAnsweredInPlace(t *testing.T) {
 		a.SenderMAC() != me.mac || a.SenderIP() != me.ip || a.TargetMAC() != peer.mac || a.TargetIP() != peer.ip {
 		t.Errorf("reply: eth %v->%v op %d %v/%v -> %v/%v", e.Src(), e.Dst(), a.Op(), a.SenderMAC(), a.SenderIP(), a.TargetMAC(), a.TargetIP())
 	}
-	if mac, ok, _ := nt.Resolve(peer.ip, 1); !ok || mac != peer.mac {
+	if n, _ := nt.Resolve(peer.ip, 1); n.State != engine.LinkReachable || n.MAC != peer.mac {
 		t.Error("the requester was not learned")
 	}
 	if c.ARPRequests != 1 || c.ARPLearned != 1 {
@@ -50,7 +51,7 @@ func TestHandleARP_notForUsAndMalformedDropped(t *testing.T) {
 	if v := handleARP(f, 14, me, nt, 0, &c); v != stackDrop || !bytes.Equal(f, orig) {
 		t.Errorf("a request for another host: verdict %v, frame changed %v", v, !bytes.Equal(f, orig))
 	}
-	if _, ok, _ := nt.Resolve(peer.ip, 1); ok {
+	if n, _ := nt.Resolve(peer.ip, 1); n.State == engine.LinkReachable {
 		t.Error("learned from a request for another host")
 	}
 	if v := handleARP(f[:30], 14, me, nt, 0, &c); v != stackDrop {
@@ -68,8 +69,8 @@ func TestHandleARP_replyLearned(t *testing.T) {
 	if v := handleARP(f, 14, me, nt, 5, &c); v != stackLearn {
 		t.Fatalf("verdict %v", v)
 	}
-	if mac, ok, _ := nt.Resolve(peer.ip, 6); !ok || mac != peer.mac {
-		t.Errorf("resolve after reply: %v %v", mac, ok)
+	if n, _ := nt.Resolve(peer.ip, 6); n.State != engine.LinkReachable || n.MAC != peer.mac {
+		t.Errorf("resolve after reply: %+v", *n)
 	}
 }
 

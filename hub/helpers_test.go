@@ -12,7 +12,6 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/engine"
 	"github.com/homa-dpdk/homa-dpdk/engine/memnet"
 	"github.com/homa-dpdk/homa-dpdk/shm"
-	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
 // The hub's tests run the real engine on the in-memory network (memnet):
@@ -27,6 +26,7 @@ var testWorkerParams = shm.Params{SQEntries: 64, CQEntries: 64, ArenaSize: 1 << 
 // testNet is the network and its two hosts.
 type testNet struct {
 	net   *memnet.Network
+	neigh engine.StaticNeighbours // every host's MAC
 	hosts [2]*testHost
 	start time.Time
 }
@@ -55,9 +55,6 @@ func (h *testHost) Buffer() []byte           { return h.buf }
 func (h *testHost) Send(frame []byte, _ int) { h.mh.Send(frame) }
 
 func (h *testHost) Endpoint() *engine.Endpoint { return h.ep }
-func (h *testHost) PeerReady(ip [4]byte) (ready, failed bool) {
-	return h.n.net.Host(ip) != nil, h.n.net.Host(ip) == nil
-}
 
 func (h *testHost) HoldPayload() (engine.PayloadRef, bool) {
 	if !h.zeroCopy {
@@ -103,15 +100,11 @@ func newTestNet(t *testing.T) *testNet {
 		ip := [4]byte{10, 0, 0, byte(i + 1)}
 		h := &testHost{n: n, mh: n.net.AddHost(ip), ip: ip, buf: make([]byte, 2048), autoSend: true,
 			refs: map[engine.PayloadRef]*fakePayload{}}
+		n.neigh.Add(ip, h.mh.MAC())
 		ec := engine.DefaultConfig()
 		ec.IP, ec.MAC = ip, h.mh.MAC()
 		ec.Clock = n.net.Now
-		ec.Resolve = func(ip [4]byte) (wire.MAC, bool) {
-			if o := n.net.Host(ip); o != nil {
-				return o.MAC(), true
-			}
-			return wire.MAC{}, false
-		}
+		ec.Resolve = n.neigh.Resolve
 		ec.IDSeed = uint64(i+1) << 40
 		ep, err := engine.New(ec, h)
 		if err != nil {

@@ -16,10 +16,6 @@ import (
 type Host interface {
 	// Endpoint is the host's Homa engine.
 	Endpoint() *engine.Endpoint
-	// PeerReady reports whether ip's next hop is resolved (ready), or
-	// resolution failed for now or there is no route (failed); otherwise
-	// it asks and the hub keeps the send until a later pass.
-	PeerReady(ip [4]byte) (ready, failed bool)
 	// HoldPayload returns a reference for a message sent from a worker's
 	// memory, or false when the port copies payloads.
 	HoldPayload() (engine.PayloadRef, bool)
@@ -88,7 +84,6 @@ type Counters struct {
 	Completions          uint64
 	CQBacklogged         uint64 // completions that waited in the daemon for CQ room
 	Wakeups              uint64 // eventfd writes
-	ARPWaits             uint64 // sends parked until the peer's address resolved
 	CorruptRings         uint64 // sessions ended because a ring index was corrupt
 	ZeroCopyMessages     uint64 // messages sent from the arena as external buffers (no copy)
 	ActiveSessions       uint64

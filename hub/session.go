@@ -19,7 +19,6 @@ type session struct {
 	// engine holds: client RPCs by id, server responses by (peer, id).
 	sends    map[rpcRef]sendRef
 	requests map[rpcRef]*engine.Port // delivered requests not yet answered
-	parked   []shm.Submission        // sends waiting for ARP
 	backlog  []shm.Completion        // completions waiting for CQ room
 	// Zero-copy sends: each message in flight holds a payload reference
 	// of the host's; after the engine lets go (OutDone) it waits in
@@ -120,7 +119,6 @@ func (ws *session) releases() bool {
 
 // poll reads the submission ring.
 func (ws *session) poll() {
-	ws.retryParked()
 	hub := ws.hub
 	n := ws.SQ.PopBurst(hub.slots)
 	for i := range n {
@@ -160,7 +158,7 @@ func (ws *session) handle(sub *shm.Submission) {
 	case shm.OpBind:
 		ws.bind(sub)
 	case shm.OpSend:
-		ws.send(sub, false)
+		ws.send(sub)
 	case shm.OpReply:
 		ws.reply(sub)
 	case shm.OpAbort:
@@ -192,35 +190,17 @@ func (ws *session) bind(sub *shm.Submission) {
 	ws.complete(shm.Completion{Op: shm.CompAccepted, Cookie: sub.Cookie, Port: sub.Port})
 }
 
-// send starts a client RPC; parked is true when it comes back from
-// waiting for ARP.
-func (ws *session) send(sub *shm.Submission, parked bool) {
-	if !parked && ws.outst >= ws.hub.lim.MaxOutstanding {
+// send starts a client RPC. A peer whose address is still being
+// resolved is the engine's business: it keeps the RPC until the address
+// is known (or fails it).
+func (ws *session) send(sub *shm.Submission) {
+	if ws.outst >= ws.hub.lim.MaxOutstanding {
 		ws.refuse(sub, shm.ErrCodeLimit, true)
-		return
-	}
-	ready, failed := ws.hub.h.PeerReady(sub.PeerIP)
-	if !ready {
-		if failed {
-			if parked {
-				ws.outst--
-			}
-			ws.refuse(sub, shm.ErrCodeUnreachable, true)
-			return
-		}
-		if !parked {
-			ws.outst++ // a parked send counts against the limit
-			ws.hub.counters.ARPWaits++
-		}
-		ws.parked = append(ws.parked, *sub)
 		return
 	}
 	if ws.client == nil {
 		p, err := ws.hub.ep.OpenClient()
 		if err != nil {
-			if parked {
-				ws.outst--
-			}
 			ws.refuse(sub, errCode(err), true)
 			return
 		}
@@ -232,29 +212,12 @@ func (ws *session) send(sub *shm.Submission, parked bool) {
 	id, err := ws.client.SendRef(engine.Addr{IP: sub.PeerIP, Port: sub.PeerPort}, msg, ws.holdPayload(&sr))
 	if err != nil {
 		ws.dropPayload(&sr)
-		if parked {
-			ws.outst--
-		}
 		ws.refuse(sub, errCode(err), true)
 		return
 	}
-	if !parked {
-		ws.outst++
-	}
+	ws.outst++
 	ws.sends[rpcRef{id: id}] = sr
 	ws.complete(shm.Completion{Op: shm.CompAccepted, Cookie: sub.Cookie, RPCID: id})
-}
-
-// retryParked retries the sends that waited for ARP.
-func (ws *session) retryParked() {
-	if len(ws.parked) == 0 {
-		return
-	}
-	parked := ws.parked
-	ws.parked = nil
-	for i := range parked {
-		ws.send(&parked[i], true)
-	}
 }
 
 func (ws *session) reply(sub *shm.Submission) {

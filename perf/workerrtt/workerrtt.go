@@ -100,12 +100,6 @@ func (p *loopPinger) run(int64) {
 	if p.pending != 0 || p.issued >= p.want.Load() {
 		return
 	}
-	if ready, failed := p.h.PeerReady(p.dst.IP); !ready {
-		if failed {
-			p.failed.Store(fmt.Errorf("ARP: %v did not answer", p.dst.IP))
-		}
-		return
-	}
 	p.sentAt = p.clock()
 	id, err := p.port.Send(p.dst, p.msg)
 	if err != nil {
