@@ -5,8 +5,9 @@
 // shm/doc.go for the protocol).
 //
 // A Hub talks to its host through a small interface (Host): the engine,
-// neighbour readiness, and payload references for messages sent from a
-// worker's memory without a copy. It imports neither the DPDK binding nor
+// and payload references for messages sent from a worker's memory
+// without a copy. Sends to a peer whose address is still being resolved
+// are the engine's to keep. It imports neither the DPDK binding nor
 // the host package, builds without cgo, and is tested on the in-memory
 // network (engine/memnet) with the real engine.
 //
