@@ -9,7 +9,9 @@
 package daemon
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
 	"runtime/debug"
 	"time"
 
@@ -58,6 +60,7 @@ type Daemon struct {
 	started      []host.StartedPort // per port: what SetupPort did
 	metrics      *http.Server
 	ports        []*dpdk.Port
+	vdevs        []string // vdevs the daemon made (ports[].device with arguments), removed at stop
 	pools        []*dpdk.Mempool
 	hosts        []*host.Host
 	loops        []*lcore.Loop // one per distinct lcore
@@ -72,7 +75,7 @@ type Daemon struct {
 // what was started is stopped again.
 func Start(spec *config.Spec, log zerolog.Logger, opts Options) (*Daemon, error) {
 	d := &Daemon{spec: spec, Log: log, opts: opts}
-	applyRuntime(spec.Runtime, len(spec.Ports))
+	applyRuntime(spec.Runtime, distinctLcores(spec))
 	if !opts.SkipEAL {
 		if _, err := dpdk.Init(spec.EAL); err != nil {
 			return nil, InPhase("EAL", err)
@@ -118,6 +121,17 @@ func (d *Daemon) LoopOf(i int) *lcore.Loop {
 		return d.loopOf[i]
 	}
 	return nil
+}
+
+// distinctLcores is the number of polling loops the Spec makes.
+func distinctLcores(spec *config.Spec) int {
+	seen := map[uint]bool{}
+	for i := range spec.Ports {
+		if i < len(spec.Lcores) {
+			seen[spec.Lcores[i]] = true
+		}
+	}
+	return max(len(seen), 1)
 }
 
 func applyRuntime(rs config.RuntimeSpec, loops int) {
@@ -177,10 +191,25 @@ func (d *Daemon) StopLoops() error {
 // counters.
 func (d *Daemon) StopPorts() error {
 	var first error
-	for _, p := range d.ports {
+	for i, p := range d.ports {
+		if memifPeerStopped(d.spec, i) {
+			// Its memif server, in this process, was stopped just now:
+			// that disconnects this client, which EAL's interrupt
+			// thread then tears down, freeing its regions; stopping the
+			// client during the teardown freed them twice ("EAL: Error:
+			// Invalid memory"). The link goes down as the teardown
+			// starts: give it time to finish.
+			host.WaitLinkDown(p, time.Second)
+			time.Sleep(20 * time.Millisecond)
+		}
 		p.Stop()
 	}
-	d.ports = nil
+	for _, name := range d.vdevs {
+		if err := dpdk.RemoveVdev(name); err != nil && first == nil {
+			first = fmt.Errorf("remove %s: %w", name, err)
+		}
+	}
+	d.ports, d.vdevs = nil, nil
 	if d.capture != nil {
 		if err := d.capture.Close(); err != nil && first == nil {
 			first = err
@@ -196,4 +225,40 @@ func (d *Daemon) StopPorts() error {
 			Uint64("arp_requests", sc.ARPRequests).Uint64("echo_requests", sc.EchoRequests).Msg("stopped")
 	}
 	return first
+}
+
+// memifPeerStopped reports whether port i is a net_memif client whose
+// server is an earlier port of the Spec (same socket): one process
+// holding both ends of a memif link, as the demo does.
+func memifPeerStopped(spec *config.Spec, i int) bool {
+	role, sock := memifEnd(spec.Ports[i].Device)
+	if role != "client" {
+		return false
+	}
+	for _, ps := range spec.Ports[:i] {
+		if r, s := memifEnd(ps.Device); r == "server" && s == sock {
+			return true
+		}
+	}
+	return false
+}
+
+// memifEnd returns the role and socket of a net_memif device string, or
+// "" for other devices.
+func memifEnd(device string) (role, socket string) {
+	name, args, _ := strings.Cut(device, ",")
+	if !strings.HasPrefix(name, "net_memif") {
+		return "", ""
+	}
+	role = "server" // memif's default
+	for _, kv := range strings.Split(args, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "role":
+			role = v
+		case "socket":
+			socket = v
+		}
+	}
+	return role, socket
 }

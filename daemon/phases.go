@@ -30,10 +30,18 @@ func (d *Daemon) validate() error {
 		}
 	}
 	for i, ps := range d.spec.Ports {
-		name, _, _ := strings.Cut(ps.Device, ",")
+		name, args, hasArgs := strings.Cut(ps.Device, ",")
 		p, err := dpdk.PortByName(name)
+		if err != nil && hasArgs && strings.HasPrefix(name, "net_") {
+			// A vdev with its arguments that EAL was not given: made
+			// now, as --vdev would have, and removed at Stop.
+			if p, err = dpdk.NewVdev(name, args); err != nil {
+				return fmt.Errorf("ports[%d].device: create %s: %w", i, name, err)
+			}
+			d.vdevs = append(d.vdevs, name)
+		}
 		if err != nil {
-			return fmt.Errorf("ports[%d].device: %w (a vdev must also be given to EAL with --vdev)", i, err)
+			return fmt.Errorf("ports[%d].device: %w (give a vdev to EAL with --vdev, or with its arguments here)", i, err)
 		}
 		d.ports = append(d.ports, p)
 	}

@@ -168,8 +168,7 @@ func Run(cfg Config) error {
 		client.AddApp(host.AppFunc(d.run))
 		return nil
 	}
-	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly}).Level(zerolog.WarnLevel).With().Timestamp().Logger()
-	dm, err := daemon.Start(spec, log, daemon.Options{Prepare: prepare, SkipEAL: true})
+	dm, err := daemon.Start(spec, demoLog(), daemon.Options{Prepare: prepare, SkipEAL: true})
 	if err != nil {
 		return err
 	}
@@ -192,6 +191,12 @@ func Run(cfg Config) error {
 	}
 	d.report(elapsed)
 	return nil
+}
+
+// demoLog is the daemon's log in the demo: warnings and errors, to
+// stderr.
+func demoLog() zerolog.Logger {
+	return zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly}).Level(zerolog.WarnLevel).With().Timestamp().Logger()
 }
 
 func newDemoClient(cfg Config, h *host.Host, port *engine.Port, dst engine.Addr, stopAt int64) *demoClient {

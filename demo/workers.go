@@ -1,6 +1,7 @@
 package demo
 
 import (
+	_ "embed"
 	"fmt"
 	"io"
 	"os"
@@ -10,10 +11,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/config"
+	"github.com/homa-dpdk/homa-dpdk/daemon"
 	"github.com/homa-dpdk/homa-dpdk/host"
 	"github.com/homa-dpdk/homa-dpdk/hub"
-	"github.com/homa-dpdk/homa-dpdk/lcore"
 	"github.com/homa-dpdk/homa-dpdk/shm"
 )
 
@@ -33,16 +34,20 @@ type WorkersConfig struct {
 	Out        io.Writer
 }
 
-// ServeWorkers runs the demo's two hosts on a memif pair with a worker
-// socket each, until interrupted or for cfg.Duration. EAL must be up,
-// with lcore 1 a worker lcore.
+// workersYAML is the template of ServeWorkers' daemon config.
+//
+//go:embed workers.yaml
+var workersYAML string
+
+// ServeWorkers runs the demo's two hosts, through the daemon's phases,
+// on a memif pair with a worker socket each, until interrupted or for
+// cfg.Duration. EAL must be up, with lcore 1 a worker lcore.
 func ServeWorkers(cfg WorkersConfig) error {
-	pool, err := dpdk.NewPktMbufPool("demo", 16384, 256, 2048+uint16(dpdk.PktmbufHeadroom), dpdk.SocketIDAny)
+	dir, err := filepath.Abs(cfg.Dir)
 	if err != nil {
 		return err
 	}
-	defer pool.Free()
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	memifDir, err := os.MkdirTemp("", "homa-demo")
@@ -50,40 +55,32 @@ func ServeWorkers(cfg WorkersConfig) error {
 		return err
 	}
 	defer os.RemoveAll(memifDir)
-	_, clock, wallOff := host.NewClock()
-	pc := host.PairConfig{Name: "demo", Pool: pool, TxQueues: 2, Clock: clock, WallOff: wallOff,
-		ARP: 100 * time.Millisecond, MemifSocket: filepath.Join(memifDir, "memif.sock")}
-	via := "a net_memif pair"
+	sock := filepath.Join(memifDir, "memif.sock")
+	devs := [2]string{"net_memif_demo0,role=server,id=0,socket=" + sock + ",socket-abstract=no",
+		"net_memif_demo1,role=client,id=0,socket=" + sock + ",socket-abstract=no"}
+	txq, via := 2, "a net_memif pair"
 	if cfg.MemifPeers != "" {
 		a, b, ok := strings.Cut(cfg.MemifPeers, ",")
 		if !ok || a == "" || b == "" {
 			return fmt.Errorf("--memif-peers %q: want two socket paths, SOCK0,SOCK1", cfg.MemifPeers)
 		}
-		pc.MemifSocket, pc.MemifPeers = "", [2]string{a, b}
-		pc.TxQueues = 1 // a forwarder's port pair has one queue each
+		for i, s := range []string{a, b} {
+			devs[i] = fmt.Sprintf("net_memif_demo%d,role=client,id=0,socket=%s,socket-abstract=no", i, s)
+		}
+		txq = 1 // a forwarder's port pair has one queue each
 		via = "memif ports joined through the memif servers at " + cfg.MemifPeers
 	}
-	hp, err := host.NewPair(pc)
+	socks := [2]string{filepath.Join(dir, "10.0.0.1.sock"), filepath.Join(dir, "10.0.0.2.sock")}
+	spec, err := config.Load(config.Source{YAML: fmt.Sprintf(workersYAML, devs[0], devs[1], txq, socks[0], socks[1])})
+	if err != nil {
+		return fmt.Errorf("demo config: %w", err)
+	}
+	dm, err := daemon.Start(spec, demoLog(), daemon.Options{SkipEAL: true})
 	if err != nil {
 		return err
 	}
-	defer hp.Close()
-	hubs, err := ServeOnPair(hp, cfg.Dir, WorkerLimits)
-	defer closeHubs(hubs)
-	if err != nil {
-		return err
-	}
-	// Busy polling, as a latency-sensitive deployment runs: the loop owns
-	// lcore 1 and the workers have the other CPU.
-	loop, err := lcore.Launch(1, lcore.Config{Name: "demo-workers", Pass: hp.Pass, Drain: hp.Drain,
-		Idle: lcore.Idle{Kind: lcore.BusyPoll}})
-	if err != nil {
-		return err
-	}
-	hk := lcore.StartHousekeeping([]*lcore.Loop{loop}, time.Second) // other threads off the loop's CPU
-	defer hk.Stop()
 	fmt.Fprintf(cfg.Out, "demo: Homa hosts 10.0.0.1 and 10.0.0.2 on %s, one busy-polling loop on lcore 1; workers attach at %s and %s\n",
-		via, filepath.Join(cfg.Dir, "10.0.0.1.sock"), filepath.Join(cfg.Dir, "10.0.0.2.sock"))
+		via, socks[0], socks[1])
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
@@ -96,17 +93,15 @@ func ServeWorkers(cfg WorkersConfig) error {
 		fmt.Fprintf(cfg.Out, "demo: %v, stopping\n", s)
 	case <-timeout:
 	}
-	closeHubs(hubs) // workers detach while the loop runs
-	hubs = nil
-	if err := loop.Stop(5 * time.Second); err != nil {
+	if err := dm.StopLoops(); err != nil { // workers detach while the loop runs
 		return err
 	}
-	st := loop.Stats()
+	st := dm.Loops()[0].Stats()
 	fmt.Fprintf(cfg.Out, "loop: %d passes, longest gap between passes %v\n", st.Passes, st.MaxGap)
-	for _, h := range hp.Hosts {
+	for _, h := range dm.Hosts() {
 		fmt.Fprintln(cfg.Out, h.Summary())
 	}
-	return nil
+	return dm.StopPorts()
 }
 
 // ServeOnPair opens a worker socket for each host of a pair, dir/IP.sock,

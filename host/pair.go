@@ -71,8 +71,8 @@ func NewPair(c PairConfig) (*Pair, error) {
 	return rp, nil
 }
 
-// waitLinkDown polls p's link until it is down or timeout passes.
-func waitLinkDown(p *dpdk.Port, timeout time.Duration) {
+// WaitLinkDown polls p's link until it is down or timeout passes.
+func WaitLinkDown(p *dpdk.Port, timeout time.Duration) {
 	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(100 * time.Microsecond) {
 		if l, err := p.Link(); err != nil || !l.Up {
 			return
@@ -230,7 +230,7 @@ func (rp *Pair) Close() {
 			// stopping the client while it does freed them twice ("EAL:
 			// Error: Invalid memory" from memif's stop). The link goes
 			// down as the teardown starts: give it time to finish.
-			waitLinkDown(p, time.Second)
+			WaitLinkDown(p, time.Second)
 			time.Sleep(20 * time.Millisecond)
 		}
 		emptyPort(p, bufs)
