@@ -11,8 +11,8 @@ package daemon
 import (
 	"fmt"
 	"net/http"
-	"strings"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/config"
