@@ -48,7 +48,7 @@ func TestLoad_defaultsAreKernelHoma(t *testing.T) {
 	if h.UnschedBytes != 40000 || h.MaxIncoming != 400000 || h.MaxOvercommit != 8 || h.Window != 0 ||
 		h.GrantFIFOFraction != 0.05 || h.FIFOGrantIncrement != 50000 ||
 		h.ResendTicks != 5 || h.ResendInterval != 5 || h.TimeoutTicks != 100 || h.RequestAckTick != 2 ||
-		h.MaxMessage != 1_000_000 {
+		h.MaxMessage != 1_000_000 || h.PacerThreshold != 1000 {
 		t.Errorf("protocol defaults %+v", h)
 	}
 	if got := h.UnschedCutoffs; len(got) != 4 || got[0] != 200 || got[3] != 1_000_000 {
@@ -110,7 +110,7 @@ func TestLoad_errorsNameTheKey(t *testing.T) {
 		{"bad port mac", minimal + "    mac: zz\n", nil, []string{"ports[0].mac", "not a MAC address"}},
 		{"bad neighbour ip", minimal + "neighbours:\n  - ip: 10.0.0.x\n    mac: \"02:00:00:00:00:01\"\n", nil, []string{"neighbours[0].ip", "not an IPv4 address"}},
 		{"removed key", minimal + "protocol:\n  num_priorities: 4\n", nil, []string{"protocol.num_priorities is no longer a key", "priority_map"}},
-		{"removed key from the environment", minimal, map[string]string{"HOMA_PROTOCOL_PACER_THRESHOLD": "10"}, []string{"protocol.pacer_threshold is no longer a key"}},
+		{"removed key from the environment", minimal, map[string]string{"HOMA_PROTOCOL_NUM_PRIORITIES": "4"}, []string{"protocol.num_priorities is no longer a key"}},
 		{"duplicate address", minimal + "  - device: net_null1\n    address: 10.0.0.1/24\n", nil,
 			[]string{"ports[1].address: 10.0.0.1 is also the address of ports[0]"}},
 		{"bad env value", minimal, map[string]string{"HOMA_PROTOCOL_MAX_OVERCOMMIT": "lots"}, []string{"max_overcommit"}},

@@ -21,6 +21,7 @@ var defaults = map[string]any{
 	"protocol.timeout_ticks":        100,
 	"protocol.request_ack_ticks":    2,
 	"protocol.max_nic_queue":        5 * time.Microsecond,
+	"protocol.pacer_threshold":      1000,
 	"protocol.max_message":          1_000_000,
 	"protocol.incast_control":       true,
 

@@ -85,6 +85,7 @@ type ProtocolSpec struct {
 	TimeoutTicks   int           `mapstructure:"timeout_ticks"`     // silent ticks before an RPC times out
 	RequestAckTick int           `mapstructure:"request_ack_ticks"` // ticks before a server sends NEED_ACK
 	MaxNICQueue    time.Duration `mapstructure:"max_nic_queue"`     // NIC backlog bound (max_nic_queue_us)
+	PacerThreshold int           `mapstructure:"pacer_threshold"`   // messages with fewer bytes left than this are never paced; 0: all are
 	MaxMessage     int           `mapstructure:"max_message"`       // largest message, bytes
 	IncastControl  bool          `mapstructure:"incast_control"`    // limit unscheduled bursts under incast
 }

@@ -93,6 +93,5 @@ var decodeHook = mapstructure.ComposeDecodeHookFunc(
 // removedKeys are keys that once existed and did nothing; a config that
 // still sets one is told what to use instead.
 var removedKeys = map[string]string{
-	"protocol.num_priorities":  "it was never read; map priorities onto fewer TX queues with ports[].priority_map, and use fewer unscheduled levels with protocol.unsched_cutoffs",
-	"protocol.pacer_threshold": "it was never read; every DATA packet is paced against protocol.max_nic_queue",
+	"protocol.num_priorities": "it was never read; map priorities onto fewer TX queues with ports[].priority_map, and use fewer unscheduled levels with protocol.unsched_cutoffs",
 }

@@ -211,6 +211,7 @@ func (h *ProtocolSpec) validate(p *problems) {
 	}
 	p.intRange("protocol.request_ack_ticks", h.RequestAckTick, 1, 1000)
 	p.duration("protocol.max_nic_queue", h.MaxNICQueue, 100*time.Nanosecond, 10*time.Millisecond)
+	p.intRange("protocol.pacer_threshold", h.PacerThreshold, 0, h.MaxMessage)
 }
 
 // ParseRate reads a link rate such as 10G, 25G, 100M or 400G (bits per

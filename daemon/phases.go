@@ -118,6 +118,10 @@ func (d *Daemon) hostConfigFor(i int, clock func() int64, wallOff int64) (host.C
 	ec.TickNs = h.Tick.Nanoseconds()
 	ec.ResendTicks, ec.ResendInterval, ec.TimeoutTicks, ec.RequestAckTicks = h.ResendTicks, h.ResendInterval, h.TimeoutTicks, h.RequestAckTick
 	ec.MaxNICQueueNs = h.MaxNICQueue.Nanoseconds()
+	ec.PacerThreshold = h.PacerThreshold
+	if h.PacerThreshold == 0 {
+		ec.PacerThreshold = -1 // the engine's 0 is its default: here every message is paced
+	}
 	ec.IDSeed = uint64(time.Now().UnixNano())
 	var cut sched.Cutoffs
 	for k, c := range h.UnschedCutoffs {

@@ -97,9 +97,13 @@ type Config struct {
 	TimeoutTicks    int   // silent ticks before an RPC fails (100)
 	RequestAckTicks int   // ticks after a response is sent before NEED_ACK (2)
 
-	LinkBps           int64 // link rate for the pacer, bits/s; 0 = unpaced
-	MaxNICQueueNs     int64 // pacer's NIC backlog limit, ns (5,000)
-	PacerFIFOFraction int   // per thousand of link bytes to the oldest message (50; < 0 = none)
+	LinkBps       int64 // link rate for the pacer, bits/s; 0 = unpaced
+	MaxNICQueueNs int64 // pacer's NIC backlog limit, ns (5,000)
+	// PacerThreshold: packets of a message with fewer unsent bytes than
+	// this go at once, never deferred by the pacer (1,000, kernel Homa's
+	// throttle_min_bytes; sched.ThrottleMinBytes); below 0, none do.
+	PacerThreshold    int
+	PacerFIFOFraction int // per thousand of link bytes to the oldest message (50; < 0 = none)
 
 	// Incast configures the unscheduled allowance this endpoint
 	// advertises (sched.DefaultIncastConfig; Budget 0 keeps it off).
@@ -120,7 +124,7 @@ func DefaultConfig() Config {
 		MTU: 1500, UnschedBytes: 40_000, MaxMessageLength: wire.MaxMessageLength,
 		Grant: sched.DefaultGrantConfig(), Cutoffs: sched.DefaultCutoffs(),
 		TickNs: 1_000_000, ResendTicks: 5, ResendInterval: 5, TimeoutTicks: 100,
-		RequestAckTicks: 2, MaxNICQueueNs: 5_000, PacerFIFOFraction: 50,
+		RequestAckTicks: 2, MaxNICQueueNs: 5_000, PacerFIFOFraction: 50, PacerThreshold: sched.ThrottleMinBytes,
 		Incast: sched.DefaultIncastConfig(), AllowanceTicks: 10,
 	}
 }
@@ -141,6 +145,7 @@ func (c Config) withDefaults() Config {
 	setInt(&c.TimeoutTicks, d.TimeoutTicks)
 	setInt(&c.RequestAckTicks, d.RequestAckTicks)
 	setInt(&c.PacerFIFOFraction, d.PacerFIFOFraction)
+	setInt(&c.PacerThreshold, d.PacerThreshold)
 	setInt(&c.AllowanceTicks, d.AllowanceTicks)
 	c.PacerFIFOFraction = max(c.PacerFIFOFraction, 0)
 	setInt(&c.Grant.MaxIncoming, d.Grant.MaxIncoming)

@@ -215,7 +215,7 @@ func (e *Endpoint) sendNext(r *rpc) int {
 }
 
 // xmitReady sends what r may send now: packets of a message with fewer
-// than sched.ThrottleMinBytes left go at once; the rest wait in the
+// than Config.PacerThreshold bytes left go at once; the rest wait in the
 // sender queue for the pacer, which sends the shortest first.
 //
 // Packets to a peer whose link address is not resolved wait for it
@@ -226,7 +226,7 @@ func (e *Endpoint) xmitReady(r *rpc) {
 		e.awaitNeighbour(r)
 		return
 	}
-	for o.next < o.granted && sched.Exempt(o.length-o.next) {
+	for o.next < o.granted && o.length-o.next < e.cfg.PacerThreshold {
 		if e.sendNext(r) == 0 {
 			break // no transmit buffer: queue it, Run retries
 		}

@@ -91,6 +91,42 @@ func TestOutgoing_pacerDefersLongMessagesShortestFirst(t *testing.T) {
 	}
 }
 
+// Config.PacerThreshold (protocol.pacer_threshold) sets which messages
+// bypass the pacer: at 4000, the 3000-byte message goes at once beside
+// the deferred 6000-byte one; below 0, even 500 bytes wait.
+func TestOutgoing_pacerThresholdConfigurable(t *testing.T) {
+	for _, tc := range []struct {
+		threshold int
+		want      string
+	}{
+		{4000, "c: xmit DATA 1000@0 p6\nc: xmit DATA 1000@1000 p6\nc: xmit DATA 1000@0 p6\nc: xmit DATA 1000@1000 p6\nc: xmit DATA 1000@2000 p6"},
+		{-1, "c: xmit DATA 1000@0 p6\nc: xmit DATA 1000@1000 p6"},
+	} {
+		n := newTestNet(t)
+		paced := func(c *Config) {
+			smallPackets(c)
+			c.UnschedBytes = 100_000
+			c.LinkBps = 8_000_000_000
+			c.MaxNICQueueNs = 2000
+			c.PacerFIFOFraction = -1
+			c.PacerThreshold = tc.threshold
+		}
+		c := n.addHost("c", 1, paced)
+		s := n.addHost("s", 2, paced)
+		s.e.Bind(99)
+		cli, _ := c.e.OpenClient()
+		dst := Addr{IP: s.ip, Port: 99}
+		cli.Send(dst, msg(6000, 1))
+		cli.Send(dst, msg(3000, 2))
+		if tc.threshold < 0 {
+			cli.Send(dst, msg(500, 3))
+		}
+		if got := n.takeLog(); got != tc.want {
+			t.Errorf("threshold %d:\n%s\nwant:\n%s", tc.threshold, got, tc.want)
+		}
+	}
+}
+
 // TestOutgoing_queuedMessageFinishedUnpacedLeavesQueue: a message the
 // pacer deferred whose last bytes go out unpaced (under
 // ThrottleMinBytes left when a RESEND or GRANT makes it send) must leave

@@ -64,5 +64,6 @@ func (p *Pacer) TxTime(frameBytes int) int64 {
 }
 
 // Exempt reports whether a packet of a message with remaining unsent
-// bytes bypasses the pacer (remaining < ThrottleMinBytes).
+// bytes bypasses the pacer at the default threshold (remaining <
+// ThrottleMinBytes); the engine's is configurable (PacerThreshold).
 func Exempt(remaining int) bool { return remaining < ThrottleMinBytes }
