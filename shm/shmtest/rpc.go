@@ -210,9 +210,8 @@ func (e *Engine) respond(id uint64, page, np int, ok bool, n int) {
 		e.emit(c, shm.Completion{Op: shm.CompError, Cookie: r.cookie, RPCID: id, Err: shm.ErrCodeNoBufferSpace})
 		return
 	}
-	from := r.port
 	e.emit(c, shm.Completion{Op: shm.CompResponse, Cookie: r.cookie, RPCID: id, PeerIP: e.cfg.Host,
-		PeerPort: from, Length: uint32(n), Page: uint32(page), Pages: uint32(np)})
+		PeerPort: r.port, Length: uint32(n), Page: uint32(page), Pages: uint32(np)})
 }
 
 // end fails client RPC id with code. keep: its server holds the request
