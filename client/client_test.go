@@ -10,9 +10,6 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/shm"
 )
 
-// The fake engine routes by port only; every session is on this host.
-var host = [4]byte{10, 0, 0, 1}
-
 func TestCall_echoSizesByteExact(t *testing.T) {
 	f := newFake(t, testParams())
 	srv := dial(t, f, Options{})
@@ -114,7 +111,7 @@ func TestCall_manyNoLeak(t *testing.T) {
 // order they arrived, requests and results alike.
 func TestReceiveVsWait(t *testing.T) {
 	f := newFake(t, testParams())
-	f.script(7, shm.ErrCodeNone) // the engine echoes
+	f.Script(7, shm.ErrCodeNone) // the engine echoes
 	a := dial(t, f, Options{})
 	b := dial(t, f, Options{})
 	if err := a.Bind(9); err != nil {
@@ -192,7 +189,7 @@ func TestErrors(t *testing.T) {
 	port := uint16(100)
 	ports := map[shm.ErrCode]uint16{}
 	for code := range codes {
-		f.script(port, code)
+		f.Script(port, code)
 		ports[code] = port
 		port++
 	}
@@ -218,7 +215,7 @@ func TestErrors(t *testing.T) {
 	}
 
 	// A per-worker limit refuses the third Send; its range is free again.
-	f.setMaxRPCs(2)
+	f.SetMaxRPCs(2)
 	dst := Addr{IP: host, Port: 50}
 	id1, err1 := c.Send(dst, []byte("one"))
 	id2, err2 := c.Send(dst, []byte("two"))
@@ -232,7 +229,7 @@ func TestErrors(t *testing.T) {
 	if c.arena.size-c.Stats().ArenaFree != inUse {
 		t.Error("the refused Send's arena range was not freed")
 	}
-	f.setMaxRPCs(0)
+	f.SetMaxRPCs(0)
 	// Abort one: Wait sees ErrAborted. AbortAll the other: Receive sees it.
 	if err := c.Abort(id1); err != nil {
 		t.Fatal(err)

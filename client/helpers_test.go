@@ -2,11 +2,63 @@ package client
 
 import (
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/shm"
+	"github.com/homa-dpdk/homa-dpdk/shm/shmtest"
 )
+
+// host is the fake engine's one host: every session is there.
+var host = [4]byte{10, 0, 0, 1}
+
+func testParams() shm.Params {
+	return shm.Params{SQEntries: 128, CQEntries: 256, ArenaSize: 2 << 20, PoolPages: 40}
+}
+
+// newFake starts a fake engine (shmtest) whose aborts end the RPC at the
+// server too, so that a late reply is refused; the test's cleanup stops it.
+func newFake(t *testing.T, p shm.Params) *shmtest.Engine {
+	t.Helper()
+	f, err := shmtest.Start(shmtest.Config{Path: filepath.Join(t.TempDir(), "s"), Params: p, Host: host,
+		AbortEndsServer: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// dial attaches a client; the test's cleanup closes it (before anything
+// registered earlier).
+func dial(t *testing.T, f *shmtest.Engine, opt Options) *Client {
+	t.Helper()
+	c, err := Dial(f.Path(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// strayResponse hands session i a valid Response of n bytes for an RPC it
+// never sent.
+func strayResponse(t *testing.T, f *shmtest.Engine, i, n int) {
+	t.Helper()
+	np := shm.PagesFor(n)
+	page, ok := f.Hold(i, np)
+	if !ok {
+		t.Fatal("no pages for a stray response")
+	}
+	c := shm.Completion{Op: shm.CompResponse, Cookie: 0xdead, RPCID: 1 << 40, PeerIP: [4]byte{10, 9, 9, 9},
+		PeerPort: 7, Length: uint32(n), Page: uint32(page), Pages: uint32(np)}
+	var s shm.Slot
+	c.Encode(&s)
+	f.Inject(i, s)
+}
 
 // pattern returns n bytes that differ with seed and position, so a
 // misplaced or truncated message shows.
@@ -80,7 +132,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // in their rings and the engine has taken their ReturnPages, that every
 // arena is free, no page is held by a Message, every fake pool is free and
 // no submission was malformed. sessions are the fake's indices of cs.
-func checkNoLeak(t *testing.T, f *fakeEngine, cs []*Client, sessions []int) {
+func checkNoLeak(t *testing.T, f *shmtest.Engine, cs []*Client, sessions []int) {
 	t.Helper()
 	for i, c := range cs {
 		waitFor(t, fmt.Sprintf("client %d's arena to be free", i), func() bool {
@@ -96,11 +148,11 @@ func checkNoLeak(t *testing.T, f *fakeEngine, cs []*Client, sessions []int) {
 	}
 	for _, s := range sessions {
 		waitFor(t, fmt.Sprintf("session %d's pool to be free", s), func() bool {
-			free, held := f.poolFree(s)
-			return held == 0 && free == int(testParams().PoolPages)
+			info, _ := f.Session(s)
+			return info.PagesHeld == 0 && info.PagesFree == int(testParams().PoolPages)
 		})
 	}
-	if n := f.badSubmissions(); n != 0 {
+	if n := f.BadSubmissions(); n != 0 {
 		t.Errorf("the engine refused %d malformed submissions", n)
 	}
 }

@@ -105,26 +105,26 @@ func TestCall_timeoutAbandons(t *testing.T) {
 // nobody sent is counted and its pages given back; the client carries on.
 func TestCompletion_malformedSkipped(t *testing.T) {
 	f := newFake(t, testParams())
-	f.script(7, shm.ErrCodeNone)
+	f.Script(7, shm.ErrCodeNone)
 	c := dial(t, f, Options{})
 	var bad shm.Slot
 	bad[0] = 99 // no such op
-	f.inject(0, bad)
+	f.Inject(0, bad)
 	outside := shm.Completion{Op: shm.CompResponse, Cookie: 1, RPCID: 2, PeerIP: host, PeerPort: 7,
 		Length: 10, Page: uint32(testParams().PoolPages), Pages: 1}
 	outside.Encode(&bad) // pages beyond the pool
-	f.inject(0, bad)
+	f.Inject(0, bad)
 	short := shm.Completion{Op: shm.CompRequest, Port: 1, RPCID: 3, PeerIP: host, PeerPort: 7,
 		Length: shm.PageSize + 1, Page: 0, Pages: 1}
 	short.Encode(&bad) // more bytes than its pages hold
-	f.inject(0, bad)
+	f.Inject(0, bad)
 	noErr := shm.Completion{Op: shm.CompError, Cookie: 1}
 	noErr.Encode(&bad) // an error without a code
-	f.inject(0, bad)
+	f.Inject(0, bad)
 	rel := shm.Completion{Op: shm.CompReleased, Cookie: 12345, Offset: 0, Length: 64}
 	rel.Encode(&bad) // a range never submitted: not freed
-	f.inject(0, bad)
-	f.strayResponse(0, 70000)
+	f.Inject(0, bad)
+	strayResponse(t, f, 0, 70000)
 
 	m, err := c.Call(Addr{IP: host, Port: 7}, []byte("still works"), time.Second)
 	if err != nil || string(m.Data) != "still works" {
@@ -142,13 +142,13 @@ func TestCompletion_malformedSkipped(t *testing.T) {
 // Close ends the session at the daemon; the Client refuses further calls.
 func TestClose_endsSession(t *testing.T) {
 	f := newFake(t, testParams())
-	f.script(7, shm.ErrCodeNone)
+	f.Script(7, shm.ErrCodeNone)
 	srv := dial(t, f, Options{})
 	if err := srv.Bind(8); err != nil {
 		t.Fatal(err)
 	}
 	c := dial(t, f, Options{})
-	if n := f.srv.Sessions(); n != 2 {
+	if n := f.Sessions(); n != 2 {
 		t.Fatalf("%d sessions", n)
 	}
 	m, err := c.Call(Addr{IP: host, Port: 7}, []byte("kept"), time.Second)
@@ -161,7 +161,7 @@ func TestClose_endsSession(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the session to end", func() bool { return f.srv.Sessions() == 1 })
+	waitFor(t, "the session to end", func() bool { return f.Sessions() == 1 })
 	m.Release() // after Close: nothing to do, no crash
 	if err := c.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
@@ -191,7 +191,7 @@ func TestCall_allocs(t *testing.T) {
 		t.Skip("the race detector allocates")
 	}
 	f := newFake(t, testParams())
-	f.script(7, shm.ErrCodeNone)
+	f.Script(7, shm.ErrCodeNone)
 	c := dial(t, f, Options{})
 	dst := Addr{IP: host, Port: 7}
 	msg := pattern(100, 1)
@@ -218,7 +218,7 @@ func TestSubmit_ringFullWaits(t *testing.T) {
 	p := testParams()
 	p.SQEntries = 4
 	f := newFake(t, p)
-	f.script(7, shm.ErrCodeNone)
+	f.Script(7, shm.ErrCodeNone)
 	c := dial(t, f, Options{})
 	var ms []*Message
 	for i := range 10 {
@@ -228,8 +228,8 @@ func TestSubmit_ringFullWaits(t *testing.T) {
 		}
 		ms = append(ms, m)
 	}
-	f.mu.Lock() // the engine's loop stops between passes
-	time.AfterFunc(20*time.Millisecond, f.mu.Unlock)
+	f.Pause() // the engine's loop stops between passes
+	time.AfterFunc(20*time.Millisecond, f.Resume)
 	for _, m := range ms {
 		m.Release() // ReturnPages: the fifth finds the ring full
 	}

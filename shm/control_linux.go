@@ -27,6 +27,10 @@ type ServerConfig struct {
 	AllowUIDs []int  // uids allowed besides root
 	AllowGIDs []int  // gids allowed
 	Params    Params // the region of each worker
+	// Admit, when set, is asked after the allow-lists pass (root
+	// included); false refuses the worker as they do ("refused\n",
+	// counted in Server.Refused). It runs on the connection's goroutine.
+	Admit func(uid, gid, pid int) bool
 	// OnAttach runs for each accepted worker before its region is sent;
 	// OnDetach when its connection closes, before the region is freed.
 	OnAttach func(*Session)
@@ -142,11 +146,16 @@ func (s *Server) allowed(uid, gid int) bool {
 	return uid == 0 || slices.Contains(s.cfg.AllowUIDs, uid) || slices.Contains(s.cfg.AllowGIDs, gid)
 }
 
+// admitted asks the daemon's own check (ServerConfig.Admit), if any.
+func (s *Server) admitted(cred *unix.Ucred) bool {
+	return s.cfg.Admit == nil || s.cfg.Admit(int(cred.Uid), int(cred.Gid), int(cred.Pid))
+}
+
 func (s *Server) serve(c *net.UnixConn) {
 	defer s.wg.Done()
 	defer c.Close()
 	cred, err := peerCred(c)
-	if err != nil || !s.allowed(int(cred.Uid), int(cred.Gid)) {
+	if err != nil || !s.allowed(int(cred.Uid), int(cred.Gid)) || !s.admitted(cred) {
 		s.mu.Lock()
 		s.Refused++
 		s.mu.Unlock()

@@ -189,3 +189,36 @@ func TestControl_badSocketPathNamed(t *testing.T) {
 		t.Fatalf("dial to nothing: %v", err)
 	}
 }
+
+func TestControl_admitRefusesAfterAllowLists(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "workers.sock")
+	var open atomic.Bool
+	var asked atomic.Int32
+	srv, err := Listen(ServerConfig{Path: path, Params: controlParams(), AllowUIDs: []int{os.Getuid()},
+		Admit: func(uid, gid, pid int) bool {
+			if uid == os.Getuid() && gid == os.Getgid() && pid == os.Getpid() {
+				asked.Add(1)
+			}
+			return open.Load()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if _, err := Dial(path); !errors.Is(err, ErrRefused) {
+		t.Fatalf("dial while Admit says no: %v", err)
+	}
+	open.Store(true)
+	a, err := Dial(path)
+	if err != nil {
+		t.Fatalf("dial while Admit says yes: %v", err)
+	}
+	a.Close()
+	waitFor(t, "the session to end", func() bool { return srv.Sessions() == 0 })
+	srv.mu.Lock()
+	refused := srv.Refused
+	srv.mu.Unlock()
+	if refused != 1 || asked.Load() != 2 {
+		t.Errorf("%d refusals, Admit asked %d times with this process's credentials; want 1 and 2", refused, asked.Load())
+	}
+}

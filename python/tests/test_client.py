@@ -1,6 +1,7 @@
-"""Client against the fake daemon of fakedaemon.py (the real control-socket
-and shared-memory protocol, a loopback engine in Python): round trips,
-buffer kinds, memory ownership, errors, reply_async, waiting, bad completions."""
+"""Client against the fake engine of shm/shmtest (fakeengine.py: the Go shm
+package's control socket, rings and entries, a loopback host, in a
+process): round trips, buffer kinds, memory ownership, errors, reply_async,
+waiting, bad completions."""
 
 import array
 import gc
@@ -18,7 +19,7 @@ import homa_dpdk
 from homa_dpdk import ErrCode, HomaError, RPCError, WaitTimeout
 from homa_dpdk.entry import PAGE_SIZE, CompOp, Completion
 
-from fakedaemon import FakeDaemon
+from fakeengine import FakeEngine, need_go
 
 if HAVE_NUMPY:
     import numpy as np
@@ -55,12 +56,13 @@ class Echo:
 
 
 @need_x86_64
+@need_go
 class ClientTest(unittest.TestCase):
     daemon_kw = {}
 
     def setUp(self):
         self.path = support.socket_path("homa.sock")
-        self.d = FakeDaemon(self.path, **self.daemon_kw).start()
+        self.d = FakeEngine(self.path, **self.daemon_kw).start()
         self.addCleanup(self.d.stop)
 
     def client(self, **kw):
@@ -125,7 +127,7 @@ class TestRoundTrips(ClientTest):
         self.assertTrue(m.released)
         self.assertEqual(c.stats()["pool_pages_held"], 4)  # b still views the pool pages
         time.sleep(0.02)
-        self.assertEqual(s.pages.count(1), 4)
+        self.assertEqual(s.pages_held, 4)
         self.assertTrue(np.array_equal(a, b))  # and they are still the message
         del b
         with self.assertRaises(WaitTimeout):
@@ -302,7 +304,7 @@ class TestWrap(ClientTest):
                 self.assertEqual(m.tobytes(), struct.pack("<Q", i))
         s = c.stats()
         self.assertEqual((s["sq_corrupt"], s["cq_corrupt"], s["bad_completions"]), (0, 0, 0))
-        mm = self.session_of(-1).mm
+        mm = c._mm  # the client's own mapping of the region
         lay = c.layout
         self.assertLess(struct.unpack_from("<Q", mm, lay.cq_offset)[0], 1 << 20)  # the CQ tail wrapped
 
@@ -394,7 +396,7 @@ class TestErrors(ClientTest):
         self.assertFalse(c.abort(1000))
 
     def test_bad_entry(self):
-        d2 = FakeDaemon(support.socket_path("small.sock"), max_message=1000).start()
+        d2 = FakeEngine(support.socket_path("small.sock"), max_message=1000).start()
         self.addCleanup(d2.stop)
         c = homa_dpdk.Client(d2.path)
         self.addCleanup(c.close)
@@ -443,7 +445,7 @@ class TestErrors(ClientTest):
         with self.assertRaises(homa_dpdk.AttachError) as cm:
             homa_dpdk.Client(support.socket_path("nobody.sock"))
         self.assertIsInstance(cm.exception, OSError)
-        self.d.refuse = True
+        self.d.refuse(True)
         with self.assertRaises(homa_dpdk.RefusedError):
             homa_dpdk.Client(self.path)
 
@@ -461,14 +463,14 @@ class TestMemory(ClientTest):
         m = c.call((IP, PORT), b"hello", timeout=5)
         self.assertEqual(c.stats()["pool_pages_held"], 1)
         s = self.session_of(-1)
-        self.assertEqual(s.pages.count(1), 1)
+        self.assertEqual(s.pages_held, 1)
         m.release()
         m.release()  # twice is fine
         with self.assertRaises(ValueError):
             m.data
         c.call((IP, PORT), b"x", timeout=5).release()  # flushes nothing more, runs the engine
         time.sleep(0.05)
-        self.assertEqual((c.stats()["pool_pages_held"], s.pages.count(1)), (0, 0))
+        self.assertEqual((c.stats()["pool_pages_held"], s.pages_held), (0, 0))
 
     def test_dropped_message_returned(self):
         self.echo()
@@ -561,6 +563,7 @@ class TestBadCompletions(ClientTest):
         c.bind(300)
         s = self.session_of(-1)
         ip = bytes([127, 0, 0, 1])
+        p1, p2 = self.d.hold(s, 1), self.d.hold(s, 1)  # as if the engine had handed them over
         bad = [
             b"\xff" * 64,  # unknown op
             Completion(op=CompOp.ACCEPTED, flags=4, cookie=1).encode(),  # unknown flag
@@ -574,14 +577,13 @@ class TestBadCompletions(ClientTest):
         ]
         unexpected = [
             Completion(op=CompOp.ACCEPTED, cookie=999_999).encode(),  # nobody's cookie
-            Completion(op=CompOp.RESPONSE, cookie=5, rpc_id=424242, peer_ip=ip, peer_port=1, length=3, page=100,
+            Completion(op=CompOp.RESPONSE, cookie=5, rpc_id=424242, peer_ip=ip, peer_port=1, length=3, page=p1,
                        pages=1).encode(),  # no such RPC: its page is given back
-            Completion(op=CompOp.REQUEST, port=301, rpc_id=7, peer_ip=ip, peer_port=5, length=3, page=101,
+            Completion(op=CompOp.REQUEST, port=301, rpc_id=7, peer_ip=ip, peer_port=5, length=3, page=p2,
                        pages=1).encode(),  # a port this worker did not bind: its page is given back
             Completion(op=CompOp.RELEASED, cookie=12345, offset=0, length=64).encode(),
             Completion(op=CompOp.ERROR, cookie=777, rpc_id=778, err=ErrCode.TIMEOUT).encode(),
         ]
-        s.pages[100] = s.pages[101] = 1  # as if the engine had handed them over
         for raw in bad + unexpected:
             self.d.inject(s, raw)
         for n in (5, 70000):
@@ -592,7 +594,7 @@ class TestBadCompletions(ClientTest):
         self.assertEqual(st["unexpected_completions"], len(unexpected))
         self.assertIn("unexpected completion", c.last_bad)
         time.sleep(0.05)
-        self.assertEqual(s.pages.count(1), 0)  # the refused messages' pages went back
+        self.assertEqual(s.pages_held, 0)  # the refused messages' pages went back
         self.assertEqual(st["page_return_errors"], 0)
 
     def test_mismatched_ids(self):

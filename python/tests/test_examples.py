@@ -1,12 +1,15 @@
 """examples/param_server.py runs and is deterministic: two runs against
-fresh servers print the same checksum line (fake daemon, processes)."""
+fresh servers print the same checksum line (the Go fake engine of
+fakeengine.py, processes)."""
 
 import os
 import subprocess
 import sys
 import unittest
 
+import fakeengine
 import support
+from fakeengine import need_go
 from support import HAVE_NUMPY, need_x86_64
 from test_integration import start_process, stop_process
 
@@ -14,6 +17,7 @@ EXAMPLE = os.path.join(support.ROOT, "examples", "param_server.py")
 
 
 @need_x86_64
+@need_go
 @unittest.skipUnless(HAVE_NUMPY, "numpy is not installed (the example needs it)")
 class TestParamServer(unittest.TestCase):
     def run_once(self, path, port):
@@ -33,8 +37,7 @@ class TestParamServer(unittest.TestCase):
 
     def test_deterministic(self):
         path = support.socket_path("homa.sock")
-        d = start_process([sys.executable, os.path.join(support.HERE, "fakedaemon.py"), "--socket", path],
-                          "listening")
+        d = start_process(fakeengine.command(path), "ready")
         self.addCleanup(stop_process, d)
         first = self.run_once(path, 5000)
         second = self.run_once(path, 5001)

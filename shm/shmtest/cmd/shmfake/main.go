@@ -1,0 +1,124 @@
+// Command shmfake runs the fake engine of package shmtest as a process,
+// for the tests of worker libraries in other languages (python/tests):
+// the real control socket and rings of shm, on a loopback host. It is a
+// test peer, not the daemon.
+//
+//	shmfake -socket /tmp/fake.sock [-ip 127.0.0.1] [-echo 7] [-control]
+//
+// It prints "shmfake: ready on PATH" once it listens. It ends on SIGINT or
+// SIGTERM, or, with -control, at the end of its standard input, which
+// then carries commands, one a line, each answered by one JSON line on
+// standard output ({"error": "..."} when it failed):
+//
+//	pause | resume               stop and restart the engine's loop     → {}
+//	refuse on|off                refuse attaches                        → {}
+//	kill N                       end session N from the daemon's side   → {}
+//	inject N HEX                 push a raw 64-byte completion to N     → {}
+//	hold N PAGES                 hand N a run of pool pages             → {"page": P}
+//	script PORT echo|CODE        the engine answers PORT itself         → {}
+//	max-rpcs N                   outstanding client RPCs per session    → {}
+//	session N                    what the engine knows of session N     → {"index": ..., "layout": {...}, ...}
+//	sessions                     sessions attached now                  → {"attached": N}
+//
+// Sessions are numbered from 0 in the order they attached; -1 is the last.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/shm"
+	"github.com/homa-dpdk/homa-dpdk/shm/shmtest"
+)
+
+// ports is a repeatable flag of port numbers.
+type ports []uint16
+
+func (p *ports) String() string { return fmt.Sprint(*p) }
+
+func (p *ports) Set(s string) error {
+	v, err := strconv.ParseUint(s, 10, 16)
+	if err != nil {
+		return err
+	}
+	*p = append(*p, uint16(v))
+	return nil
+}
+
+func main() {
+	var echo ports
+	path := flag.String("socket", "", "control socket (required)")
+	ipArg := flag.String("ip", "127.0.0.1", "the one host's address: every worker's")
+	sq := flag.Uint64("sq", 256, "submission ring entries")
+	cq := flag.Uint64("cq", 1024, "completion ring entries")
+	arena := flag.Uint64("arena", 4<<20, "transmit arena bytes per worker")
+	pool := flag.Uint64("pool-pages", 128, "receive pool pages (64 KB) per worker")
+	maxMsg := flag.Uint("max-message", 0, "longest message a submission may name (0: shm.MaxMessage)")
+	ringStart := flag.Uint64("ring-start", 0, "where both rings' indices begin")
+	release := flag.String("release", "end", "when arena ranges are released: end, separate or flag")
+	abortEnds := flag.Bool("abort-ends-server", false, "an abort ends the RPC at its server too (its reply is refused)")
+	maxRPCs := flag.Int("max-rpcs", 0, "outstanding client RPCs per session (0: no limit)")
+	idle := flag.Duration("idle", 20*time.Microsecond, "sleep of an idle pass (negative: never sleep)")
+	control := flag.Bool("control", false, "read commands on stdin; exit at its end")
+	verbose := flag.Bool("v", false, "log malformed submissions to stderr")
+	flag.Var(&echo, "echo", "a port the engine echoes itself (repeatable)")
+	flag.Parse()
+	ip, err := netip.ParseAddr(*ipArg)
+	if err != nil || !ip.Is4() || *path == "" {
+		fmt.Fprintln(os.Stderr, "shmfake: need -socket and an IPv4 -ip")
+		os.Exit(2)
+	}
+	rel, err := shmtest.ParseRelease(*release)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "shmfake:", err)
+		os.Exit(2)
+	}
+	cfg := shmtest.Config{Path: *path, Host: ip.As4(), MaxMessage: uint32(*maxMsg), RingStart: *ringStart,
+		Params:  shm.Params{SQEntries: *sq, CQEntries: *cq, ArenaSize: *arena, PoolPages: *pool},
+		Release: rel, AbortEndsServer: *abortEnds, IdleSleep: *idle}
+	if *verbose {
+		cfg.Logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, "shmfake: "+f+"\n", a...) }
+	}
+	e, err := shmtest.Start(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "shmfake:", err)
+		os.Exit(1)
+	}
+	for _, p := range echo {
+		e.Script(p, shm.ErrCodeNone)
+	}
+	e.SetMaxRPCs(*maxRPCs)
+	fmt.Println("shmfake: ready on", *path)
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	if *control {
+		go func() {
+			serve(e, bufio.NewScanner(os.Stdin), os.Stdout)
+			stop <- syscall.SIGTERM
+		}()
+	}
+	<-stop
+	e.Close()
+}
+
+// serve answers the commands of in until its end.
+func serve(e *shmtest.Engine, in *bufio.Scanner, out *os.File) {
+	in.Buffer(make([]byte, 4096), 1<<20)
+	enc := json.NewEncoder(out)
+	for in.Scan() {
+		answer, err := command(e, strings.Fields(in.Text()))
+		if err != nil {
+			answer = map[string]string{"error": err.Error()}
+		}
+		enc.Encode(answer)
+	}
+}
