@@ -91,11 +91,18 @@ type Config struct {
 	// peers in CUTOFFS packets (sched.DefaultCutoffs).
 	Cutoffs sched.Cutoffs
 
-	TickNs          int64 // timer tick, ns (1 ms)
-	ResendTicks     int   // silent ticks before the first RESEND (5)
-	ResendInterval  int   // ticks between RESENDs (5)
-	TimeoutTicks    int   // silent ticks before an RPC fails (100)
-	RequestAckTicks int   // ticks after a response is sent before NEED_ACK (2)
+	TickNs         int64 // timer tick, ns (1 ms)
+	ResendTicks    int   // silent ticks before the first RESEND (5)
+	ResendInterval int   // ticks between RESENDs (5)
+	TimeoutTicks   int   // silent ticks before an RPC fails (100)
+	// ResolveTimeoutTicks bounds how long an RPC waits for its peer's
+	// link address before it fails with ErrTimeout: a backstop, for the
+	// neighbour table fails it first when resolution gives up
+	// (NeighbourFailed), after as many requests as it makes; a host sets
+	// it above that. Waiting does not count as silence. 0 takes
+	// 10 × TimeoutTicks.
+	ResolveTimeoutTicks int
+	RequestAckTicks     int // ticks after a response is sent before NEED_ACK (2)
 
 	LinkBps       int64 // link rate for the pacer, bits/s; 0 = unpaced
 	MaxNICQueueNs int64 // pacer's NIC backlog limit, ns (5,000)
@@ -143,6 +150,7 @@ func (c Config) withDefaults() Config {
 	setInt(&c.ResendTicks, d.ResendTicks)
 	setInt(&c.ResendInterval, d.ResendInterval)
 	setInt(&c.TimeoutTicks, d.TimeoutTicks)
+	setInt(&c.ResolveTimeoutTicks, 10*c.TimeoutTicks)
 	setInt(&c.RequestAckTicks, d.RequestAckTicks)
 	setInt(&c.PacerFIFOFraction, d.PacerFIFOFraction)
 	setInt(&c.PacerThreshold, d.PacerThreshold)

@@ -118,13 +118,38 @@ func TestNeighbour_sendWaitsUntilReady(t *testing.T) {
 
 // A waiting send whose address never resolves fails with ErrTimeout after
 // TimeoutTicks, without a frame sent: waiting never hangs.
+// A wait longer than TimeoutTicks is not silence: resolution that takes
+// ARP a retry or two (the first request lost) still completes the RPC.
+// It once timed out at TimeoutTicks, as the answer came back.
+func TestNeighbour_longWaitIsNotSilence(t *testing.T) {
+	p := newMNPair(t)
+	p.s.neigh.Add(p.c.mh.IP(), p.c.mh.MAC())
+	entry := &Neighbour{State: LinkResolving}
+	p.c.neigh.entries = map[[4]byte]*Neighbour{p.s.mh.IP(): entry}
+	req := msg(3000, 7)
+	id, _ := p.c.cli.Send(Addr{IP: p.s.mh.IP(), Port: 99}, req)
+	p.advance(250_000_000) // 2.5 × TimeoutTicks
+	if _, ok := p.c.cli.Receive(); ok {
+		t.Fatal("the RPC ended while its peer resolved")
+	}
+	entry.MAC, entry.State = p.s.mh.MAC(), LinkReachable
+	p.c.e.NeighbourReady(p.s.mh.IP())
+	p.advance(20_000_000)
+	res, ok := p.c.cli.Receive()
+	if !ok || res.ID != id || res.Err != nil || !bytes.Equal(res.Data, reversed(req)) {
+		t.Fatalf("result %v %+v", ok, res.Err)
+	}
+}
+
 func TestNeighbour_waitTimesOut(t *testing.T) {
 	p := newMNPair(t)
 	p.c.neigh.entries = map[[4]byte]*Neighbour{p.s.mh.IP(): {State: LinkResolving}}
 	id, _ := p.c.cli.Send(Addr{IP: p.s.mh.IP(), Port: 99}, msg(10, 1))
-	p.advance(99_000_000)
+	// ResolveTimeoutTicks is 10 × TimeoutTicks by default: 1 s of 1 ms
+	// ticks. TimeoutTicks (100 ms) of waiting are not silence.
+	p.advance(999_000_000)
 	if _, ok := p.c.cli.Receive(); ok {
-		t.Fatal("failed before TimeoutTicks")
+		t.Fatal("failed before ResolveTimeoutTicks")
 	}
 	p.advance(2_000_000)
 	res, ok := p.c.cli.Receive()

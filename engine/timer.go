@@ -20,11 +20,12 @@ func (e *Endpoint) checkRPC(r *rpc) {
 	o, in := &r.out, &r.in
 	switch {
 	case r.waiting:
-		// Waiting for the peer's link address: nothing to ask for, but
-		// the wait must end.
-		r.silentTicks++
+		// Waiting for the peer's link address: nothing to ask for, and
+		// the peer is not silent (nothing went to it yet), but the wait
+		// must end: the neighbour table fails it when resolution gives
+		// up, and ResolveTimeoutTicks in any case.
 		r.waitTicks++
-		if r.silentTicks >= e.cfg.TimeoutTicks || r.waitTicks >= e.cfg.TimeoutTicks {
+		if r.waitTicks >= e.cfg.ResolveTimeoutTicks {
 			e.timeout(r)
 		}
 		return

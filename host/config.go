@@ -122,12 +122,30 @@ func New(c Config) (*Host, error) {
 	if ec.LinkBps == 0 {
 		ec.LinkBps = int64(c.LinkBps)
 	}
+	if ec.ResolveTimeoutTicks == 0 {
+		ec.ResolveTimeoutTicks = resolveTimeoutTicks(c.ARP, ec)
+	}
 	h.now = c.Clock()
 	if h.ep, err = engine.New(ec, h.tx); err != nil {
 		return nil, fmt.Errorf("engine for %v: %w", netip.AddrFrom4(c.IP), err)
 	}
 	h.neigh.onReady, h.neigh.onFailed = h.ep.NeighbourReady, h.ep.NeighbourFailed
 	return h, nil
+}
+
+// resolveTimeoutTicks is the engine's backstop for an RPC waiting on ARP:
+// past the table's own schedule (a request, then Retries more, Timeout
+// apart, before it fails the entry), plus the RPC timeout.
+func resolveTimeoutTicks(arp ARPConfig, ec engine.Config) int {
+	d := engine.DefaultConfig()
+	tick, timeout := ec.TickNs, ec.TimeoutTicks
+	if tick <= 0 {
+		tick = d.TickNs
+	}
+	if timeout <= 0 {
+		timeout = d.TimeoutTicks
+	}
+	return int(arp.Timeout.Nanoseconds()*int64(arp.Retries+1)/tick) + timeout
 }
 
 // NewClock returns the data path's monotonic clock (ns) and the offset
