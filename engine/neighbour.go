@@ -223,21 +223,7 @@ func (e *Endpoint) checkNeighbours() {
 // waiting RPCs' packets in the order they began to wait, then the GRANTs
 // dropped meanwhile.
 func (e *Endpoint) release(p *peer) {
-	w := p.waiting
-	p.waiting = nil
-	for _, r := range w {
-		r.waiting = false
-		e.numWaiting--
-	}
-	for i, r := range w {
-		if r.state != stateDead {
-			e.xmitReady(r)
-		}
-		w[i] = nil
-	}
-	if p.waiting == nil {
-		p.waiting = w[:0] // keep the storage
-	}
+	e.eachWaiting(p, e.xmitReady)
 	if p.lostGrants {
 		p.lostGrants = false
 		e.regrant(p)
@@ -258,20 +244,27 @@ func (e *Endpoint) regrant(p *peer) {
 
 // failWaiting ends the RPCs waiting for p's entry, which failed.
 func (e *Endpoint) failWaiting(p *peer) {
+	p.lostGrants = false
+	e.eachWaiting(p, e.unresolved)
+}
+
+// eachWaiting takes every RPC off p's waiting list, then calls f for each
+// that is still alive, in the order they began to wait (f may make an RPC
+// wait again, or end others).
+func (e *Endpoint) eachWaiting(p *peer, f func(*rpc)) {
 	w := p.waiting
 	p.waiting = nil
-	p.lostGrants = false
 	for _, r := range w {
 		r.waiting = false
 		e.numWaiting--
 	}
 	for i, r := range w {
 		if r.state != stateDead {
-			e.unresolved(r)
+			f(r)
 		}
 		w[i] = nil
 	}
 	if p.waiting == nil {
-		p.waiting = w[:0]
+		p.waiting = w[:0] // keep the storage
 	}
 }

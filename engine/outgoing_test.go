@@ -49,15 +49,22 @@ func TestOutgoing_segmentationUnscheduledAndGrants(t *testing.T) {
 	}
 }
 
-func TestOutgoing_pacerDefersLongMessagesShortestFirst(t *testing.T) {
-	n := newTestNet(t)
-	paced := func(c *Config) {
+// pacedConfig paces 1,000-byte packets on a slow link: the pacer lets
+// two go (backlog ≤ 2 µs), then defers; threshold is PacerThreshold.
+func pacedConfig(threshold int) func(c *Config) {
+	return func(c *Config) {
 		smallPackets(c)
 		c.UnschedBytes = 100_000
 		c.LinkBps = 8_000_000_000 // 1 byte/ns: a 1100-byte frame is 1124 ns
 		c.MaxNICQueueNs = 2000
 		c.PacerFIFOFraction = -1 // pure SRPT here; the FIFO share is sched's test
+		c.PacerThreshold = threshold
 	}
+}
+
+func TestOutgoing_pacerDefersLongMessagesShortestFirst(t *testing.T) {
+	n := newTestNet(t)
+	paced := pacedConfig(0)
 	c := n.addHost("c", 1, paced)
 	s := n.addHost("s", 2, paced)
 	s.e.Bind(99)
@@ -103,14 +110,7 @@ func TestOutgoing_pacerThresholdConfigurable(t *testing.T) {
 		{-1, "c: xmit DATA 1000@0 p6\nc: xmit DATA 1000@1000 p6"},
 	} {
 		n := newTestNet(t)
-		paced := func(c *Config) {
-			smallPackets(c)
-			c.UnschedBytes = 100_000
-			c.LinkBps = 8_000_000_000
-			c.MaxNICQueueNs = 2000
-			c.PacerFIFOFraction = -1
-			c.PacerThreshold = tc.threshold
-		}
+		paced := pacedConfig(tc.threshold)
 		c := n.addHost("c", 1, paced)
 		s := n.addHost("s", 2, paced)
 		s.e.Bind(99)
