@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -361,6 +362,13 @@ func Dial(path string) (*Attach, error) {
 	}
 	return &Attach{Layout: l, Region: region, EventFD: efd, conn: c}, nil
 }
+
+// SyscallConn gives access to the control connection's descriptor, which
+// the daemon never writes to after the greeting: it becomes readable, at
+// end of file, when the daemon closes the connection (it exited, was
+// killed, or ended the session). The descriptor is non-blocking and stays
+// open until Close; a worker may poll it and read it, nothing else.
+func (a *Attach) SyscallConn() (syscall.RawConn, error) { return a.conn.SyscallConn() }
 
 // Close detaches: the daemon ends the session and frees its side.
 func (a *Attach) Close() error {

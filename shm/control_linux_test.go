@@ -222,3 +222,38 @@ func TestControl_admitRefusesAfterAllowLists(t *testing.T) {
 		t.Errorf("%d refusals, Admit asked %d times with this process's credentials; want 1 and 2", refused, asked.Load())
 	}
 }
+
+// The control connection's descriptor has nothing to read while the
+// daemon is there (EAGAIN: it is non-blocking) and reads end of file once
+// the daemon has closed the session.
+func TestAttach_syscallConnEndsWithDaemon(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "workers.sock")
+	srv, err := Listen(ServerConfig{Path: path, Params: controlParams(), AllowUIDs: []int{os.Getuid()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	a, err := Dial(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	raw, err := a.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func() (n int, err error) {
+		buf := make([]byte, 16)
+		if cerr := raw.Control(func(fd uintptr) { n, err = syscall.Read(int(fd), buf) }); cerr != nil {
+			t.Fatal(cerr)
+		}
+		return n, err
+	}
+	if n, err := read(); err != syscall.EAGAIN {
+		t.Fatalf("read with the daemon there: %d, %v; want EAGAIN", n, err)
+	}
+	srv.Close()
+	if n, err := read(); n != 0 || err != nil {
+		t.Fatalf("read after the daemon closed: %d, %v; want end of file", n, err)
+	}
+}
