@@ -40,7 +40,8 @@ type Client struct {
 	lim   shm.Limits
 	amem  []byte // the transmit arena
 	pool  []byte // the receive pool
-	efd   int
+	efd   int    // the wake-up eventfd
+	ctl   int    // the control connection's descriptor (daemon.go); Attach owns it
 	spin  time.Duration
 	arena arena
 
@@ -62,7 +63,9 @@ type Client struct {
 	sleep sleepState
 	stats Stats
 
-	closed bool
+	closed   bool
+	gone     bool      // the daemon closed the control connection: calls fail with ErrDaemonGone
+	nextLook time.Time // when a spinning or empty-handed wait may read the control connection again
 }
 
 // sent is an arena range under a submission: the range taken and the
@@ -108,7 +111,8 @@ type Stats struct {
 
 // Dial attaches to the daemon's control socket at path, maps the region
 // and attaches to both rings (producer of submissions, consumer of
-// completions).
+// completions). The connection stays open: its end is how the Client
+// learns that the daemon has gone (ErrDaemonGone).
 func Dial(path string, opt Options) (*Client, error) {
 	a, err := shm.Dial(path)
 	if err != nil {
@@ -125,13 +129,18 @@ func Dial(path string, opt Options) (*Client, error) {
 		a.Close()
 		return nil, fmt.Errorf("client: completion ring: %w", err)
 	}
+	ctl, err := controlFD(a)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
 	spin := opt.Spin
 	if spin == 0 {
 		spin = defaultSpin
 	}
 	return &Client{
 		att: a, sq: sq, cq: cq, lim: l.Limits(MaxMessage),
-		amem: l.Arena(a.Region), pool: l.Pool(a.Region), efd: a.EventFD, spin: spin,
+		amem: l.Arena(a.Region), pool: l.Pool(a.Region), efd: a.EventFD, ctl: ctl, spin: spin,
 		arena:    newArena(l.ArenaSize),
 		inflight: make(map[uint64]sent),
 		rpcs:     make(map[uint64]clientRPC),
@@ -143,7 +152,8 @@ func Dial(path string, opt Options) (*Client, error) {
 // Close detaches: the daemon aborts this worker's RPCs, unbinds its ports
 // and frees the region. The region is unmapped, so the Data of every
 // Message not yet released becomes invalid. Later calls return ErrClosed;
-// Release becomes a no-op. Closing twice is not an error.
+// Release becomes a no-op. Closing twice, or after the daemon has gone,
+// is not an error.
 func (c *Client) Close() error {
 	if c.closed {
 		return nil

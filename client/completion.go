@@ -11,8 +11,12 @@ import (
 // submit gives s the next cookie, pushes it on the submission ring and
 // returns the cookie. When the ring is full it yields and retries,
 // reading completions meanwhile (the engine may be waiting for room in
-// the completion ring), for up to answerWait.
+// the completion ring), for up to answerWait, or until the daemon is
+// found gone; once it is, nothing is pushed.
 func (c *Client) submit(s *shm.Submission) (uint64, error) {
+	if c.gone {
+		return 0, ErrDaemonGone
+	}
 	c.cookie++
 	s.Cookie = c.cookie
 	s.Encode(&c.sub)
@@ -22,8 +26,12 @@ func (c *Client) submit(s *shm.Submission) (uint64, error) {
 	c.stats.SQFull++
 	end := time.Now().Add(answerWait)
 	for !c.sq.Push(&c.sub) {
-		if time.Now().After(end) {
+		now := time.Now()
+		if now.After(end) {
 			return 0, ErrNoAnswer
+		}
+		if c.daemonGone(now) {
+			return 0, ErrDaemonGone
 		}
 		c.reap()
 		runtime.Gosched()
@@ -42,9 +50,12 @@ func (c *Client) await(cookie uint64, sendTo *Addr) (shm.Completion, error) {
 	}
 	end := time.Now().Add(answerWait)
 	for !c.answered {
-		if !c.waitCQ(end) && !c.answered {
+		if err := c.waitCQ(end); err != nil && !c.answered {
 			c.awaiting = 0
-			return shm.Completion{}, ErrNoAnswer
+			if err == errEnd {
+				err = ErrNoAnswer
+			}
+			return shm.Completion{}, err
 		}
 	}
 	return c.answer, nil
@@ -89,7 +100,7 @@ func (c *Client) flush() {
 // not hold the pages; that Error is counted as stray.
 func (c *Client) returnPages(r pageRun) {
 	s := shm.Submission{Op: shm.OpReturnPages, Page: r.page, Pages: r.pages}
-	c.submit(&s) // fails only if the daemon is gone, and then so are the pages
+	c.submit(&s) // fails only if the daemon is gone (or stuck), and then so are the pages
 }
 
 // dispatch acts on one completion: validate it, free arena ranges, take

@@ -8,8 +8,9 @@
 //
 // Where to start reading: client.go (Dial, Close, Stats), rpc.go (the
 // operations), then completion.go (how completions are read and
-// dispatched), wait.go (spinning, then sleeping on the eventfd), arena.go
-// (the transmit arena's allocator), message.go and errors.go.
+// dispatched), wait.go (spinning, then sleeping on the eventfd), daemon.go
+// (noticing that the daemon has gone), arena.go (the transmit arena's
+// allocator), message.go and errors.go.
 //
 // # Use
 //
@@ -44,7 +45,7 @@
 // session with its own region) or serialise the calls themselves.
 //
 // A wait that has spun for Options.Spin sleeps in a blocking system call
-// (ppoll on the eventfd), holding its goroutine's P until the runtime's
+// (ppoll on the eventfd and the control connection), holding its goroutine's P until the runtime's
 // monitor hands the P to another goroutine, which can take up to 10 ms. A
 // program whose waiting Clients outnumber GOMAXPROCS should raise
 // GOMAXPROCS above their number, or a woken Client, and any other
@@ -81,6 +82,19 @@
 // daemon in microseconds; a call gives up after 10 seconds without an
 // answer (ErrNoAnswer), and Send waits at most as long for arena space
 // (ErrArenaFull).
+//
+// No wait outlives the daemon. The session's control connection stays
+// open and silent while the daemon is there, and closes when the daemon
+// exits, is killed (the kernel closes it) or ends the session. A wait
+// that finds nothing on the ring watches it — the sleep polls it with the
+// eventfd; a spin, and a wait whose time has run out, read it at most once
+// a millisecond — so every wait under way (Call, Wait,
+// Receive, Send for its acceptance or for arena room, Reply) returns
+// ErrDaemonGone within about a millisecond of the daemon's end, once the
+// completions it pushed before it went are read, and every later call
+// returns ErrDaemonGone too: only Close is left to do. Nothing of this
+// costs a system call while completions keep coming. ErrNoAnswer, then,
+// is a daemon still there but stuck.
 //
 // # Trust
 //

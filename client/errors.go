@@ -41,9 +41,15 @@ var (
 	// than the transmit arena. Nothing was submitted.
 	ErrMessageSize = errors.New("client: message size out of range")
 	// ErrNoAnswer: the daemon did not take a submission (the submission
-	// ring stayed full) or did not answer it within 10 s; it is probably
-	// gone.
+	// ring stayed full) or did not answer it within 10 s, though its
+	// control connection is open: it is stuck, not gone.
 	ErrNoAnswer = errors.New("client: no answer from the daemon")
+	// ErrDaemonGone: the daemon closed this session's control connection
+	// — it exited, was killed, or ended the session — so no completion
+	// will come. A wait that was under way returns it within about a
+	// millisecond, and every later call of the Client returns it; only
+	// Close is left to do (Release does nothing).
+	ErrDaemonGone = errors.New("client: the daemon is gone (it closed the control connection)")
 )
 
 // CodeError is an shm.ErrCode, from an error completion or from this

@@ -25,8 +25,9 @@ type Message struct {
 // Release gives the message's receive-pool pages back to the daemon
 // (ReturnPages). After it, Data is nil and must not be used through any
 // earlier copy of the slice. Releasing twice, releasing a failure, or
-// releasing after the Client's Close does nothing. Like the Client, it
-// must not run concurrently with the Client's other calls.
+// releasing after the Client's Close or the daemon's end (ErrDaemonGone)
+// does nothing. Like the Client, it must not run concurrently with the
+// Client's other calls.
 func (m *Message) Release() {
 	if m.c == nil || m.pages == 0 {
 		return
@@ -34,7 +35,7 @@ func (m *Message) Release() {
 	c, run := m.c, pageRun{m.page, m.pages}
 	m.Data, m.pages = nil, 0
 	c.stats.PagesHeld -= uint64(run.pages)
-	if c.closed {
+	if c.closed || c.gone {
 		return
 	}
 	c.returnPages(run)

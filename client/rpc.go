@@ -15,8 +15,8 @@ const maxServerPort = 0x7fff
 // arrive through Receive. It fails with ErrPortInUse if another worker
 // has it.
 func (c *Client) Bind(port uint16) error {
-	if c.closed {
-		return ErrClosed
+	if err := c.usable(); err != nil {
+		return err
 	}
 	if port == 0 || port > maxServerPort {
 		return fmt.Errorf("client: bind port %d (server ports are 1..%d): %w", port, maxServerPort, codeErr(shm.ErrCodeBadPort))
@@ -59,8 +59,8 @@ func (c *Client) Call(dst Addr, msg []byte, timeout time.Duration) (*Message, er
 
 // send is Send with room the end of the wait for arena space.
 func (c *Client) send(dst Addr, msg []byte, room time.Time) (uint64, error) {
-	if c.closed {
-		return 0, ErrClosed
+	if err := c.usable(); err != nil {
+		return 0, err
 	}
 	if dst.IP == [4]byte{} {
 		return 0, fmt.Errorf("client: send to %s: %w", dst, codeErr(shm.ErrCodeBadPeer))
@@ -97,8 +97,10 @@ func (c *Client) stage(msg []byte, room time.Time) (arenaSpan, error) {
 	if !ok {
 		c.stats.ArenaWaits++
 		for !ok {
-			if !c.waitCQ(room) {
+			if err := c.waitCQ(room); err == errEnd {
 				return arenaSpan{}, fmt.Errorf("%d bytes, %d free in pieces: %w", n, c.arena.avail, ErrArenaFull)
+			} else if err != nil {
+				return arenaSpan{}, err
 			}
 			sp, ok = c.arena.alloc(n)
 		}
@@ -164,8 +166,8 @@ func (c *Client) call(s *shm.Submission) (shm.Completion, error) {
 // returns ErrNoRPC if id is not an RPC of this client whose result is
 // still to be taken (Receive may have taken it).
 func (c *Client) Wait(id uint64, timeout time.Duration) (*Message, error) {
-	if c.closed {
-		return nil, ErrClosed
+	if err := c.usable(); err != nil {
+		return nil, err
 	}
 	if id == 0 || id&1 != 0 {
 		return nil, fmt.Errorf("client: wait for RPC %d (client ids are even): %w", id, codeErr(shm.ErrCodeBadRPC))
@@ -185,8 +187,10 @@ func (c *Client) wait(id uint64, end time.Time) (*Message, error) {
 		if _, ok := c.rpcs[id]; !ok {
 			return nil, fmt.Errorf("client: wait for RPC %d: %w", id, codeErr(shm.ErrCodeNoRPC))
 		}
-		if !c.waitCQ(end) {
+		if err := c.waitCQ(end); err == errEnd {
 			return nil, ErrWaitTimeout
+		} else if err != nil {
+			return nil, err
 		}
 	}
 }
@@ -207,13 +211,15 @@ func (c *Client) abandon(id uint64) {
 // waiting up to timeout for one (see "Timeouts" in the package doc). A
 // failed RPC comes back as a Message with Err set and a nil error.
 func (c *Client) Receive(timeout time.Duration) (*Message, error) {
-	if c.closed {
-		return nil, ErrClosed
+	if err := c.usable(); err != nil {
+		return nil, err
 	}
 	end := deadline(timeout)
 	for len(c.queue) == 0 {
-		if !c.waitCQ(end) {
+		if err := c.waitCQ(end); err == errEnd {
 			return nil, ErrWaitTimeout
+		} else if err != nil {
+			return nil, err
 		}
 	}
 	return c.take(0), nil
@@ -239,8 +245,8 @@ func (c *Client) ReplyAsync(req *Message, resp []byte) error { return c.reply(re
 
 // reply is Reply, or ReplyAsync when async.
 func (c *Client) reply(req *Message, resp []byte, async bool) error {
-	if c.closed {
-		return ErrClosed
+	if err := c.usable(); err != nil {
+		return err
 	}
 	if req == nil || !req.Request || req.c != c {
 		return errors.New("client: reply: not a request received by this client")
@@ -268,8 +274,8 @@ func (c *Client) reply(req *Message, resp []byte, async bool) error {
 // still arrives through Wait(id) or Receive. It fails with ErrNoRPC if
 // the RPC has already ended.
 func (c *Client) Abort(id uint64) error {
-	if c.closed {
-		return ErrClosed
+	if err := c.usable(); err != nil {
+		return err
 	}
 	if id == 0 || id&1 != 0 {
 		return fmt.Errorf("client: abort RPC %d (client ids are even): %w", id, codeErr(shm.ErrCodeBadRPC))
@@ -283,8 +289,8 @@ func (c *Client) Abort(id uint64) error {
 // AbortAll aborts every client RPC of this worker. When it returns, the
 // failure of each (ErrAborted) has arrived, for Wait or Receive.
 func (c *Client) AbortAll() error {
-	if c.closed {
-		return ErrClosed
+	if err := c.usable(); err != nil {
+		return err
 	}
 	if _, err := c.call(&shm.Submission{Op: shm.OpAbortAll}); err != nil {
 		return fmt.Errorf("client: abort all: %w", err)

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"errors"
 	"runtime"
 	"time"
 
@@ -14,10 +15,15 @@ const spinCheck = 256
 // sleepState is what a sleep needs, kept in the Client so that a wait
 // allocates nothing.
 type sleepState struct {
-	pfd [1]unix.PollFd
-	ts  unix.Timespec
-	buf [8]byte
+	pfd    [2]unix.PollFd // the eventfd, the control connection
+	ts     unix.Timespec
+	buf    [8]byte
+	ctlBuf [64]byte // what lookControl reads
 }
+
+// errEnd is waitCQ's when the end of the wait passed with nothing read;
+// each caller says it its own way (ErrWaitTimeout, ErrNoAnswer, ...).
+var errEnd = errors.New("client: the wait's end passed")
 
 // deadline returns the end of a wait of timeout: the zero time (no end)
 // for a negative timeout, now for 0.
@@ -30,39 +36,31 @@ func deadline(timeout time.Duration) time.Time {
 
 // waitCQ reads and dispatches completions, waiting for some if there are
 // none: it spins for the Spin option, then sleeps on the eventfd as
-// "Waiting" in shm/doc.go says. It returns true once it has read at least
-// one completion, false when end (zero: none) passes first. A zero-time
-// end in the past still reads what is there.
-func (c *Client) waitCQ(end time.Time) bool {
+// "Waiting" in shm/doc.go says, watching the control connection meanwhile
+// (daemon.go). It returns nil once it has read at least one completion,
+// errEnd when end (zero: none) passes first, ErrDaemonGone when the
+// daemon has gone. A zero-time end in the past still reads what is there.
+func (c *Client) waitCQ(end time.Time) error {
 	if c.progress() > 0 {
-		return true
+		return nil
+	}
+	if c.gone {
+		return ErrDaemonGone
 	}
 	if c.spin > 0 {
-		stop := time.Now().Add(c.spin)
-		if !end.IsZero() && end.Before(stop) {
-			stop = end
-		}
-		// The ring check is a load of the engine's index; the clock and
-		// a yield (for goroutines sharing this thread's P, such as an
-		// engine in tests) come only every spinCheck rounds, so that a
-		// completion is seen within tens of nanoseconds.
-		for i := 1; ; i++ {
-			if c.progress() > 0 {
-				return true
-			}
-			if i%spinCheck == 0 {
-				if !time.Now().Before(stop) {
-					break
-				}
-				runtime.Gosched()
-			}
+		if err := c.spinCQ(end); err != errEnd {
+			return err
 		}
 	}
 	for {
+		now := time.Now()
 		left := time.Duration(-1)
 		if !end.IsZero() {
-			if left = time.Until(end); left <= 0 {
-				return false
+			if left = end.Sub(now); left <= 0 {
+				if c.daemonGone(now) {
+					return c.lastLook()
+				}
+				return errEnd
 			}
 		}
 		// Say we are about to sleep, then look once more: either the
@@ -71,7 +69,7 @@ func (c *Client) waitCQ(end time.Time) bool {
 		if c.cq.Len() > 0 {
 			c.cq.SetWaiting(false)
 			if c.progress() > 0 {
-				return true
+				return nil
 			}
 			continue
 		}
@@ -79,7 +77,10 @@ func (c *Client) waitCQ(end time.Time) bool {
 		woken := c.sleepFD(left)
 		c.cq.SetWaiting(false)
 		if c.progress() > 0 {
-			return true
+			return nil
+		}
+		if c.gone {
+			return ErrDaemonGone
 		}
 		if woken {
 			c.stats.Spurious++
@@ -87,19 +88,59 @@ func (c *Client) waitCQ(end time.Time) bool {
 	}
 }
 
-// sleepFD waits for the eventfd to become readable, for up to left (no
-// limit if negative), and resets it. It reports whether the eventfd was
-// readable (false: the time ran out, or a signal interrupted the wait).
+// spinCQ polls the completion ring for the Spin option, or until end: nil
+// once it has read a completion, errEnd when the spin is over,
+// ErrDaemonGone when the daemon has gone.
+func (c *Client) spinCQ(end time.Time) error {
+	stop := time.Now().Add(c.spin)
+	if !end.IsZero() && end.Before(stop) {
+		stop = end
+	}
+	// The ring check is a load of the engine's index; the clock, the
+	// control connection (at most once per controlCheck) and a yield (for
+	// goroutines sharing this thread's P, such as an engine in tests) come
+	// only every spinCheck rounds, so that a completion is seen within
+	// tens of nanoseconds.
+	for i := 1; ; i++ {
+		if c.progress() > 0 {
+			return nil
+		}
+		if i%spinCheck == 0 {
+			now := time.Now()
+			if c.daemonGone(now) {
+				return c.lastLook()
+			}
+			if !now.Before(stop) {
+				return errEnd
+			}
+			runtime.Gosched()
+		}
+	}
+}
+
+// sleepFD waits for the eventfd or the control connection to become
+// readable, for up to left (no limit if negative), and resets the
+// eventfd; a readable control connection is read (lookControl), which
+// sets gone if the daemon closed it. It reports whether the eventfd was
+// readable (false: the time ran out, a signal interrupted the wait, or
+// only the control connection woke it).
 func (c *Client) sleepFD(left time.Duration) bool {
 	w := &c.sleep
 	w.pfd[0] = unix.PollFd{Fd: int32(c.efd), Events: unix.POLLIN}
+	w.pfd[1] = unix.PollFd{Fd: int32(c.ctl), Events: unix.POLLIN}
 	var ts *unix.Timespec
 	if left >= 0 {
 		w.ts = unix.NsecToTimespec(int64(left))
 		ts = &w.ts
 	}
 	n, _ := unix.Ppoll(w.pfd[:], ts, nil) // EINTR: n is 0, the caller rechecks
-	if n <= 0 || w.pfd[0].Revents&unix.POLLIN == 0 {
+	if n <= 0 {
+		return false
+	}
+	if w.pfd[1].Revents != 0 { // POLLIN, or POLLHUP / POLLERR: the daemon closed it
+		c.lookControl()
+	}
+	if w.pfd[0].Revents&unix.POLLIN == 0 {
 		return false
 	}
 	unix.Read(c.efd, w.buf[:]) // resets the counter; EAGAIN (already read) is fine
