@@ -1,9 +1,13 @@
 package client
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,11 +24,11 @@ const (
 )
 
 // whenDaemonEnds runs wait in its own goroutine, lets it wait for
-// settle, calls end and returns wait's error and how long after end began
-// it came. A wait still under way 30 s later ends the test binary, with
+// settle, calls end and returns how long after end began wait returned,
+// and its error. A wait still under way 30 s later ends the test binary, with
 // no cleanup: its goroutine cannot be stopped, and the cleanup would
 // unmap the region under it.
-func whenDaemonEnds(t *testing.T, wait func() error, end func()) (error, time.Duration) {
+func whenDaemonEnds(t *testing.T, wait func() error, end func()) (after time.Duration, err error) {
 	t.Helper()
 	type result struct {
 		err error
@@ -40,11 +44,11 @@ func whenDaemonEnds(t *testing.T, wait func() error, end func()) (error, time.Du
 	end()
 	select {
 	case r := <-done:
-		return r.err, r.at.Sub(start)
+		return r.at.Sub(start), r.err
 	case <-time.After(30 * time.Second):
 		fmt.Fprintf(os.Stderr, "--- FAIL: %s: the wait was still under way 30 s after the daemon's end\n", t.Name())
 		os.Exit(1)
-		return nil, 0
+		return 0, nil
 	}
 }
 
@@ -115,7 +119,7 @@ func TestCall_daemonGone(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := dial(t, f, Options{Spin: tc.spin})
-			err, after := whenDaemonEnds(t, func() error {
+			after, err := whenDaemonEnds(t, func() error {
 				_, err := c.Call(Addr{IP: host, Port: 4}, []byte("never answered"), 5*time.Second)
 				return err
 			}, func() {
@@ -213,8 +217,77 @@ func TestWaits_daemonGone(t *testing.T) {
 			}
 			c := dial(t, f, Options{})
 			wait := tc.wait(t, f, sink, c)
-			err, after := whenDaemonEnds(t, wait, func() { exits(f) })
+			after, err := whenDaemonEnds(t, wait, func() { exits(f) })
 			checkGone(t, c, err, after)
+		})
+	}
+}
+
+// fakeEnv names, to a re-executed test binary, the socket it serves as a
+// fake engine (fakeEngineProcess).
+const fakeEnv = "HOMA_CLIENT_TEST_FAKE_ENGINE"
+
+// startFakeProcess runs the fake engine in a child process — this test
+// binary again — and returns it once it listens on the returned socket.
+// The test's cleanup kills it.
+func startFakeProcess(t *testing.T) (*exec.Cmd, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "s")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), fakeEnv+"="+path)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if line != "ready\n" {
+		t.Fatalf("the fake engine's process said %q (%v)", line, err)
+	}
+	return cmd, path
+}
+
+// A Receive waiting in a worker returns ErrDaemonGone within milliseconds
+// when the daemon's process dies: killed (SIGKILL: the kernel closes its
+// descriptors) while the Receive sleeps or spins, or ending cleanly on
+// SIGTERM.
+func TestReceive_daemonProcessDies(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sig  syscall.Signal
+		spin time.Duration
+	}{
+		{"SIGKILL/sleeping", syscall.SIGKILL, 0},
+		{"SIGKILL/spinning", syscall.SIGKILL, 10 * time.Second},
+		{"SIGTERM/sleeping", syscall.SIGTERM, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd, path := startFakeProcess(t)
+			c, err := Dial(path, Options{Spin: tc.spin})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if err := c.Bind(6); err != nil {
+				t.Fatal(err)
+			}
+			after, err := whenDaemonEnds(t, func() error { _, err := c.Receive(-1); return err },
+				func() { cmd.Process.Signal(tc.sig) })
+			sleeps := c.Stats().Sleeps
+			checkGone(t, c, err, after)
+			if tc.spin > 0 && sleeps != 0 {
+				t.Errorf("a Receive that spins 10 s slept %d times", sleeps)
+			}
+			if tc.spin == 0 && sleeps == 0 {
+				t.Error("the Receive did not sleep")
+			}
 		})
 	}
 }

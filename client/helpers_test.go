@@ -2,9 +2,12 @@ package client
 
 import (
 	"fmt"
+	"os"
+	"os/signal"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +17,31 @@ import (
 
 // host is the fake engine's one host: every session is there.
 var host = [4]byte{10, 0, 0, 1}
+
+func TestMain(m *testing.M) {
+	if path := os.Getenv(fakeEnv); path != "" {
+		os.Exit(fakeEngineProcess(path))
+	}
+	os.Exit(m.Run())
+}
+
+// fakeEngineProcess is the body of a re-executed test binary
+// (startFakeProcess): a fake engine on path that says "ready" on standard
+// output once it listens and runs until SIGTERM, when it closes cleanly,
+// or until it is killed.
+func fakeEngineProcess(path string) int {
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM)
+	f, err := shmtest.Start(shmtest.Config{Path: path, Params: testParams(), Host: host})
+	if err != nil {
+		fmt.Println("error:", err)
+		return 1
+	}
+	fmt.Println("ready")
+	<-stop
+	f.Close()
+	return 0
+}
 
 func testParams() shm.Params {
 	return shm.Params{SQEntries: 128, CQEntries: 256, ArenaSize: 2 << 20, PoolPages: 40}
