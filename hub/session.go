@@ -28,6 +28,7 @@ type session struct {
 	pushed    bool
 	closing   bool
 	outst     int           // client RPCs in flight plus unanswered requests
+	state     sessionState  // where it is in its life (lifecycle.go)
 	gone      chan struct{} // closed when the loop has let the session go
 }
 
@@ -61,11 +62,10 @@ func (ws *session) release() {
 
 // finish lets the control goroutine free the region.
 func (ws *session) finish() {
-	select {
-	case <-ws.gone:
+	if ws.state == stateGone {
 		return
-	default:
 	}
+	ws.state = stateGone
 	ws.releasing = nil // the host frees its payload buffers at its drain
 	close(ws.gone)
 }

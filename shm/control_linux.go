@@ -7,6 +7,8 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -32,8 +34,12 @@ type ServerConfig struct {
 	// counted in Server.Refused). It runs on the connection's goroutine.
 	Admit func(uid, gid, pid int) bool
 	// OnAttach runs for each accepted worker before its region is sent;
-	// OnDetach when its connection closes, before the region is freed.
-	OnAttach func(*Session)
+	// an error refuses the worker ("error <text>\n"), frees the region
+	// and skips OnDetach. OnDetach runs when the connection of an
+	// attached worker closes, before the region is freed. Both run on the
+	// connection's goroutine, one after the other: a session's OnDetach
+	// never starts before its OnAttach has returned.
+	OnAttach func(*Session) error
 	OnDetach func(*Session)
 }
 
@@ -94,11 +100,11 @@ func (s *Session) Wake() {
 type Server struct {
 	cfg      ServerConfig
 	ln       *net.UnixListener
-	mu       sync.Mutex
-	sessions map[*Session]struct{}
-	wg       sync.WaitGroup
-
-	Refused int // connections refused by the credential check (read after Close)
+	mu       sync.Mutex            // guards sessions and closing
+	sessions map[*Session]struct{} // regions made and not yet freed
+	closing  bool                  // Close has begun: no session is added
+	wg       sync.WaitGroup        // the accept goroutine and one per connection
+	refused  atomic.Uint64         // connections refused by the credential check
 }
 
 // ErrRefused is what a worker sees (in the greeting) when its credentials
@@ -156,9 +162,7 @@ func (s *Server) serve(c *net.UnixConn) {
 	defer c.Close()
 	cred, err := peerCred(c)
 	if err != nil || !s.allowed(int(cred.Uid), int(cred.Gid)) || !s.admitted(cred) {
-		s.mu.Lock()
-		s.Refused++
-		s.mu.Unlock()
+		s.refused.Add(1)
 		c.Write([]byte("refused\n"))
 		return
 	}
@@ -167,11 +171,18 @@ func (s *Server) serve(c *net.UnixConn) {
 		c.Write([]byte("error " + err.Error() + "\n"))
 		return
 	}
-	s.mu.Lock()
-	s.sessions[sess] = struct{}{}
-	s.mu.Unlock()
+	if !s.add(sess) {
+		sess.free()
+		c.Write([]byte("error the daemon is closing its control socket\n"))
+		return
+	}
+	defer s.remove(sess)
 	if s.cfg.OnAttach != nil {
-		s.cfg.OnAttach(sess)
+		if err := s.cfg.OnAttach(sess); err != nil {
+			sess.free()
+			c.Write([]byte("error " + err.Error() + "\n"))
+			return
+		}
 	}
 	rights := unix.UnixRights(sess.fd, sess.efd)
 	if _, _, err := c.WriteMsgUnix([]byte("ok\n"), rights, nil); err == nil {
@@ -186,6 +197,22 @@ func (s *Server) serve(c *net.UnixConn) {
 		s.cfg.OnDetach(sess)
 	}
 	sess.free() // before the session leaves the table: Sessions() == 0 means freed
+}
+
+// add enters sess in the table, unless Close has begun (whose closing of
+// every connection would miss it).
+func (s *Server) add(sess *Session) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.sessions[sess] = struct{}{}
+	return true
+}
+
+// remove takes a freed session out of the table.
+func (s *Server) remove(sess *Session) {
 	s.mu.Lock()
 	delete(s.sessions, sess)
 	s.mu.Unlock()
@@ -281,17 +308,49 @@ func (s *Server) Sessions() int {
 	return len(s.sessions)
 }
 
-// Close stops accepting, ends every session and removes the socket.
-func (s *Server) Close() error {
+// Refused is the number of connections refused by the credential check.
+func (s *Server) Refused() uint64 { return s.refused.Load() }
+
+// Close stops accepting, ends every session and removes the socket; it
+// returns once every session's OnDetach has returned and its region is
+// freed.
+func (s *Server) Close() error { return s.CloseWithin(0) }
+
+// ErrCloseTimeout is returned by CloseWithin when sessions were still
+// held after its wait.
+var ErrCloseTimeout = errors.New("shm: sessions still held when the wait ended")
+
+// CloseWithin is Close with a bound on the wait (0: none). When sessions
+// are still held after d (an OnDetach waits for something that does not
+// come), it returns an error wrapping ErrCloseTimeout; their goroutines
+// go on, and each frees its region when its OnDetach returns. The
+// socket is removed either way.
+func (s *Server) CloseWithin(d time.Duration) error {
 	err := s.ln.Close()
 	s.mu.Lock()
+	s.closing = true
 	for sess := range s.sessions {
 		sess.conn.Close()
 	}
 	s.mu.Unlock()
-	s.wg.Wait()
-	os.Remove(s.cfg.Path)
-	return err
+	defer os.Remove(s.cfg.Path)
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	var timeout <-chan time.Time
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-done:
+		if errors.Is(err, net.ErrClosed) {
+			err = nil // closed before
+		}
+		return err
+	case <-timeout:
+		return fmt.Errorf("control socket %s: %d sessions after %v: %w", s.cfg.Path, s.Sessions(), d, ErrCloseTimeout)
+	}
 }
 
 // Attach is the worker side of the control socket: it connects, receives

@@ -91,8 +91,9 @@
 // mode 0660). The daemon checks the peer's credentials (SO_PEERCRED)
 // against its allow-lists and answers with one message: "ok\n" carrying
 // two descriptors with SCM_RIGHTS — [0] the region's memfd, [1] the
-// worker's wake-up eventfd (non-blocking) — or "refused\n", or "error
-// <text>\n", and then closes. After "ok" the worker maps the whole memfd
+// worker's wake-up eventfd (non-blocking) — or "refused\n" (the
+// credentials), or "error <text>\n" (any other reason: no region could
+// be made, the daemon is stopping), and then closes. After "ok" the worker maps the whole memfd
 // (its size from fstat) shared, read-write, and checks the header. The
 // connection stays open, idle, for the session's life: when it closes
 // (the worker exits, crashes or calls Close) the daemon aborts the
