@@ -50,6 +50,7 @@ var defaults = map[string]any{
 	"workers.max_bytes":       16 << 20,
 	"workers.pool_bytes":      16 << 20,
 	"workers.ring_entries":    1024,
+	"workers.max_backlog":     4096,
 	"workers.enabled":         true,
 
 	"arp.timeout": 100 * time.Millisecond,

@@ -147,6 +147,11 @@ type WorkersSpec struct {
 	MaxBytes       int    `mapstructure:"max_bytes"`       // transmit arena bytes per worker: the bytes it can have in flight
 	PoolBytes      int    `mapstructure:"pool_bytes"`      // receive pool bytes per worker (64 KB pages)
 	RingEntries    int    `mapstructure:"ring_entries"`    // slots of each submission and completion ring (a power of two)
+	// MaxBacklog is the most completions the daemon keeps for one worker
+	// whose completion ring is full. At the bound it stops reading the
+	// worker's submission ring and drops requests to its ports; a
+	// completion still owed past it ends the session.
+	MaxBacklog int `mapstructure:"max_backlog"`
 }
 
 // ARPSpec configures neighbour resolution.

@@ -117,6 +117,10 @@ func (s *Spec) Validate() error {
 	if r := s.Workers.RingEntries; r < 16 || r > 1<<20 || r&(r-1) != 0 {
 		p.add("workers.ring_entries", "%d is not a power of two in 16..1048576", r)
 	}
+	p.intRange("workers.max_backlog", s.Workers.MaxBacklog, 1, 1<<22)
+	if b, o := s.Workers.MaxBacklog, s.Workers.MaxOutstanding; b >= 1 && b < 2*o {
+		p.add("workers.max_backlog", "%d is under twice workers.max_outstanding (%d): a worker that pauses while its RPCs end (a response and a release each) would lose its session; raise it to at least %d", b, o, 2*o)
+	}
 	p.duration("arp.timeout", s.ARP.Timeout, time.Millisecond, time.Minute)
 	p.intRange("arp.retries", s.ARP.Retries, 1, 100)
 	p.duration("arp.aging", s.ARP.Aging, time.Second, 24*time.Hour)

@@ -36,7 +36,13 @@ type Config struct {
 	// MaxOutstanding bounds each worker's client RPCs in flight plus the
 	// requests it has not answered yet.
 	MaxOutstanding int
-	Params         shm.Params // each worker's region: ring entries, arena and pool sizes
+	// MaxBacklog bounds the completions the daemon keeps for a worker
+	// whose completion ring is full (0: DefaultMaxBacklog). At the bound
+	// the worker's submission ring is left unread and requests to its
+	// ports are dropped; a completion still owed beyond it ends the
+	// session (session.go, "Backlog").
+	MaxBacklog int
+	Params     shm.Params // each worker's region: ring entries, arena and pool sizes
 	// CloseWait bounds how long Close waits for the loop to let the
 	// sessions go (0: DefaultCloseWait).
 	CloseWait time.Duration
@@ -44,6 +50,12 @@ type Config struct {
 
 // DefaultCloseWait is Config.CloseWait's zero value.
 const DefaultCloseWait = 5 * time.Second
+
+// DefaultMaxBacklog is Config.MaxBacklog's zero value: room for a Response
+// and a Released of every RPC the worker may have outstanding, plus a
+// completion ring's worth, so that a worker that pauses while its RPCs
+// end keeps its session.
+func DefaultMaxBacklog(c Config) int { return 2*c.MaxOutstanding + int(c.Params.CQEntries) }
 
 // Hub serves one host's workers. It is an in-loop application of its
 // host (its Poll, Flush and Stop are the loop's); the control socket's
@@ -88,16 +100,19 @@ type Counters struct {
 	Submissions          uint64
 	BadEntries           uint64 // refused by validation (an error completion each)
 	Refused              uint64 // valid entries the engine refused (port in use, no such RPC, limit, ...)
-	LimitRefusals        uint64 // of Refused: a per-worker limit
+	LimitRefusals        uint64 // of Refused: a per-worker limit; and requests dropped for one (outstanding, backlog)
 	NoRecvSpace          uint64 // messages that found no free receive-pool pages
 	Completions          uint64
 	CQBacklogged         uint64 // completions that waited in the daemon for CQ room
+	BacklogFull          uint64 // times a worker's backlog reached MaxBacklog: its SQ then waits unread
+	BacklogOverflows     uint64 // sessions ended: a completion owed to them found the backlog at MaxBacklog
 	Wakeups              uint64 // eventfd writes
 	CorruptRings         uint64 // sessions ended because a ring index was corrupt
 	ZeroCopyMessages     uint64 // messages sent from the arena as external buffers (no copy)
 	ActiveSessions       uint64
 	OutstandingRPCs      uint64
 	HeldPages, FreePages uint64
+	Backlogged           uint64 // completions waiting in the daemon for CQ room now
 }
 
 // New opens the control socket at c.Path for workers of h. Give the hub
@@ -109,6 +124,12 @@ func New(h Host, c Config) (*Hub, error) {
 	}
 	if c.MaxOutstanding < 1 {
 		return nil, fmt.Errorf("workers: max_outstanding %d, want at least 1", c.MaxOutstanding)
+	}
+	if c.MaxBacklog < 0 {
+		return nil, fmt.Errorf("workers: max_backlog %d, want at least 1 (0: the default)", c.MaxBacklog)
+	}
+	if c.MaxBacklog == 0 {
+		c.MaxBacklog = DefaultMaxBacklog(c)
 	}
 	if c.CloseWait <= 0 {
 		c.CloseWait = DefaultCloseWait
@@ -141,14 +162,20 @@ func (hub *Hub) Poll(now int64) int {
 	for i := 0; i < len(hub.sessions); i++ {
 		ws := hub.sessions[i]
 		ws.poll()
-		if ws.SQ.Corrupt() != 0 || ws.CQ.Corrupt() != 0 {
-			// A broken or hostile worker: end its session (the socket
-			// closes, the control goroutine frees the region).
+		// A broken or hostile worker, or one that does not read its
+		// completions: end its session (the socket closes, the control
+		// goroutine frees the region).
+		switch {
+		case ws.SQ.Corrupt() != 0 || ws.CQ.Corrupt() != 0:
 			hub.counters.CorruptRings++
-			hub.remove(ws)
-			ws.s.Close()
-			i--
+		case ws.overflow:
+			hub.counters.BacklogOverflows++
+		default:
+			continue
 		}
+		hub.remove(ws)
+		ws.s.Close()
+		i--
 	}
 	return int(hub.counters.Submissions - before)
 }
@@ -182,6 +209,7 @@ func (hub *Hub) counts() Counters {
 		c.OutstandingRPCs += uint64(ws.outst)
 		c.HeldPages += uint64(ws.Pages.Held())
 		c.FreePages += uint64(ws.Pages.Free())
+		c.Backlogged += uint64(len(ws.backlog))
 	}
 	return c
 }

@@ -147,6 +147,15 @@
 // pages is dropped (a request: its client retries) or fails its RPC with
 // NoBufferSpace (a response).
 //
+// Completions the CQ has no room for wait in the daemon, in order, up to
+// a per-worker bound (workers.max_backlog). A worker at the bound has
+// its submission ring left unread — its submissions wait there, and the
+// ring fills, so a worker that finds its SQ full must read its CQ — and
+// requests to its ports are dropped (their clients retry). A completion
+// the daemon still owes past the bound (a response, a failure or a
+// release of an RPC already under way) ends the session: the daemon
+// closes the connection, as for a corrupt ring, and aborts its RPCs.
+//
 // Waiting. A worker that finds its completion ring empty may spin; to
 // sleep it stores 1 in the ring's wait flag, loads the tail once more,
 // and only if the ring is still empty waits for the eventfd to become
