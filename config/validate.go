@@ -118,6 +118,7 @@ func (s *Spec) Validate() error {
 		p.add("workers.ring_entries", "%d is not a power of two in 16..1048576", r)
 	}
 	p.intRange("workers.max_backlog", s.Workers.MaxBacklog, 1, 1<<22)
+	p.intRange("workers.max_sessions_per_uid", s.Workers.MaxSessionsPerUID, 1, 1<<16)
 	if b, o := s.Workers.MaxBacklog, s.Workers.MaxOutstanding; b >= 1 && b < 2*o {
 		p.add("workers.max_backlog", "%d is under twice workers.max_outstanding (%d): a worker that pauses while its RPCs end (a response and a release each) would lose its session; raise it to at least %d", b, o, 2*o)
 	}

@@ -84,7 +84,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 				"no_recv_space": w.NoRecvSpace, "completions": w.Completions, "cq_backlogged": w.CQBacklogged,
 				"wakeups": w.Wakeups, "corrupt_rings": w.CorruptRings,
 				"zero_copy_messages": w.ZeroCopyMessages, "backlog_full": w.BacklogFull,
-				"backlog_overflows": w.BacklogOverflows,
+				"backlog_overflows": w.BacklogOverflows, "credential_refusals": w.CredentialRefusals,
+				"session_limit_refusals": w.SessionLimitRefusals,
 			} {
 				counter(descs.workers, v, host, port, name)
 			}

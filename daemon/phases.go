@@ -261,7 +261,7 @@ func (d *Daemon) openWorkers() error {
 		return nil
 	}
 	hc := hub.Config{AllowUIDs: ws.AllowUIDs, AllowGIDs: ws.AllowGIDs, MaxOutstanding: ws.MaxOutstanding,
-		MaxBacklog: ws.MaxBacklog,
+		MaxBacklog: ws.MaxBacklog, MaxSessionsPerUID: ws.MaxSessionsPerUID,
 		Params: shm.Params{
 			SQEntries: uint64(ws.RingEntries), CQEntries: uint64(ws.RingEntries),
 			ArenaSize: uint64(ws.MaxBytes), PoolPages: uint64(ws.PoolBytes / shm.PageSize),

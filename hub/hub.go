@@ -33,6 +33,9 @@ type Host interface {
 type Config struct {
 	Path                 string // the control socket
 	AllowUIDs, AllowGIDs []int  // besides root, who may connect
+	// MaxSessionsPerUID bounds the sessions (each a region) one uid may
+	// hold at once, root's too (0: no bound).
+	MaxSessionsPerUID int
 	// MaxOutstanding bounds each worker's client RPCs in flight plus the
 	// requests it has not answered yet.
 	MaxOutstanding int
@@ -97,6 +100,8 @@ const publishEvery = 100_000_000
 // and its gauges (ActiveSessions and after).
 type Counters struct {
 	Attached, Detached   uint64
+	CredentialRefusals   uint64 // connections refused by the allow-lists
+	SessionLimitRefusals uint64 // connections refused by MaxSessionsPerUID
 	Submissions          uint64
 	BadEntries           uint64 // refused by validation (an error completion each)
 	Refused              uint64 // valid entries the engine refused (port in use, no such RPC, limit, ...)
@@ -142,7 +147,7 @@ func New(h Host, c Config) (*Hub, error) {
 	}
 	srv, err := shm.Listen(shm.ServerConfig{
 		Path: c.Path, AllowUIDs: c.AllowUIDs, AllowGIDs: c.AllowGIDs, Params: c.Params,
-		OnAttach: hub.onAttach, OnDetach: hub.onDetach,
+		MaxSessionsPerUID: c.MaxSessionsPerUID, OnAttach: hub.onAttach, OnDetach: hub.onDetach,
 	})
 	if err != nil {
 		return nil, err
@@ -204,6 +209,8 @@ func (hub *Hub) publish() {
 // counts returns the counters with the sessions' gauges.
 func (hub *Hub) counts() Counters {
 	c := hub.counters
+	c.CredentialRefusals = hub.srv.Refused()
+	c.SessionLimitRefusals = hub.srv.SessionLimitRefusals()
 	c.ActiveSessions = uint64(len(hub.sessions))
 	for _, ws := range hub.sessions {
 		c.OutstandingRPCs += uint64(ws.outst)

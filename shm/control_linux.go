@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,11 @@ type ServerConfig struct {
 	// included); false refuses the worker as they do ("refused\n",
 	// counted in Server.Refused). It runs on the connection's goroutine.
 	Admit func(uid, gid, pid int) bool
+	// MaxSessionsPerUID bounds the sessions one uid holds at once, root's
+	// too (0: no bound): each is a region of its own. A worker past it is
+	// refused with "error session limit: ...\n" (ErrSessionLimit to Dial),
+	// counted in Server.SessionLimitRefusals.
+	MaxSessionsPerUID int
 	// OnAttach runs for each accepted worker before its region is sent;
 	// an error refuses the worker ("error <text>\n"), frees the region
 	// and skips OnDetach. OnDetach runs when the connection of an
@@ -100,16 +106,26 @@ func (s *Session) Wake() {
 type Server struct {
 	cfg      ServerConfig
 	ln       *net.UnixListener
-	mu       sync.Mutex            // guards sessions and closing
+	mu       sync.Mutex            // guards sessions, perUID and closing
 	sessions map[*Session]struct{} // regions made and not yet freed
+	perUID   map[int]int           // sessions being made or held, by uid (MaxSessionsPerUID)
 	closing  bool                  // Close has begun: no session is added
 	wg       sync.WaitGroup        // the accept goroutine and one per connection
 	refused  atomic.Uint64         // connections refused by the credential check
+	limited  atomic.Uint64         // connections refused by MaxSessionsPerUID
 }
 
 // ErrRefused is what a worker sees (in the greeting) when its credentials
 // are not allowed.
 var ErrRefused = errors.New("shm: credentials not allowed by the daemon")
+
+// ErrSessionLimit is what a worker sees when its uid holds as many
+// sessions as the daemon allows one uid (ServerConfig.MaxSessionsPerUID).
+var ErrSessionLimit = errors.New("shm: too many sessions for this uid")
+
+// sessionLimitGreeting starts the greeting of a worker refused by
+// MaxSessionsPerUID.
+const sessionLimitGreeting = "error session limit: "
 
 // Listen creates the control socket and starts accepting workers.
 func Listen(cfg ServerConfig) (*Server, error) {
@@ -129,7 +145,7 @@ func Listen(cfg ServerConfig) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
-	s := &Server{cfg: cfg, ln: ln, sessions: map[*Session]struct{}{}}
+	s := &Server{cfg: cfg, ln: ln, sessions: map[*Session]struct{}{}, perUID: map[int]int{}}
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
@@ -166,6 +182,12 @@ func (s *Server) serve(c *net.UnixConn) {
 		c.Write([]byte("refused\n"))
 		return
 	}
+	uid := int(cred.Uid)
+	if greeting := s.reserve(uid); greeting != "" {
+		c.Write([]byte(greeting))
+		return
+	}
+	defer s.unreserve(uid) // last: after the region is freed
 	sess, err := newSession(s.cfg.Params, cred, c)
 	if err != nil {
 		c.Write([]byte("error " + err.Error() + "\n"))
@@ -197,6 +219,32 @@ func (s *Server) serve(c *net.UnixConn) {
 		s.cfg.OnDetach(sess)
 	}
 	sess.free() // before the session leaves the table: Sessions() == 0 means freed
+}
+
+// reserve counts a session for uid before its region is made, so that
+// workers connecting at once cannot pass MaxSessionsPerUID; it returns
+// the refusal's greeting, or "".
+func (s *Server) reserve(uid int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return "error the daemon is closing its control socket\n"
+	}
+	if max := s.cfg.MaxSessionsPerUID; max > 0 && s.perUID[uid] >= max {
+		s.limited.Add(1)
+		return fmt.Sprintf("%suid %d holds %d sessions, the most the daemon allows one uid\n", sessionLimitGreeting, uid, s.perUID[uid])
+	}
+	s.perUID[uid]++
+	return ""
+}
+
+// unreserve gives back reserve's count.
+func (s *Server) unreserve(uid int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.perUID[uid]--; s.perUID[uid] <= 0 {
+		delete(s.perUID, uid)
+	}
 }
 
 // add enters sess in the table, unless Close has begun (whose closing of
@@ -311,6 +359,10 @@ func (s *Server) Sessions() int {
 // Refused is the number of connections refused by the credential check.
 func (s *Server) Refused() uint64 { return s.refused.Load() }
 
+// SessionLimitRefusals is the number of connections refused by
+// MaxSessionsPerUID.
+func (s *Server) SessionLimitRefusals() uint64 { return s.limited.Load() }
+
 // Close stops accepting, ends every session and removes the socket; it
 // returns once every session's OnDetach has returned and its region is
 // freed.
@@ -380,6 +432,9 @@ func Dial(path string) (*Attach, error) {
 		c.Close()
 		if msg == "refused\n" {
 			return nil, ErrRefused
+		}
+		if strings.HasPrefix(msg, sessionLimitGreeting) {
+			return nil, fmt.Errorf("attach to %s: daemon says %q: %w", path, msg, ErrSessionLimit)
 		}
 		return nil, fmt.Errorf("attach to %s: daemon says %q", path, msg)
 	}

@@ -269,3 +269,38 @@ func TestControl_closeWithinBoundsTheWait(t *testing.T) {
 	close(release)
 	waitFor(t, "the region to be freed", func() bool { return srv.Sessions() == 0 })
 }
+
+// A uid holds at most MaxSessionsPerUID sessions at once — root too,
+// whom the allow-lists always let through: one more is refused with a
+// greeting that says why (ErrSessionLimit), counted; once a session ends
+// the uid may attach again.
+func TestControl_sessionsPerUIDCapped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "workers.sock")
+	cfg := ServerConfig{Path: path, Params: controlParams(), MaxSessionsPerUID: 1}
+	if os.Geteuid() != 0 {
+		cfg.AllowUIDs = []int{os.Getuid()}
+	}
+	srv, err := Listen(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	first, err := Dial(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Dial(path)
+	if !errors.Is(err, ErrSessionLimit) || !strings.Contains(err.Error(), fmt.Sprintf("uid %d holds 1 sessions", os.Getuid())) {
+		t.Fatalf("second dial: %v, want ErrSessionLimit naming uid %d", err, os.Getuid())
+	}
+	if n, r := srv.SessionLimitRefusals(), srv.Refused(); n != 1 || r != 0 {
+		t.Errorf("session-limit refusals %d, credential refusals %d; want 1, 0", n, r)
+	}
+	first.Close()
+	waitFor(t, "the first session to end", func() bool { return srv.Sessions() == 0 })
+	again, err := Dial(path)
+	if err != nil {
+		t.Fatalf("dial after the first session ended: %v", err)
+	}
+	again.Close()
+}

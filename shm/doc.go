@@ -93,7 +93,9 @@
 // two descriptors with SCM_RIGHTS — [0] the region's memfd, [1] the
 // worker's wake-up eventfd (non-blocking) — or "refused\n" (the
 // credentials), or "error <text>\n" (any other reason: no region could
-// be made, the daemon is stopping), and then closes. After "ok" the worker maps the whole memfd
+// be made, the daemon is stopping; "error session limit: <text>\n"
+// when the worker's uid holds as many sessions as the daemon allows one
+// uid), and then closes. After "ok" the worker maps the whole memfd
 // (its size from fstat) shared, read-write, and checks the header. The
 // connection stays open, idle, for the session's life: when it closes
 // (the worker exits, crashes or calls Close) the daemon aborts the
