@@ -135,6 +135,7 @@ func TestLoad_errorsNameTheKey(t *testing.T) {
 		{"no idle spin", minimal + "runtime:\n  idle_spin_passes: 0\n", nil, []string{"runtime.idle_spin_passes: 0"}},
 		{"idle sleep too long", minimal + "runtime:\n  idle_max_sleep_us: 50000\n", nil, []string{"runtime.idle_max_sleep_us: 50000", "1..10000"}},
 		{"relative socket", minimal + "workers:\n  socket: w.sock\n", nil, []string{"workers.socket", "absolute path"}},
+		{"bad socket group", minimal + "workers:\n  socket_group: \"ml workers\"\n", nil, []string{"workers.socket_group", "neither a group name nor a numeric gid"}},
 		{"no session cap", minimal + "workers:\n  max_sessions_per_uid: 0\n", nil, []string{"workers.max_sessions_per_uid: 0 is out of range"}},
 		{"no backlog", minimal + "workers:\n  max_backlog: 0\n", nil, []string{"workers.max_backlog: 0 is out of range"}},
 		{"backlog under the outstanding RPCs", minimal + "workers:\n  max_outstanding: 1024\n  max_backlog: 2000\n", nil,

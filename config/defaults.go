@@ -44,6 +44,7 @@ var defaults = map[string]any{
 	"faults.seed":      1,
 
 	"workers.socket":               "/run/homa-dpdk/workers.sock",
+	"workers.socket_group":         "",
 	"workers.allow_uids":           []int{},
 	"workers.allow_gids":           []int{},
 	"workers.max_outstanding":      1024,

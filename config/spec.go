@@ -140,9 +140,13 @@ type WorkersSpec struct {
 	Enabled bool `mapstructure:"enabled"` // open the control socket(s)
 	// Socket is the control socket of the first port's host; other ports
 	// have one when ports[].workers_socket names it.
-	Socket    string `mapstructure:"socket"`
-	AllowUIDs []int  `mapstructure:"allow_uids"` // uids allowed to connect (root always is)
-	AllowGIDs []int  `mapstructure:"allow_gids"` // gids allowed to connect
+	Socket string `mapstructure:"socket"`
+	// SocketGroup is the group of every control socket, a name or a
+	// numeric gid ("": the daemon's own): with mode 0660 its members may
+	// connect, and the allow-lists decide who attaches.
+	SocketGroup string `mapstructure:"socket_group"`
+	AllowUIDs   []int  `mapstructure:"allow_uids"` // uids allowed to connect (root always is)
+	AllowGIDs   []int  `mapstructure:"allow_gids"` // gids allowed to connect
 	// MaxSessionsPerUID bounds the sessions one uid (root too) holds at
 	// once; each is a region of max_bytes + pool_bytes and more.
 	MaxSessionsPerUID int `mapstructure:"max_sessions_per_uid"`

@@ -47,6 +47,11 @@ func (p *problems) duration(key string, v, lo, hi time.Duration) {
 	}
 }
 
+// groupName is a numeric gid or a group name as useradd(8) takes it
+// (whether it exists is for the daemon to find out: the config is read
+// without side effects, maybe on another machine).
+var groupName = regexp.MustCompile(`^([0-9]{1,10}|[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?)$`)
+
 // Validate checks every key and returns all problems at once.
 func (s *Spec) Validate() error {
 	var p problems
@@ -104,6 +109,9 @@ func (s *Spec) Validate() error {
 	p.fraction("faults.reorder", s.Faults.Reorder)
 	if s.Workers.Enabled && (s.Workers.Socket == "" || !strings.HasPrefix(s.Workers.Socket, "/")) {
 		p.add("workers.socket", "%q is not an absolute path", s.Workers.Socket)
+	}
+	if g := s.Workers.SocketGroup; g != "" && !groupName.MatchString(g) {
+		p.add("workers.socket_group", "%q is neither a group name nor a numeric gid", g)
 	}
 	p.intRange("workers.max_outstanding", s.Workers.MaxOutstanding, 1, 1<<20)
 	p.intRange("workers.max_bytes", s.Workers.MaxBytes, 1<<16, 1<<40)

@@ -32,6 +32,7 @@ type Host interface {
 // Config configures a hub.
 type Config struct {
 	Path                 string // the control socket
+	SocketGroup          string // the socket's group, a name or a gid ("": the daemon's)
 	AllowUIDs, AllowGIDs []int  // besides root, who may connect
 	// MaxSessionsPerUID bounds the sessions (each a region) one uid may
 	// hold at once, root's too (0: no bound).
@@ -147,7 +148,8 @@ func New(h Host, c Config) (*Hub, error) {
 	}
 	srv, err := shm.Listen(shm.ServerConfig{
 		Path: c.Path, AllowUIDs: c.AllowUIDs, AllowGIDs: c.AllowGIDs, Params: c.Params,
-		MaxSessionsPerUID: c.MaxSessionsPerUID, OnAttach: hub.onAttach, OnDetach: hub.onDetach,
+		SocketGroup: c.SocketGroup, MaxSessionsPerUID: c.MaxSessionsPerUID,
+		OnAttach: hub.onAttach, OnDetach: hub.onDetach,
 	})
 	if err != nil {
 		return nil, err

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,10 +25,14 @@ import (
 
 // ServerConfig configures the control socket.
 type ServerConfig struct {
-	Path      string // socket path; created with mode 0660
-	AllowUIDs []int  // uids allowed besides root
-	AllowGIDs []int  // gids allowed
-	Params    Params // the region of each worker
+	Path string // socket path; created with mode 0660
+	// SocketGroup, when set, is the socket's group (a name or a numeric
+	// gid): with mode 0660 its members may connect (the allow-lists
+	// still decide who attaches). Empty: the daemon's own group.
+	SocketGroup string
+	AllowUIDs   []int  // uids allowed besides root
+	AllowGIDs   []int  // gids allowed
+	Params      Params // the region of each worker
 	// Admit, when set, is asked after the allow-lists pass (root
 	// included); false refuses the worker as they do ("refused\n",
 	// counted in Server.Refused). It runs on the connection's goroutine.
@@ -145,6 +148,10 @@ func Listen(cfg ServerConfig) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
+	if err := chownGroup(cfg.Path, cfg.SocketGroup); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("control socket %s: %w", cfg.Path, err)
+	}
 	s := &Server{cfg: cfg, ln: ln, sessions: map[*Session]struct{}{}, perUID: map[int]int{}}
 	s.wg.Add(1)
 	go s.accept()
@@ -161,16 +168,6 @@ func (s *Server) accept() {
 		s.wg.Add(1)
 		go s.serve(c)
 	}
-}
-
-// allowed applies the allow-lists; root is always allowed.
-func (s *Server) allowed(uid, gid int) bool {
-	return uid == 0 || slices.Contains(s.cfg.AllowUIDs, uid) || slices.Contains(s.cfg.AllowGIDs, gid)
-}
-
-// admitted asks the daemon's own check (ServerConfig.Admit), if any.
-func (s *Server) admitted(cred *unix.Ucred) bool {
-	return s.cfg.Admit == nil || s.cfg.Admit(int(cred.Uid), int(cred.Gid), int(cred.Pid))
 }
 
 func (s *Server) serve(c *net.UnixConn) {
@@ -264,22 +261,6 @@ func (s *Server) remove(sess *Session) {
 	s.mu.Lock()
 	delete(s.sessions, sess)
 	s.mu.Unlock()
-}
-
-func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	err = raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return cred, cerr
 }
 
 // newSession makes a worker's region: a memfd of the layout's size, on
