@@ -146,7 +146,7 @@ type WorkersSpec struct {
 	// connect, and the allow-lists decide who attaches.
 	SocketGroup string `mapstructure:"socket_group"`
 	AllowUIDs   []int  `mapstructure:"allow_uids"` // uids allowed to connect (root always is)
-	AllowGIDs   []int  `mapstructure:"allow_gids"` // gids allowed to connect
+	AllowGIDs   []int  `mapstructure:"allow_gids"` // gids allowed to connect: primary or supplementary
 	// MaxSessionsPerUID bounds the sessions one uid (root too) holds at
 	// once; each is a region of max_bytes + pool_bytes and more.
 	MaxSessionsPerUID int `mapstructure:"max_sessions_per_uid"`

@@ -33,7 +33,7 @@ type Host interface {
 type Config struct {
 	Path                 string // the control socket
 	SocketGroup          string // the socket's group, a name or a gid ("": the daemon's)
-	AllowUIDs, AllowGIDs []int  // besides root, who may connect
+	AllowUIDs, AllowGIDs []int  // besides root, who may connect (gids: primary or supplementary)
 	// MaxSessionsPerUID bounds the sessions (each a region) one uid may
 	// hold at once, root's too (0: no bound).
 	MaxSessionsPerUID int

@@ -31,7 +31,7 @@ type ServerConfig struct {
 	// still decide who attaches). Empty: the daemon's own group.
 	SocketGroup string
 	AllowUIDs   []int  // uids allowed besides root
-	AllowGIDs   []int  // gids allowed
+	AllowGIDs   []int  // gids allowed: a peer's primary gid or any supplementary one
 	Params      Params // the region of each worker
 	// Admit, when set, is asked after the allow-lists pass (root
 	// included); false refuses the worker as they do ("refused\n",
@@ -174,7 +174,7 @@ func (s *Server) serve(c *net.UnixConn) {
 	defer s.wg.Done()
 	defer c.Close()
 	cred, err := peerCred(c)
-	if err != nil || !s.allowed(int(cred.Uid), int(cred.Gid)) || !s.admitted(cred) {
+	if err != nil || !s.allowed(c, cred) || !s.admitted(cred) {
 		s.refused.Add(1)
 		c.Write([]byte("refused\n"))
 		return

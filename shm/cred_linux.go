@@ -1,23 +1,102 @@
 package shm
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/user"
 	"slices"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
 
 // Who may attach: the socket's mode and group decide who can connect at
-// all; the peer's credentials, taken from the connection (SO_PEERCRED),
-// decide who attaches.
+// all; the peer's credentials, taken from the connection (SO_PEERCRED,
+// and SO_PEERGROUPS for its supplementary groups), decide who attaches.
 
-// allowed applies the allow-lists; root is always allowed.
-func (s *Server) allowed(uid, gid int) bool {
-	return uid == 0 || slices.Contains(s.cfg.AllowUIDs, uid) || slices.Contains(s.cfg.AllowGIDs, gid)
+// allowed applies the allow-lists to the peer of c: root always, a uid
+// on AllowUIDs, or a gid on AllowGIDs, the primary one or any of the
+// supplementary groups (read only when the others did not decide).
+func (s *Server) allowed(c *net.UnixConn, cred *unix.Ucred) bool {
+	uid, gid := int(cred.Uid), int(cred.Gid)
+	if uid == 0 || slices.Contains(s.cfg.AllowUIDs, uid) || slices.Contains(s.cfg.AllowGIDs, gid) {
+		return true
+	}
+	if len(s.cfg.AllowGIDs) == 0 {
+		return false
+	}
+	groups, err := peerGroups(c, int(cred.Pid))
+	if err != nil {
+		return false // refused, like a peer whose credentials cannot be read
+	}
+	return slices.ContainsFunc(groups, func(g int) bool { return slices.Contains(s.cfg.AllowGIDs, g) })
+}
+
+// peerGroups are the supplementary groups of c's peer: SO_PEERGROUPS, the
+// groups it had when it connected (Linux 4.13 and later), or where the
+// kernel lacks it the "Groups:" line of /proc/PID/status for the pid
+// SO_PEERCRED named — the groups that process has now, if it still runs.
+func peerGroups(c *net.UnixConn, pid int) ([]int, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var gids []uint32
+	var gerr error
+	if err := raw.Control(func(fd uintptr) { gids, gerr = getsockoptPeerGroups(int(fd)) }); err != nil {
+		return nil, err
+	}
+	if gerr == nil {
+		groups := make([]int, len(gids))
+		for i, g := range gids {
+			groups[i] = int(g)
+		}
+		return groups, nil
+	}
+	if !errors.Is(gerr, unix.ENOPROTOOPT) {
+		return nil, fmt.Errorf("SO_PEERGROUPS: %w", gerr)
+	}
+	return procGroups(pid)
+}
+
+// procGroups reads the supplementary groups of process pid from
+// /proc/PID/status.
+func procGroups(pid int) ([]int, error) {
+	if pid <= 0 {
+		return nil, fmt.Errorf("no pid for the peer (%d)", pid) // in another pid namespace
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return nil, err
+	}
+	return parseStatusGroups(status)
+}
+
+// parseStatusGroups reads the "Groups:" line of a /proc/PID/status text:
+// the supplementary gids, in decimal, separated by blanks (none: an empty
+// list).
+func parseStatusGroups(status []byte) ([]int, error) {
+	for line := range bytes.Lines(status) {
+		rest, ok := bytes.CutPrefix(line, []byte("Groups:"))
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(string(rest))
+		groups := make([]int, 0, len(fields))
+		for _, f := range fields {
+			g, err := strconv.ParseUint(f, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("/proc status: Groups: %q is not a gid", f)
+			}
+			groups = append(groups, int(g))
+		}
+		return groups, nil
+	}
+	return nil, errors.New("/proc status: no Groups: line")
 }
 
 // admitted asks the daemon's own check (ServerConfig.Admit), if any.

@@ -88,8 +88,10 @@
 // # Attaching
 //
 // A worker connects to the daemon's control socket (a unix stream socket,
-// mode 0660). The daemon checks the peer's credentials (SO_PEERCRED)
-// against its allow-lists and answers with one message: "ok\n" carrying
+// mode 0660, in the daemon's group or the one its config names). The
+// daemon checks the peer's credentials (SO_PEERCRED: root, a uid, the
+// primary gid; SO_PEERGROUPS, or /proc/PID/status where the kernel lacks
+// it: the supplementary gids) against its allow-lists and answers with one message: "ok\n" carrying
 // two descriptors with SCM_RIGHTS — [0] the region's memfd, [1] the
 // worker's wake-up eventfd (non-blocking) — or "refused\n" (the
 // credentials), or "error <text>\n" (any other reason: no region could
