@@ -91,17 +91,19 @@
 // mode 0660, in the daemon's group or the one its config names). The
 // daemon checks the peer's credentials (SO_PEERCRED: root, a uid, the
 // primary gid; SO_PEERGROUPS, or /proc/PID/status where the kernel lacks
-// it: the supplementary gids) against its allow-lists and answers with one message: "ok\n" carrying
-// two descriptors with SCM_RIGHTS — [0] the region's memfd, [1] the
-// worker's wake-up eventfd (non-blocking) — or "refused\n" (the
-// credentials), or "error <text>\n" (any other reason: no region could
-// be made, the daemon is stopping; "error session limit: <text>\n"
-// when the worker's uid holds as many sessions as the daemon allows one
-// uid), and then closes. After "ok" the worker maps the whole memfd
-// (its size from fstat) shared, read-write, and checks the header. The
-// connection stays open, idle, for the session's life: when it closes
-// (the worker exits, crashes or calls Close) the daemon aborts the
-// worker's RPCs, unbinds its ports and frees the region.
+// it: the supplementary gids) against its allow-lists and answers with
+// one message: "ok\n" carrying two descriptors with SCM_RIGHTS — [0] the
+// region's memfd, [1] the worker's wake-up eventfd (non-blocking) — or
+// "refused\n" (the credentials), or "error <text>\n" (any other reason:
+// no region could be made, the daemon is stopping; "error session limit:
+// <text>\n" when the worker's uid holds as many sessions as the daemon
+// allows one uid), and then closes. After "ok" the worker maps the whole
+// memfd (its size from fstat) shared, read-write, and checks the header.
+// The connection stays open, idle, for the session's life: when it
+// closes (the worker exits, crashes or calls Close) the daemon aborts
+// the worker's RPCs, unbinds its ports and frees the region. The daemon
+// closes it too when the worker breaks the protocol (a corrupt ring
+// index) or does not read its completions (see the backlog below).
 //
 // # Operations and their completions
 //
