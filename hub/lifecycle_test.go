@@ -79,7 +79,7 @@ func closeWithin(t *testing.T, hub *Hub, d time.Duration) error {
 // goroutine hogging it and a loop that sleeps 1 ms between passes: the
 // attach and the detach of a session often wait for the same pass (before
 // attach and detach were one ordered channel, about 1 cycle in 10 left a
-// ghost session). Each detach must find its session: no
+// ghost session, which also bound the port its worker had asked for). Each detach must find its session: no
 // session is left, the daemon's descriptors and region mappings are
 // back to where they were, and Close returns.
 func TestHub_connectCloseChurnLeavesNoSession(t *testing.T) {
@@ -105,10 +105,18 @@ func TestHub_connectCloseChurnLeavesNoSession(t *testing.T) {
 
 	baseFDs, baseRegions := daemonFootprint(t)
 	start := time.Now()
+	var bind shm.Slot
+	(&shm.Submission{Op: shm.OpBind, Port: 7, Cookie: 1}).Encode(&bind)
 	for i := range cycles {
 		at, err := shm.Dial(sock)
 		if err != nil {
 			t.Fatalf("cycle %d: %v", i, err)
+		}
+		if i%2 == 0 { // leaves a bind in its ring: a ghost would hold port 7
+			sq, err := shm.NewProducer(at.Layout.SQ(at.Region), at.Layout.SQEntries)
+			if err != nil || !sq.Push(&bind) {
+				t.Fatalf("cycle %d: cannot submit: %v", i, err)
+			}
 		}
 		at.Close()
 	}
@@ -133,6 +141,12 @@ func TestHub_connectCloseChurnLeavesNoSession(t *testing.T) {
 	if wc.Attached != cycles || wc.Detached != cycles {
 		t.Errorf("attached %d, detached %d; want %d each", wc.Attached, wc.Detached, cycles)
 	}
+	w := attachRaw(t, sock) // port 7 is free again
+	w.submit(t, shm.Submission{Op: shm.OpBind, Port: 7, Cookie: 2})
+	if c := w.next(t, 5*time.Second); c.Op != shm.CompAccepted {
+		t.Errorf("bind of port 7 after the churn: %v (err %v), want accepted", c.Op, c.Err)
+	}
+	w.at.Close()
 	if err := closeWithin(t, a.hub, closeBound); err != nil {
 		t.Errorf("Close: %v", err)
 	}
