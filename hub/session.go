@@ -126,12 +126,12 @@ func (ws *session) releases() bool {
 //
 //   - poll reads no more submissions than the backlog has room for, and
 //     none while it is full: each submission is answered by at most one
-//     completion at once (AbortAll by one per client RPC too), so
-//     refusals and answers alone never pass the bound. The submissions
-//     wait in the worker's own SQ, which fills: that is the worker's
-//     refusal, and it costs the daemon nothing (no error completion,
-//     which would need room itself). Counted once per episode
-//     (BacklogFull).
+//     completion at once, so refusals and answers alone never pass the
+//     bound (the errors AbortAll brings, one per client RPC, are RPCs
+//     ending, as below). The submissions wait in the worker's own SQ,
+//     which fills: that is the worker's refusal, and it costs the
+//     daemon nothing (no error completion, which would need room
+//     itself). Counted once per episode (BacklogFull).
 //   - requests to the worker's ports are dropped while the backlog is
 //     full (their clients retry), counted in LimitRefusals.
 //   - a completion the engine still owes when the backlog is full (a
