@@ -54,6 +54,10 @@ func TestLoad_defaultsAreKernelHoma(t *testing.T) {
 	if got := h.UnschedCutoffs; len(got) != 4 || got[0] != 200 || got[3] != 1_000_000 {
 		t.Errorf("cutoffs %v", got)
 	}
+	if w := s.Workers; w.MaxBacklog != 4096 || w.MaxBacklog < 2*w.MaxOutstanding || w.MaxSessionsPerUID != 32 {
+		t.Errorf("workers.max_backlog %d (max_outstanding %d), max_sessions_per_uid %d; want 4096, 32",
+			w.MaxBacklog, w.MaxOutstanding, w.MaxSessionsPerUID)
+	}
 	p := s.Ports[0]
 	if p.MTU != 1500 || p.Marking != "dscp" || p.RxDesc != 1024 || p.LinkSpeed != 0 {
 		t.Errorf("port defaults %+v", p)
@@ -131,6 +135,11 @@ func TestLoad_errorsNameTheKey(t *testing.T) {
 		{"no idle spin", minimal + "runtime:\n  idle_spin_passes: 0\n", nil, []string{"runtime.idle_spin_passes: 0"}},
 		{"idle sleep too long", minimal + "runtime:\n  idle_max_sleep_us: 50000\n", nil, []string{"runtime.idle_max_sleep_us: 50000", "1..10000"}},
 		{"relative socket", minimal + "workers:\n  socket: w.sock\n", nil, []string{"workers.socket", "absolute path"}},
+		{"bad socket group", minimal + "workers:\n  socket_group: \"ml workers\"\n", nil, []string{"workers.socket_group", "neither a group name nor a numeric gid"}},
+		{"no session cap", minimal + "workers:\n  max_sessions_per_uid: 0\n", nil, []string{"workers.max_sessions_per_uid: 0 is out of range"}},
+		{"no backlog", minimal + "workers:\n  max_backlog: 0\n", nil, []string{"workers.max_backlog: 0 is out of range"}},
+		{"backlog under the outstanding RPCs", minimal + "workers:\n  max_outstanding: 1024\n  max_backlog: 2000\n", nil,
+			[]string{"workers.max_backlog: 2000 is under twice workers.max_outstanding (1024)", "at least 2048"}},
 		{"yaml syntax", "ports: [\n", nil, []string{"homa.yaml"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

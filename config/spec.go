@@ -140,13 +140,25 @@ type WorkersSpec struct {
 	Enabled bool `mapstructure:"enabled"` // open the control socket(s)
 	// Socket is the control socket of the first port's host; other ports
 	// have one when ports[].workers_socket names it.
-	Socket         string `mapstructure:"socket"`
-	AllowUIDs      []int  `mapstructure:"allow_uids"`      // uids allowed to connect (root always is)
-	AllowGIDs      []int  `mapstructure:"allow_gids"`      // gids allowed to connect
-	MaxOutstanding int    `mapstructure:"max_outstanding"` // client RPCs in flight plus unanswered requests, per worker
-	MaxBytes       int    `mapstructure:"max_bytes"`       // transmit arena bytes per worker: the bytes it can have in flight
-	PoolBytes      int    `mapstructure:"pool_bytes"`      // receive pool bytes per worker (64 KB pages)
-	RingEntries    int    `mapstructure:"ring_entries"`    // slots of each submission and completion ring (a power of two)
+	Socket string `mapstructure:"socket"`
+	// SocketGroup is the group of every control socket, a name or a
+	// numeric gid ("": the daemon's own): with mode 0660 its members may
+	// connect, and the allow-lists decide who attaches.
+	SocketGroup string `mapstructure:"socket_group"`
+	AllowUIDs   []int  `mapstructure:"allow_uids"` // uids allowed to connect (root always is)
+	AllowGIDs   []int  `mapstructure:"allow_gids"` // gids allowed to connect: primary or supplementary
+	// MaxSessionsPerUID bounds the sessions one uid (root too) holds at
+	// once; each is a region of max_bytes + pool_bytes and more.
+	MaxSessionsPerUID int `mapstructure:"max_sessions_per_uid"`
+	MaxOutstanding    int `mapstructure:"max_outstanding"` // client RPCs in flight plus unanswered requests, per worker
+	MaxBytes          int `mapstructure:"max_bytes"`       // transmit arena bytes per worker: the bytes it can have in flight
+	PoolBytes         int `mapstructure:"pool_bytes"`      // receive pool bytes per worker (64 KB pages)
+	RingEntries       int `mapstructure:"ring_entries"`    // slots of each submission and completion ring (a power of two)
+	// MaxBacklog is the most completions the daemon keeps for one worker
+	// whose completion ring is full. At the bound it stops reading the
+	// worker's submission ring and drops requests to its ports; a
+	// completion still owed past it ends the session.
+	MaxBacklog int `mapstructure:"max_backlog"`
 }
 
 // ARPSpec configures neighbour resolution.

@@ -47,6 +47,11 @@ func (p *problems) duration(key string, v, lo, hi time.Duration) {
 	}
 }
 
+// groupName is a numeric gid or a group name as useradd(8) takes it
+// (whether it exists is for the daemon to find out: the config is read
+// without side effects, maybe on another machine).
+var groupName = regexp.MustCompile(`^([0-9]{1,10}|[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?)$`)
+
 // Validate checks every key and returns all problems at once.
 func (s *Spec) Validate() error {
 	var p problems
@@ -105,6 +110,9 @@ func (s *Spec) Validate() error {
 	if s.Workers.Enabled && (s.Workers.Socket == "" || !strings.HasPrefix(s.Workers.Socket, "/")) {
 		p.add("workers.socket", "%q is not an absolute path", s.Workers.Socket)
 	}
+	if g := s.Workers.SocketGroup; g != "" && !groupName.MatchString(g) {
+		p.add("workers.socket_group", "%q is neither a group name nor a numeric gid", g)
+	}
 	p.intRange("workers.max_outstanding", s.Workers.MaxOutstanding, 1, 1<<20)
 	p.intRange("workers.max_bytes", s.Workers.MaxBytes, 1<<16, 1<<40)
 	p.intRange("workers.pool_bytes", s.Workers.PoolBytes, 1<<16, 1<<40)
@@ -116,6 +124,11 @@ func (s *Spec) Validate() error {
 	}
 	if r := s.Workers.RingEntries; r < 16 || r > 1<<20 || r&(r-1) != 0 {
 		p.add("workers.ring_entries", "%d is not a power of two in 16..1048576", r)
+	}
+	p.intRange("workers.max_backlog", s.Workers.MaxBacklog, 1, 1<<22)
+	p.intRange("workers.max_sessions_per_uid", s.Workers.MaxSessionsPerUID, 1, 1<<16)
+	if b, o := s.Workers.MaxBacklog, s.Workers.MaxOutstanding; b >= 1 && b < 2*o {
+		p.add("workers.max_backlog", "%d is under twice workers.max_outstanding (%d): a worker that pauses while its RPCs end (a response and a release each) would lose its session; raise it to at least %d", b, o, 2*o)
 	}
 	p.duration("arp.timeout", s.ARP.Timeout, time.Millisecond, time.Minute)
 	p.intRange("arp.retries", s.ARP.Retries, 1, 100)

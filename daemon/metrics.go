@@ -83,13 +83,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 				"bad_entries": w.BadEntries, "refused": w.Refused, "limit_refusals": w.LimitRefusals,
 				"no_recv_space": w.NoRecvSpace, "completions": w.Completions, "cq_backlogged": w.CQBacklogged,
 				"wakeups": w.Wakeups, "corrupt_rings": w.CorruptRings,
-				"zero_copy_messages": w.ZeroCopyMessages,
+				"zero_copy_messages": w.ZeroCopyMessages, "backlog_full": w.BacklogFull,
+				"backlog_overflows": w.BacklogOverflows, "credential_refusals": w.CredentialRefusals,
+				"session_limit_refusals": w.SessionLimitRefusals,
 			} {
 				counter(descs.workers, v, host, port, name)
 			}
 			for name, v := range map[string]uint64{
 				"sessions": w.ActiveSessions, "outstanding_rpcs": w.OutstandingRPCs,
-				"held_pages": w.HeldPages, "free_pages": w.FreePages,
+				"held_pages": w.HeldPages, "free_pages": w.FreePages, "backlogged": w.Backlogged,
 			} {
 				ch <- prometheus.MustNewConstMetric(descs.workerGauge, prometheus.GaugeValue, float64(v), host, port, name)
 			}

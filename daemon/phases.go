@@ -260,7 +260,8 @@ func (d *Daemon) openWorkers() error {
 	if !ws.Enabled {
 		return nil
 	}
-	hc := hub.Config{AllowUIDs: ws.AllowUIDs, AllowGIDs: ws.AllowGIDs, MaxOutstanding: ws.MaxOutstanding,
+	hc := hub.Config{SocketGroup: ws.SocketGroup, AllowUIDs: ws.AllowUIDs, AllowGIDs: ws.AllowGIDs, MaxOutstanding: ws.MaxOutstanding,
+		MaxBacklog: ws.MaxBacklog, MaxSessionsPerUID: ws.MaxSessionsPerUID,
 		Params: shm.Params{
 			SQEntries: uint64(ws.RingEntries), CQEntries: uint64(ws.RingEntries),
 			ArenaSize: uint64(ws.MaxBytes), PoolPages: uint64(ws.PoolBytes / shm.PageSize),

@@ -11,6 +11,7 @@
 // the host package, builds without cgo, and is tested on the in-memory
 // network (engine/memnet) with the real engine.
 //
-// Start reading at hub.go (New, Poll, Flush, Stop: the loop's side), then
-// session.go (one worker's submissions and completions).
+// Start reading at hub.go (New, Poll, Flush: the loop's side), then
+// lifecycle.go (a session's attach, detach and end; Close and Stop),
+// then session.go (one worker's submissions and completions).
 package hub

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/engine"
 	"github.com/homa-dpdk/homa-dpdk/shm"
@@ -31,23 +32,47 @@ type Host interface {
 // Config configures a hub.
 type Config struct {
 	Path                 string // the control socket
-	AllowUIDs, AllowGIDs []int  // besides root, who may connect
+	SocketGroup          string // the socket's group, a name or a gid ("": the daemon's)
+	AllowUIDs, AllowGIDs []int  // besides root, who may connect (gids: primary or supplementary)
+	// MaxSessionsPerUID bounds the sessions (each a region) one uid may
+	// hold at once, root's too (0: no bound).
+	MaxSessionsPerUID int
 	// MaxOutstanding bounds each worker's client RPCs in flight plus the
 	// requests it has not answered yet.
 	MaxOutstanding int
-	Params         shm.Params // each worker's region: ring entries, arena and pool sizes
+	// MaxBacklog bounds the completions the daemon keeps for a worker
+	// whose completion ring is full (0: DefaultMaxBacklog). At the bound
+	// the worker's submission ring is left unread and requests to its
+	// ports are dropped; a completion still owed beyond it ends the
+	// session (session.go, "Backlog").
+	MaxBacklog int
+	Params     shm.Params // each worker's region: ring entries, arena and pool sizes
+	// CloseWait bounds how long Close waits for the loop to let the
+	// sessions go (0: DefaultCloseWait).
+	CloseWait time.Duration
 }
+
+// DefaultCloseWait is Config.CloseWait's zero value.
+const DefaultCloseWait = 5 * time.Second
+
+// DefaultMaxBacklog is Config.MaxBacklog's zero value: room for a Response
+// and a Released of every RPC the worker may have outstanding, plus a
+// completion ring's worth, so that a worker that pauses while its RPCs
+// end keeps its session.
+func DefaultMaxBacklog(c Config) int { return 2*c.MaxOutstanding + int(c.Params.CQEntries) }
 
 // Hub serves one host's workers. It is an in-loop application of its
 // host (its Poll, Flush and Stop are the loop's); the control socket's
-// goroutines hand it sessions through channels.
+// goroutines hand it each session's attach and detach, in order, on one
+// channel (lifecycle.go).
 type Hub struct {
-	h      Host
-	ep     *engine.Endpoint
-	srv    *shm.Server
-	lim    Config
-	attach chan *session
-	detach chan *session
+	h   Host
+	ep  *engine.Endpoint
+	srv *shm.Server
+	lim Config
+	// events are the sessions' attaches and detaches, in the order their
+	// control goroutines made them (lifecycle.go).
+	events chan event
 	// stopped is closed when the loop has stopped serving (its drain): a
 	// control goroutine waiting for a detach then frees the region itself.
 	stopped  chan struct{}
@@ -76,24 +101,29 @@ const publishEvery = 100_000_000
 // and its gauges (ActiveSessions and after).
 type Counters struct {
 	Attached, Detached   uint64
+	CredentialRefusals   uint64 // connections refused by the allow-lists
+	SessionLimitRefusals uint64 // connections refused by MaxSessionsPerUID
 	Submissions          uint64
 	BadEntries           uint64 // refused by validation (an error completion each)
 	Refused              uint64 // valid entries the engine refused (port in use, no such RPC, limit, ...)
-	LimitRefusals        uint64 // of Refused: a per-worker limit
+	LimitRefusals        uint64 // of Refused: a per-worker limit; and requests dropped for one (outstanding, backlog)
 	NoRecvSpace          uint64 // messages that found no free receive-pool pages
 	Completions          uint64
 	CQBacklogged         uint64 // completions that waited in the daemon for CQ room
+	BacklogFull          uint64 // times a worker's backlog reached MaxBacklog: its SQ then waits unread
+	BacklogOverflows     uint64 // sessions ended: a completion owed to them found the backlog at MaxBacklog
 	Wakeups              uint64 // eventfd writes
 	CorruptRings         uint64 // sessions ended because a ring index was corrupt
 	ZeroCopyMessages     uint64 // messages sent from the arena as external buffers (no copy)
 	ActiveSessions       uint64
 	OutstandingRPCs      uint64
 	HeldPages, FreePages uint64
+	Backlogged           uint64 // completions waiting in the daemon for CQ room now
 }
 
 // New opens the control socket at c.Path for workers of h. Give the hub
 // to its host as an in-loop application (host.AddApp) before the loop
-// starts; Close it while the loop still runs.
+// starts; Close it while the loop still runs, or after its Stop.
 func New(h Host, c Config) (*Hub, error) {
 	if err := os.MkdirAll(filepath.Dir(c.Path), 0o755); err != nil {
 		return nil, fmt.Errorf("worker socket directory: %w", err)
@@ -101,15 +131,24 @@ func New(h Host, c Config) (*Hub, error) {
 	if c.MaxOutstanding < 1 {
 		return nil, fmt.Errorf("workers: max_outstanding %d, want at least 1", c.MaxOutstanding)
 	}
+	if c.MaxBacklog < 0 {
+		return nil, fmt.Errorf("workers: max_backlog %d, want at least 1 (0: the default)", c.MaxBacklog)
+	}
+	if c.MaxBacklog == 0 {
+		c.MaxBacklog = DefaultMaxBacklog(c)
+	}
+	if c.CloseWait <= 0 {
+		c.CloseWait = DefaultCloseWait
+	}
 	hub := &Hub{
 		h: h, ep: h.Endpoint(), lim: c,
-		attach:  make(chan *session, 64),
-		detach:  make(chan *session, 64),
+		events:  make(chan event, 128),
 		stopped: make(chan struct{}),
 		slots:   make([]shm.Slot, 32),
 	}
 	srv, err := shm.Listen(shm.ServerConfig{
 		Path: c.Path, AllowUIDs: c.AllowUIDs, AllowGIDs: c.AllowGIDs, Params: c.Params,
+		SocketGroup: c.SocketGroup, MaxSessionsPerUID: c.MaxSessionsPerUID,
 		OnAttach: hub.onAttach, OnDetach: hub.onDetach,
 	})
 	if err != nil {
@@ -119,107 +158,31 @@ func New(h Host, c Config) (*Hub, error) {
 	return hub, nil
 }
 
-// onAttach runs on a control goroutine: it attaches the rings and hands
-// the session to the loop.
-func (hub *Hub) onAttach(s *shm.Session) {
-	side, err := s.EngineSide(uint32(min(hub.ep.MaxMessageLength(), shm.MaxMessage)))
-	if err != nil {
-		return // cannot happen for a region we just made; the worker then sees no traffic
-	}
-	ws := &session{
-		hub: hub, s: s, EngineSide: side,
-		servers:  map[uint16]*engine.Port{},
-		sends:    map[rpcRef]sendRef{},
-		requests: map[rpcRef]*engine.Port{},
-		gone:     make(chan struct{}),
-	}
-	s.Data = ws
-	select {
-	case hub.attach <- ws:
-	case <-hub.stopped:
-	}
-}
-
-// onDetach runs on a control goroutine when the worker's connection
-// closes; it returns once the loop no longer touches the region (which
-// the shm server then frees).
-func (hub *Hub) onDetach(s *shm.Session) {
-	ws, _ := s.Data.(*session)
-	if ws == nil {
-		return
-	}
-	select {
-	case hub.detach <- ws:
-	case <-hub.stopped:
-		return
-	}
-	select {
-	case <-ws.gone:
-	case <-hub.stopped:
-	}
-}
-
-// Close stops the control socket; every session detaches first, while
-// the loop still runs.
-func (hub *Hub) Close() error { return hub.srv.Close() }
-
-// Stop is the loop's drain (host.App): it lets every session go (aborting
-// their RPCs) and releases waiting control goroutines.
-func (hub *Hub) Stop() {
-	if hub.stopOnce.Swap(true) {
-		return
-	}
-	for _, ws := range hub.sessions {
-		ws.release()
-	}
-	// The loop has stopped: queued packets were sent or freed (the host
-	// drains its queues before its workers), so nothing reads the arenas.
-	for _, ws := range append(hub.draining, hub.sessions...) {
-		ws.finish()
-	}
-	hub.sessions, hub.draining = nil, nil
-	close(hub.stopped)
-}
-
 // Poll is the loop's step (host.App): sessions in and out, submissions,
 // completions. It returns the submissions it handled (work, for the idle
 // strategy).
 func (hub *Hub) Poll(now int64) int {
 	hub.now = now
 	before := hub.counters.Submissions
-	// len of a channel is a plain load; select would take its lock on
-	// every pass.
-	for len(hub.attach) > 0 || len(hub.detach) > 0 {
-		select {
-		case ws := <-hub.attach:
-			hub.sessions = append(hub.sessions, ws)
-			hub.counters.Attached++
-			continue
-		case ws := <-hub.detach:
-			hub.remove(ws)
-			continue
-		default:
-		}
-		break
-	}
-	for i := 0; i < len(hub.draining); i++ {
-		if ws := hub.draining[i]; ws.releases() {
-			ws.finish()
-			hub.draining = append(hub.draining[:i], hub.draining[i+1:]...)
-			i--
-		}
-	}
+	hub.takeEvents()
+	hub.drain()
 	for i := 0; i < len(hub.sessions); i++ {
 		ws := hub.sessions[i]
 		ws.poll()
-		if ws.SQ.Corrupt() != 0 || ws.CQ.Corrupt() != 0 {
-			// A broken or hostile worker: end its session (the socket
-			// closes, the control goroutine frees the region).
+		// A broken or hostile worker, or one that does not read its
+		// completions: end its session (the socket closes, the control
+		// goroutine frees the region).
+		switch {
+		case ws.SQ.Corrupt() != 0 || ws.CQ.Corrupt() != 0:
 			hub.counters.CorruptRings++
-			hub.remove(ws)
-			ws.s.Close()
-			i--
+		case ws.overflow:
+			hub.counters.BacklogOverflows++
+		default:
+			continue
 		}
+		hub.remove(ws)
+		ws.s.Close()
+		i--
 	}
 	return int(hub.counters.Submissions - before)
 }
@@ -248,11 +211,14 @@ func (hub *Hub) publish() {
 // counts returns the counters with the sessions' gauges.
 func (hub *Hub) counts() Counters {
 	c := hub.counters
+	c.CredentialRefusals = hub.srv.Refused()
+	c.SessionLimitRefusals = hub.srv.SessionLimitRefusals()
 	c.ActiveSessions = uint64(len(hub.sessions))
 	for _, ws := range hub.sessions {
 		c.OutstandingRPCs += uint64(ws.outst)
 		c.HeldPages += uint64(ws.Pages.Held())
 		c.FreePages += uint64(ws.Pages.Free())
+		c.Backlogged += uint64(len(ws.backlog))
 	}
 	return c
 }
@@ -263,20 +229,4 @@ func (hub *Hub) Snapshot() Counters {
 	hub.box.mu.Lock()
 	defer hub.box.mu.Unlock()
 	return hub.box.snap
-}
-
-func (hub *Hub) remove(ws *session) {
-	for i, s := range hub.sessions {
-		if s == ws {
-			hub.sessions = append(hub.sessions[:i], hub.sessions[i+1:]...)
-			hub.counters.Detached++
-			ws.release()
-			if ws.releases() {
-				ws.finish()
-			} else {
-				hub.draining = append(hub.draining, ws)
-			}
-			return
-		}
-	}
 }

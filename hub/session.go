@@ -19,7 +19,9 @@ type session struct {
 	// engine holds: client RPCs by id, server responses by (peer, id).
 	sends    map[rpcRef]sendRef
 	requests map[rpcRef]*engine.Port // delivered requests not yet answered
-	backlog  []shm.Completion        // completions waiting for CQ room
+	backlog  []shm.Completion        // completions waiting for CQ room, at most MaxBacklog
+	stalled  bool                    // the backlog is full: the SQ waits unread (counted once)
+	overflow bool                    // a completion found the backlog full: the session ends at the next Poll
 	// Zero-copy sends: each message in flight holds a payload reference
 	// of the host's; after the engine lets go (OutDone) it waits in
 	// releasing until its last packet has left the port, and only then
@@ -28,6 +30,7 @@ type session struct {
 	pushed    bool
 	closing   bool
 	outst     int           // client RPCs in flight plus unanswered requests
+	state     sessionState  // where it is in its life (lifecycle.go)
 	gone      chan struct{} // closed when the loop has let the session go
 }
 
@@ -61,11 +64,10 @@ func (ws *session) release() {
 
 // finish lets the control goroutine free the region.
 func (ws *session) finish() {
-	select {
-	case <-ws.gone:
+	if ws.state == stateGone {
 		return
-	default:
 	}
+	ws.state = stateGone
 	ws.releasing = nil // the host frees its payload buffers at its drain
 	close(ws.gone)
 }
@@ -117,10 +119,45 @@ func (ws *session) releases() bool {
 	return len(ws.releasing) == 0
 }
 
-// poll reads the submission ring.
+// Backlog. Completions that find the CQ full wait in ws.backlog, in
+// order, and Flush pushes them as the worker makes room. A worker that
+// does not read its CQ must not make the daemon hold more than
+// MaxBacklog of them, so:
+//
+//   - poll reads no more submissions than the backlog has room for, and
+//     none while it is full: each submission is answered by at most one
+//     completion at once, so refusals and answers alone never pass the
+//     bound (the errors AbortAll brings, one per client RPC, are RPCs
+//     ending, as below). The submissions wait in the worker's own SQ,
+//     which fills: that is the worker's refusal, and it costs the
+//     daemon nothing (no error completion, which would need room
+//     itself). Counted once per episode (BacklogFull).
+//   - requests to the worker's ports are dropped while the backlog is
+//     full (their clients retry), counted in LimitRefusals.
+//   - a completion the engine still owes when the backlog is full (a
+//     response, a failure or a release of an RPC already under way)
+//     ends the session at the next Poll (BacklogOverflows): the worker
+//     is not reading, and its RPCs are aborted with it.
+
+// backlogFull reports whether the backlog is at its bound.
+func (ws *session) backlogFull() bool { return len(ws.backlog) >= ws.hub.lim.MaxBacklog }
+
+// poll reads the submission ring, as far as the backlog has room.
 func (ws *session) poll() {
 	hub := ws.hub
-	n := ws.SQ.PopBurst(hub.slots)
+	if len(ws.backlog) > 0 {
+		ws.pushBacklog() // room the worker made since the last Flush
+	}
+	room := hub.lim.MaxBacklog - len(ws.backlog)
+	if room <= 0 || ws.overflow {
+		if !ws.stalled {
+			ws.stalled = true
+			hub.counters.BacklogFull++
+		}
+		return
+	}
+	ws.stalled = false
+	n := ws.SQ.PopBurst(hub.slots[:min(len(hub.slots), room)])
 	for i := range n {
 		hub.counters.Submissions++
 		sub, code := shm.ParseSubmission(&hub.slots[i], &ws.Limits)
@@ -257,7 +294,7 @@ func (ws *session) hooks(server uint16) engine.PortHooks {
 	return engine.PortHooks{
 		Deliver: func(m engine.Message) { ws.deliver(m, server) },
 		RecvBuf: func(n int) ([]byte, bool) {
-			if server != 0 && ws.outst >= ws.hub.lim.MaxOutstanding {
+			if server != 0 && (ws.outst >= ws.hub.lim.MaxOutstanding || ws.backlogFull()) {
 				ws.hub.counters.LimitRefusals++
 				return nil, false // the request is dropped; its client retries
 			}
@@ -336,10 +373,18 @@ func (ws *session) outDone(id uint64, peer engine.Addr, _ []byte) {
 	ws.complete(shm.Completion{Op: shm.CompReleased, Cookie: s.cookie, Offset: s.offset, Length: s.length})
 }
 
-// complete pushes c, or keeps it (in order) until the ring has room.
+// complete pushes c, or keeps it (in order) until the ring has room; one
+// that finds the backlog full ends the session instead ("Backlog").
 func (ws *session) complete(c shm.Completion) {
-	if ws.closing {
+	if ws.closing || ws.overflow {
 		return
+	}
+	if ws.backlogFull() {
+		ws.pushBacklog() // the worker may have made room since the last Flush
+		if ws.backlogFull() {
+			ws.overflow = true // the loop ends the session; nothing more is kept for it
+			return
+		}
 	}
 	ws.hub.counters.Completions++
 	if len(ws.backlog) == 0 {
@@ -358,21 +403,29 @@ func (ws *session) flush() {
 	if len(ws.releasing) > 0 {
 		ws.releases()
 	}
-	for len(ws.backlog) > 0 {
-		var slot shm.Slot
-		ws.backlog[0].Encode(&slot)
-		if !ws.CQ.Push(&slot) {
-			break
-		}
-		ws.backlog = ws.backlog[1:]
-		ws.pushed = true
-	}
+	ws.pushBacklog()
 	if ws.pushed {
 		ws.pushed = false
 		if ws.CQ.TakeWaiter() {
 			ws.hub.counters.Wakeups++
 			ws.s.Wake()
 		}
+	}
+}
+
+// pushBacklog moves backlogged completions into the CQ while it has room.
+func (ws *session) pushBacklog() {
+	k := 0
+	for ; k < len(ws.backlog); k++ {
+		var slot shm.Slot
+		ws.backlog[k].Encode(&slot)
+		if !ws.CQ.Push(&slot) {
+			break
+		}
+	}
+	if k > 0 {
+		ws.backlog = ws.backlog[:copy(ws.backlog, ws.backlog[k:])]
+		ws.pushed = true
 	}
 }
 

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,17 +26,30 @@ import (
 
 // ServerConfig configures the control socket.
 type ServerConfig struct {
-	Path      string // socket path; created with mode 0660
-	AllowUIDs []int  // uids allowed besides root
-	AllowGIDs []int  // gids allowed
-	Params    Params // the region of each worker
+	Path string // socket path; created with mode 0660
+	// SocketGroup, when set, is the socket's group (a name or a numeric
+	// gid): with mode 0660 its members may connect (the allow-lists
+	// still decide who attaches). Empty: the daemon's own group.
+	SocketGroup string
+	AllowUIDs   []int  // uids allowed besides root
+	AllowGIDs   []int  // gids allowed: a peer's primary gid or any supplementary one
+	Params      Params // the region of each worker
 	// Admit, when set, is asked after the allow-lists pass (root
 	// included); false refuses the worker as they do ("refused\n",
 	// counted in Server.Refused). It runs on the connection's goroutine.
 	Admit func(uid, gid, pid int) bool
+	// MaxSessionsPerUID bounds the sessions one uid holds at once, root's
+	// too (0: no bound): each is a region of its own. A worker past it is
+	// refused with "error session limit: ...\n" (ErrSessionLimit to Dial),
+	// counted in Server.SessionLimitRefusals.
+	MaxSessionsPerUID int
 	// OnAttach runs for each accepted worker before its region is sent;
-	// OnDetach when its connection closes, before the region is freed.
-	OnAttach func(*Session)
+	// an error refuses the worker ("error <text>\n"), frees the region
+	// and skips OnDetach. OnDetach runs when the connection of an
+	// attached worker closes, before the region is freed. Both run on the
+	// connection's goroutine, one after the other: a session's OnDetach
+	// never starts before its OnAttach has returned.
+	OnAttach func(*Session) error
 	OnDetach func(*Session)
 }
 
@@ -95,16 +110,26 @@ func (s *Session) Wake() {
 type Server struct {
 	cfg      ServerConfig
 	ln       *net.UnixListener
-	mu       sync.Mutex
-	sessions map[*Session]struct{}
-	wg       sync.WaitGroup
-
-	Refused int // connections refused by the credential check (read after Close)
+	mu       sync.Mutex            // guards sessions, perUID and closing
+	sessions map[*Session]struct{} // regions made and not yet freed
+	perUID   map[int]int           // sessions being made or held, by uid (MaxSessionsPerUID)
+	closing  bool                  // Close has begun: no session is added
+	wg       sync.WaitGroup        // the accept goroutine and one per connection
+	refused  atomic.Uint64         // connections refused by the credential check
+	limited  atomic.Uint64         // connections refused by MaxSessionsPerUID
 }
 
 // ErrRefused is what a worker sees (in the greeting) when its credentials
 // are not allowed.
 var ErrRefused = errors.New("shm: credentials not allowed by the daemon")
+
+// ErrSessionLimit is what a worker sees when its uid holds as many
+// sessions as the daemon allows one uid (ServerConfig.MaxSessionsPerUID).
+var ErrSessionLimit = errors.New("shm: too many sessions for this uid")
+
+// sessionLimitGreeting starts the greeting of a worker refused by
+// MaxSessionsPerUID.
+const sessionLimitGreeting = "error session limit: "
 
 // Listen creates the control socket and starts accepting workers.
 func Listen(cfg ServerConfig) (*Server, error) {
@@ -124,7 +149,11 @@ func Listen(cfg ServerConfig) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
-	s := &Server{cfg: cfg, ln: ln, sessions: map[*Session]struct{}{}}
+	if err := chownGroup(cfg.Path, cfg.SocketGroup); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("control socket %s: %w", cfg.Path, err)
+	}
+	s := &Server{cfg: cfg, ln: ln, sessions: map[*Session]struct{}{}, perUID: map[int]int{}}
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
@@ -142,37 +171,38 @@ func (s *Server) accept() {
 	}
 }
 
-// allowed applies the allow-lists; root is always allowed.
-func (s *Server) allowed(uid, gid int) bool {
-	return uid == 0 || slices.Contains(s.cfg.AllowUIDs, uid) || slices.Contains(s.cfg.AllowGIDs, gid)
-}
-
-// admitted asks the daemon's own check (ServerConfig.Admit), if any.
-func (s *Server) admitted(cred *unix.Ucred) bool {
-	return s.cfg.Admit == nil || s.cfg.Admit(int(cred.Uid), int(cred.Gid), int(cred.Pid))
-}
-
 func (s *Server) serve(c *net.UnixConn) {
 	defer s.wg.Done()
 	defer c.Close()
 	cred, err := peerCred(c)
-	if err != nil || !s.allowed(int(cred.Uid), int(cred.Gid)) || !s.admitted(cred) {
-		s.mu.Lock()
-		s.Refused++
-		s.mu.Unlock()
+	if err != nil || !s.allowed(c, cred) || !s.admitted(cred) {
+		s.refused.Add(1)
 		c.Write([]byte("refused\n"))
 		return
 	}
+	uid := int(cred.Uid)
+	if greeting := s.reserve(uid); greeting != "" {
+		c.Write([]byte(greeting))
+		return
+	}
+	defer s.unreserve(uid) // last: after the region is freed
 	sess, err := newSession(s.cfg.Params, cred, c)
 	if err != nil {
 		c.Write([]byte("error " + err.Error() + "\n"))
 		return
 	}
-	s.mu.Lock()
-	s.sessions[sess] = struct{}{}
-	s.mu.Unlock()
+	if !s.add(sess) {
+		sess.free()
+		c.Write([]byte("error the daemon is closing its control socket\n"))
+		return
+	}
+	defer s.remove(sess)
 	if s.cfg.OnAttach != nil {
-		s.cfg.OnAttach(sess)
+		if err := s.cfg.OnAttach(sess); err != nil {
+			sess.free()
+			c.Write([]byte("error " + err.Error() + "\n"))
+			return
+		}
 	}
 	rights := unix.UnixRights(sess.fd, sess.efd)
 	if _, _, err := c.WriteMsgUnix([]byte("ok\n"), rights, nil); err == nil {
@@ -187,25 +217,51 @@ func (s *Server) serve(c *net.UnixConn) {
 		s.cfg.OnDetach(sess)
 	}
 	sess.free() // before the session leaves the table: Sessions() == 0 means freed
+}
+
+// reserve counts a session for uid before its region is made, so that
+// workers connecting at once cannot pass MaxSessionsPerUID; it returns
+// the refusal's greeting, or "".
+func (s *Server) reserve(uid int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return "error the daemon is closing its control socket\n"
+	}
+	if max := s.cfg.MaxSessionsPerUID; max > 0 && s.perUID[uid] >= max {
+		s.limited.Add(1)
+		return fmt.Sprintf("%suid %d holds %d sessions, the most the daemon allows one uid\n", sessionLimitGreeting, uid, s.perUID[uid])
+	}
+	s.perUID[uid]++
+	return ""
+}
+
+// unreserve gives back reserve's count.
+func (s *Server) unreserve(uid int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.perUID[uid]--; s.perUID[uid] <= 0 {
+		delete(s.perUID, uid)
+	}
+}
+
+// add enters sess in the table, unless Close has begun (whose closing of
+// every connection would miss it).
+func (s *Server) add(sess *Session) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.sessions[sess] = struct{}{}
+	return true
+}
+
+// remove takes a freed session out of the table.
+func (s *Server) remove(sess *Session) {
 	s.mu.Lock()
 	delete(s.sessions, sess)
 	s.mu.Unlock()
-}
-
-func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	err = raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return cred, cerr
 }
 
 // newSession makes a worker's region: a memfd of the layout's size, on
@@ -282,17 +338,53 @@ func (s *Server) Sessions() int {
 	return len(s.sessions)
 }
 
-// Close stops accepting, ends every session and removes the socket.
-func (s *Server) Close() error {
+// Refused is the number of connections refused by the credential check.
+func (s *Server) Refused() uint64 { return s.refused.Load() }
+
+// SessionLimitRefusals is the number of connections refused by
+// MaxSessionsPerUID.
+func (s *Server) SessionLimitRefusals() uint64 { return s.limited.Load() }
+
+// Close stops accepting, ends every session and removes the socket; it
+// returns once every session's OnDetach has returned and its region is
+// freed.
+func (s *Server) Close() error { return s.CloseWithin(0) }
+
+// ErrCloseTimeout is returned by CloseWithin when sessions were still
+// held after its wait.
+var ErrCloseTimeout = errors.New("shm: sessions still held when the wait ended")
+
+// CloseWithin is Close with a bound on the wait (0: none). When sessions
+// are still held after d (an OnDetach waits for something that does not
+// come), it returns an error wrapping ErrCloseTimeout; their goroutines
+// go on, and each frees its region when its OnDetach returns. The
+// socket is removed either way.
+func (s *Server) CloseWithin(d time.Duration) error {
 	err := s.ln.Close()
 	s.mu.Lock()
+	s.closing = true
 	for sess := range s.sessions {
 		sess.conn.Close()
 	}
 	s.mu.Unlock()
-	s.wg.Wait()
-	os.Remove(s.cfg.Path)
-	return err
+	defer os.Remove(s.cfg.Path)
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	var timeout <-chan time.Time
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-done:
+		if errors.Is(err, net.ErrClosed) {
+			err = nil // closed before
+		}
+		return err
+	case <-timeout:
+		return fmt.Errorf("control socket %s: %d sessions after %v: %w", s.cfg.Path, s.Sessions(), d, ErrCloseTimeout)
+	}
 }
 
 // Attach is the worker side of the control socket: it connects, receives
@@ -322,6 +414,9 @@ func Dial(path string) (*Attach, error) {
 		c.Close()
 		if msg == "refused\n" {
 			return nil, ErrRefused
+		}
+		if strings.HasPrefix(msg, sessionLimitGreeting) {
+			return nil, fmt.Errorf("attach to %s: daemon says %q: %w", path, msg, ErrSessionLimit)
 		}
 		return nil, fmt.Errorf("attach to %s: daemon says %q", path, msg)
 	}

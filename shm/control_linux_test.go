@@ -79,7 +79,7 @@ func TestControl_attachShareRingsDetachFrees(t *testing.T) {
 	var sess atomic.Pointer[Session]
 	baseline := openFDs(t)
 	srv, err := Listen(ServerConfig{Path: path, Params: controlParams(),
-		OnAttach: func(s *Session) { attached.Add(1); sess.Store(s) },
+		OnAttach: func(s *Session) error { attached.Add(1); sess.Store(s); return nil },
 		OnDetach: func(*Session) { detached.Add(1) }})
 	if err != nil {
 		t.Fatal(err)
@@ -169,9 +169,7 @@ func TestControl_uidNotAllowedIsRefused(t *testing.T) {
 		t.Errorf("uid 4242 (allowed): %q", got)
 	}
 	waitFor(t, "sessions to end", func() bool { return srv.Sessions() == 0 })
-	srv.mu.Lock()
-	refused := srv.Refused
-	srv.mu.Unlock()
+	refused := srv.Refused()
 	if refused != 1 {
 		t.Errorf("%d refusals counted, want 1", refused)
 	}
@@ -215,12 +213,96 @@ func TestControl_admitRefusesAfterAllowLists(t *testing.T) {
 	}
 	a.Close()
 	waitFor(t, "the session to end", func() bool { return srv.Sessions() == 0 })
-	srv.mu.Lock()
-	refused := srv.Refused
-	srv.mu.Unlock()
+	refused := srv.Refused()
 	if refused != 1 || asked.Load() != 2 {
 		t.Errorf("%d refusals, Admit asked %d times with this process's credentials; want 1 and 2", refused, asked.Load())
 	}
+}
+
+// An OnAttach error refuses the worker with its text; the region is
+// freed and OnDetach does not run.
+func TestControl_onAttachErrorRefusesWithItsText(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "workers.sock")
+	var detached atomic.Int32
+	srv, err := Listen(ServerConfig{Path: path, Params: controlParams(), AllowUIDs: []int{os.Getuid()},
+		OnAttach: func(*Session) error { return errors.New("not today") },
+		OnDetach: func(*Session) { detached.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if _, err := Dial(path); err == nil || !strings.Contains(err.Error(), "not today") {
+		t.Fatalf("dial: %v, want the OnAttach error's text", err)
+	}
+	waitFor(t, "the region to be freed", func() bool { return srv.Sessions() == 0 })
+	if detached.Load() != 0 {
+		t.Errorf("OnDetach ran %d times for a refused worker", detached.Load())
+	}
+}
+
+// CloseWithin returns after its wait when an OnDetach does not return,
+// with ErrCloseTimeout; the region is freed once it does.
+func TestControl_closeWithinBoundsTheWait(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "workers.sock")
+	release := make(chan struct{})
+	srv, err := Listen(ServerConfig{Path: path, Params: controlParams(), AllowUIDs: []int{os.Getuid()},
+		OnDetach: func(*Session) { <-release }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Dial(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	start := time.Now()
+	err = srv.CloseWithin(100 * time.Millisecond)
+	if d := time.Since(start); !errors.Is(err, ErrCloseTimeout) || d > 2*time.Second {
+		t.Fatalf("CloseWithin: %v after %v, want ErrCloseTimeout after 100ms", err, d)
+	}
+	if srv.Sessions() != 1 {
+		t.Errorf("%d sessions held, want the one whose OnDetach waits", srv.Sessions())
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("socket still there after CloseWithin: %v", err)
+	}
+	close(release)
+	waitFor(t, "the region to be freed", func() bool { return srv.Sessions() == 0 })
+}
+
+// A uid holds at most MaxSessionsPerUID sessions at once — root too,
+// whom the allow-lists always let through: one more is refused with a
+// greeting that says why (ErrSessionLimit), counted; once a session ends
+// the uid may attach again.
+func TestControl_sessionsPerUIDCapped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "workers.sock")
+	cfg := ServerConfig{Path: path, Params: controlParams(), MaxSessionsPerUID: 1}
+	if os.Geteuid() != 0 {
+		cfg.AllowUIDs = []int{os.Getuid()}
+	}
+	srv, err := Listen(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	first, err := Dial(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Dial(path)
+	if !errors.Is(err, ErrSessionLimit) || !strings.Contains(err.Error(), fmt.Sprintf("uid %d holds 1 sessions", os.Getuid())) {
+		t.Fatalf("second dial: %v, want ErrSessionLimit naming uid %d", err, os.Getuid())
+	}
+	if n, r := srv.SessionLimitRefusals(), srv.Refused(); n != 1 || r != 0 {
+		t.Errorf("session-limit refusals %d, credential refusals %d; want 1, 0", n, r)
+	}
+	first.Close()
+	waitFor(t, "the first session to end", func() bool { return srv.Sessions() == 0 })
+	again, err := Dial(path)
+	if err != nil {
+		t.Fatalf("dial after the first session ended: %v", err)
+	}
+	again.Close()
 }
 
 // The control connection's descriptor has nothing to read while the

@@ -88,15 +88,22 @@
 // # Attaching
 //
 // A worker connects to the daemon's control socket (a unix stream socket,
-// mode 0660). The daemon checks the peer's credentials (SO_PEERCRED)
-// against its allow-lists and answers with one message: "ok\n" carrying
-// two descriptors with SCM_RIGHTS — [0] the region's memfd, [1] the
-// worker's wake-up eventfd (non-blocking) — or "refused\n", or "error
-// <text>\n", and then closes. After "ok" the worker maps the whole memfd
-// (its size from fstat) shared, read-write, and checks the header. The
-// connection stays open, idle, for the session's life: when it closes
-// (the worker exits, crashes or calls Close) the daemon aborts the
-// worker's RPCs, unbinds its ports and frees the region.
+// mode 0660, in the daemon's group or the one its config names). The
+// daemon checks the peer's credentials (SO_PEERCRED: root, a uid, the
+// primary gid; SO_PEERGROUPS, or /proc/PID/status where the kernel lacks
+// it: the supplementary gids) against its allow-lists and answers with
+// one message: "ok\n" carrying two descriptors with SCM_RIGHTS — [0] the
+// region's memfd, [1] the worker's wake-up eventfd (non-blocking) — or
+// "refused\n" (the credentials), or "error <text>\n" (any other reason:
+// no region could be made, the daemon is stopping; "error session limit:
+// <text>\n" when the worker's uid holds as many sessions as the daemon
+// allows one uid), and then closes. After "ok" the worker maps the whole
+// memfd (its size from fstat) shared, read-write, and checks the header.
+// The connection stays open, idle, for the session's life: when it
+// closes (the worker exits, crashes or calls Close) the daemon aborts
+// the worker's RPCs, unbinds its ports and frees the region. The daemon
+// closes it too when the worker breaks the protocol (a corrupt ring
+// index) or does not read its completions (see the backlog below).
 //
 // # Operations and their completions
 //
@@ -145,6 +152,15 @@
 // Submissions beyond them get Error(Limit); a message that finds no free
 // pages is dropped (a request: its client retries) or fails its RPC with
 // NoBufferSpace (a response).
+//
+// Completions the CQ has no room for wait in the daemon, in order, up to
+// a per-worker bound (workers.max_backlog). A worker at the bound has
+// its submission ring left unread — its submissions wait there, and the
+// ring fills, so a worker that finds its SQ full must read its CQ — and
+// requests to its ports are dropped (their clients retry). A completion
+// the daemon still owes past the bound (a response, a failure or a
+// release of an RPC already under way) ends the session: the daemon
+// closes the connection, as for a corrupt ring, and aborts its RPCs.
 //
 // Waiting. A worker that finds its completion ring empty may spin; to
 // sleep it stores 1 in the ring's wait flag, loads the tail once more,

@@ -163,7 +163,7 @@ func (e *Engine) Close() error {
 
 // attach runs on the shm server's goroutine before the worker gets its
 // region: it sets the rings' start and takes the engine's ends.
-func (e *Engine) attach(s *shm.Session) {
+func (e *Engine) attach(s *shm.Session) error {
 	if e.cfg.RingStart != 0 {
 		l := &s.Layout
 		if shm.InitRing(l.SQ(s.Region), l.SQEntries, e.cfg.RingStart) != nil ||
@@ -181,6 +181,7 @@ func (e *Engine) attach(s *shm.Session) {
 	ws := &session{s: s, side: side, layout: s.Layout, index: n, port: clientPort(n), left: make(chan struct{})}
 	e.live = append(e.live, ws)
 	e.all = append(e.all, ws)
+	return nil
 }
 
 // clientPort is the port the client RPCs of session i come from.
