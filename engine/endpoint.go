@@ -82,6 +82,18 @@ type Config struct {
 	UnschedBytes     int // bytes a message may send before grants (40,000)
 	MaxMessageLength int // bytes (1,000,000)
 
+	// MaxGaps bounds the missing byte ranges an incoming message may
+	// have below its highest byte received (64): a DATA packet that would
+	// open one more is dropped (DropTooManyGaps) and comes again when the
+	// sender answers a RESEND, once earlier gaps are filled. Kernel Homa
+	// keeps any number; a sender that opens a gap per packet would make
+	// every later packet and every resend check walk them all.
+	MaxGaps int
+	// MaxResendsPerRPC bounds the RESENDs one resend check sends for one
+	// incoming message (8): its lowest gaps first, the rest at the next
+	// check (ResendsDeferred).
+	MaxResendsPerRPC int
+
 	// Grant configures the receiver's scheduler (zero fields take the
 	// defaults; FIFOFraction < 0 turns the FIFO share off); its
 	// MaxSchedPrio is derived from Cutoffs.
@@ -129,6 +141,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		MTU: 1500, UnschedBytes: 40_000, MaxMessageLength: wire.MaxMessageLength,
+		MaxGaps: 64, MaxResendsPerRPC: 8,
 		Grant: sched.DefaultGrantConfig(), Cutoffs: sched.DefaultCutoffs(),
 		TickNs: 1_000_000, ResendTicks: 5, ResendInterval: 5, TimeoutTicks: 100,
 		RequestAckTicks: 2, MaxNICQueueNs: 5_000, PacerFIFOFraction: 50, PacerThreshold: sched.ThrottleMinBytes,
@@ -147,6 +160,8 @@ func (c Config) withDefaults() Config {
 	setInt(&c.MTU, d.MTU)
 	setInt(&c.UnschedBytes, d.UnschedBytes)
 	setInt(&c.MaxMessageLength, d.MaxMessageLength)
+	setInt(&c.MaxGaps, d.MaxGaps)
+	setInt(&c.MaxResendsPerRPC, d.MaxResendsPerRPC)
 	setInt(&c.ResendTicks, d.ResendTicks)
 	setInt(&c.ResendInterval, d.ResendInterval)
 	setInt(&c.TimeoutTicks, d.TimeoutTicks)

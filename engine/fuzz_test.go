@@ -279,6 +279,9 @@ func inConsistent(r *rpc) error {
 		return fmt.Errorf("length %d buf %d recvEnd %d received %d granted %d",
 			in.length, len(in.buf), in.recvEnd, in.g.Received, in.g.Granted)
 	}
+	if len(in.gaps) > r.port.e.cfg.MaxGaps {
+		return fmt.Errorf("%d gaps, more than MaxGaps", len(in.gaps))
+	}
 	missing, end := 0, 0
 	for _, g := range in.gaps {
 		if g.start < end || g.end <= g.start || g.end > in.recvEnd {

@@ -11,7 +11,7 @@ type inMsg struct {
 	length  int    // bytes; 0 until the first DATA arrives
 	buf     []byte // the message, length bytes; handed to the application when complete
 	recvEnd int    // bytes: one past the highest byte received
-	gaps    []gap  // missing ranges below recvEnd, in order
+	gaps    []gap  // missing ranges below recvEnd, in order; at most Config.MaxGaps
 
 	// g is the grant scheduler's view: Length, Received (bytes accepted),
 	// Granted (starts at the sender's incoming field). In the scheduler
@@ -149,6 +149,8 @@ func (e *Endpoint) startIn(r *rpc, d wire.Data) bool {
 
 // addSegment copies payload, the message bytes at offset, into in. It
 // drops (and counts) bytes past the end, duplicates and overlaps, and
+// packets that would open a gap beyond Config.MaxGaps (the sender's
+// RESEND logic brings them again once earlier gaps are filled), and
 // reports whether the packet was accepted.
 func (e *Endpoint) addSegment(in *inMsg, offset int, payload []byte) bool {
 	end := offset + len(payload)
@@ -158,6 +160,10 @@ func (e *Endpoint) addSegment(in *inMsg, offset int, payload []byte) bool {
 		return false
 	case offset >= in.recvEnd:
 		if offset > in.recvEnd {
+			if len(in.gaps) >= e.cfg.MaxGaps {
+				e.m.drop(DropTooManyGaps)
+				return false
+			}
 			in.gaps = append(in.gaps, gap{in.recvEnd, offset})
 		}
 		in.recvEnd = end
@@ -171,42 +177,49 @@ func (e *Endpoint) addSegment(in *inMsg, offset int, payload []byte) bool {
 	return true
 }
 
-// fillGap removes [start, end) from the gap that contains it.
+// fillGap removes [start, end) from the gap that contains it. The gaps
+// are in order and at most Config.MaxGaps, so finding the gap is a
+// binary search and moving the others a short copy.
 func (e *Endpoint) fillGap(in *inMsg, start, end int) bool {
-	for i := range in.gaps {
-		g := &in.gaps[i]
-		if start >= g.end {
-			continue
+	// The first gap that ends after start.
+	lo, hi := 0, len(in.gaps)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if in.gaps[mid].end <= start {
+			lo = mid + 1
+		} else {
+			hi = mid
 		}
-		if start < g.start {
-			if end > g.start {
-				e.m.drop(DropOverlap) // starts in received bytes, ends in the gap
-				return false
-			}
-			break // all received already
-		}
-		if end > g.end {
-			e.m.drop(DropOverlap)
+	}
+	if lo == len(in.gaps) || end <= in.gaps[lo].start {
+		e.m.drop(DropDuplicate) // all received already
+		return false
+	}
+	i := lo
+	g := &in.gaps[i]
+	if start < g.start || end > g.end {
+		e.m.drop(DropOverlap) // covers received and missing bytes at once
+		return false
+	}
+	switch {
+	case start == g.start && end == g.end:
+		in.gaps = append(in.gaps[:i], in.gaps[i+1:]...)
+	case start == g.start:
+		g.start = end
+	case end == g.end:
+		g.end = start
+	default:
+		if len(in.gaps) >= e.cfg.MaxGaps {
+			e.m.drop(DropTooManyGaps) // splitting the gap would make one too many
 			return false
 		}
-		switch {
-		case start == g.start && end == g.end:
-			in.gaps = append(in.gaps[:i], in.gaps[i+1:]...)
-		case start == g.start:
-			g.start = end
-		case end == g.end:
-			g.end = start
-		default:
-			tail := gap{end, g.end}
-			g.end = start
-			in.gaps = append(in.gaps, gap{})
-			copy(in.gaps[i+2:], in.gaps[i+1:])
-			in.gaps[i+1] = tail
-		}
-		return true
+		tail := gap{end, g.end}
+		g.end = start
+		in.gaps = append(in.gaps, gap{})
+		copy(in.gaps[i+2:], in.gaps[i+1:])
+		in.gaps[i+1] = tail
 	}
-	e.m.drop(DropDuplicate)
-	return false
+	return true
 }
 
 // updateIncast keeps r's share of the expected unscheduled backlog equal

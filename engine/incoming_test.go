@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/homa-dpdk/homa-dpdk/wire"
@@ -120,5 +121,159 @@ func TestIncoming_notForUsAndBadFramesCounted(t *testing.T) {
 	m := c.e.Metrics()
 	if m.Drops[DropNotForUs] != 1 || m.Drops[DropCause(wire.DropShortIPHeader)] != 1 {
 		t.Fatalf("drops %v", m.Drops)
+	}
+}
+
+// dataFrameFrom builds a DATA frame from src port 0x8000 to 10.0.0.2
+// port 99 for client RPC id of a message of msgLen bytes.
+func dataFrameFrom(src [4]byte, id uint64, msgLen, incoming, offset int, payload []byte) []byte {
+	b := dataFrame(msgLen, incoming, offset, payload)
+	ip := wire.IPv4(b[frameIPOffset:])
+	f := wire.HomaIPv4Fields(src, ip.Dst(), 6, wire.DataHeaderLen+len(payload))
+	f.Encode(b[frameIPOffset:])
+	wire.Common(b[frameHomaOffset:]).SetSenderID(id)
+	return b
+}
+
+// typeCounter is a Transmitter that lends one buffer and counts the
+// packets sent by type.
+type typeCounter struct {
+	buf   []byte
+	sent  [numTypes]int
+	total int
+}
+
+func (s *typeCounter) Buffer() []byte { return s.buf }
+func (s *typeCounter) Send(frame []byte, _ int) {
+	s.total++
+	var f wire.Frame
+	if wire.ParseFrame(frame, &f) == wire.DropNone {
+		s.sent[f.Type-wire.TypeData]++
+	}
+}
+
+// newCountingEndpoint returns an endpoint at 10.0.0.2 with server port
+// 99 whose clock is *now, sending into a typeCounter.
+func newCountingEndpoint(t testing.TB, now *int64, mod func(*Config)) (*Endpoint, *typeCounter) {
+	tx := &typeCounter{buf: make([]byte, 2048)}
+	cfg := DefaultConfig()
+	cfg.IP = [4]byte{10, 0, 0, 2}
+	cfg.Clock = func() int64 { return *now }
+	cfg.Resolve = allReachable()
+	cfg.IDSeed = 100
+	if mod != nil {
+		mod(&cfg)
+	}
+	e, err := New(cfg, tx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Bind(99); err != nil {
+		t.Fatal(err)
+	}
+	return e, tx
+}
+
+// One-byte DATA segments at every other offset would open one gap per
+// packet; the gaps a message may hold are bounded, the packets that
+// would open more are dropped and counted, and the timer asks for a
+// bounded number of ranges per message at a time.
+func TestIncoming_gapsBoundedPerMessage(t *testing.T) {
+	var now int64 = 1_000_000_000
+	e, tx := newCountingEndpoint(t, &now, nil)
+	const attackGaps = 10_000
+	src := [4]byte{10, 0, 0, 1}
+	for i := range attackGaps + 1 {
+		e.Receive(dataFrameFrom(src, 2, 1_000_000, 40_000, 2*i, []byte{byte(i)}))
+	}
+	r := e.rpcs[rpcKey{ip: src, id: 3}]
+	if r == nil {
+		t.Fatal("no RPC")
+	}
+	maxGaps := DefaultConfig().MaxGaps
+	if got := len(r.in.gaps); got != maxGaps {
+		t.Fatalf("%d gaps held, want the bound %d", got, maxGaps)
+	}
+	if got := e.Metrics().Drops[DropTooManyGaps]; got != attackGaps-uint64(maxGaps) {
+		t.Fatalf("drops_too_many_gaps %d, want %d", got, attackGaps-maxGaps)
+	}
+	// A packet past the highest byte received is refused too.
+	e.Receive(dataFrameFrom(src, 2, 1_000_000, 40_000, 3*attackGaps, []byte{1}))
+	if got := len(r.in.gaps); got != maxGaps || e.Metrics().Drops[DropTooManyGaps] != attackGaps-uint64(maxGaps)+1 {
+		t.Fatalf("%d gaps after one more, want %d", got, maxGaps)
+	}
+	// Filling a gap still works.
+	e.Receive(dataFrameFrom(src, 2, 1_000_000, 40_000, 1, []byte{1}))
+	if got := len(r.in.gaps); got != maxGaps-1 {
+		t.Fatalf("%d gaps after a fill, want %d", got, maxGaps-1)
+	}
+	// One resend check asks for at most MaxResendsPerRPC ranges.
+	before := tx.sent[wire.TypeResend-wire.TypeData]
+	for range DefaultConfig().ResendTicks {
+		now += 1_000_000
+		e.Run()
+	}
+	resends := tx.sent[wire.TypeResend-wire.TypeData] - before
+	if want := DefaultConfig().MaxResendsPerRPC; resends != want {
+		t.Fatalf("%d RESENDs in one check, want %d", resends, want)
+	}
+	if e.Metrics().ResendsDeferred == 0 {
+		t.Fatal("the ranges left for the next check are not counted")
+	}
+}
+
+// A packet that would split a gap in two when the message holds as many
+// as it may is refused as well.
+func TestIncoming_gapSplitBounded(t *testing.T) {
+	var now int64
+	e, _ := newCountingEndpoint(t, &now, func(c *Config) { c.MaxGaps = 1 })
+	src := [4]byte{10, 0, 0, 1}
+	whole := msg(300, 1)
+	seg := func(off, end int) []byte { return dataFrameFrom(src, 2, 300, 300, off, whole[off:end]) }
+	e.Receive(seg(0, 10))
+	e.Receive(seg(100, 110)) // gap [10,100)
+	e.Receive(seg(50, 60))   // would split it
+	if got := e.Metrics().Drops[DropTooManyGaps]; got != 1 {
+		t.Fatalf("drops_too_many_gaps %d, want 1", got)
+	}
+	e.Receive(seg(10, 50)) // shrinks it: accepted
+	e.Receive(seg(60, 100))
+	e.Receive(seg(50, 60))
+	e.Receive(seg(110, 300))
+	srv := e.ports[99]
+	if m := receive(t, srv); !bytes.Equal(m.Data, whole) {
+		t.Fatal("bytes differ")
+	}
+}
+
+// BenchmarkIncoming_gappedData is the cost of a DATA packet that fills
+// bytes at the start of one of a message's gaps, with no gaps other than
+// the one it fills and with as many as a message may hold.
+func BenchmarkIncoming_gappedData(b *testing.B) {
+	for _, gaps := range []int{1, DefaultConfig().MaxGaps} {
+		b.Run(fmt.Sprintf("gaps=%d", gaps), func(b *testing.B) {
+			var now int64
+			e, _ := newCountingEndpoint(b, &now, func(c *Config) { c.MaxMessageLength = 1 << 30 })
+			src := [4]byte{10, 0, 0, 1}
+			const width = 1 << 20 // bytes per gap
+			length := (gaps + 1) * width
+			for k := range gaps + 1 {
+				e.Receive(dataFrameFrom(src, 2, length, 40_000, k*width, []byte{1}))
+			}
+			if r := e.first; r == nil || len(r.in.gaps) != gaps {
+				b.Fatal("set-up: gaps not opened")
+			}
+			f := dataFrameFrom(src, 2, length, 40_000, 1, []byte{1})
+			d := wire.Data(f[frameHomaOffset:])
+			b.ResetTimer()
+			for i := range b.N {
+				k, j := i%gaps, i/gaps
+				if j >= width-2 {
+					b.Fatal("benchmark ran past its gaps")
+				}
+				d.SetSegOffset(uint32(k*width + 1 + j))
+				e.Receive(f)
+			}
+		})
 	}
 }

@@ -48,6 +48,9 @@ const (
 	// NEED_ACK, CUTOFFS, ICMP) or the retransmission a RESEND asked for.
 	// Timers recover; DATA waits instead (RPCsWaitingResolution).
 	DropTxUnresolved
+	// DropTooManyGaps: DATA that would open a gap in its message beyond
+	// Config.MaxGaps; the sender sends it again when asked.
+	DropTooManyGaps
 
 	// NumDropCauses sizes per-cause arrays.
 	NumDropCauses
@@ -56,7 +59,7 @@ const (
 var engineDropNames = [...]string{
 	"not_for_us", "duplicate_data", "overlap_data", "data_past_end", "bad_length",
 	"no_port", "unknown_rpc", "stale_data", "tx_no_buffer", "bad_icmp",
-	"rx_no_space", "tx_unresolved",
+	"rx_no_space", "tx_unresolved", "too_many_gaps",
 }
 
 // String returns the cause as a snake_case metric label.
@@ -108,6 +111,10 @@ type Metrics struct {
 	// buffer for: kept (the DATA queued, the GRANT owed) and sent on a
 	// later pass, nothing lost (tx_deferred).
 	TxDeferred uint64
+	// ResendsDeferred counts missing ranges a resend check did not ask
+	// for because the message had Config.MaxResendsPerRPC RESENDs out in
+	// that check already; a later check asks (resends_deferred).
+	ResendsDeferred uint64
 
 	Drops [NumDropCauses]uint64 // drops_<cause>
 }
@@ -139,6 +146,7 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("rpcs_waiting_resolution", m.RPCsWaitingResolution)
 	fn("client_rpcs_unresolved", m.ClientRPCsUnresolved)
 	fn("server_responses_unresolved", m.ServerResponsesUnresolved)
+	fn("resends_deferred", m.ResendsDeferred)
 	for c, v := range m.Drops {
 		if c != 0 {
 			fn("drops_"+DropCause(c).String(), v)
