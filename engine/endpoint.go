@@ -94,6 +94,24 @@ type Config struct {
 	// check (ResendsDeferred).
 	MaxResendsPerRPC int
 
+	// MaxServerRPCs bounds the server RPCs alive at once (8,192), and
+	// MaxServerRPCsPerPeer those of one client address (1,024): a request
+	// beyond either is dropped unanswered (DropServerRPCLimit,
+	// DropPeerRPCLimit) and its client retries through RESEND and
+	// RPC_UNKNOWN. Kernel Homa has no such bound.
+	MaxServerRPCs        int
+	MaxServerRPCsPerPeer int
+
+	// MaxStagingBytes bounds the endpoint's staging memory, which holds
+	// the first bytes of incoming messages until they are committed (16
+	// MiB; DropStagingFull beyond it). See recvbuf.go.
+	MaxStagingBytes int
+	// MaxRecvHeapBytes bounds the heap buffers of committed incoming
+	// messages not yet delivered, for ports without PortHooks.RecvBuf
+	// (128 MiB): a message that would pass it ends as if RecvBuf had no
+	// buffer (DropRecvHeapFull).
+	MaxRecvHeapBytes int
+
 	// Grant configures the receiver's scheduler (zero fields take the
 	// defaults; FIFOFraction < 0 turns the FIFO share off); its
 	// MaxSchedPrio is derived from Cutoffs.
@@ -142,6 +160,8 @@ func DefaultConfig() Config {
 	return Config{
 		MTU: 1500, UnschedBytes: 40_000, MaxMessageLength: wire.MaxMessageLength,
 		MaxGaps: 64, MaxResendsPerRPC: 8,
+		MaxServerRPCs: 8192, MaxServerRPCsPerPeer: 1024,
+		MaxStagingBytes: 16 << 20, MaxRecvHeapBytes: 128 << 20,
 		Grant: sched.DefaultGrantConfig(), Cutoffs: sched.DefaultCutoffs(),
 		TickNs: 1_000_000, ResendTicks: 5, ResendInterval: 5, TimeoutTicks: 100,
 		RequestAckTicks: 2, MaxNICQueueNs: 5_000, PacerFIFOFraction: 50, PacerThreshold: sched.ThrottleMinBytes,
@@ -162,6 +182,10 @@ func (c Config) withDefaults() Config {
 	setInt(&c.MaxMessageLength, d.MaxMessageLength)
 	setInt(&c.MaxGaps, d.MaxGaps)
 	setInt(&c.MaxResendsPerRPC, d.MaxResendsPerRPC)
+	setInt(&c.MaxServerRPCs, d.MaxServerRPCs)
+	setInt(&c.MaxServerRPCsPerPeer, d.MaxServerRPCsPerPeer)
+	setInt(&c.MaxStagingBytes, d.MaxStagingBytes)
+	setInt(&c.MaxRecvHeapBytes, d.MaxRecvHeapBytes)
 	setInt(&c.ResendTicks, d.ResendTicks)
 	setInt(&c.ResendInterval, d.ResendInterval)
 	setInt(&c.TimeoutTicks, d.TimeoutTicks)
@@ -251,6 +275,24 @@ type Endpoint struct {
 	incast *sched.Incast         // unscheduled bytes expected, allowance
 	sizes  sched.Histogram       // lengths of incoming messages, for cutoffs
 
+	numServerRPCs int // live server RPCs (≤ cfg.MaxServerRPCs)
+
+	// Memory for incoming messages (recvbuf.go): commitBytes of a
+	// message arrive before it is committed; until then its first
+	// stageSlots chunks may be staged. allocChunks chunks exist (at most
+	// maxChunks), stagedChunks of them held by messages, the rest in
+	// freeChunks; freeSlots are spare slot tables. recvHeap is the bytes
+	// of committed heap buffers not yet delivered. unschedLimit is
+	// cfg.UnschedBytes in whole packets: the most of a sender's incoming
+	// field believed.
+	unschedLimit            int
+	commitBytes, stageSlots int
+	allocChunks, maxChunks  int
+	stagedChunks            int
+	freeChunks              []*stageChunk
+	freeSlots               [][]*stageChunk
+	recvHeap                int
+
 	cutoffVersion uint16 // version of cfg.Cutoffs sent in CUTOFFS (starts at 1)
 	ipID          uint16 // IPv4 identification counter
 	frame         wire.Frame
@@ -291,6 +333,7 @@ func New(cfg Config, tx Transmitter) (*Endpoint, error) {
 	}
 	e.homaOff = e.ipOff + wire.IPv4MinHeaderLen
 	e.dataTx, _ = tx.(DataSender)
+	e.initRecvMem()
 	e.now = cfg.Clock()
 	e.nextTick = e.now + cfg.TickNs
 	if cfg.IDSeed == 0 {
@@ -307,6 +350,10 @@ func (e *Endpoint) MaxMessageLength() int { return e.cfg.MaxMessageLength }
 
 // NumRPCs returns the number of live RPCs (client and server).
 func (e *Endpoint) NumRPCs() int { return len(e.rpcs) }
+
+// NumServerRPCs returns the number of live server RPCs (a gauge, at most
+// Config.MaxServerRPCs).
+func (e *Endpoint) NumServerRPCs() int { return e.numServerRPCs }
 
 // Cutoffs returns the endpoint's unscheduled cutoffs and their version.
 func (e *Endpoint) Cutoffs() (sched.Cutoffs, uint16) { return e.cfg.Cutoffs, e.cutoffVersion }
@@ -405,7 +452,10 @@ func (e *Endpoint) NextDeadline() int64 {
 
 // Receive processes one received frame: wire.ParseLink, then
 // ReceiveLink. The frame is read during the call only; message bytes are
-// copied out. It never allocates for DATA of a message already known.
+// copied out. For DATA of a message already known it allocates only the
+// message's buffer, once, when the message is committed (for a port
+// without PortHooks.RecvBuf), and staging memory until the pool has
+// grown to what is in use (see recvbuf.go).
 func (e *Endpoint) Receive(frame []byte) {
 	var l wire.Link
 	if r := wire.ParseLink(frame, &l); r != wire.DropNone {
@@ -421,8 +471,7 @@ func (e *Endpoint) Receive(frame []byte) {
 // (ReceiveICMP). It validates the rest (wire.ParseHomaIPv4, the IPv4
 // checksum included, and the destination address) and counts what it
 // drops by cause, as Receive does. The frame is read during the call
-// only; message bytes are copied out. It never allocates for DATA of a
-// message already known.
+// only; message bytes are copied out. It allocates as Receive does.
 func (e *Endpoint) ReceiveLink(l *wire.Link) {
 	if !e.batch {
 		e.now = e.cfg.Clock()

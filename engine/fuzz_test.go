@@ -218,6 +218,22 @@ func endpointConsistent(e *Endpoint) error {
 	if e.grants.Len() > listed || e.grants.Outstanding() < 0 {
 		return fmt.Errorf("grant scheduler: %d messages, %d outstanding", e.grants.Len(), e.grants.Outstanding())
 	}
+	servers := 0
+	for r := e.first; r != nil; r = r.next {
+		if !r.client {
+			servers++
+		}
+	}
+	perPeer := 0
+	for _, p := range e.peers {
+		if p.serverRPCs < 0 || p.serverRPCs > e.cfg.MaxServerRPCsPerPeer {
+			return fmt.Errorf("peer %v: %d server RPCs", p.ip, p.serverRPCs)
+		}
+		perPeer += p.serverRPCs
+	}
+	if servers != e.numServerRPCs || perPeer != servers || servers > e.cfg.MaxServerRPCs {
+		return fmt.Errorf("%d server RPCs listed, numServerRPCs %d, peers count %d", servers, e.numServerRPCs, perPeer)
+	}
 	if incast != e.incast.Backlog() {
 		return fmt.Errorf("incast backlog %d, rpcs account for %d", e.incast.Backlog(), incast)
 	}
@@ -274,7 +290,10 @@ func inConsistent(r *rpc) error {
 	if in.length == 0 || r.state != stateIncoming {
 		return nil
 	}
-	if len(in.buf) != in.length || in.recvEnd > in.length || in.g.Length != in.length ||
+	if err := stageConsistent(r.port.e, in); err != nil {
+		return err
+	}
+	if in.recvEnd > in.length || in.g.Length != in.length ||
 		in.g.Received > in.length || in.g.Granted > in.length {
 		return fmt.Errorf("length %d buf %d recvEnd %d received %d granted %d",
 			in.length, len(in.buf), in.recvEnd, in.g.Received, in.g.Granted)
@@ -357,4 +376,26 @@ func receiveSeeds(tb testing.TB) [][]byte {
 		}
 	}
 	return append(seeds, all, lossy)
+}
+
+// stageConsistent checks where in's bytes are: a committed buffer of
+// its length and no staging, or staging chunks (within the span, none
+// past the highest byte received) and no buffer; committed once it has
+// its commitAt bytes.
+func stageConsistent(e *Endpoint, in *inMsg) error {
+	if in.buf != nil {
+		if len(in.buf) != in.length || in.stage != nil {
+			return fmt.Errorf("committed: buf %d of %d, staged %v", len(in.buf), in.length, in.stage != nil)
+		}
+		return nil
+	}
+	if in.g.Received >= e.commitAt(in.length) {
+		return fmt.Errorf("%d bytes received, not committed (commit at %d)", in.g.Received, e.commitAt(in.length))
+	}
+	for i, c := range in.stage {
+		if c != nil && i*stageChunkSize >= in.recvEnd {
+			return fmt.Errorf("chunk %d staged past recvEnd %d", i, in.recvEnd)
+		}
+	}
+	return nil
 }

@@ -8,17 +8,25 @@ import (
 // inMsg is the incoming message of an RPC (a client's response, a
 // server's request) being reassembled. Owned by the endpoint.
 type inMsg struct {
-	length  int    // bytes; 0 until the first DATA arrives
-	buf     []byte // the message, length bytes; handed to the application when complete
-	recvEnd int    // bytes: one past the highest byte received
-	gaps    []gap  // missing ranges below recvEnd, in order; at most Config.MaxGaps
+	length int // bytes; 0 until the first DATA arrives
+	// buf is the message, length bytes, once committed (see recvbuf.go):
+	// from the port's RecvBuf, or from the heap when heap is set; handed
+	// to the application when complete. nil before: the bytes are in
+	// stage, chunks by offset / stageChunkSize (nil until the first).
+	buf     []byte
+	heap    bool
+	stage   []*stageChunk
+	recvEnd int   // bytes: one past the highest byte received
+	gaps    []gap // missing ranges below recvEnd, in order; at most Config.MaxGaps
 
 	// g is the grant scheduler's view: Length, Received (bytes accepted),
-	// Granted (starts at the sender's incoming field). In the scheduler
+	// Granted (starts at unsched). In the scheduler
 	// only while the message needs grants.
 	g sched.GrantMsg
 
-	unsched int // bytes the sender sends unscheduled (first incoming field)
+	// unsched is what the sender sends unscheduled: the first incoming
+	// field, believed up to Config.UnschedBytes in whole packets.
+	unsched int
 
 	// grantOwed: the GRANT for g.Granted could not be sent; the RPC is in
 	// the endpoint's owedGrants and Run sends it.
@@ -69,11 +77,11 @@ func (e *Endpoint) handleData(f *wire.Frame) {
 		return
 	}
 	offset, payload := d.Segment()
-	if !e.addSegment(in, int(offset), payload) {
+	if !e.placeSegment(r, int(offset), payload) {
 		return
 	}
-	if inc := min(int(d.Incoming()), in.length); inc > in.g.Granted {
-		in.g.Granted = inc // the sender went beyond our view (lost GRANT recovered)
+	if inc := min(int(d.Incoming()), in.length, e.unschedLimit); inc > in.g.Granted {
+		in.g.Granted = inc // the sender's unscheduled bytes, as far as we believe them
 	}
 	e.updateIncast(r)
 	if in.g.Received == in.length {
@@ -85,7 +93,12 @@ func (e *Endpoint) handleData(f *wire.Frame) {
 }
 
 // newServerRPC creates the server RPC for a request's first DATA, or
-// answers ICMP port unreachable and returns nil.
+// answers ICMP port unreachable and returns nil. A request beyond
+// Config.MaxServerRPCsPerPeer or MaxServerRPCs is dropped and counted,
+// unanswered: its client's RESEND finds no RPC and is answered
+// RPC_UNKNOWN, so the client restarts it later (an answer now, such as
+// BUSY, would tell the client we hold state we do not, and would answer
+// spoofed sources).
 func (e *Endpoint) newServerRPC(f *wire.Frame, p *peer) *rpc {
 	c := f.Homa
 	port := e.ports[c.DstPort()]
@@ -106,12 +119,23 @@ func (e *Endpoint) newServerRPC(f *wire.Frame, p *peer) *rpc {
 		e.m.drop(DropStale)
 		return nil
 	}
+	switch {
+	case p.serverRPCs >= e.cfg.MaxServerRPCsPerPeer:
+		e.m.drop(DropPeerRPCLimit)
+		return nil
+	case e.numServerRPCs >= e.cfg.MaxServerRPCs:
+		e.m.drop(DropServerRPCLimit)
+		return nil
+	}
 	r := &rpc{id: wire.LocalID(c.SenderID()), port: port, peer: p, dport: c.SrcPort(), state: stateIncoming}
+	p.serverRPCs++
+	e.numServerRPCs++
 	e.insert(r.key(), r)
 	return r
 }
 
-// startIn sets up reassembly from the first DATA of a message.
+// startIn sets up reassembly from the first DATA of a message. No memory
+// is committed yet (see recvbuf.go).
 func (e *Endpoint) startIn(r *rpc, d wire.Data) bool {
 	n := int(d.MessageLength())
 	if n == 0 || n > e.cfg.MaxMessageLength {
@@ -119,26 +143,8 @@ func (e *Endpoint) startIn(r *rpc, d wire.Data) bool {
 		return false
 	}
 	in := &r.in
-	if get := r.port.hooks.RecvBuf; get != nil {
-		buf, ok := get(n)
-		if !ok || len(buf) < n {
-			if ok && r.port.hooks.FreeRecvBuf != nil {
-				r.port.hooks.FreeRecvBuf(buf)
-			}
-			e.m.drop(DropNoRecvSpace)
-			if r.client {
-				e.fail(r, ErrNoBufferSpace)
-			} else {
-				e.end(r)
-			}
-			return false
-		}
-		in.buf = buf[:n:n]
-	} else {
-		in.buf = make([]byte, n)
-	}
 	in.length = n
-	in.unsched = min(int(d.Incoming()), n)
+	in.unsched = min(int(d.Incoming()), n, e.unschedLimit)
 	in.g = sched.GrantMsg{Length: n, Granted: in.unsched, Owner: r}
 	e.sizes.Record(n)
 	if in.g.Granted < n {
@@ -147,18 +153,46 @@ func (e *Endpoint) startIn(r *rpc, d wire.Data) bool {
 	return true
 }
 
-// addSegment copies payload, the message bytes at offset, into in. It
-// drops (and counts) bytes past the end, duplicates and overlaps, and
-// packets that would open a gap beyond Config.MaxGaps (the sender's
-// RESEND logic brings them again once earlier gaps are filled), and
-// reports whether the packet was accepted.
-func (e *Endpoint) addSegment(in *inMsg, offset int, payload []byte) bool {
+// placeSegment takes payload, the message bytes at offset, into r's
+// incoming message: the packet that brings its commitAt-th byte commits
+// the message first, earlier ones are staged (see recvbuf.go). It drops
+// (and counts) what addSegment refuses and what finds no memory, and
+// reports whether the packet was accepted; false may mean that r ended.
+func (e *Endpoint) placeSegment(r *rpc, offset int, payload []byte) bool {
+	in := &r.in
 	end := offset + len(payload)
-	switch {
-	case end > in.length || len(payload) == 0:
+	if end > in.length || len(payload) == 0 {
 		e.m.drop(DropPastEnd)
 		return false
-	case offset >= in.recvEnd:
+	}
+	if in.buf == nil {
+		if in.g.Received+len(payload) >= e.commitAt(in.length) {
+			if !e.commit(r) {
+				return false
+			}
+		} else if !e.stageRoom(in, offset, end) {
+			return false
+		}
+	}
+	if !e.addSegment(in, offset, end) {
+		return false
+	}
+	if in.buf != nil {
+		copy(in.buf[offset:end], payload)
+	} else {
+		stageCopy(in, offset, payload)
+	}
+	in.g.Received += len(payload)
+	return true
+}
+
+// addSegment records that in now holds [offset, end) (inside the
+// message). It drops (and counts) duplicates and overlaps, and packets
+// that would open a gap beyond Config.MaxGaps (the sender's RESEND logic
+// brings them again once earlier gaps are filled), and reports whether
+// the packet was accepted.
+func (e *Endpoint) addSegment(in *inMsg, offset, end int) bool {
+	if offset >= in.recvEnd {
 		if offset > in.recvEnd {
 			if len(in.gaps) >= e.cfg.MaxGaps {
 				e.m.drop(DropTooManyGaps)
@@ -167,14 +201,9 @@ func (e *Endpoint) addSegment(in *inMsg, offset int, payload []byte) bool {
 			in.gaps = append(in.gaps, gap{in.recvEnd, offset})
 		}
 		in.recvEnd = end
-	default:
-		if !e.fillGap(in, offset, end) {
-			return false
-		}
+		return true
 	}
-	copy(in.buf[offset:end], payload)
-	in.g.Received += len(payload)
-	return true
+	return e.fillGap(in, offset, end)
 }
 
 // fillGap removes [start, end) from the gap that contains it. The gaps
@@ -241,7 +270,8 @@ func (e *Endpoint) complete(r *rpc) {
 	e.incast.Add(-r.incastBytes)
 	r.incastBytes = 0
 	m := Message{ID: r.id, Peer: Addr{IP: r.peer.ip, Port: r.dport}, Data: in.buf}
-	in.buf, in.gaps = nil, nil
+	e.delivered(in)
+	in.gaps = nil
 	if r.client {
 		e.m.ResponsesReceived++
 		e.end(r)

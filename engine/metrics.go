@@ -38,9 +38,9 @@ const (
 	DropNoBuffer
 	// DropBadICMP: an ICMP message the engine could not use.
 	DropBadICMP
-	// DropNoRecvSpace: the port's owner had no receive buffer for a new
-	// message (PortHooks.RecvBuf); a request is dropped (its client
-	// retries), a response ends its RPC with ErrNoBufferSpace.
+	// DropNoRecvSpace: the port's owner had no receive buffer for a
+	// message being committed (PortHooks.RecvBuf); a request is dropped
+	// (its client retries), a response ends its RPC with ErrNoBufferSpace.
 	DropNoRecvSpace
 	// DropTxUnresolved: a packet for a peer whose link address is not
 	// resolved (its Neighbour not LinkReachable, or no route) was not
@@ -51,6 +51,21 @@ const (
 	// DropTooManyGaps: DATA that would open a gap in its message beyond
 	// Config.MaxGaps; the sender sends it again when asked.
 	DropTooManyGaps
+	// DropServerRPCLimit: request DATA that would start a server RPC
+	// beyond Config.MaxServerRPCs; DropPeerRPCLimit: beyond
+	// MaxServerRPCsPerPeer for its client's address. Unanswered; the
+	// client retries.
+	DropServerRPCLimit
+	DropPeerRPCLimit
+	// DropStagingFull: DATA of a message not yet committed that found no
+	// staging chunk left (Config.MaxStagingBytes); DropPastStaging: DATA
+	// of such a message past the bytes it may stage. The sender sends
+	// them again when asked.
+	DropStagingFull
+	DropPastStaging
+	// DropRecvHeapFull: a message of a port without RecvBuf whose commit
+	// would pass Config.MaxRecvHeapBytes; it ends as DropNoRecvSpace does.
+	DropRecvHeapFull
 
 	// NumDropCauses sizes per-cause arrays.
 	NumDropCauses
@@ -59,7 +74,8 @@ const (
 var engineDropNames = [...]string{
 	"not_for_us", "duplicate_data", "overlap_data", "data_past_end", "bad_length",
 	"no_port", "unknown_rpc", "stale_data", "tx_no_buffer", "bad_icmp",
-	"rx_no_space", "tx_unresolved", "too_many_gaps",
+	"rx_no_space", "tx_unresolved", "too_many_gaps", "server_rpc_limit", "peer_rpc_limit",
+	"rx_staging_full", "rx_past_staging", "rx_heap_full",
 }
 
 // String returns the cause as a snake_case metric label.

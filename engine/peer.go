@@ -52,6 +52,8 @@ type peer struct {
 	// sent at most once per tick.
 	cutoffsSentTick    uint64
 	cutoffsSentVersion uint16
+
+	serverRPCs int // live server RPCs of requests from the peer (≤ Config.MaxServerRPCsPerPeer)
 }
 
 // recentAcks is how many acknowledged RPCs per peer a server remembers.

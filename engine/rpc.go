@@ -104,11 +104,25 @@ type PortHooks struct {
 	// Deliver takes every message the port completes or fails, in place
 	// of the Receive queue and Wait.
 	Deliver func(m Message)
-	// RecvBuf returns the buffer, at least n bytes, that a new incoming
+	// RecvBuf returns the buffer, at least n bytes, that an incoming
 	// message of n bytes is reassembled into, or false when there is
 	// none: a request is then dropped (its client retries after
 	// RESEND/RPC_UNKNOWN) and a response ends its RPC with
 	// ErrNoBufferSpace; both count DropNoRecvSpace.
+	//
+	// It is asked at most once per message, with n the message's length,
+	// when the message is committed — never for a length a peer merely
+	// claims. Until then the endpoint keeps the message's bytes in its
+	// own staging memory (Config.MaxStagingBytes). A message is committed
+	// by the packet that brings its arrived bytes to min(n, C), where C is
+	// Config.UnschedBytes (at most 64 KiB) rounded up to whole packets:
+	// a message of at most C bytes when its last byte arrives, so a
+	// single-packet message at once; a longer one once C of its bytes
+	// have arrived. At that call the staged bytes are copied into the
+	// buffer, the committing packet's and all later ones are written into
+	// it in place, and the buffer is handed over whole (Deliver) once the
+	// last byte has arrived. A peer can thus make the port commit n bytes
+	// only by first sending min(n, C) bytes of the message.
 	RecvBuf func(n int) ([]byte, bool)
 	// FreeRecvBuf takes back a buffer from RecvBuf whose message ended
 	// before it was delivered.
@@ -379,11 +393,12 @@ func (e *Endpoint) end(r *rpc) {
 	e.sendq.Remove(&r.out.sq)
 	e.incast.Add(-r.incastBytes)
 	r.incastBytes = 0
-	h := &r.port.hooks
-	if r.in.buf != nil && h.FreeRecvBuf != nil {
-		h.FreeRecvBuf(r.in.buf)
+	if !r.client {
+		r.peer.serverRPCs--
+		e.numServerRPCs--
 	}
-	r.in.buf = nil
+	h := &r.port.hooks
+	e.releaseIn(&r.in, h)
 	if r.out.data != nil && h.OutDone != nil {
 		h.OutDone(r.id, Addr{IP: r.peer.ip, Port: r.dport}, r.out.data)
 	}
