@@ -393,7 +393,7 @@ func stageConsistent(e *Endpoint, in *inMsg) error {
 		return fmt.Errorf("%d bytes received, not committed (commit at %d)", in.g.Received, e.commitAt(in.length))
 	}
 	for i, c := range in.stage {
-		if c != nil && i*stageChunkSize >= in.recvEnd {
+		if c != nil && (i*stageChunkSize >= in.recvEnd || i*stageChunkSize >= max(e.stageSlots*stageChunkSize, in.g.Granted)) {
 			return fmt.Errorf("chunk %d staged past recvEnd %d", i, in.recvEnd)
 		}
 	}

@@ -80,8 +80,11 @@ func (e *Endpoint) handleData(f *wire.Frame) {
 	if !e.placeSegment(r, int(offset), payload) {
 		return
 	}
-	if inc := min(int(d.Incoming()), in.length, e.unschedLimit); inc > in.g.Granted {
-		in.g.Granted = inc // the sender's unscheduled bytes, as far as we believe them
+	// The sender's incoming field is believed up to its unscheduled
+	// bytes, or the end of this packet (a whole packet goes once its
+	// first byte is granted): never further than bytes that came.
+	if inc := min(int(d.Incoming()), in.length, max(e.unschedLimit, int(offset)+len(payload))); inc > in.g.Granted {
+		in.g.Granted = inc
 	}
 	e.updateIncast(r)
 	if in.g.Received == in.length {

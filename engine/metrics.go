@@ -59,8 +59,9 @@ const (
 	DropPeerRPCLimit
 	// DropStagingFull: DATA of a message not yet committed that found no
 	// staging chunk left (Config.MaxStagingBytes); DropPastStaging: DATA
-	// of such a message past the bytes it may stage. The sender sends
-	// them again when asked.
+	// of such a message past the bytes it may stage (past twice the
+	// unscheduled bytes and its granted offset). The sender sends them
+	// again when asked.
 	DropStagingFull
 	DropPastStaging
 	// DropRecvHeapFull: a message of a port without RecvBuf whose commit

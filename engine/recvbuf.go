@@ -11,8 +11,10 @@ package engine
 //     of stageChunkSize bytes that the endpoint owns, taken as the bytes
 //     that fill them arrive (a one-byte packet takes one chunk), from a
 //     pool of at most Config.MaxStagingBytes (DropStagingFull beyond it).
-//     A message stages only its first stageSpan bytes (twice the
-//     unscheduled bytes; DropPastStaging beyond them).
+//     A message stages only bytes below twice commitBytes (below) or
+//     below its granted offset, whichever is further (DropPastStaging
+//     beyond): scheduled bytes may overtake unscheduled ones, which go
+//     at the lowest priority for the longest messages.
 //   - The message is committed when min(length, commitBytes) of its
 //     bytes have arrived, commitBytes being Config.UnschedBytes (at most
 //     maxCommitBytes) rounded up to whole packets: a message no longer
@@ -56,16 +58,22 @@ func (e *Endpoint) initRecvMem() {
 func (e *Endpoint) commitAt(n int) int { return min(n, e.commitBytes) }
 
 // stageRoom makes sure staging chunks hold [offset, end) of in, which is
-// not committed. It reports false, counted, when the range lies past the
-// staging span or no chunk is left in the pool.
+// not committed. It reports false, counted, when the range lies past
+// what the message may stage or no chunk is left in the pool.
 func (e *Endpoint) stageRoom(in *inMsg, offset, end int) bool {
-	last := (end - 1) / stageChunkSize
-	if last >= e.stageSlots {
+	if end > max(e.stageSlots*stageChunkSize, in.g.Granted) {
 		e.m.drop(DropPastStaging)
 		return false
 	}
+	last := (end - 1) / stageChunkSize
 	if in.stage == nil {
 		in.stage = e.takeSlots()
+	}
+	if last >= len(in.stage) {
+		// Granted bytes past the first slots: a longer table, from the
+		// heap (rare: they overtook the unscheduled bytes).
+		n := min(max(last+1, 2*len(in.stage)), (in.length+stageChunkSize-1)/stageChunkSize)
+		in.stage = append(in.stage, make([]*stageChunk, n-len(in.stage))...)
 	}
 	for i := offset / stageChunkSize; i <= last; i++ {
 		if in.stage[i] != nil {
@@ -177,7 +185,9 @@ func (e *Endpoint) freeStage(in *inMsg) {
 			in.stage[i] = nil
 		}
 	}
-	e.freeSlots = append(e.freeSlots, in.stage)
+	if len(in.stage) == e.stageSlots {
+		e.freeSlots = append(e.freeSlots, in.stage)
+	}
 	in.stage = nil
 }
 
