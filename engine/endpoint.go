@@ -133,6 +133,11 @@ type Config struct {
 	// 10 × TimeoutTicks.
 	ResolveTimeoutTicks int
 	RequestAckTicks     int // ticks after a response is sent before NEED_ACK (2)
+	// MaxRestarts bounds how often a client RPC resends its request
+	// after RPC_UNKNOWN; the next RPC_UNKNOWN fails it with ErrTimeout.
+	// Restarts are at least ResendInterval ticks apart and do not reset
+	// the RPC's silence. 0 takes TimeoutTicks / ResendInterval (20).
+	MaxRestarts int
 
 	LinkBps       int64 // link rate for the pacer, bits/s; 0 = unpaced
 	MaxNICQueueNs int64 // pacer's NIC backlog limit, ns (5,000)
@@ -191,6 +196,7 @@ func (c Config) withDefaults() Config {
 	setInt(&c.TimeoutTicks, d.TimeoutTicks)
 	setInt(&c.ResolveTimeoutTicks, 10*c.TimeoutTicks)
 	setInt(&c.RequestAckTicks, d.RequestAckTicks)
+	setInt(&c.MaxRestarts, max(c.TimeoutTicks/c.ResendInterval, 1))
 	setInt(&c.PacerFIFOFraction, d.PacerFIFOFraction)
 	setInt(&c.PacerThreshold, d.PacerThreshold)
 	setInt(&c.AllowanceTicks, d.AllowanceTicks)

@@ -334,20 +334,36 @@ func (e *Endpoint) maybeSendCutoffs(r *rpc) {
 // never saw it); one whose response had started fails with
 // ErrPeerRestarted. A server drops the RPC (the client has forgotten it,
 // e.g. it restarted).
+//
+// RPC_UNKNOWN is no sign of progress, so it does not reset the client's
+// silence, and restarts are bounded: at most one per ResendInterval
+// ticks (an RPC_UNKNOWN sooner answers the packets of the last restart,
+// counted in RPCRestartsLimited), and Config.MaxRestarts in all, after
+// which the next RPC_UNKNOWN fails the RPC with ErrTimeout
+// (RPCRestartsExhausted). A server that always answers RPC_UNKNOWN (its
+// pool full, or the request's id one it remembers as acked) leaves the
+// RPC silent, so it times out after TimeoutTicks; one that answers BUSY
+// or GRANT in between exhausts its restarts.
 func (e *Endpoint) handleRPCUnknown(f *wire.Frame) {
 	r := e.lookup(f)
 	if r == nil {
 		e.unknown()
 		return
 	}
-	r.silentTicks = 0
 	switch {
 	case !r.client:
 		e.m.ServerRPCDiscards++
 		e.end(r)
 	case r.in.length != 0:
 		e.fail(r, ErrPeerRestarted)
+	case r.restarts > 0 && e.ticks-r.lastRestart < uint64(e.cfg.ResendInterval):
+		e.m.RPCRestartsLimited++
+	case r.restarts >= e.cfg.MaxRestarts:
+		e.m.RPCRestartsExhausted++
+		e.timeout(r)
 	default:
+		r.restarts++
+		r.lastRestart = e.ticks
 		e.m.RPCRestarts++
 		e.restart(r)
 	}

@@ -100,18 +100,25 @@ type Metrics struct {
 	RequestsReceived  uint64 // requests_received: complete requests delivered
 	ResponsesReceived uint64 // responses_received: complete responses delivered
 	ResentPackets     uint64 // resent_packets: DATA retransmitted for a RESEND
-	RPCTimeouts       uint64 // rpc_timeouts: client RPCs failed for silence
+	RPCTimeouts       uint64 // rpc_timeouts: client RPCs failed with ErrTimeout
 	ServerRPCDiscards uint64 // server_rpc_discards: server RPCs dropped (timeout, RPC_UNKNOWN)
 	UnknownRPCs       uint64 // unknown_rpcs: packets for RPCs with no state
 	RPCRestarts       uint64 // client_rpc_restarts: requests resent after RPC_UNKNOWN
-	PeerNewEntries    uint64 // peer_new_entries
-	ThrottleListAdds  uint64 // throttle_list_adds: messages deferred by the pacer
-	GrantKeepalives   uint64 // grant_keepalives: GRANTs repeating an offset to a silent sender
-	AcksReceived      uint64 // acks_received: server RPCs freed by an ack
-	ICMPPortUnreach   uint64 // icmp_port_unreachable_sent
-	ICMPReceived      uint64 // icmp_port_unreachable_rcvd
-	TimerTicksSkipped uint64 // timer_ticks_skipped: ticks not run because Run came late
-	ZeroCopyPackets   uint64 // zero_copy_data_packets: DATA sent from the message's memory (DataSender)
+	// RPCRestartsLimited counts RPC_UNKNOWNs a client RPC did not
+	// restart for, having restarted less than ResendInterval ticks before
+	// (client_rpc_restarts_limited); RPCRestartsExhausted counts client
+	// RPCs failed with ErrTimeout at an RPC_UNKNOWN after MaxRestarts
+	// restarts (client_rpc_restarts_exhausted; in RPCTimeouts too).
+	RPCRestartsLimited   uint64
+	RPCRestartsExhausted uint64
+	PeerNewEntries       uint64 // peer_new_entries
+	ThrottleListAdds     uint64 // throttle_list_adds: messages deferred by the pacer
+	GrantKeepalives      uint64 // grant_keepalives: GRANTs repeating an offset to a silent sender
+	AcksReceived         uint64 // acks_received: server RPCs freed by an ack
+	ICMPPortUnreach      uint64 // icmp_port_unreachable_sent
+	ICMPReceived         uint64 // icmp_port_unreachable_rcvd
+	TimerTicksSkipped    uint64 // timer_ticks_skipped: ticks not run because Run came late
+	ZeroCopyPackets      uint64 // zero_copy_data_packets: DATA sent from the message's memory (DataSender)
 	// RPCsWaitingResolution counts the times an RPC's packets had to
 	// wait for its peer's link address (rpcs_waiting_resolution;
 	// Endpoint.NumWaitingResolution is how many wait now).
@@ -151,6 +158,8 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("server_rpc_discards", m.ServerRPCDiscards)
 	fn("unknown_rpcs", m.UnknownRPCs)
 	fn("client_rpc_restarts", m.RPCRestarts)
+	fn("client_rpc_restarts_limited", m.RPCRestartsLimited)
+	fn("client_rpc_restarts_exhausted", m.RPCRestartsExhausted)
 	fn("peer_new_entries", m.PeerNewEntries)
 	fn("throttle_list_adds", m.ThrottleListAdds)
 	fn("grant_keepalives", m.GrantKeepalives)

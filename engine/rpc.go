@@ -8,7 +8,7 @@ import (
 
 // Errors an application sees, in Message.Err or from Port methods.
 var (
-	ErrTimeout         = errors.New("homa: RPC timed out")                   // peer silent for TimeoutTicks
+	ErrTimeout         = errors.New("homa: RPC timed out")                   // peer silent for TimeoutTicks, or out of restarts (MaxRestarts)
 	ErrPeerUnknown     = errors.New("homa: peer address cannot be resolved") // no route (Config.Resolve nil), or its neighbour entry failed
 	ErrPeerRestarted   = errors.New("homa: peer lost the RPC (restarted)")   // RPC_UNKNOWN while the response arrived
 	ErrPortUnreachable = errors.New("homa: server port unreachable")         // ICMP port unreachable
@@ -61,6 +61,10 @@ type rpc struct {
 	doneTicks   int  // server: ticks since the response was fully sent
 	incastBytes int  // bytes this RPC adds to the endpoint's expected unscheduled backlog
 	allowance   int  // client: unscheduled bytes the response may bring, advertised in the request
+	// client: times the request was restarted after RPC_UNKNOWN (at most
+	// Config.MaxRestarts), and the endpoint's tick of the last restart.
+	restarts    int
+	lastRestart uint64
 	prev, next  *rpc // endpoint's list of live RPCs, creation order
 }
 
