@@ -153,6 +153,24 @@ type Config struct {
 	// AllowanceTicks is how long a peer's advertised allowance holds (10).
 	AllowanceTicks int
 
+	// MaxPeers bounds the peers the endpoint holds (16,384): a frame from
+	// a new address when the table is full evicts the peer idle longest
+	// (no live RPCs), or is dropped when none is (DropPeerTableFull).
+	// Keep it above MaxServerRPCs, so that peers remote hosts keep busy
+	// cannot fill it. The application's own RPCs to new addresses may
+	// take it past the bound.
+	MaxPeers int
+	// PeerIdleTicks is how long a peer with no live RPCs is kept after it
+	// was last used (10,000: 10 s).
+	PeerIdleTicks int
+	// Forget, if set, is called with a peer's address when the endpoint
+	// drops the peer (PeersEvicted): it holds no pointer Resolve returned
+	// for that address any more, so the host's neighbour table may age
+	// the entry out or reuse it, unless another peer's resolution returned
+	// the same entry (a gateway) or Resolve is called for the address
+	// again, which a later RPC or frame from it does.
+	Forget func(ip [4]byte)
+
 	// IDSeed is the first client RPC id (made even); 0 takes the clock at
 	// New. A restarted host must not reuse its old ids: servers remember
 	// recently acknowledged ones and drop requests that carry them.
@@ -167,6 +185,7 @@ func DefaultConfig() Config {
 		MaxGaps: 64, MaxResendsPerRPC: 8,
 		MaxServerRPCs: 8192, MaxServerRPCsPerPeer: 1024,
 		MaxStagingBytes: 16 << 20, MaxRecvHeapBytes: 128 << 20,
+		MaxPeers: 16384, PeerIdleTicks: 10_000,
 		Grant: sched.DefaultGrantConfig(), Cutoffs: sched.DefaultCutoffs(),
 		TickNs: 1_000_000, ResendTicks: 5, ResendInterval: 5, TimeoutTicks: 100,
 		RequestAckTicks: 2, MaxNICQueueNs: 5_000, PacerFIFOFraction: 50, PacerThreshold: sched.ThrottleMinBytes,
@@ -191,6 +210,8 @@ func (c Config) withDefaults() Config {
 	setInt(&c.MaxServerRPCsPerPeer, d.MaxServerRPCsPerPeer)
 	setInt(&c.MaxStagingBytes, d.MaxStagingBytes)
 	setInt(&c.MaxRecvHeapBytes, d.MaxRecvHeapBytes)
+	setInt(&c.MaxPeers, d.MaxPeers)
+	setInt(&c.PeerIdleTicks, d.PeerIdleTicks)
 	setInt(&c.ResendTicks, d.ResendTicks)
 	setInt(&c.ResendInterval, d.ResendInterval)
 	setInt(&c.TimeoutTicks, d.TimeoutTicks)
@@ -261,9 +282,12 @@ type Endpoint struct {
 	ports          map[uint16]*Port // bound server ports and open client ports
 	nextClientPort uint16           // next client port to try (≥ 0x8000)
 	peers          map[[4]byte]*peer
-	rpcs           map[rpcKey]*rpc // every live RPC
-	first, last    *rpc            // live RPCs in creation order, for the timer
-	owedGrants     []*rpc          // RPCs whose latest GRANT is owed (oweGrant), in order
+	// idleHead, idleTail: the peers with no live RPCs, least recently
+	// used first (peer.idlePrev, idleNext).
+	idleHead, idleTail *peer
+	rpcs               map[rpcKey]*rpc // every live RPC
+	first, last        *rpc            // live RPCs in creation order, for the timer
+	owedGrants         []*rpc          // RPCs whose latest GRANT is owed (oweGrant), in order
 
 	// waitingPeers are the peers with RPCs waiting for their link address
 	// or GRANTs dropped while it was unresolved (peer.listed), checked by

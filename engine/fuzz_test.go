@@ -234,6 +234,9 @@ func endpointConsistent(e *Endpoint) error {
 	if servers != e.numServerRPCs || perPeer != servers || servers > e.cfg.MaxServerRPCs {
 		return fmt.Errorf("%d server RPCs listed, numServerRPCs %d, peers count %d", servers, e.numServerRPCs, perPeer)
 	}
+	if err := peersConsistent(e); err != nil {
+		return err
+	}
 	if incast != e.incast.Backlog() {
 		return fmt.Errorf("incast backlog %d, rpcs account for %d", e.incast.Backlog(), incast)
 	}
@@ -396,6 +399,40 @@ func stageConsistent(e *Endpoint, in *inMsg) error {
 		if c != nil && (i*stageChunkSize >= in.recvEnd || i*stageChunkSize >= max(e.stageSlots*stageChunkSize, in.g.Granted)) {
 			return fmt.Errorf("chunk %d staged past recvEnd %d", i, in.recvEnd)
 		}
+	}
+	return nil
+}
+
+// peersConsistent checks the peer table: every live RPC's peer is in it,
+// each peer counts its live RPCs, and the idle list holds exactly the
+// peers with none, oldest first.
+func peersConsistent(e *Endpoint) error {
+	rpcs := make(map[*peer]int)
+	for r := e.first; r != nil; r = r.next {
+		if e.peers[r.peer.ip] != r.peer {
+			return fmt.Errorf("rpc %d: its peer %v is not in the table", r.id, r.peer.ip)
+		}
+		rpcs[r.peer]++
+	}
+	idle := 0
+	for _, p := range e.peers {
+		if p.rpcs != rpcs[p] || p.idle != (p.rpcs == 0) {
+			return fmt.Errorf("peer %v: rpcs %d (live %d), idle %v", p.ip, p.rpcs, rpcs[p], p.idle)
+		}
+		if p.idle {
+			idle++
+		}
+	}
+	var prev *peer
+	for p := e.idleHead; p != nil; p = p.idleNext {
+		if p.idlePrev != prev || !p.idle || e.peers[p.ip] != p || (prev != nil && prev.idleSince > p.idleSince) {
+			return fmt.Errorf("idle list broken at %v", p.ip)
+		}
+		prev = p
+		idle--
+	}
+	if prev != e.idleTail || idle != 0 {
+		return fmt.Errorf("idle list: tail %v, %d idle peers not on it", e.idleTail != prev, idle)
 	}
 	return nil
 }

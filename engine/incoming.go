@@ -41,6 +41,9 @@ type gap struct{ start, end int }
 func (e *Endpoint) handleData(f *wire.Frame) {
 	d := wire.Data(f.Homa)
 	p := e.peerFromFrame(f)
+	if p == nil {
+		return
+	}
 	e.noteAllowance(p, d)
 	if a := d.Ack(); a.ClientID() != 0 {
 		e.ackRPC(p, a.ClientID(), a.ServerPort())
@@ -302,6 +305,9 @@ func (e *Endpoint) handleBusy(f *wire.Frame) {
 func (e *Endpoint) handleCutoffs(f *wire.Frame) {
 	c := wire.Cutoffs(f.Homa)
 	p := e.peerFromFrame(f)
+	if p == nil {
+		return
+	}
 	for i := 1; i < wire.NumPriorities; i++ {
 		p.cutoffs[i] = c.Cutoff(i)
 	}
@@ -400,7 +406,9 @@ func (e *Endpoint) handleNeedAck(f *wire.Frame) {
 		return
 	}
 	c := f.Homa
-	e.sendAck(e.peerFromFrame(f), c.DstPort(), c.SrcPort(), wire.LocalID(c.SenderID()))
+	if p := e.peerFromFrame(f); p != nil {
+		e.sendAck(p, c.DstPort(), c.SrcPort(), wire.LocalID(c.SenderID()))
+	}
 }
 
 // handleAck frees the server RPCs an ACK names: its own sender_id, then
@@ -408,6 +416,9 @@ func (e *Endpoint) handleNeedAck(f *wire.Frame) {
 func (e *Endpoint) handleAck(f *wire.Frame) {
 	a := wire.Ack(f.Homa)
 	p := e.peerFromFrame(f)
+	if p == nil {
+		return
+	}
 	e.ackRPC(p, a.Common().SenderID(), a.Common().DstPort())
 	for i := range int(a.NumAcks()) {
 		ent := a.Entry(i)

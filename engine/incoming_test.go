@@ -288,8 +288,11 @@ func heapInUse() uint64 {
 	return m.HeapAlloc
 }
 
-// mallocs returns the heap allocations f makes.
+// mallocs returns the heap allocations f makes, counted exactly (as
+// testing.AllocsPerRun counts them, on one P so that other goroutines do
+// not run meanwhile, but without dividing by a number of runs).
 func mallocs(f func()) uint64 {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	var a, b runtime.MemStats
 	runtime.ReadMemStats(&a)
 	f()

@@ -67,6 +67,9 @@ const (
 	// DropRecvHeapFull: a message of a port without RecvBuf whose commit
 	// would pass Config.MaxRecvHeapBytes; it ends as DropNoRecvSpace does.
 	DropRecvHeapFull
+	// DropPeerTableFull: a frame from a new address while the peer table
+	// holds Config.MaxPeers peers, none of them idle.
+	DropPeerTableFull
 
 	// NumDropCauses sizes per-cause arrays.
 	NumDropCauses
@@ -76,7 +79,7 @@ var engineDropNames = [...]string{
 	"not_for_us", "duplicate_data", "overlap_data", "data_past_end", "bad_length",
 	"no_port", "unknown_rpc", "stale_data", "tx_no_buffer", "bad_icmp",
 	"rx_no_space", "tx_unresolved", "too_many_gaps", "server_rpc_limit", "peer_rpc_limit",
-	"rx_staging_full", "rx_past_staging", "rx_heap_full",
+	"rx_staging_full", "rx_past_staging", "rx_heap_full", "peer_table_full",
 }
 
 // String returns the cause as a snake_case metric label.
@@ -112,6 +115,7 @@ type Metrics struct {
 	RPCRestartsLimited   uint64
 	RPCRestartsExhausted uint64
 	PeerNewEntries       uint64 // peer_new_entries
+	PeersEvicted         uint64 // peers_evicted: idle peers dropped, aged out or to make room
 	ThrottleListAdds     uint64 // throttle_list_adds: messages deferred by the pacer
 	GrantKeepalives      uint64 // grant_keepalives: GRANTs repeating an offset to a silent sender
 	AcksReceived         uint64 // acks_received: server RPCs freed by an ack
@@ -161,6 +165,7 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("client_rpc_restarts_limited", m.RPCRestartsLimited)
 	fn("client_rpc_restarts_exhausted", m.RPCRestartsExhausted)
 	fn("peer_new_entries", m.PeerNewEntries)
+	fn("peers_evicted", m.PeersEvicted)
 	fn("throttle_list_adds", m.ThrottleListAdds)
 	fn("grant_keepalives", m.GrantKeepalives)
 	fn("acks_received", m.AcksReceived)

@@ -305,8 +305,9 @@ func (e *Endpoint) handleResend(f *wire.Frame) {
 	r := e.lookup(f)
 	if r == nil {
 		e.m.UnknownRPCs++
-		p := e.peerFromFrame(f)
-		e.sendControl(p, wire.TypeRPCUnknown, replyCommon(f.Homa))
+		if p := e.peerFromFrame(f); p != nil {
+			e.sendControl(p, wire.TypeRPCUnknown, replyCommon(f.Homa))
+		}
 		return
 	}
 	r.silentTicks = 0

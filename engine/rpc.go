@@ -357,6 +357,7 @@ func (p *Port) deliver(m Message, private bool) {
 // insert adds r to the endpoint's tables.
 func (e *Endpoint) insert(k rpcKey, r *rpc) {
 	e.rpcs[k] = r
+	e.usePeer(r.peer)
 	r.prev = e.last
 	if e.last != nil {
 		e.last.next = r
@@ -401,6 +402,7 @@ func (e *Endpoint) end(r *rpc) {
 		r.peer.serverRPCs--
 		e.numServerRPCs--
 	}
+	e.releasePeer(r.peer)
 	h := &r.port.hooks
 	e.releaseIn(&r.in, h)
 	if r.out.data != nil && h.OutDone != nil {
