@@ -55,9 +55,13 @@
 // sends RESEND after ResendTicks and every ResendInterval; the peer
 // answers with data, BUSY (working, nothing to send) or RPC_UNKNOWN (no
 // state: a client restarts its request; a server drops its RPC). A RESEND
-// naming bytes past what the sender was granted counts as a grant. After
-// TimeoutTicks of silence a client RPC fails with ErrTimeout; so does one
-// whose packets waited that long for the peer's link address.
+// retransmits only bytes already sent (as kernel Homa's homa_resend_pkt
+// does), at most MaxResendBytes per RPC per ResendInterval; it is never
+// a grant: a receiver that hears BUSY while bytes it granted have not
+// come repeats its GRANT. After TimeoutTicks of silence a client
+// RPC fails with ErrTimeout, as does one whose packets waited
+// ResolveTimeoutTicks for the peer's link address, or that restarted
+// MaxRestarts times; RPC_UNKNOWN is not hearing from the peer.
 //
 // Ports, RPCs and peers belong to one goroutine: no method is safe for
 // concurrent use.

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -93,6 +95,11 @@ type Config struct {
 	// incoming message (8): its lowest gaps first, the rest at the next
 	// check (ResendsDeferred).
 	MaxResendsPerRPC int
+	// MaxResendBytes bounds the bytes one RPC retransmits for RESENDs per
+	// ResendInterval ticks (400,000, kernel Homa's max_incoming: what a
+	// receiver may be missing at once); the rest of what RESENDs ask in
+	// that interval is not sent (ResendsLimited).
+	MaxResendBytes int
 
 	// MaxServerRPCs bounds the server RPCs alive at once (8,192), and
 	// MaxServerRPCsPerPeer those of one client address (1,024): a request
@@ -171,9 +178,13 @@ type Config struct {
 	// again, which a later RPC or frame from it does.
 	Forget func(ip [4]byte)
 
-	// IDSeed is the first client RPC id (made even); 0 takes the clock at
-	// New. A restarted host must not reuse its old ids: servers remember
-	// recently acknowledged ones and drop requests that carry them.
+	// IDSeed is the first client RPC id (made even); 0, as a host should
+	// leave it, takes a random one (crypto/rand, read once in New), for
+	// tests that want the same ids every run. A restarted host must not
+	// reuse its old ids (servers remember recently acknowledged ones and
+	// drop requests that carry them), and ids that follow one another
+	// from a known start are easy to guess for whoever would send RESEND
+	// or RPC_UNKNOWN for our RPCs.
 	IDSeed uint64
 }
 
@@ -182,7 +193,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		MTU: 1500, UnschedBytes: 40_000, MaxMessageLength: wire.MaxMessageLength,
-		MaxGaps: 64, MaxResendsPerRPC: 8,
+		MaxGaps: 64, MaxResendsPerRPC: 8, MaxResendBytes: 400_000,
 		MaxServerRPCs: 8192, MaxServerRPCsPerPeer: 1024,
 		MaxStagingBytes: 16 << 20, MaxRecvHeapBytes: 128 << 20,
 		MaxPeers: 16384, PeerIdleTicks: 10_000,
@@ -206,6 +217,7 @@ func (c Config) withDefaults() Config {
 	setInt(&c.MaxMessageLength, d.MaxMessageLength)
 	setInt(&c.MaxGaps, d.MaxGaps)
 	setInt(&c.MaxResendsPerRPC, d.MaxResendsPerRPC)
+	setInt(&c.MaxResendBytes, d.MaxResendBytes)
 	setInt(&c.MaxServerRPCs, d.MaxServerRPCs)
 	setInt(&c.MaxServerRPCsPerPeer, d.MaxServerRPCsPerPeer)
 	setInt(&c.MaxStagingBytes, d.MaxStagingBytes)
@@ -367,9 +379,19 @@ func New(cfg Config, tx Transmitter) (*Endpoint, error) {
 	e.now = cfg.Clock()
 	e.nextTick = e.now + cfg.TickNs
 	if cfg.IDSeed == 0 {
-		e.nextID = (uint64(e.now) + 2) &^ 1
+		e.nextID = randomID()
 	}
 	return e, nil
+}
+
+// randomID returns an even, non-zero id drawn from crypto/rand.
+func randomID() uint64 {
+	var b [8]byte
+	rand.Read(b[:]) // never fails (crypto/rand.Read panics rather than return an error)
+	if id := binary.LittleEndian.Uint64(b[:]) &^ 1; id != 0 {
+		return id
+	}
+	return 2
 }
 
 // Metrics returns a copy of the counters.

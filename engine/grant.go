@@ -60,7 +60,9 @@ func (e *Endpoint) grantKeepalive(r *rpc) {
 // requestRetransmit asks r's peer for the bytes of r's incoming message
 // that are missing: each gap, then the granted bytes past the highest
 // received, at most Config.MaxResendsPerRPC ranges, the lowest first (the
-// rest wait for the next check, counted in ResendsDeferred). Before any
+// rest wait for the next check, counted in ResendsDeferred). A RESEND is
+// no grant: when granted bytes never came because our GRANT was lost,
+// the sender answers BUSY and handleBusy repeats the GRANT. Before any
 // byte of a response arrived, it asks for the first packet at the top
 // priority (the answer is data, BUSY or RPC_UNKNOWN).
 func (e *Endpoint) requestRetransmit(r *rpc) {
@@ -88,6 +90,7 @@ func (e *Endpoint) requestRetransmit(r *rpc) {
 			return
 		}
 		e.sendResend(r, uint32(in.recvEnd), uint32(in.g.Granted-in.recvEnd), prio)
+
 	}
 }
 

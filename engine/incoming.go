@@ -294,11 +294,17 @@ func (e *Endpoint) complete(r *rpc) {
 
 // handleBusy: the peer is alive and working on r.
 func (e *Endpoint) handleBusy(f *wire.Frame) {
-	if r := e.lookup(f); r != nil {
-		r.silentTicks = 0
+	r := e.lookup(f)
+	if r == nil {
+		e.unknown()
 		return
 	}
-	e.unknown()
+	r.silentTicks = 0
+	if in := &r.in; r.state == stateIncoming && in.length != 0 && in.recvEnd < in.g.Granted && in.g.Granted > in.unsched {
+		// Alive, but not sending bytes we granted: our GRANT may have
+		// been lost, and a RESEND is no grant. Repeat it.
+		e.sendGrant(r, in.g.Granted, in.g.Priority)
+	}
 }
 
 // handleCutoffs records the peer's unscheduled cutoffs.

@@ -143,6 +143,10 @@ type Metrics struct {
 	// for because the message had Config.MaxResendsPerRPC RESENDs out in
 	// that check already; a later check asks (resends_deferred).
 	ResendsDeferred uint64
+	// ResendsLimited counts RESENDs of which a part (or all) was not
+	// retransmitted because the RPC had retransmitted MaxResendBytes in
+	// the current ResendInterval (resends_limited).
+	ResendsLimited uint64
 
 	Drops [NumDropCauses]uint64 // drops_<cause>
 }
@@ -178,6 +182,7 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("client_rpcs_unresolved", m.ClientRPCsUnresolved)
 	fn("server_responses_unresolved", m.ServerResponsesUnresolved)
 	fn("resends_deferred", m.ResendsDeferred)
+	fn("resends_limited", m.ResendsLimited)
 	for c, v := range m.Drops {
 		if c != 0 {
 			fn("drops_"+DropCause(c).String(), v)

@@ -214,6 +214,9 @@ func (p *Port) send(dst Addr, msg []byte, ref PayloadRef, private bool) (uint64,
 	}
 	r := &rpc{id: e.nextID, port: p, peer: pe, dport: dst.Port, client: true, private: private}
 	e.nextID += 2
+	if e.nextID == 0 {
+		e.nextID = 2 // 0 means "no RPC" in an ack
+	}
 	e.insert(rpcKey{id: r.id}, r)
 	if private {
 		p.private[r.id] = nil
