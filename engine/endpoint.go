@@ -105,7 +105,9 @@ type Config struct {
 	// MaxServerRPCsPerPeer those of one client address (1,024): a request
 	// beyond either is dropped unanswered (DropServerRPCLimit,
 	// DropPeerRPCLimit) and its client retries through RESEND and
-	// RPC_UNKNOWN. Kernel Homa has no such bound.
+	// RPC_UNKNOWN; at MaxServerRPCs, an incoming request silent for
+	// ResendTicks is ended to make room first (RequestsEvicted). Kernel
+	// Homa has no such bound.
 	MaxServerRPCs        int
 	MaxServerRPCsPerPeer int
 
@@ -318,6 +320,9 @@ type Endpoint struct {
 	sizes  sched.Histogram       // lengths of incoming messages, for cutoffs
 
 	numServerRPCs int // live server RPCs (≤ cfg.MaxServerRPCs)
+	// reqHead, reqTail: the incoming requests, by their last DATA, oldest
+	// first (rpc.reqPrev, reqNext; incoming.go).
+	reqHead, reqTail *rpc
 
 	// Memory for incoming messages (recvbuf.go): commitBytes of a
 	// message arrive before it is committed; until then its first

@@ -237,6 +237,9 @@ func endpointConsistent(e *Endpoint) error {
 	if err := peersConsistent(e); err != nil {
 		return err
 	}
+	if err := requestsConsistent(e); err != nil {
+		return err
+	}
 	if incast != e.incast.Backlog() {
 		return fmt.Errorf("incast backlog %d, rpcs account for %d", e.incast.Backlog(), incast)
 	}
@@ -433,6 +436,32 @@ func peersConsistent(e *Endpoint) error {
 	}
 	if prev != e.idleTail || idle != 0 {
 		return fmt.Errorf("idle list: tail %v, %d idle peers not on it", e.idleTail != prev, idle)
+	}
+	return nil
+}
+
+// requestsConsistent checks the list of incoming requests: exactly the
+// server RPCs receiving their request, oldest DATA first.
+func requestsConsistent(e *Endpoint) error {
+	want := 0
+	for r := e.first; r != nil; r = r.next {
+		if !r.client && r.state == stateIncoming {
+			want++
+			if !r.reqListed {
+				return fmt.Errorf("request %d not listed", r.id)
+			}
+		}
+	}
+	var prev *rpc
+	for r := e.reqHead; r != nil; r = r.reqNext {
+		if r.reqPrev != prev || r.client || r.state != stateIncoming || (prev != nil && prev.lastData > r.lastData) {
+			return fmt.Errorf("request list broken at %d", r.id)
+		}
+		prev = r
+		want--
+	}
+	if prev != e.reqTail || want != 0 {
+		return fmt.Errorf("request list: tail ok %v, %d requests off it", prev == e.reqTail, want)
 	}
 	return nil
 }

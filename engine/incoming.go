@@ -129,7 +129,7 @@ func (e *Endpoint) newServerRPC(f *wire.Frame, p *peer) *rpc {
 	case p.serverRPCs >= e.cfg.MaxServerRPCsPerPeer:
 		e.m.drop(DropPeerRPCLimit)
 		return nil
-	case e.numServerRPCs >= e.cfg.MaxServerRPCs:
+	case e.numServerRPCs >= e.cfg.MaxServerRPCs && !e.evictStaleRequest(nil, false):
 		e.m.drop(DropServerRPCLimit)
 		return nil
 	}
@@ -137,7 +137,80 @@ func (e *Endpoint) newServerRPC(f *wire.Frame, p *peer) *rpc {
 	p.serverRPCs++
 	e.numServerRPCs++
 	e.insert(r.key(), r)
+	r.lastData = e.ticks
+	e.pushRequest(r)
 	return r
+}
+
+// The incoming requests — server RPCs receiving their request — are
+// listed by the tick of their last DATA accepted, oldest first
+// (reqHead). A flood of requests that never finish (fresh ids from
+// spoofed addresses, each a packet) would otherwise keep MaxServerRPCs
+// and the staging pool full for TimeoutTicks at a time and shut real
+// clients out: when a bound is reached, the request silent longest makes
+// room, if it has been silent for ResendTicks (its client, if real,
+// would be asked to resend by now, and retries). Requests the
+// application holds, and responses, are never evicted.
+
+// pushRequest adds incoming request r at the tail (the freshest).
+func (e *Endpoint) pushRequest(r *rpc) {
+	r.reqPrev, r.reqNext = e.reqTail, nil
+	if e.reqTail != nil {
+		e.reqTail.reqNext = r
+	} else {
+		e.reqHead = r
+	}
+	e.reqTail = r
+	r.reqListed = true
+}
+
+// unlinkRequest takes r off the list of incoming requests.
+func (e *Endpoint) unlinkRequest(r *rpc) {
+	if !r.reqListed {
+		return
+	}
+	if r.reqPrev != nil {
+		r.reqPrev.reqNext = r.reqNext
+	} else {
+		e.reqHead = r.reqNext
+	}
+	if r.reqNext != nil {
+		r.reqNext.reqPrev = r.reqPrev
+	} else {
+		e.reqTail = r.reqPrev
+	}
+	r.reqPrev, r.reqNext, r.reqListed = nil, nil, false
+}
+
+// requestData notes that request r accepted a DATA packet now.
+func (e *Endpoint) requestData(r *rpc) {
+	if r.lastData == e.ticks && e.reqTail == r {
+		return
+	}
+	r.lastData = e.ticks
+	e.unlinkRequest(r)
+	e.pushRequest(r)
+}
+
+// evictStaleRequest ends the incoming request silent longest, other than
+// keep, if it has been silent for ResendTicks; staged asks for one whose
+// message is staged (to free staging chunks), among the eight oldest. It
+// reports whether it ended one (counted in RequestsEvicted).
+func (e *Endpoint) evictStaleRequest(keep *rpc, staged bool) bool {
+	n := 0
+	for r := e.reqHead; r != nil && n < 8; r = r.reqNext {
+		if e.ticks-r.lastData < uint64(e.cfg.ResendTicks) {
+			return false // the rest are fresher
+		}
+		if r == keep || staged && r.in.stage == nil {
+			n++
+			continue
+		}
+		e.m.RequestsEvicted++
+		e.end(r)
+		return true
+	}
+	return false
 }
 
 // startIn sets up reassembly from the first DATA of a message. No memory
@@ -176,7 +249,7 @@ func (e *Endpoint) placeSegment(r *rpc, offset int, payload []byte) bool {
 			if !e.commit(r) {
 				return false
 			}
-		} else if !e.stageRoom(in, offset, end) {
+		} else if !e.stageRoom(r, offset, end) {
 			return false
 		}
 	}
@@ -189,6 +262,9 @@ func (e *Endpoint) placeSegment(r *rpc, offset int, payload []byte) bool {
 		stageCopy(in, offset, payload)
 	}
 	in.g.Received += len(payload)
+	if r.reqListed {
+		e.requestData(r)
+	}
 	return true
 }
 
@@ -285,6 +361,7 @@ func (e *Endpoint) complete(r *rpc) {
 		r.port.deliver(m, r.private)
 	} else {
 		e.m.RequestsReceived++
+		e.unlinkRequest(r)
 		r.state = stateInService
 		m.Request = true
 		r.port.deliver(m, false)

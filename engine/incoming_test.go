@@ -524,3 +524,45 @@ func TestIncoming_stagedDataAllocatesNothing(t *testing.T) {
 		t.Fatalf("%d allocations for 100 packets after the commit", n)
 	}
 }
+
+// Requests that never finish cannot hold the server RPCs or the staging
+// pool: at either bound, the request silent longest, if for ResendTicks,
+// makes room for a new one (RequestsEvicted); fresher ones do not.
+func TestIncoming_staleRequestsMakeRoom(t *testing.T) {
+	var now int64 = 1_000_000_000
+	e, _ := newCountingEndpoint(t, &now, func(c *Config) {
+		c.MaxServerRPCs = 10
+		c.MaxStagingBytes = 12 * stageChunkSize
+	})
+	flood := func(from byte) {
+		for i := range 10 {
+			e.Receive(dataFrameFrom([4]byte{172, 16, from, byte(i + 1)}, 2, 1_000_000, 1_000_000, 0, []byte{1}))
+		}
+	}
+	flood(1)
+	real := [4]byte{10, 0, 0, 1}
+	whole := msg(20_000, 7)
+	send := func() {
+		for off := 0; off < len(whole); off += 1424 {
+			e.Receive(dataFrameFrom(real, 2, len(whole), len(whole), off, whole[off:min(off+1424, len(whole))]))
+		}
+	}
+	send() // the flood is fresh: refused
+	if m := e.Metrics(); m.Drops[DropServerRPCLimit] == 0 || m.RequestsEvicted != 0 {
+		t.Fatalf("fresh flood: drops_server_rpc_limit %d, requests_evicted %d", m.Drops[DropServerRPCLimit], m.RequestsEvicted)
+	}
+	for range DefaultConfig().ResendTicks {
+		now += 1_000_000
+		e.Run()
+	}
+	send() // a stale one makes room, and stale staging gives up chunks
+	if m := receive(t, e.ports[99]); !bytes.Equal(m.Data, whole) {
+		t.Fatal("request bytes differ")
+	}
+	m := e.Metrics()
+	t.Logf("requests_evicted %d, drops_rx_staging_full %d", m.RequestsEvicted, m.Drops[DropStagingFull])
+	if m.RequestsEvicted < 2 || m.Drops[DropStagingFull] != 0 || e.NumServerRPCs() > 10 {
+		t.Fatalf("requests_evicted %d (want room for the RPC and its chunks), drops_rx_staging_full %d, %d server RPCs",
+			m.RequestsEvicted, m.Drops[DropStagingFull], e.NumServerRPCs())
+	}
+}

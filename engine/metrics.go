@@ -147,6 +147,10 @@ type Metrics struct {
 	// retransmitted because the RPC had retransmitted MaxResendBytes in
 	// the current ResendInterval (resends_limited).
 	ResendsLimited uint64
+	// RequestsEvicted counts incoming requests silent for ResendTicks
+	// ended to make room for a new request (at MaxServerRPCs) or for
+	// staging (MaxStagingBytes spent) (requests_evicted).
+	RequestsEvicted uint64
 
 	Drops [NumDropCauses]uint64 // drops_<cause>
 }
@@ -183,6 +187,7 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("server_responses_unresolved", m.ServerResponsesUnresolved)
 	fn("resends_deferred", m.ResendsDeferred)
 	fn("resends_limited", m.ResendsLimited)
+	fn("requests_evicted", m.RequestsEvicted)
 	for c, v := range m.Drops {
 		if c != 0 {
 			fn("drops_"+DropCause(c).String(), v)

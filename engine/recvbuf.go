@@ -29,7 +29,9 @@ package engine
 // So a peer holds at most a chunk per packet it sends (and the staging
 // pool bounds them all), and makes the endpoint commit a message's length
 // only by sending it commitBytes of real bytes first; Config.MaxServerRPCs
-// and MaxServerRPCsPerPeer bound how many messages it may start.
+// and MaxServerRPCsPerPeer bound how many messages it may start. When the
+// pool is spent, a request silent for ResendTicks gives up its chunks
+// (evictStaleRequest), so requests that never finish cannot hold it.
 
 // stageChunkSize is the size of one staging chunk, bytes.
 const stageChunkSize = 2048
@@ -57,10 +59,13 @@ func (e *Endpoint) initRecvMem() {
 // it is committed.
 func (e *Endpoint) commitAt(n int) int { return min(n, e.commitBytes) }
 
-// stageRoom makes sure staging chunks hold [offset, end) of in, which is
-// not committed. It reports false, counted, when the range lies past
-// what the message may stage or no chunk is left in the pool.
-func (e *Endpoint) stageRoom(in *inMsg, offset, end int) bool {
+// stageRoom makes sure staging chunks hold [offset, end) of r's incoming
+// message, which is not committed. When the pool is spent, a stale
+// staged request makes room (evictStaleRequest). It reports false,
+// counted, when the range lies past what the message may stage or no
+// chunk is left.
+func (e *Endpoint) stageRoom(r *rpc, offset, end int) bool {
+	in := &r.in
 	if end > max(e.stageSlots*stageChunkSize, in.g.Granted) {
 		e.m.drop(DropPastStaging)
 		return false
@@ -80,6 +85,9 @@ func (e *Endpoint) stageRoom(in *inMsg, offset, end int) bool {
 			continue
 		}
 		c := e.takeChunk()
+		if c == nil && e.evictStaleRequest(r, true) {
+			c = e.takeChunk()
+		}
 		if c == nil {
 			e.m.drop(DropStagingFull)
 			return false

@@ -66,6 +66,12 @@ type rpc struct {
 	restarts    int
 	lastRestart uint64
 	prev, next  *rpc // endpoint's list of live RPCs, creation order
+
+	// server, stateIncoming: place in the endpoint's list of incoming
+	// requests (reqListed), by lastData, the tick of its last DATA.
+	reqPrev, reqNext *rpc
+	reqListed        bool
+	lastData         uint64
 }
 
 // Addr names a Homa port on a host.
@@ -396,6 +402,7 @@ func (e *Endpoint) end(r *rpc) {
 		e.last = r.prev
 	}
 	r.prev, r.next = nil, nil
+	e.unlinkRequest(r)
 	e.stopWaiting(r)
 	e.grants.Remove(&r.in.g)
 	e.sendq.Remove(&r.out.sq)
