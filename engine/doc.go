@@ -9,7 +9,8 @@
 // time only from Config.Clock, and writes every packet (Ethernet, IPv4,
 // Homa header and payload) into a buffer lent by its Transmitter, so the
 // DPDK side can lend mbuf memory. Nothing in the per-packet path
-// allocates.
+// allocates, but for an incoming message's buffer once per message (on
+// the heap, for a port without PortHooks.RecvBuf).
 //
 // How a host drives it, from one polling loop:
 //
@@ -33,6 +34,7 @@
 // Run), then rpc.go (the RPC life cycle and the application's Port API),
 // outgoing.go (segmentation, pacing, GRANT and RESEND handling),
 // incoming.go (reassembly, server RPC creation, acks, RPC_UNKNOWN),
+// recvbuf.go (memory for incoming messages: staging, commit),
 // grant.go (receiver side grants and retransmission requests), timer.go,
 // peer.go, neighbour.go (link addresses: waiting for resolution), icmp.go
 // and metrics.go. Scheduling policy (SRPT grants, the sender queue, the
@@ -48,16 +50,40 @@
 //	server: response sent (stateOutgoing) until an ack arrives, piggybacked
 //	  on DATA or in an ACK packet; NEED_ACK after RequestAckTicks asks for one
 //
-// A request executes at most once while its server RPC lives: a
-// retransmitted request packet finds the RPC and is dropped (DropStale).
+// Delivery semantics, as in kernel Homa: a request executes at most once
+// while its server RPC lives — a retransmitted request packet finds the
+// RPC and is dropped (DropStale), and after the client's ack the server
+// remembers the last 64 ids it freed on an ack per client address, so a
+// late duplicate does not start it again. Beyond that nothing is promised: a server
+// that crashes and restarts (or drops the RPC, or forgets the peer after
+// PeerIdleTicks idle) has no record of the request, and the client,
+// told RPC_UNKNOWN, sends it again, so a request can execute twice. A
+// client RPC that fails with ErrTimeout may or may not have executed.
+// Applications that need exactly-once make their requests idempotent.
+//
+// Nothing a peer sends makes the endpoint hold state without a bound
+// (each bound a Config field, each refusal counted in Metrics): the gaps
+// of a message (MaxGaps), the RESENDs one check sends (MaxResendsPerRPC),
+// the server RPCs (MaxServerRPCs, MaxServerRPCsPerPeer), the memory of
+// incoming messages, committed as their bytes arrive and never from the
+// length claimed (MaxStagingBytes, MaxRecvHeapBytes; recvbuf.go), the
+// peers (MaxPeers, PeerIdleTicks), the bytes a RESEND makes us
+// retransmit (MaxResendBytes) and the restarts RPC_UNKNOWN makes
+// (MaxRestarts).
 //
 // Silence is handled by a timer every TickNs: the side expecting bytes
 // sends RESEND after ResendTicks and every ResendInterval; the peer
 // answers with data, BUSY (working, nothing to send) or RPC_UNKNOWN (no
 // state: a client restarts its request; a server drops its RPC). A RESEND
-// naming bytes past what the sender was granted counts as a grant. After
-// TimeoutTicks of silence a client RPC fails with ErrTimeout; so does one
-// whose packets waited that long for the peer's link address.
+// retransmits only bytes already sent (as kernel Homa's homa_resend_pkt
+// does), at most MaxResendBytes per RPC per ResendInterval; it is never
+// a grant: a receiver that hears BUSY while bytes it granted have not
+// come repeats its GRANT. After TimeoutTicks of silence a client
+// RPC fails with ErrTimeout, as does one whose packets waited
+// ResolveTimeoutTicks for the peer's link address, or that restarted
+// MaxRestarts times; RPC_UNKNOWN is not hearing from the peer. BUSY is:
+// a server that says it is working on a request keeps its client waiting
+// as long as it says so (Abort ends the wait), as in kernel Homa.
 //
 // Ports, RPCs and peers belong to one goroutine: no method is safe for
 // concurrent use.

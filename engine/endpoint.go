@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -82,6 +84,43 @@ type Config struct {
 	UnschedBytes     int // bytes a message may send before grants (40,000)
 	MaxMessageLength int // bytes (1,000,000)
 
+	// MaxGaps bounds the missing byte ranges an incoming message may
+	// have below its highest byte received (64): a DATA packet that would
+	// open one more is dropped (DropTooManyGaps) and comes again when the
+	// sender answers a RESEND, once earlier gaps are filled. Kernel Homa
+	// keeps any number; a sender that opens a gap per packet would make
+	// every later packet and every resend check walk them all.
+	MaxGaps int
+	// MaxResendsPerRPC bounds the RESENDs one resend check sends for one
+	// incoming message (8): its lowest gaps first, the rest at the next
+	// check (ResendsDeferred).
+	MaxResendsPerRPC int
+	// MaxResendBytes bounds the bytes one RPC retransmits for RESENDs per
+	// ResendInterval ticks (400,000, kernel Homa's max_incoming: what a
+	// receiver may be missing at once); the rest of what RESENDs ask in
+	// that interval is not sent (ResendsLimited).
+	MaxResendBytes int
+
+	// MaxServerRPCs bounds the server RPCs alive at once (8,192), and
+	// MaxServerRPCsPerPeer those of one client address (1,024): a request
+	// beyond either is dropped unanswered (DropServerRPCLimit,
+	// DropPeerRPCLimit) and its client retries through RESEND and
+	// RPC_UNKNOWN; at MaxServerRPCs, an incoming request silent for
+	// ResendTicks is ended to make room first (RequestsEvicted). Kernel
+	// Homa has no such bound.
+	MaxServerRPCs        int
+	MaxServerRPCsPerPeer int
+
+	// MaxStagingBytes bounds the endpoint's staging memory, which holds
+	// the first bytes of incoming messages until they are committed (16
+	// MiB; DropStagingFull beyond it). See recvbuf.go.
+	MaxStagingBytes int
+	// MaxRecvHeapBytes bounds the heap buffers of committed incoming
+	// messages not yet delivered, for ports without PortHooks.RecvBuf
+	// (128 MiB): a message that would pass it ends as if RecvBuf had no
+	// buffer (DropRecvHeapFull).
+	MaxRecvHeapBytes int
+
 	// Grant configures the receiver's scheduler (zero fields take the
 	// defaults; FIFOFraction < 0 turns the FIFO share off); its
 	// MaxSchedPrio is derived from Cutoffs.
@@ -103,6 +142,11 @@ type Config struct {
 	// 10 × TimeoutTicks.
 	ResolveTimeoutTicks int
 	RequestAckTicks     int // ticks after a response is sent before NEED_ACK (2)
+	// MaxRestarts bounds how often a client RPC resends its request
+	// after RPC_UNKNOWN; the next RPC_UNKNOWN fails it with ErrTimeout.
+	// Restarts are at least ResendInterval ticks apart and do not reset
+	// the RPC's silence. 0 takes TimeoutTicks / ResendInterval (20).
+	MaxRestarts int
 
 	LinkBps       int64 // link rate for the pacer, bits/s; 0 = unpaced
 	MaxNICQueueNs int64 // pacer's NIC backlog limit, ns (5,000)
@@ -118,9 +162,31 @@ type Config struct {
 	// AllowanceTicks is how long a peer's advertised allowance holds (10).
 	AllowanceTicks int
 
-	// IDSeed is the first client RPC id (made even); 0 takes the clock at
-	// New. A restarted host must not reuse its old ids: servers remember
-	// recently acknowledged ones and drop requests that carry them.
+	// MaxPeers bounds the peers the endpoint holds (16,384): a frame from
+	// a new address when the table is full evicts the peer idle longest
+	// (no live RPCs), or is dropped when none is (DropPeerTableFull).
+	// Keep it above MaxServerRPCs, so that peers remote hosts keep busy
+	// cannot fill it. The application's own RPCs to new addresses may
+	// take it past the bound.
+	MaxPeers int
+	// PeerIdleTicks is how long a peer with no live RPCs is kept after it
+	// was last used (10,000: 10 s).
+	PeerIdleTicks int
+	// Forget, if set, is called with a peer's address when the endpoint
+	// drops the peer (PeersEvicted): it holds no pointer Resolve returned
+	// for that address any more, so the host's neighbour table may age
+	// the entry out or reuse it, unless another peer's resolution returned
+	// the same entry (a gateway) or Resolve is called for the address
+	// again, which a later RPC or frame from it does.
+	Forget func(ip [4]byte)
+
+	// IDSeed is the first client RPC id (made even); 0, as a host should
+	// leave it, takes a random one (crypto/rand, read once in New), for
+	// tests that want the same ids every run. A restarted host must not
+	// reuse its old ids (servers remember recently acknowledged ones and
+	// drop requests that carry them), and ids that follow one another
+	// from a known start are easy to guess for whoever would send RESEND
+	// or RPC_UNKNOWN for our RPCs.
 	IDSeed uint64
 }
 
@@ -129,6 +195,10 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		MTU: 1500, UnschedBytes: 40_000, MaxMessageLength: wire.MaxMessageLength,
+		MaxGaps: 64, MaxResendsPerRPC: 8, MaxResendBytes: 400_000,
+		MaxServerRPCs: 8192, MaxServerRPCsPerPeer: 1024,
+		MaxStagingBytes: 16 << 20, MaxRecvHeapBytes: 128 << 20,
+		MaxPeers: 16384, PeerIdleTicks: 10_000,
 		Grant: sched.DefaultGrantConfig(), Cutoffs: sched.DefaultCutoffs(),
 		TickNs: 1_000_000, ResendTicks: 5, ResendInterval: 5, TimeoutTicks: 100,
 		RequestAckTicks: 2, MaxNICQueueNs: 5_000, PacerFIFOFraction: 50, PacerThreshold: sched.ThrottleMinBytes,
@@ -147,11 +217,21 @@ func (c Config) withDefaults() Config {
 	setInt(&c.MTU, d.MTU)
 	setInt(&c.UnschedBytes, d.UnschedBytes)
 	setInt(&c.MaxMessageLength, d.MaxMessageLength)
+	setInt(&c.MaxGaps, d.MaxGaps)
+	setInt(&c.MaxResendsPerRPC, d.MaxResendsPerRPC)
+	setInt(&c.MaxResendBytes, d.MaxResendBytes)
+	setInt(&c.MaxServerRPCs, d.MaxServerRPCs)
+	setInt(&c.MaxServerRPCsPerPeer, d.MaxServerRPCsPerPeer)
+	setInt(&c.MaxStagingBytes, d.MaxStagingBytes)
+	setInt(&c.MaxRecvHeapBytes, d.MaxRecvHeapBytes)
+	setInt(&c.MaxPeers, d.MaxPeers)
+	setInt(&c.PeerIdleTicks, d.PeerIdleTicks)
 	setInt(&c.ResendTicks, d.ResendTicks)
 	setInt(&c.ResendInterval, d.ResendInterval)
 	setInt(&c.TimeoutTicks, d.TimeoutTicks)
 	setInt(&c.ResolveTimeoutTicks, 10*c.TimeoutTicks)
 	setInt(&c.RequestAckTicks, d.RequestAckTicks)
+	setInt(&c.MaxRestarts, max(c.TimeoutTicks/c.ResendInterval, 1))
 	setInt(&c.PacerFIFOFraction, d.PacerFIFOFraction)
 	setInt(&c.PacerThreshold, d.PacerThreshold)
 	setInt(&c.AllowanceTicks, d.AllowanceTicks)
@@ -216,9 +296,12 @@ type Endpoint struct {
 	ports          map[uint16]*Port // bound server ports and open client ports
 	nextClientPort uint16           // next client port to try (≥ 0x8000)
 	peers          map[[4]byte]*peer
-	rpcs           map[rpcKey]*rpc // every live RPC
-	first, last    *rpc            // live RPCs in creation order, for the timer
-	owedGrants     []*rpc          // RPCs whose latest GRANT is owed (oweGrant), in order
+	// idleHead, idleTail: the peers with no live RPCs, least recently
+	// used first (peer.idlePrev, idleNext).
+	idleHead, idleTail *peer
+	rpcs               map[rpcKey]*rpc // every live RPC
+	first, last        *rpc            // live RPCs in creation order, for the timer
+	owedGrants         []*rpc          // RPCs whose latest GRANT is owed (oweGrant), in order
 
 	// waitingPeers are the peers with RPCs waiting for their link address
 	// or GRANTs dropped while it was unresolved (peer.listed), checked by
@@ -235,6 +318,27 @@ type Endpoint struct {
 	pacer  *sched.Pacer          // NIC backlog estimate
 	incast *sched.Incast         // unscheduled bytes expected, allowance
 	sizes  sched.Histogram       // lengths of incoming messages, for cutoffs
+
+	numServerRPCs int // live server RPCs (≤ cfg.MaxServerRPCs)
+	// reqHead, reqTail: the incoming requests, by their last DATA, oldest
+	// first (rpc.reqPrev, reqNext; incoming.go).
+	reqHead, reqTail *rpc
+
+	// Memory for incoming messages (recvbuf.go): commitBytes of a
+	// message arrive before it is committed; until then its first
+	// stageSlots chunks may be staged. allocChunks chunks exist (at most
+	// maxChunks), stagedChunks of them held by messages, the rest in
+	// freeChunks; freeSlots are spare slot tables. recvHeap is the bytes
+	// of committed heap buffers not yet delivered. unschedLimit is
+	// cfg.UnschedBytes in whole packets: the most of a sender's incoming
+	// field believed.
+	unschedLimit            int
+	commitBytes, stageSlots int
+	allocChunks, maxChunks  int
+	stagedChunks            int
+	freeChunks              []*stageChunk
+	freeSlots               [][]*stageChunk
+	recvHeap                int
 
 	cutoffVersion uint16 // version of cfg.Cutoffs sent in CUTOFFS (starts at 1)
 	ipID          uint16 // IPv4 identification counter
@@ -276,12 +380,23 @@ func New(cfg Config, tx Transmitter) (*Endpoint, error) {
 	}
 	e.homaOff = e.ipOff + wire.IPv4MinHeaderLen
 	e.dataTx, _ = tx.(DataSender)
+	e.initRecvMem()
 	e.now = cfg.Clock()
 	e.nextTick = e.now + cfg.TickNs
 	if cfg.IDSeed == 0 {
-		e.nextID = (uint64(e.now) + 2) &^ 1
+		e.nextID = randomID()
 	}
 	return e, nil
+}
+
+// randomID returns an even, non-zero id drawn from crypto/rand.
+func randomID() uint64 {
+	var b [8]byte
+	rand.Read(b[:]) // never fails (crypto/rand.Read panics rather than return an error)
+	if id := binary.LittleEndian.Uint64(b[:]) &^ 1; id != 0 {
+		return id
+	}
+	return 2
 }
 
 // Metrics returns a copy of the counters.
@@ -292,6 +407,10 @@ func (e *Endpoint) MaxMessageLength() int { return e.cfg.MaxMessageLength }
 
 // NumRPCs returns the number of live RPCs (client and server).
 func (e *Endpoint) NumRPCs() int { return len(e.rpcs) }
+
+// NumServerRPCs returns the number of live server RPCs (a gauge, at most
+// Config.MaxServerRPCs).
+func (e *Endpoint) NumServerRPCs() int { return e.numServerRPCs }
 
 // Cutoffs returns the endpoint's unscheduled cutoffs and their version.
 func (e *Endpoint) Cutoffs() (sched.Cutoffs, uint16) { return e.cfg.Cutoffs, e.cutoffVersion }
@@ -390,7 +509,10 @@ func (e *Endpoint) NextDeadline() int64 {
 
 // Receive processes one received frame: wire.ParseLink, then
 // ReceiveLink. The frame is read during the call only; message bytes are
-// copied out. It never allocates for DATA of a message already known.
+// copied out. For DATA of a message already known it allocates only the
+// message's buffer, once, when the message is committed (for a port
+// without PortHooks.RecvBuf), and staging memory until the pool has
+// grown to what is in use (see recvbuf.go).
 func (e *Endpoint) Receive(frame []byte) {
 	var l wire.Link
 	if r := wire.ParseLink(frame, &l); r != wire.DropNone {
@@ -406,8 +528,7 @@ func (e *Endpoint) Receive(frame []byte) {
 // (ReceiveICMP). It validates the rest (wire.ParseHomaIPv4, the IPv4
 // checksum included, and the destination address) and counts what it
 // drops by cause, as Receive does. The frame is read during the call
-// only; message bytes are copied out. It never allocates for DATA of a
-// message already known.
+// only; message bytes are copied out. It allocates as Receive does.
 func (e *Endpoint) ReceiveLink(l *wire.Link) {
 	if !e.batch {
 		e.now = e.cfg.Clock()

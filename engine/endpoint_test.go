@@ -17,8 +17,8 @@ func TestEndpoint_configDefaultsAndValidation(t *testing.T) {
 		c.Grant.MaxIncoming != 1000 || c.Grant.MaxOvercommit != 8 || c.Grant.MaxSchedPrio != 3 || e.payload != 1424 {
 		t.Fatalf("defaults %+v", c)
 	}
-	if e.nextID != 5002 {
-		t.Fatalf("first id %d, want the clock's", e.nextID)
+	if c.MaxGaps != 64 || c.MaxServerRPCs != 8192 || c.MaxPeers != 16384 || c.MaxRestarts != 20 || c.MaxResendBytes != 400_000 {
+		t.Fatalf("bounds %+v", c)
 	}
 	if _, err := New(Config{}, &sink{}); err == nil {
 		t.Fatal("no clock accepted")
@@ -43,4 +43,28 @@ func TestEndpoint_noBufferCountedAndRecoveredByTimer(t *testing.T) {
 	c.buf = buf
 	n.advance(1_000_000) // the next Run sends it
 	receive(t, srv)
+}
+
+// Without Config.IDSeed an endpoint's first client RPC id is drawn at
+// random (crypto/rand): two endpoints started at the same time, with the
+// same clock, do not share it, so a restarted host does not reuse the
+// ids its servers remember, and ids are hard to guess.
+func TestEndpoint_idsUnpredictableWithoutSeed(t *testing.T) {
+	first := func() uint64 {
+		e, err := New(Config{Clock: func() int64 { return 5000 }, Resolve: allReachable()}, &sink{buf: make([]byte, 2048)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := e.OpenClient()
+		id, err := p.Send(Addr{IP: [4]byte{10, 0, 0, 2}, Port: 99}, msg(10, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	a, b := first(), first()
+	t.Logf("first ids %#x and %#x", a, b)
+	if a == b || a%2 != 0 || b%2 != 0 || a == 0 || b == 0 {
+		t.Fatalf("first ids %d and %d: want two different even ids", a, b)
+	}
 }

@@ -218,6 +218,28 @@ func endpointConsistent(e *Endpoint) error {
 	if e.grants.Len() > listed || e.grants.Outstanding() < 0 {
 		return fmt.Errorf("grant scheduler: %d messages, %d outstanding", e.grants.Len(), e.grants.Outstanding())
 	}
+	servers := 0
+	for r := e.first; r != nil; r = r.next {
+		if !r.client {
+			servers++
+		}
+	}
+	perPeer := 0
+	for _, p := range e.peers {
+		if p.serverRPCs < 0 || p.serverRPCs > e.cfg.MaxServerRPCsPerPeer {
+			return fmt.Errorf("peer %v: %d server RPCs", p.ip, p.serverRPCs)
+		}
+		perPeer += p.serverRPCs
+	}
+	if servers != e.numServerRPCs || perPeer != servers || servers > e.cfg.MaxServerRPCs {
+		return fmt.Errorf("%d server RPCs listed, numServerRPCs %d, peers count %d", servers, e.numServerRPCs, perPeer)
+	}
+	if err := peersConsistent(e); err != nil {
+		return err
+	}
+	if err := requestsConsistent(e); err != nil {
+		return err
+	}
 	if incast != e.incast.Backlog() {
 		return fmt.Errorf("incast backlog %d, rpcs account for %d", e.incast.Backlog(), incast)
 	}
@@ -274,10 +296,16 @@ func inConsistent(r *rpc) error {
 	if in.length == 0 || r.state != stateIncoming {
 		return nil
 	}
-	if len(in.buf) != in.length || in.recvEnd > in.length || in.g.Length != in.length ||
+	if err := stageConsistent(r.port.e, in); err != nil {
+		return err
+	}
+	if in.recvEnd > in.length || in.g.Length != in.length ||
 		in.g.Received > in.length || in.g.Granted > in.length {
 		return fmt.Errorf("length %d buf %d recvEnd %d received %d granted %d",
 			in.length, len(in.buf), in.recvEnd, in.g.Received, in.g.Granted)
+	}
+	if len(in.gaps) > r.port.e.cfg.MaxGaps {
+		return fmt.Errorf("%d gaps, more than MaxGaps", len(in.gaps))
 	}
 	missing, end := 0, 0
 	for _, g := range in.gaps {
@@ -354,4 +382,86 @@ func receiveSeeds(tb testing.TB) [][]byte {
 		}
 	}
 	return append(seeds, all, lossy)
+}
+
+// stageConsistent checks where in's bytes are: a committed buffer of
+// its length and no staging, or staging chunks (within the span, none
+// past the highest byte received) and no buffer; committed once it has
+// its commitAt bytes.
+func stageConsistent(e *Endpoint, in *inMsg) error {
+	if in.buf != nil {
+		if len(in.buf) != in.length || in.stage != nil {
+			return fmt.Errorf("committed: buf %d of %d, staged %v", len(in.buf), in.length, in.stage != nil)
+		}
+		return nil
+	}
+	if in.g.Received >= e.commitAt(in.length) {
+		return fmt.Errorf("%d bytes received, not committed (commit at %d)", in.g.Received, e.commitAt(in.length))
+	}
+	for i, c := range in.stage {
+		if c != nil && (i*stageChunkSize >= in.recvEnd || i*stageChunkSize >= max(e.stageSlots*stageChunkSize, in.g.Granted)) {
+			return fmt.Errorf("chunk %d staged past recvEnd %d", i, in.recvEnd)
+		}
+	}
+	return nil
+}
+
+// peersConsistent checks the peer table: every live RPC's peer is in it,
+// each peer counts its live RPCs, and the idle list holds exactly the
+// peers with none, oldest first.
+func peersConsistent(e *Endpoint) error {
+	rpcs := make(map[*peer]int)
+	for r := e.first; r != nil; r = r.next {
+		if e.peers[r.peer.ip] != r.peer {
+			return fmt.Errorf("rpc %d: its peer %v is not in the table", r.id, r.peer.ip)
+		}
+		rpcs[r.peer]++
+	}
+	idle := 0
+	for _, p := range e.peers {
+		if p.rpcs != rpcs[p] || p.idle != (p.rpcs == 0) {
+			return fmt.Errorf("peer %v: rpcs %d (live %d), idle %v", p.ip, p.rpcs, rpcs[p], p.idle)
+		}
+		if p.idle {
+			idle++
+		}
+	}
+	var prev *peer
+	for p := e.idleHead; p != nil; p = p.idleNext {
+		if p.idlePrev != prev || !p.idle || e.peers[p.ip] != p || (prev != nil && prev.idleSince > p.idleSince) {
+			return fmt.Errorf("idle list broken at %v", p.ip)
+		}
+		prev = p
+		idle--
+	}
+	if prev != e.idleTail || idle != 0 {
+		return fmt.Errorf("idle list: tail %v, %d idle peers not on it", e.idleTail != prev, idle)
+	}
+	return nil
+}
+
+// requestsConsistent checks the list of incoming requests: exactly the
+// server RPCs receiving their request, oldest DATA first.
+func requestsConsistent(e *Endpoint) error {
+	want := 0
+	for r := e.first; r != nil; r = r.next {
+		if !r.client && r.state == stateIncoming {
+			want++
+			if !r.reqListed {
+				return fmt.Errorf("request %d not listed", r.id)
+			}
+		}
+	}
+	var prev *rpc
+	for r := e.reqHead; r != nil; r = r.reqNext {
+		if r.reqPrev != prev || r.client || r.state != stateIncoming || (prev != nil && prev.lastData > r.lastData) {
+			return fmt.Errorf("request list broken at %d", r.id)
+		}
+		prev = r
+		want--
+	}
+	if prev != e.reqTail || want != 0 {
+		return fmt.Errorf("request list: tail ok %v, %d requests off it", prev == e.reqTail, want)
+	}
+	return nil
 }

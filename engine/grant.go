@@ -59,8 +59,12 @@ func (e *Endpoint) grantKeepalive(r *rpc) {
 
 // requestRetransmit asks r's peer for the bytes of r's incoming message
 // that are missing: each gap, then the granted bytes past the highest
-// received. Before any byte of a response arrived, it asks for the first
-// packet at the top priority (the answer is data, BUSY or RPC_UNKNOWN).
+// received, at most Config.MaxResendsPerRPC ranges, the lowest first (the
+// rest wait for the next check, counted in ResendsDeferred). A RESEND is
+// no grant: when granted bytes never came because our GRANT was lost,
+// the sender answers BUSY and handleBusy repeats the GRANT. Before any
+// byte of a response arrived, it asks for the first packet at the top
+// priority (the answer is data, BUSY or RPC_UNKNOWN).
 func (e *Endpoint) requestRetransmit(r *rpc) {
 	in := &r.in
 	if in.length == 0 {
@@ -68,11 +72,25 @@ func (e *Endpoint) requestRetransmit(r *rpc) {
 		return
 	}
 	prio := e.resendPriority(r)
-	for _, g := range in.gaps {
+	budget := e.cfg.MaxResendsPerRPC
+	for i, g := range in.gaps {
+		if budget == 0 {
+			e.m.ResendsDeferred += uint64(len(in.gaps) - i)
+			if in.recvEnd < in.g.Granted {
+				e.m.ResendsDeferred++
+			}
+			return
+		}
+		budget--
 		e.sendResend(r, uint32(g.start), uint32(g.end-g.start), prio)
 	}
 	if in.recvEnd < in.g.Granted {
+		if budget == 0 {
+			e.m.ResendsDeferred++
+			return
+		}
 		e.sendResend(r, uint32(in.recvEnd), uint32(in.g.Granted-in.recvEnd), prio)
+
 	}
 }
 

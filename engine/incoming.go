@@ -8,17 +8,25 @@ import (
 // inMsg is the incoming message of an RPC (a client's response, a
 // server's request) being reassembled. Owned by the endpoint.
 type inMsg struct {
-	length  int    // bytes; 0 until the first DATA arrives
-	buf     []byte // the message, length bytes; handed to the application when complete
-	recvEnd int    // bytes: one past the highest byte received
-	gaps    []gap  // missing ranges below recvEnd, in order
+	length int // bytes; 0 until the first DATA arrives
+	// buf is the message, length bytes, once committed (see recvbuf.go):
+	// from the port's RecvBuf, or from the heap when heap is set; handed
+	// to the application when complete. nil before: the bytes are in
+	// stage, chunks by offset / stageChunkSize (nil until the first).
+	buf     []byte
+	heap    bool
+	stage   []*stageChunk
+	recvEnd int   // bytes: one past the highest byte received
+	gaps    []gap // missing ranges below recvEnd, in order; at most Config.MaxGaps
 
 	// g is the grant scheduler's view: Length, Received (bytes accepted),
-	// Granted (starts at the sender's incoming field). In the scheduler
+	// Granted (starts at unsched). In the scheduler
 	// only while the message needs grants.
 	g sched.GrantMsg
 
-	unsched int // bytes the sender sends unscheduled (first incoming field)
+	// unsched is what the sender sends unscheduled: the first incoming
+	// field, believed up to Config.UnschedBytes in whole packets.
+	unsched int
 
 	// grantOwed: the GRANT for g.Granted could not be sent; the RPC is in
 	// the endpoint's owedGrants and Run sends it.
@@ -33,6 +41,9 @@ type gap struct{ start, end int }
 func (e *Endpoint) handleData(f *wire.Frame) {
 	d := wire.Data(f.Homa)
 	p := e.peerFromFrame(f)
+	if p == nil {
+		return
+	}
 	e.noteAllowance(p, d)
 	if a := d.Ack(); a.ClientID() != 0 {
 		e.ackRPC(p, a.ClientID(), a.ServerPort())
@@ -69,11 +80,14 @@ func (e *Endpoint) handleData(f *wire.Frame) {
 		return
 	}
 	offset, payload := d.Segment()
-	if !e.addSegment(in, int(offset), payload) {
+	if !e.placeSegment(r, int(offset), payload) {
 		return
 	}
-	if inc := min(int(d.Incoming()), in.length); inc > in.g.Granted {
-		in.g.Granted = inc // the sender went beyond our view (lost GRANT recovered)
+	// The sender's incoming field is believed up to its unscheduled
+	// bytes, or the end of this packet (a whole packet goes once its
+	// first byte is granted): never further than bytes that came.
+	if inc := min(int(d.Incoming()), in.length, max(e.unschedLimit, int(offset)+len(payload))); inc > in.g.Granted {
+		in.g.Granted = inc
 	}
 	e.updateIncast(r)
 	if in.g.Received == in.length {
@@ -85,7 +99,12 @@ func (e *Endpoint) handleData(f *wire.Frame) {
 }
 
 // newServerRPC creates the server RPC for a request's first DATA, or
-// answers ICMP port unreachable and returns nil.
+// answers ICMP port unreachable and returns nil. A request beyond
+// Config.MaxServerRPCsPerPeer or MaxServerRPCs is dropped and counted,
+// unanswered: its client's RESEND finds no RPC and is answered
+// RPC_UNKNOWN, so the client restarts it later (an answer now, such as
+// BUSY, would tell the client we hold state we do not, and would answer
+// spoofed sources).
 func (e *Endpoint) newServerRPC(f *wire.Frame, p *peer) *rpc {
 	c := f.Homa
 	port := e.ports[c.DstPort()]
@@ -106,12 +125,96 @@ func (e *Endpoint) newServerRPC(f *wire.Frame, p *peer) *rpc {
 		e.m.drop(DropStale)
 		return nil
 	}
+	switch {
+	case p.serverRPCs >= e.cfg.MaxServerRPCsPerPeer:
+		e.m.drop(DropPeerRPCLimit)
+		return nil
+	case e.numServerRPCs >= e.cfg.MaxServerRPCs && !e.evictStaleRequest(nil, false):
+		e.m.drop(DropServerRPCLimit)
+		return nil
+	}
 	r := &rpc{id: wire.LocalID(c.SenderID()), port: port, peer: p, dport: c.SrcPort(), state: stateIncoming}
+	p.serverRPCs++
+	e.numServerRPCs++
 	e.insert(r.key(), r)
+	r.lastData = e.ticks
+	e.pushRequest(r)
 	return r
 }
 
-// startIn sets up reassembly from the first DATA of a message.
+// The incoming requests — server RPCs receiving their request — are
+// listed by the tick of their last DATA accepted, oldest first
+// (reqHead). A flood of requests that never finish (fresh ids from
+// spoofed addresses, each a packet) would otherwise keep MaxServerRPCs
+// and the staging pool full for TimeoutTicks at a time and shut real
+// clients out: when a bound is reached, the request silent longest makes
+// room, if it has been silent for ResendTicks (its client, if real,
+// would be asked to resend by now, and retries). Requests the
+// application holds, and responses, are never evicted.
+
+// pushRequest adds incoming request r at the tail (the freshest).
+func (e *Endpoint) pushRequest(r *rpc) {
+	r.reqPrev, r.reqNext = e.reqTail, nil
+	if e.reqTail != nil {
+		e.reqTail.reqNext = r
+	} else {
+		e.reqHead = r
+	}
+	e.reqTail = r
+	r.reqListed = true
+}
+
+// unlinkRequest takes r off the list of incoming requests.
+func (e *Endpoint) unlinkRequest(r *rpc) {
+	if !r.reqListed {
+		return
+	}
+	if r.reqPrev != nil {
+		r.reqPrev.reqNext = r.reqNext
+	} else {
+		e.reqHead = r.reqNext
+	}
+	if r.reqNext != nil {
+		r.reqNext.reqPrev = r.reqPrev
+	} else {
+		e.reqTail = r.reqPrev
+	}
+	r.reqPrev, r.reqNext, r.reqListed = nil, nil, false
+}
+
+// requestData notes that request r accepted a DATA packet now.
+func (e *Endpoint) requestData(r *rpc) {
+	if r.lastData == e.ticks && e.reqTail == r {
+		return
+	}
+	r.lastData = e.ticks
+	e.unlinkRequest(r)
+	e.pushRequest(r)
+}
+
+// evictStaleRequest ends the incoming request silent longest, other than
+// keep, if it has been silent for ResendTicks; staged asks for one whose
+// message is staged (to free staging chunks), among the eight oldest. It
+// reports whether it ended one (counted in RequestsEvicted).
+func (e *Endpoint) evictStaleRequest(keep *rpc, staged bool) bool {
+	n := 0
+	for r := e.reqHead; r != nil && n < 8; r = r.reqNext {
+		if e.ticks-r.lastData < uint64(e.cfg.ResendTicks) {
+			return false // the rest are fresher
+		}
+		if r == keep || staged && r.in.stage == nil {
+			n++
+			continue
+		}
+		e.m.RequestsEvicted++
+		e.end(r)
+		return true
+	}
+	return false
+}
+
+// startIn sets up reassembly from the first DATA of a message. No memory
+// is committed yet (see recvbuf.go).
 func (e *Endpoint) startIn(r *rpc, d wire.Data) bool {
 	n := int(d.MessageLength())
 	if n == 0 || n > e.cfg.MaxMessageLength {
@@ -119,26 +222,8 @@ func (e *Endpoint) startIn(r *rpc, d wire.Data) bool {
 		return false
 	}
 	in := &r.in
-	if get := r.port.hooks.RecvBuf; get != nil {
-		buf, ok := get(n)
-		if !ok || len(buf) < n {
-			if ok && r.port.hooks.FreeRecvBuf != nil {
-				r.port.hooks.FreeRecvBuf(buf)
-			}
-			e.m.drop(DropNoRecvSpace)
-			if r.client {
-				e.fail(r, ErrNoBufferSpace)
-			} else {
-				e.end(r)
-			}
-			return false
-		}
-		in.buf = buf[:n:n]
-	} else {
-		in.buf = make([]byte, n)
-	}
 	in.length = n
-	in.unsched = min(int(d.Incoming()), n)
+	in.unsched = min(int(d.Incoming()), n, e.unschedLimit)
 	in.g = sched.GrantMsg{Length: n, Granted: in.unsched, Owner: r}
 	e.sizes.Record(n)
 	if in.g.Granted < n {
@@ -147,66 +232,105 @@ func (e *Endpoint) startIn(r *rpc, d wire.Data) bool {
 	return true
 }
 
-// addSegment copies payload, the message bytes at offset, into in. It
-// drops (and counts) bytes past the end, duplicates and overlaps, and
-// reports whether the packet was accepted.
-func (e *Endpoint) addSegment(in *inMsg, offset int, payload []byte) bool {
+// placeSegment takes payload, the message bytes at offset, into r's
+// incoming message: the packet that brings its commitAt-th byte commits
+// the message first, earlier ones are staged (see recvbuf.go). It drops
+// (and counts) what addSegment refuses and what finds no memory, and
+// reports whether the packet was accepted; false may mean that r ended.
+func (e *Endpoint) placeSegment(r *rpc, offset int, payload []byte) bool {
+	in := &r.in
 	end := offset + len(payload)
-	switch {
-	case end > in.length || len(payload) == 0:
+	if end > in.length || len(payload) == 0 {
 		e.m.drop(DropPastEnd)
 		return false
-	case offset >= in.recvEnd:
-		if offset > in.recvEnd {
-			in.gaps = append(in.gaps, gap{in.recvEnd, offset})
-		}
-		in.recvEnd = end
-	default:
-		if !e.fillGap(in, offset, end) {
+	}
+	if in.buf == nil {
+		if in.g.Received+len(payload) >= e.commitAt(in.length) {
+			if !e.commit(r) {
+				return false
+			}
+		} else if !e.stageRoom(r, offset, end) {
 			return false
 		}
 	}
-	copy(in.buf[offset:end], payload)
+	if !e.addSegment(in, offset, end) {
+		return false
+	}
+	if in.buf != nil {
+		copy(in.buf[offset:end], payload)
+	} else {
+		stageCopy(in, offset, payload)
+	}
 	in.g.Received += len(payload)
+	if r.reqListed {
+		e.requestData(r)
+	}
 	return true
 }
 
-// fillGap removes [start, end) from the gap that contains it.
-func (e *Endpoint) fillGap(in *inMsg, start, end int) bool {
-	for i := range in.gaps {
-		g := &in.gaps[i]
-		if start >= g.end {
-			continue
-		}
-		if start < g.start {
-			if end > g.start {
-				e.m.drop(DropOverlap) // starts in received bytes, ends in the gap
+// addSegment records that in now holds [offset, end) (inside the
+// message). It drops (and counts) duplicates and overlaps, and packets
+// that would open a gap beyond Config.MaxGaps (the sender's RESEND logic
+// brings them again once earlier gaps are filled), and reports whether
+// the packet was accepted.
+func (e *Endpoint) addSegment(in *inMsg, offset, end int) bool {
+	if offset >= in.recvEnd {
+		if offset > in.recvEnd {
+			if len(in.gaps) >= e.cfg.MaxGaps {
+				e.m.drop(DropTooManyGaps)
 				return false
 			}
-			break // all received already
+			in.gaps = append(in.gaps, gap{in.recvEnd, offset})
 		}
-		if end > g.end {
-			e.m.drop(DropOverlap)
-			return false
-		}
-		switch {
-		case start == g.start && end == g.end:
-			in.gaps = append(in.gaps[:i], in.gaps[i+1:]...)
-		case start == g.start:
-			g.start = end
-		case end == g.end:
-			g.end = start
-		default:
-			tail := gap{end, g.end}
-			g.end = start
-			in.gaps = append(in.gaps, gap{})
-			copy(in.gaps[i+2:], in.gaps[i+1:])
-			in.gaps[i+1] = tail
-		}
+		in.recvEnd = end
 		return true
 	}
-	e.m.drop(DropDuplicate)
-	return false
+	return e.fillGap(in, offset, end)
+}
+
+// fillGap removes [start, end) from the gap that contains it. The gaps
+// are in order and at most Config.MaxGaps, so finding the gap is a
+// binary search and moving the others a short copy.
+func (e *Endpoint) fillGap(in *inMsg, start, end int) bool {
+	// The first gap that ends after start.
+	lo, hi := 0, len(in.gaps)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if in.gaps[mid].end <= start {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo == len(in.gaps) || end <= in.gaps[lo].start {
+		e.m.drop(DropDuplicate) // all received already
+		return false
+	}
+	i := lo
+	g := &in.gaps[i]
+	if start < g.start || end > g.end {
+		e.m.drop(DropOverlap) // covers received and missing bytes at once
+		return false
+	}
+	switch {
+	case start == g.start && end == g.end:
+		in.gaps = append(in.gaps[:i], in.gaps[i+1:]...)
+	case start == g.start:
+		g.start = end
+	case end == g.end:
+		g.end = start
+	default:
+		if len(in.gaps) >= e.cfg.MaxGaps {
+			e.m.drop(DropTooManyGaps) // splitting the gap would make one too many
+			return false
+		}
+		tail := gap{end, g.end}
+		g.end = start
+		in.gaps = append(in.gaps, gap{})
+		copy(in.gaps[i+2:], in.gaps[i+1:])
+		in.gaps[i+1] = tail
+	}
+	return true
 }
 
 // updateIncast keeps r's share of the expected unscheduled backlog equal
@@ -228,7 +352,8 @@ func (e *Endpoint) complete(r *rpc) {
 	e.incast.Add(-r.incastBytes)
 	r.incastBytes = 0
 	m := Message{ID: r.id, Peer: Addr{IP: r.peer.ip, Port: r.dport}, Data: in.buf}
-	in.buf, in.gaps = nil, nil
+	e.delivered(in)
+	in.gaps = nil
 	if r.client {
 		e.m.ResponsesReceived++
 		e.end(r)
@@ -236,6 +361,7 @@ func (e *Endpoint) complete(r *rpc) {
 		r.port.deliver(m, r.private)
 	} else {
 		e.m.RequestsReceived++
+		e.unlinkRequest(r)
 		r.state = stateInService
 		m.Request = true
 		r.port.deliver(m, false)
@@ -245,17 +371,26 @@ func (e *Endpoint) complete(r *rpc) {
 
 // handleBusy: the peer is alive and working on r.
 func (e *Endpoint) handleBusy(f *wire.Frame) {
-	if r := e.lookup(f); r != nil {
-		r.silentTicks = 0
+	r := e.lookup(f)
+	if r == nil {
+		e.unknown()
 		return
 	}
-	e.unknown()
+	r.silentTicks = 0
+	if in := &r.in; r.state == stateIncoming && in.length != 0 && in.recvEnd < in.g.Granted && in.g.Granted > in.unsched {
+		// Alive, but not sending bytes we granted: our GRANT may have
+		// been lost, and a RESEND is no grant. Repeat it.
+		e.sendGrant(r, in.g.Granted, in.g.Priority)
+	}
 }
 
 // handleCutoffs records the peer's unscheduled cutoffs.
 func (e *Endpoint) handleCutoffs(f *wire.Frame) {
 	c := wire.Cutoffs(f.Homa)
 	p := e.peerFromFrame(f)
+	if p == nil {
+		return
+	}
 	for i := 1; i < wire.NumPriorities; i++ {
 		p.cutoffs[i] = c.Cutoff(i)
 	}
@@ -288,20 +423,36 @@ func (e *Endpoint) maybeSendCutoffs(r *rpc) {
 // never saw it); one whose response had started fails with
 // ErrPeerRestarted. A server drops the RPC (the client has forgotten it,
 // e.g. it restarted).
+//
+// RPC_UNKNOWN is no sign of progress, so it does not reset the client's
+// silence, and restarts are bounded: at most one per ResendInterval
+// ticks (an RPC_UNKNOWN sooner answers the packets of the last restart,
+// counted in RPCRestartsLimited), and Config.MaxRestarts in all, after
+// which the next RPC_UNKNOWN fails the RPC with ErrTimeout
+// (RPCRestartsExhausted). A server that always answers RPC_UNKNOWN (its
+// pool full, or the request's id one it remembers as acked) leaves the
+// RPC silent, so it times out after TimeoutTicks; one that answers BUSY
+// or GRANT in between exhausts its restarts.
 func (e *Endpoint) handleRPCUnknown(f *wire.Frame) {
 	r := e.lookup(f)
 	if r == nil {
 		e.unknown()
 		return
 	}
-	r.silentTicks = 0
 	switch {
 	case !r.client:
 		e.m.ServerRPCDiscards++
 		e.end(r)
 	case r.in.length != 0:
 		e.fail(r, ErrPeerRestarted)
+	case r.restarts > 0 && e.ticks-r.lastRestart < uint64(e.cfg.ResendInterval):
+		e.m.RPCRestartsLimited++
+	case r.restarts >= e.cfg.MaxRestarts:
+		e.m.RPCRestartsExhausted++
+		e.timeout(r)
 	default:
+		r.restarts++
+		r.lastRestart = e.ticks
 		e.m.RPCRestarts++
 		e.restart(r)
 	}
@@ -338,7 +489,9 @@ func (e *Endpoint) handleNeedAck(f *wire.Frame) {
 		return
 	}
 	c := f.Homa
-	e.sendAck(e.peerFromFrame(f), c.DstPort(), c.SrcPort(), wire.LocalID(c.SenderID()))
+	if p := e.peerFromFrame(f); p != nil {
+		e.sendAck(p, c.DstPort(), c.SrcPort(), wire.LocalID(c.SenderID()))
+	}
 }
 
 // handleAck frees the server RPCs an ACK names: its own sender_id, then
@@ -346,6 +499,9 @@ func (e *Endpoint) handleNeedAck(f *wire.Frame) {
 func (e *Endpoint) handleAck(f *wire.Frame) {
 	a := wire.Ack(f.Homa)
 	p := e.peerFromFrame(f)
+	if p == nil {
+		return
+	}
 	e.ackRPC(p, a.Common().SenderID(), a.Common().DstPort())
 	for i := range int(a.NumAcks()) {
 		ent := a.Entry(i)

@@ -38,9 +38,9 @@ const (
 	DropNoBuffer
 	// DropBadICMP: an ICMP message the engine could not use.
 	DropBadICMP
-	// DropNoRecvSpace: the port's owner had no receive buffer for a new
-	// message (PortHooks.RecvBuf); a request is dropped (its client
-	// retries), a response ends its RPC with ErrNoBufferSpace.
+	// DropNoRecvSpace: the port's owner had no receive buffer for a
+	// message being committed (PortHooks.RecvBuf); a request is dropped
+	// (its client retries), a response ends its RPC with ErrNoBufferSpace.
 	DropNoRecvSpace
 	// DropTxUnresolved: a packet for a peer whose link address is not
 	// resolved (its Neighbour not LinkReachable, or no route) was not
@@ -48,6 +48,28 @@ const (
 	// NEED_ACK, CUTOFFS, ICMP) or the retransmission a RESEND asked for.
 	// Timers recover; DATA waits instead (RPCsWaitingResolution).
 	DropTxUnresolved
+	// DropTooManyGaps: DATA that would open a gap in its message beyond
+	// Config.MaxGaps; the sender sends it again when asked.
+	DropTooManyGaps
+	// DropServerRPCLimit: request DATA that would start a server RPC
+	// beyond Config.MaxServerRPCs; DropPeerRPCLimit: beyond
+	// MaxServerRPCsPerPeer for its client's address. Unanswered; the
+	// client retries.
+	DropServerRPCLimit
+	DropPeerRPCLimit
+	// DropStagingFull: DATA of a message not yet committed that found no
+	// staging chunk left (Config.MaxStagingBytes); DropPastStaging: DATA
+	// of such a message past the bytes it may stage (past twice the
+	// unscheduled bytes and its granted offset). The sender sends them
+	// again when asked.
+	DropStagingFull
+	DropPastStaging
+	// DropRecvHeapFull: a message of a port without RecvBuf whose commit
+	// would pass Config.MaxRecvHeapBytes; it ends as DropNoRecvSpace does.
+	DropRecvHeapFull
+	// DropPeerTableFull: a frame from a new address while the peer table
+	// holds Config.MaxPeers peers, none of them idle.
+	DropPeerTableFull
 
 	// NumDropCauses sizes per-cause arrays.
 	NumDropCauses
@@ -56,7 +78,8 @@ const (
 var engineDropNames = [...]string{
 	"not_for_us", "duplicate_data", "overlap_data", "data_past_end", "bad_length",
 	"no_port", "unknown_rpc", "stale_data", "tx_no_buffer", "bad_icmp",
-	"rx_no_space", "tx_unresolved",
+	"rx_no_space", "tx_unresolved", "too_many_gaps", "server_rpc_limit", "peer_rpc_limit",
+	"rx_staging_full", "rx_past_staging", "rx_heap_full", "peer_table_full",
 }
 
 // String returns the cause as a snake_case metric label.
@@ -80,18 +103,26 @@ type Metrics struct {
 	RequestsReceived  uint64 // requests_received: complete requests delivered
 	ResponsesReceived uint64 // responses_received: complete responses delivered
 	ResentPackets     uint64 // resent_packets: DATA retransmitted for a RESEND
-	RPCTimeouts       uint64 // rpc_timeouts: client RPCs failed for silence
+	RPCTimeouts       uint64 // rpc_timeouts: client RPCs failed with ErrTimeout
 	ServerRPCDiscards uint64 // server_rpc_discards: server RPCs dropped (timeout, RPC_UNKNOWN)
 	UnknownRPCs       uint64 // unknown_rpcs: packets for RPCs with no state
 	RPCRestarts       uint64 // client_rpc_restarts: requests resent after RPC_UNKNOWN
-	PeerNewEntries    uint64 // peer_new_entries
-	ThrottleListAdds  uint64 // throttle_list_adds: messages deferred by the pacer
-	GrantKeepalives   uint64 // grant_keepalives: GRANTs repeating an offset to a silent sender
-	AcksReceived      uint64 // acks_received: server RPCs freed by an ack
-	ICMPPortUnreach   uint64 // icmp_port_unreachable_sent
-	ICMPReceived      uint64 // icmp_port_unreachable_rcvd
-	TimerTicksSkipped uint64 // timer_ticks_skipped: ticks not run because Run came late
-	ZeroCopyPackets   uint64 // zero_copy_data_packets: DATA sent from the message's memory (DataSender)
+	// RPCRestartsLimited counts RPC_UNKNOWNs a client RPC did not
+	// restart for, having restarted less than ResendInterval ticks before
+	// (client_rpc_restarts_limited); RPCRestartsExhausted counts client
+	// RPCs failed with ErrTimeout at an RPC_UNKNOWN after MaxRestarts
+	// restarts (client_rpc_restarts_exhausted; in RPCTimeouts too).
+	RPCRestartsLimited   uint64
+	RPCRestartsExhausted uint64
+	PeerNewEntries       uint64 // peer_new_entries
+	PeersEvicted         uint64 // peers_evicted: idle peers dropped, aged out or to make room
+	ThrottleListAdds     uint64 // throttle_list_adds: messages deferred by the pacer
+	GrantKeepalives      uint64 // grant_keepalives: GRANTs repeating an offset to a silent sender
+	AcksReceived         uint64 // acks_received: server RPCs freed by an ack
+	ICMPPortUnreach      uint64 // icmp_port_unreachable_sent
+	ICMPReceived         uint64 // icmp_port_unreachable_rcvd
+	TimerTicksSkipped    uint64 // timer_ticks_skipped: ticks not run because Run came late
+	ZeroCopyPackets      uint64 // zero_copy_data_packets: DATA sent from the message's memory (DataSender)
 	// RPCsWaitingResolution counts the times an RPC's packets had to
 	// wait for its peer's link address (rpcs_waiting_resolution;
 	// Endpoint.NumWaitingResolution is how many wait now).
@@ -108,6 +139,18 @@ type Metrics struct {
 	// buffer for: kept (the DATA queued, the GRANT owed) and sent on a
 	// later pass, nothing lost (tx_deferred).
 	TxDeferred uint64
+	// ResendsDeferred counts missing ranges a resend check did not ask
+	// for because the message had Config.MaxResendsPerRPC RESENDs out in
+	// that check already; a later check asks (resends_deferred).
+	ResendsDeferred uint64
+	// ResendsLimited counts RESENDs of which a part (or all) was not
+	// retransmitted because the RPC had retransmitted MaxResendBytes in
+	// the current ResendInterval (resends_limited).
+	ResendsLimited uint64
+	// RequestsEvicted counts incoming requests silent for ResendTicks
+	// ended to make room for a new request (at MaxServerRPCs) or for
+	// staging (MaxStagingBytes spent) (requests_evicted).
+	RequestsEvicted uint64
 
 	Drops [NumDropCauses]uint64 // drops_<cause>
 }
@@ -127,7 +170,10 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("server_rpc_discards", m.ServerRPCDiscards)
 	fn("unknown_rpcs", m.UnknownRPCs)
 	fn("client_rpc_restarts", m.RPCRestarts)
+	fn("client_rpc_restarts_limited", m.RPCRestartsLimited)
+	fn("client_rpc_restarts_exhausted", m.RPCRestartsExhausted)
 	fn("peer_new_entries", m.PeerNewEntries)
+	fn("peers_evicted", m.PeersEvicted)
 	fn("throttle_list_adds", m.ThrottleListAdds)
 	fn("grant_keepalives", m.GrantKeepalives)
 	fn("acks_received", m.AcksReceived)
@@ -139,6 +185,9 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("rpcs_waiting_resolution", m.RPCsWaitingResolution)
 	fn("client_rpcs_unresolved", m.ClientRPCsUnresolved)
 	fn("server_responses_unresolved", m.ServerResponsesUnresolved)
+	fn("resends_deferred", m.ResendsDeferred)
+	fn("resends_limited", m.ResendsLimited)
+	fn("requests_evicted", m.RequestsEvicted)
 	for c, v := range m.Drops {
 		if c != 0 {
 			fn("drops_"+DropCause(c).String(), v)

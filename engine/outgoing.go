@@ -29,6 +29,12 @@ type outMsg struct {
 	schedPrio   int // priority of granted bytes, from the last GRANT
 
 	sq sched.SendMsg // place in the endpoint's SenderQueue while deferred
+
+	// resendLeft is how many more bytes RESENDs may make us retransmit
+	// in the ResendInterval that began at the endpoint's tick
+	// resendTick − 1 (0: none began yet).
+	resendLeft int
+	resendTick uint64
 }
 
 // startControl borrows a transmit buffer for a control packet to p that
@@ -298,15 +304,27 @@ func (e *Endpoint) handleGrant(f *wire.Frame) {
 
 // handleResend retransmits a range of r's outgoing message. Unknown RPC:
 // RPC_UNKNOWN. Nothing to resend yet (no outgoing message, or the range
-// not transmitted yet): BUSY. A range past what we were granted counts as
-// a grant (the receiver's GRANT was lost).
+// not transmitted yet): BUSY.
+//
+// A RESEND is a request for bytes already sent, never a grant: it makes
+// the sender transmit nothing it has not sent before (kernel Homa's
+// homa_resend_pkt stops at what was transmitted too), so a RESEND naming
+// a whole message moves no more than its unscheduled bytes and the
+// GRANTs it had; the receiver repeats a GRANT it fears lost
+// (requestRetransmit). And retransmission is rate-limited per RPC: at
+// most Config.MaxResendBytes per ResendInterval ticks, in whole packets
+// from the first byte asked for; what a RESEND asks past that is not
+// sent (ResendsLimited), and the receiver asks again at its next check.
+// RPC ids are not secret (see Config.IDSeed), so whoever can send us a
+// RESEND cannot make one RPC send more than that.
 func (e *Endpoint) handleResend(f *wire.Frame) {
 	rs := wire.Resend(f.Homa)
 	r := e.lookup(f)
 	if r == nil {
 		e.m.UnknownRPCs++
-		p := e.peerFromFrame(f)
-		e.sendControl(p, wire.TypeRPCUnknown, replyCommon(f.Homa))
+		if p := e.peerFromFrame(f); p != nil {
+			e.sendControl(p, wire.TypeRPCUnknown, replyCommon(f.Homa))
+		}
 		return
 	}
 	r.silentTicks = 0
@@ -317,15 +335,12 @@ func (e *Endpoint) handleResend(f *wire.Frame) {
 	}
 	start, end := int(rs.Offset()), o.next
 	if rs.Length() != wire.ResendAll {
-		end = min(int(rs.Offset())+int(rs.Length()), o.length)
-		if end > o.granted {
-			o.granted = end
-		}
+		end = min(int(rs.Offset())+int(rs.Length()), o.next)
 	}
 	prio := min(int(rs.Priority()), wire.NumPriorities-1)
 	if !r.peer.reachable() {
-		// The peer hears us again once its address resolves: what was
-		// granted waits, and the retransmission is dropped.
+		// The peer hears us again once its address resolves: the
+		// retransmission is dropped.
 		e.m.drop(DropTxUnresolved)
 		e.xmitReady(r)
 		return
@@ -336,13 +351,21 @@ func (e *Endpoint) handleResend(f *wire.Frame) {
 		e.xmitReady(r)
 		return
 	}
+	if o.resendTick == 0 || e.ticks+1-o.resendTick >= uint64(e.cfg.ResendInterval) {
+		o.resendTick, o.resendLeft = e.ticks+1, e.cfg.MaxResendBytes
+	}
 	// Whole packets, as first sent, cover the range.
-	for off := start; off < min(end, o.next); {
+	for off := start; off < end; {
+		if o.resendLeft <= 0 {
+			e.m.ResendsLimited++
+			break
+		}
 		n := e.xmitData(r, off, o.next, prio, true)
 		if n == 0 {
 			break
 		}
 		e.m.ResentPackets++
+		o.resendLeft -= n
 		off += n
 	}
 	e.xmitReady(r)

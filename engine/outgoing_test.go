@@ -259,3 +259,93 @@ func TestOutgoing_pcpMarkingTagsEveryFrameWithItsPriority(t *testing.T) {
 		t.Errorf("only %d frames checked", frames)
 	}
 }
+
+// newResendTarget returns an endpoint at 10.0.0.1 with a client RPC of
+// a 1,000,000-byte request to 10.0.0.2 port 99 whose unscheduled bytes
+// are sent and which no GRANT has reached, its transmit side counting
+// packets by type, and the RPC's id.
+func newResendTarget(t *testing.T, now *int64) (*Endpoint, *typeCounter, uint64) {
+	tx := &typeCounter{buf: make([]byte, 2048)}
+	cfg := DefaultConfig()
+	cfg.IP = [4]byte{10, 0, 0, 1}
+	cfg.Clock = func() int64 { return *now }
+	cfg.Resolve = allReachable()
+	cfg.IDSeed = 100
+	e, err := New(cfg, tx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := e.OpenClient()
+	id, _ := p.Send(Addr{IP: [4]byte{10, 0, 0, 2}, Port: 99}, make([]byte, 1_000_000))
+	return e, tx, id
+}
+
+// One RESEND naming a whole 1 MB message that was granted only its
+// unscheduled bytes makes at most those bytes go: a RESEND retransmits
+// what was sent, it is no grant.
+func TestOutgoing_resendNeverSendsPastGranted(t *testing.T) {
+	var now int64 = 1_000_000_000
+	e, tx, id := newResendTarget(t, &now)
+	r := e.rpcs[rpcKey{id: id}]
+	granted := r.out.granted
+	sent := tx.sent[0]
+	if granted != 41_296 || sent != 29 {
+		t.Fatalf("set-up: granted %d, %d DATA sent", granted, sent)
+	}
+	client := r.port.num
+	e.Receive(resendFrame([4]byte{10, 0, 0, 2}, e.cfg.IP, client, id^1, 0, 1_000_000))
+	if got := tx.sent[0] - sent; got != 29 || r.out.granted != granted || r.out.next != granted {
+		t.Fatalf("one RESEND made %d DATA packets go (granted %d, next %d), want the 29 sent before",
+			got, r.out.granted, r.out.next)
+	}
+}
+
+// A RESEND storm is rate-limited: an RPC retransmits at most
+// MaxResendBytes per ResendInterval ticks, the rest of what is asked
+// counted in ResendsLimited.
+func TestOutgoing_resendStormRateLimited(t *testing.T) {
+	var now int64 = 1_000_000_000
+	e, tx, id := newResendTarget(t, &now)
+	r := e.rpcs[rpcKey{id: id}]
+	// The server grants the whole message and the client sends it all.
+	e.Receive(grantFrame([4]byte{10, 0, 0, 2}, e.cfg.IP, r.port.num, id^1, 1_000_000))
+	sent := tx.sent[0]
+	if r.out.next != 1_000_000 {
+		t.Fatalf("set-up: next %d", r.out.next)
+	}
+	const storm = 1000
+	resend := resendFrame([4]byte{10, 0, 0, 2}, e.cfg.IP, r.port.num, id^1, 0, wire.ResendAll)
+	for range storm {
+		e.Receive(resend)
+	}
+	budget := DefaultConfig().MaxResendBytes
+	maxPackets := (budget + 1423) / 1424
+	got := tx.sent[0] - sent
+	t.Logf("%d RESENDs for all of 1 MB: %d DATA packets retransmitted (%d limited)", storm, got, e.Metrics().ResendsLimited)
+	if got > maxPackets || got == 0 || e.Metrics().ResendsLimited == 0 {
+		t.Fatalf("%d RESENDs made %d packets go, want at most %d (and some)", storm, got, maxPackets)
+	}
+	// The budget comes back after ResendInterval ticks.
+	for range DefaultConfig().ResendInterval {
+		now += 1_000_000
+		e.Run()
+	}
+	before := tx.sent[0]
+	e.Receive(resend)
+	if got := tx.sent[0] - before; got != maxPackets {
+		t.Fatalf("after the interval a RESEND made %d packets go, want %d", got, maxPackets)
+	}
+}
+
+// grantFrame builds a GRANT from src (server port 99, server id sid) to
+// dst's client port.
+func grantFrame(src, dst [4]byte, dport uint16, sid uint64, offset uint32) []byte {
+	b := make([]byte, frameHomaOffset+wire.GrantHeaderLen)
+	eth := wire.EthernetFields{Dst: testMAC(dst), Src: testMAC(src), Type: wire.EtherTypeIPv4}
+	eth.Encode(b)
+	ip := wire.HomaIPv4Fields(src, dst, 7, wire.GrantHeaderLen)
+	ip.Encode(b[frameIPOffset:])
+	g := wire.GrantFields{Common: wire.CommonFields{SrcPort: 99, DstPort: dport, SenderID: sid}, Offset: offset}
+	g.Encode(b[frameHomaOffset:])
+	return b
+}

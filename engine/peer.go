@@ -6,7 +6,10 @@ import (
 )
 
 // peer is what an endpoint knows about another Homa host. Owned by the
-// endpoint; created on first use and kept for the endpoint's life.
+// endpoint; created on first use (an RPC to it, or a frame from it), and
+// dropped when idle — no live RPCs and not waiting for its link address —
+// for Config.PeerIdleTicks, or sooner, oldest idle first, to make room
+// for a new one when the table holds Config.MaxPeers (see evictPeer).
 type peer struct {
 	ip [4]byte // the peer's IPv4 address
 
@@ -52,6 +55,17 @@ type peer struct {
 	// sent at most once per tick.
 	cutoffsSentTick    uint64
 	cutoffsSentVersion uint16
+
+	serverRPCs int // live server RPCs of requests from the peer (≤ Config.MaxServerRPCsPerPeer)
+
+	// rpcs counts the live RPCs (client and server) with the peer. While
+	// it is 0 the peer is on the endpoint's idle list (idlePrev,
+	// idleNext; idle), ordered by idleSince, the tick it was last used:
+	// created, heard from, or its last RPC ended.
+	rpcs               int
+	idle               bool
+	idlePrev, idleNext *peer
+	idleSince          uint64
 }
 
 // recentAcks is how many acknowledged RPCs per peer a server remembers.
@@ -103,21 +117,140 @@ func (e *Endpoint) reresolve(p *peer) {
 // peerFromFrame returns the peer that sent f, creating it (and asking
 // Config.Resolve for its entry, which starts resolution in the host's
 // table) if it is new. The frame's source MAC is not looked at: where
-// frames to the peer go is the neighbour table's business.
+// frames to the peer go is the neighbour table's business. It returns nil,
+// counted in DropPeerTableFull, when the table is full and no peer in it
+// is idle: the caller drops the frame.
 func (e *Endpoint) peerFromFrame(f *wire.Frame) *peer {
 	ip := f.IPv4.Src()
 	if p := e.peers[ip]; p != nil {
+		if p.idle {
+			e.touchIdle(p)
+		}
 		return p
+	}
+	if len(e.peers) >= e.cfg.MaxPeers && !e.evictIdle() {
+		e.m.drop(DropPeerTableFull)
+		return nil
 	}
 	return e.addPeer(ip, e.resolve(ip))
 }
 
+// addPeer adds a peer for ip with neighbour entry n. A peer an RPC of the
+// application starts may take the table past Config.MaxPeers when no
+// peer is idle (the bound is on what remote hosts can make us hold; the
+// application bounds its own RPCs); otherwise the oldest idle peer makes
+// room.
 func (e *Endpoint) addPeer(ip [4]byte, n *Neighbour) *peer {
+	if len(e.peers) >= e.cfg.MaxPeers {
+		e.evictIdle()
+	}
 	p := &peer{ip: ip, neigh: n, cutoffs: sched.PeerDefaultCutoffs()}
 	e.peers[ip] = p
 	e.m.PeerNewEntries++
+	e.pushIdle(p)
 	return p
 }
+
+// usePeer counts a new live RPC with p (insert calls it).
+func (e *Endpoint) usePeer(p *peer) {
+	if p.rpcs == 0 && p.idle {
+		e.unlinkIdle(p)
+	}
+	p.rpcs++
+}
+
+// releasePeer counts the end of a live RPC with p (end calls it).
+func (e *Endpoint) releasePeer(p *peer) {
+	p.rpcs--
+	if p.rpcs == 0 && e.peers[p.ip] == p {
+		e.pushIdle(p)
+	}
+}
+
+// pushIdle puts p at the tail of the idle list, used now.
+func (e *Endpoint) pushIdle(p *peer) {
+	p.idle, p.idleSince = true, e.ticks
+	p.idlePrev, p.idleNext = e.idleTail, nil
+	if e.idleTail != nil {
+		e.idleTail.idleNext = p
+	} else {
+		e.idleHead = p
+	}
+	e.idleTail = p
+}
+
+// unlinkIdle takes p off the idle list.
+func (e *Endpoint) unlinkIdle(p *peer) {
+	if p.idlePrev != nil {
+		p.idlePrev.idleNext = p.idleNext
+	} else {
+		e.idleHead = p.idleNext
+	}
+	if p.idleNext != nil {
+		p.idleNext.idlePrev = p.idlePrev
+	} else {
+		e.idleTail = p.idlePrev
+	}
+	p.idle, p.idlePrev, p.idleNext = false, nil, nil
+}
+
+// touchIdle marks idle peer p used now: to the tail of the list.
+func (e *Endpoint) touchIdle(p *peer) {
+	if p.idleSince == e.ticks && e.idleTail == p {
+		return
+	}
+	e.unlinkIdle(p)
+	e.pushIdle(p)
+}
+
+// evictIdle drops the idle peer used longest ago, if there is one, and
+// reports whether it did.
+func (e *Endpoint) evictIdle() bool {
+	for p := e.idleHead; p != nil; p = e.idleHead {
+		if p.listed {
+			// Still on the waiting list (a dropped GRANT to repeat):
+			// checkNeighbours lets it go; keep it for now.
+			e.touchIdle(p)
+			if e.idleHead == p {
+				return false // the only idle peer
+			}
+			continue
+		}
+		e.evictPeer(p)
+		return true
+	}
+	return false
+}
+
+// agePeers drops the peers idle for Config.PeerIdleTicks (tick calls it).
+func (e *Endpoint) agePeers() {
+	for p := e.idleHead; p != nil && e.ticks-p.idleSince >= uint64(e.cfg.PeerIdleTicks); p = e.idleHead {
+		if p.listed {
+			e.touchIdle(p)
+			continue
+		}
+		e.evictPeer(p)
+	}
+}
+
+// evictPeer drops idle peer p from the table: what the endpoint knew of
+// it (cutoffs, allowance, buffered acks, the ids of requests it acked,
+// so a duplicate of one arriving after PeerIdleTicks would execute
+// again) is forgotten, and Config.Forget tells the host that the endpoint
+// no longer holds the neighbour entry Resolve gave for p.
+func (e *Endpoint) evictPeer(p *peer) {
+	e.unlinkIdle(p)
+	delete(e.peers, p.ip)
+	e.m.PeersEvicted++
+	if e.cfg.Forget != nil {
+		e.cfg.Forget(p.ip)
+	}
+	p.neigh = nil
+}
+
+// NumPeers returns the number of peers the endpoint holds (a gauge, at
+// most Config.MaxPeers but for peers the application's own RPCs added).
+func (e *Endpoint) NumPeers() int { return len(e.peers) }
 
 // unschedBytes returns how many bytes of a new message to p go out
 // before any grant: UnschedBytes, or less while p advertises a smaller

@@ -120,3 +120,93 @@ func TestPeer_cutoffsLearnedAndRecomputed(t *testing.T) {
 		t.Fatalf("peer cutoffs %v", p.cutoffs)
 	}
 }
+
+// resendFrom builds a RESEND from src for server RPC id sid (a client's
+// id ^ 1) to 10.0.0.2 port 99, as a spoofed source would send it.
+func resendFrom(src [4]byte, sid uint64) []byte {
+	return resendFrame(src, [4]byte{10, 0, 0, 2}, 99, sid, 0, 100)
+}
+
+// Spoofed source addresses do not grow the peer table without bound: of
+// 100,000 sources (DATA starting requests, and RESENDs for RPCs that do
+// not exist) at most MaxPeers stay; idle peers are evicted to make room,
+// the oldest first, and each eviction is counted and told to the host
+// (Config.Forget). A peer with live RPCs, client or server, is never
+// evicted, and its RPCs complete.
+func TestPeer_spoofedSourcesBounded(t *testing.T) {
+	n := newTestNet(t)
+	var forgot int
+	s := n.addHost("s", 2, func(c *Config) { c.Forget = func([4]byte) { forgot++ } })
+	cl := n.addHost("c", 1, nil)
+	srv, _ := s.e.Bind(99)
+	clSrv, _ := cl.e.Bind(99)
+	// Live RPCs with the real peer both ways: the server's request is
+	// waiting for its reply, and s's own client RPC to it waits too.
+	cli, _ := cl.e.OpenClient()
+	cli.Send(Addr{IP: s.ip, Port: 99}, msg(3000, 1))
+	scli, _ := s.e.OpenClient()
+	sid, _ := scli.Send(Addr{IP: cl.ip, Port: 99}, msg(100, 2))
+	n.flush()
+	req := receive(t, srv)
+	clReq := receive(t, clSrv)
+	real := s.e.peers[cl.ip]
+	maxPeers := DefaultConfig().MaxPeers
+	const sources = 100_000
+	before := heapInUse()
+	for i := range sources {
+		src := [4]byte{172, 16 + byte(i>>16), byte(i >> 8), byte(i)}
+		if i%2 == 0 {
+			s.e.Receive(dataFrameFrom(src, 2, 5000, 5000, 0, make([]byte, 10)))
+		} else {
+			s.e.Receive(resendFrom(src, 3))
+		}
+		s.out = nil
+	}
+	m := s.e.Metrics()
+	t.Logf("%d peers, %d evicted, %d refused, %d server RPCs; heap +%d bytes", len(s.e.peers), m.PeersEvicted,
+		m.Drops[DropPeerTableFull], s.e.NumServerRPCs(), int64(heapInUse())-int64(before))
+	if len(s.e.peers) > maxPeers {
+		t.Fatalf("%d peers, want at most %d", len(s.e.peers), maxPeers)
+	}
+	if m.PeersEvicted == 0 || m.PeersEvicted != uint64(forgot) {
+		t.Fatalf("%d peers evicted, %d forgotten", m.PeersEvicted, forgot)
+	}
+	if s.e.peers[cl.ip] != real {
+		t.Fatal("the peer with live RPCs was evicted")
+	}
+	// The RPCs with the real peer complete.
+	srv.Reply(req, msg(500, 3))
+	clSrv.Reply(clReq, msg(50, 4))
+	n.advance(10_000_000)
+	if r := receive(t, cli); r.Err != nil || len(r.Data) != 500 {
+		t.Fatalf("client result %+v", r)
+	}
+	if r := receive(t, scli); r.ID != sid || r.Err != nil {
+		t.Fatalf("server's own client result %+v", r)
+	}
+	// Idle peers age out: PeerIdleTicks after the spoofed requests were
+	// discarded (TimeoutTicks), no peer is left.
+	n.advance(int64(DefaultConfig().TimeoutTicks+DefaultConfig().PeerIdleTicks+1) * 1_000_000)
+	if got := len(s.e.peers); got != 0 || s.e.NumServerRPCs() != 0 {
+		t.Fatalf("%d peers after aging, %d server RPCs", got, s.e.NumServerRPCs())
+	}
+}
+
+// When every peer has live RPCs, a new source is refused rather than
+// let the table grow: its packet is dropped and counted.
+func TestPeer_fullTableOfBusyPeersRefusesNewSources(t *testing.T) {
+	var now int64 = 1_000_000_000
+	e, _ := newCountingEndpoint(t, &now, func(c *Config) { c.MaxPeers = 10 })
+	for i := range 20 {
+		e.Receive(dataFrameFrom([4]byte{172, 16, 0, byte(i + 1)}, 2, 5000, 5000, 0, make([]byte, 10)))
+	}
+	if len(e.peers) != 10 || e.NumServerRPCs() != 10 || e.Metrics().Drops[DropPeerTableFull] != 10 {
+		t.Fatalf("%d peers, %d server RPCs, drops_peer_table_full %d", len(e.peers), e.NumServerRPCs(),
+			e.Metrics().Drops[DropPeerTableFull])
+	}
+	// The application's own sends are not refused.
+	p, _ := e.OpenClient()
+	if _, err := p.Send(Addr{IP: [4]byte{172, 16, 1, 1}, Port: 99}, msg(10, 1)); err != nil {
+		t.Fatal(err)
+	}
+}

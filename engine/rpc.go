@@ -8,7 +8,7 @@ import (
 
 // Errors an application sees, in Message.Err or from Port methods.
 var (
-	ErrTimeout         = errors.New("homa: RPC timed out")                   // peer silent for TimeoutTicks
+	ErrTimeout         = errors.New("homa: RPC timed out")                   // peer silent for TimeoutTicks, or out of restarts (MaxRestarts)
 	ErrPeerUnknown     = errors.New("homa: peer address cannot be resolved") // no route (Config.Resolve nil), or its neighbour entry failed
 	ErrPeerRestarted   = errors.New("homa: peer lost the RPC (restarted)")   // RPC_UNKNOWN while the response arrived
 	ErrPortUnreachable = errors.New("homa: server port unreachable")         // ICMP port unreachable
@@ -61,7 +61,17 @@ type rpc struct {
 	doneTicks   int  // server: ticks since the response was fully sent
 	incastBytes int  // bytes this RPC adds to the endpoint's expected unscheduled backlog
 	allowance   int  // client: unscheduled bytes the response may bring, advertised in the request
+	// client: times the request was restarted after RPC_UNKNOWN (at most
+	// Config.MaxRestarts), and the endpoint's tick of the last restart.
+	restarts    int
+	lastRestart uint64
 	prev, next  *rpc // endpoint's list of live RPCs, creation order
+
+	// server, stateIncoming: place in the endpoint's list of incoming
+	// requests (reqListed), by lastData, the tick of its last DATA.
+	reqPrev, reqNext *rpc
+	reqListed        bool
+	lastData         uint64
 }
 
 // Addr names a Homa port on a host.
@@ -104,11 +114,25 @@ type PortHooks struct {
 	// Deliver takes every message the port completes or fails, in place
 	// of the Receive queue and Wait.
 	Deliver func(m Message)
-	// RecvBuf returns the buffer, at least n bytes, that a new incoming
+	// RecvBuf returns the buffer, at least n bytes, that an incoming
 	// message of n bytes is reassembled into, or false when there is
 	// none: a request is then dropped (its client retries after
 	// RESEND/RPC_UNKNOWN) and a response ends its RPC with
 	// ErrNoBufferSpace; both count DropNoRecvSpace.
+	//
+	// It is asked at most once per message, with n the message's length,
+	// when the message is committed — never for a length a peer merely
+	// claims. Until then the endpoint keeps the message's bytes in its
+	// own staging memory (Config.MaxStagingBytes). A message is committed
+	// by the packet that brings its arrived bytes to min(n, C), where C is
+	// Config.UnschedBytes (at most 64 KiB) rounded up to whole packets:
+	// a message of at most C bytes when its last byte arrives, so a
+	// single-packet message at once; a longer one once C of its bytes
+	// have arrived. At that call the staged bytes are copied into the
+	// buffer, the committing packet's and all later ones are written into
+	// it in place, and the buffer is handed over whole (Deliver) once the
+	// last byte has arrived. A peer can thus make the port commit n bytes
+	// only by first sending min(n, C) bytes of the message.
 	RecvBuf func(n int) ([]byte, bool)
 	// FreeRecvBuf takes back a buffer from RecvBuf whose message ended
 	// before it was delivered.
@@ -196,6 +220,9 @@ func (p *Port) send(dst Addr, msg []byte, ref PayloadRef, private bool) (uint64,
 	}
 	r := &rpc{id: e.nextID, port: p, peer: pe, dport: dst.Port, client: true, private: private}
 	e.nextID += 2
+	if e.nextID == 0 {
+		e.nextID = 2 // 0 means "no RPC" in an ack
+	}
 	e.insert(rpcKey{id: r.id}, r)
 	if private {
 		p.private[r.id] = nil
@@ -339,6 +366,7 @@ func (p *Port) deliver(m Message, private bool) {
 // insert adds r to the endpoint's tables.
 func (e *Endpoint) insert(k rpcKey, r *rpc) {
 	e.rpcs[k] = r
+	e.usePeer(r.peer)
 	r.prev = e.last
 	if e.last != nil {
 		e.last.next = r
@@ -374,16 +402,19 @@ func (e *Endpoint) end(r *rpc) {
 		e.last = r.prev
 	}
 	r.prev, r.next = nil, nil
+	e.unlinkRequest(r)
 	e.stopWaiting(r)
 	e.grants.Remove(&r.in.g)
 	e.sendq.Remove(&r.out.sq)
 	e.incast.Add(-r.incastBytes)
 	r.incastBytes = 0
-	h := &r.port.hooks
-	if r.in.buf != nil && h.FreeRecvBuf != nil {
-		h.FreeRecvBuf(r.in.buf)
+	if !r.client {
+		r.peer.serverRPCs--
+		e.numServerRPCs--
 	}
-	r.in.buf = nil
+	e.releasePeer(r.peer)
+	h := &r.port.hooks
+	e.releaseIn(&r.in, h)
 	if r.out.data != nil && h.OutDone != nil {
 		h.OutDone(r.id, Addr{IP: r.peer.ip, Port: r.dport}, r.out.data)
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/homa-dpdk/homa-dpdk/engine/memnet"
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
@@ -391,5 +392,91 @@ func TestSendRef_payloadsFromTheMessagesMemory(t *testing.T) {
 		if zc != 7 || len(c.zcRefs) != 4 || len(s.zcRefs) != 3 || c.zcRefs[0] != 0x5e17 || s.zcRefs[0] != 0x4e91 {
 			t.Errorf("zero-copy packets %d, refs %v / %v", zc, c.zcRefs, s.zcRefs)
 		}
+	}
+}
+
+// unknownServer is a host on memnet that keeps no RPC state: it answers
+// every RESEND with RPC_UNKNOWN, and every DATA with RPC_UNKNOWN too or,
+// with busy set, with BUSY (as a server that takes the request and then
+// drops it, its pool full, would look).
+type unknownServer struct {
+	mh   *memnet.Host
+	busy bool
+	rcvd int
+}
+
+func (u *unknownServer) receive(frame []byte) {
+	var f wire.Frame
+	if wire.ParseFrame(frame, &f) != wire.DropNone || f.Type == wire.TypeRPCUnknown {
+		return
+	}
+	u.rcvd++
+	t := wire.TypeRPCUnknown
+	if u.busy && f.Type == wire.TypeData {
+		t = wire.TypeBusy
+	}
+	b := make([]byte, frameHomaOffset+wire.CommonHeaderLen)
+	eth := wire.EthernetFields{Dst: wire.Ethernet(frame).Src(), Src: u.mh.MAC(), Type: wire.EtherTypeIPv4}
+	eth.Encode(b)
+	ip := wire.HomaIPv4Fields(u.mh.IP(), f.IPv4.Src(), 7, wire.CommonHeaderLen)
+	ip.Encode(b[frameIPOffset:])
+	c := wire.ControlFields{Type: t, Common: replyCommon(f.Homa)}
+	c.Encode(b[frameHomaOffset:])
+	u.mh.Send(b)
+}
+
+// A client RPC ends within its timeout whatever the server does: a
+// server that answers RPC_UNKNOWN every time (and one that answers the
+// request with BUSY, then RESEND with RPC_UNKNOWN) makes it restart, but
+// restarts neither reset its silence nor go on without bound: it fails
+// with ErrTimeout after TimeoutTicks of silence (+1 for the tick Send
+// fell in) when the server sends nothing else, and after MaxRestarts
+// restarts, at most one per ResendInterval, when it answers BUSY in
+// between: ResendInterval × (MaxRestarts + 1) + 1 ticks.
+func TestRPC_restartsDoNotPostponeTimeout(t *testing.T) {
+	for _, busy := range []bool{false, true} {
+		t.Run(fmt.Sprintf("busy=%v", busy), func(t *testing.T) {
+			net := memnet.New(memnet.Config{Seed: 1})
+			c := &mnHost{mh: net.AddHost([4]byte{10, 0, 3, 1}), buf: make([]byte, 2048)}
+			srv := &unknownServer{mh: net.AddHost([4]byte{10, 0, 3, 2}), busy: busy}
+			srv.mh.SetReceive(srv.receive)
+			cfg := DefaultConfig()
+			cfg.IP, cfg.MAC, cfg.Clock = c.mh.IP(), c.mh.MAC(), net.Now
+			c.neigh.Add(srv.mh.IP(), srv.mh.MAC())
+			cfg.Resolve = c.neigh.Resolve
+			cfg.IDSeed = 100
+			e, err := New(cfg, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.mh.SetReceive(e.Receive)
+			cli, _ := e.OpenClient()
+			start := net.Now()
+			id, _ := cli.Send(Addr{IP: srv.mh.IP(), Port: 99}, msg(100_000, 1))
+			bound := int64(cfg.TimeoutTicks+1) * cfg.TickNs
+			if busy {
+				restarts := cfg.TimeoutTicks / cfg.ResendInterval // MaxRestarts' default
+				bound = int64(cfg.ResendInterval*(restarts+1)+1) * cfg.TickNs
+			}
+			var m Message
+			for net.Now()-start < 10*bound {
+				net.RunUntil(net.Now() + cfg.TickNs)
+				e.Run()
+				if r, ok := cli.Receive(); ok {
+					m = r
+					break
+				}
+			}
+			took := net.Now() - start
+			t.Logf("ended after %.0f ms with %v; %d restarts, %d packets at the server", float64(took)/1e6, m.Err,
+				e.Metrics().RPCRestarts, srv.rcvd)
+			if m.ID != id || m.Err != ErrTimeout || took > bound {
+				t.Fatalf("after %d ms: result %+v, want ErrTimeout within %d ms", took/1e6, m, bound/1e6)
+			}
+			// One restart per ResendInterval at most.
+			if r := e.Metrics().RPCRestarts; r > uint64(cfg.TimeoutTicks/cfg.ResendInterval+1) {
+				t.Fatalf("%d restarts", r)
+			}
+		})
 	}
 }

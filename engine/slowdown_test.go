@@ -120,6 +120,9 @@ func newSlowdownRun(t testing.TB, n int, baseline bool, maxMsg int) *slowdownRun
 			cfg.Incast = sched.IncastConfig{} // no allowance
 			cfg.Cutoffs = sched.Cutoffs{7: uint32(maxMsg)}
 			cfg.ResendTicks, cfg.ResendInterval, cfg.TimeoutTicks = 1_000_000, 1_000_000, 10_000_000
+			// With no timers nothing refused could come again, and the
+			// queues hold the first bytes of many whole messages at once.
+			cfg.MaxRecvHeapBytes, cfg.MaxStagingBytes = 1<<40, 1<<40
 		}
 		e, err := New(cfg, h)
 		if err != nil {

@@ -12,6 +12,7 @@ func (e *Endpoint) tick() {
 		e.checkRPC(r)
 		r = next
 	}
+	e.agePeers()
 	e.pump()
 }
 

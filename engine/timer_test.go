@@ -152,12 +152,15 @@ func TestTimer_lostGrantRecoveredByResend(t *testing.T) {
 	}
 	n.advance(5_000_000)
 	// The server names bytes up to 7500 at the message's scheduled
-	// priority; the client takes that as the grant it never saw.
+	// priority. A RESEND is no grant: the client, which sent nothing of
+	// that, answers BUSY, and the server, hearing that the client is
+	// alive and not sending what it granted, repeats its GRANT.
 	wantLog(t, n, `
 		c: xmit RESEND 0+1000@7
 		s: xmit RESEND 7000+500@0
 		s: xmit BUSY
 		c: xmit BUSY
+		s: xmit GRANT 7500@0
 		c: xmit DATA 500@7000 p0`)
 	if m := receive(t, srv); !bytes.Equal(m.Data, req) {
 		t.Fatal("bytes differ")
