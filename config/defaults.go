@@ -25,6 +25,16 @@ var defaults = map[string]any{
 	"protocol.max_message":          1_000_000,
 	"protocol.incast_control":       true,
 
+	"protocol.max_gaps":                 64,
+	"protocol.max_resends_per_rpc":      8,
+	"protocol.max_resend_bytes":         400_000,
+	"protocol.max_server_rpcs":          8192,
+	"protocol.max_server_rpcs_per_peer": 1024,
+	"protocol.max_staging_bytes":        16 << 20,
+	"protocol.max_recv_heap_bytes":      128 << 20,
+	"protocol.max_peers":                16384,
+	"protocol.peer_idle_ticks":          10_000,
+
 	"metrics.address": "127.0.0.1:9464",
 	"capture.file":    "",
 	"capture.last":    0,

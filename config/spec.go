@@ -88,6 +88,18 @@ type ProtocolSpec struct {
 	PacerThreshold int           `mapstructure:"pacer_threshold"`   // messages with fewer bytes left than this are never paced; 0: all are
 	MaxMessage     int           `mapstructure:"max_message"`       // largest message, bytes
 	IncastControl  bool          `mapstructure:"incast_control"`    // limit unscheduled bursts under incast
+
+	// Bounds on what a remote peer can make the engine hold (each refusal
+	// is counted in the engine's drops_* metrics).
+	MaxGaps              int `mapstructure:"max_gaps"`                 // missing ranges one incoming message may have
+	MaxResendsPerRPC     int `mapstructure:"max_resends_per_rpc"`      // RESENDs one resend check sends for one message
+	MaxResendBytes       int `mapstructure:"max_resend_bytes"`         // bytes one RPC retransmits for RESENDs per resend_interval
+	MaxServerRPCs        int `mapstructure:"max_server_rpcs"`          // server RPCs alive at once
+	MaxServerRPCsPerPeer int `mapstructure:"max_server_rpcs_per_peer"` // server RPCs of one client address
+	MaxStagingBytes      int `mapstructure:"max_staging_bytes"`        // staging memory for messages not yet committed
+	MaxRecvHeapBytes     int `mapstructure:"max_recv_heap_bytes"`      // heap buffers of committed messages not yet delivered
+	MaxPeers             int `mapstructure:"max_peers"`                // peers held (idle ones are evicted first)
+	PeerIdleTicks        int `mapstructure:"peer_idle_ticks"`          // ticks a peer with no RPCs is kept
 }
 
 // Neighbour is a static IPv4 → MAC entry (no ARP needed for it).

@@ -225,6 +225,21 @@ func (h *ProtocolSpec) validate(p *problems) {
 	p.intRange("protocol.request_ack_ticks", h.RequestAckTick, 1, 1000)
 	p.duration("protocol.max_nic_queue", h.MaxNICQueue, 100*time.Nanosecond, 10*time.Millisecond)
 	p.intRange("protocol.pacer_threshold", h.PacerThreshold, 0, h.MaxMessage)
+	p.intRange("protocol.max_gaps", h.MaxGaps, 1, 1<<16)
+	p.intRange("protocol.max_resends_per_rpc", h.MaxResendsPerRPC, 1, 1<<16)
+	p.intRange("protocol.max_resend_bytes", h.MaxResendBytes, 1500, 1<<30)
+	p.intRange("protocol.max_server_rpcs", h.MaxServerRPCs, 1, 1<<22)
+	p.intRange("protocol.max_server_rpcs_per_peer", h.MaxServerRPCsPerPeer, 1, 1<<22)
+	if h.MaxServerRPCsPerPeer > h.MaxServerRPCs {
+		p.add("protocol.max_server_rpcs_per_peer", "%d exceeds protocol.max_server_rpcs (%d)", h.MaxServerRPCsPerPeer, h.MaxServerRPCs)
+	}
+	p.intRange("protocol.max_staging_bytes", h.MaxStagingBytes, 1<<16, 1<<34)
+	p.intRange("protocol.max_recv_heap_bytes", h.MaxRecvHeapBytes, 1<<16, 1<<40)
+	p.intRange("protocol.max_peers", h.MaxPeers, 16, 1<<24)
+	if h.MaxPeers <= h.MaxServerRPCs/h.MaxServerRPCsPerPeer {
+		p.add("protocol.max_peers", "%d must exceed max_server_rpcs / max_server_rpcs_per_peer (%d), or busy peers could fill the table", h.MaxPeers, h.MaxServerRPCs/max(h.MaxServerRPCsPerPeer, 1))
+	}
+	p.intRange("protocol.peer_idle_ticks", h.PeerIdleTicks, 1, 1<<30)
 }
 
 // ParseRate reads a link rate such as 10G, 25G, 100M or 400G (bits per

@@ -25,7 +25,7 @@ type Collector struct {
 var (
 	labels = []string{"host", "port"}
 	descs  = struct {
-		engine, drops, stack, tx, faults, queue, loop, port, xstat, capture, workers, workerGauge, loopGap *prometheus.Desc
+		engine, drops, stack, tx, faults, queue, loop, port, xstat, capture, neigh, workers, workerGauge, loopGap *prometheus.Desc
 	}{
 		loopGap:     prometheus.NewDesc("homa_loop_max_pass_gap_seconds", "Longest time between the starts of two passes of the polling loop, idle sleeps excluded (stalls: GC, scheduler).", labels, nil),
 		workers:     prometheus.NewDesc("homa_workers_total", "Worker interface counters: sessions, submissions, refusals by cause, completions, wake-ups.", append(labels, "counter"), nil),
@@ -40,6 +40,7 @@ var (
 		port:        prometheus.NewDesc("homa_port_total", "DPDK port statistics (rte_eth_stats).", append(labels, "counter"), nil),
 		xstat:       prometheus.NewDesc("homa_port_xstat", "DPDK extended port statistics.", append(labels, "name"), nil),
 		capture:     prometheus.NewDesc("homa_capture_dropped_total", "Packets the capture writer could not keep up with.", labels, nil),
+		neigh:       prometheus.NewDesc("homa_neighbours_total", "Neighbour table: ARP requests sent, failed resolutions, aged entries, entries refused at the bound, entries dropped once unused.", append(labels, "counter"), nil),
 	}
 )
 
@@ -76,6 +77,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			counter(descs.queue, qs.Dropped, host, port, qn, "dropped")
 		}
 		counter(descs.capture, s.CapDropped, host, port)
+		nb := s.Neighbours
+		for name, v := range map[string]uint64{"arp_requests_sent": nb.Requests, "failures": nb.Failures,
+			"expired": nb.Expired, "table_full": nb.Full, "forgotten": nb.Forgotten} {
+			counter(descs.neigh, v, host, port, name)
+		}
 		if i < len(c.Hubs) && c.Hubs[i] != nil {
 			w := c.Hubs[i].Snapshot()
 			for name, v := range map[string]uint64{

@@ -118,6 +118,10 @@ func (d *Daemon) hostConfigFor(i int, clock func() int64, wallOff int64) (host.C
 	ec.TickNs = h.Tick.Nanoseconds()
 	ec.ResendTicks, ec.ResendInterval, ec.TimeoutTicks, ec.RequestAckTicks = h.ResendTicks, h.ResendInterval, h.TimeoutTicks, h.RequestAckTick
 	ec.MaxNICQueueNs = h.MaxNICQueue.Nanoseconds()
+	ec.MaxGaps, ec.MaxResendsPerRPC, ec.MaxResendBytes = h.MaxGaps, h.MaxResendsPerRPC, h.MaxResendBytes
+	ec.MaxServerRPCs, ec.MaxServerRPCsPerPeer = h.MaxServerRPCs, h.MaxServerRPCsPerPeer
+	ec.MaxStagingBytes, ec.MaxRecvHeapBytes = h.MaxStagingBytes, h.MaxRecvHeapBytes
+	ec.MaxPeers, ec.PeerIdleTicks = h.MaxPeers, h.PeerIdleTicks
 	ec.PacerThreshold = h.PacerThreshold
 	if h.PacerThreshold == 0 {
 		ec.PacerThreshold = -1 // the engine's 0 is its default: here every message is paced

@@ -99,6 +99,9 @@ func New(c Config) (*Host, error) {
 	for ip, mac := range c.Static {
 		h.neigh.AddStatic(ip, mac)
 	}
+	// The table holds what the engine's peers hold, and a little more for
+	// entries still answering probes once their peer went.
+	h.neigh.maxEntries = 2 * max(c.Engine.MaxPeers, engine.DefaultConfig().MaxPeers)
 	h.rxBufs = make([][]*dpdk.Mbuf, max(c.Port.RxQueues(), 1))
 	for q := range h.rxBufs {
 		h.rxBufs[q] = make([]*dpdk.Mbuf, c.Burst)
@@ -119,6 +122,7 @@ func New(c Config) (*Host, error) {
 	ec.PCP, ec.VLAN = c.PCP, c.VLAN
 	ec.Clock = func() int64 { return h.now }
 	ec.Resolve = h.resolve
+	ec.Forget = h.forget
 	if ec.LinkBps == 0 {
 		ec.LinkBps = int64(c.LinkBps)
 	}

@@ -33,8 +33,16 @@ type neighbourTable struct {
 	// onReady and onFailed tell the engine an entry became reachable or
 	// failed (Endpoint.NeighbourReady, NeighbourFailed); nil: nobody.
 	onReady, onFailed func(ip [4]byte)
+	// maxEntries bounds the learned and resolving entries (static ones
+	// aside): a stranger's packets from fresh addresses make the engine
+	// resolve them, and the engine lets go of them (Forget) when it drops
+	// the peer. 0: no bound.
+	maxEntries int
+	dynamic    int // entries that are not static
 	// Counters.
 	Requests, Failures, Expired uint64
+	Full                        uint64 // resolutions refused: the table held maxEntries
+	Forgotten                   uint64 // entries dropped when no endpoint held them any more
 }
 
 type neighbour struct {
@@ -59,8 +67,13 @@ func (t *neighbourTable) AddStatic(ip [4]byte, mac wire.MAC) {
 func (t *neighbourTable) Learn(ip [4]byte, mac wire.MAC, now int64) {
 	e := t.entries[ip]
 	if e == nil {
+		if t.full() {
+			t.Full++
+			return
+		}
 		e = &neighbour{}
 		t.entries[ip] = e
+		t.dynamic++
 	}
 	if e.static {
 		return
@@ -76,19 +89,37 @@ func (t *neighbourTable) Learn(ip [4]byte, mac wire.MAC, now int64) {
 
 // Resolve returns ip's entry, creating it when unknown; request says
 // whether the caller should send an ARP request now (a new entry, or a
-// failed one whose hold-down has passed).
+// failed one whose hold-down has passed). It returns nil, counted, when
+// a new entry would pass the table's bound.
 func (t *neighbourTable) Resolve(ip [4]byte, now int64) (n *engine.Neighbour, request bool) {
 	e := t.entries[ip]
 	switch {
+	case e == nil && t.full():
+		t.Full++
+		return nil, false
 	case e == nil:
 		e = &neighbour{Neighbour: engine.Neighbour{State: engine.LinkResolving}}
 		t.entries[ip] = e
+		t.dynamic++
 		return &e.Neighbour, t.ask(e, now)
 	case e.State == engine.LinkUnreachable && now >= e.expires:
 		e.State, e.tries = engine.LinkResolving, 0
 		return &e.Neighbour, t.ask(e, now)
 	}
 	return &e.Neighbour, false
+}
+
+func (t *neighbourTable) full() bool { return t.maxEntries > 0 && t.dynamic >= t.maxEntries }
+
+// Forget drops ip's entry, unless it is static: no endpoint holds it any
+// more (the engine dropped the peer), so it can go. A later Resolve makes
+// a new one.
+func (t *neighbourTable) Forget(ip [4]byte) {
+	if e := t.entries[ip]; e != nil && !e.static {
+		delete(t.entries, ip)
+		t.dynamic--
+		t.Forgotten++
+	}
 }
 
 func (t *neighbourTable) ask(e *neighbour, now int64) bool {

@@ -95,3 +95,22 @@ func TestNeighbourTable_staticEntriesStay(t *testing.T) {
 		t.Errorf("static entry %+v request %v asked %d", *n, req, asked)
 	}
 }
+
+// The table is bounded: past maxEntries a new address gets no entry
+// (counted), and an entry the engine let go of (Forget) makes room.
+func TestNeighbourTable_boundedAndForget(t *testing.T) {
+	nt := newNeighbourTable(100, 1000, 3)
+	nt.maxEntries = 100
+	nt.AddStatic(other, wire.MAC{2, 9, 9, 9, 9, 9}) // static entries do not count
+	for i := range 10_000 {
+		nt.Resolve([4]byte{10, 1, byte(i >> 8), byte(i)}, 0)
+	}
+	if len(nt.entries) != 101 || nt.Full != 9_900 {
+		t.Fatalf("%d entries, %d refused; want 100 + the static one, 9,900", len(nt.entries), nt.Full)
+	}
+	nt.Forget([4]byte{10, 1, 0, 0})
+	nt.Forget(other) // static: kept
+	if n, _ := nt.Resolve([4]byte{10, 2, 0, 0}, 0); n == nil || len(nt.entries) != 101 || nt.Forgotten != 1 {
+		t.Errorf("after a Forget: entry %v, %d entries, %d forgotten", n, len(nt.entries), nt.Forgotten)
+	}
+}

@@ -183,6 +183,15 @@ func (h *Host) resolve(ip [4]byte) *engine.Neighbour {
 	return n
 }
 
+// forget is the engine's Forget: it dropped its peer for ip, so an
+// on-link entry for ip is no longer held (a gateway's entry stays: other
+// peers may share it).
+func (h *Host) forget(ip [4]byte) {
+	if hop, ok := h.nextHop(ip); ok && hop == ip {
+		h.neigh.Forget(ip)
+	}
+}
+
 // nextHop returns the address to resolve to reach ip.
 func (h *Host) nextHop(ip [4]byte) ([4]byte, bool) {
 	if !h.subnet.IsValid() || h.subnet.Contains(netip.AddrFrom4(ip)) {

@@ -22,6 +22,10 @@ type Snapshot struct {
 	Faults     [3]uint64 // injected: dropped, duplicated, reordered
 	Queues     []nicq.QueueStats
 	CapDropped uint64 // packets the capture writer could not keep up with
+	// Neighbours are the neighbour table's counters: ARP requests sent,
+	// resolutions that failed, learned entries that aged, new entries
+	// refused at the table's bound, entries dropped once no peer held them.
+	Neighbours struct{ Requests, Failures, Expired, Full, Forgotten uint64 }
 }
 
 // snapshotBox hands counters from the loop to readers. The loop only ever
@@ -72,5 +76,8 @@ func (h *Host) publish() {
 	if h.cap != nil {
 		s.CapDropped = h.cap.Dropped()
 	}
+	n := h.neigh
+	s.Neighbours.Requests, s.Neighbours.Failures, s.Neighbours.Expired = n.Requests, n.Failures, n.Expired
+	s.Neighbours.Full, s.Neighbours.Forgotten = n.Full, n.Forgotten
 	h.box.mu.Unlock()
 }
