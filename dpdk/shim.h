@@ -175,6 +175,21 @@ static inline uint64_t homa_tx_rx_bursts(uintptr_t tx, unsigned ntx, uintptr_t r
 	return freed << 32 | received;
 }
 
+// homa_link_up is 1 when port's link is up, 0 when down, -1 for no port.
+static inline int homa_link_up(uint16_t port) {
+	struct rte_eth_link l;
+	if (rte_eth_link_get_nowait(port, &l) < 0)
+		return -1;
+	return l.link_status == RTE_ETH_LINK_UP;
+}
+
+// Port operations for homa_port_op_intr (intr.c).
+enum { HOMA_PORT_STOP = 1, HOMA_PORT_CLOSE = 2 };
+int homa_port_op_intr(int op, uint16_t port, unsigned timeout_ms);
+int homa_redial(uint16_t port, unsigned delay_us, int started);
+int homa_redial_result(uint16_t port, int *rc, int *started);
+void homa_redial_cancel(uint16_t port);
+
 static inline int homa_alloc_bulk(struct rte_mempool *mp, uintptr_t pkts, unsigned n) {
 	return rte_pktmbuf_alloc_bulk(mp, (struct rte_mbuf **)pkts, n);
 }
