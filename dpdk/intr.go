@@ -114,3 +114,18 @@ func (p *Port) CancelRedial() {
 		p.RedialResult()
 	}
 }
+
+// SetLink sets the link up or down administratively
+// (rte_eth_dev_set_link_up, _down), where the driver can.
+func (p *Port) SetLink(up bool) error {
+	var rc C.int
+	if up {
+		rc = C.rte_eth_dev_set_link_up(C.uint16_t(p.ID))
+	} else {
+		rc = C.rte_eth_dev_set_link_down(C.uint16_t(p.ID))
+	}
+	if rc < 0 {
+		return newError(p.op("set link of"), int(rc))
+	}
+	return nil
+}

@@ -188,6 +188,8 @@ func (rp *Pair) makeHosts(c PairConfig) error {
 			PCP: c.PCP, VLAN: 7, Offloads: rp.setup[i].Offloads,
 			ARP:    ARPConfig{Timeout: c.ARP, Aging: time.Hour, Retries: 5},
 			Faults: Faults{Drop: c.Faults, Duplicate: c.Faults / 2, Reorder: c.Faults / 2, Seed: int64(i + 1)},
+			// A memif client dials again when its server comes back.
+			Redial: len(rp.vdevs) > 0 && (i == 1 || !rp.memifPair),
 		}
 		if c.MTU > 0 {
 			hc.Engine.MTU = c.MTU

@@ -22,6 +22,7 @@ type Snapshot struct {
 	Faults     [3]uint64 // injected: dropped, duplicated, reordered
 	Queues     []nicq.QueueStats
 	CapDropped uint64 // packets the capture writer could not keep up with
+	Link       LinkCounters
 }
 
 // snapshotBox hands counters from the loop to readers. The loop only ever
@@ -72,5 +73,6 @@ func (h *Host) publish() {
 	if h.cap != nil {
 		s.CapDropped = h.cap.Dropped()
 	}
+	s.Link = h.portLink.LinkCounters
 	h.box.mu.Unlock()
 }
