@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/config"
@@ -76,6 +75,11 @@ type Daemon struct {
 func Start(spec *config.Spec, log zerolog.Logger, opts Options) (*Daemon, error) {
 	d := &Daemon{spec: spec, Log: log, opts: opts}
 	applyRuntime(spec.Runtime, distinctLcores(spec))
+	for _, sock := range memifServerSockets(spec) {
+		if removeStaleSocket(sock) {
+			log.Warn().Str("socket", sock).Msg("removed a stale memif socket (its server was killed)")
+		}
+	}
 	if !opts.SkipEAL {
 		if _, err := dpdk.Init(spec.EAL); err != nil {
 			return nil, InPhase("EAL", err)
@@ -191,17 +195,10 @@ func (d *Daemon) StopLoops() error {
 // counters.
 func (d *Daemon) StopPorts() error {
 	var first error
-	for i, p := range d.ports {
-		if memifPeerStopped(d.spec, i) {
-			// Its memif server, in this process, was stopped just now:
-			// that disconnects this client, which EAL's interrupt
-			// thread then tears down, freeing its regions; stopping the
-			// client during the teardown freed them twice ("EAL: Error:
-			// Invalid memory"). The link goes down as the teardown
-			// starts: give it time to finish.
-			host.WaitLinkDown(p, time.Second)
-			time.Sleep(20 * time.Millisecond)
-		}
+	for _, p := range d.ports {
+		// A memif port whose peer leaves now is torn down on EAL's
+		// interrupt thread; its Stop runs there too, before or after
+		// that teardown, never beside it (dpdk/intr.go).
 		p.Stop()
 	}
 	for _, name := range d.vdevs {
@@ -225,40 +222,4 @@ func (d *Daemon) StopPorts() error {
 			Uint64("arp_requests", sc.ARPRequests).Uint64("echo_requests", sc.EchoRequests).Msg("stopped")
 	}
 	return first
-}
-
-// memifPeerStopped reports whether port i is a net_memif client whose
-// server is an earlier port of the Spec (same socket): one process
-// holding both ends of a memif link, as the demo does.
-func memifPeerStopped(spec *config.Spec, i int) bool {
-	role, sock := memifEnd(spec.Ports[i].Device)
-	if role != "client" {
-		return false
-	}
-	for _, ps := range spec.Ports[:i] {
-		if r, s := memifEnd(ps.Device); r == "server" && s == sock {
-			return true
-		}
-	}
-	return false
-}
-
-// memifEnd returns the role and socket of a net_memif device string, or
-// "" for other devices.
-func memifEnd(device string) (role, socket string) {
-	name, args, _ := strings.Cut(device, ",")
-	if !strings.HasPrefix(name, "net_memif") {
-		return "", ""
-	}
-	role = "server" // memif's default
-	for _, kv := range strings.Split(args, ",") {
-		k, v, _ := strings.Cut(kv, "=")
-		switch k {
-		case "role":
-			role = v
-		case "socket":
-			socket = v
-		}
-	}
-	return role, socket
 }
