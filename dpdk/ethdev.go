@@ -240,7 +240,9 @@ func (p *Port) Started() bool { return p.started.Load() }
 // port are refused and counted.
 func (p *Port) Stop() error {
 	p.CancelRedial()
-	p.started.Store(false)
+	if !p.started.Swap(false) {
+		return nil // never started, or a redial left it stopped
+	}
 	return p.stopOrClose(C.HOMA_PORT_STOP, "stop")
 }
 
