@@ -217,9 +217,13 @@ func (d *Daemon) StopPorts() error {
 		if d.LoopOf(i) == nil {
 			break
 		}
-		st, sc := d.LoopOf(i).Stats(), h.Stack()
+		st, sc, l := d.LoopOf(i).Stats(), h.Stack(), h.Link()
 		d.Log.Info().Str("host", h.Addr().String()).Uint64("passes", st.Passes).Uint64("packets", st.Packets).
-			Uint64("arp_requests", sc.ARPRequests).Uint64("echo_requests", sc.EchoRequests).Msg("stopped")
+			Uint64("arp_requests", sc.ARPRequests).Uint64("echo_requests", sc.EchoRequests).
+			Uint64("link_downs", l.Downs).Uint64("redials", l.Redials).Msg("stopped")
+	}
+	if g := dpdk.BurstGuardStats(); g.Waits > 0 {
+		d.Log.Info().Uint64("waits", g.Waits).Uint64("timeouts", g.Timeouts).Msg("burst guard: unmappings that waited for a running burst")
 	}
 	return first
 }
