@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/engine"
@@ -43,6 +44,10 @@ type Host struct {
 	stack    StackCounters
 	drops    [numRxDrops]uint64
 	portLink linkState // the port's link as the loop sees it (link.go)
+	// stopSending (StopSending, any thread) makes the loop drop what
+	// waits for the TX queues, counted in stopDrops.
+	stopSending atomic.Bool
+	stopDrops   uint64
 
 	box         *snapshotBox // counters published for the metrics endpoint, or nil
 	nextPublish int64
@@ -145,6 +150,10 @@ func (h *Host) flush() int {
 		h.sched.Drain(h.dropLinkDown)
 		return 0
 	}
+	if h.stopSending.Load() {
+		h.sched.Drain(h.dropStopping)
+		return 0
+	}
 	h.sched.Fill(h.now)
 	total := 0
 	for q := range h.txBufs {
@@ -165,6 +174,17 @@ func (h *Host) flush() int {
 }
 
 func (h *Host) dropTx(m *dpdk.Mbuf) { h.free = append(h.free, m) }
+
+func (h *Host) dropStopping(m *dpdk.Mbuf) {
+	h.stopDrops++
+	h.free = append(h.free, m)
+}
+
+// StopSending makes the loop drop, from its next pass on, what waits for
+// the TX queues instead of sending it: for a stop that must not wait on
+// a peer that takes no packets (gone, or no longer polling) while its
+// workers' payloads, which it waits for, sit in those queues. Any thread.
+func (h *Host) StopSending() { h.stopSending.Store(true) }
 
 // Drain frees everything the host holds, at shutdown: call it on the
 // loop's thread (lcore.Config.Drain) or after the loop stopped.
@@ -208,6 +228,9 @@ func (h *Host) Summary() string {
 	if l := h.portLink; l.Downs > 0 {
 		fmt.Fprintf(&b, " link_downs=%d link_ups=%d redials=%d redial_failures=%d tx_dropped_link_down=%d",
 			l.Downs, l.Ups, l.Redials, l.RedialFailures, l.TxDropped)
+	}
+	if h.stopDrops > 0 {
+		fmt.Fprintf(&b, " tx_dropped_stopping=%d", h.stopDrops)
 	}
 	fmt.Fprintf(&b, " tx_no_buffer=%d tx_busy=%d", h.tx.NoBuffer, h.tx.Busy)
 	for q := range h.txBufs {

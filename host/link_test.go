@@ -103,3 +103,21 @@ func TestHost_linkCheckAllocatesNothing(t *testing.T) {
 	}
 	_ = b
 }
+
+// After StopSending, what waits for the TX queues is dropped and counted.
+func TestHost_stopSendingDropsQueued(t *testing.T) {
+	a, b := ringHosts(t, 1, 0)
+	echoServer(t, b)
+	cl, err := a.ep.OpenClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.StopSending()
+	if _, err := cl.Send(engine.Addr{IP: b.me.ip, Port: 99}, make([]byte, 10_000)); err != nil {
+		t.Fatal(err)
+	}
+	passFor(a, b, 50*time.Millisecond)
+	if a.stopDrops == 0 || b.Stack().ARPRequests != 0 {
+		t.Fatalf("after StopSending: %d dropped, %d ARP requests reached the peer", a.stopDrops, b.Stack().ARPRequests)
+	}
+}
