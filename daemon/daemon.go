@@ -159,6 +159,10 @@ func (d *Daemon) Stop() error {
 	return first
 }
 
+// stopGrace is how long a stop lets packets queued for a peer leave
+// before it drops them.
+const stopGrace = time.Second
+
 // StopLoops stops polling (each loop drains on its own thread); the
 // ports stay up. A memif port's peer must not be polled while the port
 // goes down.
@@ -172,11 +176,21 @@ func (d *Daemon) StopLoops() error {
 		d.housekeeping.Stop()
 		d.housekeeping = nil
 	}
-	for _, hb := range d.hubs { // workers detach while the loops still run
+	// Workers detach while the loops still run; a hub's Close waits until
+	// every packet sent from a worker's memory has been freed. A peer
+	// that takes no more packets (gone, or no longer polling) would hold
+	// them, and the stop, for good: after stopGrace they are dropped.
+	grace := time.AfterFunc(stopGrace, func() {
+		for _, h := range d.hosts {
+			h.StopSending()
+		}
+	})
+	for _, hb := range d.hubs {
 		if err := hb.Close(); err != nil && first == nil {
 			first = err
 		}
 	}
+	grace.Stop()
 	d.hubs = nil
 	for _, l := range d.loops {
 		if err := l.Stop(5 * time.Second); err != nil && first == nil {

@@ -355,7 +355,17 @@ func (p *memifProc) expect(t *testing.T, prefix string, timeout time.Duration) s
 		}
 		return l
 	case <-time.After(timeout):
-		t.Fatalf("child did not say %q within %v", prefix, timeout)
+		// Its goroutines' stacks go to stderr (the test's output) as it exits.
+		p.cmd.Process.Signal(syscall.SIGQUIT)
+		exited := make(chan struct{})
+		go func() { p.cmd.Wait(); close(exited) }()
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			p.cmd.Process.Kill()
+			<-exited
+		}
+		t.Fatalf("child did not say %q within %v; its stderr ends:\n%s", prefix, timeout, p.stderr.String())
 	}
 	return ""
 }
