@@ -164,8 +164,9 @@ func (d *Daemon) Stop() error {
 const stopGrace = time.Second
 
 // StopLoops stops polling (each loop drains on its own thread); the
-// ports stay up. A memif port's peer must not be polled while the port
-// goes down.
+// ports stay up. (A memif peer may poll, or leave, meanwhile: the burst
+// guard and the interrupt thread make either safe, see dpdk/guard.go and
+// dpdk/intr.go.)
 func (d *Daemon) StopLoops() error {
 	var first error
 	if d.metrics != nil {

@@ -405,8 +405,8 @@ func startMemifDaemons(t *testing.T, rpcs int, loss float64, serverWorkers, clie
 // stopMemifDaemons ends both daemons in order.
 func stopMemifDaemons(t *testing.T, server, client *memifProc) {
 	t.Helper()
-	// Neither side may poll while the other leaves: quiet both, then the
-	// memif server leaves first and the client last.
+	// Quiet both, then the memif server leaves first and the client last
+	// (either may leave while the other polls: the kill tests do that).
 	client.stdin.Write([]byte("stop\n"))
 	server.stdin.Write([]byte("stop\n"))
 	server.expect(t, "quiet", 10*time.Second)
