@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/config"
@@ -76,6 +75,11 @@ type Daemon struct {
 func Start(spec *config.Spec, log zerolog.Logger, opts Options) (*Daemon, error) {
 	d := &Daemon{spec: spec, Log: log, opts: opts}
 	applyRuntime(spec.Runtime, distinctLcores(spec))
+	for _, sock := range memifServerSockets(spec) {
+		if removeStaleSocket(sock) {
+			log.Warn().Str("socket", sock).Msg("removed a stale memif socket (its server was killed)")
+		}
+	}
 	if !opts.SkipEAL {
 		if _, err := dpdk.Init(spec.EAL); err != nil {
 			return nil, InPhase("EAL", err)
@@ -155,9 +159,14 @@ func (d *Daemon) Stop() error {
 	return first
 }
 
+// stopGrace is how long a stop lets packets queued for a peer leave
+// before it drops them.
+const stopGrace = time.Second
+
 // StopLoops stops polling (each loop drains on its own thread); the
-// ports stay up. A memif port's peer must not be polled while the port
-// goes down.
+// ports stay up. (A memif peer may poll, or leave, meanwhile: the burst
+// guard and the interrupt thread make either safe, see dpdk/guard.go and
+// dpdk/intr.go.)
 func (d *Daemon) StopLoops() error {
 	var first error
 	if d.metrics != nil {
@@ -168,11 +177,21 @@ func (d *Daemon) StopLoops() error {
 		d.housekeeping.Stop()
 		d.housekeeping = nil
 	}
-	for _, hb := range d.hubs { // workers detach while the loops still run
+	// Workers detach while the loops still run; a hub's Close waits until
+	// every packet sent from a worker's memory has been freed. A peer
+	// that takes no more packets (gone, or no longer polling) would hold
+	// them, and the stop, for good: after stopGrace they are dropped.
+	grace := time.AfterFunc(stopGrace, func() {
+		for _, h := range d.hosts {
+			h.StopSending()
+		}
+	})
+	for _, hb := range d.hubs {
 		if err := hb.Close(); err != nil && first == nil {
 			first = err
 		}
 	}
+	grace.Stop()
 	d.hubs = nil
 	for _, l := range d.loops {
 		if err := l.Stop(5 * time.Second); err != nil && first == nil {
@@ -191,17 +210,10 @@ func (d *Daemon) StopLoops() error {
 // counters.
 func (d *Daemon) StopPorts() error {
 	var first error
-	for i, p := range d.ports {
-		if memifPeerStopped(d.spec, i) {
-			// Its memif server, in this process, was stopped just now:
-			// that disconnects this client, which EAL's interrupt
-			// thread then tears down, freeing its regions; stopping the
-			// client during the teardown freed them twice ("EAL: Error:
-			// Invalid memory"). The link goes down as the teardown
-			// starts: give it time to finish.
-			host.WaitLinkDown(p, time.Second)
-			time.Sleep(20 * time.Millisecond)
-		}
+	for _, p := range d.ports {
+		// A memif port whose peer leaves now is torn down on EAL's
+		// interrupt thread; its Stop runs there too, before or after
+		// that teardown, never beside it (dpdk/intr.go).
 		p.Stop()
 	}
 	for _, name := range d.vdevs {
@@ -220,45 +232,13 @@ func (d *Daemon) StopPorts() error {
 		if d.LoopOf(i) == nil {
 			break
 		}
-		st, sc := d.LoopOf(i).Stats(), h.Stack()
+		st, sc, l := d.LoopOf(i).Stats(), h.Stack(), h.Link()
 		d.Log.Info().Str("host", h.Addr().String()).Uint64("passes", st.Passes).Uint64("packets", st.Packets).
-			Uint64("arp_requests", sc.ARPRequests).Uint64("echo_requests", sc.EchoRequests).Msg("stopped")
+			Uint64("arp_requests", sc.ARPRequests).Uint64("echo_requests", sc.EchoRequests).
+			Uint64("link_downs", l.Downs).Uint64("redials", l.Redials).Msg("stopped")
+	}
+	if g := dpdk.BurstGuardStats(); g.Waits > 0 {
+		d.Log.Info().Uint64("waits", g.Waits).Uint64("timeouts", g.Timeouts).Msg("burst guard: unmappings that waited for a running burst")
 	}
 	return first
-}
-
-// memifPeerStopped reports whether port i is a net_memif client whose
-// server is an earlier port of the Spec (same socket): one process
-// holding both ends of a memif link, as the demo does.
-func memifPeerStopped(spec *config.Spec, i int) bool {
-	role, sock := memifEnd(spec.Ports[i].Device)
-	if role != "client" {
-		return false
-	}
-	for _, ps := range spec.Ports[:i] {
-		if r, s := memifEnd(ps.Device); r == "server" && s == sock {
-			return true
-		}
-	}
-	return false
-}
-
-// memifEnd returns the role and socket of a net_memif device string, or
-// "" for other devices.
-func memifEnd(device string) (role, socket string) {
-	name, args, _ := strings.Cut(device, ",")
-	if !strings.HasPrefix(name, "net_memif") {
-		return "", ""
-	}
-	role = "server" // memif's default
-	for _, kv := range strings.Split(args, ",") {
-		k, v, _ := strings.Cut(kv, "=")
-		switch k {
-		case "role":
-			role = v
-		case "socket":
-			socket = v
-		}
-	}
-	return role, socket
 }

@@ -9,12 +9,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,14 +51,23 @@ func memifChild(role string) int {
 }
 
 // runMemifDaemon runs one daemon on the vdev (a %s in it takes the memif
-// role): the echo server (10.0.0.2) or the client (10.0.0.1).
+// role): the echo server (10.0.0.2) or the client (10.0.0.1). Commands on
+// its standard input: "stop" (quiet the loops), "count" (the client's
+// RPCs so far); it stops the ports when the input closes, and the whole
+// daemon on SIGTERM.
 func runMemifDaemon(role, vdev, rpcsArg, lossArg string) error {
-	// The echo server is the memif server, polled on lcore 1 (CPU 1); the
-	// client polls on lcore 0 (CPU 0), its main lcore being 1.
+	// The echo server is the memif server (unless HOMA_TEST_MEMIF_ROLE
+	// says), polled on lcore 1 (CPU 1); the client polls on lcore 0
+	// (CPU 0), its main lcore being 1.
 	memRole, last, mainLcore, loopLcore := "server", 2, 0, 1
 	if role == "client" {
 		memRole, last, mainLcore, loopLcore = "client", 1, 1, 0
 	}
+	if r := os.Getenv("HOMA_TEST_MEMIF_ROLE"); r != "" {
+		memRole = r
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM)
 	mem := dpdk.ProbeMemory()
 	if strings.Contains(vdev, "%s") {
 		vdev = fmt.Sprintf(vdev, memRole)
@@ -95,6 +106,7 @@ workers:
 	}
 	spec.EAL = eal
 	var finished func() (bool, error)
+	count := func() string { return "" }
 	prepare := func(hosts []*host.Host) error {
 		h := hosts[0]
 		if role == "server" {
@@ -111,11 +123,11 @@ workers:
 			return nil
 		}
 		n, _ := strconv.Atoi(rpcsArg)
-		c, err := newMemifClient(h, n)
+		c, err := newMemifClient(h, n, os.Getenv("HOMA_TEST_TOLERANT") != "")
 		if err != nil {
 			return err
 		}
-		finished = c.finished
+		finished, count = c.finished, c.count
 		return nil
 	}
 	log := zerolog.New(os.Stderr).Level(zerolog.WarnLevel).With().Timestamp().Logger()
@@ -141,12 +153,17 @@ workers:
 			if !ok { // leave: the loop is already quiet
 				return d.StopPorts()
 			}
-			if c == "stop" {
+			switch c {
+			case "stop":
 				if err := d.StopLoops(); err != nil {
 					return err
 				}
 				fmt.Println("quiet")
+			case "count":
+				fmt.Println("count", count())
 			}
+		case <-sigs:
+			return d.Stop()
 		case <-tick.C:
 			if done, err := finished(); err != nil {
 				return err
@@ -159,27 +176,35 @@ workers:
 }
 
 // memifClient issues RPCs of sizes from 1 B to 1 MB (log-uniform), 8 at a
-// time, and checks each response byte for byte.
+// time, and checks each response byte for byte. A tolerant one counts an
+// RPC that fails (its peer gone) and goes on; a response that differs
+// from its request is an error for both.
 type memifClient struct {
-	state atomic.Value // memifResult, for goroutines outside the loop
-	h     *host.Host
-	port  *engine.Port
-	dst   engine.Addr
-	total int
-	next  int
-	done  int
-	sent  map[uint64][]byte
-	rng   *rand.Rand
-	err   error
+	state    atomic.Value  // memifResult, for goroutines outside the loop
+	ok, fail atomic.Uint64 // RPCs completed and failed, for the same
+	tolerant bool
+	maxSize  int // bytes (HOMA_TEST_MAX_SIZE; 1 MB)
+	h        *host.Host
+	port     *engine.Port
+	dst      engine.Addr
+	total    int
+	next     int
+	done     int
+	sent     map[uint64][]byte
+	rng      *rand.Rand
+	err      error
 }
 
-func newMemifClient(h *host.Host, total int) (*memifClient, error) {
+func newMemifClient(h *host.Host, total int, tolerant bool) (*memifClient, error) {
 	p, err := h.Endpoint().OpenClient()
 	if err != nil {
 		return nil, err
 	}
 	c := &memifClient{h: h, port: p, dst: engine.Addr{IP: [4]byte{10, 0, 0, 2}, Port: 99}, total: total,
-		sent: map[uint64][]byte{}, rng: rand.New(rand.NewPCG(11, 11))}
+		sent: map[uint64][]byte{}, rng: rand.New(rand.NewPCG(11, 11)), tolerant: tolerant, maxSize: 1_000_000}
+	if n, err := strconv.Atoi(os.Getenv("HOMA_TEST_MAX_SIZE")); err == nil && n > 0 {
+		c.maxSize = n
+	}
 	h.AddApp(host.AppFunc(c.run))
 	return c, nil
 }
@@ -190,12 +215,18 @@ func (c *memifClient) run(int64) {
 		return
 	}
 	for c.next < c.total && len(c.sent) < 8 {
-		size := int(math.Exp(c.rng.Float64() * math.Log(1_000_000)))
+		size := int(math.Exp(c.rng.Float64() * math.Log(float64(c.maxSize))))
 		msg := make([]byte, max(size, 1))
 		for i := range msg {
 			msg[i] = byte(c.rng.Uint32())
 		}
 		id, err := c.port.Send(c.dst, msg)
+		if err != nil && c.tolerant {
+			c.fail.Add(1)
+			c.next++
+			c.done++
+			break // again next pass
+		}
 		if err != nil {
 			c.err = err
 			return
@@ -204,6 +235,12 @@ func (c *memifClient) run(int64) {
 		c.next++
 	}
 	for m, ok := c.port.Receive(); ok; m, ok = c.port.Receive() {
+		if m.Err != nil && c.tolerant {
+			delete(c.sent, m.ID)
+			c.fail.Add(1)
+			c.done++
+			continue
+		}
 		if m.Err != nil {
 			c.err = fmt.Errorf("RPC %d: %w", m.ID, m.Err)
 			return
@@ -213,8 +250,15 @@ func (c *memifClient) run(int64) {
 			return
 		}
 		delete(c.sent, m.ID)
+		c.ok.Add(1)
 		c.done++
 	}
+}
+
+// count is called from outside the loop.
+func (c *memifClient) count() string {
+	_, err := c.finished()
+	return fmt.Sprintf("ok=%d failed=%d err=%v", c.ok.Load(), c.fail.Load(), err)
 }
 
 // memifResult is what the loop publishes for the process's main goroutine.
@@ -311,7 +355,17 @@ func (p *memifProc) expect(t *testing.T, prefix string, timeout time.Duration) s
 		}
 		return l
 	case <-time.After(timeout):
-		t.Fatalf("child did not say %q within %v", prefix, timeout)
+		// Its goroutines' stacks go to stderr (the test's output) as it exits.
+		p.cmd.Process.Signal(syscall.SIGQUIT)
+		exited := make(chan struct{})
+		go func() { p.cmd.Wait(); close(exited) }()
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			p.cmd.Process.Kill()
+			<-exited
+		}
+		t.Fatalf("child did not say %q within %v; its stderr ends:\n%s", prefix, timeout, p.stderr.String())
 	}
 	return ""
 }
@@ -351,8 +405,8 @@ func startMemifDaemons(t *testing.T, rpcs int, loss float64, serverWorkers, clie
 // stopMemifDaemons ends both daemons in order.
 func stopMemifDaemons(t *testing.T, server, client *memifProc) {
 	t.Helper()
-	// Neither side may poll while the other leaves: quiet both, then the
-	// memif server leaves first and the client last.
+	// Quiet both, then the memif server leaves first and the client last
+	// (either may leave while the other polls: the kill tests do that).
 	client.stdin.Write([]byte("stop\n"))
 	server.stdin.Write([]byte("stop\n"))
 	server.expect(t, "quiet", 10*time.Second)

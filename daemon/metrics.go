@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	hostpkg "github.com/homa-dpdk/homa-dpdk/host"
 	"github.com/homa-dpdk/homa-dpdk/hub"
 	"github.com/homa-dpdk/homa-dpdk/lcore"
@@ -26,7 +27,11 @@ var (
 	labels = []string{"host", "port"}
 	descs  = struct {
 		engine, drops, stack, tx, faults, queue, loop, port, xstat, capture, neigh, workers, workerGauge, loopGap *prometheus.Desc
+		link, linkUp, guard                                                                                       *prometheus.Desc
 	}{
+		link:        prometheus.NewDesc("homa_port_link_total", "The port's link as its loop saw it: downs, ups, redials (restarts while down) and those that failed, packets dropped while down.", append(labels, "event"), nil),
+		linkUp:      prometheus.NewDesc("homa_port_link_up", "1 while the port's link is up (at its loop's last check, every 10 ms).", labels, nil),
+		guard:       prometheus.NewDesc("homa_burst_guard_total", "Unmappings that waited for running bursts, and bursts still running after a second (the process's).", []string{"event"}, nil),
 		loopGap:     prometheus.NewDesc("homa_loop_max_pass_gap_seconds", "Longest time between the starts of two passes of the polling loop, idle sleeps excluded (stalls: GC, scheduler).", labels, nil),
 		workers:     prometheus.NewDesc("homa_workers_total", "Worker interface counters: sessions, submissions, refusals by cause, completions, wake-ups.", append(labels, "counter"), nil),
 		workerGauge: prometheus.NewDesc("homa_workers", "Worker interface gauges: sessions, outstanding RPCs, receive-pool pages held and free.", append(labels, "gauge"), nil),
@@ -50,6 +55,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v uint64, lv ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), lv...)
 	}
+	g := dpdk.BurstGuardStats()
+	counter(descs.guard, g.Waits, "wait")
+	counter(descs.guard, g.Timeouts, "timeout")
 	for i, h := range c.Hosts {
 		host, port := h.Addr().String(), h.Port().Name
 		s := h.Snapshot()
@@ -82,6 +90,17 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			"expired": nb.Expired, "table_full": nb.Full, "forgotten": nb.Forgotten} {
 			counter(descs.neigh, v, host, port, name)
 		}
+		l := s.Link
+		for name, v := range map[string]uint64{
+			"down": l.Downs, "up": l.Ups, "redial": l.Redials, "redial_failed": l.RedialFailures, "tx_dropped": l.TxDropped,
+		} {
+			counter(descs.link, v, host, port, name)
+		}
+		up := 0.0
+		if l.Up {
+			up = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descs.linkUp, prometheus.GaugeValue, up, host, port)
 		if i < len(c.Hubs) && c.Hubs[i] != nil {
 			w := c.Hubs[i].Snapshot()
 			for name, v := range map[string]uint64{

@@ -32,6 +32,9 @@ func TestMetrics_endpointExportsHostEngineQueueAndPort(t *testing.T) {
 		`homa_port_total{counter="opackets",host="10.0.0.1"`,
 		`homa_rx_drops_total{cause="fault_injected"`,
 		`homa_faults_injected_total{fault="drop"`,
+		`homa_port_link_total{event="down",host="10.0.0.1"`,
+		`homa_port_link_up{host="10.0.0.2",port="` + b.Port().Name + `"} 1`,
+		`homa_burst_guard_total{event="wait"}`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("/metrics lacks %s", want)

@@ -144,6 +144,9 @@ func (d *Daemon) hostConfigFor(i int, clock func() int64, wallOff int64) (host.C
 		Faults: host.Faults{Drop: d.spec.Faults.Drop, Duplicate: d.spec.Faults.Duplicate,
 			Reorder: d.spec.Faults.Reorder, Seed: d.spec.Faults.Seed},
 	}
+	if m, ok := memifOf(d.spec, i); ok && m.role == "client" {
+		hc.Redial = true // its server may leave and come back
+	}
 	if ps.Gateway.IsValid() {
 		hc.Gateway = ps.Gateway.As4()
 	}

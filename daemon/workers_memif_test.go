@@ -104,3 +104,43 @@ func TestMemifHosts_workers10000RPCs(t *testing.T) {
 	t.Logf("client worker stats: %+v", st)
 	stopMemifDaemons(t, serverD, clientD)
 }
+
+// A daemon whose peer stopped polling (its loops quiet, its port up) stops
+// at once even with a worker's payloads queued for that peer: more than
+// the memif ring holds, so they can never leave.
+func TestMemifHosts_workerStopsWhilePeerQuiet(t *testing.T) {
+	dir := t.TempDir()
+	srvSock := filepath.Join(dir, "server.sock")
+	serverD, clientD := startMemifDaemons(t, 10, 0, srvSock, "")
+	clientD.expect(t, "done", 60*time.Second) // each daemon knows the other's MAC now
+	clientD.stdin.Write([]byte("stop\n"))
+	clientD.expect(t, "quiet", 10*time.Second)
+
+	w, err := client.Dial(srvSock, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := client.Addr{IP: [4]byte{10, 0, 0, 1}, Port: 99}
+	msg := make([]byte, 100_000)
+	for i := range 50 { // their unscheduled bytes alone are thousands of packets
+		if _, err := w.Send(dst, msg); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	serverD.stdin.Write([]byte("stop\n"))
+	serverD.expect(t, "quiet", 10*time.Second)
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the daemon took %v to quiet its loops", d)
+	}
+	w.Close()
+	serverD.stdin.Close()
+	if err := serverD.cmd.Wait(); err != nil {
+		t.Errorf("server: %v", err)
+	}
+	clientD.stdin.Close()
+	if err := clientD.cmd.Wait(); err != nil {
+		t.Errorf("client: %v", err)
+	}
+}

@@ -29,7 +29,13 @@ type Port struct {
 	ID   uint16
 	Name string
 
-	started atomic.Bool // set by Start, cleared by Stop and Close
+	started atomic.Bool // set by Start, cleared by Stop and Close; a redial's outcome
+
+	driverOnce sync.Once
+	driver     string // the driver's name, for onIntrThread
+	// redialing: Redial scheduled a restart whose outcome RedialResult
+	// has not read yet. Owned by the thread that redials.
+	redialing bool
 
 	// Packets offered to TxBurst, and RxBurst calls made, while the port was
 	// not started: refused and counted, never passed to the driver (whose
@@ -229,25 +235,29 @@ func (p *Port) Start() error {
 // Started reports whether the port is started.
 func (p *Port) Started() bool { return p.started.Load() }
 
-// Stop stops the port. Bursts on a stopped port are refused and counted.
+// Stop stops the port (on EAL's interrupt thread for a net_memif port:
+// see intr.go), after cancelling a pending Redial. Bursts on a stopped
+// port are refused and counted.
 func (p *Port) Stop() error {
-	p.started.Store(false)
-	if rc := C.rte_eth_dev_stop(C.uint16_t(p.ID)); rc < 0 {
-		return newError(p.op("stop"), int(rc))
+	p.CancelRedial()
+	if !p.started.Swap(false) {
+		return nil // never started, or a redial left it stopped
 	}
-	return nil
+	return p.stopOrClose(C.HOMA_PORT_STOP, "stop")
 }
 
-// Close stops (if needed) and closes the port, releasing its resources. The
+// Close stops (if needed) and closes the port, releasing its resources
+// (on EAL's interrupt thread for a net_memif port: see intr.go). The
 // *Port must not be used afterwards.
 func (p *Port) Close() error {
+	p.CancelRedial()
 	if p.started.Load() {
 		if err := p.Stop(); err != nil {
 			return err
 		}
 	}
-	if rc := C.rte_eth_dev_close(C.uint16_t(p.ID)); rc < 0 {
-		return newError(p.op("close"), int(rc))
+	if err := p.stopOrClose(C.HOMA_PORT_CLOSE, "close"); err != nil {
+		return err
 	}
 	forget(p.ID)
 	return nil

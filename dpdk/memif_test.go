@@ -141,3 +141,94 @@ func memifSender() error {
 	io.Copy(io.Discard, os.Stdin) // wait until the receiver is done
 	return nil
 }
+
+// waitLink polls p's link until it is up (or down), or fails the test.
+func waitLink(t *testing.T, p *dpdk.Port, up bool, timeout time.Duration) {
+	t.Helper()
+	for end := time.Now().Add(timeout); p.LinkUp() != up; time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("%s: link up=%v after %v, want up=%v", p.Name, p.LinkUp(), timeout, up)
+		}
+	}
+}
+
+// A memif client whose server went away and came back stays down until
+// it is redialled; Redial (on EAL's interrupt thread) brings it back, and
+// packets flow again. Stop and Close of both ends, with the other end's
+// teardown running on the interrupt thread, run there too.
+func TestMemif_clientRedialsAfterServerRestart(t *testing.T) {
+	dpdktest.Need(t)
+	sock := filepath.Join(t.TempDir(), "memif.sock")
+	pool := newPool(t, 4096, 0)
+	server := newVdev(t, "net_memif_rds", memifArgs("server", sock))
+	startPort(t, server, pool, 1, 1)
+	client := newVdev(t, "net_memif_rdc", memifArgs("client", sock))
+	startPort(t, client, pool, 1, 1)
+	waitLink(t, server, true, 5*time.Second)
+	waitLink(t, client, true, 5*time.Second)
+
+	if err := server.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitLink(t, client, false, 5*time.Second)
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if client.LinkUp() {
+		t.Fatal("the memif client connected again by itself")
+	}
+	if err := client.Redial(time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		pending, err := client.RedialResult()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !pending {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("the redial did not run within 5 s")
+		}
+	}
+	if !client.Started() {
+		t.Fatal("the port is not started after a redial")
+	}
+	waitLink(t, client, true, 5*time.Second)
+	waitLink(t, server, true, 5*time.Second)
+
+	pkts := make([]*dpdk.Mbuf, 8)
+	got := 0
+	for end := time.Now().Add(5 * time.Second); got < 100 && time.Now().Before(end); {
+		if err := pool.AllocBulk(pkts[:1]); err != nil {
+			t.Fatal(err)
+		}
+		clear(pkts[0].Append(64))
+		if client.TxBurst(0, pkts[:1]) == 0 {
+			dpdk.FreeBulk(pkts[:1])
+		}
+		n := server.RxBurst(0, pkts)
+		got += n
+		dpdk.FreeBulk(pkts[:n])
+		server.TxBurst(0, nil)
+	}
+	if got < 100 {
+		t.Fatalf("the server received %d packets after the redial, want 100", got)
+	}
+}
+
+// LinkUp reads the link without allocating (a polling loop calls it).
+func TestPort_linkUpAllocatesNothing(t *testing.T) {
+	dpdktest.Need(t)
+	pool := newPool(t, 256, 0)
+	p := newVdev(t, "net_null_link", "")
+	startPort(t, p, pool, 1, 1)
+	if !p.LinkUp() {
+		t.Fatal("net_null's link is down")
+	}
+	if allocs := testing.AllocsPerRun(100, func() { p.LinkUp() }); allocs != 0 {
+		t.Errorf("LinkUp allocates %.1f times, want 0", allocs)
+	}
+}

@@ -47,12 +47,56 @@ enum {
 
 static inline int homa_errno(void) { return rte_errno; }
 
+// The burst guard (guard.c, guard.go). Each lcore has a slot whose
+// sequence number is odd while one of its bursts runs (only that lcore's
+// thread writes it); threads without an lcore id share a count of their
+// bursts running.
+struct homa_guard_slot {
+	uint64_t seq;
+} __rte_cache_aligned;
+
+extern struct homa_guard_slot homa_guard_lcore[RTE_MAX_LCORE];
+extern struct homa_guard_slot homa_guard_other;
+
+void homa_guard_sync(void);
+void homa_guard_stats(uint64_t *waits, uint64_t *timeouts);
+
+// homa_guard_enter marks a burst as running, with a full fence before the
+// driver's first read (the pair of the fence in homa_guard_sync).
+static inline struct homa_guard_slot *homa_guard_enter(void) {
+	unsigned id = rte_lcore_id();
+	struct homa_guard_slot *g = &homa_guard_other;
+	if (likely(id < RTE_MAX_LCORE)) {
+		g = &homa_guard_lcore[id];
+		__atomic_store_n(&g->seq, g->seq + 1, __ATOMIC_RELAXED);
+	} else {
+		__atomic_fetch_add(&g->seq, 1, __ATOMIC_RELAXED);
+	}
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return g;
+}
+
+// homa_guard_leave marks the burst as done, after all its memory accesses.
+static inline void homa_guard_leave(struct homa_guard_slot *g) {
+	if (likely(g != &homa_guard_other))
+		__atomic_store_n(&g->seq, g->seq + 1, __ATOMIC_RELEASE);
+	else
+		__atomic_fetch_sub(&g->seq, 1, __ATOMIC_RELEASE);
+}
+
+// Every burst below runs inside the burst guard.
 static inline uint16_t homa_rx_burst(uint16_t port, uint16_t q, uintptr_t pkts, uint16_t n) {
-	return rte_eth_rx_burst(port, q, (struct rte_mbuf **)pkts, n);
+	struct homa_guard_slot *g = homa_guard_enter();
+	uint16_t got = rte_eth_rx_burst(port, q, (struct rte_mbuf **)pkts, n);
+	homa_guard_leave(g);
+	return got;
 }
 
 static inline uint16_t homa_tx_burst(uint16_t port, uint16_t q, uintptr_t pkts, uint16_t n) {
-	return rte_eth_tx_burst(port, q, (struct rte_mbuf **)pkts, n);
+	struct homa_guard_slot *g = homa_guard_enter();
+	uint16_t sent = rte_eth_tx_burst(port, q, (struct rte_mbuf **)pkts, n);
+	homa_guard_leave(g);
+	return sent;
 }
 
 // One burst of a batch: a queue of a port and an array of mbuf pointers.
@@ -71,7 +115,7 @@ struct homa_burst {
 // from Go for all of them; with prefetch, it prefetches each packet's first
 // data cache line (as l2fwd does for NICs that DMA into memory the CPU has
 // not touched).
-static inline uint32_t homa_rx_bursts(uintptr_t batch, unsigned cnt, int prefetch) {
+static inline uint32_t homa_rx_bursts_unguarded(uintptr_t batch, unsigned cnt, int prefetch) {
 	struct homa_burst *b = (struct homa_burst *)batch;
 	uint32_t total = 0;
 	for (unsigned i = 0; i < cnt; i++) {
@@ -89,7 +133,7 @@ static inline uint32_t homa_rx_bursts(uintptr_t batch, unsigned cnt, int prefetc
 // homa_tx_bursts sends every entry of a batch with one crossing from Go.
 // With free_unsent, what a queue did not take is freed here and counted in
 // the return value; otherwise it stays with the caller.
-static inline uint32_t homa_tx_bursts(uintptr_t batch, unsigned cnt, int free_unsent) {
+static inline uint32_t homa_tx_bursts_unguarded(uintptr_t batch, unsigned cnt, int free_unsent) {
 	struct homa_burst *b = (struct homa_burst *)batch;
 	uint32_t freed = 0;
 	for (unsigned i = 0; i < cnt; i++) {
@@ -104,16 +148,47 @@ static inline uint32_t homa_tx_bursts(uintptr_t batch, unsigned cnt, int free_un
 	return freed;
 }
 
+static inline uint32_t homa_rx_bursts(uintptr_t batch, unsigned cnt, int prefetch) {
+	struct homa_guard_slot *g = homa_guard_enter();
+	uint32_t total = homa_rx_bursts_unguarded(batch, cnt, prefetch);
+	homa_guard_leave(g);
+	return total;
+}
+
+static inline uint32_t homa_tx_bursts(uintptr_t batch, unsigned cnt, int free_unsent) {
+	struct homa_guard_slot *g = homa_guard_enter();
+	uint32_t freed = homa_tx_bursts_unguarded(batch, cnt, free_unsent);
+	homa_guard_leave(g);
+	return freed;
+}
+
 // homa_tx_rx_bursts sends one batch (freeing what a queue does not take)
 // and then receives on another, in one crossing from Go: a polling loop's
 // whole I/O for a pass. It returns the packets freed in the high 32 bits and
 // the packets received in the low 32 bits.
 static inline uint64_t homa_tx_rx_bursts(uintptr_t tx, unsigned ntx, uintptr_t rx, unsigned nrx,
 					 int prefetch) {
-	uint64_t freed = ntx ? homa_tx_bursts(tx, ntx, 1) : 0;
-	uint64_t received = nrx ? homa_rx_bursts(rx, nrx, prefetch) : 0;
+	struct homa_guard_slot *g = homa_guard_enter();
+	uint64_t freed = ntx ? homa_tx_bursts_unguarded(tx, ntx, 1) : 0;
+	uint64_t received = nrx ? homa_rx_bursts_unguarded(rx, nrx, prefetch) : 0;
+	homa_guard_leave(g);
 	return freed << 32 | received;
 }
+
+// homa_link_up is 1 when port's link is up, 0 when down, -1 for no port.
+static inline int homa_link_up(uint16_t port) {
+	struct rte_eth_link l;
+	if (rte_eth_link_get_nowait(port, &l) < 0)
+		return -1;
+	return l.link_status == RTE_ETH_LINK_UP;
+}
+
+// Port operations for homa_port_op_intr (intr.c).
+enum { HOMA_PORT_STOP = 1, HOMA_PORT_CLOSE = 2 };
+int homa_port_op_intr(int op, uint16_t port, unsigned timeout_ms);
+int homa_redial(uint16_t port, unsigned delay_us, int started);
+int homa_redial_result(uint16_t port, int *rc, int *started);
+void homa_redial_cancel(uint16_t port);
 
 static inline int homa_alloc_bulk(struct rte_mempool *mp, uintptr_t pkts, unsigned n) {
 	return rte_pktmbuf_alloc_bulk(mp, (struct rte_mbuf **)pkts, n);

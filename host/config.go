@@ -41,9 +41,13 @@ type Config struct {
 	VLAN    uint16
 	Capture *dpdk.Capture // nil: no capture
 	CapIf   int           // this port's interface in the capture
-	Burst   int           // packets per RX and TX burst (32)
-	Clock   func() int64  // monotonic ns (NewClock)
-	WallOff int64         // Clock + WallOff is Unix ns (capture timestamps)
+	// Redial restarts the port while its link is down, with back-off:
+	// for a net_memif client, which never dials its server again by
+	// itself (see link.go).
+	Redial  bool
+	Burst   int          // packets per RX and TX burst (32)
+	Clock   func() int64 // monotonic ns (NewClock)
+	WallOff int64        // Clock + WallOff is Unix ns (capture timestamps)
 }
 
 // ARPConfig configures neighbour resolution.
@@ -89,6 +93,7 @@ func New(c Config) (*Host, error) {
 		wallOff: c.WallOff,
 		free:    make([]*dpdk.Mbuf, 0, 2*c.Burst+c.PrioMap.Queues()*c.Burst),
 	}
+	h.portLink.Up, h.portLink.redial = c.Port.LinkUp(), c.Redial
 	h.subnet, h.gateway = c.Subnet, c.Gateway
 	h.pcp, h.vlan = c.PCP, c.VLAN
 	h.tx.ipCksum, h.tx.l2Len = c.Offloads.IPv4Checksum, wire.EthernetHeaderLen

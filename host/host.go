@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/engine"
@@ -40,8 +41,13 @@ type Host struct {
 	wallOff int64        // add to now for Unix ns (capture timestamps)
 	apps    []App        // in-loop applications (the demo, the worker hub)
 
-	stack StackCounters
-	drops [numRxDrops]uint64
+	stack    StackCounters
+	drops    [numRxDrops]uint64
+	portLink linkState // the port's link as the loop sees it (link.go)
+	// stopSending (StopSending, any thread) makes the loop drop what
+	// waits for the TX queues, counted in stopDrops.
+	stopSending atomic.Bool
+	stopDrops   uint64
 
 	box         *snapshotBox // counters published for the metrics endpoint, or nil
 	nextPublish int64
@@ -111,7 +117,11 @@ func (h *Host) Pass() int { return h.PassAt(h.clock()) }
 // hosts and read the clock once for all.
 func (h *Host) PassAt(now int64) int {
 	h.now = now
-	n := h.receiveBurst()
+	h.checkLink()
+	n := 0
+	if h.portLink.Up {
+		n = h.receiveBurst()
+	}
 	for _, a := range h.apps {
 		n += a.Poll(h.now)
 	}
@@ -136,6 +146,14 @@ func (h *Host) flush() int {
 	if h.sched.Len() == 0 { // most passes of an idle or receiving loop
 		return 0
 	}
+	if !h.portLink.Up {
+		h.sched.Drain(h.dropLinkDown)
+		return 0
+	}
+	if h.stopSending.Load() {
+		h.sched.Drain(h.dropStopping)
+		return 0
+	}
 	h.sched.Fill(h.now)
 	total := 0
 	for q := range h.txBufs {
@@ -157,9 +175,21 @@ func (h *Host) flush() int {
 
 func (h *Host) dropTx(m *dpdk.Mbuf) { h.free = append(h.free, m) }
 
+func (h *Host) dropStopping(m *dpdk.Mbuf) {
+	h.stopDrops++
+	h.free = append(h.free, m)
+}
+
+// StopSending makes the loop drop, from its next pass on, what waits for
+// the TX queues instead of sending it: for a stop that must not wait on
+// a peer that takes no packets (gone, or no longer polling) while its
+// workers' payloads, which it waits for, sit in those queues. Any thread.
+func (h *Host) StopSending() { h.stopSending.Store(true) }
+
 // Drain frees everything the host holds, at shutdown: call it on the
 // loop's thread (lcore.Config.Drain) or after the loop stopped.
 func (h *Host) Drain() {
+	h.port.CancelRedial() // the port is stopped next, and not restarted behind it
 	h.flush()
 	h.sched.Drain(h.dropTx)
 	if held := h.fault.release(); held != nil {
@@ -195,6 +225,13 @@ func (h *Host) Summary() string {
 			fmt.Fprintf(&b, " %s=%d", name, v)
 		}
 	})
+	if l := h.portLink; l.Downs > 0 {
+		fmt.Fprintf(&b, " link_downs=%d link_ups=%d redials=%d redial_failures=%d tx_dropped_link_down=%d",
+			l.Downs, l.Ups, l.Redials, l.RedialFailures, l.TxDropped)
+	}
+	if h.stopDrops > 0 {
+		fmt.Fprintf(&b, " tx_dropped_stopping=%d", h.stopDrops)
+	}
 	fmt.Fprintf(&b, " tx_no_buffer=%d tx_busy=%d", h.tx.NoBuffer, h.tx.Busy)
 	for q := range h.txBufs {
 		st := h.sched.Stats(q)

@@ -71,15 +71,6 @@ func NewPair(c PairConfig) (*Pair, error) {
 	return rp, nil
 }
 
-// WaitLinkDown polls p's link until it is down or timeout passes.
-func WaitLinkDown(p *dpdk.Port, timeout time.Duration) {
-	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(100 * time.Microsecond) {
-		if l, err := p.Link(); err != nil || !l.Up {
-			return
-		}
-	}
-}
-
 // memifPorts makes the two ends of a memif pair and waits for the link.
 func (rp *Pair) memifPorts(c PairConfig) error {
 	rp.memifPair = c.MemifPeers[0] == ""
@@ -188,6 +179,8 @@ func (rp *Pair) makeHosts(c PairConfig) error {
 			PCP: c.PCP, VLAN: 7, Offloads: rp.setup[i].Offloads,
 			ARP:    ARPConfig{Timeout: c.ARP, Aging: time.Hour, Retries: 5},
 			Faults: Faults{Drop: c.Faults, Duplicate: c.Faults / 2, Reorder: c.Faults / 2, Seed: int64(i + 1)},
+			// A memif client dials again when its server comes back.
+			Redial: len(rp.vdevs) > 0 && (i == 1 || !rp.memifPair),
 		}
 		if c.MTU > 0 {
 			hc.Engine.MTU = c.MTU
@@ -220,19 +213,13 @@ func (rp *Pair) Drain() {
 // Close empties and closes the ports and frees the rings.
 func (rp *Pair) Close() {
 	bufs := make([]*dpdk.Mbuf, 64)
-	for i, p := range rp.ports {
+	for _, p := range rp.ports {
 		if p == nil {
 			continue
 		}
-		if i > 0 && rp.memifPair {
-			// Stopping the server disconnects the client, which EAL's
-			// interrupt thread then tears down, freeing its regions;
-			// stopping the client while it does freed them twice ("EAL:
-			// Error: Invalid memory" from memif's stop). The link goes
-			// down as the teardown starts: give it time to finish.
-			WaitLinkDown(p, time.Second)
-			time.Sleep(20 * time.Millisecond)
-		}
+		// Stopping the memif server disconnects the client, which EAL's
+		// interrupt thread then tears down; the client's Stop runs on
+		// that thread too, after it (dpdk/intr.go).
 		emptyPort(p, bufs)
 		if len(rp.vdevs) == 0 {
 			p.Close()

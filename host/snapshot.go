@@ -26,6 +26,7 @@ type Snapshot struct {
 	// resolutions that failed, learned entries that aged, new entries
 	// refused at the table's bound, entries dropped once no peer held them.
 	Neighbours struct{ Requests, Failures, Expired, Full, Forgotten uint64 }
+	Link       LinkCounters
 }
 
 // snapshotBox hands counters from the loop to readers. The loop only ever
@@ -79,5 +80,6 @@ func (h *Host) publish() {
 	n := h.neigh
 	s.Neighbours.Requests, s.Neighbours.Failures, s.Neighbours.Expired = n.Requests, n.Failures, n.Expired
 	s.Neighbours.Full, s.Neighbours.Forgotten = n.Full, n.Forgotten
+	s.Link = h.portLink.LinkCounters
 	h.box.mu.Unlock()
 }

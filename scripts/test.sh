@@ -23,7 +23,17 @@ log=$(mktemp)
 set +e
 # -p 1: one test binary at a time. DPDK tests busy-poll pinned lcores;
 # binaries running side by side on a 2-CPU machine would starve each other.
-go test -p 1 -count=1 -timeout 20m -v ./... 2>&1 | tee "$log" | grep -E '^(---|ok|FAIL|PASS|panic|\s+\S+_test\.go:)'
+# -v runs them one at a time too, so each package's output (its tests' logs
+# and its child processes' stderr, a crash's signal and stack included) is
+# contiguous and ends with its "ok" or "FAIL\t<package>" line: a passing
+# package shows only that line, a failing one all of it.
+go test -p 1 -count=1 -timeout 20m -v ./... 2>&1 | tee "$log" | awk '
+	function flush(  i) { for (i = 0; i < n; i++) print buf[i]; n = 0 }
+	/^ok  \t/ { n = 0; print; fflush(); next }
+	/^\?   \t/ { n = 0; next }
+	/^FAIL\t/ { flush(); print; fflush(); next }
+	{ buf[n++] = $0 }
+	END { if (n > 1 || (n == 1 && buf[0] != "FAIL")) { print "== output after the last package line:"; flush() } }'
 rc=${PIPESTATUS[0]}
 set -e
 pass=$(grep -c -- '--- PASS' "$log" || true)

@@ -1,0 +1,109 @@
+package daemon
+
+import (
+	"errors"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/homa-dpdk/homa-dpdk/config"
+)
+
+// memifDevice is what the daemon needs to know of a net_memif port's
+// arguments.
+type memifDevice struct {
+	role     string // "server" (memif's default) or "client"
+	socket   string // the control socket ("/run/memif.sock" by default)
+	abstract bool   // in the abstract namespace (memif's default): no file
+}
+
+// memifOf returns the net_memif arguments of port i — those given with
+// ports[i].device, or else with EAL's --vdev of that name — and false for
+// other devices.
+func memifOf(spec *config.Spec, i int) (memifDevice, bool) {
+	name, args, hasArgs := strings.Cut(spec.Ports[i].Device, ",")
+	if !strings.HasPrefix(name, "net_memif") {
+		return memifDevice{}, false
+	}
+	if !hasArgs {
+		for _, v := range ealVdevs(spec.EAL) {
+			if n, a, _ := strings.Cut(v, ","); n == name {
+				args = a
+			}
+		}
+	}
+	return parseMemif(args), true
+}
+
+// ealVdevs lists the arguments of EAL's --vdev options.
+func ealVdevs(eal []string) []string {
+	var vdevs []string
+	for i, a := range eal {
+		switch {
+		case a == "--vdev" && i+1 < len(eal):
+			vdevs = append(vdevs, eal[i+1])
+		case strings.HasPrefix(a, "--vdev="):
+			vdevs = append(vdevs, strings.TrimPrefix(a, "--vdev="))
+		}
+	}
+	return vdevs
+}
+
+// parseMemif reads net_memif's devargs (key=value, comma-separated).
+func parseMemif(args string) memifDevice {
+	m := memifDevice{role: "server", socket: "/run/memif.sock", abstract: true}
+	for _, kv := range strings.Split(args, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "role":
+			m.role = v
+		case "socket":
+			m.socket = v
+		case "socket-abstract":
+			m.abstract = v != "no"
+		}
+	}
+	return m
+}
+
+// memifServerSockets lists the sockets of the memif servers that EAL or
+// the ports make, where they are files (not abstract).
+func memifServerSockets(spec *config.Spec) []string {
+	var socks []string
+	add := func(name, args string) {
+		if m := parseMemif(args); strings.HasPrefix(name, "net_memif") && m.role == "server" && !m.abstract {
+			socks = append(socks, m.socket)
+		}
+	}
+	for _, v := range ealVdevs(spec.EAL) {
+		name, args, _ := strings.Cut(v, ",")
+		add(name, args)
+	}
+	for _, ps := range spec.Ports {
+		if name, args, ok := strings.Cut(ps.Device, ","); ok {
+			add(name, args)
+		}
+	}
+	return socks
+}
+
+// removeStaleSocket removes the socket file at path when nothing listens
+// on it: left by a memif server that was killed (memif removes its file
+// only when it closes the port), it would make the next one fail to bind.
+// It reports whether it removed one.
+func removeStaleSocket(path string) bool {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&os.ModeSocket == 0 {
+		return false
+	}
+	c, err := net.Dial("unixpacket", path)
+	if err == nil {
+		c.Close()
+		return false // a server listens: its port's start will say so
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return false
+	}
+	return os.Remove(path) == nil
+}

@@ -1,0 +1,261 @@
+package daemon
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/client"
+	"github.com/homa-dpdk/homa-dpdk/dpdk/dpdktest"
+)
+
+// A daemon whose memif peer is SIGKILLed mid-traffic and started again,
+// over and over: the peer's memif teardown runs on the daemon's interrupt
+// thread while its loop polls (the burst guard waits for a burst in
+// flight), the loop stops polling the port while its link is down, a
+// memif client redials, a killed server's socket file is removed by the
+// next one. The daemon under test is the RPC client (tolerant: an RPC
+// caught by a kill may fail), its peer the echo server.
+
+// killedPeer is one daemon under test and its peer, restarted at will.
+type killedPeer struct {
+	t                    *testing.T
+	sock                 string
+	daemonRole, peerRole string // memif roles
+	daemon, peer         *memifProc
+	env                  []string // the peer's
+}
+
+func newKilledPeer(t *testing.T, daemonRole string, more ...string) *killedPeer {
+	t.Helper()
+	dpdktest.Need(t)
+	if runtime.NumCPU() < 2 {
+		t.Skip("two daemons need two CPUs")
+	}
+	k := &killedPeer{t: t, sock: filepath.Join(t.TempDir(), "memif.sock"), daemonRole: daemonRole, peerRole: "server"}
+	if daemonRole == "server" {
+		k.peerRole = "client"
+	}
+	start := func() {
+		k.daemon = startDaemonChild(t, "", "client", "HOMA_TEST_SOCK="+k.sock, 1<<30, 0,
+			append([]string{"HOMA_TEST_MEMIF_ROLE=" + daemonRole, "HOMA_TEST_TOLERANT=1", "HOMA_TEST_MAX_SIZE=100000"}, more...)...)
+	}
+	if daemonRole == "server" { // the memif server first: its socket must exist for the client's first dial
+		start()
+		k.waitSocket()
+		k.startPeer()
+	} else {
+		k.startPeer()
+		k.waitSocket()
+		start()
+	}
+	k.daemon.expect(t, "up", 30*time.Second)
+	k.peer.expect(t, "up", 30*time.Second)
+	return k
+}
+
+func (k *killedPeer) waitSocket() {
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(k.sock); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			k.t.Fatal("the memif server's socket did not appear within 20 s")
+		}
+	}
+}
+
+func (k *killedPeer) startPeer() {
+	k.peer = startDaemonChild(k.t, "", "server", "HOMA_TEST_SOCK="+k.sock, 0, 0, "HOMA_TEST_MEMIF_ROLE="+k.peerRole)
+}
+
+// killPeer SIGKILLs the peer and checks that the daemon lives on.
+func (k *killedPeer) killPeer() {
+	k.t.Helper()
+	pid := k.peer.cmd.Process.Pid
+	k.peer.cmd.Process.Kill()
+	k.peer.cmd.Wait()
+	// Without hugepages EAL keeps a runtime directory per file prefix.
+	os.RemoveAll(fmt.Sprintf("/var/run/dpdk/homamemif%d", pid))
+	k.daemon.alive(k.t)
+}
+
+// alive fails the test if the child has exited (a zombie, not reaped).
+func (p *memifProc) alive(t *testing.T) {
+	t.Helper()
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if i := strings.LastIndexByte(string(stat), ')'); err != nil || i < 0 || strings.HasPrefix(string(stat[i+1:]), " Z") {
+		p.cmd.Wait()
+		t.Fatalf("the daemon died (%v); its stderr ends:\n%s", p.cmd.ProcessState, p.stderr.String())
+	}
+}
+
+// count asks the RPC client for its counts; a response that differed from
+// its request fails the test.
+func (p *memifProc) count(t *testing.T) (ok, failed uint64) {
+	t.Helper()
+	p.stdin.Write([]byte("count\n"))
+	for {
+		l := p.expect(t, "", 20*time.Second)
+		if !strings.HasPrefix(l, "count ") {
+			continue
+		}
+		var errText string
+		if _, err := fmt.Sscanf(l, "count ok=%d failed=%d err=%s", &ok, &failed, &errText); err != nil {
+			t.Fatalf("count line %q: %v", l, err)
+		}
+		if errText != "<nil>" {
+			t.Fatalf("the RPC client failed: %s", l)
+		}
+		return ok, failed
+	}
+}
+
+// waitRPCs waits until the daemon has completed n more RPCs than base.
+func (k *killedPeer) waitRPCs(base, n uint64, what string) uint64 {
+	k.t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		ok, failed := k.daemon.count(k.t)
+		if ok >= base+n {
+			return ok
+		}
+		if time.Now().After(deadline) {
+			k.t.Fatalf("%s: %d RPCs completed (%d failed), want %d more than %d within 30 s; the daemon's stderr ends:\n%s",
+				what, ok, failed, n, base, k.daemon.stderr.String())
+		}
+	}
+}
+
+// terminate sends SIGTERM and wants an exit with status 0 within limit.
+func (p *memifProc) terminate(t *testing.T, who string, limit time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	exited := make(chan error, 1)
+	go func() { exited <- p.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("%s: exit after SIGTERM: %v; its stderr ends:\n%s", who, err, p.stderr.String())
+		}
+	case <-time.After(limit):
+		p.cmd.Process.Signal(syscall.SIGQUIT) // its goroutines' stacks, to stderr
+		<-exited
+		t.Fatalf("%s did not stop within %v of SIGTERM; its stderr ends:\n%s", who, limit, p.stderr.String())
+	}
+	return time.Since(start)
+}
+
+func runPeerKills(t *testing.T, daemonRole string, kills int) {
+	k := newKilledPeer(t, daemonRole)
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
+	ok := k.waitRPCs(0, 10, "before the first kill")
+	start := time.Now()
+	for i := range kills {
+		time.Sleep(time.Duration(rng.IntN(20_000)) * time.Microsecond) // mid-traffic, at a different moment each time
+		k.killPeer()
+		k.startPeer()
+		k.peer.expect(t, "up", 30*time.Second)
+		ok = k.waitRPCs(ok, 5, fmt.Sprintf("after restart %d", i+1))
+	}
+	ok, failed := k.daemon.count(t)
+	t.Logf("%d kills of the memif %s peer in %v: %d RPCs completed, %d failed", kills, k.peerRole,
+		time.Since(start).Round(time.Millisecond), ok, failed)
+	if d := k.daemon.terminate(t, "the daemon", 5*time.Second); d > 2*time.Second {
+		t.Errorf("the daemon took %v to stop", d)
+	}
+	k.peer.terminate(t, "the peer", 5*time.Second)
+}
+
+// The daemon is a memif client: its server is killed and started again
+// 100 times; the daemon redials each time.
+func TestMemifPeerKilled_serverHundredTimes(t *testing.T) { runPeerKills(t, "client", 100) }
+
+// The daemon is a memif server: its client is killed and started again
+// 20 times.
+func TestMemifPeerKilled_clientTwentyTimes(t *testing.T) { runPeerKills(t, "server", 20) }
+
+// A daemon serving a worker whose RPCs go to a peer that is killed (the
+// worker's zero-copy payloads wait in the TX queues of a port whose link
+// is down) stops at once on SIGTERM: once after the peer came back, and
+// with the peer gone.
+func TestMemifPeerKilled_workersDaemonStopsAtOnce(t *testing.T) {
+	wsock := filepath.Join(t.TempDir(), "workers.sock")
+	k := newKilledPeer(t, "client", "HOMA_TEST_WORKERS="+wsock)
+	cli, err := client.Dial(wsock, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	var ok, failed atomic.Uint64
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() { // the worker: RPCs of 1 B to 100 KB to the peer's echo, 8 outstanding
+		dst := client.Addr{IP: [4]byte{10, 0, 0, 2}, Port: 99}
+		rng := rand.New(rand.NewPCG(3, 4))
+		var ids []uint64
+		for {
+			select {
+			case <-stop:
+				close(stopped)
+				return
+			default:
+			}
+			for len(ids) < 8 {
+				msg := make([]byte, 1+rng.IntN(100_000))
+				id, err := cli.Send(dst, msg)
+				if err != nil { // a limit, or the session gone
+					failed.Add(1)
+					time.Sleep(time.Millisecond)
+					break
+				}
+				ids = append(ids, id)
+			}
+			if len(ids) == 0 {
+				continue
+			}
+			// A short wait: with the peer gone, new RPCs keep coming,
+			// their payloads waiting in the daemon.
+			resp, err := cli.Wait(ids[0], 20*time.Millisecond)
+			ids = ids[1:]
+			if err != nil { // timed out or failed
+				failed.Add(1)
+				continue
+			}
+			resp.Release()
+			ok.Add(1)
+		}
+	}()
+	waitWorker := func(n uint64, what string) {
+		defer func(start time.Time) { t.Logf("%s: %d RPCs in %v", what, n, time.Since(start).Round(time.Millisecond)) }(time.Now())
+		base := ok.Load()
+		for deadline := time.Now().Add(30 * time.Second); ok.Load() < base+n; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the worker completed %d RPCs (%d failed) in 30 s", what, ok.Load()-base, failed.Load())
+			}
+		}
+	}
+	waitWorker(20, "before the kill")
+	k.killPeer()
+	k.startPeer()
+	k.peer.expect(t, "up", 30*time.Second)
+	waitWorker(20, "after the peer came back")
+	k.killPeer() // gone for good: the daemon's link stays down
+	time.Sleep(300 * time.Millisecond)
+	close(stop) // still attached, its RPCs to the gone peer outstanding
+	begin := time.Now()
+	<-stopped
+	t.Logf("the worker stopped in %v", time.Since(begin).Round(time.Millisecond))
+	d := k.daemon.terminate(t, "the daemon", 5*time.Second)
+	t.Logf("the daemon stopped in %v", d.Round(time.Millisecond))
+	if d > 2*time.Second {
+		t.Errorf("the daemon took %v to stop", d)
+	}
+	t.Logf("worker: %d RPCs completed, %d failed", ok.Load(), failed.Load())
+}
