@@ -51,6 +51,7 @@ protocol:
   max_bytes: 67108864
   pool_bytes: 536870912
   max_outstanding: 4096
+  max_backlog: 8192
 `, eal, ns, ip, linkSpeed, metricsAddr, protocol, runtime, d.socket)
 	path := filepath.Join(dir, ns+".yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
