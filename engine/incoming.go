@@ -224,7 +224,7 @@ func (e *Endpoint) startIn(r *rpc, d wire.Data) bool {
 	in := &r.in
 	in.length = n
 	in.unsched = min(int(d.Incoming()), n, e.unschedLimit)
-	in.g = sched.GrantMsg{Length: n, Granted: in.unsched, Owner: r}
+	in.g = sched.GrantMsg{Length: n, Granted: in.unsched, Unsched: in.unsched, Owner: r}
 	e.sizes.Record(n)
 	if in.g.Granted < n {
 		e.grants.Add(&in.g)
