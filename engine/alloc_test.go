@@ -36,8 +36,12 @@ func TestIncoming_steadyStateDataAllocatesNothing(t *testing.T) {
 	for off := 0; off < length; off += 1424 {
 		frames = append(frames, dataFrame(length, 40_000, off, make([]byte, min(1424, length-off))))
 	}
-	e.Receive(frames[0]) // creates the RPC and its buffer
-	i := 1
+	// The first packets create the RPC, stage, and commit its buffer.
+	commit := e.commitBytes / 1424
+	for _, f := range frames[:commit] {
+		e.Receive(f)
+	}
+	i := commit
 	allocs := testing.AllocsPerRun(500, func() {
 		e.Receive(frames[i])
 		i++
@@ -60,8 +64,11 @@ func TestIncoming_receiveLinkAllocatesNothing(t *testing.T) {
 	for off := 0; off < length; off += 1424 {
 		frames = append(frames, dataFrame(length, 40_000, off, make([]byte, min(1424, length-off))))
 	}
-	e.Receive(frames[0])
-	i := 1
+	commit := e.commitBytes / 1424
+	for _, f := range frames[:commit] {
+		e.Receive(f)
+	}
+	i := commit
 	var l wire.Link
 	allocs := testing.AllocsPerRun(500, func() {
 		if wire.ParseLink(frames[i], &l) != wire.DropNone {
@@ -75,7 +82,7 @@ func TestIncoming_receiveLinkAllocatesNothing(t *testing.T) {
 	if allocs != 0 {
 		t.Fatalf("%v allocations per DATA packet received", allocs)
 	}
-	if r := e.first; r == nil || r.in.g.Received != 502*1424 {
+	if r := e.first; r == nil || r.in.g.Received != (commit+501)*1424 {
 		t.Fatal("the packets were not taken")
 	}
 }
@@ -143,5 +150,66 @@ func checkGrantedDataAllocatesNothing(t *testing.T, e *Endpoint, p *Port, id uin
 	}
 	if sent()-before < 500 {
 		t.Fatalf("only %d DATA packets sent", sent()-before)
+	}
+}
+
+// Filling gaps in a committed message's bytes allocates nothing, with as
+// many gaps as it may hold.
+func TestIncoming_gapFillAllocatesNothing(t *testing.T) {
+	e, _ := newSinkEndpoint(t, 2)
+	e.Bind(99)
+	const length = 1_000_000
+	frame := func(off, n int) []byte { return dataFrame(length, 40_000, off, make([]byte, n)) }
+	for off := 0; off < e.commitBytes; off += 1424 {
+		e.Receive(frame(off, 1424))
+	}
+	base := e.commitBytes
+	for k := 1; k <= e.cfg.MaxGaps; k++ { // gaps of 1000 bytes, 10 bytes apart
+		e.Receive(frame(base+k*1010, 10))
+	}
+	var fills [][]byte
+	for k := 0; k < e.cfg.MaxGaps; k++ {
+		start := base + k*1010
+		if k == 0 {
+			start = base
+		} else {
+			start += 10
+		}
+		for j := 0; j < 10; j++ {
+			fills = append(fills, frame(start+j*10, 10))
+		}
+	}
+	if n := mallocs(func() {
+		for _, f := range fills {
+			e.Receive(f)
+		}
+	}); n != 0 {
+		t.Fatalf("%d allocations filling gaps", n)
+	}
+	if got := e.Metrics().Drops; got[DropTooManyGaps]+got[DropOverlap]+got[DropDuplicate] != 0 {
+		t.Fatalf("set-up: fills refused %v", got)
+	}
+}
+
+// Answering RESENDs allocates nothing, within the RPC's budget.
+func TestOutgoing_resendAllocatesNothing(t *testing.T) {
+	var now int64 = 1_000_000_000
+	e, tx, id := newResendTarget(t, &now)
+	r := e.rpcs[rpcKey{id: id}]
+	e.Receive(grantFrame([4]byte{10, 0, 0, 2}, e.cfg.IP, r.port.num, id^1, 1_000_000))
+	var resends [][]byte
+	for k := range 200 {
+		resends = append(resends, resendFrame([4]byte{10, 0, 0, 2}, e.cfg.IP, r.port.num, id^1, uint32(k*1424), 1424))
+	}
+	before := tx.sent[0]
+	if n := mallocs(func() {
+		for _, f := range resends {
+			e.Receive(f)
+		}
+	}); n != 0 {
+		t.Fatalf("%d allocations answering 200 RESENDs", n)
+	}
+	if got := tx.sent[0] - before; got != 200 {
+		t.Fatalf("%d packets retransmitted, want 200", got)
 	}
 }

@@ -224,7 +224,7 @@ func (e *Endpoint) startIn(r *rpc, d wire.Data) bool {
 	in := &r.in
 	in.length = n
 	in.unsched = min(int(d.Incoming()), n, e.unschedLimit)
-	in.g = sched.GrantMsg{Length: n, Granted: in.unsched, Owner: r}
+	in.g = sched.GrantMsg{Length: n, Granted: in.unsched, Unsched: in.unsched, Owner: r}
 	e.sizes.Record(n)
 	if in.g.Granted < n {
 		e.grants.Add(&in.g)
@@ -235,13 +235,18 @@ func (e *Endpoint) startIn(r *rpc, d wire.Data) bool {
 // placeSegment takes payload, the message bytes at offset, into r's
 // incoming message: the packet that brings its commitAt-th byte commits
 // the message first, earlier ones are staged (see recvbuf.go). It drops
-// (and counts) what addSegment refuses and what finds no memory, and
+// (and counts) what locateSegment refuses and what finds no memory, and
 // reports whether the packet was accepted; false may mean that r ended.
 func (e *Endpoint) placeSegment(r *rpc, offset int, payload []byte) bool {
 	in := &r.in
 	end := offset + len(payload)
 	if end > in.length || len(payload) == 0 {
 		e.m.drop(DropPastEnd)
+		return false
+	}
+	place, cause := e.locateSegment(in, offset, end)
+	if cause != 0 {
+		e.m.drop(cause)
 		return false
 	}
 	if in.buf == nil {
@@ -253,9 +258,7 @@ func (e *Endpoint) placeSegment(r *rpc, offset int, payload []byte) bool {
 			return false
 		}
 	}
-	if !e.addSegment(in, offset, end) {
-		return false
-	}
+	in.addSegment(place, offset, end)
 	if in.buf != nil {
 		copy(in.buf[offset:end], payload)
 	} else {
@@ -268,69 +271,90 @@ func (e *Endpoint) placeSegment(r *rpc, offset int, payload []byte) bool {
 	return true
 }
 
-// addSegment records that in now holds [offset, end) (inside the
-// message). It drops (and counts) duplicates and overlaps, and packets
-// that would open a gap beyond Config.MaxGaps (the sender's RESEND logic
-// brings them again once earlier gaps are filled), and reports whether
-// the packet was accepted.
-func (e *Endpoint) addSegment(in *inMsg, offset, end int) bool {
-	if offset >= in.recvEnd {
-		if offset > in.recvEnd {
-			if len(in.gaps) >= e.cfg.MaxGaps {
-				e.m.drop(DropTooManyGaps)
-				return false
-			}
-			in.gaps = append(in.gaps, gap{in.recvEnd, offset})
-		}
-		in.recvEnd = end
-		return true
-	}
-	return e.fillGap(in, offset, end)
+// segPlace is where a segment goes in an incoming message's bytes: at
+// or past recvEnd (gap: opening a gap before it), or into gaps[i],
+// taking all of it, its start, its end, or its middle (split).
+type segPlace struct {
+	kind uint8
+	i    int
 }
 
-// fillGap removes [start, end) from the gap that contains it. The gaps
-// are in order and at most Config.MaxGaps, so finding the gap is a
-// binary search and moving the others a short copy.
-func (e *Endpoint) fillGap(in *inMsg, start, end int) bool {
-	// The first gap that ends after start.
+const (
+	segAppend uint8 = iota
+	segAppendGap
+	segFillAll
+	segFillStart
+	segFillEnd
+	segSplit
+)
+
+// locateSegment finds where [offset, end) (inside the message) goes in
+// in, or why it is refused: a duplicate, an overlap of received and
+// missing bytes, or one gap too many (Config.MaxGaps; the sender's
+// RESEND logic brings it again once earlier gaps are filled). The gaps
+// are in order and at most MaxGaps, so finding the gap is a binary
+// search.
+func (e *Endpoint) locateSegment(in *inMsg, offset, end int) (segPlace, DropCause) {
+	if offset >= in.recvEnd {
+		switch {
+		case offset == in.recvEnd:
+			return segPlace{kind: segAppend}, 0
+		case len(in.gaps) >= e.cfg.MaxGaps:
+			return segPlace{}, DropTooManyGaps
+		}
+		return segPlace{kind: segAppendGap}, 0
+	}
+	// The first gap that ends after offset.
 	lo, hi := 0, len(in.gaps)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if in.gaps[mid].end <= start {
+		if in.gaps[mid].end <= offset {
 			lo = mid + 1
 		} else {
 			hi = mid
 		}
 	}
 	if lo == len(in.gaps) || end <= in.gaps[lo].start {
-		e.m.drop(DropDuplicate) // all received already
-		return false
+		return segPlace{}, DropDuplicate // all received already
 	}
-	i := lo
-	g := &in.gaps[i]
-	if start < g.start || end > g.end {
-		e.m.drop(DropOverlap) // covers received and missing bytes at once
-		return false
-	}
+	g := in.gaps[lo]
 	switch {
-	case start == g.start && end == g.end:
-		in.gaps = append(in.gaps[:i], in.gaps[i+1:]...)
-	case start == g.start:
-		g.start = end
+	case offset < g.start || end > g.end:
+		return segPlace{}, DropOverlap // covers received and missing bytes at once
+	case offset == g.start && end == g.end:
+		return segPlace{segFillAll, lo}, 0
+	case offset == g.start:
+		return segPlace{segFillStart, lo}, 0
 	case end == g.end:
-		g.end = start
-	default:
-		if len(in.gaps) >= e.cfg.MaxGaps {
-			e.m.drop(DropTooManyGaps) // splitting the gap would make one too many
-			return false
-		}
-		tail := gap{end, g.end}
-		g.end = start
-		in.gaps = append(in.gaps, gap{})
-		copy(in.gaps[i+2:], in.gaps[i+1:])
-		in.gaps[i+1] = tail
+		return segPlace{segFillEnd, lo}, 0
+	case len(in.gaps) >= e.cfg.MaxGaps:
+		return segPlace{}, DropTooManyGaps // splitting the gap would make one too many
 	}
-	return true
+	return segPlace{segSplit, lo}, 0
+}
+
+// addSegment records that in now holds [offset, end), placed by
+// locateSegment.
+func (in *inMsg) addSegment(p segPlace, offset, end int) {
+	switch p.kind {
+	case segAppendGap:
+		in.gaps = append(in.gaps, gap{in.recvEnd, offset})
+		in.recvEnd = end
+	case segAppend:
+		in.recvEnd = end
+	case segFillAll:
+		in.gaps = append(in.gaps[:p.i], in.gaps[p.i+1:]...)
+	case segFillStart:
+		in.gaps[p.i].start = end
+	case segFillEnd:
+		in.gaps[p.i].end = offset
+	case segSplit:
+		tail := gap{end, in.gaps[p.i].end}
+		in.gaps[p.i].end = offset
+		in.gaps = append(in.gaps, gap{})
+		copy(in.gaps[p.i+2:], in.gaps[p.i+1:])
+		in.gaps[p.i+1] = tail
+	}
 }
 
 // updateIncast keeps r's share of the expected unscheduled backlog equal

@@ -249,31 +249,35 @@ func TestIncoming_gapSplitBounded(t *testing.T) {
 }
 
 // BenchmarkIncoming_gappedData is the cost of a DATA packet that fills
-// bytes at the start of one of a message's gaps, with no gaps other than
-// the one it fills and with as many as a message may hold.
+// bytes at the end of one of a committed message's gaps, with one gap and
+// with as many as a message may hold.
 func BenchmarkIncoming_gappedData(b *testing.B) {
 	for _, gaps := range []int{1, DefaultConfig().MaxGaps} {
 		b.Run(fmt.Sprintf("gaps=%d", gaps), func(b *testing.B) {
 			var now int64
-			e, _ := newCountingEndpoint(b, &now, func(c *Config) { c.MaxMessageLength = 1 << 30 })
+			e, _ := newCountingEndpoint(b, &now, func(c *Config) {
+				c.MaxMessageLength = 1 << 30
+				c.UnschedBytes = 1 // committed by its first packet
+			})
 			src := [4]byte{10, 0, 0, 1}
 			const width = 1 << 20 // bytes per gap
 			length := (gaps + 1) * width
-			for k := range gaps + 1 {
-				e.Receive(dataFrameFrom(src, 2, length, 40_000, k*width, []byte{1}))
+			e.Receive(dataFrameFrom(src, 2, length, 1, 0, make([]byte, 1424)))
+			for k := 1; k <= gaps; k++ {
+				e.Receive(dataFrameFrom(src, 2, length, 1, k*width, []byte{1}))
 			}
-			if r := e.first; r == nil || len(r.in.gaps) != gaps {
+			if r := e.first; r == nil || r.in.buf == nil || len(r.in.gaps) != gaps {
 				b.Fatal("set-up: gaps not opened")
 			}
-			f := dataFrameFrom(src, 2, length, 40_000, 1, []byte{1})
+			f := dataFrameFrom(src, 2, length, 1, 0, []byte{1})
 			d := wire.Data(f[frameHomaOffset:])
 			b.ResetTimer()
 			for i := range b.N {
 				k, j := i%gaps, i/gaps
-				if j >= width-2 {
+				if j >= width-1500 {
 					b.Fatal("benchmark ran past its gaps")
 				}
-				d.SetSegOffset(uint32(k*width + 1 + j))
+				d.SetSegOffset(uint32((k+1)*width - 1 - j))
 				e.Receive(f)
 			}
 		})

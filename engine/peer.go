@@ -204,16 +204,14 @@ func (e *Endpoint) touchIdle(p *peer) {
 }
 
 // evictIdle drops the idle peer used longest ago, if there is one, and
-// reports whether it did.
+// reports whether it did. A peer still on the waiting list (a dropped
+// GRANT to repeat; checkNeighbours lets it go) is passed over, among the
+// eight oldest.
 func (e *Endpoint) evictIdle() bool {
-	for p := e.idleHead; p != nil; p = e.idleHead {
+	n := 0
+	for p := e.idleHead; p != nil && n < 8; p = p.idleNext {
 		if p.listed {
-			// Still on the waiting list (a dropped GRANT to repeat):
-			// checkNeighbours lets it go; keep it for now.
-			e.touchIdle(p)
-			if e.idleHead == p {
-				return false // the only idle peer
-			}
+			n++
 			continue
 		}
 		e.evictPeer(p)

@@ -56,13 +56,22 @@ type GrantMsg struct {
 	// Priority is the priority of the last grant. Written by Schedule.
 	Priority int
 
+	// Unsched is how many of the first bytes the sender sends without a
+	// grant (at most Granted when added; 0 if none are told apart). Set
+	// by the owner before Add. The unscheduled bytes not yet received
+	// count towards MaxIncoming only up to MaxIncoming/2 over all
+	// messages: they are the sender's claim, and requests that claim
+	// them and never send them must not stop every grant.
+	Unsched int
+
 	// Owner lets the engine find its own state from a Grant. Set once by
 	// the owner; never read by the scheduler.
 	Owner any
 
-	birth   uint64 // arrival order (for FIFO); scheduler-owned
-	index   int    // position in GrantScheduler.msgs + 1; 0 = not added
-	counted int    // bytes of this message in outstanding; scheduler-owned
+	birth    uint64 // arrival order (for FIFO); scheduler-owned
+	index    int    // position in GrantScheduler.msgs + 1; 0 = not added
+	counted  int    // bytes of this message in outstanding; scheduler-owned
+	countedU int    // of those, unscheduled bytes (in outUnsched); scheduler-owned
 }
 
 // Remaining returns Length − Received, the SRPT key.
@@ -82,9 +91,11 @@ type Grant struct {
 // grown to the number of messages in use.
 type GrantScheduler struct {
 	cfg         GrantConfig
-	msgs        []*GrantMsg // by Remaining, then birth
+	msgs        []*GrantMsg // by Remaining, then birth; nil where one was removed (holes)
+	holes       int         // nil entries in msgs
 	births      uint64      // counter for GrantMsg.birth
 	outstanding int         // Σ max(0, Granted − Received), bytes
+	outUnsched  int         // the part of outstanding below the messages' Unsched
 	fifoCredit  int         // SRPT bytes × FIFOFraction not yet repaid, in 1/1000 bytes
 	out         []Grant     // Schedule's result, reused
 }
@@ -103,10 +114,16 @@ func NewGrantScheduler(cfg GrantConfig, capacity int) *GrantScheduler {
 func (s *GrantScheduler) Config() GrantConfig { return s.cfg }
 
 // Len returns the number of messages added.
-func (s *GrantScheduler) Len() int { return len(s.msgs) }
+func (s *GrantScheduler) Len() int { return len(s.msgs) - s.holes }
 
 // Outstanding returns the granted-but-unreceived bytes over all messages.
 func (s *GrantScheduler) Outstanding() int { return s.outstanding }
+
+// incoming is the outstanding bytes that count towards MaxIncoming: all
+// the granted ones, and the unscheduled ones up to MaxIncoming/2.
+func (s *GrantScheduler) incoming() int {
+	return s.outstanding - s.outUnsched + min(s.outUnsched, s.cfg.MaxIncoming/2)
+}
 
 // Add starts scheduling m. m.Length, m.Received and m.Granted must be set.
 // Adding a message twice is a no-op.
@@ -132,21 +149,43 @@ func (s *GrantScheduler) Update(m *GrantMsg) {
 	s.siftUp(m)
 }
 
-// Remove stops scheduling m (it completed or was aborted).
+// Remove stops scheduling m (it completed or was aborted). It leaves a
+// hole where m was, and closes the holes once they are half the slice:
+// removing a message costs O(1) amortised, however many are added (a
+// flood of requests that never finish may add thousands, and end them
+// one by one).
 func (s *GrantScheduler) Remove(m *GrantMsg) {
 	if m.index == 0 {
 		return
 	}
 	s.outstanding -= m.counted
-	m.counted = 0
-	i := m.index - 1
-	copy(s.msgs[i:], s.msgs[i+1:])
-	s.msgs[len(s.msgs)-1] = nil
-	s.msgs = s.msgs[:len(s.msgs)-1]
-	for j := i; j < len(s.msgs); j++ {
-		s.msgs[j].index = j + 1
-	}
+	s.outUnsched -= m.countedU
+	m.counted, m.countedU = 0, 0
+	s.msgs[m.index-1] = nil
 	m.index = 0
+	s.holes++
+	for n := len(s.msgs); n > 0 && s.msgs[n-1] == nil; n-- {
+		s.msgs = s.msgs[:n-1]
+		s.holes--
+	}
+	if s.holes > 16 && 2*s.holes > len(s.msgs) {
+		s.compact()
+	}
+}
+
+// compact closes the holes in msgs, keeping the order.
+func (s *GrantScheduler) compact() {
+	j := 0
+	for _, m := range s.msgs {
+		if m != nil {
+			s.msgs[j] = m
+			m.index = j + 1
+			j++
+		}
+	}
+	clear(s.msgs[j:])
+	s.msgs = s.msgs[:j]
+	s.holes = 0
 }
 
 func (s *GrantScheduler) recount(m *GrantMsg) {
@@ -156,15 +195,21 @@ func (s *GrantScheduler) recount(m *GrantMsg) {
 	}
 	s.outstanding += c - m.counted
 	m.counted = c
+	u := min(max(min(m.Unsched, m.Granted)-m.Received, 0), c)
+	s.outUnsched += u - m.countedU
+	m.countedU = u
 }
 
 // siftUp moves m towards the front while it sorts before its neighbour
-// (Remaining only shrinks, so it never needs to move back).
+// (Remaining only shrinks, so it never needs to move back); a hole it
+// passes moves back.
 func (s *GrantScheduler) siftUp(m *GrantMsg) {
 	i := m.index - 1
-	for i > 0 && less(m, s.msgs[i-1]) {
+	for i > 0 && (s.msgs[i-1] == nil || less(m, s.msgs[i-1])) {
 		s.msgs[i] = s.msgs[i-1]
-		s.msgs[i].index = i + 1
+		if s.msgs[i] != nil {
+			s.msgs[i].index = i + 1
+		}
 		i--
 	}
 	s.msgs[i] = m
@@ -190,15 +235,15 @@ func (s *GrantScheduler) Schedule() []Grant {
 	}
 	rank := 0
 	for _, m := range s.msgs[:active] {
-		if m.Granted >= m.Length {
+		if m == nil || m.Granted >= m.Length {
 			continue
 		}
 		prio := s.rankPriority(rank, n)
 		rank++
 		target := min(m.Length, m.Received+window)
-		inc := min(target-m.Granted, s.cfg.MaxIncoming-s.outstanding)
+		inc := min(target-m.Granted, s.cfg.MaxIncoming-s.incoming())
 		if inc <= 0 {
-			if s.outstanding >= s.cfg.MaxIncoming {
+			if s.incoming() >= s.cfg.MaxIncoming {
 				break
 			}
 			continue
@@ -216,7 +261,7 @@ func (s *GrantScheduler) Schedule() []Grant {
 // grantable messages, and how many grantable messages it holds.
 func (s *GrantScheduler) active() (prefix, n int) {
 	for i, m := range s.msgs {
-		if m.Granted < m.Length {
+		if m != nil && m.Granted < m.Length {
 			n++
 			if n == s.cfg.MaxOvercommit {
 				return i + 1, n
@@ -249,7 +294,7 @@ func (s *GrantScheduler) grantFIFO(nActive int) bool {
 	var oldest *GrantMsg
 	rank := 0
 	for _, m := range s.msgs {
-		if m.Granted >= m.Length {
+		if m == nil || m.Granted >= m.Length {
 			continue
 		}
 		rank++
@@ -262,7 +307,7 @@ func (s *GrantScheduler) grantFIFO(nActive int) bool {
 		return true
 	}
 	inc := min(s.cfg.FIFOIncrement, oldest.Length-oldest.Granted)
-	if s.outstanding+inc > s.cfg.MaxIncoming {
+	if s.incoming()+inc > s.cfg.MaxIncoming {
 		return false
 	}
 	oldest.Granted += inc

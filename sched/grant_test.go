@@ -191,6 +191,9 @@ func TestGrantScheduler_properties(t *testing.T) {
 			switch {
 			case len(live) < 12 && r.IntN(4) == 0:
 				m := newMsg(fmt.Sprint(step), 1+r.IntN(2_000_000), r.IntN(60_000))
+				if r.IntN(2) == 0 {
+					m.Unsched = m.Granted
+				}
 				live = append(live, m)
 				s.Add(m)
 			case len(live) > 0:
@@ -225,11 +228,11 @@ func TestGrantScheduler_properties(t *testing.T) {
 				sum += max(m.Granted-m.Received, 0)
 			}
 			// Unscheduled bytes are not the scheduler's to limit; grants are.
-			if sum != s.Outstanding() || len(gs) > 0 && sum > cfg.MaxIncoming {
+			if sum != s.Outstanding() || len(gs) > 0 && s.incoming() > cfg.MaxIncoming {
 				t.Fatalf("seed %d: outstanding %d (scheduler %d), max %d", seed, sum, s.Outstanding(), cfg.MaxIncoming)
 			}
 			fifoWaiting := s.fifoDue()
-			if shortest != nil && !fifoWaiting && s.Outstanding() < cfg.MaxIncoming {
+			if shortest != nil && !fifoWaiting && s.incoming() < cfg.MaxIncoming {
 				want := min(shortest.Length, shortest.Received+cfg.MaxIncoming/(n+1))
 				if shortest.Granted < want {
 					t.Fatalf("seed %d step %d: shortest %v granted %d, want ≥ %d (grants %s) outstanding %d max %d n %d", seed, step, shortest.Owner, shortest.Granted, want, grantLog(gs), s.Outstanding(), cfg.MaxIncoming, n)
@@ -256,5 +259,71 @@ func TestGrantScheduler_steadyStateAllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per packet", allocs)
+	}
+}
+
+// Removing messages leaves holes that later calls skip and compaction
+// closes: thousands added and removed oldest first (a flood of requests
+// that never finish, ended one by one) keep the SRPT order, the indexes
+// and the count right, and a removal costs O(1) amortised
+// (BenchmarkGrantScheduler_removeFromFlood).
+func TestGrantScheduler_removeManyKeepsOrder(t *testing.T) {
+	s := NewGrantScheduler(DefaultGrantConfig(), 16)
+	var flood []*GrantMsg
+	for i := range 10_000 {
+		m := newMsg(fmt.Sprint(i), 1_000_000, 1424)
+		m.Unsched = m.Granted
+		flood = append(flood, m)
+		s.Add(m)
+	}
+	short := newMsg("short", 50_000, 10_000)
+	s.Add(short)
+	for i, m := range flood[:9_000] {
+		s.Remove(m)
+		if i%1000 == 0 {
+			s.Schedule()
+		}
+	}
+	if s.Len() != 1001 {
+		t.Fatalf("Len %d, want 1001", s.Len())
+	}
+	var prev *GrantMsg
+	n := 0
+	for i, m := range s.msgs {
+		if m == nil {
+			continue
+		}
+		n++
+		if m.index != i+1 || prev != nil && less(m, prev) {
+			t.Fatalf("entry %d: index %d, out of order", i, m.index)
+		}
+		prev = m
+	}
+	if n != 1001 || s.msgs[0] != short || 2*s.holes > len(s.msgs)+32 {
+		t.Fatalf("%d messages, %d holes of %d, first %v", n, s.holes, len(s.msgs), s.msgs[0].Owner)
+	}
+	// The flood's unscheduled bytes, claimed and never sent, count
+	// towards MaxIncoming only up to half of it: the short message is
+	// granted its window.
+	if want := DefaultGrantConfig().MaxIncoming / 9; short.Granted != want {
+		t.Fatalf("the short message was granted %d, want its window %d", short.Granted, want)
+	}
+}
+
+// BenchmarkGrantScheduler_removeFromFlood is the cost of adding a message
+// and removing the oldest with 8,192 in the scheduler.
+func BenchmarkGrantScheduler_removeFromFlood(b *testing.B) {
+	s := NewGrantScheduler(DefaultGrantConfig(), 8192)
+	ring := make([]*GrantMsg, 8192)
+	for i := range ring {
+		ring[i] = newMsg("m", 1_000_000, 1424)
+		s.Add(ring[i])
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		k := i % len(ring)
+		s.Remove(ring[k])
+		*ring[k] = GrantMsg{Length: 1_000_000, Granted: 1424, Owner: "m"}
+		s.Add(ring[k])
 	}
 }

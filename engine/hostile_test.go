@@ -1,0 +1,307 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/homa-dpdk/homa-dpdk/engine/memnet"
+	"github.com/homa-dpdk/homa-dpdk/wire"
+)
+
+// hostileHeapBound is the most the process heap may grow while the
+// hostile mix runs: the server's staging pool (16 MiB), its peers (16,384
+// of under 1 KB), its server RPCs (8,192, each with a slot table), the
+// client's messages in flight and memnet's frames, with room to spare.
+const hostileHeapBound = 64 << 20
+
+// hostileMix is a well-behaved client and a hostile host, both talking
+// to one server endpoint on memnet.
+type hostileMix struct {
+	t     *testing.T
+	net   *memnet.Network
+	neigh StaticNeighbours
+	c, s  *mnHost
+	h     *memnet.Host // the hostile host: frames it builds itself
+	rng   *rand.Rand
+
+	// The client's RPCs: issued and done so far, the ones in flight by
+	// id with their serial.
+	issued, done, total int
+	inFlight            map[uint64]uint64
+	failed              []error
+
+	spoofed uint32 // spoofed sources used so far
+	freshID uint64 // next fresh id of the hostile host's own requests
+	gapOff  int    // next offset of the gap pattern
+}
+
+// hostileGapID is the client id of the hostile host's gap pattern.
+const hostileGapID = 1 << 62
+
+// hostileSizes are the request sizes the client draws from: single
+// packets, a few packets, past the unscheduled bytes, and long.
+var hostileSizes = []int{64, 1000, 3000, 20_000, 60_000, 150_000}
+
+func newHostileMix(t *testing.T, total int) *hostileMix {
+	x := &hostileMix{t: t, net: memnet.New(memnet.Config{Seed: 5}), rng: rand.New(rand.NewPCG(5, 6)),
+		total: total, inFlight: make(map[uint64]uint64), freshID: 2}
+	mk := func(last byte) *mnHost {
+		ip := [4]byte{10, 0, 5, last}
+		h := &mnHost{mh: x.net.AddHost(ip), buf: make([]byte, 2048)}
+		x.neigh.Add(ip, h.mh.MAC())
+		cfg := DefaultConfig()
+		cfg.IP, cfg.MAC, cfg.Clock = ip, h.mh.MAC(), x.net.Now
+		cfg.Resolve = x.neigh.Resolve // spoofed addresses have no route
+		cfg.IDSeed = uint64(last) << 40
+		e, err := New(cfg, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.e = e
+		h.srv, _ = e.Bind(99)
+		h.cli, _ = e.OpenClient()
+		h.mh.SetReceive(e.Receive)
+		return h
+	}
+	x.c, x.s = mk(1), mk(2)
+	x.h = x.net.AddHost([4]byte{10, 0, 5, 3})
+	x.neigh.Add(x.h.IP(), x.h.MAC())
+	return x
+}
+
+// hostilePatterns holds a pattern per size, made once.
+var hostilePatterns = map[int][]byte{}
+
+// hostileRequest is the client's request number serial: its size from
+// the serial, its bytes a pattern of the size with the serial in its
+// first and last 8 bytes; the response is the request's bytes reversed.
+func hostileRequest(serial uint64) []byte {
+	n := hostileSizes[serial%uint64(len(hostileSizes))]
+	p := hostilePatterns[n]
+	if p == nil {
+		p = pattern(uint64(n), n)
+		hostilePatterns[n] = p
+	}
+	b := append([]byte(nil), p...)
+	binary.LittleEndian.PutUint64(b, serial)
+	binary.LittleEndian.PutUint64(b[n-8:], serial)
+	return b
+}
+
+// reversedOf reports whether a is b reversed.
+func reversedOf(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i, x := range a {
+		if x != b[len(b)-1-i] {
+			return false
+		}
+	}
+	return true
+}
+
+// issue keeps 16 of the client's RPCs in flight.
+func (x *hostileMix) issue() {
+	for len(x.inFlight) < 16 && x.issued < x.total {
+		serial := uint64(x.issued)
+		id, err := x.c.cli.Send(Addr{IP: x.s.e.cfg.IP, Port: 99}, hostileRequest(serial))
+		if err != nil {
+			x.t.Fatal(err)
+		}
+		x.inFlight[id] = serial
+		x.issued++
+	}
+}
+
+// serve answers the server's requests, checking each byte for byte, and
+// takes the client's results.
+func (x *hostileMix) serve() {
+	for {
+		m, ok := x.s.srv.Receive()
+		if !ok {
+			break
+		}
+		serial := binary.LittleEndian.Uint64(m.Data)
+		if want := hostileRequest(serial); !bytes.Equal(m.Data, want) {
+			x.t.Fatalf("request %d: %d bytes differ from the %d sent", serial, len(m.Data), len(want))
+		}
+		x.s.srv.Reply(m, reversed(m.Data))
+	}
+	for {
+		m, ok := x.c.cli.Receive()
+		if !ok {
+			break
+		}
+		serial, known := x.inFlight[m.ID]
+		if !known {
+			x.t.Fatalf("result for unknown RPC %d", m.ID)
+		}
+		delete(x.inFlight, m.ID)
+		if m.Err != nil {
+			x.failed = append(x.failed, m.Err)
+			continue
+		}
+		if !reversedOf(m.Data, hostileRequest(serial)) {
+			x.t.Fatalf("response %d: bytes differ", serial)
+		}
+		x.done++
+	}
+}
+
+// frame builds a Homa frame from src to the server with the given Homa
+// header and payload bytes.
+func (x *hostileMix) frame(src [4]byte, homa []byte) []byte {
+	b := make([]byte, frameHomaOffset+len(homa))
+	eth := wire.EthernetFields{Dst: x.s.mh.MAC(), Src: x.h.MAC(), Type: wire.EtherTypeIPv4}
+	eth.Encode(b)
+	ip := wire.HomaIPv4Fields(src, x.s.e.cfg.IP, 6, len(homa))
+	ip.Encode(b[frameIPOffset:])
+	copy(b[frameHomaOffset:], homa)
+	return b
+}
+
+// data returns a DATA header and payload for client id from src.
+func (x *hostileMix) data(id uint64, length, offset int, payload []byte) []byte {
+	h := make([]byte, wire.DataHeaderLen+len(payload))
+	f := wire.DataFields{Common: wire.CommonFields{SrcPort: 0x8000, DstPort: 99, SenderID: id},
+		MessageLength: uint32(length), Incoming: uint32(length), CutoffVersion: 1, Offset: uint32(offset)}
+	f.Encode(h)
+	copy(h[wire.DataHeaderLen:], payload)
+	return h
+}
+
+// resend returns a RESEND header for id from port sport.
+func resendHeader(sport, dport uint16, id uint64, offset, length uint32) []byte {
+	h := make([]byte, wire.ResendHeaderLen)
+	f := wire.ResendFields{Common: wire.CommonFields{SrcPort: sport, DstPort: dport, SenderID: id},
+		Offset: offset, Length: length, Priority: 7}
+	f.Encode(h)
+	return h
+}
+
+// spoof returns a new source address nobody has.
+func (x *hostileMix) spoof() [4]byte {
+	x.spoofed++
+	i := x.spoofed
+	return [4]byte{172, 16 + byte(i>>16), byte(i >> 8), byte(i)}
+}
+
+// attack sends one millisecond's worth of hostile frames to the server:
+// fresh ids claiming a megabyte from the hostile host's own address and
+// from spoofed ones, one-byte DATA at every other offset of one message,
+// RESENDs and CUTOFFS for unknown RPCs from spoofed sources, and a RESEND
+// storm for every response the server is sending the real client,
+// spoofing the client's address. The fresh ids and the gap pattern come
+// in 20 ms bursts, 20 ms apart, so that the gap pattern's message also
+// falls silent and draws the server's RESENDs.
+func (x *hostileMix) attack() {
+	own := x.h.IP()
+	if x.net.Now()/20_000_000%2 == 0 {
+		x.burst(own)
+	}
+	for range 60 {
+		x.h.Send(x.frame(x.spoof(), resendHeader(0x8000, 99, 2, 0, 1000)))
+		c := wire.CutoffsFields{Common: wire.CommonFields{SrcPort: 0x8000, DstPort: 99, SenderID: 2}, Version: 9}
+		h := make([]byte, wire.CutoffsHeaderLen)
+		c.Encode(h)
+		x.h.Send(x.frame(x.spoof(), h))
+	}
+	for r := x.s.e.first; r != nil; r = r.next {
+		if !r.client && r.state == stateOutgoing && r.peer.ip == x.c.e.cfg.IP {
+			for range 10 {
+				x.h.Send(x.frame(r.peer.ip, resendHeader(r.dport, 99, r.id^1, 0, wire.ResendAll)))
+			}
+		}
+	}
+}
+
+// burst sends one millisecond's worth of fresh ids and gap pattern.
+func (x *hostileMix) burst(own [4]byte) {
+	for range 80 {
+		x.freshID += 2
+		x.h.Send(x.frame(own, x.data(x.freshID, 1_000_000, x.rng.IntN(28)*1424, make([]byte, 16))))
+	}
+	for range 240 {
+		x.h.Send(x.frame(x.spoof(), x.data(2, 1_000_000, 0, make([]byte, 16))))
+	}
+	for range 80 {
+		x.h.Send(x.frame(own, x.data(hostileGapID, 1_000_000, x.gapOff, []byte{1})))
+		x.gapOff = (x.gapOff + 2) % 80_000
+	}
+}
+
+// run drives the mix in 1 ms steps until the client's RPCs are done,
+// sampling the heap, and returns its largest growth.
+func (x *hostileMix) run(limitNs int64) int64 {
+	base := heapInUse()
+	var peak int64
+	x.issue()
+	x.attack() // the gap pattern's message is the first request of the hostile host
+	for step := 0; x.done+len(x.failed) < x.total; step++ {
+		if x.net.Now() > limitNs {
+			x.t.Fatalf("%d of %d RPCs done after %d ms", x.done, x.total, x.net.Now()/1e6)
+		}
+		x.net.RunUntil(x.net.Now() + 1_000_000)
+		x.serve()
+		x.c.e.Run()
+		x.s.e.Run()
+		x.serve()
+		x.issue()
+		x.attack()
+		if step%50 == 0 {
+			if checkErr := endpointConsistent(x.s.e); checkErr != nil {
+				x.t.Fatalf("server at %d ms: %v", x.net.Now()/1e6, checkErr)
+			}
+			peak = max(peak, int64(heapInUse())-int64(base))
+		}
+	}
+	return max(peak, int64(heapInUse())-int64(base))
+}
+
+// TestHostile_mixWhileClientCompletes: one hostile host floods a server
+// with fresh ids claiming a megabyte (from its own address and spoofed
+// ones), a gap pattern, RESENDs and CUTOFFS from spoofed sources, and
+// RESEND storms for the responses the server sends a real client, which
+// meanwhile completes 10,000 RPCs (1,000 with -short) with the server,
+// byte for byte. The process heap stays under hostileHeapBound, each of
+// the server's bounds holds, and each refusal shows in its counter. It
+// takes about 15 s of CPU on the project's 2-vCPU machines (1.5 s with
+// -short).
+func TestHostile_mixWhileClientCompletes(t *testing.T) {
+	total := 10_000
+	if testing.Short() {
+		total = 1_000
+	}
+	x := newHostileMix(t, total)
+	peak := x.run(120_000_000_000)
+	e, cfg, m := x.s.e, x.s.e.cfg, x.s.e.Metrics()
+	t.Logf("%d RPCs in %d ms simulated; heap peak +%.1f MB; server: %d peers, %d server RPCs, %d B staged, %d B heap; "+
+		"too_many_gaps %d, peer_rpc_limit %d, server_rpc_limit %d, requests_evicted %d, staging_full %d, past_staging %d, "+
+		"peers_evicted %d, peer_table_full %d, resends_limited %d, resends_deferred %d; client restarts %d",
+		x.done, x.net.Now()/1e6, float64(peak)/1e6, e.NumPeers(), e.NumServerRPCs(), e.StagedBytes(), e.RecvHeapBytes(),
+		m.Drops[DropTooManyGaps], m.Drops[DropPeerRPCLimit], m.Drops[DropServerRPCLimit], m.RequestsEvicted,
+		m.Drops[DropStagingFull], m.Drops[DropPastStaging], m.PeersEvicted, m.Drops[DropPeerTableFull],
+		m.ResendsLimited, m.ResendsDeferred, x.c.e.Metrics().RPCRestarts)
+	if len(x.failed) != 0 {
+		t.Fatalf("%d of the client's RPCs failed, the first with %v", len(x.failed), x.failed[0])
+	}
+	if peak > hostileHeapBound {
+		t.Fatalf("heap grew by %d bytes, bound %d", peak, hostileHeapBound)
+	}
+	if e.NumPeers() > cfg.MaxPeers || e.NumServerRPCs() > cfg.MaxServerRPCs ||
+		e.StagedBytes() > cfg.MaxStagingBytes || e.RecvHeapBytes() > cfg.MaxRecvHeapBytes {
+		t.Fatal("a bound did not hold")
+	}
+	for name, v := range map[string]uint64{
+		"drops_too_many_gaps": m.Drops[DropTooManyGaps], "drops_peer_rpc_limit": m.Drops[DropPeerRPCLimit],
+		"requests_evicted": m.RequestsEvicted, "peers_evicted": m.PeersEvicted,
+		"resends_limited": m.ResendsLimited, "resends_deferred": m.ResendsDeferred,
+	} {
+		if v == 0 {
+			t.Errorf("%s is 0: its bound was never reached", name)
+		}
+	}
+}
