@@ -269,6 +269,21 @@ func (c *Config) validate() error {
 		return fmt.Errorf("engine: VLAN %d out of range 0..4094", c.VLAN)
 	case c.Grant.MaxIncoming < 1:
 		return fmt.Errorf("engine: Grant.MaxIncoming %d", c.Grant.MaxIncoming)
+	case c.MaxStagingBytes < stageChunkSize:
+		return fmt.Errorf("engine: MaxStagingBytes %d below one staging chunk (%d)", c.MaxStagingBytes, stageChunkSize)
+	}
+	for _, b := range []struct {
+		name string
+		v    int
+	}{
+		{"MaxGaps", c.MaxGaps}, {"MaxResendsPerRPC", c.MaxResendsPerRPC}, {"MaxResendBytes", c.MaxResendBytes},
+		{"MaxServerRPCs", c.MaxServerRPCs}, {"MaxServerRPCsPerPeer", c.MaxServerRPCsPerPeer},
+		{"MaxRecvHeapBytes", c.MaxRecvHeapBytes}, {"MaxPeers", c.MaxPeers}, {"PeerIdleTicks", c.PeerIdleTicks},
+		{"MaxRestarts", c.MaxRestarts},
+	} {
+		if b.v < 1 {
+			return fmt.Errorf("engine: %s %d, want at least 1", b.name, b.v)
+		}
 	}
 	return nil
 }
