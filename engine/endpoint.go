@@ -180,9 +180,9 @@ type Config struct {
 	// again, which a later RPC or frame from it does.
 	Forget func(ip [4]byte)
 
-	// IDSeed is the first client RPC id (made even); 0, as a host should
-	// leave it, takes a random one (crypto/rand, read once in New), for
-	// tests that want the same ids every run. A restarted host must not
+	// IDSeed is the first client RPC id (made even), for tests that want
+	// the same ids every run; 0, as a host should leave it, takes a
+	// random one (crypto/rand, read once in New). A restarted host must not
 	// reuse its old ids (servers remember recently acknowledged ones and
 	// drop requests that carry them), and ids that follow one another
 	// from a known start are easy to guess for whoever would send RESEND
@@ -407,7 +407,7 @@ func New(cfg Config, tx Transmitter) (*Endpoint, error) {
 // randomID returns an even, non-zero id drawn from crypto/rand.
 func randomID() uint64 {
 	var b [8]byte
-	rand.Read(b[:]) // never fails (crypto/rand.Read panics rather than return an error)
+	rand.Read(b[:]) // never returns an error: it crashes the program if the system has no randomness
 	if id := binary.LittleEndian.Uint64(b[:]) &^ 1; id != 0 {
 		return id
 	}
