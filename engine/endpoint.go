@@ -177,7 +177,9 @@ type Config struct {
 	// for that address any more, so the host's neighbour table may age
 	// the entry out or reuse it, unless another peer's resolution returned
 	// the same entry (a gateway) or Resolve is called for the address
-	// again, which a later RPC or frame from it does.
+	// again, which a later RPC or frame from it does. It runs on the
+	// endpoint's goroutine inside an engine call (a frame from a new
+	// address, or Run) and must not call back into the endpoint.
 	Forget func(ip [4]byte)
 
 	// IDSeed is the first client RPC id (made even), for tests that want
