@@ -177,12 +177,14 @@ type Config struct {
 	// for that address any more, so the host's neighbour table may age
 	// the entry out or reuse it, unless another peer's resolution returned
 	// the same entry (a gateway) or Resolve is called for the address
-	// again, which a later RPC or frame from it does.
+	// again, which a later RPC or frame from it does. It runs on the
+	// endpoint's goroutine inside an engine call (a frame from a new
+	// address, or Run) and must not call back into the endpoint.
 	Forget func(ip [4]byte)
 
-	// IDSeed is the first client RPC id (made even); 0, as a host should
-	// leave it, takes a random one (crypto/rand, read once in New), for
-	// tests that want the same ids every run. A restarted host must not
+	// IDSeed is the first client RPC id (made even), for tests that want
+	// the same ids every run; 0, as a host should leave it, takes a
+	// random one (crypto/rand, read once in New). A restarted host must not
 	// reuse its old ids (servers remember recently acknowledged ones and
 	// drop requests that carry them), and ids that follow one another
 	// from a known start are easy to guess for whoever would send RESEND
@@ -269,6 +271,21 @@ func (c *Config) validate() error {
 		return fmt.Errorf("engine: VLAN %d out of range 0..4094", c.VLAN)
 	case c.Grant.MaxIncoming < 1:
 		return fmt.Errorf("engine: Grant.MaxIncoming %d", c.Grant.MaxIncoming)
+	case c.MaxStagingBytes < stageChunkSize:
+		return fmt.Errorf("engine: MaxStagingBytes %d below one staging chunk (%d)", c.MaxStagingBytes, stageChunkSize)
+	}
+	for _, b := range []struct {
+		name string
+		v    int
+	}{
+		{"MaxGaps", c.MaxGaps}, {"MaxResendsPerRPC", c.MaxResendsPerRPC}, {"MaxResendBytes", c.MaxResendBytes},
+		{"MaxServerRPCs", c.MaxServerRPCs}, {"MaxServerRPCsPerPeer", c.MaxServerRPCsPerPeer},
+		{"MaxRecvHeapBytes", c.MaxRecvHeapBytes}, {"MaxPeers", c.MaxPeers}, {"PeerIdleTicks", c.PeerIdleTicks},
+		{"MaxRestarts", c.MaxRestarts},
+	} {
+		if b.v < 1 {
+			return fmt.Errorf("engine: %s %d, want at least 1", b.name, b.v)
+		}
 	}
 	return nil
 }
@@ -392,7 +409,7 @@ func New(cfg Config, tx Transmitter) (*Endpoint, error) {
 // randomID returns an even, non-zero id drawn from crypto/rand.
 func randomID() uint64 {
 	var b [8]byte
-	rand.Read(b[:]) // never fails (crypto/rand.Read panics rather than return an error)
+	rand.Read(b[:]) // never returns an error: it crashes the program if the system has no randomness
 	if id := binary.LittleEndian.Uint64(b[:]) &^ 1; id != 0 {
 		return id
 	}

@@ -26,6 +26,19 @@ func TestEndpoint_configDefaultsAndValidation(t *testing.T) {
 	if _, err := New(Config{Clock: clock, MTU: 70}, &sink{}); err == nil {
 		t.Fatal("MTU without room for data accepted")
 	}
+	for _, bad := range []func(*Config){
+		func(c *Config) { c.MaxGaps = -1 },
+		func(c *Config) { c.MaxServerRPCs = -1 },
+		func(c *Config) { c.MaxStagingBytes = 100 },
+		func(c *Config) { c.MaxPeers = -5 },
+		func(c *Config) { c.MaxResendBytes = -1 },
+	} {
+		c := Config{Clock: clock}
+		bad(&c)
+		if _, err := New(c, &sink{}); err == nil {
+			t.Fatalf("bound accepted: %+v", c)
+		}
+	}
 }
 
 func TestEndpoint_noBufferCountedAndRecoveredByTimer(t *testing.T) {

@@ -310,13 +310,14 @@ func (e *Endpoint) handleGrant(f *wire.Frame) {
 // the sender transmit nothing it has not sent before (kernel Homa's
 // homa_resend_pkt stops at what was transmitted too), so a RESEND naming
 // a whole message moves no more than its unscheduled bytes and the
-// GRANTs it had; the receiver repeats a GRANT it fears lost
-// (requestRetransmit). And retransmission is rate-limited per RPC: at
-// most Config.MaxResendBytes per ResendInterval ticks, in whole packets
-// from the first byte asked for; what a RESEND asks past that is not
-// sent (ResendsLimited), and the receiver asks again at its next check.
-// RPC ids are not secret (see Config.IDSeed), so whoever can send us a
-// RESEND cannot make one RPC send more than that.
+// GRANTs it had; a receiver whose GRANT was lost hears BUSY and repeats
+// it (handleBusy). And retransmission is rate-limited per RPC: at most
+// Config.MaxResendBytes per ResendInterval ticks, in whole packets from
+// the first byte asked for; what a RESEND asks past that is not sent
+// (ResendsLimited), and the receiver asks again at its next check. RPC
+// ids can be guessed or seen (random starts only make it harder; see
+// Config.IDSeed), so this bound is what limits what RESENDs can make an
+// RPC send.
 func (e *Endpoint) handleResend(f *wire.Frame) {
 	rs := wire.Resend(f.Homa)
 	r := e.lookup(f)
