@@ -126,7 +126,6 @@ func (d *Daemon) hostConfigFor(i int, clock func() int64, wallOff int64) (host.C
 	if h.PacerThreshold == 0 {
 		ec.PacerThreshold = -1 // the engine's 0 is its default: here every message is paced
 	}
-	ec.IDSeed = uint64(time.Now().UnixNano())
 	var cut sched.Cutoffs
 	for k, c := range h.UnschedCutoffs {
 		cut[wire.NumPriorities-1-k] = uint32(c)
