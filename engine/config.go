@@ -1,0 +1,253 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/homa-dpdk/homa-dpdk/sched"
+	"github.com/homa-dpdk/homa-dpdk/wire"
+)
+
+// Config configures an Endpoint. Zero numeric fields take the defaults of
+// DefaultConfig (kernel Homa's), so a Config need only name the address,
+// clock and resolver.
+type Config struct {
+	IP  [4]byte  // this endpoint's IPv4 address
+	MAC wire.MAC // this endpoint's Ethernet address
+
+	// Resolve returns the neighbour entry of ip's next hop, starting
+	// resolution if needed; nil means no route (sends fail with
+	// ErrPeerUnknown). Called once per peer, when the engine creates it
+	// (an RPC to it starts, or a frame from it arrives); again only for a
+	// peer it returned nil for, or whose entry is LinkUnreachable, when
+	// another RPC to that peer starts or a response to it is sent (so a
+	// route added since, or a table that retries a failed resolution when
+	// asked, brings the peer back). See Neighbour for what the host calls
+	// as the entry changes. StaticNeighbours.Resolve serves tests.
+	Resolve func(ip [4]byte) *Neighbour
+
+	// Clock returns the time in ns (monotonic). The engine reads it once
+	// per call into Receive, ReceiveLink, ReceiveICMP, Run, Send, Reply,
+	// NeighbourReady and NeighbourFailed (outside a batch), never
+	// time.Now.
+	Clock func() int64
+
+	MTU int // bytes of IPv4 packet per frame (1500)
+
+	// IPChecksumOffload leaves the IPv4 header checksum 0 for the NIC to
+	// fill in; the transmit side marks each packet for offload.
+	IPChecksumOffload bool
+
+	// PCP tags every frame with an 802.1Q header whose PCP is the packet's
+	// priority, on VLAN (priority_marking = pcp). Received frames are
+	// accepted tagged or not.
+	PCP              bool
+	VLAN             uint16
+	UnschedBytes     int // bytes a message may send before grants (40,000)
+	MaxMessageLength int // bytes (1,000,000)
+
+	// MaxGaps bounds the missing byte ranges an incoming message may
+	// have below its highest byte received (64): a DATA packet that would
+	// open one more is dropped (DropTooManyGaps) and comes again when the
+	// sender answers a RESEND, once earlier gaps are filled. Kernel Homa
+	// keeps any number; a sender that opens a gap per packet would make
+	// every later packet and every resend check walk them all.
+	MaxGaps int
+	// MaxResendsPerRPC bounds the RESENDs one resend check sends for one
+	// incoming message (8): its lowest gaps first, the rest at the next
+	// check (ResendsDeferred).
+	MaxResendsPerRPC int
+	// MaxResendBytes bounds the bytes one RPC retransmits for RESENDs per
+	// ResendInterval ticks (400,000, kernel Homa's max_incoming: what a
+	// receiver may be missing at once); the rest of what RESENDs ask in
+	// that interval is not sent (ResendsLimited).
+	MaxResendBytes int
+
+	// MaxServerRPCs bounds the server RPCs alive at once (8,192), and
+	// MaxServerRPCsPerPeer those of one client address (1,024): a request
+	// beyond either is dropped unanswered (DropServerRPCLimit,
+	// DropPeerRPCLimit) and its client retries through RESEND and
+	// RPC_UNKNOWN; at MaxServerRPCs, an incoming request silent for
+	// ResendTicks is ended to make room first (RequestsEvicted). Kernel
+	// Homa has no such bound.
+	MaxServerRPCs        int
+	MaxServerRPCsPerPeer int
+
+	// MaxStagingBytes bounds the endpoint's staging memory, which holds
+	// the first bytes of incoming messages until they are committed (16
+	// MiB; DropStagingFull beyond it). See recvbuf.go.
+	MaxStagingBytes int
+	// MaxRecvHeapBytes bounds the heap buffers of committed incoming
+	// messages not yet delivered, for ports without PortHooks.RecvBuf
+	// (128 MiB): a message that would pass it ends as if RecvBuf had no
+	// buffer (DropRecvHeapFull).
+	MaxRecvHeapBytes int
+
+	// Grant configures the receiver's scheduler (zero fields take the
+	// defaults; FIFOFraction < 0 turns the FIFO share off); its
+	// MaxSchedPrio is derived from Cutoffs.
+	Grant sched.GrantConfig
+
+	// Cutoffs are this endpoint's unscheduled priority cutoffs, sent to
+	// peers in CUTOFFS packets (sched.DefaultCutoffs).
+	Cutoffs sched.Cutoffs
+
+	TickNs         int64 // timer tick, ns (1 ms)
+	ResendTicks    int   // silent ticks before the first RESEND (5)
+	ResendInterval int   // ticks between RESENDs (5)
+	TimeoutTicks   int   // silent ticks before an RPC fails (100)
+	// ResolveTimeoutTicks bounds how long an RPC waits for its peer's
+	// link address before it fails with ErrTimeout: a backstop, for the
+	// neighbour table fails it first when resolution gives up
+	// (NeighbourFailed), after as many requests as it makes; a host sets
+	// it above that. Waiting does not count as silence. 0 takes
+	// 10 × TimeoutTicks.
+	ResolveTimeoutTicks int
+	RequestAckTicks     int // ticks after a response is sent before NEED_ACK (2)
+	// MaxRestarts bounds how often a client RPC resends its request
+	// after RPC_UNKNOWN; the next RPC_UNKNOWN fails it with ErrTimeout.
+	// Restarts are at least ResendInterval ticks apart and do not reset
+	// the RPC's silence. 0 takes TimeoutTicks / ResendInterval (20).
+	MaxRestarts int
+
+	LinkBps       int64 // link rate for the pacer, bits/s; 0 = unpaced
+	MaxNICQueueNs int64 // pacer's NIC backlog limit, ns (5,000)
+	// PacerThreshold: packets of a message with fewer unsent bytes than
+	// this go at once, never deferred by the pacer (1,000, kernel Homa's
+	// throttle_min_bytes; sched.ThrottleMinBytes); below 0, none do.
+	PacerThreshold    int
+	PacerFIFOFraction int // per thousand of link bytes to the oldest message (50; < 0 = none)
+
+	// Incast configures the unscheduled allowance this endpoint
+	// advertises (sched.DefaultIncastConfig; Budget 0 keeps it off).
+	Incast sched.IncastConfig
+	// AllowanceTicks is how long a peer's advertised allowance holds (10).
+	AllowanceTicks int
+
+	// MaxPeers bounds the peers the endpoint holds (16,384): a frame from
+	// a new address when the table is full evicts the peer idle longest
+	// (no live RPCs), or is dropped when none is (DropPeerTableFull).
+	// Keep it above MaxServerRPCs, so that peers remote hosts keep busy
+	// cannot fill it. The application's own RPCs to new addresses may
+	// take it past the bound.
+	MaxPeers int
+	// PeerIdleTicks is how long a peer with no live RPCs is kept after it
+	// was last used (10,000: 10 s).
+	PeerIdleTicks int
+	// Forget, if set, is called with a peer's address when the endpoint
+	// drops the peer (PeersEvicted): it holds no pointer Resolve returned
+	// for that address any more, so the host's neighbour table may age
+	// the entry out or reuse it, unless another peer's resolution returned
+	// the same entry (a gateway) or Resolve is called for the address
+	// again, which a later RPC or frame from it does. It runs on the
+	// endpoint's goroutine inside an engine call (a frame from a new
+	// address, or Run) and must not call back into the endpoint.
+	Forget func(ip [4]byte)
+
+	// IDSeed is the first client RPC id (made even), for tests that want
+	// the same ids every run; 0, as a host should leave it, takes a
+	// random one (crypto/rand, read once in New). A restarted host must not
+	// reuse its old ids (servers remember recently acknowledged ones and
+	// drop requests that carry them), and ids that follow one another
+	// from a known start are easy to guess for whoever would send RESEND
+	// or RPC_UNKNOWN for our RPCs.
+	IDSeed uint64
+}
+
+// DefaultConfig returns kernel Homa's defaults (WIRE.md) with no address,
+// clock or resolver.
+func DefaultConfig() Config {
+	return Config{
+		MTU: 1500, UnschedBytes: 40_000, MaxMessageLength: wire.MaxMessageLength,
+		MaxGaps: 64, MaxResendsPerRPC: 8, MaxResendBytes: 400_000,
+		MaxServerRPCs: 8192, MaxServerRPCsPerPeer: 1024,
+		MaxStagingBytes: 16 << 20, MaxRecvHeapBytes: 128 << 20,
+		MaxPeers: 16384, PeerIdleTicks: 10_000,
+		Grant: sched.DefaultGrantConfig(), Cutoffs: sched.DefaultCutoffs(),
+		TickNs: 1_000_000, ResendTicks: 5, ResendInterval: 5, TimeoutTicks: 100,
+		RequestAckTicks: 2, MaxNICQueueNs: 5_000, PacerFIFOFraction: 50, PacerThreshold: sched.ThrottleMinBytes,
+		Incast: sched.DefaultIncastConfig(), AllowanceTicks: 10,
+	}
+}
+
+// withDefaults fills zero fields from DefaultConfig.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	setInt := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	setInt(&c.MTU, d.MTU)
+	setInt(&c.UnschedBytes, d.UnschedBytes)
+	setInt(&c.MaxMessageLength, d.MaxMessageLength)
+	setInt(&c.MaxGaps, d.MaxGaps)
+	setInt(&c.MaxResendsPerRPC, d.MaxResendsPerRPC)
+	setInt(&c.MaxResendBytes, d.MaxResendBytes)
+	setInt(&c.MaxServerRPCs, d.MaxServerRPCs)
+	setInt(&c.MaxServerRPCsPerPeer, d.MaxServerRPCsPerPeer)
+	setInt(&c.MaxStagingBytes, d.MaxStagingBytes)
+	setInt(&c.MaxRecvHeapBytes, d.MaxRecvHeapBytes)
+	setInt(&c.MaxPeers, d.MaxPeers)
+	setInt(&c.PeerIdleTicks, d.PeerIdleTicks)
+	setInt(&c.ResendTicks, d.ResendTicks)
+	setInt(&c.ResendInterval, d.ResendInterval)
+	setInt(&c.TimeoutTicks, d.TimeoutTicks)
+	setInt(&c.ResolveTimeoutTicks, 10*c.TimeoutTicks)
+	setInt(&c.RequestAckTicks, d.RequestAckTicks)
+	setInt(&c.MaxRestarts, max(c.TimeoutTicks/c.ResendInterval, 1))
+	setInt(&c.PacerFIFOFraction, d.PacerFIFOFraction)
+	setInt(&c.PacerThreshold, d.PacerThreshold)
+	setInt(&c.AllowanceTicks, d.AllowanceTicks)
+	c.PacerFIFOFraction = max(c.PacerFIFOFraction, 0)
+	setInt(&c.Grant.MaxIncoming, d.Grant.MaxIncoming)
+	setInt(&c.Grant.MaxOvercommit, d.Grant.MaxOvercommit)
+	setInt(&c.Grant.FIFOFraction, d.Grant.FIFOFraction)
+	setInt(&c.Grant.FIFOIncrement, d.Grant.FIFOIncrement)
+	c.Grant.FIFOFraction = max(c.Grant.FIFOFraction, 0)
+	if c.Cutoffs == (sched.Cutoffs{}) {
+		c.Cutoffs = d.Cutoffs
+	}
+	if c.Incast.UnschedBytes == 0 {
+		c.Incast.UnschedBytes = c.UnschedBytes
+	}
+	if c.TickNs == 0 {
+		c.TickNs = d.TickNs
+	}
+	if c.MaxNICQueueNs == 0 {
+		c.MaxNICQueueNs = d.MaxNICQueueNs
+	}
+	c.Grant.MaxSchedPrio = c.Cutoffs.MaxSchedPrio()
+	return c
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Clock == nil:
+		return errors.New("engine: Config.Clock is nil")
+	case wire.PayloadPerPacket(c.MTU, wire.IPv4MinHeaderLen) < 1:
+		return fmt.Errorf("engine: MTU %d leaves no room for data", c.MTU)
+	case c.MaxMessageLength < 1:
+		return fmt.Errorf("engine: MaxMessageLength %d", c.MaxMessageLength)
+	case c.VLAN > 4094:
+		return fmt.Errorf("engine: VLAN %d out of range 0..4094", c.VLAN)
+	case c.Grant.MaxIncoming < 1:
+		return fmt.Errorf("engine: Grant.MaxIncoming %d", c.Grant.MaxIncoming)
+	case c.MaxStagingBytes < stageChunkSize:
+		return fmt.Errorf("engine: MaxStagingBytes %d below one staging chunk (%d)", c.MaxStagingBytes, stageChunkSize)
+	}
+	for _, b := range []struct {
+		name string
+		v    int
+	}{
+		{"MaxGaps", c.MaxGaps}, {"MaxResendsPerRPC", c.MaxResendsPerRPC}, {"MaxResendBytes", c.MaxResendBytes},
+		{"MaxServerRPCs", c.MaxServerRPCs}, {"MaxServerRPCsPerPeer", c.MaxServerRPCsPerPeer},
+		{"MaxRecvHeapBytes", c.MaxRecvHeapBytes}, {"MaxPeers", c.MaxPeers}, {"PeerIdleTicks", c.PeerIdleTicks},
+		{"MaxRestarts", c.MaxRestarts},
+	} {
+		if b.v < 1 {
+			return fmt.Errorf("engine: %s %d, want at least 1", b.name, b.v)
+		}
+	}
+	return nil
+}
