@@ -30,8 +30,8 @@
 //     payload of messages given with SendRef or ReplyRef (a PayloadRef the
 //     transmit side understands) from their own memory.
 //
-// Where to start reading: config.go (Config: every knob and bound, with its default), endpoint.go (New, ReceiveLink's dispatch,
-// Run), then rpc.go (the RPC life cycle and the application's Port API),
+// Where to start reading: config.go (Config: every knob and bound, with
+// its default), endpoint.go (New, ReceiveLink's dispatch, Run), then rpc.go (the RPC life cycle and the application's Port API),
 // outgoing.go (segmentation, pacing, GRANT and RESEND handling),
 // incoming.go (reassembly, server RPC creation, acks, RPC_UNKNOWN),
 // recvbuf.go (memory for incoming messages: staging, commit),
