@@ -153,13 +153,7 @@ func (e *Endpoint) awaitNeighbour(r *rpc) {
 // resolve: a client RPC fails with ErrPeerUnknown, a server RPC's
 // response is discarded.
 func (e *Endpoint) unresolved(r *rpc) {
-	if r.client {
-		e.m.ClientRPCsUnresolved++
-		e.fail(r, ErrPeerUnknown)
-		return
-	}
-	e.m.ServerResponsesUnresolved++
-	e.end(r)
+	e.giveUp(r, ErrPeerUnknown, &e.m.ClientRPCsUnresolved, &e.m.ServerResponsesUnresolved)
 }
 
 // stopWaiting takes r (ending, or released) off its peer's waiting list.

@@ -65,12 +65,18 @@ func (e *Endpoint) checkRPC(r *rpc) {
 // timeout ends r after TimeoutTicks: a client RPC fails with ErrTimeout,
 // a server RPC is dropped.
 func (e *Endpoint) timeout(r *rpc) {
+	e.giveUp(r, ErrTimeout, &e.m.RPCTimeouts, &e.m.ServerRPCDiscards)
+}
+
+// giveUp ends r: a client RPC fails with err, counted in *client; a
+// server RPC is dropped, counted in *server.
+func (e *Endpoint) giveUp(r *rpc, err error, client, server *uint64) {
 	if r.client {
-		e.m.RPCTimeouts++
-		e.fail(r, ErrTimeout)
+		*client++
+		e.fail(r, err)
 		return
 	}
-	e.m.ServerRPCDiscards++
+	*server++
 	e.end(r)
 }
 
