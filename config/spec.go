@@ -16,6 +16,8 @@ import (
 	"net"
 	"net/netip"
 	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
 // Spec is the daemon's whole configuration.
@@ -191,7 +193,7 @@ type MempoolSpec struct {
 
 // FrameOverhead is what a frame adds to its IP packet: the Ethernet
 // header and an 802.1Q tag.
-const FrameOverhead = 18
+const FrameOverhead = wire.FrameOverhead
 
 // DataRoomFor is the data room of a port's mbufs: m.DataRoom if set, else
 // its MTU plus FrameOverhead rounded up to a KB, at least 2 KB (so 2 KB at
@@ -200,5 +202,5 @@ func (m MempoolSpec) DataRoomFor(mtu int) int {
 	if m.DataRoom > 0 {
 		return m.DataRoom
 	}
-	return max(2048, (mtu+FrameOverhead+1023)/1024*1024)
+	return wire.BufferRoom(mtu)
 }

@@ -47,19 +47,7 @@ func pairHosts(t *testing.T, c PairConfig) (a, b *Host) {
 	t.Helper()
 	dpdktest.Need(t)
 	ringSeq++
-	room := max(2048, (max(c.MTU, 1500)+18+1023)/1024*1024) // a frame of the MTU with a VLAN tag, as the daemon sizes it
-	pool, err := dpdk.NewPktMbufPool(fmt.Sprintf("hl%d", ringSeq), 8192, 0, uint16(room+dpdk.PktmbufHeadroom), dpdk.SocketIDAny)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Free)
-	// Cleanups run last-registered first: this one runs after the hosts
-	// have drained and the ports have been emptied.
-	t.Cleanup(func() {
-		if pool.InUse() != 0 {
-			t.Errorf("%d mbufs leaked", pool.InUse())
-		}
-	})
+	pool := dpdktest.Pool(t, fmt.Sprintf("hl%d", ringSeq), 8192, wire.BufferRoom(max(c.MTU, 1500)))
 	start := time.Now()
 	c.Name, c.Pool, c.ARP = fmt.Sprintf("hl%d", ringSeq), pool, 10*time.Millisecond
 	c.Clock = func() int64 { return int64(time.Since(start)) + 1e9 }

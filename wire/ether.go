@@ -173,3 +173,12 @@ func (f *EthernetFields) Encode(b []byte) int {
 func (e Ethernet) Fields() EthernetFields {
 	return EthernetFields{Dst: e.Dst(), Src: e.Src(), Type: e.Type()}
 }
+
+// FrameOverhead is what a frame adds to its IP packet at most: the
+// Ethernet header and an 802.1Q tag.
+const FrameOverhead = EthernetHeaderLen + VLANTagLen
+
+// BufferRoom is the buffer a frame of an IP MTU needs, rounded up to a KB
+// and at least 2 KB (2 KB at MTU 1500, 9 KB at 9000): how mbufs are sized
+// so that every frame of a port fits in one.
+func BufferRoom(mtu int) int { return max(2048, (mtu+FrameOverhead+1023)/1024*1024) }

@@ -67,3 +67,22 @@ func Need(t testing.TB) {
 	}
 	t.Skipf("skipping DPDK test: %s", state.reason)
 }
+
+// Pool makes an mbuf pool of n mbufs with dataRoom bytes each (after
+// DPDK's headroom) for the test, freed at its end, after a check that no
+// mbuf is still out (registered first, so it runs after the cleanups the
+// test registers later: its pairs' drain and close).
+func Pool(t testing.TB, name string, n, dataRoom int) *dpdk.Mempool {
+	t.Helper()
+	pool, err := dpdk.NewPktMbufPool(name, uint32(n), 0, uint16(dataRoom+dpdk.PktmbufHeadroom), dpdk.SocketIDAny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Free)
+	t.Cleanup(func() {
+		if pool.InUse() != 0 {
+			t.Errorf("%d mbufs leaked", pool.InUse())
+		}
+	})
+	return pool
+}

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/dpdk/dpdktest"
 	"github.com/homa-dpdk/homa-dpdk/host"
+	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
 var seq atomic.Int64
@@ -29,20 +29,7 @@ func Pair(t testing.TB, c host.PairConfig) *host.Pair {
 		c.Name = fmt.Sprintf("ht%d", seq.Add(1))
 	}
 	if c.Pool == nil {
-		room := max(2048, (max(c.MTU, 1500)+18+1023)/1024*1024) // a frame of the MTU with a VLAN tag
-		pool, err := dpdk.NewPktMbufPool(c.Name, 8192, 0, uint16(room+dpdk.PktmbufHeadroom), dpdk.SocketIDAny)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(pool.Free)
-		// Cleanups run last-registered first: this one after the pair
-		// has closed and its ports have been emptied.
-		t.Cleanup(func() {
-			if pool.InUse() != 0 {
-				t.Errorf("%d mbufs leaked", pool.InUse())
-			}
-		})
-		c.Pool = pool
+		c.Pool = dpdktest.Pool(t, c.Name, 8192, wire.BufferRoom(max(c.MTU, 1500)))
 	}
 	if c.Clock == nil {
 		_, c.Clock, c.WallOff = host.NewClock()
