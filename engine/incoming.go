@@ -444,9 +444,14 @@ func (e *Endpoint) maybeSendCutoffs(r *rpc) {
 
 // handleRPCUnknown: the peer has no state for r. A client whose response
 // has not started resends its request from the start (the server lost or
-// never saw it); one whose response had started fails with
-// ErrPeerRestarted. A server drops the RPC (the client has forgotten it,
-// e.g. it restarted).
+// never saw it). One whose response has started fails with
+// ErrPeerRestarted, but only once it has been asking for the rest: silent
+// for ResendTicks, so that its RESEND went out and nothing came back but
+// this. An RPC_UNKNOWN that reaches it while response bytes still flow
+// answered an older packet (a RESEND that overtook the request on a
+// higher priority, say) and is ignored (StaleUnknowns); a server that has
+// truly lost the RPC answers the next RESEND with RPC_UNKNOWN again. A
+// server drops the RPC (the client has forgotten it, e.g. it restarted).
 //
 // RPC_UNKNOWN is no sign of progress, so it does not reset the client's
 // silence, and restarts are bounded: at most one per ResendInterval
@@ -467,6 +472,8 @@ func (e *Endpoint) handleRPCUnknown(f *wire.Frame) {
 	case !r.client:
 		e.m.ServerRPCDiscards++
 		e.end(r)
+	case r.in.length != 0 && r.silentTicks < e.cfg.ResendTicks:
+		e.m.StaleUnknowns++
 	case r.in.length != 0:
 		e.fail(r, ErrPeerRestarted)
 	case r.restarts > 0 && e.ticks-r.lastRestart < uint64(e.cfg.ResendInterval):

@@ -114,15 +114,19 @@ type Metrics struct {
 	// restarts (client_rpc_restarts_exhausted; in RPCTimeouts too).
 	RPCRestartsLimited   uint64
 	RPCRestartsExhausted uint64
-	PeerNewEntries       uint64 // peer_new_entries
-	PeersEvicted         uint64 // peers_evicted: idle peers dropped, aged out or to make room
-	ThrottleListAdds     uint64 // throttle_list_adds: messages deferred by the pacer
-	GrantKeepalives      uint64 // grant_keepalives: GRANTs repeating an offset to a silent sender
-	AcksReceived         uint64 // acks_received: server RPCs freed by an ack
-	ICMPPortUnreach      uint64 // icmp_port_unreachable_sent
-	ICMPReceived         uint64 // icmp_port_unreachable_rcvd
-	TimerTicksSkipped    uint64 // timer_ticks_skipped: ticks not run because Run came late
-	ZeroCopyPackets      uint64 // zero_copy_data_packets: DATA sent from the message's memory (DataSender)
+	// StaleUnknowns counts RPC_UNKNOWNs ignored by a client RPC whose
+	// response was arriving: they answered an older packet
+	// (client_rpc_stale_unknowns).
+	StaleUnknowns     uint64
+	PeerNewEntries    uint64 // peer_new_entries
+	PeersEvicted      uint64 // peers_evicted: idle peers dropped, aged out or to make room
+	ThrottleListAdds  uint64 // throttle_list_adds: messages deferred by the pacer
+	GrantKeepalives   uint64 // grant_keepalives: GRANTs repeating an offset to a silent sender
+	AcksReceived      uint64 // acks_received: server RPCs freed by an ack
+	ICMPPortUnreach   uint64 // icmp_port_unreachable_sent
+	ICMPReceived      uint64 // icmp_port_unreachable_rcvd
+	TimerTicksSkipped uint64 // timer_ticks_skipped: ticks not run because Run came late
+	ZeroCopyPackets   uint64 // zero_copy_data_packets: DATA sent from the message's memory (DataSender)
 	// RPCsWaitingResolution counts the times an RPC's packets had to
 	// wait for its peer's link address (rpcs_waiting_resolution;
 	// Endpoint.NumWaitingResolution is how many wait now).
@@ -172,6 +176,7 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("client_rpc_restarts", m.RPCRestarts)
 	fn("client_rpc_restarts_limited", m.RPCRestartsLimited)
 	fn("client_rpc_restarts_exhausted", m.RPCRestartsExhausted)
+	fn("client_rpc_stale_unknowns", m.StaleUnknowns)
 	fn("peer_new_entries", m.PeerNewEntries)
 	fn("peers_evicted", m.PeersEvicted)
 	fn("throttle_list_adds", m.ThrottleListAdds)
