@@ -29,7 +29,7 @@ type session struct {
 	releasing []sendRef
 	pushed    bool
 	closing   bool
-	outst     int           // client RPCs in flight plus unanswered requests
+	outst     int           // client RPCs in flight plus requests committed (filling or unanswered)
 	state     sessionState  // where it is in its life (lifecycle.go)
 	gone      chan struct{} // closed when the loop has let the session go
 }
@@ -290,6 +290,13 @@ func (ws *session) abort(sub *shm.Submission) {
 // reassembled straight into the receive pool and delivered as
 // completions; sent messages are read from the arena until OutDone.
 // A server port's hooks carry its number (server); a client port's, 0.
+//
+// The engine asks RecvBuf only when a message is committed (its first
+// min(length, unscheduled bytes) have arrived), never for a length a
+// packet merely claims; and a request counts toward MaxOutstanding from
+// that moment, filling or delivered, until it is answered or ends. So a
+// stranger's packets reserve no pages until it has sent real bytes, and
+// then at most MaxOutstanding requests' worth, until they time out.
 func (ws *session) hooks(server uint16) engine.PortHooks {
 	return engine.PortHooks{
 		Deliver: func(m engine.Message) { ws.deliver(m, server) },
@@ -304,11 +311,17 @@ func (ws *session) hooks(server uint16) engine.PortHooks {
 				ws.hub.counters.NoRecvSpace++
 				return nil, false
 			}
+			if server != 0 {
+				ws.outst++ // a request counts from its commit, not its delivery
+			}
 			off := page * shm.PageSize
 			return ws.Pool[off : off+n], true
 		},
-		FreeRecvBuf: func(buf []byte) {
+		FreeRecvBuf: func(buf []byte) { // a message that ended before delivery
 			ws.Pages.Release(ws.pageOf(buf), shm.PagesFor(len(buf)))
+			if server != 0 {
+				ws.outst--
+			}
 		},
 		OutDone: ws.outDone,
 	}
@@ -338,8 +351,7 @@ func (ws *session) deliver(m engine.Message, port uint16) {
 	if m.Request {
 		c.Op = shm.CompRequest
 		c.Port = port
-		ws.requests[rpcRef{ip: m.Peer.IP, id: m.ID}] = ws.servers[port]
-		ws.outst++
+		ws.requests[rpcRef{ip: m.Peer.IP, id: m.ID}] = ws.servers[port] // counted in outst since RecvBuf
 	} else {
 		c.Op = shm.CompResponse
 		ws.outst--
