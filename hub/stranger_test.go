@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homa-dpdk/homa-dpdk/engine/memnet"
 	"github.com/homa-dpdk/homa-dpdk/shm"
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
@@ -12,7 +13,7 @@ import (
 // DATA for requests it makes up and ignores whatever comes back.
 type stranger struct {
 	n    *testNet
-	mh   interface{ Send([]byte); MAC() [6]byte }
+	mh   *memnet.Host
 	ip   [4]byte
 	next uint64 // next client RPC id
 }
@@ -66,7 +67,7 @@ func TestHub_strangersPacketsReserveNoPoolPages(t *testing.T) {
 		calls.do(func() { c = b.hub.counts() })
 		return c
 	}
-	var sent uint64 // DATA packets the stranger sent
+	var sent uint64    // DATA packets the stranger sent
 	settle := func() { // until b's engine has had them all
 		deadline := time.Now().Add(10 * time.Second)
 		for {
