@@ -357,7 +357,9 @@ func (p *Port) deliver(m Message, private bool) {
 		return
 	}
 	if private {
-		p.private[m.ID] = &m
+		res := new(Message) // here only: taking m's address would move every m to the heap
+		*res = m
+		p.private[m.ID] = res
 		return
 	}
 	p.queue = append(p.queue, m)
