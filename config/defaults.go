@@ -14,6 +14,7 @@ var defaults = map[string]any{
 	"protocol.window":               0,
 	"protocol.grant_fifo_fraction":  0.05,
 	"protocol.fifo_grant_increment": 50_000,
+	"protocol.grant_increment":      10_000,
 	"protocol.unsched_cutoffs":      []int{200, 2800, 15_000, 1_000_000},
 	"protocol.tick":                 time.Millisecond,
 	"protocol.resend_ticks":         5,

@@ -77,6 +77,7 @@ type ProtocolSpec struct {
 	Window             int     `mapstructure:"window"`               // bytes granted past a message's received bytes; 0 = dynamic, max_incoming/(active+1)
 	GrantFIFOFraction  float64 `mapstructure:"grant_fifo_fraction"`  // share of grants to the oldest message
 	FIFOGrantIncrement int     `mapstructure:"fifo_grant_increment"` // bytes per FIFO grant
+	GrantIncrement     int     `mapstructure:"grant_increment"`      // least raise of a message's grant, bytes (1: any)
 	// UnschedCutoffs are the initial cutoffs for priorities 7 down to 0
 	// (bytes; a message goes at the highest priority whose cutoff is at
 	// least its length); 0 ends the list.

@@ -203,6 +203,7 @@ func (h *ProtocolSpec) validate(p *problems) {
 	p.intRange("protocol.max_message", h.MaxMessage, 1, 1<<31-1)
 	p.intRange("protocol.unsched_bytes", h.UnschedBytes, 1, h.MaxMessage)
 	p.intRange("protocol.max_incoming", h.MaxIncoming, 1, 1<<30)
+	p.intRange("protocol.grant_increment", h.GrantIncrement, 1, 1<<30)
 	p.intRange("protocol.max_overcommit", h.MaxOvercommit, 1, 64)
 	p.intRange("protocol.window", h.Window, 0, 1<<30)
 	p.fraction("protocol.grant_fifo_fraction", h.GrantFIFOFraction)

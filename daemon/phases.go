@@ -114,6 +114,7 @@ func (d *Daemon) hostConfigFor(i int, clock func() int64, wallOff int64) (host.C
 	ec.MTU, ec.UnschedBytes, ec.MaxMessageLength = ps.MTU, h.UnschedBytes, h.MaxMessage
 	ec.Grant.MaxIncoming, ec.Grant.MaxOvercommit = h.MaxIncoming, h.MaxOvercommit
 	ec.Grant.FIFOIncrement, ec.Grant.Window = h.FIFOGrantIncrement, h.Window
+	ec.Grant.Increment = h.GrantIncrement
 	ec.Grant.FIFOFraction = int(h.GrantFIFOFraction * 1000)
 	ec.TickNs = h.Tick.Nanoseconds()
 	ec.ResendTicks, ec.ResendInterval, ec.TimeoutTicks, ec.RequestAckTicks = h.ResendTicks, h.ResendInterval, h.TimeoutTicks, h.RequestAckTick

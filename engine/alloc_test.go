@@ -21,6 +21,7 @@ func newSinkEndpoint(t *testing.T, last byte) (*Endpoint, *sink) {
 	cfg.IP = [4]byte{10, 0, 0, last}
 	cfg.Clock = func() int64 { return 0 }
 	cfg.Resolve = allReachable()
+	cfg.Grant.Increment = 1 // a GRANT per DATA packet
 	e, err := New(cfg, tx)
 	if err != nil {
 		t.Fatal(err)

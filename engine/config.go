@@ -204,6 +204,7 @@ func (c Config) withDefaults() Config {
 	setInt(&c.Grant.MaxOvercommit, d.Grant.MaxOvercommit)
 	setInt(&c.Grant.FIFOFraction, d.Grant.FIFOFraction)
 	setInt(&c.Grant.FIFOIncrement, d.Grant.FIFOIncrement)
+	setInt(&c.Grant.Increment, d.Grant.Increment)
 	c.Grant.FIFOFraction = max(c.Grant.FIFOFraction, 0)
 	if c.Cutoffs == (sched.Cutoffs{}) {
 		c.Cutoffs = d.Cutoffs

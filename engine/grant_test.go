@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
 func TestGrant_shorterMessageGetsHigherLevel(t *testing.T) {
@@ -113,5 +115,31 @@ func TestGrant_owedWhileTransmitterBusySentOnNextRun(t *testing.T) {
 	}
 	if len(s.e.owedGrants) != 0 || s.e.NextDeadline() != s.e.nextTick {
 		t.Fatalf("%d grants still owed", len(s.e.owedGrants))
+	}
+}
+
+// With the default grant increment (10,000 bytes), a receiver taking a
+// 1 MB message one packet at a time sends a GRANT every 8 DATA packets
+// of 1,424 bytes (7 raise it by only 9,968), not one per packet: after
+// the first GRANT opens the window (200,000 bytes), about 800,000 / 11,392
+// more. The message arrives whole.
+func TestGrant_incrementSpacesGrants(t *testing.T) {
+	n := newTestNet(t)
+	dflt := func(c *Config) { c.Grant.Increment = 0 } // 0 takes the default
+	c := n.addHost("c", 1, dflt)
+	s := n.addHost("s", 2, dflt)
+	srv, _ := s.e.Bind(99)
+	cli, _ := c.e.OpenClient()
+	want := msg(1_000_000, 3)
+	cli.Send(Addr{IP: s.ip, Port: 99}, want)
+	n.flush()
+	m := receive(t, srv)
+	if !bytes.Equal(m.Data, want) {
+		t.Fatalf("request of %d bytes arrived as %d", len(want), len(m.Data))
+	}
+	sm, cm := s.e.Metrics(), c.e.Metrics()
+	grants, data := sm.PacketsSent[wire.TypeGrant-wire.TypeData], cm.PacketsSent[0]
+	if data != 703 || grants < 68 || grants > 76 {
+		t.Fatalf("%d GRANTs for %d DATA packets; want 703 DATA, 68..76 GRANTs", grants, data)
 	}
 }

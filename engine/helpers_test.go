@@ -111,6 +111,7 @@ func (n *testNet) addHost(name string, last byte, mod func(*Config)) *testHost {
 		return nil
 	}
 	cfg.IDSeed = 100
+	cfg.Grant.Increment = 1 // a GRANT for every raise: the logs show each decision
 	if mod != nil {
 		mod(&cfg)
 	}

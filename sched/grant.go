@@ -28,12 +28,22 @@ type GrantConfig struct {
 	// MaxSchedPrio is the highest priority used for scheduled bytes (3
 	// with the kernel's default cutoffs; see Cutoffs.MaxSchedPrio).
 	MaxSchedPrio int
+
+	// Increment is the least a grant raises a message's offset by
+	// (kernel grant_increment, 10,000 bytes; 1 or less: any raise):
+	// smaller raises wait until they add up, unless they grant the
+	// message's last bytes or change its priority. A GRANT then comes
+	// every few DATA packets instead of after each batch of one or two,
+	// and a message's granted-but-unreceived bytes range between its
+	// window less Increment and its window. It is capped at half the
+	// window, so a raise always fits.
+	Increment int
 }
 
 // DefaultGrantConfig returns the kernel's defaults.
 func DefaultGrantConfig() GrantConfig {
 	return GrantConfig{MaxIncoming: 400_000, MaxOvercommit: 8, FIFOFraction: 50,
-		FIFOIncrement: 50_000, MaxSchedPrio: 3}
+		FIFOIncrement: 50_000, MaxSchedPrio: 3, Increment: 10_000}
 }
 
 // GrantMsg is the scheduler's view of one incoming message. The engine
@@ -247,6 +257,9 @@ func (s *GrantScheduler) Schedule() []Grant {
 				break
 			}
 			continue
+		}
+		if inc < min(s.cfg.Increment, window/2) && m.Granted+inc < m.Length && prio == m.Priority {
+			continue // too small a raise to be worth a GRANT yet
 		}
 		m.Granted += inc
 		m.Priority = prio

@@ -42,6 +42,49 @@ func TestGrantScheduler_singleMessageUsesLowestLevel(t *testing.T) {
 	}
 }
 
+// A grant grows in steps of at least Increment: raises below it wait
+// until they add up, except one that grants the message's last bytes or
+// changes its priority.
+func TestGrantScheduler_raisesBelowIncrementWait(t *testing.T) {
+	cfg := DefaultGrantConfig()
+	cfg.Window = 100_000
+	s := NewGrantScheduler(cfg, 4)
+	a := newMsg("a", 230_000, 40_000)
+	s.Add(a)
+	want := func(step, log string) {
+		t.Helper()
+		if got := grantLog(s.Schedule()); got != log {
+			t.Fatalf("%s: grants:\n%swant:\n%s", step, got, log)
+		}
+	}
+	want("first", "a 100000@0\n")
+	for _, r := range []int{4_000, 9_999} { // raises of 4,000 and 9,999: too small
+		a.Received = r
+		s.Update(a)
+		want(fmt.Sprintf("received %d", r), "")
+	}
+	a.Received = 10_000
+	s.Update(a)
+	want("received 10000", "a 110000@0\n")
+	// A longer message arrives: a, still first, moves up a level (two
+	// active messages use two levels), so even a small raise goes out.
+	b := newMsg("b", 1_000_000, 10_000)
+	s.Add(b)
+	a.Received = 11_000
+	s.Update(a)
+	want("b arrives", "a 111000@1\nb 100000@0\n")
+	a.Received = 12_000
+	s.Update(a)
+	want("same level", "")
+	s.Remove(b) // back to the lowest level
+	a.Received = 125_000
+	s.Update(a)
+	want("b gone", "a 225000@0\n")
+	a.Received = 130_000 // a raise of 5,000: below the increment, but the last bytes
+	s.Update(a)
+	want("last bytes", "a 230000@0\n")
+}
+
 func TestGrantScheduler_srptRanksAndDynamicWindow(t *testing.T) {
 	s := NewGrantScheduler(DefaultGrantConfig(), 4)
 	long := newMsg("long", 900_000, 40_000)
@@ -231,10 +274,14 @@ func TestGrantScheduler_properties(t *testing.T) {
 			if sum != s.Outstanding() || len(gs) > 0 && s.incoming() > cfg.MaxIncoming {
 				t.Fatalf("seed %d: outstanding %d (scheduler %d), max %d", seed, sum, s.Outstanding(), cfg.MaxIncoming)
 			}
+			// The shortest message is granted its window, less a raise
+			// smaller than the increment, whenever that fits.
 			fifoWaiting := s.fifoDue()
-			if shortest != nil && !fifoWaiting && s.incoming() < cfg.MaxIncoming {
-				want := min(shortest.Length, shortest.Received+cfg.MaxIncoming/(n+1))
-				if shortest.Granted < want {
+			window := cfg.MaxIncoming / (n + 1)
+			step := min(cfg.Increment, window/2)
+			if shortest != nil && !fifoWaiting && s.incoming() < cfg.MaxIncoming-step {
+				want := min(shortest.Length, shortest.Received+window)
+				if shortest.Granted < want-step || shortest.Granted < want && want == shortest.Length {
 					t.Fatalf("seed %d step %d: shortest %v granted %d, want ≥ %d (grants %s) outstanding %d max %d n %d", seed, step, shortest.Owner, shortest.Granted, want, grantLog(gs), s.Outstanding(), cfg.MaxIncoming, n)
 				}
 			}
