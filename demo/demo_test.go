@@ -50,3 +50,22 @@ func TestRunDemo_homaHostsExchangeRPCs(t *testing.T) {
 		t.Errorf("capture holds Homa types %v; want DATA (10), GRANT (11) and ACK (18) or NEED_ACK (17)", types)
 	}
 }
+
+func TestWorkersConfig_validate(t *testing.T) {
+	for _, c := range []struct {
+		cfg  WorkersConfig
+		want string // "" for valid
+	}{
+		{WorkersConfig{}, ""},
+		{WorkersConfig{Link: "memif"}, ""},
+		{WorkersConfig{Link: "ring"}, ""},
+		{WorkersConfig{Link: "memif", MemifPeers: "a,b"}, ""},
+		{WorkersConfig{Link: "tap"}, `--link "tap": want memif or ring`},
+		{WorkersConfig{Link: "ring", MemifPeers: "a,b"}, "--link ring with --memif-peers"},
+	} {
+		err := c.cfg.Validate()
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)
+		}
+	}
+}

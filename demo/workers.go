@@ -30,9 +30,29 @@ type WorkersConfig struct {
 	// servers (e.g. dpdk-testpmd forwarding between them) instead of a
 	// memif pair.
 	MemifPeers string
-	Duration   time.Duration // 0: until SIGINT or SIGTERM
+	// Link is what joins the two hosts: "memif" (the default, "" too), a
+	// net_memif pair, which copies every byte into and out of its shared
+	// rings; or "ring", a net_ring pair, which passes the mbufs themselves
+	// (no copy, as a NIC's DMA), both ends in this process.
+	Link     string
+	Duration time.Duration // 0: until SIGINT or SIGTERM
 	Out        io.Writer
 }
+
+// Validate checks the configuration's flags before EAL comes up.
+func (c WorkersConfig) Validate() error {
+	switch {
+	case c.Link != "" && c.Link != "memif" && c.Link != "ring":
+		return fmt.Errorf("--link %q: want memif or ring", c.Link)
+	case c.Link == "ring" && c.MemifPeers != "":
+		return fmt.Errorf("--link ring with --memif-peers: the memif peers are the link; leave one out")
+	}
+	return nil
+}
+
+// ringTxQueues is the TX queues of each ring port with --link ring: one
+// per priority, all feeding the one ring to the other port.
+const ringTxQueues = 8
 
 // workersYAML is the template of ServeWorkers' daemon config.
 //
@@ -58,7 +78,19 @@ func ServeWorkers(cfg WorkersConfig) error {
 	sock := filepath.Join(memifDir, "memif.sock")
 	devs := [2]string{"net_memif_demo0,role=server,id=0,socket=" + sock + ",socket-abstract=no",
 		"net_memif_demo1,role=client,id=0,socket=" + sock + ",socket-abstract=no"}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
 	txq, via := 2, "a net_memif pair"
+	if cfg.Link == "ring" {
+		ports, rings, err := host.NewRingPorts(ringName, ringTxQueues)
+		defer host.CloseRingPorts(ports, rings)
+		if err != nil {
+			return err
+		}
+		devs = [2]string{"net_ring_" + ringName + "0", "net_ring_" + ringName + "1"}
+		txq, via = ringTxQueues, "a net_ring pair (no copy in the link)"
+	}
 	if cfg.MemifPeers != "" {
 		a, b, ok := strings.Cut(cfg.MemifPeers, ",")
 		if !ok || a == "" || b == "" {

@@ -16,7 +16,7 @@ import (
 // config file: the README's first command.
 func demoCmd() *cobra.Command {
 	cfg := demo.Config{Duration: 10 * time.Second, Concurrency: 8}
-	var sizes, workers, memifPeers string
+	var sizes, workers, memifPeers, link string
 	var seconds float64
 	var pmd bool
 	c := &cobra.Command{
@@ -48,7 +48,7 @@ loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
 			}
 			cfg.Duration = time.Duration(seconds * float64(time.Second))
 			cfg.Out = cmd.OutOrStdout()
-			wc := demo.WorkersConfig{Dir: workers, MemifPeers: memifPeers, Out: cfg.Out}
+			wc := demo.WorkersConfig{Dir: workers, MemifPeers: memifPeers, Link: link, Out: cfg.Out}
 			if workers != "" && cmd.Flags().Changed("seconds") {
 				wc.Duration = cfg.Duration // otherwise until interrupted
 			}
@@ -58,6 +58,8 @@ loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
 				}
 			} else if seconds < 0 {
 				return fmt.Errorf("--seconds %v: want a positive duration", seconds)
+			} else if err := wc.Validate(); err != nil {
+				return err
 			}
 			mem := dpdk.ProbeMemory()
 			if _, err := dpdk.Init(ealArgs(cmd, args, "0,1", mem)); err != nil {
@@ -78,6 +80,7 @@ loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
 	f.IntVar(&cfg.CaptureLast, "capture-last", 0, "keep only the last N packets in the capture")
 	f.BoolVar(&pmd, "pmd", false, "run the forwarding benchmark instead")
 	f.StringVar(&workers, "workers", "", "serve shared-memory workers on sockets in this directory until interrupted, instead of the demo's RPCs")
+	f.StringVar(&link, "link", "memif", "with --workers: what joins the two hosts, memif (a net_memif pair: each byte copied into and out of its rings) or ring (a net_ring pair: the mbufs change hands, no copy)")
 	f.StringVar(&memifPeers, "memif-peers", "", "with --workers: SOCK0,SOCK1 — join the hosts through these memif servers (e.g. dpdk-testpmd forwarding between them) instead of a memif pair")
 	return c
 }
