@@ -36,7 +36,7 @@ type WorkersConfig struct {
 	// (no copy, as a NIC's DMA), both ends in this process.
 	Link     string
 	Duration time.Duration // 0: until SIGINT or SIGTERM
-	Out        io.Writer
+	Out      io.Writer
 }
 
 // Validate checks the configuration's flags before EAL comes up.
