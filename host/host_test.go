@@ -131,7 +131,8 @@ func runRPCs(t *testing.T, a, b *Host, sizes []int) {
 	}
 }
 
-// Jumbo frames: with MTU 9000 and mbufs sized for it, every full DATA
+// Jumbo frames: with MTU 9000 on the ring ports (which have no set-MTU
+// operation: SetupPort gives it to configure) and mbufs sized for it, every full DATA
 // packet carries 8,924 message bytes, and RPCs of 1 B to 1 MB arrive
 // byte-exact.
 func TestHostLoop_jumboFrames(t *testing.T) {

@@ -103,7 +103,7 @@ func (rp *Pair) ringPorts(c PairConfig) error {
 		return err
 	}
 	for i, p := range rp.ports {
-		if rp.setup[i], err = SetupPort(p, PortSetup{TxQueues: c.TxQueues, RxQueues: 1, Pool: c.Pool}); err != nil {
+		if rp.setup[i], err = SetupPort(p, PortSetup{TxQueues: c.TxQueues, RxQueues: 1, Pool: c.Pool, MTU: c.MTU}); err != nil {
 			return fmt.Errorf("%s: %w", p.Name, err)
 		}
 	}

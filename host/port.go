@@ -1,8 +1,10 @@
 package host
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"syscall"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
@@ -88,7 +90,10 @@ func SetupPort(p *dpdk.Port, s PortSetup) (StartedPort, error) {
 	if txDesc == 0 {
 		txDesc = 1024
 	}
-	conf := dpdk.PortConf{}
+	// The MTU goes to configure, which checks it against the device's
+	// limits and records it: devices without an MTU of their own (net_ring)
+	// have no set-MTU operation, and take jumbo frames this way.
+	conf := dpdk.PortConf{MTU: uint16(s.MTU)}
 	if info.TxOffloadCapa&dpdk.TxOffloadIPv4Cksum != 0 {
 		conf.TxOffloads |= dpdk.TxOffloadIPv4Cksum // the NIC computes IPv4 header checksums
 	}
@@ -118,7 +123,10 @@ func SetupPort(p *dpdk.Port, s PortSetup) (StartedPort, error) {
 		}
 	}
 	if s.MTU != 0 {
-		if err := p.SetMTU(uint16(s.MTU)); err != nil && s.MTU != 1500 {
+		// Also set it on the device (configure only checks and records it
+		// for some drivers); one that has no such operation keeps what
+		// configure accepted.
+		if err := p.SetMTU(uint16(s.MTU)); err != nil && s.MTU != 1500 && !errors.Is(err, syscall.ENOTSUP) {
 			return st, &PortError{"mtu", err}
 		}
 	}
