@@ -27,7 +27,7 @@ var (
 	labels = []string{"host", "port"}
 	descs  = struct {
 		engine, drops, stack, tx, faults, queue, loop, port, xstat, capture, neigh, workers, workerGauge, loopGap *prometheus.Desc
-		link, linkUp, guard                                                                                       *prometheus.Desc
+		link, linkUp, guard, chained                                                                              *prometheus.Desc
 	}{
 		link:        prometheus.NewDesc("homa_port_link_total", "The port's link as its loop saw it: downs, ups, redials (restarts while down) and those that failed, packets dropped while down.", append(labels, "event"), nil),
 		linkUp:      prometheus.NewDesc("homa_port_link_up", "1 while the port's link is up (at its loop's last check, every 10 ms).", labels, nil),
@@ -44,6 +44,7 @@ var (
 		loop:        prometheus.NewDesc("homa_loop_total", "Polling loop counters.", append(labels, "counter"), nil),
 		port:        prometheus.NewDesc("homa_port_total", "DPDK port statistics (rte_eth_stats).", append(labels, "counter"), nil),
 		xstat:       prometheus.NewDesc("homa_port_xstat", "DPDK extended port statistics.", append(labels, "name"), nil),
+		chained:     prometheus.NewDesc("homa_rx_chained_total", "Chained frames received (a payload sent from a worker's memory by a host in this process): parsed in place, or joined into one buffer first (a copy).", append(labels, "how"), nil),
 		capture:     prometheus.NewDesc("homa_capture_dropped_total", "Packets the capture writer could not keep up with.", labels, nil),
 		neigh:       prometheus.NewDesc("homa_neighbours_total", "Neighbour table: ARP requests sent, failed resolutions, aged entries, entries refused at the bound, entries dropped once unused.", append(labels, "counter"), nil),
 	}
@@ -85,6 +86,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			counter(descs.queue, qs.Dropped, host, port, qn, "dropped")
 		}
 		counter(descs.capture, s.CapDropped, host, port)
+		counter(descs.chained, s.RxChainedInPlace, host, port, "in_place")
+		counter(descs.chained, s.RxChainedJoined, host, port, "joined")
 		nb := s.Neighbours
 		for name, v := range map[string]uint64{"arp_requests_sent": nb.Requests, "failures": nb.Failures,
 			"expired": nb.Expired, "table_full": nb.Full, "forgotten": nb.Forgotten} {

@@ -141,6 +141,14 @@ func TestWorkers_echoOverRingPair(t *testing.T) {
 	p, hubs, dir := workerPair(t, false)
 	echoWorkers(t, p, dir)
 	checkZeroCopy(t, p, hubs)
+	// The ring hands the chained packets over as they are: each arrives
+	// as headers and payload in two segments, parsed in place, never
+	// joined (copied) first.
+	for _, h := range p.Hosts {
+		if s := h.Snapshot(); s.RxChainedInPlace == 0 || s.RxChainedJoined != 0 {
+			t.Errorf("%s: %d chained frames parsed in place, %d joined; want some, 0", h.Addr(), s.RxChainedInPlace, s.RxChainedJoined)
+		}
+	}
 }
 
 func TestWorkers_echoOverMemifPair(t *testing.T) {

@@ -270,5 +270,8 @@ func (m *Mbuf) AppendData(dst []byte) []byte {
 	return dst
 }
 
+// Next returns the next segment of a chained mbuf, or nil for the last.
+func (m *Mbuf) Next() *Mbuf { return m.nextSeg() }
+
 // IsExternal reports whether the mbuf's data lives in an external buffer.
 func (m *Mbuf) IsExternal() bool { return m.OlFlags()&uint64(C.RTE_MBUF_F_EXTERNAL) != 0 }

@@ -79,7 +79,7 @@ func (e *Endpoint) handleData(f *wire.Frame) {
 		e.m.drop(DropBadLength)
 		return
 	}
-	offset, payload := d.Segment()
+	offset, payload := d.Offset(), f.Payload // Payload: also a split frame's second piece (wire.Link.Tail)
 	if !e.placeSegment(r, int(offset), payload) {
 		return
 	}

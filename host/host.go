@@ -34,12 +34,15 @@ type Host struct {
 	txBufs  [][]*dpdk.Mbuf
 	free    []*dpdk.Mbuf // freed together at the end of the pass
 	scratch []byte       // a chained frame made contiguous
-	link    wire.Link    // the link header of the frame being dispatched
-	arpBuf  []*dpdk.Mbuf // one mbuf for an ARP request
-	now     int64        // monotonic ns, read once per pass
-	clock   func() int64 // monotonic ns
-	wallOff int64        // add to now for Unix ns (capture timestamps)
-	apps    []App        // in-loop applications (the demo, the worker hub)
+	// Chained frames received: parsed in their two pieces (splitFrames),
+	// or copied into scratch first (joinedFrames).
+	splitFrames, joinedFrames uint64
+	link                      wire.Link    // the link header of the frame being dispatched
+	arpBuf                    []*dpdk.Mbuf // one mbuf for an ARP request
+	now                       int64        // monotonic ns, read once per pass
+	clock                     func() int64 // monotonic ns
+	wallOff                   int64        // add to now for Unix ns (capture timestamps)
+	apps                      []App        // in-loop applications (the demo, the worker hub)
 
 	stack    StackCounters
 	drops    [numRxDrops]uint64

@@ -83,14 +83,29 @@ func (h *Host) receive(m *dpdk.Mbuf) {
 func (h *Host) dispatch(m *dpdk.Mbuf, twice bool) {
 	d := m.Data()
 	chained := m.NumSegs() > 1
+	l := &h.link
 	if chained {
-		// A chained packet (a peer in this process sent a payload from a
-		// worker's memory): made contiguous for the engine, which copies
-		// what it keeps. The host stack answers only single segments.
+		// A chained packet: a peer in this process sent a payload from a
+		// worker's memory (headers, then the payload as an external
+		// buffer). Headers and payload stay where they are when the first
+		// segment holds exactly the headers (wire.SplitFits): the engine
+		// copies the payload straight from the second. Other chains are
+		// made contiguous first. The host stack answers only single
+		// segments.
+		if tail := m.Next(); m.NumSegs() == 2 && wire.ParseLink(d, l) == wire.DropNone && wire.SplitFits(l, tail.DataLen()) {
+			l.Tail = tail.Data()
+			h.splitFrames++
+			h.ep.ReceiveLink(l) // the engine copies what it keeps
+			if twice {
+				h.ep.ReceiveLink(l)
+			}
+			h.free = append(h.free, m)
+			return
+		}
+		h.joinedFrames++
 		h.scratch = m.AppendData(h.scratch[:0])
 		d = h.scratch
 	}
-	l := &h.link
 	if wire.ParseLink(d, l) != wire.DropNone {
 		h.drops[rxDropShort]++
 		h.free = append(h.free, m)

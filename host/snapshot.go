@@ -22,6 +22,9 @@ type Snapshot struct {
 	Faults     [3]uint64 // injected: dropped, duplicated, reordered
 	Queues     []nicq.QueueStats
 	CapDropped uint64 // packets the capture writer could not keep up with
+	// Chained frames received: parsed in place (headers and payload in
+	// two segments, nothing copied), or joined into one buffer first.
+	RxChainedInPlace, RxChainedJoined uint64
 	// Neighbours are the neighbour table's counters: ARP requests sent,
 	// resolutions that failed, learned entries that aged, new entries
 	// refused at the table's bound, entries dropped once no peer held them.
@@ -69,6 +72,7 @@ func (h *Host) publish() {
 	s := &h.box.snap
 	s.Engine = h.ep.Metrics()
 	s.RxDrops, s.Stack = h.drops, h.stack
+	s.RxChainedInPlace, s.RxChainedJoined = h.splitFrames, h.joinedFrames
 	s.NoBuffer, s.Busy = h.tx.NoBuffer, h.tx.Busy
 	s.Faults = [3]uint64{h.fault.Dropped, h.fault.Duplicated, h.fault.Reordered}
 	for q := range s.Queues {

@@ -55,7 +55,11 @@ func (b IPv4) IsValid() bool { return b.validate() == DropNone }
 
 // validate returns the first structural problem of b, in the order
 // ParseIPv4 reports them.
-func (b IPv4) validate() DropReason {
+func (b IPv4) validate() DropReason { return b.validateSpan(len(b)) }
+
+// validateSpan is validate for a packet of span bytes whose first len(b)
+// are in b: the header must be in b, the total length within span.
+func (b IPv4) validateSpan(span int) DropReason {
 	if len(b) < IPv4MinHeaderLen {
 		return DropShortIPHeader
 	}
@@ -69,7 +73,7 @@ func (b IPv4) validate() DropReason {
 	if hl > len(b) {
 		return DropShortIPHeader
 	}
-	if tl := int(b.TotalLength()); tl < hl || tl > len(b) {
+	if tl := int(b.TotalLength()); tl < hl || tl > span {
 		return DropBadTotalLength
 	}
 	return DropNone

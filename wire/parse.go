@@ -53,6 +53,10 @@ const (
 	// DropBadNumAcks: an ACK packet's num_acks exceeds MaxAcks.
 	DropBadNumAcks
 
+	// DropSplitHeaders: a frame in two pieces (Link.Tail) whose first
+	// piece holds more or less than the link, IPv4 and Homa headers.
+	DropSplitHeaders
+
 	// NumDropReasons is the number of reasons, DropNone included; size
 	// per-reason counter arrays with it.
 	NumDropReasons
@@ -61,7 +65,7 @@ const (
 var dropNames = [NumDropReasons]string{
 	"none", "short_frame", "not_ipv4", "short_ip_header", "bad_ip_version",
 	"bad_ihl", "bad_total_length", "bad_ip_checksum", "ip_fragment",
-	"not_homa", "short_homa_header", "bad_type", "bad_num_acks",
+	"not_homa", "short_homa_header", "bad_type", "bad_num_acks", "split_headers",
 }
 
 // String returns a snake_case name for r, suitable as a metric label.
@@ -99,7 +103,15 @@ type Link struct {
 	Ethernet Ethernet // the 14-byte header
 	VLAN     VLAN     // the 802.1Q tag, or nil
 	Type     uint16   // the EtherType after at most one tag
-	Payload  []byte   // what follows the link header (the L3 packet)
+	Payload  []byte   // what follows the link header (the L3 packet, or its headers when Tail is set)
+	// Tail, when not nil, is the rest of a frame that came in two pieces
+	// (a chained mbuf: the headers in one segment, the payload in an
+	// external buffer), which Payload does not hold: ParseHomaIPv4 then
+	// takes Payload as the IPv4 and Homa headers exactly and Tail as the
+	// message bytes, so the payload need not be copied to sit after its
+	// headers. ParseLink sets it to nil; SplitFits says whether a split
+	// frame can be parsed so.
+	Tail []byte
 }
 
 // ParseLink decodes the Ethernet header of b and its 802.1Q tag, if any,
@@ -125,7 +137,7 @@ func ParseLink(b []byte, l *Link) DropReason {
 		l.VLAN = VLAN(b[EthernetHeaderLen : EthernetHeaderLen+VLANTagLen])
 		off, t = EthernetHeaderLen+VLANTagLen, l.VLAN.Type()
 	}
-	l.Type, l.Payload = t, b[off:]
+	l.Type, l.Payload, l.Tail = t, b[off:], nil
 	return DropNone
 }
 
@@ -136,6 +148,9 @@ func ParseLink(b []byte, l *Link) DropReason {
 // success; otherwise the reason (DropNotIPv4 for another EtherType), with
 // f zeroed. It does not allocate.
 func ParseHomaIPv4(l *Link, f *Frame, verifyIPChecksum bool) DropReason {
+	if l.Tail != nil {
+		return parseSplitHomaIPv4(l, f, verifyIPChecksum)
+	}
 	r := DropNotIPv4
 	if l.Type == EtherTypeIPv4 {
 		var ip IPv4
@@ -151,6 +166,54 @@ func ParseHomaIPv4(l *Link, f *Frame, verifyIPChecksum bool) DropReason {
 	}
 	*f = Frame{}
 	return r
+}
+
+// parseSplitHomaIPv4 is ParseHomaIPv4 for a frame in two pieces: l.Payload
+// must hold the IPv4 header and the whole Homa header, and nothing else
+// of the packet (DropSplitHeaders), and the rest, up to the IPv4 total
+// length, is in l.Tail (DropBadTotalLength if it is short). f.Payload is
+// then Tail's part of the packet; f.IPv4 and f.Homa hold the headers only.
+func parseSplitHomaIPv4(l *Link, f *Frame, verifyIPChecksum bool) DropReason {
+	r := DropNotIPv4
+	if l.Type == EtherTypeIPv4 {
+		ip := IPv4(l.Payload)
+		if r = ip.validateSpan(len(l.Payload) + len(l.Tail)); r == DropNone {
+			r = ipChecks(ip, verifyIPChecksum)
+		}
+		if r == DropNone {
+			homa := Common(ip[ip.HeaderLen():])
+			var t PacketType
+			if t, r = ParseHoma(homa); r == DropNone && (len(homa) != t.HeaderLen() || int(ip.TotalLength()) < len(ip)) {
+				r = DropSplitHeaders
+			}
+			if r == DropNone {
+				f.Ethernet, f.VLAN, f.IPv4, f.Homa = l.Ethernet, l.VLAN, ip, homa
+				f.Type, f.Payload = t, l.Tail[:int(ip.TotalLength())-len(ip)]
+				return DropNone
+			}
+		}
+	}
+	*f = Frame{}
+	return r
+}
+
+// SplitFits reports whether a frame in two pieces, l (decoded from the
+// first) and a second of tail bytes, can be parsed without joining them:
+// the first piece is exactly the link, IPv4 and Homa headers of a Homa
+// packet whose other bytes are all in the second. It reads the IHL, the
+// protocol and the Homa type only; ParseHomaIPv4 validates the rest.
+func SplitFits(l *Link, tail int) bool {
+	p := l.Payload
+	if l.Type != EtherTypeIPv4 || len(p) < IPv4MinHeaderLen || tail == 0 {
+		return false
+	}
+	ip := IPv4(p)
+	hl := ip.HeaderLen()
+	if ip.Protocol() != IPProtoHoma || hl < IPv4MinHeaderLen || len(p) < hl+CommonHeaderLen {
+		return false
+	}
+	n := Common(p[hl:]).Type().HeaderLen()
+	return n != 0 && len(p) == hl+n
 }
 
 // ParseFrame validates an Ethernet frame carrying a Homa packet over IPv4
@@ -191,16 +254,24 @@ func parseIPv4(b []byte, verifyChecksum bool) (IPv4, DropReason) {
 	if r := ip.validate(); r != DropNone {
 		return nil, r
 	}
-	if verifyChecksum && !ip.IsChecksumValid() {
-		return nil, DropBadIPChecksum
-	}
-	if ip.IsFragment() {
-		return nil, DropIPFragment
-	}
-	if ip.Protocol() != IPProtoHoma {
-		return nil, DropNotHoma
+	if r := ipChecks(ip, verifyChecksum); r != DropNone {
+		return nil, r
 	}
 	return ip[:ip.TotalLength()], DropNone
+}
+
+// ipChecks checks a structurally valid IPv4 header for Homa: its checksum
+// (when asked), no fragment, protocol 146.
+func ipChecks(ip IPv4, verifyChecksum bool) DropReason {
+	switch {
+	case verifyChecksum && !ip.IsChecksumValid():
+		return DropBadIPChecksum
+	case ip.IsFragment():
+		return DropIPFragment
+	case ip.Protocol() != IPProtoHoma:
+		return DropNotHoma
+	}
+	return DropNone
 }
 
 // ParseHoma validates a Homa packet (the IPv4 payload): at least a common
