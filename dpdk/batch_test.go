@@ -98,3 +98,32 @@ func TestBatch_noAllocs(t *testing.T) {
 		t.Errorf("batch RX+TX allocates %.1f times per pass, want 0", allocs)
 	}
 }
+
+// TxFree sends and frees other mbufs in one call; with nothing to send it
+// only frees.
+func TestBatch_txFreeSendsThenFrees(t *testing.T) {
+	dpdktest.Need(t)
+	pool := newPool(t, 4096, 0)
+	a, b := ringPair(t, "btf")
+	startPort(t, a, pool, 1, 1)
+	startPort(t, b, pool, 1, 1)
+	out, spent, in := make([]*dpdk.Mbuf, 4), make([]*dpdk.Mbuf, 6), make([]*dpdk.Mbuf, 16)
+	var tx, rx dpdk.Batch
+	tx.Add(a, 0, out)
+	rx.Add(b, 0, in)
+	if pool.AllocBulk(out) != nil || pool.AllocBulk(spent) != nil {
+		t.Fatal("no mbufs")
+	}
+	tx.SetCount(0, 4)
+	tx.TxFree(spent)
+	if tx.Got(0) != 4 || pool.InUse() != 4 {
+		t.Fatalf("TxFree sent %d, %d mbufs in use; want 4, 4 (the sent ones, in the ring)", tx.Got(0), pool.InUse())
+	}
+	if n := rx.Rx(); n != 4 {
+		t.Fatalf("received %d, want 4", n)
+	}
+	tx.TxFree(rx.Pkts(0)) // nothing to send: frees only
+	if tx.Got(0) != 0 || pool.InUse() != 0 {
+		t.Fatalf("TxFree with nothing to send: sent %d, %d mbufs in use", tx.Got(0), pool.InUse())
+	}
+}

@@ -89,6 +89,18 @@ func (b *Batch) Rx() int {
 // is counted there (Stats.TxNotStarted).
 func (b *Batch) Tx() { b.tx(false) }
 
+// TxFree is Tx followed by FreeBulk(free), in one cgo call: a loop's
+// sends of a pass and the mbufs it is done with. free may be empty.
+func (b *Batch) TxFree(free []*Mbuf) {
+	_, n := b.prepareTx(false)
+	switch {
+	case n == 0 || len(b.ents) == 0:
+		FreeBulk(free)
+	default:
+		C.homa_tx_bursts_free(b.addr(), C.uint(len(b.ents)), sliceAddr(free), C.uint(len(free)))
+	}
+}
+
 // TxOrFree is Tx, except that what a queue does not take is freed (in the
 // same cgo call); it returns how many were freed.
 func (b *Batch) TxOrFree() int { return b.tx(true) }
