@@ -62,6 +62,8 @@ func TestWorkersConfig_validate(t *testing.T) {
 		{WorkersConfig{Link: "memif", MemifPeers: "a,b"}, ""},
 		{WorkersConfig{Link: "tap"}, `--link "tap": want memif or ring`},
 		{WorkersConfig{Link: "ring", MemifPeers: "a,b"}, "--link ring with --memif-peers"},
+		{WorkersConfig{Link: "ring", MTU: 9000}, ""},
+		{WorkersConfig{MTU: 9001}, "--mtu 9001: want 576..9000"},
 	} {
 		err := c.cfg.Validate()
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
