@@ -35,6 +35,9 @@ type WorkersConfig struct {
 	// rings; or "ring", a net_ring pair, which passes the mbufs themselves
 	// (no copy, as a NIC's DMA), both ends in this process.
 	Link string
+	// The ring link has no speed of its own: its ports are paced as
+	// ringLinkSpeed NICs. memif reports 10 Gb/s, which its ports use.
+	//
 	// MTU is both ports' IP MTU (0: 1500). Up to 9000 (jumbo frames) on
 	// the ring link; net_memif in DPDK 22.11 refuses more than 1500 there.
 	MTU      int
@@ -58,6 +61,12 @@ func (c WorkersConfig) Validate() error {
 // ringTxQueues is the TX queues of each ring port with --link ring: one
 // per priority, all feeding the one ring to the other port.
 const ringTxQueues = 8
+
+// ringLinkSpeed is the rate the ring link's ports are paced at (the
+// engine's pacer and the TX scheduler's NIC-queue estimate): a 100 Gb/s
+// NIC, as an ML cluster's hosts have. The ring itself is as fast as the
+// CPU that moves the mbufs.
+const ringLinkSpeed = "100G"
 
 // workersYAML is the template of ServeWorkers' daemon config.
 //
@@ -86,7 +95,7 @@ func ServeWorkers(cfg WorkersConfig) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	txq, via := 2, "a net_memif pair"
+	txq, via, speed := 2, "a net_memif pair", "auto"
 	if cfg.Link == "ring" {
 		ports, rings, err := host.NewRingPorts(ringName, ringTxQueues)
 		defer host.CloseRingPorts(ports, rings)
@@ -94,7 +103,7 @@ func ServeWorkers(cfg WorkersConfig) error {
 			return err
 		}
 		devs = [2]string{"net_ring_" + ringName + "0", "net_ring_" + ringName + "1"}
-		txq, via = ringTxQueues, "a net_ring pair (no copy in the link)"
+		txq, via, speed = ringTxQueues, "a net_ring pair (no copy in the link, paced as "+ringLinkSpeed+")", ringLinkSpeed
 	}
 	if cfg.MemifPeers != "" {
 		a, b, ok := strings.Cut(cfg.MemifPeers, ",")
@@ -112,7 +121,7 @@ func ServeWorkers(cfg WorkersConfig) error {
 	if mtu == 0 {
 		mtu = 1500
 	}
-	spec, err := config.Load(config.Source{YAML: fmt.Sprintf(workersYAML, devs[0], devs[1], txq, socks[0], socks[1], mtu)})
+	spec, err := config.Load(config.Source{YAML: fmt.Sprintf(workersYAML, devs[0], devs[1], txq, socks[0], socks[1], mtu, speed)})
 	if err != nil {
 		return fmt.Errorf("demo config: %w", err)
 	}
