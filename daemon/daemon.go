@@ -163,6 +163,20 @@ func (d *Daemon) Stop() error {
 // before it drops them.
 const stopGrace = time.Second
 
+// slowStop is how long a step of a stop may take before it is logged
+// (with its duration): a stop should take milliseconds.
+const slowStop = 250 * time.Millisecond
+
+// timed runs one step of a stop and logs it if it was slow.
+func (d *Daemon) timed(step string, f func() error) error {
+	start := time.Now()
+	err := f()
+	if el := time.Since(start); el > slowStop {
+		d.Log.Warn().Str("step", step).Dur("took", el).Msg("slow stop")
+	}
+	return err
+}
+
 // StopLoops stops polling (each loop drains on its own thread); the
 // ports stay up. (A memif peer may poll, or leave, meanwhile: the burst
 // guard and the interrupt thread make either safe, see dpdk/guard.go and
@@ -186,15 +200,15 @@ func (d *Daemon) StopLoops() error {
 			h.StopSending()
 		}
 	})
-	for _, hb := range d.hubs {
-		if err := hb.Close(); err != nil && first == nil {
+	for i, hb := range d.hubs {
+		if err := d.timed(fmt.Sprintf("close the worker hub of host %d", i), hb.Close); err != nil && first == nil {
 			first = err
 		}
 	}
 	grace.Stop()
 	d.hubs = nil
-	for _, l := range d.loops {
-		if err := l.Stop(5 * time.Second); err != nil && first == nil {
+	for i, l := range d.loops {
+		if err := d.timed(fmt.Sprintf("stop loop %d", i), func() error { return l.Stop(5 * time.Second) }); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -214,10 +228,10 @@ func (d *Daemon) StopPorts() error {
 		// A memif port whose peer leaves now is torn down on EAL's
 		// interrupt thread; its Stop runs there too, before or after
 		// that teardown, never beside it (dpdk/intr.go).
-		p.Stop()
+		d.timed("stop port "+p.Name, func() error { p.Stop(); return nil })
 	}
 	for _, name := range d.vdevs {
-		if err := dpdk.RemoveVdev(name); err != nil && first == nil {
+		if err := d.timed("remove "+name, func() error { return dpdk.RemoveVdev(name) }); err != nil && first == nil {
 			first = fmt.Errorf("remove %s: %w", name, err)
 		}
 	}
