@@ -27,7 +27,7 @@ var (
 	labels = []string{"host", "port"}
 	descs  = struct {
 		engine, drops, stack, tx, faults, queue, loop, port, xstat, capture, neigh, workers, workerGauge, loopGap *prometheus.Desc
-		link, linkUp, guard, chained                                                                              *prometheus.Desc
+		link, linkUp, guard, chained, intrFix                                                                     *prometheus.Desc
 	}{
 		link:        prometheus.NewDesc("homa_port_link_total", "The port's link as its loop saw it: downs, ups, redials (restarts while down) and those that failed, packets dropped while down.", append(labels, "event"), nil),
 		linkUp:      prometheus.NewDesc("homa_port_link_up", "1 while the port's link is up (at its loop's last check, every 10 ms).", labels, nil),
@@ -44,6 +44,7 @@ var (
 		loop:        prometheus.NewDesc("homa_loop_total", "Polling loop counters.", append(labels, "counter"), nil),
 		port:        prometheus.NewDesc("homa_port_total", "DPDK port statistics (rte_eth_stats).", append(labels, "counter"), nil),
 		xstat:       prometheus.NewDesc("homa_port_xstat", "DPDK extended port statistics.", append(labels, "name"), nil),
+		intrFix:     prometheus.NewDesc("homa_intr_repair_total", "Interrupt callbacks a driver left registered on a freed handle (memif's accept of a client that left at once), unregistered; registrations the repair could not record (the process's).", []string{"event"}, nil),
 		chained:     prometheus.NewDesc("homa_rx_chained_total", "Chained frames received (a payload sent from a worker's memory by a host in this process): parsed in place, or joined into one buffer first (a copy).", append(labels, "how"), nil),
 		capture:     prometheus.NewDesc("homa_capture_dropped_total", "Packets the capture writer could not keep up with.", labels, nil),
 		neigh:       prometheus.NewDesc("homa_neighbours_total", "Neighbour table: ARP requests sent, failed resolutions, aged entries, entries refused at the bound, entries dropped once unused.", append(labels, "counter"), nil),
@@ -59,6 +60,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	g := dpdk.BurstGuardStats()
 	counter(descs.guard, g.Waits, "wait")
 	counter(descs.guard, g.Timeouts, "timeout")
+	ifx := dpdk.IntrFix()
+	counter(descs.intrFix, ifx.Unregistered, "unregistered")
+	counter(descs.intrFix, ifx.Overflow, "overflow")
 	for i, h := range c.Hosts {
 		host, port := h.Addr().String(), h.Port().Name
 		s := h.Snapshot()

@@ -35,6 +35,7 @@ func TestMetrics_endpointExportsHostEngineQueueAndPort(t *testing.T) {
 		`homa_port_link_total{event="down",host="10.0.0.1"`,
 		`homa_port_link_up{host="10.0.0.2",port="` + b.Port().Name + `"} 1`,
 		`homa_burst_guard_total{event="wait"}`,
+		`homa_intr_repair_total{event="unregistered"}`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("/metrics lacks %s", want)
