@@ -185,7 +185,8 @@
 // # What is validated
 //
 // ParseHeader: magic, version, header, entry and page sizes; every size in
-// range; ring entries powers of two; every offset a multiple of 64; every
+// range (MaxMessage 1..2^31 − 1; 0 from an older daemon reads as
+// 1,000,000); ring entries powers of two; every offset a multiple of 64; every
 // part inside RegionSize and RegionSize inside the mapping; no two parts
 // overlapping. Errors are *LayoutError naming the field.
 //
