@@ -7,10 +7,12 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/shm"
 )
 
-// MaxMessage is the largest message in bytes, the kernel Homa module's
-// HOMA_MAX_MESSAGE_LENGTH (wire.MaxMessageLength), which the daemon uses
-// too. Completions of longer messages are treated as malformed.
-const MaxMessage = shm.MaxMessage
+// DefaultMaxMessage is the largest message of a region whose daemon was
+// not configured for longer ones, in bytes: the kernel Homa module's
+// HOMA_MAX_MESSAGE_LENGTH (wire.MaxMessageLength). The region's own limit
+// (its header's MaxMessage, up to 2^31 − 1) is Client.MaxMessage;
+// completions of longer messages are treated as malformed.
+const DefaultMaxMessage = shm.DefaultMaxMessage
 
 const (
 	// defaultSpin is Options.Spin when it is 0.
@@ -139,7 +141,7 @@ func Dial(path string, opt Options) (*Client, error) {
 		spin = defaultSpin
 	}
 	return &Client{
-		att: a, sq: sq, cq: cq, lim: l.Limits(MaxMessage),
+		att: a, sq: sq, cq: cq, lim: l.Limits(0),
 		amem: l.Arena(a.Region), pool: l.Pool(a.Region), efd: a.EventFD, ctl: ctl, spin: spin,
 		arena:    newArena(l.ArenaSize),
 		inflight: make(map[uint64]sent),
@@ -165,6 +167,13 @@ func (c *Client) Close() error {
 	c.queue = nil
 	return c.att.Close()
 }
+
+// MaxMessage is the largest message this session sends or receives, in
+// bytes: the region's (DefaultMaxMessage unless the daemon's
+// protocol.max_message is higher and its regions are sized for it). A
+// message above DefaultMaxMessage goes only to peers the daemon knows to
+// run homa-dpdk; to others Send and Reply fail with ErrPeerMessageLength.
+func (c *Client) MaxMessage() int { return int(c.lim.MaxMessage) }
 
 // Stats returns the counters.
 func (c *Client) Stats() Stats {

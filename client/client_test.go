@@ -19,7 +19,7 @@ func TestCall_echoSizesByteExact(t *testing.T) {
 	stop := serve(t, srv, 0, nil)
 	cl := dial(t, f, Options{})
 	dst := Addr{IP: host, Port: 99}
-	for i, n := range []int{1, 100, 65536, 65537, MaxMessage} {
+	for i, n := range []int{1, 100, 65536, 65537, DefaultMaxMessage} {
 		msg := pattern(n, byte(i))
 		m, err := cl.Call(dst, msg, 5*time.Second)
 		if err != nil {
@@ -66,7 +66,7 @@ func TestCall_manyNoLeak(t *testing.T) {
 	for i := range rounds {
 		n := sizes[i%len(sizes)]
 		if i%100 == 99 {
-			n = MaxMessage
+			n = DefaultMaxMessage
 		}
 		msg := pattern(n, byte(i))
 		if i%10 == 0 { // three at once, waited for in reverse
@@ -261,7 +261,7 @@ func TestErrors(t *testing.T) {
 		{second(c.Send(Addr{Port: 9}, []byte("x"))), func(e error) bool { return isCode(e, shm.ErrCodeBadPeer) }},
 		{second(c.Send(Addr{IP: host, Port: 0x8000}, []byte("x"))), func(e error) bool { return isCode(e, shm.ErrCodeBadPort) }},
 		{second(c.Send(dst, nil)), func(e error) bool { return errors.Is(e, ErrMessageSize) }},
-		{second(c.Send(dst, make([]byte, MaxMessage+1))), func(e error) bool { return errors.Is(e, ErrMessageSize) }},
+		{second(c.Send(dst, make([]byte, DefaultMaxMessage+1))), func(e error) bool { return errors.Is(e, ErrMessageSize) }},
 	} {
 		if !tc.want(tc.err) {
 			t.Errorf("local check: got %v", tc.err)

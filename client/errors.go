@@ -22,6 +22,11 @@ var (
 	ErrPortInUse       = errors.New("homa: port in use")
 	ErrLimit           = errors.New("homa: per-worker limit reached")
 	ErrPeerRestarted   = errors.New("homa: peer restarted and lost the RPC")
+	// ErrPeerMessageLength: a message above DefaultMaxMessage to a peer
+	// that may run kernel Homa, which takes no longer ones (the daemon's
+	// protocol.long_message_peers does not name it). After a refused
+	// Reply the request may be answered again, shorter.
+	ErrPeerMessageLength = errors.New("homa: message too long for the peer (kernel Homa takes at most 1,000,000 bytes)")
 	// ErrClosed: the daemon closed the port or session, or this Client
 	// was closed.
 	ErrClosed = errors.New("homa: closed")
@@ -91,6 +96,8 @@ func (e *CodeError) Unwrap() error {
 		return ErrPeerRestarted
 	case shm.ErrCodeClosed:
 		return ErrClosed
+	case shm.ErrCodePeerMessageLength:
+		return ErrPeerMessageLength
 	}
 	return nil
 }

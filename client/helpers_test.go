@@ -177,7 +177,7 @@ func checkNoLeak(t *testing.T, f *shmtest.Engine, cs []*Client, sessions []int) 
 	for _, s := range sessions {
 		waitFor(t, fmt.Sprintf("session %d's pool to be free", s), func() bool {
 			info, _ := f.Session(s)
-			return info.PagesHeld == 0 && info.PagesFree == int(testParams().PoolPages)
+			return info.Layout.PoolPages > 0 && info.PagesHeld == 0 && info.PagesFree == int(info.Layout.PoolPages)
 		})
 	}
 	if n := f.BadSubmissions(); n != 0 {

@@ -90,8 +90,8 @@ func (c *Client) send(dst Addr, msg []byte, room time.Time) (uint64, error) {
 // passes) and copies it there.
 func (c *Client) stage(msg []byte, room time.Time) (arenaSpan, error) {
 	n := uint64(len(msg))
-	if n == 0 || n > MaxMessage || n > c.arena.size {
-		return arenaSpan{}, fmt.Errorf("%d bytes (1..%d, arena %d): %w", n, MaxMessage, c.arena.size, ErrMessageSize)
+	if n == 0 || n > uint64(c.lim.MaxMessage) || n > c.arena.size {
+		return arenaSpan{}, fmt.Errorf("%d bytes (1..%d, arena %d): %w", n, c.lim.MaxMessage, c.arena.size, ErrMessageSize)
 	}
 	sp, ok := c.arena.alloc(n)
 	if !ok {

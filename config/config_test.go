@@ -223,3 +223,86 @@ func TestMempool_dataRoomFor(t *testing.T) {
 		}
 	}
 }
+
+// longMessages is a config for 64 MiB messages between the homa-dpdk
+// peers of 10.0.0.0/24: regions sized for one each way.
+const longMessages = minimal + `protocol:
+  max_message: 67108864
+  long_message_peers: [10.0.0.0/24]
+workers:
+  max_bytes: 67108864
+  pool_bytes: 67108864
+`
+
+// TestLoad_longMessages: protocol.max_message up to 2^31 − 1 with
+// workers, towards the peers long_message_peers names; the rest stay at
+// kernel Homa's 1,000,000 bytes.
+func TestLoad_longMessages(t *testing.T) {
+	s, err := Load(Source{File: writeFile(t, longMessages)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &s.Protocol
+	if h.MaxMessage != 64<<20 || len(h.LongMessagePeers) != 1 || !h.TakesLongMessages([4]byte{10, 0, 0, 9}) || h.TakesLongMessages([4]byte{10, 0, 1, 9}) {
+		t.Errorf("max_message %d, long_message_peers %v", h.MaxMessage, h.LongMessagePeers)
+	}
+	t.Setenv("HOMA_PROTOCOL_LONG_MESSAGE_PEERS", "10.0.1.0/24,10.0.2.7/32")
+	s, err = Load(Source{File: writeFile(t, longMessages)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := &s.Protocol; len(h.LongMessagePeers) != 2 || !h.TakesLongMessages([4]byte{10, 0, 2, 7}) || h.TakesLongMessages([4]byte{10, 0, 0, 9}) {
+		t.Errorf("from the environment: %v", h.LongMessagePeers)
+	}
+	t.Setenv("HOMA_PROTOCOL_LONG_MESSAGE_PEERS", "")
+	// Without workers, the regions need not hold it.
+	s, err = Load(Source{File: writeFile(t, minimal+"protocol:\n  max_message: 2147483647\n  long_message_peers: [0.0.0.0/0]\n  max_recv_heap_bytes: 4294967296\nworkers:\n  enabled: false\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Protocol.TakesLongMessages([4]byte{192, 168, 1, 1}) {
+		t.Error("0.0.0.0/0 does not name every peer")
+	}
+	// The defaults are kernel Homa's: no peer takes long messages.
+	s, err = Load(Source{File: writeFile(t, minimal)})
+	if err != nil || s.Protocol.TakesLongMessages([4]byte{10, 0, 0, 2}) {
+		t.Fatalf("defaults: %v, %v", err, s.Protocol.LongMessagePeers)
+	}
+}
+
+// TestLoad_longMessagesRefused: a max_message the arena, the pool or the
+// heap budget cannot hold, or above 1,000,000 with no peer to take it, is
+// refused at load, naming the key and what would do.
+func TestLoad_longMessagesRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		want       []string
+	}{
+		{"no long-message peer", minimal + "protocol:\n  max_message: 1000001\n",
+			[]string{"protocol.max_message: 1000001 is above kernel Homa's 1000000 bytes", "protocol.long_message_peers", "0.0.0.0/0"}},
+		{"arena too small", strings.Replace(longMessages, "  max_bytes: 67108864\n", "", 1),
+			[]string{"workers.max_bytes: 16777216 bytes of transmit arena cannot hold one message of protocol.max_message (67108864 bytes); raise it to at least 67108864"}},
+		{"pool too small", strings.Replace(longMessages, "  pool_bytes: 67108864\n", "  pool_bytes: 67043328\n", 1),
+			[]string{"workers.pool_bytes: 67043328 bytes of receive pool cannot hold one message of protocol.max_message (67108864 bytes: 1024 pages of 64 KiB); raise it to at least 67108864"}},
+		{"pool a page short of a message that is not whole pages", minimal + "protocol:\n  max_message: 1000000\nworkers:\n  pool_bytes: 983040\n",
+			[]string{"workers.pool_bytes: 983040", "16 pages of 64 KiB", "at least 1048576"}},
+		{"heap budget too small", strings.Replace(longMessages, "workers:", "  max_recv_heap_bytes: 33554432\nworkers:", 1),
+			[]string{"protocol.max_recv_heap_bytes: 33554432 bytes cannot hold one message of protocol.max_message (67108864 bytes)"}},
+		{"above the limit", minimal + "protocol:\n  max_message: 2147483648\n  long_message_peers: [0.0.0.0/0]\nworkers:\n  enabled: false\n",
+			[]string{"protocol.max_message: 2147483648 is out of range; allowed 1..2147483647"}},
+		{"bad peer prefix", minimal + "protocol:\n  long_message_peers: [10.0.0.300/24]\n",
+			[]string{"long_message_peers", "not an IPv4 address/prefix"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(Source{File: writeFile(t, tc.body)})
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}

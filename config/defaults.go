@@ -24,6 +24,7 @@ var defaults = map[string]any{
 	"protocol.max_nic_queue":        5 * time.Microsecond,
 	"protocol.pacer_threshold":      1000,
 	"protocol.max_message":          1_000_000,
+	"protocol.long_message_peers":   []string{},
 	"protocol.incast_control":       true,
 
 	"protocol.max_gaps":                 64,

@@ -89,8 +89,16 @@ type ProtocolSpec struct {
 	RequestAckTick int           `mapstructure:"request_ack_ticks"` // ticks before a server sends NEED_ACK
 	MaxNICQueue    time.Duration `mapstructure:"max_nic_queue"`     // NIC backlog bound (max_nic_queue_us)
 	PacerThreshold int           `mapstructure:"pacer_threshold"`   // messages with fewer bytes left than this are never paced; 0: all are
-	MaxMessage     int           `mapstructure:"max_message"`       // largest message, bytes
+	MaxMessage     int           `mapstructure:"max_message"`       // largest message, bytes (above 1,000,000: see LongMessagePeers)
 	IncastControl  bool          `mapstructure:"incast_control"`    // limit unscheduled bursts under incast
+	// LongMessagePeers are the addresses of the peers known to run
+	// homa-dpdk, which take messages longer than kernel Homa's 1,000,000
+	// bytes (up to MaxMessage). Every other peer may run kernel Homa,
+	// which refuses longer ones: to and from it messages stay at most
+	// 1,000,000 bytes (a longer Send or Reply fails, a longer incoming
+	// message is dropped). A MaxMessage above 1,000,000 needs at least
+	// one; 0.0.0.0/0 names every peer.
+	LongMessagePeers []netip.Prefix `mapstructure:"long_message_peers"`
 
 	// Bounds on what a remote peer can make the engine hold (each refusal
 	// is counted in the engine's drops_* metrics).
@@ -103,6 +111,19 @@ type ProtocolSpec struct {
 	MaxRecvHeapBytes     int `mapstructure:"max_recv_heap_bytes"`      // heap buffers of committed messages not yet delivered
 	MaxPeers             int `mapstructure:"max_peers"`                // peers held (idle ones are evicted first)
 	PeerIdleTicks        int `mapstructure:"peer_idle_ticks"`          // ticks a peer with no RPCs is kept
+}
+
+// TakesLongMessages reports whether the peer at ip is one of
+// LongMessagePeers: it may be sent, and may send, messages above kernel
+// Homa's 1,000,000 bytes.
+func (h *ProtocolSpec) TakesLongMessages(ip [4]byte) bool {
+	a := netip.AddrFrom4(ip)
+	for _, p := range h.LongMessagePeers {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // Neighbour is a static IPv4 → MAC entry (no ARP needed for it).

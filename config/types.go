@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"reflect"
+	"strings"
 
 	"github.com/go-viper/mapstructure/v2"
 )
@@ -19,6 +20,7 @@ type Bytes int64
 
 var (
 	prefixType = reflect.TypeOf(netip.Prefix{})
+	prefixList = reflect.TypeOf([]netip.Prefix{})
 	addrType   = reflect.TypeOf(netip.Addr{})
 	macType    = reflect.TypeOf(net.HardwareAddr{})
 	rateType   = reflect.TypeOf(Rate(0))
@@ -34,6 +36,19 @@ func typedHook(from, to reflect.Type, data any) (any, error) {
 		return data, nil
 	}
 	switch to {
+	case prefixList: // from the environment: comma-separated
+		var list []netip.Prefix
+		for _, f := range strings.Split(s, ",") {
+			if f = strings.TrimSpace(f); f == "" {
+				continue
+			}
+			p, err := netip.ParsePrefix(f)
+			if err != nil || !p.Addr().Is4() {
+				return nil, fmt.Errorf("%q is not an IPv4 address/prefix (e.g. 10.0.0.0/24)", f)
+			}
+			list = append(list, p)
+		}
+		return list, nil
 	case prefixType:
 		if s == "" {
 			return netip.Prefix{}, nil

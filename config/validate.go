@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/nicq"
+	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
 // problems collects validation errors, each naming its key.
@@ -116,12 +117,10 @@ func (s *Spec) Validate() error {
 	p.intRange("workers.max_outstanding", s.Workers.MaxOutstanding, 1, 1<<20)
 	p.intRange("workers.max_bytes", s.Workers.MaxBytes, 1<<16, 1<<40)
 	p.intRange("workers.pool_bytes", s.Workers.PoolBytes, 1<<16, 1<<40)
-	if s.Workers.Enabled && s.Protocol.MaxMessage > 1_000_000 {
-		p.add("protocol.max_message", "%d is above the 1,000,000 bytes the worker interface carries (kernel Homa's limit); lower it or set workers.enabled: false", s.Protocol.MaxMessage)
-	}
 	if s.Workers.PoolBytes%(1<<16) != 0 {
 		p.add("workers.pool_bytes", "%d is not a multiple of the 64 KB page", s.Workers.PoolBytes)
 	}
+	s.validateMessageRoom(&p)
 	if r := s.Workers.RingEntries; r < 16 || r > 1<<20 || r&(r-1) != 0 {
 		p.add("workers.ring_entries", "%d is not a power of two in 16..1048576", r)
 	}
@@ -145,6 +144,30 @@ func (s *Spec) Validate() error {
 		}
 	}
 	return errors.Join(p...)
+}
+
+// validateMessageRoom checks that the largest message fits where it must
+// go: the heap budget of ports without workers, and each worker's arena
+// (to send one) and pool (to receive one, in consecutive 64 KiB pages).
+func (s *Spec) validateMessageRoom(p *problems) {
+	mm := s.Protocol.MaxMessage
+	if mm < 1 {
+		return // refused as out of range
+	}
+	if h := s.Protocol.MaxRecvHeapBytes; h >= 1<<16 && h < mm {
+		p.add("protocol.max_recv_heap_bytes", "%d bytes cannot hold one message of protocol.max_message (%d bytes); raise it to at least %d", h, mm, mm)
+	}
+	if !s.Workers.Enabled {
+		return
+	}
+	if a := s.Workers.MaxBytes; a >= 1<<16 && a < mm {
+		p.add("workers.max_bytes", "%d bytes of transmit arena cannot hold one message of protocol.max_message (%d bytes); raise it to at least %d", a, mm, mm)
+	}
+	page := 1 << 16
+	need := (mm + page - 1) / page * page
+	if b := s.Workers.PoolBytes; b >= 1<<16 && b < need {
+		p.add("workers.pool_bytes", "%d bytes of receive pool cannot hold one message of protocol.max_message (%d bytes: %d pages of 64 KiB); raise it to at least %d", b, mm, need/page, need)
+	}
 }
 
 var pciAddr = regexp.MustCompile(`^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$`)
@@ -200,7 +223,12 @@ func (ps *PortSpec) validate(p *problems, key string, addrs map[netip.Addr]strin
 }
 
 func (h *ProtocolSpec) validate(p *problems) {
-	p.intRange("protocol.max_message", h.MaxMessage, 1, 1<<31-1)
+	p.intRange("protocol.max_message", h.MaxMessage, 1, wire.MaxMessageLimit)
+	if h.MaxMessage > wire.MaxMessageLength && len(h.LongMessagePeers) == 0 {
+		p.add("protocol.max_message", "%d is above kernel Homa's %d bytes, the most a peer outside protocol.long_message_peers may send or be sent, and that list is empty; "+
+			"name the homa-dpdk peers in protocol.long_message_peers (e.g. [10.0.0.0/24], or [0.0.0.0/0] when every peer runs homa-dpdk), or lower it",
+			h.MaxMessage, wire.MaxMessageLength)
+	}
 	p.intRange("protocol.unsched_bytes", h.UnschedBytes, 1, h.MaxMessage)
 	p.intRange("protocol.max_incoming", h.MaxIncoming, 1, 1<<30)
 	p.intRange("protocol.grant_increment", h.GrantIncrement, 1, 1<<30)

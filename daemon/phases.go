@@ -112,6 +112,9 @@ func (d *Daemon) hostConfigFor(i int, clock func() int64, wallOff int64) (host.C
 	}
 	ec := engine.DefaultConfig()
 	ec.MTU, ec.UnschedBytes, ec.MaxMessageLength = ps.MTU, h.UnschedBytes, h.MaxMessage
+	// Peers outside protocol.long_message_peers may run kernel Homa: the
+	// engine holds them to its 1,000,000 bytes.
+	ec.KernelPeer = func(ip [4]byte) bool { return !h.TakesLongMessages(ip) }
 	ec.Grant.MaxIncoming, ec.Grant.MaxOvercommit = h.MaxIncoming, h.MaxOvercommit
 	ec.Grant.FIFOIncrement, ec.Grant.Window = h.FIFOGrantIncrement, h.Window
 	ec.Grant.Increment = h.GrantIncrement
@@ -272,6 +275,7 @@ func (d *Daemon) openWorkers() error {
 		Params: shm.Params{
 			SQEntries: uint64(ws.RingEntries), CQEntries: uint64(ws.RingEntries),
 			ArenaSize: uint64(ws.MaxBytes), PoolPages: uint64(ws.PoolBytes / shm.PageSize),
+			MaxMessage: uint32(d.spec.Protocol.MaxMessage), // the config checked that both hold it
 		}}
 	for i, h := range d.hosts {
 		hc.Path = d.spec.Ports[i].WorkersSocket

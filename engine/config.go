@@ -44,7 +44,19 @@ type Config struct {
 	PCP              bool
 	VLAN             uint16
 	UnschedBytes     int // bytes a message may send before grants (40,000)
-	MaxMessageLength int // bytes (1,000,000)
+	MaxMessageLength int // largest message sent or accepted, bytes (1,000,000; see KernelPeer)
+
+	// KernelPeer, if set, reports whether the host at ip may run kernel
+	// Homa, which neither sends nor accepts a message above
+	// wire.MaxMessageLength (1,000,000 bytes): messages to and from such
+	// a peer are held to that — Send and Reply fail with
+	// ErrPeerMessageLength, a DATA claiming more is dropped
+	// (DropBadLength) — while MaxMessageLength (at most
+	// wire.MaxMessageLimit) applies to the others. Asked once per peer,
+	// when the endpoint creates it; it runs inside an engine call and
+	// must not call back into the endpoint. nil: no peer is, and
+	// MaxMessageLength applies to every peer.
+	KernelPeer func(ip [4]byte) bool
 
 	// MaxGaps bounds the missing byte ranges an incoming message may
 	// have below its highest byte received (64): a DATA packet that would
@@ -228,8 +240,8 @@ func (c *Config) validate() error {
 		return errors.New("engine: Config.Clock is nil")
 	case wire.PayloadPerPacket(c.MTU, wire.IPv4MinHeaderLen) < 1:
 		return fmt.Errorf("engine: MTU %d leaves no room for data", c.MTU)
-	case c.MaxMessageLength < 1:
-		return fmt.Errorf("engine: MaxMessageLength %d", c.MaxMessageLength)
+	case c.MaxMessageLength < 1 || c.MaxMessageLength > wire.MaxMessageLimit:
+		return fmt.Errorf("engine: MaxMessageLength %d out of range 1..%d", c.MaxMessageLength, wire.MaxMessageLimit)
 	case c.VLAN > 4094:
 		return fmt.Errorf("engine: VLAN %d out of range 0..4094", c.VLAN)
 	case c.Grant.MaxIncoming < 1:

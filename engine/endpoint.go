@@ -173,7 +173,8 @@ func randomID() uint64 {
 // Metrics returns a copy of the counters.
 func (e *Endpoint) Metrics() Metrics { return e.m }
 
-// MaxMessageLength is the largest message the endpoint sends or accepts.
+// MaxMessageLength is the largest message the endpoint sends or accepts
+// (towards a peer Config.KernelPeer names, at most wire.MaxMessageLength).
 func (e *Endpoint) MaxMessageLength() int { return e.cfg.MaxMessageLength }
 
 // NumRPCs returns the number of live RPCs (client and server).

@@ -114,7 +114,7 @@ func (e *Endpoint) newServerRPC(f *wire.Frame, p *peer) *rpc {
 		return nil
 	}
 	d := wire.Data(c)
-	if n := d.MessageLength(); n == 0 || int(n) > e.cfg.MaxMessageLength {
+	if n := d.MessageLength(); n == 0 || int(n) > p.maxMessage {
 		e.m.drop(DropBadLength)
 		return nil
 	}
@@ -217,7 +217,7 @@ func (e *Endpoint) evictStaleRequest(keep *rpc, staged bool) bool {
 // is committed yet (see recvbuf.go).
 func (e *Endpoint) startIn(r *rpc, d wire.Data) bool {
 	n := int(d.MessageLength())
-	if n == 0 || n > e.cfg.MaxMessageLength {
+	if n == 0 || n > r.peer.maxMessage {
 		e.m.drop(DropBadLength)
 		return false
 	}

@@ -21,8 +21,9 @@ const (
 	DropOverlap
 	// DropPastEnd: DATA with bytes past the end of its message.
 	DropPastEnd
-	// DropBadLength: a message length of 0, above MaxMessageLength, or
-	// different from the length in earlier packets of the message.
+	// DropBadLength: a message length of 0, above MaxMessageLength (or
+	// above wire.MaxMessageLength from a peer Config.KernelPeer names),
+	// or different from the length in earlier packets of the message.
 	DropBadLength
 	// DropNoPort: DATA that would start a server RPC on an unbound port
 	// (answered with ICMP port unreachable).

@@ -58,6 +58,11 @@ type peer struct {
 
 	serverRPCs int // live server RPCs of requests from the peer (≤ Config.MaxServerRPCsPerPeer)
 
+	// maxMessage is the largest message sent to or accepted from the
+	// peer, bytes: Config.MaxMessageLength, or at most
+	// wire.MaxMessageLength when Config.KernelPeer names it. Set once.
+	maxMessage int
+
 	// rpcs counts the live RPCs (client and server) with the peer. While
 	// it is 0 the peer is on the endpoint's idle list (idlePrev,
 	// idleNext; idle), ordered by idleSince, the tick it was last used:
@@ -144,7 +149,10 @@ func (e *Endpoint) addPeer(ip [4]byte, n *Neighbour) *peer {
 	if len(e.peers) >= e.cfg.MaxPeers {
 		e.evictIdle()
 	}
-	p := &peer{ip: ip, neigh: n, cutoffs: sched.PeerDefaultCutoffs()}
+	p := &peer{ip: ip, neigh: n, cutoffs: sched.PeerDefaultCutoffs(), maxMessage: e.cfg.MaxMessageLength}
+	if e.cfg.KernelPeer != nil && p.maxMessage > wire.MaxMessageLength && e.cfg.KernelPeer(ip) {
+		p.maxMessage = wire.MaxMessageLength
+	}
 	e.peers[ip] = p
 	e.m.PeerNewEntries++
 	e.pushIdle(p)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
@@ -20,6 +21,11 @@ var (
 	ErrClosed          = errors.New("homa: port closed")
 	ErrNoBufferSpace   = errors.New("homa: no receive buffer space") // PortHooks.RecvBuf had none
 )
+
+// ErrPeerMessageLength: a message above wire.MaxMessageLength to a peer
+// that may run kernel Homa (Config.KernelPeer), which takes no longer
+// ones. errors.Is(err, ErrMessageLength) holds too.
+var ErrPeerMessageLength = fmt.Errorf("%w: above kernel Homa's %d bytes, to a peer that may run it", ErrMessageLength, wire.MaxMessageLength)
 
 // Client ports are 0x8000 and up, server ports below (kernel Homa's
 // HOMA_MIN_DEFAULT_PORT).
@@ -188,7 +194,10 @@ func (p *Port) Num() uint16 { return p.num }
 // neighbour entry has failed (LinkUnreachable). While the entry resolves
 // (LinkResolving) the RPC starts and its packets wait: NeighbourReady
 // sends them, NeighbourFailed fails the RPC with ErrPeerUnknown, and
-// after TimeoutTicks of waiting it fails with ErrTimeout.
+// after TimeoutTicks of waiting it fails with ErrTimeout. A message of 0
+// bytes or above Config.MaxMessageLength fails with ErrMessageLength, one
+// above wire.MaxMessageLength to a peer Config.KernelPeer names with
+// ErrPeerMessageLength.
 func (p *Port) Send(dst Addr, msg []byte) (uint64, error) { return p.send(dst, msg, 0, false) }
 
 // SendRef is Send for a message whose memory the transmit side can send
@@ -218,6 +227,9 @@ func (p *Port) send(dst Addr, msg []byte, ref PayloadRef, private bool) (uint64,
 	if pe == nil || !pe.resolvable() {
 		return 0, ErrPeerUnknown
 	}
+	if len(msg) > pe.maxMessage {
+		return 0, ErrPeerMessageLength
+	}
 	r := &rpc{id: e.nextID, port: p, peer: pe, dport: dst.Port, client: true, private: private}
 	e.nextID += 2
 	if e.nextID == 0 {
@@ -245,7 +257,9 @@ func (p *Port) Reply(req Message, resp []byte) error { return p.ReplyRef(req, re
 // (Config.Resolve, asked again, says so) is discarded, as kernel Homa
 // discards it: the RPC ends, counted in ServerResponsesUnresolved, and
 // ReplyRef returns nil. One to a client whose address is resolving waits
-// for it, as Send's packets do.
+// for it, as Send's packets do. A response too long for the client
+// (ErrMessageLength, ErrPeerMessageLength as for Send) leaves the request
+// in service, to be answered again.
 func (p *Port) ReplyRef(req Message, resp []byte, ref PayloadRef) error {
 	e := p.e
 	e.now = e.cfg.Clock()
@@ -255,6 +269,9 @@ func (p *Port) ReplyRef(req Message, resp []byte, ref PayloadRef) error {
 	}
 	if len(resp) < 1 || len(resp) > e.cfg.MaxMessageLength {
 		return ErrMessageLength
+	}
+	if len(resp) > r.peer.maxMessage {
+		return ErrPeerMessageLength // still in service: a shorter reply may follow
 	}
 	r.state = stateOutgoing
 	r.silentTicks = 0

@@ -97,12 +97,15 @@ type scenario struct {
 	inFlight int // RPCs each client keeps outstanding
 	serial   uint64
 	executed map[uint64]int // request serial → times executed
+	reqLen   map[uint64]int // request serial → its length
 	neigh    StaticNeighbours
 }
 
-func newScenario(t *testing.T, nHosts int, cfg memnet.Config, wl *workload) *scenario {
+// newScenario joins nHosts endpoints on a memnet network; mods change
+// each endpoint's Config after the scenario's own settings.
+func newScenario(t *testing.T, nHosts int, cfg memnet.Config, wl *workload, mods ...func(*Config)) *scenario {
 	s := &scenario{t: t, net: memnet.New(cfg), rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 7)),
-		wl: wl, executed: make(map[uint64]int)}
+		wl: wl, executed: make(map[uint64]int), reqLen: make(map[uint64]int)}
 	for i := range nHosts {
 		ip := [4]byte{10, 0, 1, byte(i + 1)}
 		h := &simHost{s: s, mh: s.net.AddHost(ip), buf: make([]byte, 2048), want: make(map[uint64]rpcCheck)}
@@ -114,6 +117,9 @@ func newScenario(t *testing.T, nHosts int, cfg memnet.Config, wl *workload) *sce
 		ecfg.MaxMessageLength = 16_000_000
 		ecfg.LinkBps = int64(s.net.Config().LinkBps)
 		ecfg.IDSeed = uint64(i) << 40
+		for _, mod := range mods {
+			mod(&ecfg)
+		}
 		e, err := New(ecfg, h)
 		if err != nil {
 			t.Fatal(err)
@@ -179,8 +185,8 @@ func (h *simHost) serve() {
 		}
 		serial := binary.BigEndian.Uint64(m.Data)
 		respSize := int(binary.BigEndian.Uint32(m.Data[8:]))
-		if want := request(serial, len(m.Data), respSize); string(want) != string(m.Data) {
-			s.t.Errorf("request %d arrived corrupted", serial)
+		if want := request(serial, len(m.Data), respSize); string(want) != string(m.Data) || len(m.Data) != s.reqLen[serial] {
+			s.t.Errorf("request %d arrived corrupted (%d bytes of %d)", serial, len(m.Data), s.reqLen[serial])
 		}
 		s.executed[serial]++
 		if err := h.srv.Reply(m, pattern(^serial, respSize)); err != nil {
@@ -218,7 +224,9 @@ func (h *simHost) startRPC() {
 	}
 	s.serial++
 	reqSize, respSize := s.wl.draw(s.rng), max(s.wl.draw(s.rng), 1)
-	id, err := h.cli.Send(Addr{IP: dst.mh.IP(), Port: 99}, request(s.serial, reqSize, respSize))
+	req := request(s.serial, reqSize, respSize)
+	s.reqLen[s.serial] = len(req)
+	id, err := h.cli.Send(Addr{IP: dst.mh.IP(), Port: 99}, req)
 	if err != nil {
 		s.t.Fatalf("Send: %v", err)
 	}

@@ -94,6 +94,12 @@ func (h *testHost) sendPayloads() {
 // newTestNet makes the two hosts, without hubs.
 func newTestNet(t *testing.T) *testNet {
 	t.Helper()
+	return newTestNetWith(t, nil)
+}
+
+// newTestNetWith is newTestNet with mod applied to each engine's Config.
+func newTestNetWith(t *testing.T, mod func(*engine.Config)) *testNet {
+	t.Helper()
 	n := &testNet{net: memnet.New(memnet.Config{}), start: time.Now()}
 	n.net.RunUntil(int64(time.Second)) // the engine treats time 0 as "never"
 	for i := range n.hosts {
@@ -106,6 +112,9 @@ func newTestNet(t *testing.T) *testNet {
 		ec.Clock = n.net.Now
 		ec.Resolve = n.neigh.Resolve
 		ec.IDSeed = uint64(i+1) << 40
+		if mod != nil {
+			mod(&ec)
+		}
 		ep, err := engine.New(ec, h)
 		if err != nil {
 			t.Fatal(err)

@@ -46,7 +46,12 @@ type Config struct {
 	// ports are dropped; a completion still owed beyond it ends the
 	// session (session.go, "Backlog").
 	MaxBacklog int
-	Params     shm.Params // each worker's region: ring entries, arena and pool sizes
+	// Params are each worker's region: ring entries, arena and pool
+	// sizes, and its largest message (Params.MaxMessage; 0: the
+	// endpoint's MaxMessageLength, which it may not exceed). The arena
+	// bounds what a worker can send, the pool what it can receive; the
+	// daemon's config checks that both hold the largest message.
+	Params shm.Params
 	// CloseWait bounds how long Close waits for the loop to let the
 	// sessions go (0: DefaultCloseWait).
 	CloseWait time.Duration
@@ -140,8 +145,15 @@ func New(h Host, c Config) (*Hub, error) {
 	if c.CloseWait <= 0 {
 		c.CloseWait = DefaultCloseWait
 	}
+	ep := h.Endpoint()
+	if c.Params.MaxMessage == 0 {
+		c.Params.MaxMessage = uint32(ep.MaxMessageLength())
+	}
+	if int(c.Params.MaxMessage) > ep.MaxMessageLength() {
+		return nil, fmt.Errorf("workers: regions for messages of %d bytes, above the engine's largest (%d)", c.Params.MaxMessage, ep.MaxMessageLength())
+	}
 	hub := &Hub{
-		h: h, ep: h.Endpoint(), lim: c,
+		h: h, ep: ep, lim: c,
 		events:  make(chan event, 128),
 		stopped: make(chan struct{}),
 		slots:   make([]shm.Slot, 32),

@@ -36,7 +36,7 @@ func attachRaw(t *testing.T, path string) *rawWorker {
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)
 	}
-	w := &rawWorker{at: at, sq: sq, cq: cq, lim: at.Layout.Limits(1_000_000)}
+	w := &rawWorker{at: at, sq: sq, cq: cq, lim: at.Layout.Limits(0)}
 	t.Cleanup(func() { w.at.Close() })
 	return w
 }

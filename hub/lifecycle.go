@@ -45,7 +45,7 @@ var errStopping = errors.New("the daemon's polling loop has stopped")
 // onAttach runs on a control goroutine: it attaches the rings and hands
 // the session to the loop. An error refuses the worker.
 func (hub *Hub) onAttach(s *shm.Session) error {
-	side, err := s.EngineSide(uint32(min(hub.ep.MaxMessageLength(), shm.MaxMessage)))
+	side, err := s.EngineSide(uint32(hub.ep.MaxMessageLength()))
 	if err != nil {
 		return fmt.Errorf("the engine's side of the region: %w", err)
 	}

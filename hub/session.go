@@ -267,6 +267,13 @@ func (ws *session) reply(sub *shm.Submission) {
 	msg := ws.Arena[sub.Offset : sub.Offset+uint64(sub.Length)]
 	sr := sendRef{cookie: sub.Cookie, offset: sub.Offset, length: sub.Length}
 	err := p.ReplyRef(engine.Message{ID: sub.RPCID, Peer: engine.Addr{IP: sub.PeerIP, Port: sub.PeerPort}, Request: true}, msg, ws.holdPayload(&sr))
+	if errors.Is(err, engine.ErrMessageLength) {
+		// Too long for the client (a peer that may run kernel Homa):
+		// the request is still in service, for a shorter reply.
+		ws.dropPayload(&sr)
+		ws.refuse(sub, errCode(err), true)
+		return
+	}
 	delete(ws.requests, ref)
 	ws.outst--
 	if err != nil {
@@ -462,6 +469,8 @@ func errCode(err error) shm.ErrCode {
 		return shm.ErrCodePeerRestarted
 	case errors.Is(err, engine.ErrClosed):
 		return shm.ErrCodeClosed
+	case errors.Is(err, engine.ErrPeerMessageLength):
+		return shm.ErrCodePeerMessageLength
 	case errors.Is(err, engine.ErrMessageLength):
 		return shm.ErrCodeBadLength
 	}

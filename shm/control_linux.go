@@ -79,7 +79,8 @@ type EngineSide struct {
 }
 
 // EngineSide attaches the engine's ends of the session's rings; messages
-// are at most maxMessage bytes.
+// are at most the region's MaxMessage bytes, or maxMessage if less (0:
+// the region's).
 func (s *Session) EngineSide(maxMessage uint32) (EngineSide, error) {
 	l := &s.Layout
 	sq, err := NewConsumer(l.SQ(s.Region), l.SQEntries)

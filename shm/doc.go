@@ -124,6 +124,14 @@
 //	AbortAll                → Accepted, after the Error(Aborted) of each client RPC
 //	ReturnPages(Page, Pages) → nothing | Error(BadPage) when the worker does not hold them all
 //
+// A message is at most the header's MaxMessage bytes (layout.go):
+// 1,000,000 by default, kernel Homa's limit; a daemon configured for
+// longer ones (up to 2^31 − 1 bytes) sizes its arenas and pools for them
+// (its config refuses sizes that cannot hold one), and a message above 1,000,000 bytes to a peer that
+// may run kernel Homa is refused with Error(PeerMessageLength) (a Reply so
+// refused leaves the request to be answered again). A received message
+// of n bytes takes PagesFor(n) consecutive pages: 1024 for 64 MiB.
+//
 // Requests to a bound port arrive as Request(Port, RPCID: the odd server
 // id, Peer, Length, Page, Pages) with cookie 0. A completion of a
 // refused submission (a bad entry, or a per-worker limit) is an Error
@@ -177,7 +185,8 @@
 // # What is validated
 //
 // ParseHeader: magic, version, header, entry and page sizes; every size in
-// range; ring entries powers of two; every offset a multiple of 64; every
+// range (MaxMessage 1..2^31 − 1; 0 from an older daemon reads as
+// 1,000,000); ring entries powers of two; every offset a multiple of 64; every
 // part inside RegionSize and RegionSize inside the mapping; no two parts
 // overlapping. Errors are *LayoutError naming the field.
 //

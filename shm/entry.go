@@ -131,6 +131,11 @@ const (
 	ErrCodeLimit                               // a per-worker limit (outstanding RPCs, bytes)
 	ErrCodePeerRestarted                       // peer lost the RPC
 	ErrCodeClosed                              // the port or session is closed
+	// ErrCodePeerMessageLength: Send or Reply of a message above
+	// DefaultMaxMessage to a peer that may run kernel Homa, which takes
+	// no longer ones (the daemon's protocol.long_message_peers does not
+	// name it). A refused Reply leaves the request to be answered again.
+	ErrCodePeerMessageLength
 	errCodeEnd
 )
 
@@ -145,6 +150,7 @@ var errNames = [...]string{
 	ErrCodeNoBufferSpace: "no buffer space", ErrCodeNoRPC: "no such RPC",
 	ErrCodePortInUse: "port in use", ErrCodeLimit: "worker limit reached",
 	ErrCodePeerRestarted: "peer restarted", ErrCodeClosed: "closed",
+	ErrCodePeerMessageLength: "message too long for the peer (kernel Homa's 1,000,000 bytes)",
 }
 
 func (e ErrCode) String() string {
@@ -157,13 +163,9 @@ func (e ErrCode) String() string {
 // known reports whether e is a defined code.
 func (e ErrCode) known() bool { return e < errCodeBadEnd || (e >= ErrCodeTimeout && e < errCodeEnd) }
 
-// MaxMessage is the largest message the worker interface carries, in
-// bytes: kernel Homa's HOMA_MAX_MESSAGE_LENGTH. A daemon whose engine
-// allows longer messages does not serve workers (its config refuses it).
-const MaxMessage = 1_000_000
-
 // Limits are what entries are checked against: the sizes of one region
-// and the engine's largest message.
+// and its largest message (Layout.MaxMessage, or the engine's if less;
+// Layout.Limits).
 type Limits struct {
 	ArenaSize  uint64 // transmit arena bytes
 	PoolPages  uint64 // receive pool pages

@@ -25,11 +25,23 @@ import (
 //	 80  8   PoolPages    pages in the receive pool
 //	 88  4   EntrySize    bytes per ring slot, 64
 //	 92  4   PageSize     bytes per receive-pool page, 65536
-//	 96 ...  reserved     zero up to HeaderSize
+//	 96  4   MaxMessage   largest message the entries carry, bytes (see below)
+//	100 ...  reserved     zero up to HeaderSize
 //
 // Every offset is a multiple of CacheLine, every part lies inside
 // RegionSize, and no two parts (header included) overlap. NewLayout puts
 // each part on a 4 KB boundary in the order header, SQ, CQ, arena, pool.
+//
+// MaxMessage, in 1..MaxMessageLimit, is the daemon's largest message: no
+// submission or completion names a longer one. A message is sent from
+// one arena range and received into one run of pool pages, so one longer
+// than the arena cannot be sent, and one longer than the pool cannot be
+// received (NoBufferSpace); the daemon's config sizes both for it. The
+// field was reserved before: a header with 0 there comes from a daemon
+// that carried at most DefaultMaxMessage, and ParseHeader reads it as
+// that. Above DefaultMaxMessage, a message can go only to peers that run
+// homa-dpdk (kernel Homa takes no longer ones); the daemon refuses it
+// towards others (ErrCodePeerMessageLength).
 const (
 	hdrMagic       = 0
 	hdrVersion     = 8
@@ -45,7 +57,8 @@ const (
 	hdrPoolPages   = 80
 	hdrEntrySize   = 88
 	hdrPageSize    = 92
-	hdrUsed        = 96 // bytes of the header that carry fields
+	hdrMaxMessage  = 96
+	hdrUsed        = 100 // bytes of the header that carry fields
 )
 
 const (
@@ -64,6 +77,12 @@ const (
 	// no offset arithmetic can overflow.
 	MaxArenaSize = 1 << 40
 	MaxPoolPages = 1 << 24
+	// DefaultMaxMessage is the largest message of a region whose Params
+	// name none: kernel Homa's HOMA_MAX_MESSAGE_LENGTH, 1,000,000 bytes.
+	DefaultMaxMessage = 1_000_000
+	// MaxMessageLimit bounds MaxMessage: 2^31 − 1 bytes, the engine's
+	// bound (wire.MaxMessageLimit).
+	MaxMessageLimit = 1<<31 - 1
 	// partAlign is where NewLayout starts each part.
 	partAlign = 4096
 )
@@ -95,6 +114,10 @@ type Params struct {
 	ArenaSize   uint64 // transmit arena bytes (> 0)
 	PoolPages   uint64 // receive pool pages of PageSize bytes (> 0)
 	RegionAlign uint64 // round RegionSize up to this (0: 4096; 2 MB for hugetlb); a power of two
+	// MaxMessage is the largest message the region's entries carry, in
+	// bytes, 1..MaxMessageLimit (0: DefaultMaxMessage). The daemon's
+	// config checks that the arena and the pool hold it.
+	MaxMessage uint32
 }
 
 // Layout is where each part of a region lives. Offsets and sizes are in
@@ -109,6 +132,7 @@ type Layout struct {
 	ArenaSize   uint64
 	PoolOffset  uint64
 	PoolPages   uint64
+	MaxMessage  uint32 // largest message in bytes (see the table)
 }
 
 // NewLayout places the parts of a region for p and checks the result.
@@ -132,7 +156,11 @@ func NewLayout(p Params) (Layout, error) {
 	if err := checkPoolPages(p.PoolPages); err != nil {
 		return Layout{}, err
 	}
-	l := Layout{SQEntries: p.SQEntries, CQEntries: p.CQEntries, ArenaSize: p.ArenaSize, PoolPages: p.PoolPages}
+	l := Layout{SQEntries: p.SQEntries, CQEntries: p.CQEntries, ArenaSize: p.ArenaSize, PoolPages: p.PoolPages,
+		MaxMessage: p.MaxMessage}
+	if l.MaxMessage == 0 {
+		l.MaxMessage = DefaultMaxMessage
+	}
 	off := uint64(HeaderSize)
 	l.SQOffset, off = off, alignUp(off+RingBytes(p.SQEntries), partAlign)
 	l.CQOffset, off = off, alignUp(off+RingBytes(p.CQEntries), partAlign)
@@ -143,6 +171,13 @@ func NewLayout(p Params) (Layout, error) {
 }
 
 func alignUp(v, a uint64) uint64 { return (v + a - 1) &^ (a - 1) }
+
+func checkMaxMessage(n uint32) error {
+	if n == 0 || n > MaxMessageLimit {
+		return layoutErr("MaxMessage", uint64(n), fmt.Sprintf("not in 1..%d", MaxMessageLimit))
+	}
+	return nil
+}
 
 func checkRingEntries(field string, n uint64) error {
 	if n == 0 || n&(n-1) != 0 || n > MaxRingEntries {
@@ -202,6 +237,9 @@ func (l *Layout) Validate(regionLen uint64) error {
 	if err := checkPoolPages(l.PoolPages); err != nil {
 		return err
 	}
+	if err := checkMaxMessage(l.MaxMessage); err != nil {
+		return err
+	}
 	sp := l.spans()
 	for _, s := range sp[1:] {
 		if s.off%CacheLine != 0 {
@@ -245,6 +283,7 @@ func (l *Layout) WriteHeader(region []byte) error {
 	le.PutUint64(h[hdrPoolPages:], l.PoolPages)
 	le.PutUint32(h[hdrEntrySize:], EntrySize)
 	le.PutUint32(h[hdrPageSize:], PageSize)
+	le.PutUint32(h[hdrMaxMessage:], l.MaxMessage)
 	return nil
 }
 
@@ -282,6 +321,10 @@ func ParseHeader(region []byte) (Layout, error) {
 		ArenaSize:   le.Uint64(h[hdrArenaSize:]),
 		PoolOffset:  le.Uint64(h[hdrPoolOffset:]),
 		PoolPages:   le.Uint64(h[hdrPoolPages:]),
+		MaxMessage:  le.Uint32(h[hdrMaxMessage:]),
+	}
+	if l.MaxMessage == 0 {
+		l.MaxMessage = DefaultMaxMessage // a daemon from before the field
 	}
 	if err := l.Validate(uint64(len(region))); err != nil {
 		return Layout{}, err
@@ -309,10 +352,15 @@ func (l *Layout) Pool(region []byte) []byte {
 	return part(region, l.PoolOffset, l.PoolPages*PageSize)
 }
 
-// Limits returns what entries are checked against in this region, with
-// maxMessage the largest message in bytes (the engine's MaxMessageLength).
+// Limits returns what entries are checked against in this region: its
+// sizes, and the largest message, l.MaxMessage or maxMessage if smaller
+// (an engine that takes less than the region carries; 0: l.MaxMessage).
 func (l *Layout) Limits(maxMessage uint32) Limits {
-	return Limits{ArenaSize: l.ArenaSize, PoolPages: l.PoolPages, MaxMessage: maxMessage}
+	mm := l.MaxMessage
+	if maxMessage != 0 && maxMessage < mm {
+		mm = maxMessage
+	}
+	return Limits{ArenaSize: l.ArenaSize, PoolPages: l.PoolPages, MaxMessage: mm}
 }
 
 func part(region []byte, off, size uint64) []byte { return region[off : off+size : off+size] }

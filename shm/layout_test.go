@@ -41,6 +41,7 @@ func TestNewLayout_placesParts(t *testing.T) {
 		ArenaOffset: 61440, ArenaSize: 1 << 20,
 		PoolOffset: 61440 + 1<<20, PoolPages: 16,
 		RegionSize: 61440 + 1<<20 + 16*PageSize,
+		MaxMessage: DefaultMaxMessage,
 	}
 	if l != want {
 		t.Fatalf("layout\n got %+v\nwant %+v", l, want)
@@ -171,6 +172,7 @@ func TestParseHeader_errors(t *testing.T) {
 		{"pool overlaps arena", put64(hdrPoolOffset, l.ArenaOffset), "PoolOffset"},
 		{"pool overlaps sq", put64(hdrPoolOffset, l.SQOffset), "PoolOffset"},
 		{"sq entries grow into cq", put64(hdrSQEntries, 512), "CQOffset"},
+		{"max message above the limit", put32(hdrMaxMessage, 1<<31), "MaxMessage"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			region, _ := goodRegion(t)
@@ -187,12 +189,67 @@ func TestParseHeader_errors(t *testing.T) {
 
 // Two adjacent parts touching end to start do not overlap.
 func TestLayout_adjacentPartsAllowed(t *testing.T) {
-	l := Layout{SQOffset: HeaderSize, SQEntries: 4, CQEntries: 4, ArenaSize: 64, PoolPages: 1}
+	l := Layout{SQOffset: HeaderSize, SQEntries: 4, CQEntries: 4, ArenaSize: 64, PoolPages: 1, MaxMessage: 64}
 	l.CQOffset = l.SQOffset + RingBytes(4)
 	l.ArenaOffset = l.CQOffset + RingBytes(4)
 	l.PoolOffset = l.ArenaOffset + 64
 	l.RegionSize = l.PoolOffset + PageSize
 	if err := l.Validate(l.RegionSize); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNewLayout_maxMessage: the header carries the region's largest
+// message: 1,000,000 bytes by default, up to MaxMessageLimit (64 MiB in a
+// region sized for it: 64 MiB of arena, 1024 pages), and NewLayout
+// refuses more, naming MaxMessage.
+func TestNewLayout_maxMessage(t *testing.T) {
+	const mib64 = 64 << 20
+	for _, tc := range []struct {
+		name  string
+		p     Params
+		want  uint32
+		field string // refused, naming it
+	}{
+		{"default", testParams, DefaultMaxMessage, ""},
+		{"64 MiB", Params{SQEntries: 16, CQEntries: 16, ArenaSize: mib64, PoolPages: 1024, MaxMessage: mib64}, mib64, ""},
+		{"at the limit", Params{SQEntries: 16, CQEntries: 16, ArenaSize: 1 << 16, PoolPages: 1, MaxMessage: MaxMessageLimit}, MaxMessageLimit, ""},
+		{"above the limit", Params{SQEntries: 16, CQEntries: 16, ArenaSize: 1 << 16, PoolPages: 1, MaxMessage: MaxMessageLimit + 1}, 0, "MaxMessage"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := NewLayout(tc.p)
+			if tc.field != "" {
+				checkLayoutErr(t, err, tc.field)
+				return
+			}
+			if err != nil || l.MaxMessage != tc.want {
+				t.Fatalf("MaxMessage %d, err %v; want %d", l.MaxMessage, err, tc.want)
+			}
+			region := alignedBytes(int(l.RegionSize))
+			if err := l.WriteHeader(region); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := ParseHeader(region); err != nil || got != l {
+				t.Fatalf("ParseHeader = %+v, %v; want %+v", got, err, l)
+			}
+			if lim := l.Limits(0); lim.MaxMessage != tc.want {
+				t.Fatalf("Limits(0).MaxMessage = %d", lim.MaxMessage)
+			}
+			if lim := l.Limits(100); lim.MaxMessage != 100 {
+				t.Fatalf("Limits(100).MaxMessage = %d, want the engine's smaller limit", lim.MaxMessage)
+			}
+		})
+	}
+}
+
+// TestParseHeader_maxMessageZeroFromOlderDaemon: a header whose
+// MaxMessage bytes are zero (reserved before the field) reads as
+// DefaultMaxMessage.
+func TestParseHeader_maxMessageZeroFromOlderDaemon(t *testing.T) {
+	region, l := goodRegion(t)
+	binary.LittleEndian.PutUint32(region[hdrMaxMessage:], 0)
+	got, err := ParseHeader(region)
+	if err != nil || got != l || got.MaxMessage != DefaultMaxMessage {
+		t.Fatalf("ParseHeader = %+v, %v; want MaxMessage %d", got, err, DefaultMaxMessage)
 	}
 }

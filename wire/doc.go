@@ -100,7 +100,8 @@
 // parser checks each packet against its own type's length. A message is at
 // most 1,000,000 bytes for interoperability with the kernel
 // (MaxMessageLength; the field is a u32 and configuration may raise the
-// limit, so the parser leaves it to the engine). A DATA packet carries at
+// limit towards homa-dpdk peers, up to MaxMessageLimit, so the parser
+// leaves it to the engine). A DATA packet carries at
 // most MTU − IP header − 56 message bytes: 1424 for a 1500-byte MTU over
 // IPv4 (PayloadPerPacket).
 //

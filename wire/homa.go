@@ -44,9 +44,16 @@ const (
 
 	// MaxMessageLength is the largest message the kernel module accepts
 	// (HOMA_MAX_MESSAGE_LENGTH). The message_length field is a u32; a
-	// configuration may raise the limit, so the parser does not enforce
-	// it.
+	// configuration may raise the limit between homa-dpdk hosts, so the
+	// parser does not enforce it.
 	MaxMessageLength = 1_000_000
+
+	// MaxMessageLimit bounds how far a configuration may raise the
+	// limit: 2^31 − 1 bytes, so that offset + length of any range of a
+	// message fits the u32 offset and length fields and never reaches
+	// RESEND's 0xFFFFFFFF ("everything"). Kernel Homa takes no message
+	// above MaxMessageLength, so longer ones are for homa-dpdk peers only.
+	MaxMessageLimit = 1<<31 - 1
 
 	// NumPriorities is the number of Homa priority levels
 	// (HOMA_MAX_PRIORITIES); 7 is the highest.

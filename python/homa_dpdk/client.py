@@ -39,9 +39,6 @@ from .waiting import Waiter
 
 __all__ = ["Client", "Message", "DEFAULT_SOCKET"]
 
-_U32 = 0xFFFFFFFF
-
-
 class Client(Submitter, Waiter, CompletionHandlers, PoolPages):
     """A worker's session with the daemon.
 
@@ -49,9 +46,9 @@ class Client(Submitter, Waiter, CompletionHandlers, PoolPages):
     how long a wait spins on the completion ring before it sleeps on the
     eventfd. Keyword options: op_timeout (seconds to wait for the
     completion of a submission, for arena space and for ring space; 10),
-    max_message (largest message the client lets through, None: what
-    the 32-bit length field and the arena allow; the daemon enforces its
-    own), max_sleep (longest single sleep in seconds before the ring is
+    max_message (largest message the client lets through, None: the
+    region's, from its header — 1,000,000 bytes unless the daemon is
+    configured for longer ones; the daemon enforces its own), max_sleep (longest single sleep in seconds before the ring is
     checked again, 1.0). Also a context manager that closes on exit.
     """
 
@@ -78,7 +75,7 @@ class Client(Submitter, Waiter, CompletionHandlers, PoolPages):
             os.close(efd)
             sock.close()
             raise
-        mm_max = _U32 if max_message is None else min(int(max_message), _U32)
+        mm_max = lay.max_message if max_message is None else min(int(max_message), lay.max_message)
         self._limits = Limits(lay.arena_size, lay.pool_pages, mm_max)
         self._arena = Arena(lay.arena_size)
         self._held = bytearray(lay.pool_pages)  # 1: page handed to us and not yet returned
@@ -190,10 +187,17 @@ class Client(Submitter, Waiter, CompletionHandlers, PoolPages):
         """Answer request msg with buf's bytes (any buffer, msg.data too);
         returns once the daemon accepted the reply. A server answers one
         request per pass of the daemon's loop at best this way; see
-        reply_async."""
+        reply_async. A reply too long for the client (RPCError
+        PEER_MESSAGE_LENGTH: above 1,000,000 bytes to a peer that may run
+        kernel Homa) leaves the request unanswered: reply again, shorter."""
         with self._lock:
             sub = self._submit_reply(msg, buf, detached=False)
-            self._await(sub, f"reply to {msg.id}")
+            try:
+                self._await(sub, f"reply to {msg.id}")
+            except RPCError as e:
+                if e.code == ErrCode.PEER_MESSAGE_LENGTH:
+                    msg._replied = False  # the daemon keeps the request for a shorter reply
+                raise
             self._stats["replies"] += 1
 
     def reply_async(self, msg, buf):
@@ -345,6 +349,14 @@ class Client(Submitter, Waiter, CompletionHandlers, PoolPages):
     @property
     def closed(self):
         return self._closed
+
+    @property
+    def max_message(self):
+        """The largest message this client sends or takes, in bytes: the
+        region's (layout.max_message), or the max_message given if smaller.
+        Above 1,000,000 bytes a message goes only to peers the daemon knows
+        to run homa-dpdk (RPCError PEER_MESSAGE_LENGTH otherwise)."""
+        return self._limits.max_message
 
     def fileno(self):
         """The wake-up eventfd (readable when the daemon woke a sleeping

@@ -132,10 +132,11 @@ class ErrCode(enum.IntEnum):
     LIMIT = 23
     PEER_RESTARTED = 24
     CLOSED = 25
+    PEER_MESSAGE_LENGTH = 26  # above 1,000,000 bytes to a peer that may run kernel Homa
 
 
 _ERR_BAD_END = 11
-_ERR_END = 26
+_ERR_END = 27
 
 _ERR_NAMES = {
     0: "none",
@@ -159,6 +160,7 @@ _ERR_NAMES = {
     23: "worker limit reached",
     24: "peer restarted",
     25: "closed",
+    26: "message too long for the peer (kernel Homa's 1,000,000 bytes)",
 }
 
 

@@ -73,8 +73,11 @@ class RPCError(_CodeError):
 
     code is an ErrCode (16 and up: TIMEOUT, UNREACHABLE, PORT_UNREACHABLE,
     ABORTED, NO_BUFFER_SPACE, NO_RPC, PORT_IN_USE, LIMIT, PEER_RESTARTED,
-    CLOSED); rpc_id the RPC concerned, 0 when none. peer is (ip str, port)
-    of the other end where known: the server of a client RPC that failed
+    CLOSED, PEER_MESSAGE_LENGTH: a message above 1,000,000 bytes to a peer
+    that may run kernel Homa, which takes no longer ones; a request whose
+    reply() was so refused may be answered again, shorter); rpc_id the RPC
+    concerned, 0 when none. peer is (ip str, port) of the other end where
+    known: the server of a client RPC that failed
     in the daemon (even rpc_id), or the client of a request whose
     reply_async the daemon refused (odd rpc_id: the request's id); None
     otherwise."""

@@ -17,7 +17,13 @@ The header at offset 0 (little-endian)::
      80  8   PoolPages
      88  4   EntrySize    64
      92  4   PageSize     65536
-     96 ...  reserved     zero up to HeaderSize
+     96  4   MaxMessage   largest message the entries carry, 1..MAX_MESSAGE_LIMIT
+    100 ...  reserved     zero up to HeaderSize
+
+MaxMessage was reserved before: 0 there (a daemon from before the field)
+reads as DEFAULT_MAX_MESSAGE, 1,000,000 bytes, kernel Homa's limit. A
+daemon configured for longer messages (protocol.max_message, up to
+2^31 - 1) writes its own, and sizes the arena and the pool for it.
 
 parse_header checks exactly what ParseHeader checks, in the same order, and
 raises LayoutError naming the same field.
@@ -39,6 +45,8 @@ __all__ = [
     "MAX_RING_ENTRIES",
     "MAX_ARENA_SIZE",
     "MAX_POOL_PAGES",
+    "DEFAULT_MAX_MESSAGE",
+    "MAX_MESSAGE_LIMIT",
     "ring_bytes",
     "Layout",
     "new_layout",
@@ -53,11 +61,14 @@ RING_HEADER_SIZE = 256
 MAX_RING_ENTRIES = 1 << 20
 MAX_ARENA_SIZE = 1 << 40
 MAX_POOL_PAGES = 1 << 24
+DEFAULT_MAX_MESSAGE = 1_000_000
+MAX_MESSAGE_LIMIT = (1 << 31) - 1
 _PART_ALIGN = 4096
 
 # magic version headersize regionsize sqoff sqent cqoff cqent arenaoff arenasize pooloff poolpages entrysize pagesize
-_HDR = struct.Struct("<QIIQQQQQQQQQII")
-assert _HDR.size == 96
+# maxmessage
+_HDR = struct.Struct("<QIIQQQQQQQQQIII")
+assert _HDR.size == 100
 
 
 def ring_bytes(entries):
@@ -80,6 +91,11 @@ def _check_pool_pages(n):
         raise LayoutError("PoolPages", n, f"not in 1..{MAX_POOL_PAGES}")
 
 
+def _check_max_message(n):
+    if n == 0 or n > MAX_MESSAGE_LIMIT:
+        raise LayoutError("MaxMessage", n, f"not in 1..{MAX_MESSAGE_LIMIT}")
+
+
 def _align_up(v, a):
     return (v + a - 1) & ~(a - 1)
 
@@ -88,10 +104,10 @@ class Layout:
     """Where each part of a region lives (bytes from the region's start)."""
 
     __slots__ = ("region_size", "sq_offset", "sq_entries", "cq_offset", "cq_entries", "arena_offset",
-                 "arena_size", "pool_offset", "pool_pages")
+                 "arena_size", "pool_offset", "pool_pages", "max_message")
 
     def __init__(self, region_size=0, sq_offset=0, sq_entries=0, cq_offset=0, cq_entries=0, arena_offset=0,
-                 arena_size=0, pool_offset=0, pool_pages=0):
+                 arena_size=0, pool_offset=0, pool_pages=0, max_message=DEFAULT_MAX_MESSAGE):
         self.region_size = region_size
         self.sq_offset = sq_offset
         self.sq_entries = sq_entries
@@ -101,6 +117,7 @@ class Layout:
         self.arena_size = arena_size
         self.pool_offset = pool_offset
         self.pool_pages = pool_pages
+        self.max_message = max_message
 
     def __eq__(self, other):
         return type(other) is Layout and all(getattr(self, f) == getattr(other, f) for f in self.__slots__)
@@ -126,6 +143,7 @@ class Layout:
         _check_ring_entries("CQEntries", self.cq_entries)
         _check_arena_size(self.arena_size)
         _check_pool_pages(self.pool_pages)
+        _check_max_message(self.max_message)
         spans = self._spans()
         for field, off, size in spans[1:]:
             if off % CACHE_LINE:
@@ -146,7 +164,7 @@ class Layout:
             hdr = bytearray(HEADER_SIZE)
             _HDR.pack_into(hdr, 0, MAGIC, VERSION, HEADER_SIZE, self.region_size, self.sq_offset,
                            self.sq_entries, self.cq_offset, self.cq_entries, self.arena_offset, self.arena_size,
-                           self.pool_offset, self.pool_pages, ENTRY_SIZE, PAGE_SIZE)
+                           self.pool_offset, self.pool_pages, ENTRY_SIZE, PAGE_SIZE, self.max_message)
             b[:HEADER_SIZE] = hdr
 
     # Part offsets as (start, end) pairs, for slicing a region view.
@@ -163,9 +181,10 @@ class Layout:
         return self.pool_offset, self.pool_offset + self.pool_pages * PAGE_SIZE
 
 
-def new_layout(sq_entries, cq_entries, arena_size, pool_pages, region_align=0):
+def new_layout(sq_entries, cq_entries, arena_size, pool_pages, region_align=0, max_message=0):
     """NewLayout: place the parts on 4 KB boundaries in the order header,
-    SQ, CQ, arena, pool, and round RegionSize up to region_align (0: 4096)."""
+    SQ, CQ, arena, pool, and round RegionSize up to region_align (0: 4096);
+    max_message 0 is DEFAULT_MAX_MESSAGE."""
     rnd = region_align or _PART_ALIGN
     if rnd < _PART_ALIGN or rnd & (rnd - 1) or rnd > 1 << 30:
         raise LayoutError("RegionAlign", rnd, "not a power of two in 4096..1<<30")
@@ -173,7 +192,8 @@ def new_layout(sq_entries, cq_entries, arena_size, pool_pages, region_align=0):
     _check_ring_entries("CQEntries", cq_entries)
     _check_arena_size(arena_size)
     _check_pool_pages(pool_pages)
-    lay = Layout(sq_entries=sq_entries, cq_entries=cq_entries, arena_size=arena_size, pool_pages=pool_pages)
+    lay = Layout(sq_entries=sq_entries, cq_entries=cq_entries, arena_size=arena_size, pool_pages=pool_pages,
+                 max_message=max_message or DEFAULT_MAX_MESSAGE)
     off = HEADER_SIZE
     lay.sq_offset, off = off, _align_up(off + ring_bytes(sq_entries), _PART_ALIGN)
     lay.cq_offset, off = off, _align_up(off + ring_bytes(cq_entries), _PART_ALIGN)
@@ -199,7 +219,7 @@ def parse_header(region):
     finally:
         mv.release()
     (magic, version, header_size, region_size, sq_off, sq_ent, cq_off, cq_ent, arena_off, arena_size, pool_off,
-     pool_pages, entry_size, page_size) = _HDR.unpack_from(hdr)
+     pool_pages, entry_size, page_size, max_message) = _HDR.unpack_from(hdr)
     if magic != MAGIC:
         raise LayoutError("Magic", magic, 'not "HOMASHM1"')
     if version != VERSION:
@@ -210,6 +230,7 @@ def parse_header(region):
         raise LayoutError("EntrySize", entry_size, f"want {ENTRY_SIZE}")
     if page_size != PAGE_SIZE:
         raise LayoutError("PageSize", page_size, f"want {PAGE_SIZE}")
-    lay = Layout(region_size, sq_off, sq_ent, cq_off, cq_ent, arena_off, arena_size, pool_off, pool_pages)
+    lay = Layout(region_size, sq_off, sq_ent, cq_off, cq_ent, arena_off, arena_size, pool_off, pool_pages,
+                 max_message or DEFAULT_MAX_MESSAGE)  # 0: a daemon from before the field
     lay.validate(n)
     return lay

@@ -106,10 +106,12 @@ class FakeEngine:
     """The Go fake engine as a child process steered through its stdin."""
 
     def __init__(self, path, ip="127.0.0.1", sq_entries=256, cq_entries=1024, arena_size=4 << 20, pool_pages=128,
-                 max_message=0, ring_start=0, release_mode="end", abort_ends_server=False, echo=()):
+                 max_message=0, ring_start=0, release_mode="end", abort_ends_server=False, echo=(),
+                 region_max_message=0):
         self.path = path
         self.flags = ["-ip", ip, "-sq", str(sq_entries), "-cq", str(cq_entries), "-arena", str(arena_size),
-                      "-pool-pages", str(pool_pages), "-max-message", str(max_message), "-ring-start",
+                      "-pool-pages", str(pool_pages), "-max-message", str(max_message),
+                      "-region-max-message", str(region_max_message), "-ring-start",
                       str(ring_start), "-release", release_mode, "-v", "-control"]
         if abort_ends_server:
             self.flags.append("-abort-ends-server")

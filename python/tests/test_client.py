@@ -79,6 +79,36 @@ class ClientTest(unittest.TestCase):
         return self.d.session(i)
 
 
+MIB64 = 64 << 20
+
+
+class TestLongMessages(ClientTest):
+    """Regions the daemon sized for 64 MiB messages (64 MiB of arena,
+    1024 pool pages, MaxMessage 64 MiB in the header)."""
+
+    daemon_kw = dict(arena_size=MIB64, pool_pages=1024, region_max_message=MIB64)
+
+    def test_64mib_round_trip(self):
+        self.echo()
+        c = self.client()
+        self.assertEqual((c.max_message, c.layout.max_message), (MIB64, MIB64))
+        data = os.urandom(MIB64)
+        with c.call((IP, PORT), data, timeout=60) as m:
+            self.assertEqual(len(m), MIB64)
+            self.assertTrue(m.data == data)
+        self.assertEqual(self.session_of(1).layout.max_message, MIB64)
+        with self.assertRaises(ValueError):  # refused before anything is submitted
+            c.send((IP, PORT), bytes(MIB64 + 1))
+        s = c.stats()
+        self.assertEqual((s["arena_used"], s["pool_pages_held"], s["bad_completions"]), (0, 0, 0))
+
+    def test_smaller_limit_of_the_caller(self):
+        c = self.client(max_message=1000)
+        self.assertEqual(c.max_message, 1000)
+        with self.assertRaises(ValueError):
+            c.send((IP, PORT), bytes(1001))
+
+
 class TestRoundTrips(ClientTest):
     def test_sizes(self):
         self.echo()

@@ -78,6 +78,8 @@ class TestEncode(unittest.TestCase):
         self.assertEqual([int(o) for o in CompOp], [1, 2, 3, 4, 5])
         self.assertEqual(COMP_FLAG_RELEASED, 1)
         self.assertEqual((ErrCode.BAD_COMP_ERROR, ErrCode.TIMEOUT, ErrCode.CLOSED), (10, 16, 25))
+        self.assertEqual(ErrCode.PEER_MESSAGE_LENGTH, 26)
+        self.assertIn("1,000,000", err_name(ErrCode.PEER_MESSAGE_LENGTH))
         self.assertEqual(err_name(ErrCode.NO_RPC), "no such RPC")
         self.assertEqual(err_name(99), "error(99)")
 
@@ -116,7 +118,7 @@ class TestParseCompletion(unittest.TestCase):
             (dict(op=1, err=16), ErrCode.BAD_COMP_ERROR),  # a code where none belongs
             (dict(op=4, err=11), ErrCode.BAD_COMP_ERROR),  # unknown codes
             (dict(op=4, err=15), ErrCode.BAD_COMP_ERROR),
-            (dict(op=4, err=26), ErrCode.BAD_COMP_ERROR),
+            (dict(op=4, err=27), ErrCode.BAD_COMP_ERROR),
             (dict(op=2, length=0, pages=1), ErrCode.BAD_LENGTH),
             (dict(op=3, length=1_000_001, pages=16), ErrCode.BAD_LENGTH),
             (dict(op=2, length=1, pages=0), ErrCode.BAD_PAGE),

@@ -7,10 +7,11 @@ import unittest
 import support  # noqa: F401
 
 from homa_dpdk.errors import LayoutError
-from homa_dpdk.layout import HEADER_SIZE, MAGIC, Layout, new_layout, parse_header, ring_bytes
+from homa_dpdk.layout import (DEFAULT_MAX_MESSAGE, HEADER_SIZE, MAGIC, MAX_MESSAGE_LIMIT, Layout, new_layout,
+                               parse_header, ring_bytes)
 
 # shm.NewLayout(Params{SQEntries: 64, CQEntries: 256, ArenaSize: 1 << 20, PoolPages: 16}) and the first 96
-# bytes WriteHeader wrote for it (Go).
+# bytes WriteHeader wrote for it (Go), then its MaxMessage (the default 1,000,000) at 96.
 GO_LAYOUT = Layout(region_size=2129920, sq_offset=4096, sq_entries=64, cq_offset=12288, cq_entries=256,
                    arena_offset=32768, arena_size=1048576, pool_offset=1081344, pool_pages=16)
 GO_HDR = bytes.fromhex(
@@ -20,7 +21,7 @@ GO_HDR = bytes.fromhex(
 # field offsets from shm/layout.go
 OFF = dict(Magic=(0, 8), Version=(8, 4), HeaderSize=(12, 4), RegionSize=(16, 8), SQOffset=(24, 8),
            SQEntries=(32, 8), CQOffset=(40, 8), CQEntries=(48, 8), ArenaOffset=(56, 8), ArenaSize=(64, 8),
-           PoolOffset=(72, 8), PoolPages=(80, 8), EntrySize=(88, 4), PageSize=(92, 4))
+           PoolOffset=(72, 8), PoolPages=(80, 8), EntrySize=(88, 4), PageSize=(92, 4), MaxMessage=(96, 4))
 
 
 def region_with_header(lay=GO_LAYOUT, extra=0):
@@ -47,7 +48,8 @@ class TestLayout(unittest.TestCase):
     def test_header_bytes_match_go(self):
         buf = region_with_header()
         self.assertEqual(bytes(buf[:96]), GO_HDR)
-        self.assertEqual(bytes(buf[96:HEADER_SIZE]), bytes(HEADER_SIZE - 96))
+        self.assertEqual(bytes(buf[96:100]), (1_000_000).to_bytes(4, "little"))
+        self.assertEqual(bytes(buf[100:HEADER_SIZE]), bytes(HEADER_SIZE - 100))
         self.assertEqual(buf[:8], b"HOMASHM1")
         self.assertEqual(struct.unpack_from("<Q", buf)[0], MAGIC)
 
@@ -88,6 +90,7 @@ class TestLayout(unittest.TestCase):
             ("SQOffset", 0, "SQOffset"),  # overlaps the header
             ("CQOffset", L.sq_offset + 64, "CQOffset"),  # overlaps the SQ
             ("ArenaOffset", L.pool_offset - 64, "PoolOffset"),  # the pool overlaps the arena
+            ("MaxMessage", 1 << 31, "MaxMessage"),  # above MAX_MESSAGE_LIMIT
         ]
         for field, value, want in cases:
             with self.subTest(field=field, value=value):
@@ -97,6 +100,25 @@ class TestLayout(unittest.TestCase):
                     parse_header(buf)
                 self.assertEqual(cm.exception.field, want)
                 self.assertIsInstance(cm.exception, ValueError)
+
+    def test_max_message(self):
+        lay = new_layout(16, 16, 64 << 20, 1024, max_message=64 << 20)
+        self.assertEqual(lay.max_message, 64 << 20)
+        buf = bytearray(lay.region_size)
+        lay.write_header(buf)
+        self.assertEqual(parse_header(buf), lay)
+        self.assertEqual(struct.unpack_from("<I", buf, 96)[0], 64 << 20)
+        self.assertEqual(new_layout(16, 16, 1 << 16, 1).max_message, DEFAULT_MAX_MESSAGE)
+        self.assertEqual(new_layout(16, 16, 1 << 16, 1, max_message=MAX_MESSAGE_LIMIT).max_message,
+                         MAX_MESSAGE_LIMIT)
+        with self.assertRaises(LayoutError) as cm:
+            new_layout(16, 16, 1 << 16, 1, max_message=MAX_MESSAGE_LIMIT + 1)
+        self.assertEqual(cm.exception.field, "MaxMessage")
+
+    def test_max_message_zero_from_older_daemon(self):
+        buf = region_with_header()
+        setf(buf, "MaxMessage", 0)
+        self.assertEqual(parse_header(buf).max_message, DEFAULT_MAX_MESSAGE)
 
     def test_short_mapping(self):
         with self.assertRaises(LayoutError) as cm:

@@ -50,7 +50,8 @@ type Config struct {
 	// another address fails with Unreachable. Zero: 127.0.0.1.
 	Host [4]byte
 	// MaxMessage is the longest message a submission may name (the limit
-	// ParseSubmission checks). Zero: shm.MaxMessage.
+	// ParseSubmission checks), if below the region's (Params.MaxMessage).
+	// Zero: the region's.
 	MaxMessage uint32
 	// RingStart is where both rings' free-running indices begin: near
 	// 1<<64, a test sees them wrap.
@@ -122,9 +123,6 @@ func Start(cfg Config) (*Engine, error) {
 	}
 	if cfg.Host == [4]byte{} {
 		cfg.Host = defaultHost
-	}
-	if cfg.MaxMessage == 0 {
-		cfg.MaxMessage = shm.MaxMessage
 	}
 	if cfg.IdleSleep == 0 {
 		cfg.IdleSleep = 100 * time.Microsecond

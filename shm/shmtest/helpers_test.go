@@ -90,7 +90,7 @@ func (w *worker) read(n int) (string, shm.Completion) {
 	w.t.Helper()
 	var lines []string
 	var c shm.Completion
-	lim := w.a.Layout.Limits(shm.MaxMessage)
+	lim := w.a.Layout.Limits(0)
 	for deadline := time.Now().Add(5 * time.Second); len(lines) < n; {
 		var slot shm.Slot
 		if !w.cq.Pop(&slot) {
@@ -136,7 +136,7 @@ func (w *worker) idle() {
 	time.Sleep(5 * time.Millisecond)
 	var slot shm.Slot
 	if w.cq.Pop(&slot) {
-		lim := w.a.Layout.Limits(shm.MaxMessage)
+		lim := w.a.Layout.Limits(0)
 		c, _ := shm.ParseCompletion(&slot, &lim)
 		w.t.Errorf("unexpected completion %s", w.line(c))
 	}

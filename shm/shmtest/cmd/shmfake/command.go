@@ -21,6 +21,7 @@ type layoutJSON struct {
 	ArenaSize   uint64 `json:"arena_size"`
 	PoolOffset  uint64 `json:"pool_offset"`
 	PoolPages   uint64 `json:"pool_pages"`
+	MaxMessage  uint32 `json:"max_message"`
 }
 
 // sessionJSON is shmtest.SessionInfo, answered to "session N".
@@ -138,7 +139,7 @@ func sessionAnswer(s shmtest.SessionInfo) sessionJSON {
 	return sessionJSON{Index: s.Index, PID: s.PID, Port: s.Port, Live: s.Live, Hugetlb: s.Hugetlb,
 		Layout: layoutJSON{RegionSize: l.RegionSize, SQOffset: l.SQOffset, SQEntries: l.SQEntries,
 			CQOffset: l.CQOffset, CQEntries: l.CQEntries, ArenaOffset: l.ArenaOffset, ArenaSize: l.ArenaSize,
-			PoolOffset: l.PoolOffset, PoolPages: l.PoolPages},
+			PoolOffset: l.PoolOffset, PoolPages: l.PoolPages, MaxMessage: l.MaxMessage},
 		PagesFree: s.PagesFree, PagesHeld: s.PagesHeld, RPCs: s.RPCs, Submissions: s.Submissions,
 		BadSubmissions: s.BadSubmissions, Wakeups: s.Wakeups, SQCorrupt: s.SQCorrupt, CQCorrupt: s.CQCorrupt}
 }

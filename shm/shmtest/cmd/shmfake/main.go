@@ -62,7 +62,8 @@ func main() {
 	cq := flag.Uint64("cq", 1024, "completion ring entries")
 	arena := flag.Uint64("arena", 4<<20, "transmit arena bytes per worker")
 	pool := flag.Uint64("pool-pages", 128, "receive pool pages (64 KB) per worker")
-	maxMsg := flag.Uint("max-message", 0, "longest message a submission may name (0: shm.MaxMessage)")
+	regionMax := flag.Uint("region-max-message", 0, "the regions' largest message, in their headers (0: 1,000,000 or what they hold)")
+	maxMsg := flag.Uint("max-message", 0, "longest message a submission may name, if below the region's (0: the region's)")
 	ringStart := flag.Uint64("ring-start", 0, "where both rings' indices begin")
 	release := flag.String("release", "end", "when arena ranges are released: end, separate or flag")
 	abortEnds := flag.Bool("abort-ends-server", false, "an abort ends the RPC at its server too (its reply is refused)")
@@ -83,7 +84,8 @@ func main() {
 		os.Exit(2)
 	}
 	cfg := shmtest.Config{Path: *path, Host: ip.As4(), MaxMessage: uint32(*maxMsg), RingStart: *ringStart,
-		Params:  shm.Params{SQEntries: *sq, CQEntries: *cq, ArenaSize: *arena, PoolPages: *pool},
+		Params: shm.Params{SQEntries: *sq, CQEntries: *cq, ArenaSize: *arena, PoolPages: *pool,
+			MaxMessage: uint32(*regionMax)},
 		Release: rel, AbortEndsServer: *abortEnds, IdleSleep: *idle}
 	if *verbose {
 		cfg.Logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, "shmfake: "+f+"\n", a...) }

@@ -1,0 +1,171 @@
+package hub
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/engine"
+	"github.com/homa-dpdk/homa-dpdk/shm"
+	"github.com/homa-dpdk/homa-dpdk/wire"
+)
+
+// Messages above kernel Homa's 1,000,000 bytes through the worker
+// interface: regions sized for 64 MiB (arena and a pool of 1024 pages and
+// more), runs of 1024 pool pages, and the kernel limit kept towards the
+// peers the engine's KernelPeer names.
+
+const mib64 = 64 << 20
+
+// longParams are regions for 64 MiB messages: an arena of one message,
+// a pool of one and a half.
+var longParams = shm.Params{SQEntries: 64, CQEntries: 64, ArenaSize: mib64, PoolPages: 1536, MaxMessage: mib64}
+
+// patterned fills b with a pattern of seed.
+func patterned(b []byte, seed byte) {
+	for i := range b {
+		b[i] = byte(i*31+i>>16) ^ seed
+	}
+}
+
+// TestHub_64MiBThroughWorkers: a 64 MiB request and its 64 MiB response
+// between workers on two hosts arrive byte-exact, each in a run of 1024
+// pool pages; with that run still held, the next 64 MiB response finds
+// no run of 1024 free pages in the 512 left and the RPC fails with
+// NoBufferSpace (counted), and once the pages are back a third arrives.
+func TestHub_64MiBThroughWorkers(t *testing.T) {
+	n := newTestNetWith(t, func(c *engine.Config) {
+		c.MaxMessageLength = mib64
+		c.MaxRecvHeapBytes = 4 * mib64
+	})
+	a, _, sockA, sockB, calls := serveWorkers(t, n, Config{Params: longParams})
+	srv := attachRaw(t, sockB)
+	cli := attachRaw(t, sockA)
+	if cli.at.Layout.MaxMessage != mib64 || cli.lim.MaxMessage != mib64 {
+		t.Fatalf("region MaxMessage %d, limits %d; want 64 MiB", cli.at.Layout.MaxMessage, cli.lim.MaxMessage)
+	}
+	bindRaw(t, srv, 99)
+	req := cli.at.Layout.Arena(cli.at.Region)[:mib64]
+	patterned(req, 1)
+	resp := srv.at.Layout.Arena(srv.at.Region)[:mib64]
+	patterned(resp, 2)
+	// next skips Released completions.
+	next := func(w *rawWorker) shm.Completion {
+		t.Helper()
+		for {
+			c := w.next(t, 60*time.Second)
+			if c.Op != shm.CompReleased {
+				return c
+			}
+		}
+	}
+
+	server := func(want int) shm.Completion {
+		t.Helper()
+		rq := next(srv)
+		if rq.Op != shm.CompRequest {
+			t.Fatalf("completion %+v, want request %d", rq, want)
+		}
+		if rq.Length != mib64 || rq.Pages != 1024 || !bytes.Equal(srv.message(rq), req) {
+			t.Fatalf("request %d: %d bytes in %d pages, equal %v", want, rq.Length, rq.Pages, bytes.Equal(srv.message(rq), req))
+		}
+		srv.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: rq.Page, Pages: rq.Pages})
+		srv.submit(t, shm.Submission{Op: shm.OpReply, Cookie: uint64(200 + want), RPCID: rq.RPCID, PeerIP: rq.PeerIP, PeerPort: rq.PeerPort, Length: mib64})
+		srv.expect(t, shm.CompAccepted)
+		return rq
+	}
+	cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 1, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: mib64})
+	cli.expect(t, shm.CompAccepted)
+	server(1)
+	r1 := next(cli)
+	if r1.Op != shm.CompResponse || r1.Length != mib64 || r1.Pages != 1024 || !bytes.Equal(cli.message(r1), resp) {
+		t.Fatalf("response 1: %+v, equal %v", r1, r1.Op == shm.CompResponse && bytes.Equal(cli.message(r1), resp))
+	}
+
+	// The first response's 1024 pages still held: 512 free, no run.
+	cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 2, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: mib64})
+	cli.expect(t, shm.CompAccepted)
+	server(2)
+	if c := next(cli); c.Op != shm.CompError || c.Err != shm.ErrCodeNoBufferSpace || c.Cookie != 2 {
+		t.Fatalf("response 2 with 512 free pages: %+v, want NoBufferSpace", c)
+	}
+	var wc Counters
+	calls.do(func() { wc = a.hub.counts() })
+	if wc.NoRecvSpace != 1 || wc.HeldPages != 1024 {
+		t.Fatalf("no_recv_space %d, held pages %d; want 1, 1024", wc.NoRecvSpace, wc.HeldPages)
+	}
+
+	cli.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: r1.Page, Pages: r1.Pages})
+	cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 3, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: mib64})
+	cli.expect(t, shm.CompAccepted)
+	server(3)
+	if r3 := next(cli); r3.Op != shm.CompResponse || r3.Pages != 1024 || !bytes.Equal(cli.message(r3), resp) {
+		t.Fatalf("response 3: %+v", r3)
+	}
+}
+
+// TestHub_longMessageToKernelPeerRefused: towards a peer the engine's
+// KernelPeer names, a Send above 1,000,000 bytes is refused with
+// PeerMessageLength (its range Released), 1,000,000 bytes go; a Reply
+// above it is refused the same way and the request stays the worker's,
+// so a shorter reply then reaches the client.
+func TestHub_longMessageToKernelPeerRefused(t *testing.T) {
+	n := newTestNetWith(t, func(c *engine.Config) {
+		c.MaxMessageLength = 4 << 20
+		c.KernelPeer = func([4]byte) bool { return true } // each host takes the other for kernel Homa
+	})
+	params := testWorkerParams
+	params.ArenaSize, params.PoolPages, params.MaxMessage = 4<<20, 64, 4<<20
+	_, _, sockA, sockB, _ := serveWorkers(t, n, Config{Params: params})
+	srv := attachRaw(t, sockB)
+	cli := attachRaw(t, sockA)
+	bindRaw(t, srv, 99)
+	patterned(cli.at.Layout.Arena(cli.at.Region), 3)
+	peer := [4]byte{10, 0, 0, 2}
+
+	cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 5, PeerIP: peer, PeerPort: 99, Length: wire.MaxMessageLength + 1})
+	if c := cli.expect(t, shm.CompError); c.Err != shm.ErrCodePeerMessageLength || c.Cookie != 5 || c.Flags&shm.CompFlagReleased == 0 {
+		t.Fatalf("send of 1,000,001 bytes to a kernel peer: %+v, want PeerMessageLength with Released", c)
+	}
+	if !strings.Contains(shm.ErrCodePeerMessageLength.String(), "1,000,000") {
+		t.Errorf("error name %q does not say the limit", shm.ErrCodePeerMessageLength)
+	}
+	cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 6, PeerIP: peer, PeerPort: 99, Length: wire.MaxMessageLength})
+	acc := cli.expect(t, shm.CompAccepted)
+	rq := srv.expect(t, shm.CompRequest)
+	if rq.Length != wire.MaxMessageLength || !bytes.Equal(srv.message(rq), cli.at.Layout.Arena(cli.at.Region)[:wire.MaxMessageLength]) {
+		t.Fatalf("1,000,000-byte request: %+v", rq)
+	}
+	srv.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: rq.Page, Pages: rq.Pages})
+	srv.submit(t, shm.Submission{Op: shm.OpReply, Cookie: 7, RPCID: rq.RPCID, PeerIP: rq.PeerIP, PeerPort: rq.PeerPort, Length: 2_000_000})
+	if c := srv.expect(t, shm.CompError); c.Err != shm.ErrCodePeerMessageLength || c.Cookie != 7 || c.Flags&shm.CompFlagReleased == 0 {
+		t.Fatalf("reply of 2 MB to a kernel client: %+v, want PeerMessageLength with Released", c)
+	}
+	srv.submit(t, shm.Submission{Op: shm.OpReply, Cookie: 8, RPCID: rq.RPCID, PeerIP: rq.PeerIP, PeerPort: rq.PeerPort, Length: 1000})
+	srv.expect(t, shm.CompAccepted)
+	for {
+		c := cli.next(t, 10*time.Second)
+		if c.Op == shm.CompResponse {
+			if c.RPCID != acc.RPCID || c.Length != 1000 {
+				t.Fatalf("response %+v", c)
+			}
+			break
+		}
+		if c.Op != shm.CompReleased {
+			t.Fatalf("completion %+v, want the response", c)
+		}
+	}
+}
+
+// TestNew_regionMaxMessageAboveEngineRefused: regions may not promise
+// workers longer messages than the engine takes; 0 takes the engine's.
+func TestNew_regionMaxMessageAboveEngineRefused(t *testing.T) {
+	n := newTestNet(t)
+	params := testWorkerParams
+	params.MaxMessage = wire.MaxMessageLength + 1
+	_, err := New(n.hosts[0], Config{Path: t.TempDir() + "/w.sock", MaxOutstanding: 1, Params: params})
+	if err == nil || !strings.Contains(err.Error(), "above the engine's largest") {
+		t.Fatalf("New: %v, want a refusal of MaxMessage above the engine's", err)
+	}
+}
