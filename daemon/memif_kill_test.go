@@ -137,6 +137,7 @@ func (k *killedPeer) waitRPCs(base, n uint64, what string) uint64 {
 func (p *memifProc) terminate(t *testing.T, who string, limit time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
+	t.Logf("%s: SIGTERM at %s", who, start.Format("15:04:05.000000"))
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	exited := make(chan error, 1)
 	go func() { exited <- p.cmd.Wait() }()

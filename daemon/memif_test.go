@@ -163,7 +163,12 @@ workers:
 				fmt.Println("count", count())
 			}
 		case <-sigs:
-			return d.Stop()
+			// When the stop was slow the parent prints these: how long the
+			// signal took to arrive here, and the stop itself.
+			start := time.Now()
+			err := d.Stop()
+			fmt.Fprintf(os.Stderr, "child: SIGTERM seen at %s, stop took %v\n", start.Format("15:04:05.000000"), time.Since(start))
+			return err
 		case <-tick.C:
 			if done, err := finished(); err != nil {
 				return err
