@@ -14,14 +14,20 @@
 //     (pmdresult.go).
 //   - rtt (rtt.go): one RPC at a time, 100 B to 1 MB, Homa workers over
 //     shared memory through the daemon against kernel TCP (tcp.go) over
-//     loopback and over a veth pair between network namespaces.
+//     loopback and over a veth pair between network namespaces. Homa is
+//     measured on two links between the daemon's hosts, a daemon each
+//     (HomaLinks): homa-memif, a net_memif pair, which copies every byte
+//     into and out of its rings, and homa-ring, a net_ring pair, where
+//     the mbufs change hands (no copy in the link, as a NIC's DMA); each
+//     has its own ratios to TCP.
 //   - throughput (throughput.go): 1 MB messages streamed, Gbps and CPU
-//     seconds per GB, Homa against TCP.
+//     seconds per GB, Homa on both links against TCP.
 //   - slowdown (package perf/slowdown): the Homa papers' experiment
 //     through a tc bottleneck with 8 priority bands, Homa daemons against
 //     TCP, W1-W5.
 //   - testpmd-path (testpmdpath.go): rtt and throughput with dpdk-testpmd
-//     forwarding between the two Homa hosts.
+//     forwarding between the two Homa hosts (memif ports: homa-memif
+//     alone).
 //
 // worker-rtt lives with the daemon (cmd/homa-dpdk), whose insides it
 // measures; `perf all` runs it as a child process.

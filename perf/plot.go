@@ -11,7 +11,8 @@ import (
 )
 
 var seriesColors = map[string]color.Color{
-	"homa":         color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	"homa-memif":   color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	"homa-ring":    color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
 	"tcp-loopback": color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
 	"tcp-veth":     color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
 }

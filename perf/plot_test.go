@@ -16,7 +16,8 @@ func TestPlots(t *testing.T) {
 		dir = t.TempDir()
 	}
 	var tp ThroughputResult
-	src := `{"size_bytes":1000000,"window":4,"runs":[{"transport":"homa","gbps":2.15,"cpu_s_per_gb":3.5},
+	src := `{"size_bytes":1000000,"window":4,"runs":[{"transport":"homa-memif","gbps":2.15,"cpu_s_per_gb":3.5},
+		{"transport":"homa-ring","gbps":3.4,"cpu_s_per_gb":2.2},
 		{"transport":"tcp-loopback","gbps":35.27,"cpu_s_per_gb":0.27},{"transport":"tcp-veth","gbps":8.31,"cpu_s_per_gb":0.47}]}`
 	if err := json.Unmarshal([]byte(src), &tp); err != nil {
 		t.Fatal(err)

@@ -151,12 +151,34 @@ func loopNotes(loops []LoopStats) []string {
 	return out
 }
 
+// linkNotes say what joins the daemon's hosts in each of Homa's series
+// among transports.
+func linkNotes(transports []string) []string {
+	what := map[string]string{
+		"homa-memif": "homa-memif: the daemon's two hosts on net_memif ports, each byte copied into and out of memif's shared rings.",
+		"homa-ring": "homa-ring: the daemon's two hosts on a net_ring pair in its one process, the mbufs passed from one to the other " +
+			"with no copy in the link (the analogue of a NIC's DMA).",
+	}
+	var out []string
+	for _, t := range transports {
+		if n, ok := what[t]; ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // Section is the rtt result for the report; images are the plot files
 // written by WriteFiles.
 func (r *RTTResult) Section(images []string) Section {
 	s := Section{Name: "rtt", Title: "rtt: unloaded round trip, Homa workers vs kernel TCP", Method: r.Method,
 		Distortions: r.Distortions, Tables: []Table{r.Table()}, Images: images, Notes: loopNotes(r.Loops)}
-	s.Notes = append([]string{"Ratios are TCP over Homa: above 1, Homa is faster."}, s.Notes...)
+	var names []string
+	for _, x := range r.Series {
+		names = append(names, x.Transport)
+	}
+	s.Tables = append(s.Tables, r.RatioTable())
+	s.Notes = append(append([]string{"Ratios are TCP over each Homa series: above 1, Homa is faster."}, linkNotes(names)...), s.Notes...)
 	for _, x := range r.Series {
 		if x.Skipped != "" {
 			s.Notes = append(s.Notes, fmt.Sprintf("%s skipped: %s", x.Transport, x.Skipped))

@@ -18,8 +18,11 @@ type RTTConfig struct {
 	MaxTime   time.Duration // measuring time per size and transport (at most, after 10 round trips)
 	WorkerCPU int           // CPU of the Homa workers' thread (the daemon's polling loop is on lcore 1)
 	Veth      bool          // also measure TCP across a veth pair between namespaces
-	OutDir    string        // daemon log goes here
-	Progress  *Progress
+	// Links are the links to measure Homa on, a series each (nil:
+	// HomaLinks; through Testpmd, memif alone).
+	Links    []string
+	OutDir   string // the daemons' logs go here
+	Progress *Progress
 	// Testpmd, when set, is the dpdk-testpmd program: Homa's hosts are then
 	// joined through it (the testpmd-path scenario, testpmdpath.go).
 	Testpmd string
@@ -46,15 +49,19 @@ type RTTPoint struct {
 	MaxUs float64 `json:"max_us"`
 }
 
-// RTTSeries is one transport's points.
+// RTTSeries is one transport's points. Homa's series are named by link
+// (homaSeries: homa-memif, homa-ring), kernel TCP's by path
+// (tcp-loopback, tcp-veth).
 type RTTSeries struct {
 	Transport string     `json:"transport"`
 	Points    []RTTPoint `json:"points,omitempty"`
 	Skipped   string     `json:"skipped,omitempty"`
 }
 
-// RTTRatio is, per size, TCP's percentile over Homa's (above 1: Homa is faster).
+// RTTRatio is, per Homa series and size, TCP's percentile over Homa's
+// (above 1: Homa is faster).
 type RTTRatio struct {
+	Homa        string  `json:"homa"` // the Homa series: homa-memif, homa-ring
 	Size        int     `json:"size_bytes"`
 	LoopbackP50 float64 `json:"tcp_loopback_over_homa_p50,omitempty"`
 	LoopbackP99 float64 `json:"tcp_loopback_over_homa_p99,omitempty"`
@@ -68,14 +75,16 @@ type RTTResult struct {
 	Distortions string      `json:"distortions"`
 	Smoke       bool        `json:"smoke"`
 	Series      []RTTSeries `json:"series"`
-	Ratios      []RTTRatio  `json:"ratios"`
+	Ratios      []RTTRatio  `json:"ratios"` // per Homa series, per size
 	Loops       []LoopStats `json:"loops"`
 }
 
 const rttMethod = `Unloaded round trip, one RPC at a time, request and response of the same size ` +
 	`(100 B, 1 KB, 10 KB, 100 KB, 1 MB). Homa: the harness starts this program as a child process, ` +
-	"`homa-dpdk demo --workers DIR`" + `: two Homa hosts, 10.0.0.1 and 10.0.0.2, joined by a net_memif pair ` +
-	`and run by one busy-polling loop on lcore 1 (CPU 1). The harness attaches a client worker to 10.0.0.1 and ` +
+	"`homa-dpdk demo --workers DIR --link LINK`" + `, once per link: two Homa hosts, 10.0.0.1 and 10.0.0.2, ` +
+	`run by one busy-polling loop on lcore 1 (CPU 1) and joined by a net_memif pair (series homa-memif: each ` +
+	`byte copied into and out of memif's shared rings) or by a net_ring pair (series homa-ring: the mbufs ` +
+	`change hands, no copy in the link, the analogue of a NIC's DMA). The harness attaches a client worker to 10.0.0.1 and ` +
 	`a server worker to 10.0.0.2 over shared memory (client/, spinning on the completion rings, never sleeping) ` +
 	`and drives both from one goroutine locked to a thread pinned to CPU 0: Send, the server's Receive and ` +
 	`Reply with the same bytes, the client's Wait; the RTT is from before Send to after Wait. Kernel TCP: a Go ` +
@@ -84,17 +93,16 @@ const rttMethod = `Unloaded round trip, one RPC at a time, request and response 
 	`locked to a thread nor pinned, blocking in read (see the distortions). Loopback: 127.0.0.1. Veth: two network namespaces made for ` +
 	`the run, joined by a veth pair (10.77.0.1/24, 10.77.0.2/24), server in one, client in the other (a ` +
 	`thread enters the namespace with setns to make the socket, which keeps it); deleted at the end. Order: all Homa ` +
-	`sizes with the daemon running, the daemon stopped, then TCP loopback, then TCP veth. Per size and transport: ` +
-	`a warm-up, then up to a count of round trips or a time limit; P50 and P99 from an HdrHistogram ` +
-	`(3 significant digits). Ratios are TCP over Homa (above 1: Homa is faster).`
+	`sizes on memif with its daemon running, that daemon stopped, the same on ring, then TCP loopback, then TCP veth. ` +
+	`Per size and transport: a warm-up, then up to a count of round trips or a time limit; P50 and P99 from an ` +
+	`HdrHistogram (3 significant digits). Ratios are TCP over Homa, for each Homa series (above 1: Homa is faster).`
 
 const rttDistortions = `On a 2-vCPU virtual machine: the "two daemons" are two Homa hosts in one daemon ` +
 	`process sharing one busy-polling core (two busy daemons plus the workers cannot share 2 CPUs), so each ` +
 	`submission waits on average half a pass of a loop that serves both hosts, which a daemon per host would ` +
 	`not. The workers' CPU 0 is also the CPU of the daemon's main thread, the Go runtime's threads and ` +
-	`everything else on the machine (a container build may be running): P99 is mostly that noise. net_memif ` +
-	`copies every packet through shared memory on the same core that runs both Homa stacks, so large messages ` +
-	`pay for both ends' protocol work and the copies on one CPU; kernel TCP on loopback or veth has no wire ` +
+	`everything else on the machine (a container build may be running): P99 is mostly that noise. ` + linkDistortions +
+	` Kernel TCP on loopback or veth has no wire ` +
 	`either, runs its protocol work in the sender's and receiver's system calls and softirqs on both CPUs, and ` +
 	`uses 64 KB segments with no per-packet MTU (loopback) where Homa sends 1500-byte packets. Absolute ` +
 	`figures from different runs do not compare; ratios from one run do. The Homa workers spin on their rings ` +
@@ -107,61 +115,47 @@ const rttDistortions = `On a 2-vCPU virtual machine: the "two daemons" are two H
 	`demo daemon stays near 20 µs for the first few thousand RPCs and only then falls to 4 to 6 µs (cause not ` +
 	`yet found; the in-process worker-rtt does not show it), so --smoke figures for Homa are pessimistic.`
 
+// linkDistortions is what rtt's and throughput's distortions say of the
+// two links Homa is measured on.
+const linkDistortions = `The links: net_memif copies every byte of every packet into its shared-memory ` +
+	`ring on send and out of it on receive, both copies on the one polling core that also runs both Homa ` +
+	`stacks, so large messages pay for both ends' protocol work and the copies on one CPU. net_ring passes ` +
+	`the mbufs themselves from one host's port to the other's: no copy in the link, the analogue of a NIC's ` +
+	`DMA, which moves the bytes without the CPU, though here nothing moves them at all and there is no wire, ` +
+	`no serialisation delay and no descriptor or DMA cost. A ring pair can join only hosts in one process, ` +
+	`which the demo's two hosts are; homa-ring is Homa's protocol and worker path with the link's cost taken ` +
+	`out, a floor that a deployment over NICs does not reach, and the gap between homa-memif and homa-ring is ` +
+	`roughly what memif's copies and ring handling cost, for small messages. For large ones the pacing ` +
+	`differs: the daemon paces each host's transmissions to the speed its port reports (link_speed auto), ` +
+	`and net_memif reports 100 Gb/s where net_ring reports 10 Gb/s, so on ring a host keeps only a few ` +
+	`packets queued and a 1 MB message takes at least 0.8 ms to send each way: large messages on ring are ` +
+	`bounded by that pacing, not by the link, and can come out slower than on memif.`
+
 // RunRTT runs the rtt scenario.
 func RunRTT(cfg RTTConfig) (*RTTResult, error) {
 	if cfg.Out == nil {
 		cfg.Out = io.Discard
 	}
 	res := &RTTResult{Method: rttMethod, Distortions: rttDistortions, Smoke: cfg.Smoke}
-	// Homa.
+	if cfg.Testpmd != "" {
+		res.Method += " " + TestpmdPathNote
+	}
+	// Homa, on each link.
 	dir, err := os.MkdirTemp("", "homa-perf-rtt")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	d, logPath, done, err := startHomaDaemon(cfg.Self, cfg.Testpmd, dir, cfg.OutDir, "rtt", cfg.Progress)
-	if err != nil {
-		return nil, err
-	}
-	defer done() // after the daemon's Stop below
-	if cfg.Testpmd != "" {
-		res.Method += " " + TestpmdPathNote
-	}
-	homa := RTTSeries{Transport: "homa"}
-	err = onPinnedThread(cfg.WorkerCPU, "", func() error {
-		w, err := dialPair(dir)
+	for _, link := range homaLinks(cfg.Links, cfg.Testpmd) {
+		s, loop, err := homaRTT(cfg, link, dir)
+		if loop != nil {
+			res.Loops = append(res.Loops, *loop)
+		}
 		if err != nil {
-			return err
+			return nil, err
 		}
-		defer w.close()
-		for _, size := range cfg.Sizes {
-			cfg.Progress.Step(fmt.Sprintf("homa %s", sizeName(size)))
-			msg := payload(size)
-			// The first RPC also waits for ARP between the hosts.
-			rt := func() error {
-				n, err := w.rpc(msg)
-				if err == nil && n != size {
-					err = fmt.Errorf("%d-byte response to a %d-byte request", n, size)
-				}
-				return err
-			}
-			h, err := measure(rt, cfg.Warmup, cfg.Count, cfg.MaxTime, cfg.Progress)
-			if err != nil {
-				return fmt.Errorf("homa %d B: %w", size, err)
-			}
-			homa.Points = append(homa.Points, point(size, h))
-		}
-		return nil
-	})
-	loop, stopErr := d.Stop()
-	res.Loops = append(res.Loops, loop)
-	if err != nil {
-		return nil, fmt.Errorf("%w (daemon log: %s)", err, logPath)
+		res.Series = append(res.Series, s)
 	}
-	if stopErr != nil {
-		return nil, stopErr
-	}
-	res.Series = append(res.Series, homa)
 
 	// Kernel TCP.
 	paths := []tcpPath{{name: "tcp-loopback", listen: "127.0.0.1:0"}}
@@ -192,6 +186,51 @@ func RunRTT(cfg RTTConfig) (*RTTResult, error) {
 	cfg.Progress.Done()
 	res.Print(cfg.Out)
 	return res, nil
+}
+
+// homaRTT measures Homa's series on link: it starts the daemon with its
+// hosts on link, measures every size and stops the daemon, whose loop
+// statistics it returns once it was started.
+func homaRTT(cfg RTTConfig, link, dir string) (RTTSeries, *LoopStats, error) {
+	series := RTTSeries{Transport: homaSeries(link)}
+	d, logPath, done, err := startHomaDaemon(cfg.Self, cfg.Testpmd, link, dir, cfg.OutDir, "rtt", cfg.Progress)
+	if err != nil {
+		return series, nil, fmt.Errorf("%s: %w", series.Transport, err)
+	}
+	defer done() // after the daemon's Stop below
+	err = onPinnedThread(cfg.WorkerCPU, "", func() error {
+		w, err := dialPair(d.Dir)
+		if err != nil {
+			return err
+		}
+		defer w.close()
+		for _, size := range cfg.Sizes {
+			cfg.Progress.Step(fmt.Sprintf("%s %s", series.Transport, sizeName(size)))
+			msg := payload(size)
+			// The first RPC also waits for ARP between the hosts.
+			rt := func() error {
+				n, err := w.rpc(msg)
+				if err == nil && n != size {
+					err = fmt.Errorf("%d-byte response to a %d-byte request", n, size)
+				}
+				return err
+			}
+			h, err := measure(rt, cfg.Warmup, cfg.Count, cfg.MaxTime, cfg.Progress)
+			if err != nil {
+				return fmt.Errorf("%s: %w", sizeName(size), err)
+			}
+			series.Points = append(series.Points, point(size, h))
+		}
+		return nil
+	})
+	loop, stopErr := d.Stop()
+	if err != nil {
+		return series, &loop, fmt.Errorf("%s: %w (daemon log: %s)", series.Transport, err, logPath)
+	}
+	if stopErr != nil {
+		return series, &loop, fmt.Errorf("%s: %w (daemon log: %s)", series.Transport, stopErr, logPath)
+	}
+	return series, &loop, nil
 }
 
 func tcpRTT(cfg RTTConfig, p tcpPath) (RTTSeries, error) {
@@ -225,7 +264,7 @@ func tcpRTT(cfg RTTConfig, p tcpPath) (RTTSeries, error) {
 
 // RTTSteps is the number of progress steps of RunRTT.
 func RTTSteps(cfg RTTConfig) int {
-	n := 1 + 2*len(cfg.Sizes)
+	n := len(homaLinks(cfg.Links, cfg.Testpmd))*(1+len(cfg.Sizes)) + len(cfg.Sizes)
 	if cfg.Veth {
 		n += 1 + len(cfg.Sizes)
 	}
@@ -258,26 +297,16 @@ func sizeName(n int) string {
 	return fmt.Sprintf("%d B", n)
 }
 
+// rttRatios are TCP's percentiles over each Homa series', per size.
 func rttRatios(series []RTTSeries) []RTTRatio {
-	find := func(name string) map[int]RTTPoint {
-		m := map[int]RTTPoint{}
-		for _, s := range series {
-			if s.Transport == name {
-				for _, p := range s.Points {
-					m[p.Size] = p
-				}
-			}
-		}
-		return m
-	}
-	lo, veth := find("tcp-loopback"), find("tcp-veth")
+	lo, veth := seriesPoints(series, "tcp-loopback"), seriesPoints(series, "tcp-veth")
 	var out []RTTRatio
 	for _, s := range series {
-		if s.Transport != "homa" {
+		if !isHoma(s.Transport) {
 			continue
 		}
 		for _, h := range s.Points {
-			r := RTTRatio{Size: h.Size}
+			r := RTTRatio{Homa: s.Transport, Size: h.Size}
 			if p, ok := lo[h.Size]; ok && h.P50Us > 0 && h.P99Us > 0 {
 				r.LoopbackP50, r.LoopbackP99 = p.P50Us/h.P50Us, p.P99Us/h.P99Us
 			}
@@ -290,47 +319,113 @@ func rttRatios(series []RTTSeries) []RTTRatio {
 	return out
 }
 
-// Table is the result as rows: size, then P50 and P99 per transport,
-// then the ratios.
+// seriesPoints are the points of the series named transport, by size.
+func seriesPoints(series []RTTSeries, transport string) map[int]RTTPoint {
+	m := map[int]RTTPoint{}
+	for _, s := range series {
+		if s.Transport == transport {
+			for _, p := range s.Points {
+				m[p.Size] = p
+			}
+		}
+	}
+	return m
+}
+
+// sizes are the sizes of the points of series, in the order they first
+// appear.
+func (r *RTTResult) sizes() []int {
+	var out []int
+	seen := map[int]bool{}
+	for _, s := range r.Series {
+		for _, p := range s.Points {
+			if !seen[p.Size] {
+				seen[p.Size] = true
+				out = append(out, p.Size)
+			}
+		}
+	}
+	return out
+}
+
+// Table is the percentiles as rows: size, then P50 and P99 per transport.
 func (r *RTTResult) Table() Table {
 	t := Table{Header: []string{"size"}}
-	var live []RTTSeries
+	var live []map[int]RTTPoint
 	for _, s := range r.Series {
 		if s.Skipped == "" {
-			live = append(live, s)
+			live = append(live, seriesPoints([]RTTSeries{s}, s.Transport))
 			t.Header = append(t.Header, s.Transport+" P50 µs", s.Transport+" P99 µs")
 		}
 	}
-	hasVeth := false
-	for _, s := range live {
-		hasVeth = hasVeth || s.Transport == "tcp-veth"
-	}
-	t.Header = append(t.Header, "lo/homa P50", "lo/homa P99")
-	if hasVeth {
-		t.Header = append(t.Header, "veth/homa P50", "veth/homa P99")
-	}
-	for i, ratio := range r.Ratios {
-		row := []string{sizeName(ratio.Size)}
-		for _, s := range live {
-			if i < len(s.Points) {
-				row = append(row, fmt.Sprintf("%.1f", s.Points[i].P50Us), fmt.Sprintf("%.1f", s.Points[i].P99Us))
+	for _, size := range r.sizes() {
+		row := []string{sizeName(size)}
+		for _, pts := range live {
+			if p, ok := pts[size]; ok {
+				row = append(row, fmt.Sprintf("%.1f", p.P50Us), fmt.Sprintf("%.1f", p.P99Us))
 			} else {
 				row = append(row, "-", "-")
 			}
-		}
-		row = append(row, fmt.Sprintf("%.2f", ratio.LoopbackP50), fmt.Sprintf("%.2f", ratio.LoopbackP99))
-		if hasVeth {
-			row = append(row, fmt.Sprintf("%.2f", ratio.VethP50), fmt.Sprintf("%.2f", ratio.VethP99))
 		}
 		t.Rows = append(t.Rows, row)
 	}
 	return t
 }
 
-// Print writes the table, skipped transports and the loop statistics.
+// RatioTable is the ratios as rows: size, then for each Homa series TCP
+// loopback's P50 and P99 over its ("lo/homa-memif P50"), and TCP veth's
+// when it was measured.
+func (r *RTTResult) RatioTable() Table {
+	hasVeth := false
+	for _, s := range r.Series {
+		hasVeth = hasVeth || (s.Transport == "tcp-veth" && s.Skipped == "")
+	}
+	t := Table{Header: []string{"size"}}
+	var homas []string
+	by := map[string]map[int]RTTRatio{}
+	var sizes []int
+	seen := map[int]bool{}
+	for _, x := range r.Ratios {
+		if by[x.Homa] == nil {
+			by[x.Homa] = map[int]RTTRatio{}
+			homas = append(homas, x.Homa)
+			t.Header = append(t.Header, "lo/"+x.Homa+" P50", "lo/"+x.Homa+" P99")
+			if hasVeth {
+				t.Header = append(t.Header, "veth/"+x.Homa+" P50", "veth/"+x.Homa+" P99")
+			}
+		}
+		by[x.Homa][x.Size] = x
+		if !seen[x.Size] {
+			seen[x.Size] = true
+			sizes = append(sizes, x.Size)
+		}
+	}
+	cell := func(v float64) string {
+		if v == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", v)
+	}
+	for _, size := range sizes {
+		row := []string{sizeName(size)}
+		for _, h := range homas {
+			x := by[h][size] // zero, shown "-", where the series lacks the size
+			row = append(row, cell(x.LoopbackP50), cell(x.LoopbackP99))
+			if hasVeth {
+				row = append(row, cell(x.VethP50), cell(x.VethP99))
+			}
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
+// Print writes the tables, skipped transports and the loop statistics.
 func (r *RTTResult) Print(w io.Writer) {
-	fmt.Fprintln(w, "rtt: round-trip time, one RPC at a time (ratios: TCP over Homa; above 1, Homa is faster)")
+	fmt.Fprintln(w, "rtt: round-trip time, one RPC at a time")
 	r.Table().Text(w)
+	fmt.Fprintln(w, "ratios, TCP over each Homa series (above 1, Homa is faster):")
+	r.RatioTable().Text(w)
 	for _, s := range r.Series {
 		if s.Skipped != "" {
 			fmt.Fprintf(w, "%s skipped: %s\n", s.Transport, s.Skipped)

@@ -24,6 +24,34 @@ import (
 // DefaultSizes are the message sizes of the rtt scenario.
 var DefaultSizes = []int{100, 1000, 10_000, 100_000, 1_000_000}
 
+// HomaLinks are the links rtt and throughput measure Homa on, one after
+// the other, each with a daemon of its own (`demo --workers DIR --link
+// LINK`) and a series of its own (homaSeries): memif, a net_memif pair,
+// which copies every byte into and out of its shared rings; and ring, a
+// net_ring pair, whose mbufs change hands with no copy in the link (the
+// analogue of a NIC's DMA), possible only because both hosts are in the
+// daemon's one process.
+var HomaLinks = []string{"memif", "ring"}
+
+// homaSeries is the name of Homa's series on link: homa-memif, homa-ring.
+func homaSeries(link string) string { return "homa-" + link }
+
+// isHoma says whether a series or run is one of Homa's (homaSeries).
+func isHoma(transport string) bool { return strings.HasPrefix(transport, "homa-") }
+
+// homaLinks are the links a scenario measures Homa on: links (nil:
+// HomaLinks), or memif alone when the hosts are joined through
+// dpdk-testpmd, which forwards between memif ports.
+func homaLinks(links []string, testpmd string) []string {
+	switch {
+	case testpmd != "":
+		return []string{"memif"}
+	case links == nil:
+		return HomaLinks
+	}
+	return links
+}
+
 // LoopStats is what the daemon's polling loop says when it stops: its
 // passes and the longest gap between two passes (a garbage-collector or
 // scheduler stall of the loop shows up here).
@@ -35,10 +63,12 @@ type LoopStats struct {
 }
 
 // Daemon is `homa-dpdk demo --workers DIR` run as a child process: two
-// Homa hosts (10.0.0.1 and 10.0.0.2) on a net_memif pair, one busy-polling
-// loop on lcore 1, worker sockets DIR/10.0.0.1.sock and DIR/10.0.0.2.sock.
+// Homa hosts (10.0.0.1 and 10.0.0.2) on a net_memif pair (or what its
+// --link or --memif-peers says), one busy-polling loop on lcore 1, worker
+// sockets DIR/10.0.0.1.sock and DIR/10.0.0.2.sock.
 type Daemon struct {
 	Dir  string
+	Link string // the link named in its loop's statistics ("": not named)
 	cmd  *exec.Cmd
 	log  *os.File
 	mu   sync.Mutex
@@ -154,6 +184,9 @@ func (d *Daemon) Stop() (LoopStats, error) {
 	st := LoopStats{Loop: "daemon (both hosts, lcore 1)"}
 	if d == nil {
 		return st, nil
+	}
+	if d.Link != "" {
+		st.Loop = "daemon on " + d.Link + " (both hosts, lcore 1)"
 	}
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	var err error

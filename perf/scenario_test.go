@@ -25,12 +25,12 @@ func TestParseLoopLine(t *testing.T) {
 func TestProgress_plain(t *testing.T) {
 	var b bytes.Buffer
 	p := NewProgress(&b, "rtt", 2)
-	p.Step("homa 100 B")
+	p.Step("homa-memif 100 B")
 	p.Set(0.5) // not a terminal: nothing
-	p.Step("homa 1 KB")
+	p.Step("homa-memif 1 KB")
 	p.Done()
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	if len(lines) != 3 || lines[0] != "rtt: [1/2] homa 100 B" || !strings.HasPrefix(lines[2], "rtt: done in") {
+	if len(lines) != 3 || lines[0] != "rtt: [1/2] homa-memif 100 B" || !strings.HasPrefix(lines[2], "rtt: done in") {
 		t.Errorf("progress wrote %q", b.String())
 	}
 	var nilP *Progress
@@ -42,12 +42,13 @@ func TestProgress_plain(t *testing.T) {
 func TestReport(t *testing.T) {
 	dir := t.TempDir()
 	r := &RTTResult{Method: "m", Distortions: "d", Series: []RTTSeries{
-		{Transport: "homa", Points: []RTTPoint{{Size: 100, P50Us: 10, P99Us: 20}, {Size: 1000, P50Us: 12, P99Us: 30}}},
+		{Transport: "homa-memif", Points: []RTTPoint{{Size: 100, P50Us: 10, P99Us: 20}, {Size: 1000, P50Us: 12, P99Us: 30}}},
+		{Transport: "homa-ring", Points: []RTTPoint{{Size: 100, P50Us: 5, P99Us: 8}, {Size: 1000, P50Us: 6, P99Us: 10}}},
 		{Transport: "tcp-loopback", Points: []RTTPoint{{Size: 100, P50Us: 20, P99Us: 40}, {Size: 1000, P50Us: 24, P99Us: 60}}},
 		{Transport: "tcp-veth", Skipped: "no netns"},
 	}, Loops: []LoopStats{{Loop: "x", Passes: 5, MaxGapUs: 3, MaxGapFound: true}}}
 	r.Ratios = rttRatios(r.Series)
-	if r.Ratios[0].LoopbackP50 != 2 || r.Ratios[1].LoopbackP99 != 2 {
+	if len(r.Ratios) != 4 || r.Ratios[0].LoopbackP50 != 2 || r.Ratios[1].LoopbackP99 != 2 || r.Ratios[2].LoopbackP50 != 4 {
 		t.Errorf("ratios %+v", r.Ratios)
 	}
 	imgs, err := r.WriteFiles(dir)
@@ -55,7 +56,9 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	tp := &ThroughputResult{Size: 1_000_000, Window: 4, Runs: []ThroughputRun{
-		{Transport: "homa", Gbps: 2, CPUPerGB: 4}, {Transport: "tcp-loopback", Gbps: 8, CPUPerGB: 1}}}
+		{Transport: "homa-memif", Gbps: 2, CPUPerGB: 4}, {Transport: "homa-ring", Gbps: 4, CPUPerGB: 2},
+		{Transport: "tcp-loopback", Gbps: 8, CPUPerGB: 1}}}
+	tp.Ratios = throughputRatios(tp.Runs)
 	timgs, err := tp.WriteFiles(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -65,9 +68,14 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	md, _ := os.ReadFile(path)
-	for _, want := range []string{"| 100 B | 10.0 | 20.0 | 20.0 | 40.0 | 2.00 | 2.00 |", "![rtt](rtt.png)",
+	for _, want := range []string{
+		"| size | homa-memif P50 µs | homa-memif P99 µs | homa-ring P50 µs | homa-ring P99 µs | tcp-loopback P50 µs | tcp-loopback P99 µs |",
+		"| 100 B | 10.0 | 20.0 | 5.0 | 8.0 | 20.0 | 40.0 |",
+		"| size | lo/homa-memif P50 | lo/homa-memif P99 | lo/homa-ring P50 | lo/homa-ring P99 |",
+		"| 100 B | 2.00 | 2.00 | 4.00 | 5.00 |", "![rtt](rtt.png)",
+		"homa-ring: the daemon's two hosts on a net_ring pair",
 		"![throughput](throughput-gbps.png)", "tcp-veth skipped: no netns", "longest gap between two passes 3.0 µs",
-		"homa/tcp-loopback: Gbps 0.25, CPU s per GB 4.00", "**Method.** m"} {
+		"| homa-memif / tcp-loopback | 0.25 | 4.00 |", "| homa-ring / tcp-loopback | 0.50 | 2.00 |", "**Method.** m"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
@@ -97,7 +105,8 @@ func buildHomaDPDK(t *testing.T) string {
 
 // TestRTTAndThroughput_smoke runs rtt --smoke and throughput --smoke end
 // to end: the daemon as a child process, workers over shared memory,
-// kernel TCP on loopback and across a veth pair. It measures nothing.
+// kernel TCP on loopback and across a veth pair, Homa on both links. It
+// measures nothing.
 func TestRTTAndThroughput_smoke(t *testing.T) {
 	dpdktest.Need(t)
 	if runtime.NumCPU() < 2 {
@@ -132,8 +141,26 @@ func TestRTTAndThroughput_smoke(t *testing.T) {
 			}
 		}
 	}
-	if len(rr.Loops) != 1 || !rr.Loops[0].MaxGapFound || rr.Loops[0].Passes == 0 {
-		t.Errorf("loop stats %+v: the daemon's loop line was not read", rr.Loops)
+	if n := rc.Progress.step; n != RTTSteps(rc) {
+		t.Errorf("rtt took %d progress steps, RTTSteps says %d", n, RTTSteps(rc))
+	}
+	var names []string
+	for _, s := range rr.Series {
+		names = append(names, s.Transport)
+	}
+	if want := "homa-memif homa-ring tcp-loopback tcp-veth"; strings.Join(names, " ") != want {
+		t.Errorf("series %v, want %s", names, want)
+	}
+	if len(rr.Ratios) != 2*len(DefaultSizes) {
+		t.Errorf("%d ratios, want %d (both Homa series)", len(rr.Ratios), 2*len(DefaultSizes))
+	}
+	if len(rr.Loops) != len(HomaLinks) {
+		t.Errorf("loop stats %+v: want one per link", rr.Loops)
+	}
+	for _, l := range rr.Loops {
+		if !l.MaxGapFound || l.Passes == 0 {
+			t.Errorf("loop stats %+v: the daemon's loop line was not read", l)
+		}
 	}
 	if _, err := rr.WriteFiles(dir); err != nil {
 		t.Fatal(err)
@@ -156,9 +183,15 @@ func TestRTTAndThroughput_smoke(t *testing.T) {
 		if r.Messages < 1 || r.Gbps <= 0 || r.CPUPerGB <= 0 {
 			t.Errorf("%s: %+v", r.Transport, r)
 		}
-		if r.Transport == "homa" && r.DaemonCPU <= 0 {
-			t.Errorf("homa: the daemon's CPU time was not read: %+v", r)
+		if isHoma(r.Transport) && r.DaemonCPU <= 0 {
+			t.Errorf("%s: the daemon's CPU time was not read: %+v", r.Transport, r)
 		}
+	}
+	if n := tc.Progress.step; n != ThroughputSteps(tc) {
+		t.Errorf("throughput took %d progress steps, ThroughputSteps says %d", n, ThroughputSteps(tc))
+	}
+	if len(tr.Runs) != 4 || tr.Runs[0].Transport != "homa-memif" || tr.Runs[1].Transport != "homa-ring" || len(tr.Ratios) != 4 {
+		t.Errorf("runs %+v, ratios %+v: want homa-memif, homa-ring, then TCP, and 4 ratios", tr.Runs, tr.Ratios)
 	}
 	if _, err := tr.WriteFiles(dir); err != nil {
 		t.Fatal(err)

@@ -24,7 +24,8 @@ const TestpmdPathNote = `Homa's two hosts are joined through dpdk-testpmd: testp
 	"`demo --workers --memif-peers`" + `), its forwarding core on CPU 0 and its main lcore on CPU 1. ` +
 	`Distortion on a 2-CPU machine: testpmd's busy forwarding core shares CPU 0 with the workers' ` +
 	`spinning thread and the daemon's loop has CPU 1, so three busy pollers time-share two CPUs; ` +
-	`the figures measure that sharing as much as the path.`
+	`the figures measure that sharing as much as the path. Homa is measured on memif only (testpmd ` +
+	`forwards between memif ports): the series homa-memif, through testpmd.`
 
 // fwdProcess is a running dpdk-testpmd between two memif server sockets.
 type fwdProcess struct {
@@ -88,13 +89,14 @@ func (f *fwdProcess) daemonArgs() []string {
 	return []string{"--memif-peers", f.Socks[0] + "," + f.Socks[1]}
 }
 
-// startHomaDaemon starts the daemon serving workers in dir for the
-// scenario name (its log: outDir/name-daemon.log), joined through
-// dpdk-testpmd when testpmd names the program. done stops the forwarder:
-// call it after the daemon has stopped.
-func startHomaDaemon(self, testpmd, dir, outDir, name string, prog *Progress) (d *Daemon, logPath string, done func(), err error) {
+// startHomaDaemon starts the daemon for the scenario name with its hosts
+// on link (demo --link), serving workers in dir/link (its log:
+// outDir/name-link-daemon.log), or joined through dpdk-testpmd when
+// testpmd names the program (link is then memif: homaLinks). done stops
+// the forwarder: call it after the daemon has stopped.
+func startHomaDaemon(self, testpmd, link, dir, outDir, name string, prog *Progress) (d *Daemon, logPath string, done func(), err error) {
 	done = func() {}
-	var extra []string
+	extra := []string{"--link", link}
 	if testpmd != "" {
 		prog.Step("start dpdk-testpmd")
 		fwd, err := startForwarder(testpmd, dir, filepath.Join(outDir, name+"-testpmd.log"))
@@ -104,12 +106,13 @@ func startHomaDaemon(self, testpmd, dir, outDir, name string, prog *Progress) (d
 		done = func() { fwd.stop() }
 		extra = fwd.daemonArgs()
 	}
-	prog.Step("start the daemon")
-	logPath = filepath.Join(outDir, name+"-daemon.log")
-	if d, err = StartDaemon(self, dir, logPath, extra...); err != nil {
+	prog.Step("start the daemon on " + link)
+	logPath = filepath.Join(outDir, name+"-"+link+"-daemon.log")
+	if d, err = StartDaemon(self, filepath.Join(dir, link), logPath, extra...); err != nil {
 		done()
 		return nil, "", nil, err
 	}
+	d.Link = link
 	return d, logPath, done, nil
 }
 

@@ -19,8 +19,11 @@ type ThroughputConfig struct {
 	Warmup    int           // messages before measuring
 	WorkerCPU int           // CPU of the Homa workers' thread (the daemon's polling loop is on lcore 1)
 	Veth      bool
-	OutDir    string
-	Progress  *Progress
+	// Links are the links to measure Homa on, a run each (nil:
+	// HomaLinks; through Testpmd, memif alone).
+	Links    []string
+	OutDir   string
+	Progress *Progress
 	// Testpmd, when set, is the dpdk-testpmd program: Homa's hosts are then
 	// joined through it (the testpmd-path scenario, testpmdpath.go).
 	Testpmd string
@@ -38,7 +41,9 @@ func ThroughputConfigFor(smoke bool) ThroughputConfig {
 	return c
 }
 
-// ThroughputRun is one transport's figures.
+// ThroughputRun is one transport's figures. Homa's runs are named by
+// link (homaSeries: homa-memif, homa-ring), kernel TCP's by path
+// (tcp-loopback, tcp-veth).
 type ThroughputRun struct {
 	Transport string  `json:"transport"`
 	Messages  int64   `json:"messages"`
@@ -54,18 +59,28 @@ type ThroughputRun struct {
 
 // ThroughputResult is the throughput scenario's result.
 type ThroughputResult struct {
-	Method      string          `json:"method"`
-	Distortions string          `json:"distortions"`
-	Smoke       bool            `json:"smoke"`
-	Size        int             `json:"size_bytes"`
-	Window      int             `json:"window"`
-	Runs        []ThroughputRun `json:"runs"`
-	Loops       []LoopStats     `json:"loops"`
+	Method      string            `json:"method"`
+	Distortions string            `json:"distortions"`
+	Smoke       bool              `json:"smoke"`
+	Size        int               `json:"size_bytes"`
+	Window      int               `json:"window"`
+	Runs        []ThroughputRun   `json:"runs"`
+	Ratios      []ThroughputRatio `json:"ratios"` // each Homa run over each TCP run
+	Loops       []LoopStats       `json:"loops"`
+}
+
+// ThroughputRatio is a Homa run's figures over a TCP run's.
+type ThroughputRatio struct {
+	Homa     string  `json:"homa"`                       // homa-memif, homa-ring
+	TCP      string  `json:"tcp"`                        // tcp-loopback, tcp-veth
+	Gbps     float64 `json:"homa_over_tcp_gbps"`         // above 1: Homa moves more
+	CPUPerGB float64 `json:"homa_over_tcp_cpu_s_per_gb"` // above 1: Homa spends more CPU per GB
 }
 
 const throughputMethod = `One stream of 1 MB messages, a window of 4 outstanding, each answered with a ` +
-	`1-byte reply. Homa: the same daemon child process as rtt (two hosts on a net_memif pair, one ` +
-	`busy-polling loop on lcore 1); one goroutine pinned to CPU 0 drives the client worker (10.0.0.1) and ` +
+	`1-byte reply. Homa: the same daemon child process as rtt, once per link (two hosts on a net_memif pair, ` +
+	`run homa-memif, then on a net_ring pair, run homa-ring, where the mbufs change hands with no copy in the ` +
+	`link; one busy-polling loop on lcore 1); one goroutine pinned to CPU 0 drives the client worker (10.0.0.1) and ` +
 	`the server worker (10.0.0.2), polling both completion rings in turn: it keeps 4 Sends outstanding, ` +
 	`answers each received request with 1 byte and takes each response. Kernel TCP (TCP_NODELAY): the client ` +
 	`goroutine writes 4-byte-length-prefixed 1 MB messages, up to 4 unacknowledged, the server goroutine ` +
@@ -73,15 +88,16 @@ const throughputMethod = `One stream of 1 MB messages, a window of 4 outstanding
 	`across the veth pair between two namespaces. Gbps is payload bits ` +
 	`(requests only) per second over the measuring window, after a warm-up. CPU seconds per GB: the ` +
 	`harness process's user+system time (getrusage) plus, for Homa, the daemon process's utime+stime ` +
-	`(/proc/PID/stat, 10 ms ticks), over the window, divided by the payload GB.`
+	`(/proc/PID/stat, 10 ms ticks), over the window, divided by the payload GB. Ratios are each Homa run's ` +
+	`Gbps and CPU seconds per GB over each TCP run's.`
 
 const throughputDistortions = `The daemon's loop polls busily, so it burns a whole CPU whatever the load: ` +
 	`Homa's CPU per GB counts that core in full (as a deployment's dedicated core would be), and the workers' ` +
 	`thread spins too. Kernel TCP's softirq work is charged to whatever task the CPU was running, usually ` +
 	`the harness's own threads, but time the kernel spends in its own threads (ksoftirqd) is not counted. ` +
-	`Both Homa hosts and the memif copies share one core, which bounds Homa's rate on this 2-vCPU machine; ` +
-	`TCP over loopback moves 64 KB segments without checksums or a wire. A concurrent build on the machine ` +
-	`takes CPU from whichever side is running.`
+	`Both Homa hosts (and on memif its copies) share one core, which bounds Homa's rate on this 2-vCPU machine; ` +
+	linkDistortions + ` TCP over loopback moves 64 KB segments without checksums or a wire. A concurrent ` +
+	`build on the machine takes CPU from whichever side is running.`
 
 // RunThroughput runs the throughput scenario.
 func RunThroughput(cfg ThroughputConfig) (*ThroughputResult, error) {
@@ -90,41 +106,22 @@ func RunThroughput(cfg ThroughputConfig) (*ThroughputResult, error) {
 	}
 	res := &ThroughputResult{Method: throughputMethod, Distortions: throughputDistortions, Smoke: cfg.Smoke,
 		Size: cfg.Size, Window: cfg.Window}
+	if cfg.Testpmd != "" {
+		res.Method += " " + TestpmdPathNote
+	}
 	dir, err := os.MkdirTemp("", "homa-perf-tput")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	d, logPath, done, err := startHomaDaemon(cfg.Self, cfg.Testpmd, dir, cfg.OutDir, "throughput", cfg.Progress)
-	if err != nil {
-		return nil, err
-	}
-	defer done() // after the daemon's Stop below
-	if cfg.Testpmd != "" {
-		res.Method += " " + TestpmdPathNote
-	}
-	var run ThroughputRun
-	cfg.Progress.Step("homa")
-	err = onPinnedThread(cfg.WorkerCPU, "", func() error {
-		w, err := dialPair(dir)
+	for _, link := range homaLinks(cfg.Links, cfg.Testpmd) {
+		run, loops, err := homaThroughput(cfg, link, dir)
+		res.Loops = append(res.Loops, loops...)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		defer w.close()
-		var wl LoopStats
-		run, wl, err = homaStream(cfg, w, d)
-		res.Loops = append(res.Loops, wl)
-		return err
-	})
-	loop, stopErr := d.Stop()
-	res.Loops = append(res.Loops, loop)
-	if err != nil {
-		return nil, fmt.Errorf("homa: %w (daemon log: %s)", err, logPath)
+		res.Runs = append(res.Runs, run)
 	}
-	if stopErr != nil {
-		return nil, stopErr
-	}
-	res.Runs = append(res.Runs, run)
 
 	paths := []tcpPath{{name: "tcp-loopback", listen: "127.0.0.1:0"}}
 	if cfg.Veth {
@@ -145,16 +142,52 @@ func RunThroughput(cfg ThroughputConfig) (*ThroughputResult, error) {
 		}
 		res.Runs = append(res.Runs, r)
 	}
+	res.Ratios = throughputRatios(res.Runs)
 	cfg.Progress.Done()
 	res.Print(cfg.Out)
 	return res, nil
 }
 
+// homaThroughput measures Homa's run on link: it starts the daemon with
+// its hosts on link, streams and stops the daemon. The loops are the
+// harness's and, once it was started, the daemon's.
+func homaThroughput(cfg ThroughputConfig, link, dir string) (ThroughputRun, []LoopStats, error) {
+	name := homaSeries(link)
+	d, logPath, done, err := startHomaDaemon(cfg.Self, cfg.Testpmd, link, dir, cfg.OutDir, "throughput", cfg.Progress)
+	if err != nil {
+		return ThroughputRun{}, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	defer done() // after the daemon's Stop below
+	var run ThroughputRun
+	var loops []LoopStats
+	cfg.Progress.Step(name)
+	err = onPinnedThread(cfg.WorkerCPU, "", func() error {
+		w, err := dialPair(d.Dir)
+		if err != nil {
+			return err
+		}
+		defer w.close()
+		var wl LoopStats
+		run, wl, err = homaStream(cfg, name, w, d)
+		loops = append(loops, wl)
+		return err
+	})
+	loop, stopErr := d.Stop()
+	loops = append(loops, loop)
+	if err != nil {
+		return run, loops, fmt.Errorf("%s: %w (daemon log: %s)", name, err, logPath)
+	}
+	if stopErr != nil {
+		return run, loops, fmt.Errorf("%s: %w (daemon log: %s)", name, stopErr, logPath)
+	}
+	return run, loops, nil
+}
+
 // ThroughputSteps is the number of progress steps of RunThroughput.
 func ThroughputSteps(cfg ThroughputConfig) int {
-	n := 3
+	n := 2*len(homaLinks(cfg.Links, cfg.Testpmd)) + 1 // each link's daemon and run, TCP loopback
 	if cfg.Veth {
-		n = 5
+		n += 2 // the veth pair, TCP veth
 	}
 	if cfg.Testpmd != "" {
 		n++
@@ -202,9 +235,9 @@ func (w *window) end(name string, size int) (ThroughputRun, error) {
 }
 
 // homaStream streams messages from the client worker to the server
-// worker, both polled in turn on this goroutine.
-func homaStream(cfg ThroughputConfig, w *workerPair, d *Daemon) (ThroughputRun, LoopStats, error) {
-	loop := LoopStats{Loop: "harness workers (both workers polled in turn, CPU 0)", MaxGapFound: true}
+// worker, both polled in turn on this goroutine: the run name.
+func homaStream(cfg ThroughputConfig, name string, w *workerPair, d *Daemon) (ThroughputRun, LoopStats, error) {
+	loop := LoopStats{Loop: "harness workers on " + d.Link + " (both workers polled in turn, CPU 0)", MaxGapFound: true}
 	var last time.Time
 	run, err := func() (ThroughputRun, error) {
 		msg := payload(cfg.Size)
@@ -231,7 +264,7 @@ func homaStream(cfg ThroughputConfig, w *workerPair, d *Daemon) (ThroughputRun, 
 			loop.Passes++
 			sending := win == nil || now.Before(deadline)
 			if !sending && result == nil {
-				r, err := win.end("homa", cfg.Size)
+				r, err := win.end(name, cfg.Size)
 				if err != nil {
 					return r, err
 				}
@@ -366,31 +399,41 @@ func (r *ThroughputResult) Table() Table {
 	return t
 }
 
-// Ratios are TCP's Gbps and CPU per GB over Homa's, per TCP transport.
-func (r *ThroughputResult) Ratios() []string {
-	var homa *ThroughputRun
-	for i := range r.Runs {
-		if r.Runs[i].Transport == "homa" {
-			homa = &r.Runs[i]
-		}
-	}
-	var out []string
-	for _, x := range r.Runs {
-		if x.Transport == "homa" || x.Skipped != "" || homa == nil || homa.Gbps == 0 || homa.CPUPerGB == 0 {
+// throughputRatios are each Homa run's figures over each TCP run's (none
+// where either is skipped or has a zero figure).
+func throughputRatios(runs []ThroughputRun) []ThroughputRatio {
+	var out []ThroughputRatio
+	for _, h := range runs {
+		if !isHoma(h.Transport) || h.Skipped != "" {
 			continue
 		}
-		out = append(out, fmt.Sprintf("homa/%s: Gbps %.2f, CPU s per GB %.2f", x.Transport, homa.Gbps/x.Gbps, homa.CPUPerGB/x.CPUPerGB))
+		for _, x := range runs {
+			if isHoma(x.Transport) || x.Skipped != "" || x.Gbps == 0 || x.CPUPerGB == 0 {
+				continue
+			}
+			out = append(out, ThroughputRatio{Homa: h.Transport, TCP: x.Transport, Gbps: h.Gbps / x.Gbps, CPUPerGB: h.CPUPerGB / x.CPUPerGB})
+		}
 	}
 	return out
 }
 
-// Print writes the table, ratios, skips and loop statistics.
+// RatioTable is the ratios as rows: Homa run / TCP run, Gbps, CPU s per GB.
+func (r *ThroughputResult) RatioTable() Table {
+	t := Table{Header: []string{"Homa / TCP", "Gbps", "CPU s per GB"}}
+	for _, x := range r.Ratios {
+		t.Rows = append(t.Rows, []string{x.Homa + " / " + x.TCP, fmt.Sprintf("%.2f", x.Gbps), fmt.Sprintf("%.2f", x.CPUPerGB)})
+	}
+	return t
+}
+
+const throughputRatiosNote = "Ratios are Homa over TCP: Gbps above 1, Homa moves more; CPU s per GB above 1, Homa spends more CPU per GB."
+
+// Print writes the tables, skips and loop statistics.
 func (r *ThroughputResult) Print(w io.Writer) {
 	fmt.Fprintf(w, "throughput: %s messages, %d outstanding, 1-byte replies\n", sizeName(r.Size), r.Window)
 	r.Table().Text(w)
-	for _, l := range r.Ratios() {
-		fmt.Fprintln(w, l)
-	}
+	fmt.Fprintln(w, throughputRatiosNote)
+	r.RatioTable().Text(w)
 	for _, x := range r.Runs {
 		if x.Skipped != "" {
 			fmt.Fprintf(w, "%s skipped: %s\n", x.Transport, x.Skipped)
@@ -402,8 +445,13 @@ func (r *ThroughputResult) Print(w io.Writer) {
 // Section is the result for the report.
 func (r *ThroughputResult) Section(images []string) Section {
 	s := Section{Name: "throughput", Title: "throughput: 1 MB messages, Homa workers vs kernel TCP", Method: r.Method,
-		Distortions: r.Distortions, Tables: []Table{r.Table()}, Images: images}
-	s.Notes = append(s.Notes, r.Ratios()...)
+		Distortions: r.Distortions, Tables: []Table{r.Table(), r.RatioTable()}, Images: images}
+	s.Notes = append(s.Notes, throughputRatiosNote)
+	var names []string
+	for _, x := range r.Runs {
+		names = append(names, x.Transport)
+	}
+	s.Notes = append(s.Notes, linkNotes(names)...)
 	for _, x := range r.Runs {
 		if x.Skipped != "" {
 			s.Notes = append(s.Notes, fmt.Sprintf("%s skipped: %s", x.Transport, x.Skipped))

@@ -61,13 +61,15 @@ func perfRTTCmd() *cobra.Command {
 	var f scenarioFlags
 	c := &cobra.Command{
 		Use:   "rtt [--smoke] [--out DIR]",
-		Short: "Unloaded RTT of Homa workers (100 B to 1 MB) vs kernel TCP over loopback and veth",
+		Short: "Unloaded RTT of Homa workers (100 B to 1 MB) on memif and on ring vs kernel TCP over loopback and veth",
 		Long: `rtt measures the unloaded round trip of 100 B, 1 KB, 10 KB, 100 KB and 1 MB messages
-issued by shared-memory workers through the daemon (two Homa hosts on a net_memif pair,
-run as a child process: demo --workers), then of the same request/response over kernel
+issued by shared-memory workers through the daemon (two Homa hosts, run as a child
+process: demo --workers), once with the hosts on a net_memif pair (homa-memif: each
+byte copied into and out of its rings) and once on a net_ring pair (homa-ring: the
+mbufs change hands, no copy in the link), then of the same request/response over kernel
 TCP (TCP_NODELAY) on loopback and across a veth pair between two network namespaces,
-in the same run. It prints P50 and P99 per size and the ratios TCP/Homa, and writes
-rtt.json and rtt.png into the results directory.`,
+in the same run. It prints P50 and P99 per size and the ratios TCP/Homa for each Homa
+series, and writes rtt.json and rtt.png into the results directory.`,
 		RunE: scenarioRunE(&f, func(o suite.Options) error {
 			_, _, err := suite.RTT(o)
 			return err
@@ -84,8 +86,8 @@ func perfTestpmdPathCmd() *cobra.Command {
 		Short: "rtt and throughput with dpdk-testpmd forwarding between the two Homa hosts",
 		Long: `testpmd-path runs rtt and throughput with the daemon's two hosts joined through
 dpdk-testpmd (io forwarding between two memif ports) instead of directly, so that a
-third-party DPDK forwarder sits in the path; kernel TCP is measured beside it as in rtt
-and throughput. Results go to DIR/testpmd-path/.`,
+third-party DPDK forwarder sits in the path (Homa on memif alone: homa-memif); kernel
+TCP is measured beside it as in rtt and throughput. Results go to DIR/testpmd-path/.`,
 		RunE: scenarioRunE(&f, func(o suite.Options) error {
 			_, _, _, err := suite.TestpmdPath(o)
 			return err
@@ -99,12 +101,14 @@ func perfThroughputCmd() *cobra.Command {
 	var f scenarioFlags
 	c := &cobra.Command{
 		Use:   "throughput [--smoke] [--out DIR]",
-		Short: "Gbps and CPU per GB of a Homa worker pair streaming 1 MB messages vs kernel TCP",
+		Short: "Gbps and CPU per GB of a Homa worker pair streaming 1 MB messages, on memif and on ring, vs kernel TCP",
 		Long: `throughput streams 1 MB messages (4 outstanding, 1-byte replies) from a client worker
-to a server worker through the daemon (run as a child process: demo --workers), then
+to a server worker through the daemon (run as a child process: demo --workers), with
+its hosts on a net_memif pair (homa-memif) and then on a net_ring pair (homa-ring), then
 over kernel TCP on loopback and across a veth pair, and prints Gbps of payload and CPU
-seconds per GB (harness and daemon processes). It writes throughput.json and
-throughput-gbps.png, throughput-cpu.png into the results directory.`,
+seconds per GB (harness and daemon processes) and each Homa run's ratios to TCP's. It
+writes throughput.json and throughput-gbps.png, throughput-cpu.png into the results
+directory.`,
 		RunE: scenarioRunE(&f, func(o suite.Options) error {
 			_, _, err := suite.Throughput(o)
 			return err
