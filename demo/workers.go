@@ -36,7 +36,7 @@ type WorkersConfig struct {
 	// (no copy, as a NIC's DMA), both ends in this process.
 	Link string
 	// The ring link has no speed of its own: its ports are paced as
-	// ringLinkSpeed NICs. memif reports 10 Gb/s, which its ports use.
+	// ringLinkSpeed NICs. net_memif reports 100 Gb/s, which its ports use: both links are paced alike.
 	//
 	// MTU is both ports' IP MTU (0: 1500). Up to 9000 (jumbo frames) on
 	// the ring link; net_memif in DPDK 22.11 refuses more than 1500 there.

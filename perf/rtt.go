@@ -125,11 +125,9 @@ const linkDistortions = `The links: net_memif copies every byte of every packet 
 	`no serialisation delay and no descriptor or DMA cost. A ring pair can join only hosts in one process, ` +
 	`which the demo's two hosts are; homa-ring is Homa's protocol and worker path with the link's cost taken ` +
 	`out, a floor that a deployment over NICs does not reach, and the gap between homa-memif and homa-ring is ` +
-	`roughly what memif's copies and ring handling cost, for small messages. For large ones the pacing ` +
-	`differs: the daemon paces each host's transmissions to the speed its port reports (link_speed auto), ` +
-	`and net_memif reports 100 Gb/s where net_ring reports 10 Gb/s, so on ring a host keeps only a few ` +
-	`packets queued and a 1 MB message takes at least 0.8 ms to send each way: large messages on ring are ` +
-	`bounded by that pacing, not by the link, and can come out slower than on memif.`
+	`roughly what memif's copies and ring handling cost. Both links are paced as 100 Gb/s NICs (the ` +
+	`engine's pacer and the TX scheduler's NIC-queue estimate): net_memif reports 100 Gb/s and the demo gives ` +
+	`the ring ports that rate, since a ring has no speed of its own (net_ring reports 10 Gb/s).`
 
 // RunRTT runs the rtt scenario.
 func RunRTT(cfg RTTConfig) (*RTTResult, error) {
