@@ -146,15 +146,7 @@ func TestLoad_errorsNameTheKey(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			_, err := Load(Source{File: writeFile(t, tc.body)})
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not say %q", err, w)
-				}
-			}
+			wantLoadError(t, tc.body, tc.want)
 		})
 	}
 }
@@ -294,15 +286,21 @@ func TestLoad_longMessagesRefused(t *testing.T) {
 			[]string{"long_message_peers", "not an IPv4 address/prefix"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Load(Source{File: writeFile(t, tc.body)})
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not say %q", err, w)
-				}
-			}
+			wantLoadError(t, tc.body, tc.want)
 		})
+	}
+}
+
+// wantLoadError loads body and wants an error that says each of want.
+func wantLoadError(t *testing.T, body string, want []string) {
+	t.Helper()
+	_, err := Load(Source{File: writeFile(t, body)})
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not say %q", err, w)
+		}
 	}
 }
