@@ -79,7 +79,7 @@ type benchPair struct {
 	timeRx       bool
 }
 
-func newBenchPair(b *testing.B, maxLen int) *benchPair {
+func newBenchPair(b testing.TB, maxLen int) *benchPair {
 	p := &benchPair{toS: newBenchLink(), toC: newBenchLink(), start: time.Now(),
 		sBuf: make([]byte, maxLen), cBuf: make([]byte, maxLen)}
 	clock := func() int64 { return int64(time.Second) + int64(time.Since(p.start)) }
@@ -141,7 +141,7 @@ func (p *benchPair) packets() (events, dataSent, dataRcvd uint64) {
 }
 
 // rpcs runs n RPCs of reqLen and respLen bytes, keeping window in flight.
-func (p *benchPair) rpcs(b *testing.B, n, window int, req, resp []byte) {
+func (p *benchPair) rpcs(b testing.TB, n, window int, req, resp []byte) {
 	sent, done := 0, 0
 	for done < n {
 		for sent < n && sent-done < window {

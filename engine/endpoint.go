@@ -91,6 +91,9 @@ type Endpoint struct {
 	sizes  sched.Histogram       // lengths of incoming messages, for cutoffs
 
 	numServerRPCs int // live server RPCs (≤ cfg.MaxServerRPCs)
+	// Ended RPCs are reused (rpc.go, "Recycling"): dead since the call
+	// into the endpoint that ended them, spare once a later call began.
+	dead, spare []*rpc
 	// reqHead, reqTail: the incoming requests, by their last DATA, oldest
 	// first (rpc.reqPrev, reqNext; incoming.go).
 	reqHead, reqTail *rpc
@@ -247,6 +250,9 @@ func (e *Endpoint) EndBatch() {
 // in TimerTicksSkipped.
 func (e *Endpoint) Run() {
 	e.now = e.cfg.Clock()
+	if len(e.dead) > 0 {
+		e.reap()
+	}
 	if len(e.waitingPeers) > 0 {
 		e.checkNeighbours() // an entry may have changed without a call
 	}
@@ -304,6 +310,9 @@ func (e *Endpoint) Receive(frame []byte) {
 func (e *Endpoint) ReceiveLink(l *wire.Link) {
 	if !e.batch {
 		e.now = e.cfg.Clock()
+	}
+	if len(e.dead) > 0 {
+		e.reap()
 	}
 	f := &e.frame
 	if r := wire.ParseHomaIPv4(l, f, true); r != wire.DropNone {

@@ -133,7 +133,8 @@ func (e *Endpoint) newServerRPC(f *wire.Frame, p *peer) *rpc {
 		e.m.drop(DropServerRPCLimit)
 		return nil
 	}
-	r := &rpc{id: wire.LocalID(c.SenderID()), port: port, peer: p, dport: c.SrcPort(), state: stateIncoming}
+	r := e.newRPC()
+	r.id, r.port, r.peer, r.dport, r.state = wire.LocalID(c.SenderID()), port, p, c.SrcPort(), stateIncoming
 	p.serverRPCs++
 	e.numServerRPCs++
 	e.insert(r.key(), r)

@@ -217,6 +217,9 @@ func (p *Port) SendPrivate(dst Addr, msg []byte) (uint64, error) { return p.send
 func (p *Port) send(dst Addr, msg []byte, ref PayloadRef, private bool) (uint64, error) {
 	e := p.e
 	e.now = e.cfg.Clock()
+	if len(e.dead) > 0 {
+		e.reap()
+	}
 	if p.closed {
 		return 0, ErrClosed
 	}
@@ -230,7 +233,8 @@ func (p *Port) send(dst Addr, msg []byte, ref PayloadRef, private bool) (uint64,
 	if len(msg) > pe.maxMessage {
 		return 0, ErrPeerMessageLength
 	}
-	r := &rpc{id: e.nextID, port: p, peer: pe, dport: dst.Port, client: true, private: private}
+	r := e.newRPC()
+	r.id, r.port, r.peer, r.dport, r.client, r.private = e.nextID, p, pe, dst.Port, true, private
 	e.nextID += 2
 	if e.nextID == 0 {
 		e.nextID = 2 // 0 means "no RPC" in an ack
@@ -438,6 +442,43 @@ func (e *Endpoint) end(r *rpc) {
 		h.OutDone(r.id, Addr{IP: r.peer.ip, Port: r.dport}, r.out.data)
 	}
 	r.out.data, r.out.ref = nil, 0
+	if len(e.dead)+len(e.spare) < maxSpareRPCs {
+		e.dead = append(e.dead, r)
+	}
+}
+
+// Recycling. An RPC is a few hundred bytes, and two are made for each
+// small RPC; the endpoint reuses ended ones instead of leaving them to the
+// garbage collector. end puts one aside as dead: the code that ended it
+// may still read it (fail delivers its result from it), and lists that
+// keep ended RPCs until they see they are dead (owedGrants) must see it
+// dead. Only at the start of the next call into the endpoint (reap, from
+// ReceiveLink, Run, Send and Reply) is it cleared and made spare, for
+// newRPC. Every list an RPC is on lets go of it in end; owedGrants'
+// entries for a reused one are skipped (grantOwed is cleared with it).
+
+// maxSpareRPCs bounds the ended RPCs kept for reuse.
+const maxSpareRPCs = 1024
+
+// newRPC returns a zeroed RPC, a spare one when there is one.
+func (e *Endpoint) newRPC() *rpc {
+	if n := len(e.spare); n > 0 {
+		r := e.spare[n-1]
+		e.spare[n-1] = nil
+		e.spare = e.spare[:n-1]
+		return r
+	}
+	return new(rpc)
+}
+
+// reap makes the dead RPCs spare: no call that ended one is running.
+func (e *Endpoint) reap() {
+	for i, r := range e.dead {
+		*r = rpc{}
+		e.spare = append(e.spare, r)
+		e.dead[i] = nil
+	}
+	e.dead = e.dead[:0]
 }
 
 // fail ends client RPC r with err, delivered to the application.
