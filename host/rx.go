@@ -84,32 +84,32 @@ func (h *Host) dispatch(m *dpdk.Mbuf, twice bool) {
 	d := m.Data()
 	chained := m.NumSegs() > 1
 	l := &h.link
-	if chained {
-		// A chained packet: a peer in this process sent a payload from a
-		// worker's memory (headers, then the payload as an external
-		// buffer). Headers and payload stay where they are when the first
-		// segment holds exactly the headers (wire.SplitFits): the engine
-		// copies the payload straight from the second. Other chains are
-		// made contiguous first. The host stack answers only single
-		// segments.
-		if tail := m.Next(); m.NumSegs() == 2 && wire.ParseLink(d, l) == wire.DropNone && wire.SplitFits(l, tail.DataLen()) {
-			l.Tail = tail.Data()
-			h.splitFrames++
-			h.ep.ReceiveLink(l) // the engine copies what it keeps
-			if twice {
-				h.ep.ReceiveLink(l)
-			}
+	switch {
+	case !chained:
+		if wire.ParseLink(d, l) != wire.DropNone {
+			h.drops[rxDropShort]++
 			h.free = append(h.free, m)
 			return
 		}
+	case m.NumSegs() == 2 && wire.ParseLink(d, l) == wire.DropNone && wire.SplitFits(l, m.Next().DataLen()):
+		// A chained packet: a peer in this process sent a payload from a
+		// worker's memory (headers, then the payload as an external
+		// buffer). Its first segment holds exactly the headers: headers
+		// and payload stay where they are, and the engine copies the
+		// payload straight from the second (wire.Link.Tail).
+		l.Tail = m.Next().Data()
+		h.splitFrames++
+	default:
+		// Another chain is made contiguous first. The host stack answers
+		// only single segments.
 		h.joinedFrames++
 		h.scratch = m.AppendData(h.scratch[:0])
 		d = h.scratch
-	}
-	if wire.ParseLink(d, l) != wire.DropNone {
-		h.drops[rxDropShort]++
-		h.free = append(h.free, m)
-		return
+		if wire.ParseLink(d, l) != wire.DropNone {
+			h.drops[rxDropShort]++
+			h.free = append(h.free, m)
+			return
+		}
 	}
 	if isHomaIPv4(l) {
 		// The engine parses and validates the rest (IPv4 checksum,
