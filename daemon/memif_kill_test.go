@@ -139,10 +139,14 @@ func (p *memifProc) terminate(t *testing.T, who string, limit time.Duration) tim
 	start := time.Now()
 	t.Logf("%s: SIGTERM at %s", who, start.Format("15:04:05.000000"))
 	p.cmd.Process.Signal(syscall.SIGTERM)
-	exited := make(chan error, 1)
-	go func() { exited <- p.cmd.Wait() }()
+	var err error
+	exited := make(chan struct{})
+	go func() { err = p.cmd.Wait(); close(exited) }()
+	watched := make(chan struct{})
+	go func() { p.watchExit(t, who, start, exited); close(watched) }()
+	defer func() { <-watched }()
 	select {
-	case err := <-exited:
+	case <-exited:
 		if err != nil {
 			t.Errorf("%s: exit after SIGTERM: %v; its stderr ends:\n%s", who, err, p.stderr.String())
 		}
@@ -152,6 +156,53 @@ func (p *memifProc) terminate(t *testing.T, who string, limit time.Duration) tim
 		t.Fatalf("%s did not stop within %v of SIGTERM; its stderr ends:\n%s", who, limit, p.stderr.String())
 	}
 	return time.Since(start)
+}
+
+// watchExit tells, for a stop that is slow, when the process became a
+// zombie (its threads all gone; cmd.Wait returns later, once its stderr
+// is read to the end) and, at 1 s, what each of its threads is doing.
+func (p *memifProc) watchExit(t *testing.T, who string, start time.Time, exited <-chan struct{}) {
+	pid := p.cmd.Process.Pid
+	dumped := false
+	for {
+		select {
+		case <-exited:
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		i := strings.LastIndexByte(string(stat), ')')
+		if err != nil || i < 0 || strings.HasPrefix(string(stat[i+1:]), " Z") {
+			if el := time.Since(start); el > 500*time.Millisecond {
+				t.Logf("%s: a zombie %v after SIGTERM", who, el.Round(time.Millisecond))
+			}
+			return
+		}
+		if !dumped && time.Since(start) > time.Second {
+			dumped = true
+			t.Logf("%s: alive 1 s after SIGTERM; its threads:\n%s", who, threadReport(pid))
+		}
+	}
+}
+
+// threadReport is each thread of pid: its name, state, wait channel and
+// kernel stack (as root).
+func threadReport(pid int) string {
+	var b strings.Builder
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, task := range tasks {
+		dir := fmt.Sprintf("/proc/%d/task/%s/", pid, task.Name())
+		comm, _ := os.ReadFile(dir + "comm")
+		stat, _ := os.ReadFile(dir + "stat")
+		state := ""
+		if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+3 <= len(stat) {
+			state = string(stat[i+2 : i+3])
+		}
+		wchan, _ := os.ReadFile(dir + "wchan")
+		stack, _ := os.ReadFile(dir + "stack")
+		fmt.Fprintf(&b, "  %s %s %s wchan=%s\n%s", task.Name(), strings.TrimSpace(string(comm)), state, wchan, stack)
+	}
+	return b.String()
 }
 
 func runPeerKills(t *testing.T, daemonRole string, kills int) {

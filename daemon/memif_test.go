@@ -47,6 +47,7 @@ func memifChild(role string) int {
 		fmt.Fprintln(os.Stderr, role+":", err)
 		return 1
 	}
+	fmt.Fprintf(os.Stderr, "child: exit at %s\n", time.Now().Format("15:04:05.000000"))
 	return 0
 }
 
