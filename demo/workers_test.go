@@ -3,6 +3,7 @@ package demo
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -10,10 +11,12 @@ import (
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/client"
+	"github.com/homa-dpdk/homa-dpdk/config"
 	"github.com/homa-dpdk/homa-dpdk/dpdk/dpdktest"
 	"github.com/homa-dpdk/homa-dpdk/host"
 	"github.com/homa-dpdk/homa-dpdk/host/hosttest"
 	"github.com/homa-dpdk/homa-dpdk/hub"
+	"github.com/homa-dpdk/homa-dpdk/perf"
 	"github.com/homa-dpdk/homa-dpdk/shm"
 )
 
@@ -155,4 +158,42 @@ func TestWorkers_echoOverMemifPair(t *testing.T) {
 	p, hubs, dir := workerPair(t, true)
 	echoWorkers(t, p, dir)
 	checkZeroCopy(t, p, hubs)
+}
+
+// The template of demo --workers takes 64 MiB messages between its two
+// hosts, in regions that hold what the perf harness keeps in flight
+// (rtt's largest message each way, throughput's windows), 256 MiB and
+// its rings each, at most 8 a uid. It needs no EAL.
+func TestWorkersYAML_longMessages(t *testing.T) {
+	yaml := fmt.Sprintf(workersYAML, "net_memif_demo0", "net_memif_demo1", 2, "/tmp/a.sock", "/tmp/b.sock", 1500, "auto")
+	spec, err := config.Load(config.Source{YAML: yaml})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, ws := spec.Protocol, spec.Workers
+	if pr.MaxMessage != 64<<20 || !pr.TakesLongMessages([4]byte{10, 0, 0, 1}) || !pr.TakesLongMessages([4]byte{10, 0, 0, 2}) ||
+		pr.TakesLongMessages([4]byte{10, 0, 0, 3}) {
+		t.Errorf("max_message %d, long-message peers %v: want 64 MiB between 10.0.0.1 and 10.0.0.2 alone", pr.MaxMessage, pr.LongMessagePeers)
+	}
+	pages := ws.PoolBytes / shm.PageSize
+	need := func(size int) int { return (size + shm.PageSize - 1) / shm.PageSize }
+	for _, size := range perf.DefaultSizes {
+		if size > pr.MaxMessage || 2*size > ws.MaxBytes || need(size) > pages {
+			t.Errorf("rtt's %d bytes: max_message %d, arena %d (a request and a reply awaiting its ACK), %d pool pages", size, pr.MaxMessage, ws.MaxBytes, pages)
+		}
+	}
+	for _, z := range perf.ThroughputConfigFor(false).Sizes {
+		if z.Size > pr.MaxMessage || z.Window*z.Size > ws.MaxBytes || z.Window*need(z.Size) > pages {
+			t.Errorf("throughput's %+v: max_message %d, arena %d, %d pool pages", z, pr.MaxMessage, ws.MaxBytes, pages)
+		}
+	}
+	l, err := shm.NewLayout(shm.Params{SQEntries: uint64(ws.RingEntries), CQEntries: uint64(ws.RingEntries),
+		ArenaSize: uint64(ws.MaxBytes), PoolPages: uint64(pages), MaxMessage: uint32(pr.MaxMessage), RegionAlign: 2 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.RegionSize > 258<<20 || ws.MaxSessionsPerUID != 8 {
+		t.Errorf("a region of %d bytes, %d a uid: the template says 256 MiB and its rings, 8", l.RegionSize, ws.MaxSessionsPerUID)
+	}
+	t.Logf("region %d bytes (%.1f MiB) on hugepages", l.RegionSize, float64(l.RegionSize)/(1<<20))
 }

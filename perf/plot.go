@@ -73,39 +73,55 @@ func PlotRTT(r *RTTResult, path string) error {
 	return p.Save(7*vg.Inch, 5*vg.Inch, path)
 }
 
-// plotBars draws one bar per label.
-func plotBars(title, ylabel string, labels []string, values []float64, path string) error {
+// plotGroupedBars draws a group of bars per group (the x axis: sizes),
+// one bar per series in each (transports), coloured by series, with
+// each bar's value above it; values[i][j] is series i in group j (0: no
+// bar).
+func plotGroupedBars(title, ylabel string, groups, series []string, values [][]float64, path string) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.Y.Label.Text = ylabel
 	p.Add(plotter.NewGrid())
-	w := vg.Points(40)
-	for i, v := range values {
-		vals := make(plotter.Values, len(values))
-		vals[i] = v
+	n := max(len(series), 1)
+	w := vg.Points(max(10, min(40, 160/float64(n))))
+	top := 0.0
+	for i, name := range series {
+		vals := make(plotter.Values, len(groups))
+		copy(vals, values[i])
 		bars, err := plotter.NewBarChart(vals, w)
 		if err != nil {
 			return err
 		}
-		bars.Color = colorOf(labels[i])
+		bars.Color = colorOf(name)
 		bars.LineStyle.Width = 0
+		bars.Offset = w * vg.Length(float64(i)-float64(n-1)/2)
 		p.Add(bars)
-	}
-	p.NominalX(labels...)
-	p.X.Min, p.X.Max = -0.6, float64(len(values))-0.4
-	top := 0.0
-	for _, v := range values {
-		top = max(top, v)
-	}
-	p.Y.Min, p.Y.Max = 0, top*1.1+1e-9
-	for i, v := range values {
-		l, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: float64(i), Y: v}},
-			Labels: []string{fmt.Sprintf("%.2f", v)}})
+		p.Legend.Add(name, bars)
+		var xys plotter.XYs
+		var labels []string
+		for j, v := range vals {
+			top = max(top, v)
+			if v > 0 {
+				xys, labels = append(xys, plotter.XY{X: float64(j), Y: v}), append(labels, fmt.Sprintf("%.2f", v))
+			}
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		l, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
 		if err != nil {
 			return err
 		}
-		l.Offset = vg.Point{X: -vg.Points(10), Y: vg.Points(3)}
+		for k := range l.TextStyle {
+			l.TextStyle[k].Font.Size = vg.Points(7)
+		}
+		l.Offset = vg.Point{X: bars.Offset - w/2, Y: vg.Points(2)}
 		p.Add(l)
 	}
-	return p.Save(6*vg.Inch, 4*vg.Inch, path)
+	p.NominalX(groups...)
+	p.X.Min, p.X.Max = -0.6, float64(len(groups))-0.4
+	p.Y.Min, p.Y.Max = 0, top*1.3+1e-9 // room for the legend
+	p.Legend.Top = true
+	width := max(6*vg.Inch, vg.Length(len(groups)*len(series))*w*1.3)
+	return p.Save(width, 4*vg.Inch, path)
 }

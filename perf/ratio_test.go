@@ -59,37 +59,57 @@ func TestRTTRatios_twoHoma(t *testing.T) {
 }
 
 func TestThroughputRatios_twoHoma(t *testing.T) {
+	const mb, mb64 = 1_000_000, 64_000_000
 	runs := []ThroughputRun{
-		{Transport: "homa-memif", Gbps: 2, CPUPerGB: 3},
-		{Transport: "homa-ring", Gbps: 5, CPUPerGB: 1.5},
-		{Transport: "tcp-loopback", Gbps: 20, CPUPerGB: 0.5},
-		{Transport: "tcp-veth", Gbps: 10, CPUPerGB: 0.75},
+		{Transport: "homa-memif", Size: mb, Gbps: 2, CPUPerGB: 3},
+		{Transport: "homa-memif", Size: mb64, Gbps: 4, CPUPerGB: 2},
+		{Transport: "homa-ring", Size: mb, Gbps: 5, CPUPerGB: 1.5},
+		{Transport: "homa-ring", Size: mb64, Gbps: 8, CPUPerGB: 1},
+		{Transport: "tcp-loopback", Size: mb, Gbps: 20, CPUPerGB: 0.5},
+		{Transport: "tcp-loopback", Size: mb64, Gbps: 16, CPUPerGB: 0.5},
+		{Transport: "tcp-veth", Size: mb, Gbps: 10, CPUPerGB: 0.75}, // no 64 MB run
 	}
 	got := throughputRatios(runs)
 	want := []ThroughputRatio{
-		{Homa: "homa-memif", TCP: "tcp-loopback", Gbps: 0.1, CPUPerGB: 6},
-		{Homa: "homa-memif", TCP: "tcp-veth", Gbps: 0.2, CPUPerGB: 4},
-		{Homa: "homa-ring", TCP: "tcp-loopback", Gbps: 0.25, CPUPerGB: 3},
-		{Homa: "homa-ring", TCP: "tcp-veth", Gbps: 0.5, CPUPerGB: 2},
+		{Homa: "homa-memif", TCP: "tcp-loopback", Size: mb, Gbps: 0.1, CPUPerGB: 6},
+		{Homa: "homa-memif", TCP: "tcp-veth", Size: mb, Gbps: 0.2, CPUPerGB: 4},
+		{Homa: "homa-ring", TCP: "tcp-loopback", Size: mb, Gbps: 0.25, CPUPerGB: 3},
+		{Homa: "homa-ring", TCP: "tcp-veth", Size: mb, Gbps: 0.5, CPUPerGB: 2},
+		{Homa: "homa-memif", TCP: "tcp-loopback", Size: mb64, Gbps: 0.25, CPUPerGB: 4},
+		{Homa: "homa-ring", TCP: "tcp-loopback", Size: mb64, Gbps: 0.5, CPUPerGB: 2},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("ratios %+v, want %+v", got, want)
 	}
 	for i, g := range got {
 		w := want[i]
-		if g.Homa != w.Homa || g.TCP != w.TCP || !near(g.Gbps, w.Gbps) || !near(g.CPUPerGB, w.CPUPerGB) {
+		if g.Homa != w.Homa || g.TCP != w.TCP || g.Size != w.Size || !near(g.Gbps, w.Gbps) || !near(g.CPUPerGB, w.CPUPerGB) {
 			t.Errorf("ratio %d: %+v, want %+v", i, g, w)
 		}
 	}
 	r := &ThroughputResult{Runs: runs, Ratios: got}
-	if row := strings.Join(r.RatioTable().Rows[3], ","); row != "homa-ring / tcp-veth,0.50,2.00" {
+	if row := strings.Join(r.RatioTable().Rows[3], ","); row != "1 MB,homa-ring / tcp-veth,0.50,2.00" {
 		t.Errorf("ratio row %s", row)
+	}
+	if row := strings.Join(r.RatioTable().Rows[5], ","); row != "64 MB,homa-ring / tcp-loopback,0.50,2.00" {
+		t.Errorf("ratio row %s", row)
+	}
+	// The table: by size, then by transport.
+	var order []string
+	for _, row := range r.Table().Rows {
+		order = append(order, row[0]+" "+row[1])
+	}
+	if got := strings.Join(order, ","); got != "1 MB homa-memif,1 MB homa-ring,1 MB tcp-loopback,1 MB tcp-veth,"+
+		"64 MB homa-memif,64 MB homa-ring,64 MB tcp-loopback" {
+		t.Errorf("table rows %s", got)
 	}
 
 	// A skipped run, or one without figures, has no ratios.
-	runs[1].Skipped = "no ring"
-	runs[3] = ThroughputRun{Transport: "tcp-veth", Skipped: "no netns"}
-	if got := throughputRatios(runs); len(got) != 1 || got[0].Homa != "homa-memif" || got[0].TCP != "tcp-loopback" {
+	runs[2].Skipped = "no ring"
+	runs[3].Skipped = "no ring"
+	runs[5] = ThroughputRun{Transport: "tcp-loopback", Size: mb64}
+	runs[6] = ThroughputRun{Transport: "tcp-veth", Skipped: "no netns"}
+	if got := throughputRatios(runs); len(got) != 1 || got[0].Homa != "homa-memif" || got[0].TCP != "tcp-loopback" || got[0].Size != mb {
 		t.Errorf("with skips: %+v", got)
 	}
 }
@@ -105,9 +125,15 @@ func TestSteps(t *testing.T) {
 	if n := RTTSteps(rc); n != (1+5)+5+1 {
 		t.Errorf("RTTSteps through testpmd without veth: %d", n)
 	}
+	if n := RTTSteps(RTTConfigFor(false)); n != 2*(1+7)+7+(1+7) {
+		t.Errorf("RTTSteps of the default run %d", n)
+	}
 	tc := ThroughputConfigFor(true)
 	if n := ThroughputSteps(tc); n != 2*2+1+2 {
 		t.Errorf("ThroughputSteps %d", n)
+	}
+	if n := ThroughputSteps(ThroughputConfigFor(false)); n != 2*(1+3)+3+(1+3) {
+		t.Errorf("ThroughputSteps of the default run %d", n)
 	}
 	tc.Testpmd = "dpdk-testpmd"
 	if n := ThroughputSteps(tc); n != 2+1+2+1 {

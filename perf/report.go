@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -200,4 +201,80 @@ func (r *RTTResult) WriteFiles(dir string) ([]string, error) {
 		return nil, err
 	}
 	return []string{"rtt.png"}, nil
+}
+
+// throughputTitle is the throughput section's title, with the sizes.
+func throughputTitle(sizes string) string {
+	if sizes != "" {
+		sizes = " (" + sizes + ")"
+	}
+	return "throughput: messages streamed" + sizes + ", Homa workers vs kernel TCP"
+}
+
+// ThroughputTitle is the throughput section's title without its sizes
+// (a failed run's).
+var ThroughputTitle = throughputTitle("")
+
+// Section is the throughput result for the report.
+func (r *ThroughputResult) Section(images []string) Section {
+	var sizes []int
+	for _, z := range r.Sizes {
+		sizes = append(sizes, z.Size)
+	}
+	s := Section{Name: "throughput", Title: throughputTitle(sizeList(sizes)), Method: r.Method,
+		Distortions: r.Distortions, Tables: []Table{r.Table(), r.RatioTable()}, Images: images}
+	s.Notes = append(s.Notes, "Messages and windows: "+r.sizesText()+".", throughputRatiosNote)
+	var names []string
+	for _, x := range r.Runs {
+		if !slices.Contains(names, x.Transport) {
+			names = append(names, x.Transport)
+		}
+	}
+	s.Notes = append(s.Notes, linkNotes(names)...)
+	for _, x := range r.Runs {
+		if x.Skipped != "" {
+			s.Notes = append(s.Notes, fmt.Sprintf("%s skipped: %s", x.Transport, x.Skipped))
+		}
+	}
+	s.Notes = append(s.Notes, loopNotes(r.Loops)...)
+	if r.Smoke {
+		s.Notes = append(s.Notes, "Smoke run: 1 MB alone, one second per transport, the figures mean little.")
+	}
+	return s
+}
+
+// WriteFiles writes throughput.json and the plots into dir and returns
+// the plots' names: Gbps and CPU seconds per GB, a group of bars per
+// size, a bar per transport.
+func (r *ThroughputResult) WriteFiles(dir string) ([]string, error) {
+	if err := WriteJSON(filepath.Join(dir, "throughput.json"), r); err != nil {
+		return nil, err
+	}
+	sizes := runSizes(r.Runs)
+	var groups, series []string
+	for _, size := range sizes {
+		groups = append(groups, sizeName(size))
+	}
+	for _, x := range r.Runs {
+		if x.Skipped == "" && !slices.Contains(series, x.Transport) {
+			series = append(series, x.Transport)
+		}
+	}
+	gbps, cpu := make([][]float64, len(series)), make([][]float64, len(series))
+	for i, name := range series {
+		gbps[i], cpu[i] = make([]float64, len(sizes)), make([]float64, len(sizes))
+		for _, x := range r.Runs {
+			if j := slices.Index(sizes, x.Size); x.Skipped == "" && x.Transport == name && j >= 0 {
+				gbps[i][j], cpu[i][j] = x.Gbps, x.CPUPerGB
+			}
+		}
+	}
+	title := "Throughput: " + r.sizesText()
+	if err := plotGroupedBars(title, "Gbps (payload)", groups, series, gbps, filepath.Join(dir, "throughput-gbps.png")); err != nil {
+		return nil, err
+	}
+	if err := plotGroupedBars("CPU per GB of payload", "CPU seconds per GB", groups, series, cpu, filepath.Join(dir, "throughput-cpu.png")); err != nil {
+		return nil, err
+	}
+	return []string{"throughput-gbps.png", "throughput-cpu.png"}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -35,7 +36,7 @@ func RTTConfigFor(smoke bool) RTTConfig {
 	c := RTTConfig{Sizes: DefaultSizes, Count: 20000, Warmup: 1000, MaxTime: 5 * time.Second,
 		WorkerCPU: 0, Veth: true, Out: os.Stdout}
 	if smoke {
-		c.Count, c.Warmup, c.MaxTime, c.Smoke = 500, 500, 400*time.Millisecond, true
+		c.Sizes, c.Count, c.Warmup, c.MaxTime, c.Smoke = SmokeSizes, 500, 500, 400*time.Millisecond, true
 	}
 	return c
 }
@@ -79,23 +80,55 @@ type RTTResult struct {
 	Loops       []LoopStats `json:"loops"`
 }
 
-const rttMethod = `Unloaded round trip, one RPC at a time, request and response of the same size ` +
-	`(100 B, 1 KB, 10 KB, 100 KB, 1 MB). Homa: the harness starts this program as a child process, ` +
-	"`homa-dpdk demo --workers DIR --link LINK`" + `, once per link: two Homa hosts, 10.0.0.1 and 10.0.0.2, ` +
-	`run by one busy-polling loop on lcore 1 (CPU 1) and joined by a net_memif pair (series homa-memif: each ` +
-	`byte copied into and out of memif's shared rings) or by a net_ring pair (series homa-ring: the mbufs ` +
-	`change hands, no copy in the link, the analogue of a NIC's DMA). The harness attaches a client worker to 10.0.0.1 and ` +
-	`a server worker to 10.0.0.2 over shared memory (client/, spinning on the completion rings, never sleeping) ` +
-	`and drives both from one goroutine locked to a thread pinned to CPU 0: Send, the server's Receive and ` +
-	`Reply with the same bytes, the client's Wait; the RTT is from before Send to after Wait. Kernel TCP: a Go ` +
-	`server and client in the harness, TCP_NODELAY, each message a 4-byte length then the bytes, the server ` +
-	`echoing the same bytes in one write; client and server are ordinary goroutines (GOMAXPROCS 2), neither ` +
-	`locked to a thread nor pinned, blocking in read (see the distortions). Loopback: 127.0.0.1. Veth: two network namespaces made for ` +
-	`the run, joined by a veth pair (10.77.0.1/24, 10.77.0.2/24), server in one, client in the other (a ` +
-	`thread enters the namespace with setns to make the socket, which keeps it); deleted at the end. Order: all Homa ` +
-	`sizes on memif with its daemon running, that daemon stopped, the same on ring, then TCP loopback, then TCP veth. ` +
-	`Per size and transport: a warm-up, then up to a count of round trips or a time limit; P50 and P99 from an ` +
-	`HdrHistogram (3 significant digits). Ratios are TCP over Homa, for each Homa series (above 1: Homa is faster).`
+// rttMethod is how cfg measures.
+func rttMethod(cfg RTTConfig) string {
+	return `Unloaded round trip, one RPC at a time, request and response of the same size ` +
+		`(` + sizeList(cfg.Sizes) + `; MB is 10^6 bytes; --smoke stops at 1 MB). Messages above kernel Homa's 1,000,000 bytes ` +
+		`go between the daemon's two hosts because its config lists both as long-message peers ` +
+		`(protocol.max_message 64 MiB, worker regions of 128 MiB arena and 128 MiB pool: demo/workers.yaml). Homa: the harness starts this program as a child process, ` +
+		"`homa-dpdk demo --workers DIR --link LINK`" + `, once per link: two Homa hosts, 10.0.0.1 and 10.0.0.2, ` +
+		`run by one busy-polling loop on lcore 1 (CPU 1) and joined by a net_memif pair (series homa-memif: each ` +
+		`byte copied into and out of memif's shared rings) or by a net_ring pair (series homa-ring: the mbufs ` +
+		`change hands, no copy in the link, the analogue of a NIC's DMA). The harness attaches a client worker to 10.0.0.1 and ` +
+		`a server worker to 10.0.0.2 over shared memory (client/, spinning on the completion rings, never sleeping) ` +
+		`and drives both from one goroutine locked to a thread pinned to CPU 0: Send, the server's Receive and ` +
+		`Reply with the same bytes, the client's Wait; the RTT is from before Send to after Wait. Kernel TCP: a Go ` +
+		`server and client in the harness, TCP_NODELAY, each message a 4-byte length then the bytes, the server ` +
+		`echoing the same bytes in one write; client and server are ordinary goroutines (GOMAXPROCS 2), neither ` +
+		`locked to a thread nor pinned, blocking in read (see the distortions). Loopback: 127.0.0.1. Veth: two network namespaces made for ` +
+		`the run, joined by a veth pair (10.77.0.1/24, 10.77.0.2/24), server in one, client in the other (a ` +
+		`thread enters the namespace with setns to make the socket, which keeps it); deleted at the end. Order: all Homa ` +
+		`sizes on memif with its daemon running, that daemon stopped, the same on ring, then TCP loopback, then TCP veth. ` +
+		fmt.Sprintf(`Per size and transport: a warm-up of up to %d round trips (after the first %d, for at most %v), then up to %d `+
+			`round trips or %v, whichever ends first (at least %d: the limits are checked after each round trip), so the points of `+
+			`the largest sizes hold few round trips (the count is in rtt.json) and their P99 is close to their maximum; `,
+			cfg.Warmup, minWarmup, cfg.MaxTime/4, cfg.Count, cfg.MaxTime, minRecorded) +
+		`P50 and P99 from an HdrHistogram (3 significant digits). Ratios are TCP over Homa, for each Homa series (above 1: Homa is faster).`
+}
+
+// largest is the largest of sizes (0: none).
+func largest(sizes []int) int {
+	m := 0
+	for _, n := range sizes {
+		m = max(m, n)
+	}
+	return m
+}
+
+// sizeList names sizes: "100 B, 1 KB and 1 MB".
+func sizeList(sizes []int) string {
+	var names []string
+	for _, n := range sizes {
+		names = append(names, sizeName(n))
+	}
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
 
 const rttDistortions = `On a 2-vCPU virtual machine: the "two daemons" are two Homa hosts in one daemon ` +
 	`process sharing one busy-polling core (two busy daemons plus the workers cannot share 2 CPUs), so each ` +
@@ -134,7 +167,7 @@ func RunRTT(cfg RTTConfig) (*RTTResult, error) {
 	if cfg.Out == nil {
 		cfg.Out = io.Discard
 	}
-	res := &RTTResult{Method: rttMethod, Distortions: rttDistortions, Smoke: cfg.Smoke}
+	res := &RTTResult{Method: rttMethod(cfg), Distortions: rttDistortions, Smoke: cfg.Smoke}
 	if cfg.Testpmd != "" {
 		res.Method += " " + TestpmdPathNote
 	}
@@ -197,7 +230,7 @@ func homaRTT(cfg RTTConfig, link, dir string) (RTTSeries, *LoopStats, error) {
 	}
 	defer done() // after the daemon's Stop below
 	err = onPinnedThread(cfg.WorkerCPU, "", func() error {
-		w, err := dialPair(d.Dir)
+		w, err := dialPair(d.Dir, largest(cfg.Sizes), largest(cfg.Sizes))
 		if err != nil {
 			return err
 		}

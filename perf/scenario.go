@@ -21,8 +21,14 @@ import (
 
 // Scenario-wide settings shared by rtt and throughput.
 
-// DefaultSizes are the message sizes of the rtt scenario.
-var DefaultSizes = []int{100, 1000, 10_000, 100_000, 1_000_000}
+// DefaultSizes are the message sizes of the rtt scenario, in bytes: 100 B
+// to 64 MB, decimal (8 MB is 8,000,000 bytes, 64 MB 64,000,000: sizeName).
+// The two above kernel Homa's 1,000,000 need the daemon's long-message
+// config (demo/workers.yaml: messages up to 64 MiB between its hosts).
+var DefaultSizes = []int{100, 1000, 10_000, 100_000, 1_000_000, 8_000_000, 64_000_000}
+
+// SmokeSizes are rtt's sizes with --smoke: up to 1 MB.
+var SmokeSizes = []int{100, 1000, 10_000, 100_000, 1_000_000}
 
 // HomaLinks are the links rtt and throughput measure Homa on, one after
 // the other, each with a daemon of its own (`demo --workers DIR --link
@@ -266,7 +272,14 @@ type workerPair struct {
 	dst      client.Addr
 }
 
-func dialPair(dir string) (*workerPair, error) {
+// dialPair attaches both workers and checks that their regions take what
+// the scenario will send: messages of maxSize bytes (the region's
+// MaxMessage, from the daemon's protocol.max_message), inFlight bytes of
+// them at once in the client's transmit arena (workers.max_bytes) and one
+// in the server's. The receive
+// pool (workers.pool_bytes) is not visible to a worker: demo/workers.yaml
+// sizes it as the arena.
+func dialPair(dir string, maxSize, inFlight int) (*workerPair, error) {
 	// Spin for the whole wait, never sleep: a latency-critical worker
 	// does, and it keeps the eventfd sleep path out of the figures.
 	opt := client.Options{Spin: time.Hour}
@@ -279,12 +292,32 @@ func dialPair(dir string) (*workerPair, error) {
 		cli.Close()
 		return nil, err
 	}
-	if err := srv.Bind(99); err != nil {
-		cli.Close()
-		srv.Close()
+	w := &workerPair{cli: cli, srv: srv, dst: client.Addr{IP: [4]byte{10, 0, 0, 2}, Port: 99}}
+	if err := checkRegion(cli, maxSize, inFlight); err != nil {
+		w.close()
 		return nil, err
 	}
-	return &workerPair{cli: cli, srv: srv, dst: client.Addr{IP: [4]byte{10, 0, 0, 2}, Port: 99}}, nil
+	if err := checkRegion(srv, maxSize, maxSize); err != nil {
+		w.close()
+		return nil, err
+	}
+	if err := srv.Bind(99); err != nil {
+		w.close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// checkRegion says whether c's region takes messages of maxSize bytes
+// and has inFlight bytes of transmit arena.
+func checkRegion(c *client.Client, maxSize, inFlight int) error {
+	if m := c.MaxMessage(); m < maxSize {
+		return fmt.Errorf("the daemon's worker regions take messages of up to %d bytes, the scenario sends %d (protocol.max_message, demo/workers.yaml)", m, maxSize)
+	}
+	if a := c.Stats().ArenaFree; a < uint64(inFlight) {
+		return fmt.Errorf("the daemon's worker regions have %d bytes of transmit arena, the scenario keeps %d in flight (workers.max_bytes, demo/workers.yaml)", a, inFlight)
+	}
+	return nil
 }
 
 func (w *workerPair) close() {
@@ -331,15 +364,18 @@ func cpuSelf() time.Duration {
 }
 
 // measure times rt warmup times unrecorded (for at most maxTime/4 after
-// the first 10), then up to count times (at least min(count, 10), at most
-// for maxTime) into a histogram.
+// the first minWarmup), then up to count times (at least min(count,
+// minRecorded), at most for maxTime) into a histogram. The time limits are
+// checked after every round trip: a 64 MB one takes tens of milliseconds,
+// so a size's point takes at most about 1.25 maxTime plus minWarmup +
+// minRecorded of its round trips.
 func measure(rt func() error, warmup, count int, maxTime time.Duration, prog *Progress) (*hdrhistogram.Histogram, error) {
 	w0 := time.Now()
 	for i := range warmup {
 		if err := rt(); err != nil {
 			return nil, fmt.Errorf("warm-up round trip %d: %w", i, err)
 		}
-		if i >= 10 && i%16 == 0 && time.Since(w0) > maxTime/4 {
+		if i+1 >= minWarmup && time.Since(w0) > maxTime/4 {
 			break
 		}
 	}
@@ -352,13 +388,19 @@ func measure(rt func() error, warmup, count int, maxTime time.Duration, prog *Pr
 		}
 		t1 := time.Now()
 		h.RecordValue(t1.Sub(t0).Nanoseconds())
-		if i%64 == 0 {
-			el := t1.Sub(start)
+		el := t1.Sub(start)
+		over := el > maxTime
+		if i%64 == 0 || over {
 			prog.Set(max(float64(i)/float64(count), float64(el)/float64(maxTime)))
-			if i >= 10 && el > maxTime {
-				break
-			}
+		}
+		if over && i+1 >= minRecorded {
+			break
 		}
 	}
 	return h, nil
 }
+
+// The fewest round trips measure makes of a size before its time limits
+// stop it: warm-up (the first waits for ARP, the first of a size touches
+// its arena and pool pages), and recorded.
+const minWarmup, minRecorded = 3, 10

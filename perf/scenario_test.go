@@ -55,9 +55,14 @@ func TestReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp := &ThroughputResult{Size: 1_000_000, Window: 4, Runs: []ThroughputRun{
-		{Transport: "homa-memif", Gbps: 2, CPUPerGB: 4}, {Transport: "homa-ring", Gbps: 4, CPUPerGB: 2},
-		{Transport: "tcp-loopback", Gbps: 8, CPUPerGB: 1}}}
+	tp := &ThroughputResult{Sizes: []ThroughputSize{{Size: 1_000_000, Window: 4}, {Size: 64_000_000, Window: 2}}, Runs: []ThroughputRun{
+		{Transport: "homa-memif", Size: 1_000_000, Window: 4, Gbps: 2, CPUPerGB: 4},
+		{Transport: "homa-memif", Size: 64_000_000, Window: 2, Gbps: 3, CPUPerGB: 3},
+		{Transport: "homa-ring", Size: 1_000_000, Window: 4, Gbps: 4, CPUPerGB: 2},
+		{Transport: "homa-ring", Size: 64_000_000, Window: 2, Gbps: 6, CPUPerGB: 1},
+		{Transport: "tcp-loopback", Size: 1_000_000, Window: 4, Gbps: 8, CPUPerGB: 1},
+		{Transport: "tcp-loopback", Size: 64_000_000, Window: 2, Gbps: 12, CPUPerGB: 0.5},
+		{Transport: "tcp-veth", Skipped: "no netns"}}}
 	tp.Ratios = throughputRatios(tp.Runs)
 	timgs, err := tp.WriteFiles(dir)
 	if err != nil {
@@ -75,7 +80,11 @@ func TestReport(t *testing.T) {
 		"| 100 B | 2.00 | 2.00 | 4.00 | 5.00 |", "![rtt](rtt.png)",
 		"homa-ring: the daemon's two hosts on a net_ring pair",
 		"![throughput](throughput-gbps.png)", "tcp-veth skipped: no netns", "longest gap between two passes 3.0 µs",
-		"| homa-memif / tcp-loopback | 0.25 | 4.00 |", "| homa-ring / tcp-loopback | 0.50 | 2.00 |", "**Method.** m"} {
+		"| 1 MB | homa-memif / tcp-loopback | 0.25 | 4.00 |", "| 1 MB | homa-ring / tcp-loopback | 0.50 | 2.00 |",
+		"| 64 MB | homa-memif / tcp-loopback | 0.25 | 6.00 |", "| 64 MB | homa-ring / tcp-loopback | 0.50 | 2.00 |",
+		"| size | transport | window | Gbps |", "| 64 MB | homa-ring | 2 | 6.00 | 1.00 |",
+		"## throughput: messages streamed (1 MB and 64 MB), Homa workers vs kernel TCP",
+		"Messages and windows: 1 MB (4 outstanding), 64 MB (2 outstanding).", "**Method.** m"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
@@ -132,8 +141,8 @@ func TestRTTAndThroughput_smoke(t *testing.T) {
 			t.Errorf("%s skipped: %s", s.Transport, s.Skipped)
 			continue
 		}
-		if len(s.Points) != len(DefaultSizes) {
-			t.Errorf("%s: %d sizes, want %d", s.Transport, len(s.Points), len(DefaultSizes))
+		if len(s.Points) != len(SmokeSizes) {
+			t.Errorf("%s: %d sizes, want %d", s.Transport, len(s.Points), len(SmokeSizes))
 		}
 		for _, p := range s.Points {
 			if p.Count < 10 || p.P50Us <= 0 || p.P99Us < p.P50Us {
@@ -151,8 +160,8 @@ func TestRTTAndThroughput_smoke(t *testing.T) {
 	if want := "homa-memif homa-ring tcp-loopback tcp-veth"; strings.Join(names, " ") != want {
 		t.Errorf("series %v, want %s", names, want)
 	}
-	if len(rr.Ratios) != 2*len(DefaultSizes) {
-		t.Errorf("%d ratios, want %d (both Homa series)", len(rr.Ratios), 2*len(DefaultSizes))
+	if len(rr.Ratios) != 2*len(SmokeSizes) {
+		t.Errorf("%d ratios, want %d (both Homa series)", len(rr.Ratios), 2*len(SmokeSizes))
 	}
 	if len(rr.Loops) != len(HomaLinks) {
 		t.Errorf("loop stats %+v: want one per link", rr.Loops)
@@ -190,8 +199,13 @@ func TestRTTAndThroughput_smoke(t *testing.T) {
 	if n := tc.Progress.step; n != ThroughputSteps(tc) {
 		t.Errorf("throughput took %d progress steps, ThroughputSteps says %d", n, ThroughputSteps(tc))
 	}
-	if len(tr.Runs) != 4 || tr.Runs[0].Transport != "homa-memif" || tr.Runs[1].Transport != "homa-ring" || len(tr.Ratios) != 4 {
-		t.Errorf("runs %+v, ratios %+v: want homa-memif, homa-ring, then TCP, and 4 ratios", tr.Runs, tr.Ratios)
+	if n := len(tc.Sizes); len(tr.Runs) != 4*n || tr.Runs[0].Transport != "homa-memif" || tr.Runs[n].Transport != "homa-ring" || len(tr.Ratios) != 4*n {
+		t.Errorf("runs %+v, ratios %+v: want homa-memif, homa-ring, then TCP, each at %d sizes, and %d ratios", tr.Runs, tr.Ratios, n, 4*n)
+	}
+	for i, r := range tr.Runs {
+		if z := tc.Sizes[i%len(tc.Sizes)]; r.Size != z.Size || r.Window != z.Window {
+			t.Errorf("run %d %s: %d bytes, window %d; want %+v", i, r.Transport, r.Size, r.Window, z)
+		}
 	}
 	if _, err := tr.WriteFiles(dir); err != nil {
 		t.Fatal(err)

@@ -15,9 +15,14 @@ import (
 // The kernel TCP peer: a request/response server and client over
 // TCP_NODELAY sockets, each message a 4-byte big-endian length then the
 // bytes. The length's top bit asks for a 1-byte acknowledgement instead
-// of an echo of the same bytes (the throughput scenario).
+// of an echo of the same bytes (the throughput scenario), so a message
+// has up to 2^31 - 1 bytes (maxTCPMessage): 64 MB ones fit. The server's
+// buffer grows to the longest message it has read.
 
 const ackFlag = 1 << 31
+
+// maxTCPMessage is the longest message the length prefix can carry.
+const maxTCPMessage = ackFlag - 1
 
 // tcpServer serves one connection at a time on an ordinary goroutine.
 type tcpServer struct {
@@ -126,8 +131,12 @@ func tcpDial(netns, addr string) (*net.TCPConn, error) {
 	return tc, nil
 }
 
-// tcpMessage is a request of size bytes (with its length prefix).
+// tcpMessage is a request of size bytes (with its length prefix), 1 to
+// maxTCPMessage.
 func tcpMessage(size int, ack bool) []byte {
+	if size < 1 || size > maxTCPMessage {
+		panic(fmt.Sprintf("perf: a %d-byte TCP message: the length prefix carries 1..%d", size, maxTCPMessage))
+	}
 	m := make([]byte, 4+size)
 	h := uint32(size)
 	if ack {

@@ -61,14 +61,17 @@ func perfRTTCmd() *cobra.Command {
 	var f scenarioFlags
 	c := &cobra.Command{
 		Use:   "rtt [--smoke] [--out DIR]",
-		Short: "Unloaded RTT of Homa workers (100 B to 1 MB) on memif and on ring vs kernel TCP over loopback and veth",
-		Long: `rtt measures the unloaded round trip of 100 B, 1 KB, 10 KB, 100 KB and 1 MB messages
-issued by shared-memory workers through the daemon (two Homa hosts, run as a child
-process: demo --workers), once with the hosts on a net_memif pair (homa-memif: each
-byte copied into and out of its rings) and once on a net_ring pair (homa-ring: the
-mbufs change hands, no copy in the link), then of the same request/response over kernel
-TCP (TCP_NODELAY) on loopback and across a veth pair between two network namespaces,
-in the same run. It prints P50 and P99 per size and the ratios TCP/Homa for each Homa
+		Short: "Unloaded RTT of Homa workers (100 B to 64 MB) on memif and on ring vs kernel TCP over loopback and veth",
+		Long: `rtt measures the unloaded round trip of 100 B, 1 KB, 10 KB, 100 KB, 1 MB, 8 MB and 64 MB
+messages (MB: 10^6 bytes; --smoke stops at 1 MB) issued by shared-memory workers
+through the daemon (two Homa hosts, run as a child process: demo --workers, whose
+config takes messages up to 64 MiB between them), once with the hosts on a net_memif
+pair (homa-memif: each byte copied into and out of its rings) and once on a net_ring
+pair (homa-ring: the mbufs change hands, no copy in the link), then of the same
+request/response over kernel TCP (TCP_NODELAY) on loopback and across a veth pair
+between two network namespaces, in the same run. Each size gets up to 20,000 round
+trips or 5 s (at least 10), after a warm-up of up to 1,000 (for at most 1.25 s
+after the first 3). It prints P50 and P99 per size and the ratios TCP/Homa for each Homa
 series, and writes rtt.json and rtt.png into the results directory.`,
 		RunE: scenarioRunE(&f, func(o suite.Options) error {
 			_, _, err := suite.RTT(o)
@@ -101,14 +104,15 @@ func perfThroughputCmd() *cobra.Command {
 	var f scenarioFlags
 	c := &cobra.Command{
 		Use:   "throughput [--smoke] [--out DIR]",
-		Short: "Gbps and CPU per GB of a Homa worker pair streaming 1 MB messages, on memif and on ring, vs kernel TCP",
-		Long: `throughput streams 1 MB messages (4 outstanding, 1-byte replies) from a client worker
+		Short: "Gbps and CPU per GB of a Homa worker pair streaming 1, 8 and 64 MB messages, on memif and on ring, vs kernel TCP",
+		Long: `throughput streams messages of 1 MB (4 outstanding), 8 MB (4) and 64 MB (2: what the
+demo's worker regions hold), each with 1-byte replies and for 10 s, from a client worker
 to a server worker through the daemon (run as a child process: demo --workers), with
 its hosts on a net_memif pair (homa-memif) and then on a net_ring pair (homa-ring), then
-over kernel TCP on loopback and across a veth pair, and prints Gbps of payload and CPU
-seconds per GB (harness and daemon processes) and each Homa run's ratios to TCP's. It
-writes throughput.json and throughput-gbps.png, throughput-cpu.png into the results
-directory.`,
+over kernel TCP on loopback and across a veth pair (--smoke: 1 MB alone, 1 s), and
+prints per size Gbps of payload and CPU seconds per GB (harness and daemon processes)
+and each Homa run's ratios to TCP's. It writes throughput.json and
+throughput-gbps.png, throughput-cpu.png into the results directory.`,
 		RunE: scenarioRunE(&f, func(o suite.Options) error {
 			_, _, err := suite.Throughput(o)
 			return err

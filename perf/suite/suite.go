@@ -151,7 +151,7 @@ func All(o Options) error {
 	tp, imgs, err := Throughput(o)
 	if err != nil {
 		all.Errors["throughput"] = err.Error()
-		secs = append(secs, perf.Section{Name: "throughput", Title: "throughput: 1 MB messages, Homa workers vs kernel TCP", Error: err.Error()})
+		secs = append(secs, perf.Section{Name: "throughput", Title: perf.ThroughputTitle, Error: err.Error()})
 	} else {
 		all.Throughput = tp
 		secs = append(secs, tp.Section(imgs))
