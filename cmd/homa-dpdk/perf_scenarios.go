@@ -14,7 +14,7 @@ import (
 // testpmd-path and all (perf/suite runs them).
 
 func perfScenarioCmds() []*cobra.Command {
-	return []*cobra.Command{perfRTTCmd(), perfThroughputCmd(), perfTestpmdPathCmd(), perfAllCmd()}
+	return []*cobra.Command{perfRTTCmd(), perfThroughputCmd(), perfCostCmd(), perfTestpmdPathCmd(), perfAllCmd()}
 }
 
 type scenarioFlags struct {
@@ -118,6 +118,32 @@ throughput-gbps.png, throughput-cpu.png into the results directory.`,
 			return err
 		}),
 	}
+	f.add(c)
+	return c
+}
+
+func perfCostCmd() *cobra.Command {
+	var f scenarioFlags
+	c := &cobra.Command{
+		Use:   "cost [--smoke] [--out DIR]",
+		Short: "The data path's time per packet event: the engine alone, and the demo pair",
+		Long: `cost runs the engine benchmark (two engine endpoints on one goroutine, a link that
+copies nothing) and the demo pair (this program's demo as a child: both Homa hosts on a
+net_ring pair, one busy-polling loop) for 100 B RPCs and 1 MB echoes, and writes
+cost.json into the results directory. Each figure is the core's time per packet event:
+one packet sent or received by either side.`,
+	}
+	c.RunE = scenarioRunE(&f, func(o suite.Options) error {
+		res, err := suite.Cost(o)
+		if err != nil {
+			return err
+		}
+		for _, t := range res.Section().Tables {
+			t.Text(o.Out)
+			fmt.Fprintln(o.Out)
+		}
+		return nil
+	})
 	f.add(c)
 	return c
 }

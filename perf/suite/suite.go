@@ -62,6 +62,20 @@ func Throughput(o Options) (*perf.ThroughputResult, []string, error) {
 	return res, imgs, err
 }
 
+// Cost runs the cost scenario (the engine benchmark in this process, the
+// demo pair as children) and writes o.Dir/cost.json.
+func Cost(o Options) (*perf.CostResult, error) {
+	cfg := perf.CostConfigFor(o.Smoke)
+	cfg.Self, cfg.OutDir = o.Self, o.Dir
+	prog := perf.NewProgress(os.Stderr, "cost", perf.CostSteps())
+	res, err := perf.RunCost(cfg, prog)
+	prog.Done()
+	if err != nil {
+		return nil, err
+	}
+	return res, perf.WriteJSON(filepath.Join(o.Dir, "cost.json"), res)
+}
+
 // TestpmdPath runs rtt and throughput through dpdk-testpmd, in
 // o.Dir/testpmd-path; it returns the report's section images relative to
 // o.Dir.
@@ -96,6 +110,8 @@ type AllResult struct {
 	WorkerRTT  *perf.WorkerRTTResult  `json:"worker_rtt,omitempty"`
 	RTT        *perf.RTTResult        `json:"rtt,omitempty"`
 	Throughput *perf.ThroughputResult `json:"throughput,omitempty"`
+	Cost       *perf.CostResult       `json:"cost,omitempty"`
+	Goals      []perf.Goal            `json:"goals"`
 	Errors     map[string]string      `json:"errors,omitempty"`
 	Files      map[string]string      `json:"files"`
 }
@@ -158,6 +174,16 @@ func All(o Options) error {
 		all.Files["throughput"] = "throughput.json"
 	}
 
+	cost, err := Cost(o)
+	if err != nil {
+		all.Errors["cost"] = err.Error()
+		secs = append(secs, perf.Section{Name: "cost", Title: "cost: the data path's time per packet event", Error: err.Error()})
+	} else {
+		all.Cost = cost
+		secs = append(secs, cost.Section())
+		all.Files["cost"] = "cost.json"
+	}
+
 	if sec, err := runSlowdownChild(self, dir, o.Smoke, out); err != nil {
 		all.Errors["slowdown"] = err.Error()
 		secs = append(secs, perf.Section{Name: "slowdown", Title: slowdownTitle, Method: slowdown.Method, Error: err.Error()})
@@ -176,6 +202,10 @@ func All(o Options) error {
 		secs = append(secs, rs, ts)
 		all.Files["testpmd-path"] = "testpmd-path/rtt.json, testpmd-path/throughput.json"
 	}
+
+	// The goals table leads the report.
+	all.Goals = perf.Goals(perf.GoalInputs{RTT: all.RTT, Throughput: all.Throughput, Cost: all.Cost})
+	secs = append([]perf.Section{perf.GoalsSection(all.Goals)}, secs...)
 
 	all.Seconds = time.Since(all.Started).Seconds()
 	all.Files["report"] = "report.md"
