@@ -158,9 +158,11 @@ func (p *memifProc) terminate(t *testing.T, who string, limit time.Duration) tim
 	return time.Since(start)
 }
 
-// watchExit tells, for a stop that is slow, when the process became a
-// zombie (its threads all gone; cmd.Wait returns later, once its stderr
-// is read to the end) and, at 1 s, what each of its threads is doing.
+// watchExit tells, for a stop that is slow, when the process's threads
+// had all exited (the group leader is a zombie as soon as it exits, while
+// other threads may still be exiting and holding the process's files:
+// cmd.Wait returns once the last is gone and its stderr is read to the
+// end) and, at 1 s, what each thread still there is doing.
 func (p *memifProc) watchExit(t *testing.T, who string, start time.Time, exited <-chan struct{}) {
 	pid := p.cmd.Process.Pid
 	dumped := false
@@ -170,19 +172,31 @@ func (p *memifProc) watchExit(t *testing.T, who string, start time.Time, exited 
 			return
 		case <-time.After(5 * time.Millisecond):
 		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		i := strings.LastIndexByte(string(stat), ')')
-		if err != nil || i < 0 || strings.HasPrefix(string(stat[i+1:]), " Z") {
+		if liveThreads(pid) == 0 {
 			if el := time.Since(start); el > 500*time.Millisecond {
-				t.Logf("%s: a zombie %v after SIGTERM", who, el.Round(time.Millisecond))
+				t.Logf("%s: every thread gone %v after SIGTERM", who, el.Round(time.Millisecond))
 			}
 			return
 		}
 		if !dumped && time.Since(start) > time.Second {
 			dumped = true
-			t.Logf("%s: alive 1 s after SIGTERM; its threads:\n%s", who, threadReport(pid))
+			t.Logf("%s: threads alive 1 s after SIGTERM:\n%s", who, threadReport(pid))
 		}
 	}
+}
+
+// liveThreads counts pid's threads that are not zombies.
+func liveThreads(pid int) int {
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	n := 0
+	for _, task := range tasks {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		i := strings.LastIndexByte(string(stat), ')')
+		if err == nil && i >= 0 && !strings.HasPrefix(string(stat[i+1:]), " Z") && !strings.HasPrefix(string(stat[i+1:]), " X") {
+			n++
+		}
+	}
+	return n
 }
 
 // threadReport is each thread of pid: its name, state, wait channel and
