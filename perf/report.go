@@ -156,9 +156,10 @@ func loopNotes(loops []LoopStats) []string {
 // among transports.
 func linkNotes(transports []string) []string {
 	what := map[string]string{
-		"homa-memif": "homa-memif: the daemon's two hosts on net_memif ports, each byte copied into and out of memif's shared rings.",
-		"homa-ring": "homa-ring: the daemon's two hosts on a net_ring pair in its one process, the mbufs passed from one to the other " +
-			"with no copy in the link (the analogue of a NIC's DMA).",
+		"homa-memif": fmt.Sprintf("homa-memif: the daemon's two hosts on net_memif ports, each byte copied into and out of memif's shared rings; MTU %d.",
+			HomaLinkMTU["memif"]),
+		"homa-ring": fmt.Sprintf("homa-ring: the daemon's two hosts on a net_ring pair in its one process, the mbufs passed from one to the other "+
+			"with no copy in the link (the analogue of a NIC's DMA); MTU %d.", HomaLinkMTU["ring"]),
 	}
 	var out []string
 	for _, t := range transports {

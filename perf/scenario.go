@@ -39,6 +39,13 @@ var SmokeSizes = []int{100, 1000, 10_000, 100_000, 1_000_000}
 // daemon's one process.
 var HomaLinks = []string{"memif", "ring"}
 
+// HomaLinkMTU is the IP MTU of each link's ports (`demo --mtu`): jumbo
+// frames on the ring, as a datacenter NIC for ML traffic runs them;
+// memif's 1500 (net_memif in DPDK 22.11 takes no more at start-up). Kernel
+// TCP's peers keep their own: 65,536 on loopback and 1500 on the veth
+// pair, both with 64 KB segments (GSO/GRO).
+var HomaLinkMTU = map[string]int{"memif": 1500, "ring": 9000}
+
 // homaSeries is the name of Homa's series on link: homa-memif, homa-ring.
 func homaSeries(link string) string { return "homa-" + link }
 

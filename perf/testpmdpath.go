@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -96,7 +97,7 @@ func (f *fwdProcess) daemonArgs() []string {
 // the forwarder: call it after the daemon has stopped.
 func startHomaDaemon(self, testpmd, link, dir, outDir, name string, prog *Progress) (d *Daemon, logPath string, done func(), err error) {
 	done = func() {}
-	extra := []string{"--link", link}
+	extra := []string{"--link", link, "--mtu", strconv.Itoa(HomaLinkMTU[link])}
 	if testpmd != "" {
 		prog.Step("start dpdk-testpmd")
 		fwd, err := startForwarder(testpmd, dir, filepath.Join(outDir, name+"-testpmd.log"))
