@@ -6,6 +6,7 @@
 #endif
 #include <dlfcn.h>
 #include <sched.h>
+#include <stdio.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -47,6 +48,10 @@ static int guard_wait(uint64_t *p, uint64_t seen, int until_zero, uint64_t *star
 			*start = guard_now();
 		else if (guard_now() - *start > HOMA_GUARD_WAIT_NS) {
 			__atomic_fetch_add(&guard_timeouts, 1, __ATOMIC_RELAXED);
+			// Unmapping now may crash the burst; say so where the
+			// operator looks first.
+			fprintf(stderr, "homa burst guard: a burst still running %llu ms after an unmapping began; unmapping anyway\n",
+				(unsigned long long)(HOMA_GUARD_WAIT_NS / 1000000));
 			return 1;
 		}
 		sched_yield();
