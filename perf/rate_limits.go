@@ -167,6 +167,32 @@ func scrapeMetrics(addr string) ([]metricSample, error) {
 	return parseMetrics(resp.Body)
 }
 
+// metricsSettle is how long a reading of the daemon's counters waits for
+// its loop to publish what has just happened: hosts and hubs publish
+// their counters every 100 ms (host.PublishEvery).
+const metricsSettle = 250 * time.Millisecond
+
+// daemonMetrics reads a daemon's counters and keeps the last reading, so
+// that each stretch of a run gets the refusals since the one before.
+type daemonMetrics struct {
+	addr string
+	last []metricSample
+}
+
+// refusalsSince reads the counters once the loop has published them
+// (metricsSettle) and returns what the daemon's bounds refused since the
+// last reading.
+func (m *daemonMetrics) refusalsSince() ([]Refusal, error) {
+	time.Sleep(metricsSettle)
+	s, err := scrapeMetrics(m.addr)
+	if err != nil {
+		return nil, err
+	}
+	r := refusals(m.last, s)
+	m.last = s
+	return r, nil
+}
+
 // freeLoopbackPort is a TCP port on 127.0.0.1 free a moment ago, for the
 // daemon's metrics endpoint.
 func freeLoopbackPort() (string, error) {

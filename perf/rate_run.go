@@ -145,14 +145,9 @@ func doneSum(ws []*rateWorker) func() int64 {
 
 // homaRateWindow runs the workers' echo and measures it, with the
 // daemon's refusals over the whole of it (warm-up and drain included).
-func homaRateWindow(cfg RateConfig, name string, d *Daemon, ws []*rateWorker, metrics string) (RateRun, error) {
+func homaRateWindow(cfg RateConfig, name string, d *Daemon, ws []*rateWorker, m *daemonMetrics) (RateRun, error) {
 	c := &rateCtl{}
 	s := spawnWorkers(ws, func(_ int, w *rateWorker) error { return w.echo(cfg.PerWorker, c) })
-	before, err := scrapeMetrics(metrics)
-	if err != nil {
-		c.stop.Store(true)
-		return RateRun{}, errors.Join(err, s.wait())
-	}
 	run, err := rateWindow(cfg, name, d, doneSum(ws), s, nil)
 	c.stop.Store(true)
 	if werr := s.wait(); err == nil {
@@ -161,12 +156,8 @@ func homaRateWindow(cfg RateConfig, name string, d *Daemon, ws []*rateWorker, me
 	if err != nil {
 		return run, err
 	}
-	after, err := scrapeMetrics(metrics)
-	if err != nil {
-		return run, err
-	}
-	run.Refusals = refusals(before, after)
-	return run, nil
+	run.Refusals, err = m.refusalsSince()
+	return run, err
 }
 
 // echoFor runs the workers' echo for d, unmeasured (a warm-up).
@@ -183,14 +174,10 @@ func echoFor(cfg RateConfig, ws []*rateWorker, d time.Duration) error {
 // until every worker has sent or been refused and no more have come for
 // holdQuiet (the daemon's bounds stopped the rest), or cfg.HeldTimeout;
 // then it calls at (nil: nothing) with the number held, has every held
-// request answered, and waits until the RPCs have ended. Refusals come
-// from the daemon's metrics over the whole of it.
-func holdRPCs(cfg RateConfig, ws []*rateWorker, metrics string, at func(held int)) (HoldResult, error) {
+// request answered, and waits until the RPCs have ended. Refusals are
+// the daemon's since m's last reading.
+func holdRPCs(cfg RateConfig, ws []*rateWorker, m *daemonMetrics, at func(held int)) (HoldResult, error) {
 	res := HoldResult{Asked: cfg.Held}
-	before, err := scrapeMetrics(metrics)
-	if err != nil {
-		return res, err
-	}
 	c := &rateCtl{}
 	c.sending.Store(int64(len(ws)))
 	parts := make([]holdWorker, len(ws))
@@ -238,12 +225,9 @@ func holdRPCs(cfg RateConfig, ws []*rateWorker, metrics string, at func(held int
 			}
 		}
 	}
-	after, err := scrapeMetrics(metrics)
-	if err != nil {
-		return res, err
-	}
-	res.Refusals = refusals(before, after)
-	return res, nil
+	var err error
+	res.Refusals, err = m.refusalsSince()
+	return res, err
 }
 
 // outstandingGauges reads the daemon's outstanding_rpcs gauge of both
@@ -273,7 +257,7 @@ func outstandingGauges(metrics string, held int) map[string]float64 {
 // adds to loops. raised names the second daemon of a link ("": the
 // demo's config).
 func withRateDaemon(cfg RateConfig, link, dir, raised string, env []string, loops *[]LoopStats,
-	f func(d *Daemon, ws []*rateWorker, metrics string) error) error {
+	f func(d *Daemon, ws []*rateWorker, m *daemonMetrics) error) error {
 	name, suffix, what := homaSeries(link), "", ""
 	if raised != "" {
 		suffix, what = "-raised", " ("+raised+")"
@@ -292,10 +276,13 @@ func withRateDaemon(cfg RateConfig, link, dir, raised string, env []string, loop
 	d.Link = link + what
 	ws, err := dialRateWorkers(d.Dir, cfg)
 	if err == nil {
+		m := &daemonMetrics{addr: metrics}
 		var undo func()
-		if undo, err = confine(cfg.WorkerCPU); err == nil {
-			err = f(d, ws, metrics)
-			undo()
+		if m.last, err = scrapeMetrics(metrics); err == nil { // nothing has run yet
+			if undo, err = confine(cfg.WorkerCPU); err == nil {
+				err = f(d, ws, m)
+				undo()
+			}
 		}
 		if !errors.Is(err, errWorkersStuck) { // else their sessions are in use: left to the process's end
 			closeRateWorkers(ws)
@@ -317,14 +304,14 @@ func homaRate(cfg RateConfig, link, dir string) (RateRun, RateMemory, []LoopStat
 	run, mem := RateRun{Transport: name}, RateMemory{Transport: name}
 	var loops []LoopStats
 	held := fmt.Sprintf("%d outstanding", cfg.Held)
-	err := withRateDaemon(cfg, link, dir, "", nil, &loops, func(d *Daemon, ws []*rateWorker, metrics string) error {
+	err := withRateDaemon(cfg, link, dir, "", nil, &loops, func(d *Daemon, ws []*rateWorker, m *daemonMetrics) error {
 		cfg.Progress.Step(name + " rate")
 		var err error
-		if run, err = homaRateWindow(cfg, name, d, ws, metrics); err != nil {
+		if run, err = homaRateWindow(cfg, name, d, ws, m); err != nil {
 			return fmt.Errorf("rate: %w", err)
 		}
 		cfg.Progress.Step(name + " " + held + ", the demo's config")
-		if mem.DemoConfig, err = holdRPCs(cfg, ws, metrics, nil); err != nil {
+		if mem.DemoConfig, err = holdRPCs(cfg, ws, m, nil); err != nil {
 			return fmt.Errorf("%s with the demo's config: %w", held, err)
 		}
 		return nil
@@ -337,7 +324,7 @@ func homaRate(cfg RateConfig, link, dir string) (RateRun, RateMemory, []LoopStat
 	for _, k := range mem.Raised {
 		env = append(env, k.Env())
 	}
-	err = withRateDaemon(cfg, link, dir, "bounds and timers raised", env, &loops, func(d *Daemon, ws []*rateWorker, metrics string) error {
+	err = withRateDaemon(cfg, link, dir, "bounds and timers raised", env, &loops, func(d *Daemon, ws []*rateWorker, m *daemonMetrics) error {
 		cfg.Progress.Step(name + " memory with " + held)
 		if err := echoFor(cfg, ws, cfg.Warmup); err != nil {
 			return fmt.Errorf("warm-up: %w", err)
@@ -346,9 +333,9 @@ func homaRate(cfg RateConfig, link, dir string) (RateRun, RateMemory, []LoopStat
 		if mem.Before, err = readProcMemory(d.Pid()); err != nil {
 			return err
 		}
-		mem.Held, err = holdRPCs(cfg, ws, metrics, func(n int) {
+		mem.Held, err = holdRPCs(cfg, ws, m, func(n int) {
 			mem.AtHeld, atErr = readProcMemory(d.Pid())
-			mem.Outstanding = outstandingGauges(metrics, n)
+			mem.Outstanding = outstandingGauges(m.addr, n)
 		})
 		if err = errors.Join(err, atErr); err != nil {
 			return fmt.Errorf("%s: %w", held, err)
