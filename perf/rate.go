@@ -3,7 +3,9 @@ package perf
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -140,8 +142,8 @@ type RateResult struct {
 // rateMethod is how cfg measures.
 func rateMethod(cfg RateConfig) string {
 	return fmt.Sprintf(`Small RPCs per second: requests and responses of %d bytes, %d outstanding at once (%d workers x %d), `+
-		`a warm-up of %v, then a measuring window of %v per transport (--smoke: %v and %v). `, cfg.Size, cfg.Outstanding(),
-		cfg.Workers, cfg.PerWorker, cfg.Warmup, cfg.Duration, 200*time.Millisecond, 500*time.Millisecond) +
+		`a warm-up of %v, then a measuring window of %v per transport (by default 1 s and 5 s, --smoke 200 ms and 500 ms). `,
+		cfg.Size, cfg.Outstanding(), cfg.Workers, cfg.PerWorker, cfg.Warmup, cfg.Duration) +
 		"Homa: the harness starts this program as `homa-dpdk demo --workers DIR --link LINK` (two hosts, 10.0.0.1 and 10.0.0.2, " +
 		`one busy-polling loop on lcore 1), once per link (homa-memif: a net_memif pair; homa-ring: a net_ring pair, the mbufs ` +
 		`change hands). ` + fmt.Sprintf(`Each of the %d workers is a goroutine with a client session on 10.0.0.1 and a server `+
@@ -285,6 +287,18 @@ func holdText(h HoldResult) string {
 	return s
 }
 
+// gaugesText is a gauge per host: "10.0.0.1 10000, 10.0.0.2 10000".
+func gaugesText(g map[string]float64) string {
+	if len(g) == 0 {
+		return "not read"
+	}
+	var parts []string
+	for _, h := range slices.Sorted(maps.Keys(g)) {
+		parts = append(parts, fmt.Sprintf("%s %.0f", h, g[h]))
+	}
+	return strings.Join(parts, ", ")
+}
+
 // MemoryNotes are the memory runs in words: the demo config's attempt,
 // the raised keys and the run.
 func (r *RateResult) MemoryNotes() []string {
@@ -292,8 +306,8 @@ func (r *RateResult) MemoryNotes() []string {
 	for _, m := range r.Memory {
 		out = append(out, fmt.Sprintf("%s with the demo's config: %s.", m.Transport, holdText(m.DemoConfig)))
 		if len(m.Raised) > 0 {
-			out = append(out, fmt.Sprintf("%s memory run, with %s: %s; the daemon's outstanding_rpcs gauge %v.",
-				m.Transport, keysText(m.Raised), holdText(m.Held), m.Outstanding))
+			out = append(out, fmt.Sprintf("%s memory run, with %s: %s; the daemon's outstanding_rpcs gauge while held: %s.",
+				m.Transport, keysText(m.Raised), holdText(m.Held), gaugesText(m.Outstanding)))
 		}
 		if m.Error != "" {
 			out = append(out, fmt.Sprintf("%s memory run: %s", m.Transport, m.Error))

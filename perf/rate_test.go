@@ -220,9 +220,10 @@ func TestRateReport(t *testing.T) {
 		Memory: []RateMemory{{Transport: "homa-memif",
 			DemoConfig: HoldResult{Asked: 10_000, Accepted: 4096, RefusedSends: 4, RefusalError: "client: send to 10.0.0.2:100: homa: per-worker limit reached",
 				Held: 1024, Refusals: []Refusal{{Host: "10.0.0.2", Counter: "drops_peer_rpc_limit", Key: "protocol.max_server_rpcs_per_peer", Count: 3072}}},
-			Raised: heldKeys(10_000, 4, 256, 10*time.Second),
-			Held:   HoldResult{Asked: 10_000, Accepted: 10_000, Held: 10_000, Reached: true, Completed: 10_000},
-			Before: ProcMemory{VmRSSKB: 102400, RssAnonKB: 51200}, AtHeld: ProcMemory{VmRSSKB: 112400, VmHWMKB: 113000, RssAnonKB: 56200},
+			Raised:      heldKeys(10_000, 4, 256, 10*time.Second),
+			Held:        HoldResult{Asked: 10_000, Accepted: 10_000, Held: 10_000, Reached: true, Completed: 10_000},
+			Outstanding: map[string]float64{"10.0.0.2": 10_000, "10.0.0.1": 10_000},
+			Before:      ProcMemory{VmRSSKB: 102400, RssAnonKB: 51200}, AtHeld: ProcMemory{VmRSSKB: 112400, VmHWMKB: 113000, RssAnonKB: 56200},
 			VmRSSPerRPC: 1024, RssAnonPerRPC: 512}}}
 	r.Ratios = rateRatios(r.Runs)
 	imgs, err := r.WriteFiles(dir)
@@ -243,6 +244,7 @@ func TestRateReport(t *testing.T) {
 		"homa-memif with the demo's config: 1024 of 10000 held (4096 Sends accepted; 4 workers' Sends refused, the first: client: send to 10.0.0.2:100: homa: per-worker limit reached",
 		"10.0.0.2 drops_peer_rpc_limit 3072 (protocol.max_server_rpcs_per_peer)",
 		"homa-memif memory run, with workers.max_outstanding 1024 -> 2500, workers.max_backlog 4096 -> 6024",
+		"outstanding_rpcs gauge while held: 10.0.0.1 10000, 10.0.0.2 10000.",
 		"tcp-veth skipped: no netns", "![rate](rate-rpcs.png)", "**Method.** m",
 	} {
 		if !strings.Contains(string(md), want) {
