@@ -69,6 +69,17 @@ type RateRun struct {
 	Skipped  string    `json:"skipped,omitempty"`
 }
 
+// starvedNote says, for a Homa run whose daemon had less than 90 % of a
+// CPU over the window, that something else ran on its busy loop's core
+// ("" otherwise): its figures are then low.
+func (x RateRun) starvedNote() string {
+	if !isHoma(x.Transport) || x.Skipped != "" || x.Seconds <= 0 || x.DaemonCPU >= 0.9*x.Seconds {
+		return ""
+	}
+	return fmt.Sprintf("%s: the daemon had %.0f%% of a CPU over the window; its loop polls busily, so something else ran on its core, and the run's figures are low.",
+		x.Transport, 100*x.DaemonCPU/x.Seconds)
+}
+
 // RateRatio is a Homa run's figures over a TCP run's.
 type RateRatio struct {
 	Homa       string  `json:"homa"`
@@ -330,6 +341,9 @@ func (r *RateResult) Print(w io.Writer) {
 	for _, x := range r.Runs {
 		if x.Skipped != "" {
 			fmt.Fprintf(w, "%s skipped: %s\n", x.Transport, x.Skipped)
+		}
+		if n := x.starvedNote(); n != "" {
+			fmt.Fprintln(w, n)
 		}
 		for _, f := range x.Refusals {
 			fmt.Fprintf(w, "%s: the daemon refused work during the run: %s\n", x.Transport, f)

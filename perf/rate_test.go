@@ -64,6 +64,16 @@ func TestRateRun_figures(t *testing.T) {
 	if row := strings.Join(r.Table().Rows[0], ","); row != "homa-memif,256,300000,7.00,5.00,5.50,1500000,5.00" {
 		t.Errorf("row %s", row)
 	}
+	if n := r.Runs[0].starvedNote(); n != "" {
+		t.Errorf("a daemon with its whole CPU: %q", n)
+	}
+	starved := RateRun{Transport: "homa-ring", Seconds: 5, DaemonCPU: 2.5, RPCsPerSec: 1}
+	if n := starved.starvedNote(); !strings.Contains(n, "homa-ring: the daemon had 50% of a CPU") {
+		t.Errorf("a daemon with half its CPU: %q", n)
+	}
+	if n := (RateRun{Transport: "tcp-loopback", Seconds: 5}).starvedNote(); n != "" {
+		t.Errorf("TCP has no daemon: %q", n)
+	}
 	if got := perRPC(100_000, 110_000, 10_000); !near(got, 1024) {
 		t.Errorf("perRPC %v, want 1024 (10,000 KiB over 10,000 RPCs)", got)
 	}

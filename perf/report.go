@@ -299,6 +299,9 @@ func (r *RateResult) Section(images []string) Section {
 		for _, f := range x.Refusals {
 			s.Notes = append(s.Notes, fmt.Sprintf("%s: the daemon refused work during the run: %s", x.Transport, f))
 		}
+		if n := x.starvedNote(); n != "" {
+			s.Notes = append(s.Notes, n)
+		}
 	}
 	s.Notes = append(s.Notes, linkNotes(names)...)
 	s.Notes = append(s.Notes, loopNotes(r.Loops)...)
