@@ -30,6 +30,14 @@
 // between its two hosts, in worker regions of 128 MiB of arena and 128
 // MiB of pool (dialPair checks the largest message and the arena before
 // measuring); the TCP peer's 4-byte length prefix carries up to 2^31 - 1.
+//   - rate (rate.go; the Homa workers in rate_homa.go, the coordinator in
+//     rate_run.go, TCP in rate_tcp.go, the daemon's memory, counters and
+//     raised bounds in rate_limits.go): 100 B RPCs per second with 256
+//     outstanding, four worker goroutines with sessions of their own
+//     against TCP with a connection per outstanding RPC, CPU seconds per
+//     million RPCs; and the daemon's RSS with 10,000 RPCs held
+//     outstanding, which the demo's config refuses (the run says which
+//     bounds) and a second daemon, those bounds raised, holds.
 //   - slowdown (package perf/slowdown): the Homa papers' experiment
 //     through a tc bottleneck with 8 priority bands, Homa daemons against
 //     TCP, W1-W5.

@@ -279,3 +279,60 @@ func (r *ThroughputResult) WriteFiles(dir string) ([]string, error) {
 	}
 	return []string{"throughput-gbps.png", "throughput-cpu.png"}, nil
 }
+
+// RateTitle is the rate section's title.
+const RateTitle = "rate: small RPCs per second and the daemon's memory with 10,000 outstanding, Homa workers vs kernel TCP"
+
+// Section is the rate result for the report.
+func (r *RateResult) Section(images []string) Section {
+	s := Section{Name: "rate", Title: RateTitle, Method: r.Method, Distortions: r.Distortions,
+		Tables: []Table{r.Table(), r.RatioTable(), r.MemoryTable()}, Images: images}
+	s.Notes = append(s.Notes, fmt.Sprintf("%d-byte requests and responses, %d outstanding (%d workers x %d; TCP: as many connections, an RPC on each).",
+		r.Size, r.Outstanding, r.Workers, r.PerWorker), rateRatiosNote,
+		fmt.Sprintf("Memory: the daemon's, with %d RPCs held outstanding at once (B/RPC: the growth from before to held, per RPC held).", r.HeldAsked))
+	s.Notes = append(s.Notes, r.MemoryNotes()...)
+	var names []string
+	for _, x := range r.Runs {
+		names = append(names, x.Transport)
+		if x.Skipped != "" {
+			s.Notes = append(s.Notes, fmt.Sprintf("%s skipped: %s", x.Transport, x.Skipped))
+		}
+		for _, f := range x.Refusals {
+			s.Notes = append(s.Notes, fmt.Sprintf("%s: the daemon refused work during the run: %s", x.Transport, f))
+		}
+		if n := x.starvedNote(); n != "" {
+			s.Notes = append(s.Notes, n)
+		}
+	}
+	s.Notes = append(s.Notes, linkNotes(names)...)
+	s.Notes = append(s.Notes, loopNotes(r.Loops)...)
+	if r.Smoke {
+		s.Notes = append(s.Notes, "Smoke run: half a second per transport, the figures mean little.")
+	}
+	return s
+}
+
+// WriteFiles writes rate.json and the plots (RPCs per second, CPU seconds
+// per million RPCs: a bar per transport) into dir and returns the plots'
+// names.
+func (r *RateResult) WriteFiles(dir string) ([]string, error) {
+	if err := WriteJSON(filepath.Join(dir, "rate.json"), r); err != nil {
+		return nil, err
+	}
+	var series []string
+	var rate, cpu [][]float64
+	for _, x := range r.Runs {
+		if x.Skipped == "" {
+			series = append(series, x.Transport)
+			rate, cpu = append(rate, []float64{x.RPCsPerSec / 1e3}), append(cpu, []float64{x.CPUPerM})
+		}
+	}
+	group := []string{fmt.Sprintf("%s, %d outstanding", sizeName(r.Size), r.Outstanding)}
+	if err := plotGroupedBars("Small RPCs per second", "thousand RPCs per second", group, series, rate, filepath.Join(dir, "rate-rpcs.png")); err != nil {
+		return nil, err
+	}
+	if err := plotGroupedBars("CPU per million RPCs", "CPU seconds per million RPCs", group, series, cpu, filepath.Join(dir, "rate-cpu.png")); err != nil {
+		return nil, err
+	}
+	return []string{"rate-rpcs.png", "rate-cpu.png"}, nil
+}

@@ -93,6 +93,13 @@ type Daemon struct {
 // StartDaemon starts self (the homa-dpdk executable) as the demo daemon
 // serving workers in dir, logging to logPath, and waits until it is up.
 func StartDaemon(self, dir, logPath string, extra ...string) (*Daemon, error) {
+	return StartDaemonEnv(self, dir, logPath, nil, extra...)
+}
+
+// StartDaemonEnv is StartDaemon with env ("HOMA_KEY=value") added to the
+// daemon's environment, where HOMA_* variables override the demo config's
+// keys (HOMA_WORKERS_MAX_OUTSTANDING is workers.max_outstanding).
+func StartDaemonEnv(self, dir, logPath string, env []string, extra ...string) (*Daemon, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -102,6 +109,9 @@ func StartDaemon(self, dir, logPath string, extra ...string) (*Daemon, error) {
 	}
 	d := &Daemon{Dir: dir, log: log, up: make(chan struct{}), done: make(chan error, 1)}
 	d.cmd = exec.Command(self, append([]string{"demo", "--workers", dir}, extra...)...)
+	if len(env) > 0 {
+		d.cmd.Env = append(os.Environ(), env...)
+	}
 	d.cmd.Stderr = log
 	stdout, err := d.cmd.StdoutPipe()
 	if err != nil {
@@ -287,6 +297,12 @@ type workerPair struct {
 // pool (workers.pool_bytes) is not visible to a worker: demo/workers.yaml
 // sizes it as the arena.
 func dialPair(dir string, maxSize, inFlight int) (*workerPair, error) {
+	return dialPairPort(dir, 99, maxSize, inFlight)
+}
+
+// dialPairPort is dialPair with the server worker bound to port (the
+// rate scenario's workers each have a server port of their own).
+func dialPairPort(dir string, port uint16, maxSize, inFlight int) (*workerPair, error) {
 	// Spin for the whole wait, never sleep: a latency-critical worker
 	// does, and it keeps the eventfd sleep path out of the figures.
 	opt := client.Options{Spin: time.Hour}
@@ -299,7 +315,7 @@ func dialPair(dir string, maxSize, inFlight int) (*workerPair, error) {
 		cli.Close()
 		return nil, err
 	}
-	w := &workerPair{cli: cli, srv: srv, dst: client.Addr{IP: [4]byte{10, 0, 0, 2}, Port: 99}}
+	w := &workerPair{cli: cli, srv: srv, dst: client.Addr{IP: [4]byte{10, 0, 0, 2}, Port: port}}
 	if err := checkRegion(cli, maxSize, inFlight); err != nil {
 		w.close()
 		return nil, err
@@ -308,7 +324,7 @@ func dialPair(dir string, maxSize, inFlight int) (*workerPair, error) {
 		w.close()
 		return nil, err
 	}
-	if err := srv.Bind(99); err != nil {
+	if err := srv.Bind(port); err != nil {
 		w.close()
 		return nil, err
 	}

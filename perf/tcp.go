@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -16,19 +17,27 @@ import (
 // TCP_NODELAY sockets, each message a 4-byte big-endian length then the
 // bytes. The length's top bit asks for a 1-byte acknowledgement instead
 // of an echo of the same bytes (the throughput scenario), so a message
-// has up to 2^31 - 1 bytes (maxTCPMessage): 64 MB ones fit. The server's
-// buffer grows to the longest message it has read.
+// has up to 2^31 - 1 bytes (maxTCPMessage): 64 MB ones fit. The server
+// serves each connection on a goroutine of its own (Go's net package
+// waits for sockets through epoll: an epoll server with a goroutine per
+// connection); each connection's buffer starts at 64 KiB and grows to the
+// longest message it has read.
 
 const ackFlag = 1 << 31
 
 // maxTCPMessage is the longest message the length prefix can carry.
 const maxTCPMessage = ackFlag - 1
 
-// tcpServer serves one connection at a time on an ordinary goroutine.
+// tcpServer accepts connections on an ordinary goroutine and serves each
+// on a goroutine of its own (rtt and throughput use one connection, rate
+// one per outstanding RPC).
 type tcpServer struct {
-	l    net.Listener
-	addr string
-	done chan error
+	l     net.Listener
+	addr  string
+	done  chan error     // the accept loop's end
+	conns sync.WaitGroup // connections being served
+	mu    sync.Mutex
+	err   error // the first connection's error other than EOF
 }
 
 // startTCPServer listens on addr ("IP:0"), in network namespace netns
@@ -61,30 +70,48 @@ func startTCPServer(netns, addr string) (*tcpServer, error) {
 				s.done <- err
 				return
 			}
-			if err := serveTCP(c.(*net.TCPConn)); err != nil && !errors.Is(err, io.EOF) {
-				s.l.Close()
-				s.done <- err
-				return
-			}
+			s.conns.Add(1)
+			go func() {
+				defer s.conns.Done()
+				if err := serveTCP(c.(*net.TCPConn)); err != nil && !errors.Is(err, io.EOF) {
+					s.mu.Lock()
+					if s.err == nil {
+						s.err = err
+					}
+					s.mu.Unlock()
+				}
+			}()
 		}
 	}()
 	return s, nil
 }
 
+// close stops accepting and waits for the connections to end (their
+// clients close them first); it returns the first serving error.
 func (s *tcpServer) close() error {
 	s.l.Close()
+	var err error
 	select {
-	case err := <-s.done:
-		return err
+	case err = <-s.done:
 	case <-time.After(10 * time.Second):
 		return fmt.Errorf("TCP server did not stop")
 	}
+	served := make(chan struct{})
+	go func() { s.conns.Wait(); close(served) }()
+	select {
+	case <-served:
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("TCP server: connections still open 10 s after the listener closed")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return errors.Join(err, s.err)
 }
 
 func serveTCP(c *net.TCPConn) error {
 	defer c.Close()
 	c.SetNoDelay(true)
-	buf := make([]byte, 4+1<<20)
+	buf := make([]byte, 4+1<<16)
 	ack := []byte{1}
 	for {
 		if _, err := io.ReadFull(c, buf[:4]); err != nil {

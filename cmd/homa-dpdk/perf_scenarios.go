@@ -11,10 +11,10 @@ import (
 )
 
 // The perf scenarios that write a results directory: rtt, throughput,
-// testpmd-path and all (perf/suite runs them).
+// rate, testpmd-path and all (perf/suite runs them).
 
 func perfScenarioCmds() []*cobra.Command {
-	return []*cobra.Command{perfRTTCmd(), perfThroughputCmd(), perfCostCmd(), perfTestpmdPathCmd(), perfAllCmd()}
+	return []*cobra.Command{perfRTTCmd(), perfThroughputCmd(), perfRateCmd(), perfCostCmd(), perfTestpmdPathCmd(), perfAllCmd()}
 }
 
 type scenarioFlags struct {
@@ -148,13 +148,41 @@ one packet sent or received by either side.`,
 	return c
 }
 
+func perfRateCmd() *cobra.Command {
+	var f scenarioFlags
+	c := &cobra.Command{
+		Use:   "rate [--smoke] [--out DIR]",
+		Short: "Small RPCs per second and CPU per million RPCs, Homa workers on memif and on ring vs kernel TCP; the daemon's memory with 10,000 outstanding",
+		Long: `rate measures 100-byte RPCs per second with 256 outstanding: 4 Homa workers (goroutines on
+one CPU, each with a client session on one of the daemon's hosts and a server session,
+the echo, on the other) keeping 64 RPCs outstanding each through the daemon (run as a
+child process: demo --workers), with its hosts on a net_memif pair (homa-memif) and on a
+net_ring pair (homa-ring), then kernel TCP with 256 connections, one RPC outstanding on
+each, to a goroutine-per-connection server on loopback and across a veth pair. Each
+transport warms up for 1 s and is measured for 5 s (--smoke: 0.2 s and 0.5 s). It prints
+RPCs/s, CPU seconds per million RPCs (the harness's workers or TCP ends, plus the
+daemon) and the ratios Homa/TCP. Then, on each link, the workers hold 10,000 RPCs
+outstanding at once (the server workers answer none until all have arrived): first
+with the demo's config, whose bounds stop them (which bounds, and what they refused, is
+printed), then on a second daemon with those bounds raised, where it reads the daemon's
+VmRSS and VmHWM before and with the 10,000 held, and the bytes per RPC. It writes
+rate.json, rate-rpcs.png and rate-cpu.png into the results directory.`,
+		RunE: scenarioRunE(&f, func(o suite.Options) error {
+			_, _, err := suite.Rate(o)
+			return err
+		}),
+	}
+	f.add(c)
+	return c
+}
+
 func perfAllCmd() *cobra.Command {
 	var f scenarioFlags
 	c := &cobra.Command{
 		Use:   "all [--smoke] [--out DIR]",
-		Short: "Every scenario (pmd, worker-rtt, rtt, throughput, slowdown, testpmd-path), then one markdown report and one JSON",
+		Short: "Every scenario (pmd, worker-rtt, rtt, throughput, rate, slowdown, testpmd-path), then one markdown report and one JSON",
 		Long: `all runs pmd (short) and worker-rtt, each as a child process of this program writing its
-JSON, then rtt and throughput, then slowdown (a child process: its daemons and
+JSON, then rtt, throughput and rate, then slowdown (a child process: its daemons and
 namespaces) and testpmd-path (rtt and throughput through dpdk-testpmd, in
 testpmd-path/), and writes report.md (every table, plot and each
 scenario's method and known distortions) and all.json into the results directory. A

@@ -1,5 +1,5 @@
 // Package suite runs the perf harness's scenarios that write a results
-// directory — rtt, throughput, testpmd-path — and all of them at once
+// directory — rtt, throughput, rate, testpmd-path — and all of them at once
 // (All: every scenario, then one markdown report and one JSON). The
 // scenarios that bring DPDK up in their own process (pmd, worker-rtt,
 // slowdown's daemons) run as child processes of the program, so this
@@ -76,6 +76,21 @@ func Cost(o Options) (*perf.CostResult, error) {
 	return res, perf.WriteJSON(filepath.Join(o.Dir, "cost.json"), res)
 }
 
+// Rate runs the rate scenario into o.Dir. It has no testpmd path: its
+// hosts are always joined directly.
+func Rate(o Options) (*perf.RateResult, []string, error) {
+	cfg := perf.RateConfigFor(o.Smoke)
+	cfg.Self, cfg.OutDir, cfg.Out, cfg.Veth = o.Self, o.Dir, o.Out, !o.NoVeth
+	cfg.Progress = perf.NewProgress(os.Stderr, "rate", perf.RateSteps(cfg))
+	res, err := perf.RunRate(cfg)
+	cfg.Progress.Done()
+	if err != nil {
+		return nil, nil, err
+	}
+	imgs, err := res.WriteFiles(o.Dir)
+	return res, imgs, err
+}
+
 // TestpmdPath runs rtt and throughput through dpdk-testpmd, in
 // o.Dir/testpmd-path; it returns the report's section images relative to
 // o.Dir.
@@ -112,6 +127,7 @@ type AllResult struct {
 	Throughput *perf.ThroughputResult `json:"throughput,omitempty"`
 	Cost       *perf.CostResult       `json:"cost,omitempty"`
 	Goals      []perf.Goal            `json:"goals"`
+	Rate       *perf.RateResult       `json:"rate,omitempty"`
 	Errors     map[string]string      `json:"errors,omitempty"`
 	Files      map[string]string      `json:"files"`
 }
@@ -172,6 +188,15 @@ func All(o Options) error {
 		all.Throughput = tp
 		secs = append(secs, tp.Section(imgs))
 		all.Files["throughput"] = "throughput.json"
+	}
+	rate, imgs, err := Rate(o)
+	if err != nil {
+		all.Errors["rate"] = err.Error()
+		secs = append(secs, perf.Section{Name: "rate", Title: perf.RateTitle, Error: err.Error()})
+	} else {
+		all.Rate = rate
+		secs = append(secs, rate.Section(imgs))
+		all.Files["rate"] = "rate.json"
 	}
 
 	cost, err := Cost(o)
