@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -16,16 +17,24 @@ type memifDevice struct {
 	role     string // "server" (memif's default) or "client"
 	socket   string // the control socket ("/run/memif.sock" by default)
 	abstract bool   // in the abstract namespace (memif's default): no file
+	bsize    int    // bytes of each descriptor's buffer (memif's default 2048)
 }
 
 // memifOf returns the net_memif arguments of port i — those given with
 // ports[i].device, or else with EAL's --vdev of that name — and false for
 // other devices.
 func memifOf(spec *config.Spec, i int) (memifDevice, bool) {
-	name, args, hasArgs := strings.Cut(spec.Ports[i].Device, ",")
+	name, args := vdevOf(spec, i)
 	if !strings.HasPrefix(name, "net_memif") {
 		return memifDevice{}, false
 	}
+	return parseMemif(args), true
+}
+
+// vdevOf returns port i's device name and its arguments: those given with
+// ports[i].device, or else with EAL's --vdev of that name ("" for none).
+func vdevOf(spec *config.Spec, i int) (name, args string) {
+	name, args, hasArgs := strings.Cut(spec.Ports[i].Device, ",")
 	if !hasArgs {
 		for _, v := range ealVdevs(spec.EAL) {
 			if n, a, _ := strings.Cut(v, ","); n == name {
@@ -33,7 +42,7 @@ func memifOf(spec *config.Spec, i int) (memifDevice, bool) {
 			}
 		}
 	}
-	return parseMemif(args), true
+	return name, args
 }
 
 // ealVdevs lists the arguments of EAL's --vdev options.
@@ -52,7 +61,7 @@ func ealVdevs(eal []string) []string {
 
 // parseMemif reads net_memif's devargs (key=value, comma-separated).
 func parseMemif(args string) memifDevice {
-	m := memifDevice{role: "server", socket: "/run/memif.sock", abstract: true}
+	m := memifDevice{role: "server", socket: "/run/memif.sock", abstract: true, bsize: 2048}
 	for _, kv := range strings.Split(args, ",") {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {
@@ -62,6 +71,10 @@ func parseMemif(args string) memifDevice {
 			m.socket = v
 		case "socket-abstract":
 			m.abstract = v != "no"
+		case "bsize":
+			if n, err := strconv.Atoi(v); err == nil {
+				m.bsize = n // memif itself refuses what is not 1..65535
+			}
 		}
 	}
 	return m

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/homa-dpdk/homa-dpdk/config"
@@ -15,12 +16,12 @@ func TestMemifOf_argumentsFromTheDeviceOrEAL(t *testing.T) {
 		EAL: []string{"-l", "0,1", "--vdev", "net_memif_a,role=client,socket=/tmp/a.sock,socket-abstract=no",
 			"--vdev=net_memif_b,id=1", "--vdev", "net_ring0"},
 		Ports: []config.PortSpec{{Device: "net_memif_a"}, {Device: "net_memif_b"},
-			{Device: "net_memif_c,role=server,socket=/tmp/c.sock,socket-abstract=no"}, {Device: "net_ring0"}},
+			{Device: "net_memif_c,role=server,socket=/tmp/c.sock,socket-abstract=no,bsize=9216"}, {Device: "net_ring0"}},
 	}
 	want := []memifDevice{
-		{role: "client", socket: "/tmp/a.sock"},
-		{role: "server", socket: "/run/memif.sock", abstract: true},
-		{role: "server", socket: "/tmp/c.sock"},
+		{role: "client", socket: "/tmp/a.sock", bsize: 2048},
+		{role: "server", socket: "/run/memif.sock", abstract: true, bsize: 2048},
+		{role: "server", socket: "/tmp/c.sock", bsize: 9216},
 	}
 	for i, w := range want {
 		if got, ok := memifOf(spec, i); !ok || got != w {
@@ -65,5 +66,41 @@ func TestRemoveStaleSocket_onlyWhenNobodyListens(t *testing.T) {
 	os.WriteFile(file, nil, 0o644)
 	if removeStaleSocket(file) || removeStaleSocket(filepath.Join(dir, "none")) {
 		t.Error("removed something that is not a socket")
+	}
+}
+
+// A port's own buffers must hold a frame of its MTU: net_memif's bsize,
+// net_af_packet's framesz, blocksz, mbufs and kernel interface (above
+// 1500); each refusal names the argument to give.
+func TestCheckFrameBuffers_byDevice(t *testing.T) {
+	ifMTU := func(iface string) (int, error) {
+		if iface == "jumbo0" {
+			return 9000, nil
+		}
+		return 1500, nil
+	}
+	for _, c := range []struct {
+		device string
+		mtu    int
+		want   string // "" for none
+	}{
+		{"net_memif0,role=client,socket=/tmp/a.sock", 1500, ""},
+		{"net_memif0,role=client,socket=/tmp/a.sock", 9000, "give it bsize=9216"},
+		{"net_memif0,role=client,socket=/tmp/a.sock,bsize=9216", 9000, ""},
+		{"net_memif0,bsize=9000", 9000, "has bsize 9000"},
+		{"net_af_packet0,iface=eth0", 1500, ""},
+		{"net_af_packet0,iface=jumbo0", 9000, "give it framesz=9216,blocksz=36864"},
+		{"net_af_packet0,iface=jumbo0,framesz=9216,blocksz=12288", 9000, "blocksz 12288"},
+		{"net_af_packet0,iface=jumbo0,framesz=9088,blocksz=12288", 9000, "framesz 9088"}, // framesz does not divide blocksz
+		{"net_af_packet0,iface=jumbo0,framesz=9216,blocksz=36864", 9000, ""},
+		{"net_af_packet0,iface=eth0,framesz=9216,blocksz=36864", 9000, "ip link set dev eth0 mtu 9000"},
+		{"net_af_packet0,iface=jumbo0,framesz=16384,blocksz=16384", 9000, "needs mbufs of 16352 bytes"},
+		{"net_ring0", 9000, ""},
+	} {
+		spec := &config.Spec{Ports: []config.PortSpec{{Device: c.device, MTU: c.mtu}}}
+		err := checkFrameBuffers(spec, 0, ifMTU)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s at MTU %d: %v, want %q", c.device, c.mtu, err, c.want)
+		}
 	}
 }

@@ -44,6 +44,9 @@ func (d *Daemon) validate() error {
 			return fmt.Errorf("ports[%d].device: %w (give a vdev to EAL with --vdev, or with its arguments here)", i, err)
 		}
 		d.ports = append(d.ports, p)
+		if err := checkFrameBuffers(d.spec, i, kernelMTU); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -87,7 +90,12 @@ func (d *Daemon) setupPort(i int) error {
 	}
 	d.started = append(d.started, st)
 	d.Log.Info().Str("port", p.Name).Str("driver", st.Driver).Int("rx_queues", st.RxQueues).Int("tx_queues", st.TxQueues).
-		Bool("ipv4_checksum_offload", st.Offloads.IPv4Checksum).Bool("zero_copy_worker_payloads", st.Offloads.MultiSeg).Msg("port started")
+		Bool("ipv4_checksum_offload", st.Offloads.IPv4Checksum).Bool("zero_copy_worker_payloads", st.Offloads.MultiSeg).
+		Bool("mtu_past_ethdev", st.MTUPastEthdev).Msg("port started")
+	if st.MTUPastEthdev {
+		d.Log.Info().Str("port", p.Name).Int("mtu", ps.MTU).Msg("ethdev refuses this MTU on the device, which carries such frames all the same: " +
+			"the port is configured at ethdev's 1500, the engine keeps to the MTU")
+	}
 	return nil
 }
 

@@ -63,6 +63,7 @@ func TestWorkersConfig_validate(t *testing.T) {
 		{WorkersConfig{Link: "tap"}, `--link "tap": want memif or ring`},
 		{WorkersConfig{Link: "ring", MemifPeers: "a,b"}, "--link ring with --memif-peers"},
 		{WorkersConfig{Link: "ring", MTU: 9000}, ""},
+		{WorkersConfig{Link: "memif", MTU: 9000}, ""},
 		{WorkersConfig{MTU: 9001}, "--mtu 9001: want 576..9000"},
 	} {
 		err := c.cfg.Validate()

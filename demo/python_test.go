@@ -29,7 +29,7 @@ func TestPython_workersAgainstTheDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _, dir := workerPair(t, false)
+	p, _, dir := workerPair(t, false, 0)
 	sockA := filepath.Join(dir, p.Hosts[0].Addr().String()+".sock")
 	sockB := filepath.Join(dir, p.Hosts[1].Addr().String()+".sock")
 	env := append(os.Environ(), "PYTHONPATH="+filepath.Join(root, "python"), "PYTHONDONTWRITEBYTECODE=1")

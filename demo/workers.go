@@ -38,8 +38,10 @@ type WorkersConfig struct {
 	// The ring link has no speed of its own: its ports are paced as
 	// ringLinkSpeed NICs. net_memif reports 100 Gb/s, which its ports use: both links are paced alike.
 	//
-	// MTU is both ports' IP MTU (0: 1500). Up to 9000 (jumbo frames) on
-	// the ring link; net_memif in DPDK 22.11 refuses more than 1500 there.
+	// MTU is both ports' IP MTU (0: 1500), up to 9000 (jumbo frames) on
+	// either link. On memif, ethdev refuses more than 1500, which the PMD
+	// carries all the same (host.SetupPort), each frame in one buffer of
+	// the bsize the devargs give (host.MemifDevargs).
 	MTU      int
 	Duration time.Duration // 0: until SIGINT or SIGTERM
 	Out      io.Writer
@@ -90,11 +92,15 @@ func ServeWorkers(cfg WorkersConfig) error {
 	}
 	defer os.RemoveAll(memifDir)
 	sock := filepath.Join(memifDir, "memif.sock")
-	devs := [2]string{"net_memif_demo0,role=server,id=0,socket=" + sock + ",socket-abstract=no",
-		"net_memif_demo1,role=client,id=0,socket=" + sock + ",socket-abstract=no"}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	mtu := cfg.MTU
+	if mtu == 0 {
+		mtu = 1500
+	}
+	// memif's buffers hold a whole frame of the MTU (host.MemifBufferSize).
+	devs := [2]string{"net_memif_demo0," + host.MemifDevargs("server", sock, mtu), "net_memif_demo1," + host.MemifDevargs("client", sock, mtu)}
 	txq, via, speed := 2, "a net_memif pair", "auto"
 	if cfg.Link == "ring" {
 		ports, rings, err := host.NewRingPorts(ringName, ringTxQueues)
@@ -111,16 +117,12 @@ func ServeWorkers(cfg WorkersConfig) error {
 			return fmt.Errorf("--memif-peers %q: want two socket paths, SOCK0,SOCK1", cfg.MemifPeers)
 		}
 		for i, s := range []string{a, b} {
-			devs[i] = fmt.Sprintf("net_memif_demo%d,role=client,id=0,socket=%s,socket-abstract=no", i, s)
+			devs[i] = fmt.Sprintf("net_memif_demo%d,%s", i, host.MemifDevargs("client", s, mtu))
 		}
 		txq = 1 // a forwarder's port pair has one queue each
 		via = "memif ports joined through the memif servers at " + cfg.MemifPeers
 	}
 	socks := [2]string{filepath.Join(dir, "10.0.0.1.sock"), filepath.Join(dir, "10.0.0.2.sock")}
-	mtu := cfg.MTU
-	if mtu == 0 {
-		mtu = 1500
-	}
 	spec, err := config.Load(config.Source{YAML: fmt.Sprintf(workersYAML, devs[0], devs[1], txq, socks[0], socks[1], mtu, speed)})
 	if err != nil {
 		return fmt.Errorf("demo config: %w", err)

@@ -80,13 +80,13 @@ func (rp *Pair) memifPorts(c PairConfig) error {
 		if c.MemifPeers[0] != "" {
 			role, sock = "client", c.MemifPeers[i]
 		}
-		p, err := dpdk.NewVdev(name, fmt.Sprintf("role=%s,id=0,socket=%s,socket-abstract=no", role, sock))
+		p, err := dpdk.NewVdev(name, MemifDevargs(role, sock, c.MTU))
 		if err != nil {
 			return err
 		}
 		rp.vdevs = append(rp.vdevs, name)
 		rp.ports[i] = p
-		if rp.setup[i], err = SetupPort(p, PortSetup{TxQueues: c.TxQueues, RxQueues: c.TxQueues, Pool: c.Pool}); err != nil {
+		if rp.setup[i], err = SetupPort(p, PortSetup{TxQueues: c.TxQueues, RxQueues: c.TxQueues, Pool: c.Pool, MTU: c.MTU}); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 	}

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"syscall"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/nicq"
+	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
 // PortSetup is how SetupPort configures a port for a host. The daemon,
@@ -26,7 +28,10 @@ type PortSetup struct {
 	// MAC overrides the port's address; nil keeps it.
 	MAC net.HardwareAddr
 	// MTU is set on the port when not 0; a device that cannot set it is
-	// accepted at 1500.
+	// accepted at 1500. net_memif and net_af_packet take a larger one
+	// although ethdev refuses it (see ethdevRefusesMTU): the engine then
+	// keeps to it, and the device's own buffers (memif's bsize,
+	// af_packet's framesz) must hold its frames.
 	MTU int
 }
 
@@ -44,6 +49,11 @@ type StartedPort struct {
 	Driver             string
 	RxQueues, TxQueues int
 	Offloads           Offloads
+	// MTUPastEthdev: ethdev refuses the MTU on this device, which carries
+	// such frames all the same (net_memif, net_af_packet): the port was
+	// configured at ethdev's default MTU, 1500, and only the engine keeps
+	// to PortSetup.MTU.
+	MTUPastEthdev bool
 }
 
 // PortError is a failed step of SetupPort; Setting names the PortSetup
@@ -92,15 +102,21 @@ func SetupPort(p *dpdk.Port, s PortSetup) (StartedPort, error) {
 	}
 	// The MTU goes to configure, which checks it against the device's
 	// limits and records it: devices without an MTU of their own (net_ring)
-	// have no set-MTU operation, and take jumbo frames this way.
+	// have no set-MTU operation, and take jumbo frames this way. Where
+	// ethdev would refuse it on a device that carries such frames anyway,
+	// configure gets ethdev's default instead (ethdevRefusesMTU).
 	conf := dpdk.PortConf{MTU: uint16(s.MTU)}
+	pastEthdev := s.MTU != 0 && ethdevRefusesMTU(info, s.MTU) && carriesFramesPastMaxRxPktLen(info.Driver)
+	if pastEthdev {
+		conf.MTU = 0
+	}
 	if info.TxOffloadCapa&dpdk.TxOffloadIPv4Cksum != 0 {
 		conf.TxOffloads |= dpdk.TxOffloadIPv4Cksum // the NIC computes IPv4 header checksums
 	}
 	if ZeroCopyPort(info) {
 		conf.TxOffloads |= dpdk.TxOffloadMultiSegs // workers' payloads as external buffers
 	}
-	st := StartedPort{Driver: info.Driver, RxQueues: nrx, TxQueues: ntx, Offloads: Offloads{
+	st := StartedPort{Driver: info.Driver, RxQueues: nrx, TxQueues: ntx, MTUPastEthdev: pastEthdev, Offloads: Offloads{
 		IPv4Checksum: conf.TxOffloads&dpdk.TxOffloadIPv4Cksum != 0,
 		MultiSeg:     conf.TxOffloads&dpdk.TxOffloadMultiSegs != 0,
 	}}
@@ -122,7 +138,7 @@ func SetupPort(p *dpdk.Port, s PortSetup) (StartedPort, error) {
 			return st, &PortError{"mac", err}
 		}
 	}
-	if s.MTU != 0 {
+	if s.MTU != 0 && !pastEthdev {
 		// Also set it on the device (configure only checks and records it
 		// for some drivers); one that has no such operation keeps what
 		// configure accepted.
@@ -134,6 +150,88 @@ func SetupPort(p *dpdk.Port, s PortSetup) (StartedPort, error) {
 		return st, &PortError{Err: err}
 	}
 	return st, nil
+}
+
+// ethdevRefusesMTU reports whether DPDK 22.11's ethdev refuses mtu on a
+// device (rte_eth_dev_configure's rxmode.mtu and rte_eth_dev_set_mtu check
+// it alike, eth_dev_validate_mtu): above the driver's max_mtu, or a frame
+// (mtu plus the overhead, max_rx_pktlen - max_mtu when the driver gives a
+// max_mtu, else 18: the Ethernet header and CRC) longer than its
+// max_rx_pktlen. net_memif and net_af_packet give no max_mtu and a
+// max_rx_pktlen of RTE_ETHER_MAX_LEN, 1518, whatever their buffers hold,
+// so ethdev refuses them any MTU above 1500 with EINVAL ("Frame size
+// (9018) > device max frame size (1518)").
+func ethdevRefusesMTU(info dpdk.DevInfo, mtu int) bool {
+	overhead := ethdevOverhead
+	if info.MaxMTU != 0 && info.MaxMTU != 0xffff && info.MaxRxPktLen > uint32(info.MaxMTU) {
+		overhead = int(info.MaxRxPktLen) - int(info.MaxMTU)
+	}
+	return (info.MaxMTU != 0 && mtu > int(info.MaxMTU)) || uint32(mtu+overhead) > info.MaxRxPktLen
+}
+
+// ethdevOverhead is what ethdev adds to an MTU for its frame when the
+// driver gives no max_mtu: the Ethernet header and the CRC.
+const ethdevOverhead = 14 + 4
+
+// carriesFramesPastMaxRxPktLen reports whether a driver's data path
+// carries frames longer than the max_rx_pktlen it reports, bounded by
+// buffers of its own instead, and never reads the MTU (DPDK 22.11):
+// net_memif copies a frame into as many descriptor buffers of bsize bytes
+// as it needs and out into as many mbufs (MemifBufferSize: one buffer a
+// frame, for a chained frame's descriptors keep a mark that garbles later
+// frames); net_af_packet takes frames up to its framesz less the packet
+// ring's headers (AFPacketFrameSize), on an interface whose kernel MTU
+// holds them.
+func carriesFramesPastMaxRxPktLen(driver string) bool {
+	return driver == "net_memif" || driver == "net_af_packet"
+}
+
+// MemifBufferSize is the bsize (bytes of each memif descriptor's buffer)
+// a net_memif port needs for frames of an IP MTU: one buffer holds a whole
+// frame, 802.1Q tag included (wire.BufferRoom: 2048, memif's default, up
+// to MTU 2030; 9216 at 9000). With smaller buffers DPDK 22.11's memif
+// chains a frame's descriptors (MEMIF_DESC_FLAG_NEXT) but, on transmit,
+// never clears that flag on the first descriptor of the next frame it
+// writes into a slot: a one-descriptor frame sent from a slot that last
+// held the head or middle of a chained one is read by the receiver as
+// joined to the frames after it. The client's bsize is the one that
+// counts: it makes the rings' buffers, and sets their length for the
+// server's transmissions.
+func MemifBufferSize(mtu int) int { return wire.BufferRoom(max(mtu, 1500)) }
+
+// MemifDevargs are a net_memif port's devargs for this project's links:
+// role, interface id 0, the control socket as a file (the default is
+// abstract, and does not cross network namespaces) and the bsize of mtu
+// (MemifBufferSize).
+func MemifDevargs(role, sock string, mtu int) string {
+	return fmt.Sprintf("role=%s,id=0,socket=%s,socket-abstract=no,bsize=%d", role, sock, MemifBufferSize(mtu))
+}
+
+// AFPacketFrameSize is the framesz a net_af_packet port needs for frames
+// of an IP MTU (802.1Q tag included), in KB, at least the PMD's default,
+// 2048: the packet ring's frame holds the kernel's tpacket2 header and
+// address before the Ethernet header, 66 bytes on receive (a longer frame
+// is cut to fit, and the PMD passes it on cut). 9216 at MTU 9000. The
+// port's blocksz must be a multiple of it and of the page size
+// (AFPacketBlockSize): the PMD places frame i at i x framesz in its
+// mapping, where the kernel leaves a block's tail unused when framesz does
+// not divide blocksz (9088 in blocks of 12288: one frame went out, then
+// none). Its pool's mbufs must hold framesz - 32 bytes (the PMD checks that
+// when it sets up an RX queue).
+func AFPacketFrameSize(mtu int) int {
+	const rxHeaders = 66 // TPACKET_ALIGN(tpacket2 header + 16) - the Ethernet header
+	return max(2048, (mtu+wire.FrameOverhead+rxHeaders+1023)/1024*1024)
+}
+
+// AFPacketBlockSize is the smallest blocksz for a framesz: a multiple of
+// both it and the page size (36864 for 9216 on 4 KB pages).
+func AFPacketBlockSize(framesz int) int {
+	page := os.Getpagesize()
+	a, b := framesz, page
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return framesz / a * page
 }
 
 // ZeroCopyPort reports whether DATA payloads can be sent from workers'

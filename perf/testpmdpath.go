@@ -93,9 +93,10 @@ func (f *fwdProcess) daemonArgs() []string {
 // startHomaDaemon starts the daemon for the scenario name with its hosts
 // on link (demo --link), serving workers in dir/link (its log:
 // outDir/name-link-daemon.log), or joined through dpdk-testpmd when
-// testpmd names the program (link is then memif: homaLinks). done stops
-// the forwarder: call it after the daemon has stopped.
-func startHomaDaemon(self, testpmd, link, dir, outDir, name string, prog *Progress) (d *Daemon, logPath string, done func(), err error) {
+// testpmd names the program (link is then memif: homaLinks); more are
+// further daemon arguments (--mtu N). done stops the forwarder: call it
+// after the daemon has stopped.
+func startHomaDaemon(self, testpmd, link, dir, outDir, name string, prog *Progress, more ...string) (d *Daemon, logPath string, done func(), err error) {
 	done = func() {}
 	extra := []string{"--link", link, "--mtu", strconv.Itoa(HomaLinkMTU[link])}
 	if testpmd != "" {
@@ -107,6 +108,7 @@ func startHomaDaemon(self, testpmd, link, dir, outDir, name string, prog *Progre
 		done = func() { fwd.stop() }
 		extra = fwd.daemonArgs()
 	}
+	extra = append(extra, more...)
 	prog.Step("start the daemon on " + link)
 	logPath = filepath.Join(outDir, name+"-"+link+"-daemon.log")
 	if d, err = StartDaemon(self, filepath.Join(dir, link), logPath, extra...); err != nil {

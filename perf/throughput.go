@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,8 +27,14 @@ type ThroughputConfig struct {
 	// Testpmd, when set, is the dpdk-testpmd program: Homa's hosts are then
 	// joined through it (the testpmd-path scenario, testpmdpath.go).
 	Testpmd string
-	Out     io.Writer
-	Smoke   bool
+	// MTU is the daemon's ports' IP MTU (demo --mtu; 0: its 1500); the
+	// runs are then named homaSeries(link) + "-mtu" + MTU (homaMTUSeries).
+	MTU   int
+	Out   io.Writer
+	Smoke bool
+	// Name prefixes the daemon's log file (Name-LINK-daemon.log; "":
+	// throughput).
+	Name string
 }
 
 // ThroughputSize is one message size of the throughput scenario: its
@@ -66,6 +73,7 @@ func ThroughputConfigFor(smoke bool) ThroughputConfig {
 // (tcp-loopback, tcp-veth).
 type ThroughputRun struct {
 	Transport string  `json:"transport"`
+	MTU       int     `json:"mtu,omitempty"`        // Homa's IP MTU when not 1500
 	Size      int     `json:"size_bytes,omitempty"` // message bytes (none: a skipped transport)
 	Window    int     `json:"window,omitempty"`     // messages outstanding
 	Messages  int64   `json:"messages"`
@@ -186,8 +194,14 @@ func RunThroughput(cfg ThroughputConfig) (*ThroughputResult, error) {
 // daemon. The loops are the harness's and, once it was started, the
 // daemon's.
 func homaThroughput(cfg ThroughputConfig, link, dir string) ([]ThroughputRun, []LoopStats, error) {
-	name := homaSeries(link)
-	d, logPath, done, err := startHomaDaemon(cfg.Self, cfg.Testpmd, link, dir, cfg.OutDir, "throughput", cfg.Progress)
+	name, logName, more := homaSeries(link), cfg.Name, []string(nil)
+	if logName == "" {
+		logName = "throughput"
+	}
+	if cfg.MTU != 0 && cfg.MTU != 1500 {
+		name, more = homaMTUSeries(link, cfg.MTU), []string{"--mtu", strconv.Itoa(cfg.MTU)}
+	}
+	d, logPath, done, err := startHomaDaemon(cfg.Self, cfg.Testpmd, link, dir, cfg.OutDir, logName, cfg.Progress, more...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -211,6 +225,9 @@ func homaThroughput(cfg ThroughputConfig, link, dir string) ([]ThroughputRun, []
 			run, err := homaStream(cfg, z, name, w, d, &wl)
 			if err != nil {
 				return fmt.Errorf("%s: %w", sizeName(z.Size), err)
+			}
+			if cfg.MTU != 1500 {
+				run.MTU = cfg.MTU
 			}
 			runs = append(runs, run)
 		}

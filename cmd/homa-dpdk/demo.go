@@ -82,7 +82,7 @@ loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
 	f.BoolVar(&pmd, "pmd", false, "run the forwarding benchmark instead")
 	f.StringVar(&workers, "workers", "", "serve shared-memory workers on sockets in this directory until interrupted, instead of the demo's RPCs")
 	f.StringVar(&link, "link", "memif", "with --workers: what joins the two hosts, memif (a net_memif pair: each byte copied into and out of its rings) or ring (a net_ring pair: the mbufs change hands, no copy)")
-	f.IntVar(&mtu, "mtu", 1500, "with --workers: both ports' IP MTU, up to 9000 (jumbo frames: with --link ring; net_memif takes 1500)")
+	f.IntVar(&mtu, "mtu", 1500, "with --workers: both ports' IP MTU, up to 9000 (jumbo frames, on either link; memif's buffers are sized for it)")
 	f.StringVar(&memifPeers, "memif-peers", "", "with --workers: SOCK0,SOCK1 — join the hosts through these memif servers (e.g. dpdk-testpmd forwarding between them) instead of a memif pair")
 	return c
 }

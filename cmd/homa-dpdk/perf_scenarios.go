@@ -11,10 +11,10 @@ import (
 )
 
 // The perf scenarios that write a results directory: rtt, throughput,
-// rate, testpmd-path and all (perf/suite runs them).
+// rate, floor, cost, testpmd-path and all (perf/suite runs them).
 
 func perfScenarioCmds() []*cobra.Command {
-	return []*cobra.Command{perfRTTCmd(), perfThroughputCmd(), perfRateCmd(), perfCostCmd(), perfTestpmdPathCmd(), perfAllCmd()}
+	return []*cobra.Command{perfRTTCmd(), perfThroughputCmd(), perfRateCmd(), perfFloorCmd(), perfCostCmd(), perfTestpmdPathCmd(), perfAllCmd()}
 }
 
 type scenarioFlags struct {
@@ -176,13 +176,41 @@ rate.json, rate-rpcs.png and rate-cpu.png into the results directory.`,
 	return c
 }
 
+func perfFloorCmd() *cobra.Command {
+	var f scenarioFlags
+	c := &cobra.Command{
+		Use:   "floor [--smoke] [--out DIR]",
+		Short: "The memif link's own rate and copy cost (dpdk-testpmd txonly to rxonly, 1514- and 9014-byte frames) beside Homa on memif",
+		Long: `floor measures what one net_memif link costs with nothing else in it: a dpdk-testpmd in txonly
+mode on a memif server port sends frames as fast as the ring takes them, a second one in
+rxonly mode on the client port receives and frees them, so each byte is copied twice, as
+on Homa's memif link. It measures the frames of MTU 1500 (1514 bytes, bsize 2048) and
+of MTU 9000 (9014 bytes, bsize 9216) in every trial (3 trials, 5 s each after 2 s of
+warm-up; --smoke: 1 trial of 1 s): Gbps of frames, both processes' CPU seconds per
+GB, and testpmd's busy ns per frame of each side. Then it streams Homa messages on
+memif at MTU 1500 and 9000 (demo --workers --link memif --mtu M; 1, 8 and 64 MB, as
+throughput; --smoke 1 MB) and prints each homa-memif run's Gbps and CPU per GB over the
+floor at its MTU, the floor counted in Homa payload. It writes floor.json into the
+results directory. perf all runs it after throughput, whose homa-memif runs are the
+MTU 1500 ones.`,
+		RunE: scenarioRunE(&f, func(o suite.Options) error {
+			_, err := suite.Floor(o, nil, []int{1500, 9000})
+			return err
+		}),
+	}
+	f.add(c)
+	return c
+}
+
 func perfAllCmd() *cobra.Command {
 	var f scenarioFlags
 	c := &cobra.Command{
 		Use:   "all [--smoke] [--out DIR]",
-		Short: "Every scenario (pmd, worker-rtt, rtt, throughput, rate, slowdown, testpmd-path), then one markdown report and one JSON",
+		Short: "Every scenario (pmd, worker-rtt, rtt, throughput, rate, floor, cost, slowdown, testpmd-path), then one markdown report and one JSON",
 		Long: `all runs pmd (short) and worker-rtt, each as a child process of this program writing its
-JSON, then rtt, throughput and rate, then slowdown (a child process: its daemons and
+JSON, then rtt, throughput and rate, then floor (the memif link alone in dpdk-testpmd, beside
+throughput's homa-memif runs and Homa on memif at MTU 9000), then cost (the engine benchmark and
+the demo pair), then slowdown (a child process: its daemons and
 namespaces) and testpmd-path (rtt and throughput through dpdk-testpmd, in
 testpmd-path/), and writes report.md (every table, plot and each
 scenario's method and known distortions) and all.json into the results directory. A

@@ -1,5 +1,5 @@
 // Package suite runs the perf harness's scenarios that write a results
-// directory — rtt, throughput, rate, testpmd-path — and all of them at once
+// directory — rtt, throughput, rate, floor, cost, testpmd-path — and all of them at once
 // (All: every scenario, then one markdown report and one JSON). The
 // scenarios that bring DPDK up in their own process (pmd, worker-rtt,
 // slowdown's daemons) run as child processes of the program, so this
@@ -115,6 +115,22 @@ func TestpmdPath(o Options) (*perf.RTTResult, *perf.ThroughputResult, []string, 
 	return rtt, tp, imgs, nil
 }
 
+// Floor runs the floor scenario into o.Dir (floor.json): dpdk-testpmd
+// over one memif link at MTU 1500 and 9000, and Homa on memif at each of
+// homaMTUs; compare are Homa runs of the same invocation (perf all's
+// throughput) to set beside the floor too.
+func Floor(o Options, compare []perf.ThroughputRun, homaMTUs []int) (*perf.FloorResult, error) {
+	cfg := perf.FloorConfigFor(o.Smoke, homaMTUs)
+	cfg.Self, cfg.OutDir, cfg.Out, cfg.Compare = o.Self, o.Dir, o.Out, compare
+	cfg.Progress = perf.NewProgress(os.Stderr, "floor", perf.FloorSteps(cfg))
+	res, err := perf.RunFloor(cfg)
+	cfg.Progress.Done()
+	if err != nil {
+		return nil, err
+	}
+	return res, res.WriteJSON(filepath.Join(o.Dir, "floor.json"))
+}
+
 // AllResult is the combined JSON of `perf all`.
 type AllResult struct {
 	Started    time.Time              `json:"started"`
@@ -128,6 +144,7 @@ type AllResult struct {
 	Cost       *perf.CostResult       `json:"cost,omitempty"`
 	Goals      []perf.Goal            `json:"goals"`
 	Rate       *perf.RateResult       `json:"rate,omitempty"`
+	Floor      *perf.FloorResult      `json:"floor,omitempty"`
 	Errors     map[string]string      `json:"errors,omitempty"`
 	Files      map[string]string      `json:"files"`
 }
@@ -207,6 +224,21 @@ func All(o Options) error {
 		all.Cost = cost
 		secs = append(secs, cost.Section())
 		all.Files["cost"] = "cost.json"
+	}
+
+	// The memif link's floor, beside throughput's homa-memif runs (MTU
+	// 1500) and its own at MTU 9000.
+	var compare []perf.ThroughputRun
+	if tp != nil {
+		compare = tp.Runs
+	}
+	if fl, err := Floor(o, compare, []int{9000}); err != nil {
+		all.Errors["floor"] = err.Error()
+		secs = append(secs, perf.Section{Name: "floor", Title: perf.FloorTitle, Error: err.Error()})
+	} else {
+		all.Floor = fl
+		secs = append(secs, fl.Section())
+		all.Files["floor"] = "floor.json"
 	}
 
 	if sec, err := runSlowdownChild(self, dir, o.Smoke, out); err != nil {
