@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"net"
@@ -226,8 +227,8 @@ func homaThroughput(cfg ThroughputConfig, link, dir string) ([]ThroughputRun, []
 			if err != nil {
 				return fmt.Errorf("%s: %w", sizeName(z.Size), err)
 			}
-			if cfg.MTU != 1500 {
-				run.MTU = cfg.MTU
+			if mtu := cmp.Or(cfg.MTU, HomaLinkMTU[link]); mtu != 1500 {
+				run.MTU = mtu // the ring's jumbo frames too
 			}
 			runs = append(runs, run)
 		}
