@@ -237,7 +237,7 @@ func (d *Daemon) launchLoops(idle lcore.Idle) error {
 		// One crossing into C per host pass: each pass sends what the
 		// loop's previous host prepared and receives its own burst.
 		pipe := host.NewPipeline(hosts...)
-		cfg := lcore.Config{Name: hosts[0].String(), Pass: pipe.Pass, Drain: pipe.Drain, Idle: idle}
+		cfg := lcore.Config{Name: hosts[0].String(), Pass: pipe.Pass, Flush: pipe.Flush, Drain: pipe.Drain, Idle: idle}
 		if len(hosts) > 1 {
 			cfg.Name = "hosts " + strings.Join(names, ", ")
 		}

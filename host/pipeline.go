@@ -18,8 +18,9 @@ import "github.com/homa-dpdk/homa-dpdk/dpdk"
 //     retries, the counters' publication;
 //  4. its TX bursts built for the next crossing (prepareTx).
 //
-// A Pipeline belongs to the loop's thread; its hosts must not be driven by
-// PassAt as well.
+// The last host's bursts wait for the next Pass: a loop that may sleep
+// calls Flush before it does. A Pipeline belongs to the loop's thread;
+// its hosts must not be driven by PassAt as well.
 type Pipeline struct {
 	hosts []*Host
 	clock func() int64
@@ -43,15 +44,18 @@ func (p *Pipeline) PassAt(now int64) int {
 		n += h.stage(prev, now)
 		prev = h
 	}
-	// A pass that found nothing to do may be the last before the loop
-	// sleeps (lcore.Adaptive): the last host's bursts go out now rather
-	// than after the sleep. This costs a crossing only in passes with no
-	// work: a timer's first packets, or a port refusing bursts (where an
-	// unpipelined pass pays the same crossing).
-	if n == 0 && prev.txPending {
-		n = prev.sendPrepared()
-	}
 	return n
+}
+
+// Flush sends what the last host prepared in the last Pass, now rather
+// than in the next Pass's first crossing, and returns the packets its
+// queues took: for a loop about to sleep (lcore.Config.Flush), so that
+// nothing waits out the sleep. A loop that keeps polling needs no Flush.
+func (p *Pipeline) Flush() int {
+	if last := p.hosts[len(p.hosts)-1]; last.txPending {
+		return last.sendPrepared()
+	}
+	return 0
 }
 
 // Drain sends what the hosts prepared and frees everything they hold (see

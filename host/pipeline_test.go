@@ -45,57 +45,43 @@ func TestPipeline_frameReachesNextHostInSameIteration(t *testing.T) {
 	}
 }
 
-// A loop of one host sends a pass's bursts in the next pass's crossing; a
-// pass that found no work sends them before it returns, so a loop about
-// to sleep holds nothing back.
-func TestPipeline_singleHostSendsInNextPassOrWhenIdle(t *testing.T) {
+// A loop of one host sends a pass's bursts in the next pass's crossing,
+// or at Flush (a loop about to sleep).
+func TestPipeline_singleHostSendsInNextPassOrAtFlush(t *testing.T) {
 	a, b := ringHosts(t, 1, 0)
 	p := NewPipeline(a)
 	buf := make([]*dpdk.Mbuf, 1)
-	busy := true
-	a.apps = []App{pollFunc(func() int {
-		if busy {
-			return 1
-		}
-		return 0
-	})}
 	sendEcho(t, a, b, buf)
-	p.Pass() // busy: the echo waits for the next crossing
-	if !a.txPending {
-		t.Fatal("a's echo request is not pending after a busy pass")
+	if n := p.Pass(); n != 0 || !a.txPending {
+		t.Fatalf("the pass returned %d, TX pending %v; want 0 (nothing sent yet), true", n, a.txPending)
 	}
 	b.Pass()
 	if b.stack.EchoRequests != 0 {
 		t.Fatal("b received the echo request before a's next pass")
 	}
-	p.Pass() // sends it first
-	if a.sched.Stats(0).Sent != 1 {
-		t.Fatalf("a's next pass sent %d, want 1", a.sched.Stats(0).Sent)
+	if n := p.Pass(); n != 1 || a.sched.Stats(0).Sent != 1 { // sends it first
+		t.Fatalf("a's next pass returned %d, sent %d; want 1, 1", n, a.sched.Stats(0).Sent)
 	}
 	b.Pass()
 	if b.stack.EchoRequests != 1 {
 		t.Fatalf("b counted %d echo requests, want 1", b.stack.EchoRequests)
 	}
-	busy = false
 	if n := p.Pass(); n != 1 { // b's reply
 		t.Fatalf("a pass received %d, want b's reply", n)
 	}
 	sendEcho(t, a, b, buf)
-	if n := p.Pass(); n != 1 || a.txPending {
-		t.Fatalf("an idle pass returned %d with TX pending %v; want 1 (the request sent before it returned), false", n, a.txPending)
+	p.Pass()
+	if n := p.Flush(); n != 1 || a.txPending {
+		t.Fatalf("Flush sent %d, TX pending %v; want 1, false", n, a.txPending)
+	}
+	if n := p.Flush(); n != 0 {
+		t.Errorf("a second Flush sent %d", n)
 	}
 	b.Pass()
 	if b.stack.EchoRequests != 2 {
 		t.Errorf("b counted %d echo requests, want 2", b.stack.EchoRequests)
 	}
 }
-
-// pollFunc is an App whose Poll reports the work f returns.
-type pollFunc func() int
-
-func (f pollFunc) Poll(int64) int { return f() }
-func (pollFunc) Flush()           {}
-func (pollFunc) Stop()            {}
 
 // A pipelined iteration of two hosts exchanging a frame and its answer
 // (RX, the host stack, TX bursts, the crossing, TX completion) allocates
