@@ -214,15 +214,3 @@ func TestOutgoing_resendAllocatesNothing(t *testing.T) {
 		t.Fatalf("%d packets retransmitted, want 200", got)
 	}
 }
-
-// A small RPC, request to response and ack, allocates nothing once the
-// peers exist: its two RPCs (client and server) are ended ones reused,
-// and messages go into buffers the ports lend.
-func TestRPC_smallRPCsAllocateNothing(t *testing.T) {
-	p := newBenchPair(t, 100)
-	req, resp := make([]byte, 100), make([]byte, 100)
-	p.rpcs(t, 64, 16, req, resp) // peers, cutoffs, spare RPCs, list capacity
-	if n := testing.AllocsPerRun(200, func() { p.rpcs(t, 16, 16, req, resp) }); n != 0 {
-		t.Fatalf("%v allocations per 16 small RPCs", n)
-	}
-}
