@@ -204,6 +204,10 @@ func (rp *Pair) Pass() int {
 	return rp.pipe.Pass()
 }
 
+// Flush sends what 10.0.0.2 prepared in the last Pass (Pipeline.Flush):
+// for a loop that sleeps between passes (lcore.Config.Flush).
+func (rp *Pair) Flush() int { return rp.pipe.Flush() }
+
 // Drain frees what the hosts hold; call it on the loop's thread (or after
 // the loop stopped).
 func (rp *Pair) Drain() {
