@@ -205,7 +205,7 @@ func (d *Daemon) launch() error {
 			return err
 		}
 	}
-	if err := d.launchLoops(clock, idle); err != nil {
+	if err := d.launchLoops(idle); err != nil {
 		return err
 	}
 	// The process's other threads stay off the loops' CPUs.
@@ -222,9 +222,9 @@ func (d *Daemon) launch() error {
 }
 
 // launchLoops starts one polling loop per distinct lcore; the hosts of
-// ports that share an lcore run in its loop, in port order, with one
-// clock reading per pass.
-func (d *Daemon) launchLoops(clock func() int64, idle lcore.Idle) error {
+// ports that share an lcore run in its loop as a host.Pipeline, in port
+// order, with one clock reading per pass.
+func (d *Daemon) launchLoops(idle lcore.Idle) error {
 	d.loopOf = make([]*lcore.Loop, len(d.hosts))
 	var order []uint
 	groups := map[uint][]int{}
@@ -242,21 +242,12 @@ func (d *Daemon) launchLoops(clock func() int64, idle lcore.Idle) error {
 			hosts = append(hosts, d.hosts[i])
 			names = append(names, d.hosts[i].Addr().String())
 		}
-		cfg := lcore.Config{Name: hosts[0].String(), Pass: hosts[0].Pass, Drain: hosts[0].Drain, Idle: idle}
+		// One crossing into C per host pass: each pass sends what the
+		// loop's previous host prepared and receives its own burst.
+		pipe := host.NewPipeline(hosts...)
+		cfg := lcore.Config{Name: hosts[0].String(), Pass: pipe.Pass, Flush: pipe.Flush, Drain: pipe.Drain, Idle: idle}
 		if len(hosts) > 1 {
 			cfg.Name = "hosts " + strings.Join(names, ", ")
-			cfg.Pass = func() int {
-				now, n := clock(), 0
-				for _, h := range hosts {
-					n += h.PassAt(now)
-				}
-				return n
-			}
-			cfg.Drain = func() {
-				for _, h := range hosts {
-					h.Drain()
-				}
-			}
 		}
 		loop, err := lcore.Launch(l, cfg)
 		if err != nil {

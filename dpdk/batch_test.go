@@ -127,3 +127,89 @@ func TestBatch_txFreeSendsThenFrees(t *testing.T) {
 		t.Fatalf("TxFree with nothing to send: sent %d, %d mbufs in use", tx.Got(0), pool.InUse())
 	}
 }
+
+// TxFreeRx sends, frees and then receives in one call: on a ring pair
+// the frames it sends from a are already in b's RX ring when it polls b,
+// so the same call receives them (TX before RX).
+func TestBatch_txFreeRxSendsBeforeReceiving(t *testing.T) {
+	dpdktest.Need(t)
+	pool := newPool(t, 4096, 0)
+	a, b := ringPair(t, "btfr")
+	startPort(t, a, pool, 1, 1)
+	startPort(t, b, pool, 1, 1)
+	out, spent, in := make([]*dpdk.Mbuf, 8), make([]*dpdk.Mbuf, 6), make([]*dpdk.Mbuf, 16)
+	var tx, rx dpdk.Batch
+	tx.Add(a, 0, out)
+	rx.Add(b, 0, in)
+	if pool.AllocBulk(out) != nil || pool.AllocBulk(spent) != nil {
+		t.Fatal("no mbufs")
+	}
+	for i, m := range out {
+		copy(m.Append(20), bytes.Repeat([]byte{byte(i)}, 20))
+	}
+	tx.SetCount(0, 5)
+	if n := tx.TxFreeRx(spent, &rx); n != 5 || tx.Got(0) != 5 || rx.Got(0) != 5 {
+		t.Fatalf("TxFreeRx sent %d and received %d (%d); want 5 sent and the same 5 received", tx.Got(0), rx.Got(0), n)
+	}
+	for i, m := range rx.Pkts(0) {
+		if !bytes.Equal(m.Data(), bytes.Repeat([]byte{byte(i)}, 20)) {
+			t.Errorf("packet %d differs", i)
+		}
+	}
+	// In use: the 3 not sent and the 5 received; the 6 spent are free.
+	if got := pool.InUse(); got != 8 {
+		t.Errorf("%d mbufs in use, want 8 (the spent ones freed)", got)
+	}
+	dpdk.FreeBulk(out[5:])
+	// Nothing to send: it frees the received ones, and b's ring is empty.
+	if n := tx.TxFreeRx(rx.Pkts(0), &rx); n != 0 || tx.Got(0) != 0 {
+		t.Fatalf("TxFreeRx with nothing to send received %d, sent %d", n, tx.Got(0))
+	}
+	if got := pool.InUse(); got != 0 {
+		t.Errorf("%d mbufs in use, want 0", got)
+	}
+	// No RX batch: only the send; no TX batch: only the receive.
+	if pool.AllocBulk(out[:2]) != nil {
+		t.Fatal("no mbufs")
+	}
+	tx.SetCount(0, 2)
+	if n := tx.TxFreeRx(nil, nil); n != 0 || tx.Got(0) != 2 {
+		t.Fatalf("TxFreeRx without RX: received %d, sent %d; want 0, 2", n, tx.Got(0))
+	}
+	var none *dpdk.Batch
+	if n := none.TxFreeRx(nil, &rx); n != 2 {
+		t.Fatalf("TxFreeRx without TX received %d, want 2", n)
+	}
+	dpdk.FreeBulk(rx.Pkts(0))
+	if got := pool.InUse(); got != 0 {
+		t.Errorf("%d mbufs in use at the end", got)
+	}
+}
+
+func TestBatch_txFreeRxNoAllocs(t *testing.T) {
+	dpdktest.Need(t)
+	pool := newPool(t, 4096, 0)
+	a, b := ringPair(t, "btfra")
+	startPort(t, a, pool, 1, 1)
+	startPort(t, b, pool, 1, 1)
+	out, in := make([]*dpdk.Mbuf, 4), make([]*dpdk.Mbuf, 32)
+	var tx, rx dpdk.Batch
+	tx.Add(a, 0, out)
+	rx.Add(b, 0, in)
+	var spent []*dpdk.Mbuf
+	allocs := testing.AllocsPerRun(1000, func() {
+		if pool.AllocBulk(out) != nil {
+			t.Fatal("no mbufs")
+		}
+		tx.SetCount(0, len(out))
+		tx.TxFreeRx(spent, &rx)
+		spent = rx.Pkts(0) // freed by the next call
+	})
+	dpdk.FreeBulk(spent)
+	if allocs != 0 {
+		t.Errorf("TxFreeRx allocates %.1f times per call, want 0", allocs)
+	}
+	if got := pool.InUse(); got != 0 {
+		t.Errorf("%d mbufs in use at the end", got)
+	}
+}

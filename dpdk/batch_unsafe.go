@@ -5,6 +5,7 @@ package dpdk
 #cgo nocallback homa_rx_bursts
 #cgo nocallback homa_tx_bursts
 #cgo nocallback homa_tx_rx_bursts
+#cgo nocallback homa_tx_free_rx_bursts
 #include "shim.h"
 */
 import "C"
@@ -99,6 +100,43 @@ func (b *Batch) TxFree(free []*Mbuf) {
 	default:
 		C.homa_tx_bursts_free(b.addr(), C.uint(len(b.ents)), sliceAddr(free), C.uint(len(free)))
 	}
+}
+
+// TxFreeRx is a pipelined loop's crossing into C, one cgo call for a
+// pass's I/O: it sends b's SetCount packets (as Tx: what a queue does not
+// take stays in the entry's array, after Got(i), for the caller), frees
+// free (mbufs a pass is done with), and then receives on rx (as Rx). The
+// sends complete before the receives start, so frames sent to a port of
+// rx over a synchronous link (a ring pair) are received in this call.
+// b or rx may be nil, free empty; with nothing to send, free or receive
+// it does not cross. It returns the packets received.
+func (b *Batch) TxFreeRx(free []*Mbuf, rx *Batch) int {
+	var ntx, nrx int
+	if b != nil {
+		if _, n := b.prepareTx(false); n > 0 {
+			ntx = len(b.ents)
+		}
+	}
+	if rx != nil && len(rx.ents) > 0 {
+		rx.prepareRx()
+		nrx = len(rx.ents)
+	}
+	if ntx == 0 && nrx == 0 && len(free) == 0 {
+		return 0
+	}
+	var txAddr, rxAddr C.uintptr_t
+	if ntx > 0 {
+		txAddr = b.addr()
+	}
+	pf := 0
+	if nrx > 0 {
+		rxAddr = rx.addr()
+		if rx.Prefetch {
+			pf = 1
+		}
+	}
+	return int(C.homa_tx_free_rx_bursts(txAddr, C.uint(ntx), sliceAddr(free), C.uint(len(free)),
+		rxAddr, C.uint(nrx), C.int(pf)))
 }
 
 // TxOrFree is Tx, except that what a queue does not take is freed (in the

@@ -5,8 +5,9 @@
 // neighbour table, fault injection, the counters snapshot for the metrics
 // endpoint, and in-loop applications (App).
 //
-// Start reading at host.go (Host, PassAt), then rx.go (what a received
-// frame goes through), tx.go and payload.go (the transmit side), and
+// Start reading at host.go (Host, PassAt) and pipeline.go (how a loop
+// runs its hosts with one crossing into C per pass), then rx.go (what a
+// received frame goes through), tx.go and payload.go (the transmit side), and
 // port.go (SetupPort: how the daemon, the demo and the test pairs set a
 // port up). Pair (pair.go) is two hosts on linked virtual ports, for the
 // demo, the perf harness and tests.

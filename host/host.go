@@ -15,8 +15,8 @@ import (
 // Host is one Homa host on one DPDK port, run by a polling loop: the
 // shape of DPDK's l3fwd — RX burst, process, run timers and the pacer, TX
 // burst per priority queue, free or count what the NIC did not take.
-// Everything here is owned by the loop's thread: call Pass (or PassAt)
-// and Drain from it only.
+// Everything here is owned by the loop's thread: call Pass (or PassAt, or
+// a Pipeline's Pass) and Drain from it only.
 type Host struct {
 	port  *dpdk.Port
 	me    hostAddr
@@ -28,12 +28,16 @@ type Host struct {
 	capIf int           // this port's interface in the capture
 	fault faultInjector
 
-	rx      dpdk.Batch     // every RX queue of the port, polled in one cgo call
-	rxBufs  [][]*dpdk.Mbuf // one burst per RX queue
-	txb     dpdk.Batch     // one entry per TX queue
-	txBufs  [][]*dpdk.Mbuf
-	free    []*dpdk.Mbuf // freed together at the end of the pass
-	scratch []byte       // a chained frame made contiguous
+	rx     dpdk.Batch     // every RX queue of the port, polled in one cgo call
+	rxBufs [][]*dpdk.Mbuf // one burst per RX queue
+	txb    dpdk.Batch     // one entry per TX queue
+	txBufs [][]*dpdk.Mbuf
+	// txPending: txb holds bursts that prepareTx built and the next
+	// crossing sends; txAt is the time they were built (ns).
+	txPending bool
+	txAt      int64
+	free      []*dpdk.Mbuf // freed together in the next crossing into C
+	scratch   []byte       // a chained frame made contiguous
 	// Chained frames received: parsed in their two pieces (splitFrames),
 	// or copied into scratch first (joinedFrames).
 	splitFrames, joinedFrames uint64
@@ -116,15 +120,22 @@ func (h *Host) TxQueues() int { return len(h.txBufs) }
 // handled.
 func (h *Host) Pass() int { return h.PassAt(h.clock()) }
 
-// PassAt is a pass at time now (monotonic ns), for loops that run several
-// hosts and read the clock once for all.
+// PassAt is a pass at time now (monotonic ns) that sends what it produced
+// before it returns: two crossings into C, one to receive and one to send
+// and free. A loop that runs a host on its own, or several hosts, saves
+// one of them with a Pipeline (pipeline.go), which sends a pass's output
+// in the next pass's crossing. Drive a host by PassAt or by a Pipeline,
+// not both.
 func (h *Host) PassAt(now int64) int {
-	h.now = now
-	h.checkLink()
+	n := h.stage(h, now) // nothing is pending: the crossing only receives
+	return n + h.sendPrepared()
+}
+
+// work is the middle of a pass, after the received burst went to the
+// engine: the applications, the engine's timers, ARP retries and the
+// counters' publication. It returns the applications' work.
+func (h *Host) work() int {
 	n := 0
-	if h.portLink.Up {
-		n = h.receiveBurst()
-	}
 	for _, a := range h.apps {
 		n += a.Poll(h.now)
 	}
@@ -136,27 +147,24 @@ func (h *Host) PassAt(now int64) int {
 	}
 	h.neigh.Retries(h.now, h.sendARPRequest)
 	h.publish()
-	sent := h.flush()
-	dpdk.FreeBulk(h.free)
-	clear(h.free)
-	h.free = h.free[:0]
-	return n + sent
+	return n
 }
 
-// flush hands each TX queue its burst, highest priority first, in one cgo
-// call that also frees the pass's spent mbufs, and returns the packets the
-// NIC took.
-func (h *Host) flush() int {
+// prepareTx builds each TX queue's burst, highest priority first, for the
+// next crossing into C (sendPrepared, or the next stage of a Pipeline),
+// and records it in the capture. While the link is down, or once
+// StopSending was called, it drops what waits instead.
+func (h *Host) prepareTx() {
 	if h.sched.Len() == 0 { // most passes of an idle or receiving loop
-		return 0
+		return
 	}
 	if !h.portLink.Up {
 		h.sched.Drain(h.dropLinkDown)
-		return 0
+		return
 	}
 	if h.stopSending.Load() {
 		h.sched.Drain(h.dropStopping)
-		return 0
+		return
 	}
 	h.sched.Fill(h.now)
 	total := 0
@@ -164,19 +172,43 @@ func (h *Host) flush() int {
 		b := h.sched.Burst(q)
 		copy(h.txBufs[q], b)
 		h.txb.SetCount(q, len(b))
+		total += len(b)
 		if h.cap != nil && len(b) > 0 {
 			h.cap.RecordMbufs(h.capIf, dpdk.Outbound, h.now+h.wallOff, b)
 		}
 	}
-	// The mbufs this pass is done with go back to the pool in the same
-	// crossing (the ones Taken drops, below, at the end of the pass).
-	h.txb.TxFree(h.free)
+	// Nothing to send: the NIC backlog holds every paced packet back.
+	h.txPending, h.txAt = total > 0, h.now
+}
+
+// sendPrepared sends what prepareTx built and frees the mbufs the host is
+// done with, in one crossing into C, and returns the packets the NIC
+// took. What the NIC refused is queued again (or, with no room, dropped
+// into the free list, freed at the next crossing).
+func (h *Host) sendPrepared() int {
+	var tx *dpdk.Batch
+	if h.txPending {
+		tx = &h.txb
+	}
+	tx.TxFreeRx(h.free, nil)
 	clear(h.free)
 	h.free = h.free[:0]
+	return h.completeTx()
+}
+
+// completeTx reports to the TX scheduler what each queue took of the
+// bursts prepareTx built, once the crossing sent them, and returns the
+// packets taken.
+func (h *Host) completeTx() int {
+	if !h.txPending {
+		return 0
+	}
+	h.txPending = false
+	total := 0
 	for q := range h.txBufs {
 		got := h.txb.Got(q)
 		total += got
-		h.sched.Taken(q, got, h.now, h.dropTx)
+		h.sched.Taken(q, got, h.txAt, h.dropTx)
 	}
 	return total
 }
@@ -198,7 +230,9 @@ func (h *Host) StopSending() { h.stopSending.Store(true) }
 // loop's thread (lcore.Config.Drain) or after the loop stopped.
 func (h *Host) Drain() {
 	h.port.CancelRedial() // the port is stopped next, and not restarted behind it
-	h.flush()
+	h.sendPrepared()      // what a Pipeline prepared for its next crossing
+	h.prepareTx()
+	h.sendPrepared()
 	h.sched.Drain(h.dropTx)
 	if held := h.fault.release(); held != nil {
 		h.free = append(h.free, held)

@@ -197,19 +197,7 @@ func TestHostLoop_rpcsOverRingPairWithARP(t *testing.T) {
 func TestHostLoop_pingAnswered(t *testing.T) {
 	a, b := ringHosts(t, 1, 0)
 	// a's loop sends an echo request it builds by hand to b.
-	bufs := make([]*dpdk.Mbuf, 1)
-	if err := a.tx.pool.AllocBulk(bufs); err != nil {
-		t.Fatal(err)
-	}
-	payload := []byte{wire.ICMPEchoRequest, 0, 0, 0, 0, 1, 0, 1, 'x'}
-	wire.ICMP(payload).UpdateChecksum()
-	d := bufs[0].Append(14 + 20 + len(payload))
-	eth := wire.EthernetFields{Dst: b.me.mac, Src: a.me.mac, Type: wire.EtherTypeIPv4}
-	n := eth.Encode(d)
-	ipf := wire.IPv4Fields{TotalLength: uint16(20 + len(payload)), TTL: 64, Protocol: wire.IPProtoICMP, Src: a.me.ip, Dst: b.me.ip}
-	n += ipf.Encode(d[n:])
-	copy(d[n:], payload)
-	a.tx.enqueue(bufs[0])
+	sendEcho(t, a, b, make([]*dpdk.Mbuf, 1))
 	a.Pass()
 	b.Pass() // answers
 	got := make([]*dpdk.Mbuf, 4)
@@ -231,6 +219,27 @@ func TestHostLoop_pingAnswered(t *testing.T) {
 	if b.stack.EchoRequests != 1 {
 		t.Errorf("b counted %d echo requests", b.stack.EchoRequests)
 	}
+}
+
+// echoPayload is the ICMP echo request sendEcho sends (its checksum is
+// filled in the frame).
+var echoPayload = [...]byte{wire.ICMPEchoRequest, 0, 0, 0, 0, 1, 0, 1, 'x'}
+
+// sendEcho queues on from's highest-priority TX queue an ICMP echo
+// request to `to`, built by hand in an mbuf allocated into buf (one slot;
+// nothing allocated in Go).
+func sendEcho(t *testing.T, from, to *Host, buf []*dpdk.Mbuf) {
+	if err := from.tx.pool.AllocBulk(buf); err != nil {
+		t.Fatal(err)
+	}
+	d := buf[0].Append(14 + 20 + len(echoPayload))
+	eth := wire.EthernetFields{Dst: to.me.mac, Src: from.me.mac, Type: wire.EtherTypeIPv4}
+	n := eth.Encode(d)
+	ipf := wire.IPv4Fields{TotalLength: uint16(20 + len(echoPayload)), TTL: 64, Protocol: wire.IPProtoICMP, Src: from.me.ip, Dst: to.me.ip}
+	n += ipf.Encode(d[n:])
+	copy(d[n:], echoPayload[:])
+	wire.ICMP(d[n:]).UpdateChecksum()
+	from.tx.enqueue(buf[0])
 }
 
 func TestHostLoop_passAllocatesNothing(t *testing.T) {

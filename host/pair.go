@@ -26,6 +26,7 @@ type Pair struct {
 	// memifPair: vdevs are the two ends of one memif connection (server,
 	// then client), not two clients of outside servers.
 	memifPair bool
+	pipe      *Pipeline // Pass's
 }
 
 // PairConfig sets up a Pair.
@@ -191,14 +192,21 @@ func (rp *Pair) makeHosts(c PairConfig) error {
 		}
 		rp.Hosts[i] = h
 	}
+	rp.pipe = NewPipeline(rp.Hosts[0], rp.Hosts[1])
 	return nil
 }
 
-// Pass runs one pass of both hosts.
+// Pass runs one pass of both hosts, pipelined (see Pipeline): one clock
+// read and one crossing into C per host; what 10.0.0.1 sends in its pass
+// reaches 10.0.0.2 in the pass right after it, and what 10.0.0.2 sends
+// goes out at the start of the next Pass.
 func (rp *Pair) Pass() int {
-	now := rp.Hosts[0].clock() // one clock read for both
-	return rp.Hosts[0].PassAt(now) + rp.Hosts[1].PassAt(now)
+	return rp.pipe.Pass()
 }
+
+// Flush sends what 10.0.0.2 prepared in the last Pass (Pipeline.Flush):
+// for a loop that sleeps between passes (lcore.Config.Flush).
+func (rp *Pair) Flush() int { return rp.pipe.Flush() }
 
 // Drain frees what the hosts hold; call it on the loop's thread (or after
 // the loop stopped).

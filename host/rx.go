@@ -32,13 +32,12 @@ func isHomaIPv4(l *wire.Link) bool {
 	return l.Type == wire.EtherTypeIPv4 && len(l.Payload) > ipProtocolOffset && l.Payload[ipProtocolOffset] == wire.IPProtoHoma
 }
 
-// receiveBurst polls every RX queue and hands the burst (and a packet
-// held back last pass by fault injection) to the engine as one batch: one
-// round of grant decisions after its last packet. It returns the packets
-// received.
-func (h *Host) receiveBurst() int {
+// receiveBurst hands the burst that the pass's crossing received on
+// every RX queue, n packets (and a packet held back last pass by fault
+// injection), to the engine as one batch: one round of grant decisions
+// after its last packet.
+func (h *Host) receiveBurst(n int) {
 	prev := h.fault.release() // held back last pass: now it comes after newer packets
-	n := h.rx.Rx()
 	batch := n > 0 || prev != nil
 	if batch {
 		h.ep.BeginBatch(h.now)
@@ -58,7 +57,6 @@ func (h *Host) receiveBurst() int {
 	if batch {
 		h.ep.EndBatch()
 	}
-	return n
 }
 
 // receive dispatches one received frame; it owns m from here on.

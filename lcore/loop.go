@@ -87,6 +87,14 @@ type Config struct {
 	// Drain, when set, runs once on the loop's thread after Stop, before
 	// the loop exits: the place to flush and free what the loop holds.
 	Drain func()
+	// Flush, when set, runs on the loop's thread in place of a sleep's
+	// start (Adaptive): after a pass that found nothing, when the loop
+	// would sleep next. A pipelined pass leaves its output for the next
+	// pass to send (host.Pipeline); Flush sends it and returns what it
+	// handled, which counts as the pass's work (no sleep then). A loop
+	// that does not sleep, or is spinning, never needs it: the next pass
+	// follows at once.
+	Flush func() int
 	Idle  Idle
 }
 
@@ -265,7 +273,7 @@ func affinity() []int {
 // run is the loop itself, on the loop's thread.
 func (l *Loop) run() {
 	idle := l.cfg.Idle
-	pass := l.cfg.Pass
+	pass, flush := l.cfg.Pass, l.cfg.Flush
 	var passes, busy, packets, sleeps uint64
 	empty := 0
 	sleep := idle.MinSleep
@@ -287,6 +295,9 @@ func (l *Loop) run() {
 			last = now
 		}
 		n := pass()
+		if n == 0 && flush != nil && idle.Kind == Adaptive && empty+1 >= idle.SpinPasses {
+			n = flush() // about to sleep: nothing may wait for the next pass
+		}
 		passes++
 		if n > 0 {
 			busy++

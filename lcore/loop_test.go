@@ -278,3 +278,43 @@ func TestStats_maxGapSeesAStallNotIdleSleeps(t *testing.T) {
 		t.Errorf("longest gap %v: the loop's idle sleeps were counted", st.MaxGap)
 	}
 }
+
+// An adaptive loop calls Flush instead of starting a sleep; what Flush
+// handled counts as the pass's work, and the loop sleeps only when it
+// found nothing.
+func TestAdaptive_flushBeforeSleep(t *testing.T) {
+	w := workerLcore(t)
+	p := &probe{}
+	var flushes, flushed atomic.Uint64
+	flush := func() int {
+		if flushes.Add(1)%2 == 1 { // every other one finds a packet
+			flushed.Add(1)
+			return 1
+		}
+		return 0
+	}
+	l, err := lcore.Launch(w, lcore.Config{
+		Name: "t", Pass: p.pass, Flush: flush,
+		Idle: lcore.Idle{Kind: lcore.Adaptive, SpinPasses: 100, MaxSleep: 100 * time.Microsecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for l.Stats().Sleeps < 20 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if err := l.Stop(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	st := l.Stats()
+	if st.BusyPasses != flushed.Load() || st.Packets != flushed.Load() {
+		t.Errorf("stats %+v: want %d busy passes and packets (the flushes that found one)", st, flushed.Load())
+	}
+	// Flush comes only where a sleep would: after 100 empty passes, or
+	// right after a sleep. A flush that found work resets the count; so
+	// here 100 passes make two flushes, one with work.
+	if f := flushes.Load(); st.Sleeps != f-flushed.Load() || f > st.Passes/50+2 || f < 10 {
+		t.Errorf("%d flushes (%d with work), %d sleeps in %d passes: want a sleep per empty flush, at most 2 flushes per 100 passes", f, flushed.Load(), st.Sleeps, st.Passes)
+	}
+}
