@@ -30,6 +30,11 @@
 // between its two hosts, in worker regions of 128 MiB of arena and 128
 // MiB of pool (dialPair checks the largest message and the arena before
 // measuring); the TCP peer's 4-byte length prefix carries up to 2^31 - 1.
+//   - starts (starts.go, starts_result.go): fresh daemons, ten per link
+//     (--smoke two, ring alone): the first 100 small RPCs of each
+//     against its steady P50 (the warm-up penalty), and the spread of
+//     the starts' 1 MB P50s (bimodal starts), with the page faults and
+//     the regions' mapping of each phase as evidence (procstat.go).
 //   - slowdown (package perf/slowdown): the Homa papers' experiment
 //     through a tc bottleneck with 8 priority bands, Homa daemons against
 //     TCP, W1-W5.

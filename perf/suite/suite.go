@@ -1,5 +1,5 @@
 // Package suite runs the perf harness's scenarios that write a results
-// directory — rtt, throughput, testpmd-path — and all of them at once
+// directory — rtt, throughput, starts, testpmd-path — and all of them at once
 // (All: every scenario, then one markdown report and one JSON). The
 // scenarios that bring DPDK up in their own process (pmd, worker-rtt,
 // slowdown's daemons) run as child processes of the program, so this
@@ -62,6 +62,20 @@ func Throughput(o Options) (*perf.ThroughputResult, []string, error) {
 	return res, imgs, err
 }
 
+// Starts runs the starts scenario into o.Dir.
+func Starts(o Options) (*perf.StartsResult, []string, error) {
+	cfg := perf.StartsConfigFor(o.Smoke)
+	cfg.Self, cfg.OutDir, cfg.Out = o.Self, o.Dir, o.Out
+	cfg.Progress = perf.NewProgress(os.Stderr, "starts", perf.StartsSteps(cfg))
+	res, err := perf.RunStarts(cfg)
+	cfg.Progress.Done()
+	if err != nil {
+		return nil, nil, err
+	}
+	imgs, err := res.WriteFiles(o.Dir)
+	return res, imgs, err
+}
+
 // TestpmdPath runs rtt and throughput through dpdk-testpmd, in
 // o.Dir/testpmd-path; it returns the report's section images relative to
 // o.Dir.
@@ -96,6 +110,7 @@ type AllResult struct {
 	WorkerRTT  *perf.WorkerRTTResult  `json:"worker_rtt,omitempty"`
 	RTT        *perf.RTTResult        `json:"rtt,omitempty"`
 	Throughput *perf.ThroughputResult `json:"throughput,omitempty"`
+	Starts     *perf.StartsResult     `json:"starts,omitempty"`
 	Errors     map[string]string      `json:"errors,omitempty"`
 	Files      map[string]string      `json:"files"`
 }
@@ -156,6 +171,16 @@ func All(o Options) error {
 		all.Throughput = tp
 		secs = append(secs, tp.Section(imgs))
 		all.Files["throughput"] = "throughput.json"
+	}
+
+	st, imgs, err := Starts(o)
+	if err != nil {
+		all.Errors["starts"] = err.Error()
+		secs = append(secs, perf.Section{Name: "starts", Title: perf.StartsTitle, Error: err.Error()})
+	} else {
+		all.Starts = st
+		secs = append(secs, st.Section(imgs))
+		all.Files["starts"] = "starts.json"
 	}
 
 	if sec, err := runSlowdownChild(self, dir, o.Smoke, out); err != nil {
