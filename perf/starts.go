@@ -178,11 +178,13 @@ func measureStart(cfg StartsConfig, d *Daemon, run *StartRun) error {
 	if err != nil {
 		return err
 	}
+	t0 := time.Now()
 	w, err := dialPair(d.Dir, max(cfg.SmallSize, cfg.LargeSize), cfg.LargeSize)
 	if err != nil {
 		return err
 	}
 	defer w.close()
+	run.AttachMs = float64(time.Since(t0).Microseconds()) / 1e3
 	if err := phase("attach", m); err != nil {
 		return err
 	}

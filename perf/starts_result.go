@@ -10,9 +10,10 @@ import (
 
 // StartRun is one fresh daemon's figures: start Start on Link.
 type StartRun struct {
-	Link      string  `json:"link"`  // memif, ring (demo --link)
-	Start     int     `json:"start"` // 1..Starts, in the order run (the links take turns)
-	UpMs      float64 `json:"up_ms"` // from starting the daemon to its "up" line
+	Link      string  `json:"link"`      // memif, ring (demo --link)
+	Start     int     `json:"start"`     // 1..Starts, in the order run (the links take turns)
+	UpMs      float64 `json:"up_ms"`     // from starting the daemon to its "up" line
+	AttachMs  float64 `json:"attach_ms"` // dialling both workers (the daemon makes their regions then)
 	DaemonLog string  `json:"daemon_log,omitempty"`
 	// The machine's 2 MB hugepages before the start: free, and of those
 	// reserved by mappings not yet touched (other processes' too), so
@@ -207,18 +208,18 @@ func (r *StartsResult) Pass() bool {
 // RunTable is the starts as rows, in the order run.
 func (r *StartsResult) RunTable() Table {
 	small, large := sizeName(r.SmallSize), sizeName(r.LargeSize)
-	t := Table{Header: []string{"start", "link", "up ms", fmt.Sprintf("first %d P50 µs", r.FirstRPCs), small + " steady P50 µs",
+	t := Table{Header: []string{"start", "link", "up ms", "attach ms", fmt.Sprintf("first %d P50 µs", r.FirstRPCs), small + " steady P50 µs",
 		"warm-up ratio", large + " P50 µs", large + " P99 µs", "daemon faults first/steady/large", "regions"}}
 	for _, x := range r.Runs {
 		if x.Error != "" {
-			t.Rows = append(t.Rows, []string{fmt.Sprint(x.Start), x.Link, "failed", "-", "-", "-", "-", "-", "-", "-"})
+			t.Rows = append(t.Rows, []string{fmt.Sprint(x.Start), x.Link, "failed", "-", "-", "-", "-", "-", "-", "-", "-"})
 			continue
 		}
 		faults := make([]string, 0, 3)
 		for _, name := range []string{"first", "steady", "large"} {
 			faults = append(faults, fmt.Sprint(x.phase(name).DaemonMinor))
 		}
-		t.Rows = append(t.Rows, []string{fmt.Sprint(x.Start), x.Link, fmt.Sprintf("%.0f", x.UpMs),
+		t.Rows = append(t.Rows, []string{fmt.Sprint(x.Start), x.Link, fmt.Sprintf("%.0f", x.UpMs), fmt.Sprintf("%.0f", x.AttachMs),
 			fmt.Sprintf("%.1f", x.FirstP50Us), fmt.Sprintf("%.1f", x.Steady.P50Us), fmt.Sprintf("%.2f", x.WarmupRatio),
 			fmt.Sprintf("%.1f", x.Large.P50Us), fmt.Sprintf("%.1f", x.Large.P99Us), strings.Join(faults, "/"), x.DaemonRegions.pages()})
 	}
