@@ -99,6 +99,68 @@ func hugepages() (free, reserved int) {
 	return read("free_hugepages"), read("resv_hugepages")
 }
 
+// loopThread is the thread of process pid that runs its polling loop:
+// the EAL worker lcore's, the first thread named as EAL names them
+// (rte-worker-N; threads the Go runtime starts from it inherit the name,
+// but come later and have higher ids). ok is false when none is found.
+func loopThread(pid int) (tid int, ok bool) {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, false
+	}
+	for _, e := range ents {
+		t, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/comm", pid, t))
+		if c := string(comm); (strings.HasPrefix(c, "rte-worker-") || strings.HasPrefix(c, "lcore-worker-")) && (!ok || t < tid) {
+			tid, ok = t, true
+		}
+	}
+	return tid, ok
+}
+
+// threadSwitches are a thread's context switches so far: voluntary (it
+// slept: a busy-polling loop's thread sleeps only when the Go scheduler
+// parks it) and involuntary (another thread took its CPU).
+func threadSwitches(pid, tid int) (voluntary, involuntary int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/status", pid, tid))
+	if err != nil {
+		return 0, 0, err
+	}
+	return parseSwitches(string(b))
+}
+
+// parseSwitches reads the context switches from the text of
+// /proc/PID/task/TID/status.
+func parseSwitches(status string) (voluntary, involuntary int64, err error) {
+	found := 0
+	for _, l := range strings.Split(status, "\n") {
+		k, v, ok := strings.Cut(l, ":")
+		if !ok {
+			continue
+		}
+		var to *int64
+		switch k {
+		case "voluntary_ctxt_switches":
+			to = &voluntary
+		case "nonvoluntary_ctxt_switches":
+			to = &involuntary
+		default:
+			continue
+		}
+		if *to, err = strconv.ParseInt(strings.TrimSpace(v), 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("%s: %w", k, err)
+		}
+		found++
+	}
+	if found != 2 {
+		return 0, 0, fmt.Errorf("no context switch counts in the thread's status")
+	}
+	return voluntary, involuntary, nil
+}
+
 // selfFaults are this process's minor and major page faults (getrusage).
 func selfFaults() (minor, major int64) {
 	var ru unix.Rusage

@@ -142,6 +142,7 @@ type phaseMark struct {
 	daemon           procCounters
 	selfMin, selfMaj int64
 	gcs              uint32
+	vol, invol       int64 // the loop thread's context switches
 }
 
 // measureStart attaches the workers to the fresh daemon d and runs the
@@ -152,6 +153,7 @@ func measureStart(cfg StartsConfig, d *Daemon, run *StartRun) error {
 		return err
 	}
 	defer st.close()
+	loopTID, haveLoop := loopThread(d.Pid())
 	mark := func() (phaseMark, error) {
 		var m phaseMark
 		var err error
@@ -160,6 +162,9 @@ func measureStart(cfg StartsConfig, d *Daemon, run *StartRun) error {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		m.gcs = ms.NumGC
+		if err == nil && haveLoop {
+			m.vol, m.invol, err = threadSwitches(d.Pid(), loopTID)
+		}
 		return m, err
 	}
 	phase := func(name string, from phaseMark) error {
@@ -170,7 +175,7 @@ func measureStart(cfg StartsConfig, d *Daemon, run *StartRun) error {
 		run.Phases = append(run.Phases, PhaseFaults{Phase: name,
 			DaemonMinor: to.daemon.MinFlt - from.daemon.MinFlt, DaemonMajor: to.daemon.MajFlt - from.daemon.MajFlt,
 			HarnessMinor: to.selfMin - from.selfMin, HarnessMajor: to.selfMaj - from.selfMaj,
-			HarnessGCs: int(to.gcs - from.gcs)})
+			HarnessGCs: int(to.gcs - from.gcs), LoopVoluntary: to.vol - from.vol, LoopInvoluntary: to.invol - from.invol})
 		return nil
 	}
 
@@ -287,7 +292,7 @@ func startsMethod(cfg StartsConfig) string {
 		`over the smallest, less 1 (and the range over the median). Goals: spread ≤ %.0f %%; every start's warm-up ratio ≤ %.1f. `+
 		`Evidence beside the figures: the minor and major page faults of the daemon (/proc/PID/stat, read through one open `+
 		`file) and of the harness (getrusage) in each phase and during each first RPC (read between two RPCs, untimed), `+
-		`the harness's garbage collections in each phase, how the daemon and the harness map the worker regions (smaps: `+
+		`the harness's garbage collections and the context switches of the daemon's loop thread (/proc/PID/task/TID/status) in each phase, how the daemon and the harness map the worker regions (smaps: `+
 		`page size, resident kB) after the attach, after the first RPCs and at the end, the free 2 MB hugepages before `+
 		`each start and each daemon's polling-loop gaps.`,
 		cfg.Starts, strings.Join(cfg.Links, " and "), cfg.FirstRPCs, sizeName(cfg.SmallSize), cfg.FirstRPCs,

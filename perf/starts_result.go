@@ -53,7 +53,8 @@ type FirstRPC struct {
 }
 
 // PhaseFaults are the page faults of the daemon and of the harness during
-// one phase of a start, and the harness's garbage collections.
+// one phase of a start, the harness's garbage collections and the
+// context switches of the daemon's loop thread.
 type PhaseFaults struct {
 	Phase        string `json:"phase"`
 	DaemonMinor  int64  `json:"daemon_minflt"`
@@ -61,6 +62,11 @@ type PhaseFaults struct {
 	HarnessMinor int64  `json:"harness_minflt"`
 	HarnessMajor int64  `json:"harness_majflt"`
 	HarnessGCs   int    `json:"harness_gcs"`
+	// The context switches of the daemon's polling-loop thread: voluntary
+	// (the Go scheduler parked it, e.g. to hand its goroutine over after a
+	// preemption) and involuntary (another thread ran on its CPU).
+	LoopVoluntary   int64 `json:"loop_voluntary_switches"`
+	LoopInvoluntary int64 `json:"loop_involuntary_switches"`
 }
 
 // StartsLink is one link's starts summed up.
@@ -209,10 +215,10 @@ func (r *StartsResult) Pass() bool {
 func (r *StartsResult) RunTable() Table {
 	small, large := sizeName(r.SmallSize), sizeName(r.LargeSize)
 	t := Table{Header: []string{"start", "link", "up ms", "attach ms", fmt.Sprintf("first %d P50 µs", r.FirstRPCs), small + " steady P50 µs",
-		"warm-up ratio", large + " P50 µs", large + " P99 µs", "daemon faults first/steady/large", "regions"}}
+		"warm-up ratio", large + " P50 µs", large + " P99 µs", "daemon faults first/steady/large", "loop sleeps steady/large", "regions"}}
 	for _, x := range r.Runs {
 		if x.Error != "" {
-			t.Rows = append(t.Rows, []string{fmt.Sprint(x.Start), x.Link, "failed", "-", "-", "-", "-", "-", "-", "-", "-"})
+			t.Rows = append(t.Rows, []string{fmt.Sprint(x.Start), x.Link, "failed", "-", "-", "-", "-", "-", "-", "-", "-", "-"})
 			continue
 		}
 		faults := make([]string, 0, 3)
@@ -221,7 +227,8 @@ func (r *StartsResult) RunTable() Table {
 		}
 		t.Rows = append(t.Rows, []string{fmt.Sprint(x.Start), x.Link, fmt.Sprintf("%.0f", x.UpMs), fmt.Sprintf("%.0f", x.AttachMs),
 			fmt.Sprintf("%.1f", x.FirstP50Us), fmt.Sprintf("%.1f", x.Steady.P50Us), fmt.Sprintf("%.2f", x.WarmupRatio),
-			fmt.Sprintf("%.1f", x.Large.P50Us), fmt.Sprintf("%.1f", x.Large.P99Us), strings.Join(faults, "/"), x.DaemonRegions.pages()})
+			fmt.Sprintf("%.1f", x.Large.P50Us), fmt.Sprintf("%.1f", x.Large.P99Us), strings.Join(faults, "/"),
+			fmt.Sprintf("%d/%d", x.phase("steady").LoopVoluntary, x.phase("large").LoopVoluntary), x.DaemonRegions.pages()})
 	}
 	return t
 }
@@ -330,7 +337,8 @@ func (r *StartsResult) Section(images []string) Section {
 		"%s — in every start, the P50 of the first %d %s RPCs within %.1fx of the steady P50.",
 		goalBimodal, sizeName(r.LargeSize), pct(r.SpreadGoal), goalWarmup, r.FirstRPCs, sizeName(r.SmallSize), r.WarmupGoal))
 	s.Notes = append(s.Notes, "Daemon faults: the daemon's minor page faults in each phase (/proc/PID/stat); regions: "+
-		"the page size of the worker regions as the daemon maps them (smaps). Each first RPC's time and faults are in starts.json.")
+		"the page size of the worker regions as the daemon maps them (smaps); loop sleeps: the voluntary context switches of the daemon's "+
+		"loop thread, which busy-polls and sleeps only when the Go scheduler parks it. Each first RPC's time and faults are in starts.json.")
 	s.Notes = append(s.Notes, r.failures()...)
 	if r.Smoke {
 		s.Notes = append(s.Notes, startsSmokeNote)

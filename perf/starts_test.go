@@ -119,7 +119,7 @@ func TestStartsResult_report(t *testing.T) {
 		"| no bimodal starts | ring | max/min − 1 of the 1 MB P50s of 2 starts | 10.0 % | ≤ 15.0 % | pass (smoke) |",
 		"| no warm-up penalty | ring | the worst start's P50 of its first 4 100 B RPCs over its steady P50 | 2.00 | ≤ 1.50 | FAIL (smoke) |",
 		"| ring | 2 | 400.0 | 420.0 | 440.0 | 10.0 % | 9.5 % | 1.60 | 2.00 | 5.0 | 8.0 |",
-		"| 1 | ring | 0 | 0 | 10.0 | 5.0 | 2.00 | 400.0 | 0.0 | 7/2/3 | 2 MB |",
+		"| 1 | ring | 0 | 0 | 10.0 | 5.0 | 2.00 | 400.0 | 0.0 | 7/2/3 | 0/0 | 2 MB |",
 		"![starts](starts-first.png)", "![starts](starts-large.png)", startsSmokeNote, "**Method.** m"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
@@ -175,6 +175,16 @@ Private_Hugetlb:       0 kB
 	}
 	if m := parseRegionSmaps(strings.NewReader("")); m.Mappings != 0 || m.Hugetlb || m.pages() != "?" {
 		t.Errorf("none: %+v", m)
+	}
+}
+
+func TestParseSwitches(t *testing.T) {
+	status := "Name:\trte-worker-1\nState:\tR (running)\nvoluntary_ctxt_switches:\t60\nnonvoluntary_ctxt_switches:\t13\n"
+	if v, n, err := parseSwitches(status); v != 60 || n != 13 || err != nil {
+		t.Errorf("got %d, %d, %v", v, n, err)
+	}
+	if _, _, err := parseSwitches("Name:\tx\n"); err == nil {
+		t.Error("parsed a status without switch counts")
 	}
 }
 
