@@ -284,7 +284,8 @@ func startsMethod(cfg StartsConfig) string {
 		` (two Homa hosts, one busy-polling loop on lcore 1, worker regions of 128 MiB arena and 128 MiB pool: demo/workers.yaml), `+
 		`measured from its first RPC and stopped. The harness attaches a client worker to 10.0.0.1 and a server worker `+
 		`to 10.0.0.2 and drives both from one goroutine locked to a thread pinned to CPU 0, one RPC at a time, as rtt does `+
-		`(Send, the server's Receive and Reply with the same bytes, the client's Wait). Phases of a start: the first %d `+
+		`(Send, the server's Receive and Reply with the same bytes, the client's Wait); while a daemon runs, the harness's `+
+		`other threads are kept off CPU 1, the daemon's loop CPU. Phases of a start: the first %d `+
 		`%s RPCs of the fresh daemon, each timed alone (the first also waits for ARP), their P50 the median of the %d; `+
 		`then %d %s RPCs unrecorded and up to %d recorded (for at most %v): the steady P50; then %d %s round trips `+
 		`unrecorded and up to %d recorded (for at most %v): the start's %s P50 (HdrHistogram, 3 significant digits). `+
