@@ -215,7 +215,7 @@ func (r *StartsResult) Pass() bool {
 func (r *StartsResult) RunTable() Table {
 	small, large := sizeName(r.SmallSize), sizeName(r.LargeSize)
 	t := Table{Header: []string{"start", "link", "up ms", "attach ms", fmt.Sprintf("first %d P50 µs", r.FirstRPCs), small + " steady P50 µs",
-		"warm-up ratio", large + " P50 µs", large + " P99 µs", "daemon faults first/steady/large", "loop sleeps steady/large", "regions"}}
+		"warm-up ratio", large + " P50 µs", large + " P99 µs", "daemon faults first/steady/large", "loop preempted/slept " + large, "regions"}}
 	for _, x := range r.Runs {
 		if x.Error != "" {
 			t.Rows = append(t.Rows, []string{fmt.Sprint(x.Start), x.Link, "failed", "-", "-", "-", "-", "-", "-", "-", "-", "-"})
@@ -228,7 +228,7 @@ func (r *StartsResult) RunTable() Table {
 		t.Rows = append(t.Rows, []string{fmt.Sprint(x.Start), x.Link, fmt.Sprintf("%.0f", x.UpMs), fmt.Sprintf("%.0f", x.AttachMs),
 			fmt.Sprintf("%.1f", x.FirstP50Us), fmt.Sprintf("%.1f", x.Steady.P50Us), fmt.Sprintf("%.2f", x.WarmupRatio),
 			fmt.Sprintf("%.1f", x.Large.P50Us), fmt.Sprintf("%.1f", x.Large.P99Us), strings.Join(faults, "/"),
-			fmt.Sprintf("%d/%d", x.phase("steady").LoopVoluntary, x.phase("large").LoopVoluntary), x.DaemonRegions.pages()})
+			fmt.Sprintf("%d/%d", x.phase("large").LoopInvoluntary, x.phase("large").LoopVoluntary), x.DaemonRegions.pages()})
 	}
 	return t
 }
@@ -337,8 +337,9 @@ func (r *StartsResult) Section(images []string) Section {
 		"%s — in every start, the P50 of the first %d %s RPCs within %.1fx of the steady P50.",
 		goalBimodal, sizeName(r.LargeSize), pct(r.SpreadGoal), goalWarmup, r.FirstRPCs, sizeName(r.SmallSize), r.WarmupGoal))
 	s.Notes = append(s.Notes, "Daemon faults: the daemon's minor page faults in each phase (/proc/PID/stat); regions: "+
-		"the page size of the worker regions as the daemon maps them (smaps); loop sleeps: the voluntary context switches of the daemon's "+
-		"loop thread, which busy-polls and sleeps only when the Go scheduler parks it. Each first RPC's time and faults are in starts.json.")
+		"the page size of the worker regions as the daemon maps them (smaps); loop preempted/slept: the daemon's loop thread's "+
+		"involuntary context switches in the large phase (another thread ran on its CPU) and voluntary ones (the Go scheduler parked it; "+
+		"it busy-polls otherwise). Each first RPC's time and faults are in starts.json.")
 	s.Notes = append(s.Notes, r.failures()...)
 	if r.Smoke {
 		s.Notes = append(s.Notes, startsSmokeNote)

@@ -14,7 +14,8 @@ import (
 // whose steady and large P50s are steady and large.
 func startRun(link string, start int, first, steady, large float64) StartRun {
 	x := StartRun{Link: link, Start: start, Steady: RTTPoint{Size: 100, P50Us: steady}, Large: RTTPoint{Size: 1_000_000, P50Us: large},
-		Phases:        []PhaseFaults{{Phase: "first", DaemonMinor: 7}, {Phase: "steady", DaemonMinor: 2}, {Phase: "large", DaemonMinor: 3}},
+		Phases: []PhaseFaults{{Phase: "first", DaemonMinor: 7}, {Phase: "steady", DaemonMinor: 2},
+			{Phase: "large", DaemonMinor: 3, LoopInvoluntary: 40, LoopVoluntary: 6}},
 		DaemonRegions: RegionMem{Mappings: 2, PageKB: 2048, Hugetlb: true}}
 	for k := range 4 {
 		x.First = append(x.First, FirstRPC{Us: first + float64(k%2)}) // median first + 0.5
@@ -119,7 +120,7 @@ func TestStartsResult_report(t *testing.T) {
 		"| no bimodal starts | ring | max/min − 1 of the 1 MB P50s of 2 starts | 10.0 % | ≤ 15.0 % | pass (smoke) |",
 		"| no warm-up penalty | ring | the worst start's P50 of its first 4 100 B RPCs over its steady P50 | 2.00 | ≤ 1.50 | FAIL (smoke) |",
 		"| ring | 2 | 400.0 | 420.0 | 440.0 | 10.0 % | 9.5 % | 1.60 | 2.00 | 5.0 | 8.0 |",
-		"| 1 | ring | 0 | 0 | 10.0 | 5.0 | 2.00 | 400.0 | 0.0 | 7/2/3 | 0/0 | 2 MB |",
+		"| 1 | ring | 0 | 0 | 10.0 | 5.0 | 2.00 | 400.0 | 0.0 | 7/2/3 | 40/6 | 2 MB |",
 		"![starts](starts-first.png)", "![starts](starts-large.png)", startsSmokeNote, "**Method.** m"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
