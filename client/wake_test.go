@@ -2,6 +2,7 @@ package client
 
 import (
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -237,4 +238,29 @@ func TestSubmit_ringFullWaits(t *testing.T) {
 		t.Errorf("stats %+v: the ring never filled", st)
 	}
 	checkNoLeak(t, f, []*Client{c}, []int{0})
+}
+
+// A spin yields the processor at most once every spinYield, not once per
+// spinCheck ring checks: a yield wakes other threads, which on a small
+// machine run on the daemon's polling CPU (perf starts saw its loop
+// preempted tens of thousands of times a second while a worker spun
+// through 1 MB round trips).
+func TestSpin_yieldsAtMostEverySpinYield(t *testing.T) {
+	f := newFake(t, testParams())
+	srv := dial(t, f, Options{Spin: time.Hour}) // spins for the whole wait
+	if err := srv.Bind(3); err != nil {
+		t.Fatal(err)
+	}
+	yields := 0
+	yield = func() { yields++ }
+	defer func() { yield = runtime.Gosched }()
+	const wait = 5 * time.Millisecond
+	start := time.Now()
+	if _, err := srv.Receive(wait); err != ErrWaitTimeout {
+		t.Fatalf("Receive with nothing to receive: %v", err)
+	}
+	spun := time.Since(start)
+	if most := int(spun/spinYield) + 1; yields == 0 || yields > most {
+		t.Errorf("%d yields in a spin of %v; want 1 to %d (one per %v)", yields, spun, most, spinYield)
+	}
 }

@@ -38,6 +38,11 @@
 //     million RPCs; and the daemon's RSS with 10,000 RPCs held
 //     outstanding, which the demo's config refuses (the run says which
 //     bounds) and a second daemon, those bounds raised, holds.
+//   - starts (starts.go, starts_result.go): fresh daemons, ten per link
+//     (--smoke two, ring alone): the first 100 small RPCs of each
+//     against its steady P50 (the warm-up penalty), and the spread of
+//     the starts' 1 MB P50s (bimodal starts), with the page faults and
+//     the regions' mapping of each phase as evidence (procstat.go).
 //   - slowdown (package perf/slowdown): the Homa papers' experiment
 //     through a tc bottleneck with 8 priority bands, Homa daemons against
 //     TCP, W1-W5.

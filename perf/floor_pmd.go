@@ -207,5 +207,9 @@ func procCPU(pid int) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	return parseProcStatCPU(string(b))
+	c, err := parseProcStat(b)
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(c.UTime+c.STime) * time.Second / clkTck, nil
 }

@@ -22,6 +22,7 @@ type GoalInputs struct {
 	RTT        *RTTResult
 	Throughput *ThroughputResult
 	Cost       *CostResult
+	Starts     *StartsResult
 }
 
 func atLeast(g *Goal, v, want float64) {
@@ -109,7 +110,22 @@ func Goals(in GoalInputs) []Goal {
 			}
 		}
 	}
-	return append(gs, eng, demo1, demoS, rate)
+	gs = append(gs, eng, demo1, demoS, rate)
+	// Bimodal starts and the warm-up penalty, on the goals' link (the
+	// starts section has memif's too).
+	for _, name := range []string{goalBimodal, goalWarmup} {
+		g := Goal{Goal: name, Source: "starts " + goalLink, Absent: "the starts scenario did not judge it on " + goalLink}
+		if in.Starts != nil {
+			for _, sg := range in.Starts.Goals {
+				if sg.Goal == name && homaSeries(sg.Link) == goalLink && sg.Why == "" {
+					atMost(&g, sg.Value, sg.Limit)
+					g.Absent = ""
+				}
+			}
+		}
+		gs = append(gs, g)
+	}
+	return gs
 }
 
 // GoalsSection is the goals table's part of the perf all report.

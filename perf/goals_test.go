@@ -41,20 +41,20 @@ func TestGoals_eachRowFromItsScenario(t *testing.T) {
 		Cost: &CostResult{Engine: []enginebench.Result{{Case: "stream1MB", NsPerPkt: 120}},
 			Demo: []DemoRun{{Name: "small", NsPerPkt: 190, RPCsPerSec: 1_400_000}, {Name: "1MB", NsPerPkt: 290}}},
 	}
+	in.Starts = &StartsResult{Goals: []StartsGoal{
+		{Goal: goalBimodal, Link: "ring", Value: 0.05, Limit: 0.15, Pass: true},
+		{Goal: goalBimodal, Link: "memif", Value: 0.50, Limit: 0.15}, // not the goal's link
+		{Goal: goalWarmup, Link: "ring", Value: 1.6, Limit: 1.5},
+	}}
 	g := goalsByName(Goals(in))
-	check := func(name string, fig float64, met bool) {
-		t.Helper()
-		r, ok := g[name]
-		if !ok || r.Absent != "" || r.Figure != fig || r.Met != met {
-			t.Errorf("%s: %+v, want figure %v met %v", name, r, fig, met)
-		}
-	}
-	check("1 MB streaming throughput, Homa over TCP", 1.2, true)
-	check("1 MB streaming CPU per GB, Homa over TCP", 1.6, false)
-	check("RTT P50 at 100 B, TCP over Homa", 3.6, true)
-	check("RTT P50 at 10 KB, TCP over Homa", 0.9, false)
-	check("ns per packet event, demo pair (1 MB echoes)", 290, false)
-	check("ns per packet event, demo pair (100 B RPCs)", 190, false)
+	check(t, g, goalBimodal, 0.05, true)
+	check(t, g, goalWarmup, 1.6, false)
+	check(t, g, "1 MB streaming throughput, Homa over TCP", 1.2, true)
+	check(t, g, "1 MB streaming CPU per GB, Homa over TCP", 1.6, false)
+	check(t, g, "RTT P50 at 100 B, TCP over Homa", 3.6, true)
+	check(t, g, "RTT P50 at 10 KB, TCP over Homa", 0.9, false)
+	check(t, g, "ns per packet event, demo pair (1 MB echoes)", 290, false)
+	check(t, g, "ns per packet event, demo pair (100 B RPCs)", 190, false)
 	if r := g["RTT P50 at 1 MB, TCP over Homa"]; r.Absent == "" || r.Met {
 		t.Errorf("a size the run lacks: %+v", r)
 	}
@@ -73,5 +73,13 @@ func TestGoals_noResultsNoFigures(t *testing.T) {
 	sec := GoalsSection(gs)
 	if len(sec.Tables[0].Rows) != len(gs) || !strings.Contains(sec.Notes[0], "0 of") {
 		t.Errorf("%+v", sec)
+	}
+}
+
+func check(t *testing.T, g map[string]Goal, name string, fig float64, met bool) {
+	t.Helper()
+	r, ok := g[name]
+	if !ok || r.Absent != "" || r.Figure != fig || r.Met != met {
+		t.Errorf("%s: %+v, want figure %v met %v", name, r, fig, met)
 	}
 }

@@ -125,3 +125,89 @@ func plotGroupedBars(title, ylabel string, groups, series []string, values [][]f
 	width := max(6*vg.Inch, vg.Length(len(groups)*len(series))*w*1.3)
 	return p.Save(width, 4*vg.Inch, path)
 }
+
+// startsColor is the colour of a link's starts in the starts plots: that
+// of its rtt series.
+func startsColor(link string) color.Color { return colorOf(homaSeries(link)) }
+
+// plotStartsFirst draws each start's first RPCs, RTT against the RPC's
+// number (a line per start, coloured by link, log RTT), with each link's
+// median steady P50 dashed across.
+func plotStartsFirst(r *StartsResult, path string) error {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("First %d %s RPCs of each fresh daemon", r.FirstRPCs, sizeName(r.SmallSize))
+	p.X.Label.Text = "RPC of the start"
+	p.Y.Label.Text = "RTT (µs)"
+	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	named := map[string]bool{}
+	for _, x := range r.Runs {
+		xys := make(plotter.XYs, 0, len(x.First))
+		for k, f := range x.First {
+			if f.Us > 0 {
+				xys = append(xys, plotter.XY{X: float64(k + 1), Y: f.Us})
+			}
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		line, err := plotter.NewLine(xys)
+		if err != nil {
+			return err
+		}
+		line.Color, line.Width = startsColor(x.Link), vg.Points(0.8)
+		p.Add(line)
+		if !named[x.Link] {
+			named[x.Link] = true
+			p.Legend.Add(homaSeries(x.Link)+" (a line per start)", line)
+		}
+	}
+	for _, s := range r.Links {
+		if s.SteadyP50Us <= 0 || len(r.Runs) == 0 {
+			continue
+		}
+		line, err := plotter.NewLine(plotter.XYs{{X: 1, Y: s.SteadyP50Us}, {X: float64(max(r.FirstRPCs, 2)), Y: s.SteadyP50Us}})
+		if err != nil {
+			return err
+		}
+		line.Color, line.Width, line.Dashes = startsColor(s.Link), vg.Points(2), []vg.Length{vg.Points(6), vg.Points(3)}
+		p.Add(line)
+		p.Legend.Add(homaSeries(s.Link)+" steady P50 (median of the starts)", line)
+	}
+	return p.Save(7*vg.Inch, 5*vg.Inch, path)
+}
+
+// plotStartsLarge draws each start's large P50 against its number, a
+// series of points per link.
+func plotStartsLarge(r *StartsResult, path string) error {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%s P50 of each fresh daemon", sizeName(r.LargeSize))
+	p.X.Label.Text = "start"
+	p.Y.Label.Text = "P50 RTT (µs)"
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	top := 0.0
+	for _, s := range r.Links {
+		var xys plotter.XYs
+		for _, x := range r.Runs {
+			if x.Link == s.Link && x.Error == "" && x.Large.P50Us > 0 {
+				xys = append(xys, plotter.XY{X: float64(x.Start), Y: x.Large.P50Us})
+				top = max(top, x.Large.P50Us)
+			}
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		line, points, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return err
+		}
+		line.Color, points.Color = startsColor(s.Link), startsColor(s.Link)
+		line.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+		p.Add(line, points)
+		p.Legend.Add(homaSeries(s.Link), line, points)
+	}
+	p.Y.Min, p.Y.Max = 0, top*1.25+1e-9 // from 0, so the spread reads as a fraction; room for the legend
+	return p.Save(7*vg.Inch, 4*vg.Inch, path)
+}

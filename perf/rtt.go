@@ -92,7 +92,8 @@ func rttMethod(cfg RTTConfig) string {
 		`change hands, no copy in the link, the analogue of a NIC's DMA). The harness attaches a client worker to 10.0.0.1 and ` +
 		`a server worker to 10.0.0.2 over shared memory (client/, spinning on the completion rings, never sleeping) ` +
 		`and drives both from one goroutine locked to a thread pinned to CPU 0: Send, the server's Receive and ` +
-		`Reply with the same bytes, the client's Wait; the RTT is from before Send to after Wait. Kernel TCP: a Go ` +
+		`Reply with the same bytes, the client's Wait; the RTT is from before Send to after Wait. While a daemon runs, the ` +
+		`harness's other threads are kept off CPU 1, the daemon's loop CPU (they preempted the loop when they woke there). Kernel TCP: a Go ` +
 		`server and client in the harness, TCP_NODELAY, each message a 4-byte length then the bytes, the server ` +
 		`echoing the same bytes in one write; client and server are ordinary goroutines (GOMAXPROCS 2), neither ` +
 		`locked to a thread nor pinned, blocking in read (see the distortions). Loopback: 127.0.0.1. Veth: two network namespaces made for ` +
@@ -144,9 +145,10 @@ const rttDistortions = `On a 2-vCPU virtual machine: the "two daemons" are two H
 	`RTTs here (tens of µs) are mostly wake-up latency. The TCP goroutines are not locked to pinned threads on ` +
 	`purpose: in Go a goroutine locked to its thread that blocks is woken through a hand-off to that very ` +
 	`thread, which measured 80 µs P50 for 100 B against 13 µs unlocked on this VM (spinning on a ` +
-	`non-blocking socket from a pinned thread measured 10 to 16 µs). Homa's small-message P50 through the ` +
-	`demo daemon stays near 20 µs for the first few thousand RPCs and only then falls to 4 to 6 µs (cause not ` +
-	`yet found; the in-process worker-rtt does not show it), so --smoke figures for Homa are pessimistic.`
+	`non-blocking socket from a pinned thread measured 10 to 16 µs). A fresh daemon's first thousand or so ` +
+	`small RPCs used to be several times slower than the rest (first touches of memif's buffers and of the ` +
+	`worker regions' pages, each a page fault on the polling loop); the daemon now makes both resident before ` +
+	`they are used (perf starts measures a fresh daemon's first RPCs).`
 
 // linkDistortions is what rtt's and throughput's distortions say of the
 // two links Homa is measured on.

@@ -2,7 +2,6 @@ package perf
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -185,24 +184,13 @@ func (d *Daemon) Pid() int { return d.cmd.Process.Pid }
 // all its threads; resolution one clock tick, 10 ms).
 func (d *Daemon) CPU() (time.Duration, error) { return procCPU(d.Pid()) }
 
-// parseProcStatCPU reads utime and stime from a /proc/PID/stat line.
-func parseProcStatCPU(s string) (time.Duration, error) {
-	// Fields after the command name, which is in parentheses.
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/PID/stat: no command name")
+// counters reads the daemon's /proc/PID/stat.
+func (d *Daemon) counters() (procCounters, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", d.Pid()))
+	if err != nil {
+		return procCounters{}, err
 	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/PID/stat: %d fields", len(f))
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64) // field 14
-	stime, err2 := strconv.ParseInt(f[12], 10, 64) // field 15
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, err
-	}
-	const clkTck = 100 // sysconf(_SC_CLK_TCK) on Linux
-	return time.Duration(utime+stime) * time.Second / clkTck, nil
+	return parseProcStat(b)
 }
 
 // Stop sends SIGTERM, waits for the daemon to exit and returns its

@@ -94,8 +94,10 @@ func (f *fwdProcess) daemonArgs() []string {
 // on link (demo --link), serving workers in dir/link (its log:
 // outDir/name-link-daemon.log), or joined through dpdk-testpmd when
 // testpmd names the program (link is then memif: homaLinks); more are
-// further daemon arguments (--mtu N). done stops the forwarder: call it
-// after the daemon has stopped.
+// further daemon arguments (--mtu N). While the daemon runs, the
+// harness's threads stay off its loop CPU (harnessOffCPU). done gives
+// them their CPUs back and stops the forwarder: call it after the
+// daemon has stopped.
 func startHomaDaemon(self, testpmd, link, dir, outDir, name string, prog *Progress, more ...string) (d *Daemon, logPath string, done func(), err error) {
 	done = func() {}
 	extra := []string{"--link", link, "--mtu", strconv.Itoa(HomaLinkMTU[link])}
@@ -116,6 +118,9 @@ func startHomaDaemon(self, testpmd, link, dir, outDir, name string, prog *Progre
 		return nil, "", nil, err
 	}
 	d.Link = link
+	// The harness keeps off the daemon's loop CPU while the daemon runs.
+	restore, stopFwd := harnessOffCPU(daemonLoopCPU), done
+	done = func() { restore(); stopFwd() }
 	return d, logPath, done, nil
 }
 

@@ -123,7 +123,8 @@ func throughputMethod(cfg ThroughputConfig) string {
 		`run homa-memif, then on a net_ring pair, run homa-ring, where the mbufs change hands with no copy in the ` +
 		`link; one busy-polling loop on lcore 1), every size on the one daemon; one goroutine pinned to CPU 0 drives the client worker (10.0.0.1) and ` +
 		`the server worker (10.0.0.2), polling both completion rings in turn: it keeps a window of Sends outstanding, ` +
-		`answers each received request with 1 byte and takes each response. Kernel TCP (TCP_NODELAY): the client ` +
+		`answers each received request with 1 byte and takes each response; the harness's other threads are kept off ` +
+		`CPU 1, the daemon's loop CPU, while the daemon runs. Kernel TCP (TCP_NODELAY): the client ` +
 		`goroutine writes 4-byte-length-prefixed messages, up to a window unacknowledged, the server goroutine ` +
 		`reads each whole and writes 1 byte back (ordinary goroutines, not pinned, as in rtt); over loopback and ` +
 		`across the veth pair between two namespaces, every size on one connection. Gbps is payload bits ` +

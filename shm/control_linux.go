@@ -17,7 +17,7 @@ import (
 // The control socket: a worker connects to a unix socket; the daemon checks
 // the peer's credentials (SO_PEERCRED) against its allow-lists, makes the
 // worker's region in a memfd (2 MB hugetlb pages when the kernel has them,
-// 4 KB pages otherwise), writes the header and the two rings' control
+// 4 KB pages otherwise), resident in both processes (resident_linux.go), writes the header and the two rings' control
 // blocks, and passes the memfd and the worker's wake-up eventfd with
 // SCM_RIGHTS after a one-line greeting (see "Attaching" in doc.go).
 // The connection then stays open and idle: when it closes — the worker
@@ -266,7 +266,8 @@ func (s *Server) remove(sess *Session) {
 }
 
 // newSession makes a worker's region: a memfd of the layout's size, on
-// hugetlb pages when possible, mapped, with header and rings initialised.
+// hugetlb pages when possible, mapped and resident, with header and rings
+// initialised.
 func newSession(p Params, cred *unix.Ucred, c *net.UnixConn) (*Session, error) {
 	huge := p
 	huge.RegionAlign = 2 << 20
@@ -290,6 +291,18 @@ func newSession(p Params, cred *unix.Ucred, c *net.UnixConn) (*Session, error) {
 		if err != nil {
 			unix.Close(fd)
 			continue
+		}
+		page := 4096
+		if try.flags != 0 {
+			page = 2 << 20
+		}
+		if err := makeResident(region, page); err != nil {
+			unix.Munmap(region)
+			unix.Close(fd)
+			if try.flags != 0 {
+				continue // hugepages ran short after all: ordinary pages
+			}
+			return nil, err
 		}
 		sess := &Session{UID: int(cred.Uid), GID: int(cred.Gid), PID: int(cred.Pid), Layout: l, Region: region,
 			Hugetlb: try.flags != 0, fd: fd, efd: -1, conn: c}
@@ -389,8 +402,8 @@ func (s *Server) CloseWithin(d time.Duration) error {
 }
 
 // Attach is the worker side of the control socket: it connects, receives
-// the region's memfd, maps it and checks its header. Close (or the
-// process ending) detaches.
+// the region's memfd, maps it (every page at once: MAP_POPULATE) and
+// checks its header. Close (or the process ending) detaches.
 type Attach struct {
 	Layout  Layout
 	Region  []byte
@@ -442,7 +455,7 @@ func Dial(path string) (*Attach, error) {
 		c.Close()
 		return nil, err
 	}
-	region, err := unix.Mmap(fds[0], 0, int(st.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	region, err := unix.Mmap(fds[0], 0, int(st.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|mapPopulate)
 	unix.Close(fds[0]) // the mapping keeps the memory
 	if err != nil {
 		unix.Close(efd)

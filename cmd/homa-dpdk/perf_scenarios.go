@@ -11,10 +11,10 @@ import (
 )
 
 // The perf scenarios that write a results directory: rtt, throughput,
-// rate, floor, cost, testpmd-path and all (perf/suite runs them).
+// rate, floor, starts, cost, testpmd-path and all (perf/suite runs them).
 
 func perfScenarioCmds() []*cobra.Command {
-	return []*cobra.Command{perfRTTCmd(), perfThroughputCmd(), perfRateCmd(), perfFloorCmd(), perfCostCmd(), perfTestpmdPathCmd(), perfAllCmd()}
+	return []*cobra.Command{perfRTTCmd(), perfThroughputCmd(), perfRateCmd(), perfFloorCmd(), perfStartsCmd(), perfCostCmd(), perfTestpmdPathCmd(), perfAllCmd()}
 }
 
 type scenarioFlags struct {
@@ -202,14 +202,38 @@ MTU 1500 ones.`,
 	return c
 }
 
+func perfStartsCmd() *cobra.Command {
+	var f scenarioFlags
+	c := &cobra.Command{
+		Use:   "starts [--smoke] [--out DIR]",
+		Short: "Ten fresh daemons per link: their first 100 RPCs against their steady P50, and the spread of their 1 MB P50s",
+		Long: `starts starts the daemon that rtt starts (demo --workers, a child process) ten times on
+the ring link and ten on memif, the links taking turns, and measures each fresh daemon:
+the RTT of its first 100 RPCs of 100 B one by one, the steady P50 of 100 B after 5,000
+more, then the P50 of up to 1,000 1 MB round trips. It judges two goals: no bimodal
+starts (per link, the largest 1 MB P50 within 15 % of the smallest) and no warm-up
+penalty (in every start, the P50 of the first 100 within 1.5x of the steady P50), and
+keeps the evidence of each start: the page faults of the daemon and of the harness in
+each phase and during each first RPC, and how both map the worker regions (hugepages
+or not). --smoke: two starts on the ring link, short phases. It writes starts.json,
+starts-first.png and starts-large.png into the results directory.`,
+		RunE: scenarioRunE(&f, func(o suite.Options) error {
+			_, _, err := suite.Starts(o)
+			return err
+		}),
+	}
+	f.add(c)
+	return c
+}
+
 func perfAllCmd() *cobra.Command {
 	var f scenarioFlags
 	c := &cobra.Command{
 		Use:   "all [--smoke] [--out DIR]",
-		Short: "Every scenario (pmd, worker-rtt, rtt, throughput, rate, floor, cost, slowdown, testpmd-path), then one markdown report and one JSON",
+		Short: "Every scenario (pmd, worker-rtt, rtt, throughput, rate, floor, starts, cost, slowdown, testpmd-path), then one markdown report and one JSON",
 		Long: `all runs pmd (short) and worker-rtt, each as a child process of this program writing its
 JSON, then rtt, throughput and rate, then floor (the memif link alone in dpdk-testpmd, beside
-throughput's homa-memif runs and Homa on memif at MTU 9000), then cost (the engine benchmark and
+throughput's homa-memif runs and Homa on memif at MTU 9000), then starts (ten fresh daemons per link), then cost (the engine benchmark and
 the demo pair), then slowdown (a child process: its daemons and
 namespaces) and testpmd-path (rtt and throughput through dpdk-testpmd, in
 testpmd-path/), and writes report.md (every table, plot and each

@@ -1,5 +1,5 @@
 // Package suite runs the perf harness's scenarios that write a results
-// directory — rtt, throughput, rate, floor, cost, testpmd-path — and all of them at once
+// directory — rtt, throughput, rate, floor, starts, cost, testpmd-path — and all of them at once
 // (All: every scenario, then one markdown report and one JSON). The
 // scenarios that bring DPDK up in their own process (pmd, worker-rtt,
 // slowdown's daemons) run as child processes of the program, so this
@@ -91,6 +91,20 @@ func Rate(o Options) (*perf.RateResult, []string, error) {
 	return res, imgs, err
 }
 
+// Starts runs the starts scenario into o.Dir.
+func Starts(o Options) (*perf.StartsResult, []string, error) {
+	cfg := perf.StartsConfigFor(o.Smoke)
+	cfg.Self, cfg.OutDir, cfg.Out = o.Self, o.Dir, o.Out
+	cfg.Progress = perf.NewProgress(os.Stderr, "starts", perf.StartsSteps(cfg))
+	res, err := perf.RunStarts(cfg)
+	cfg.Progress.Done()
+	if err != nil {
+		return nil, nil, err
+	}
+	imgs, err := res.WriteFiles(o.Dir)
+	return res, imgs, err
+}
+
 // TestpmdPath runs rtt and throughput through dpdk-testpmd, in
 // o.Dir/testpmd-path; it returns the report's section images relative to
 // o.Dir.
@@ -145,6 +159,7 @@ type AllResult struct {
 	Goals      []perf.Goal            `json:"goals"`
 	Rate       *perf.RateResult       `json:"rate,omitempty"`
 	Floor      *perf.FloorResult      `json:"floor,omitempty"`
+	Starts     *perf.StartsResult     `json:"starts,omitempty"`
 	Errors     map[string]string      `json:"errors,omitempty"`
 	Files      map[string]string      `json:"files"`
 }
@@ -241,6 +256,16 @@ func All(o Options) error {
 		all.Files["floor"] = "floor.json"
 	}
 
+	st, imgs, err := Starts(o)
+	if err != nil {
+		all.Errors["starts"] = err.Error()
+		secs = append(secs, perf.Section{Name: "starts", Title: perf.StartsTitle, Error: err.Error()})
+	} else {
+		all.Starts = st
+		secs = append(secs, st.Section(imgs))
+		all.Files["starts"] = "starts.json"
+	}
+
 	if sec, err := runSlowdownChild(self, dir, o.Smoke, out); err != nil {
 		all.Errors["slowdown"] = err.Error()
 		secs = append(secs, perf.Section{Name: "slowdown", Title: slowdownTitle, Method: slowdown.Method, Error: err.Error()})
@@ -261,7 +286,7 @@ func All(o Options) error {
 	}
 
 	// The goals table leads the report.
-	all.Goals = perf.Goals(perf.GoalInputs{RTT: all.RTT, Throughput: all.Throughput, Cost: all.Cost})
+	all.Goals = perf.Goals(perf.GoalInputs{RTT: all.RTT, Throughput: all.Throughput, Cost: all.Cost, Starts: all.Starts})
 	secs = append([]perf.Section{perf.GoalsSection(all.Goals)}, secs...)
 
 	all.Seconds = time.Since(all.Started).Seconds()

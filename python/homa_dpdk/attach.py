@@ -47,7 +47,10 @@ def _attach(path, timeout):
         if size <= 0:
             raise AttachError(f"homa_dpdk: attach to {path}: the region's memfd is empty")
         try:
-            mm = mmap.mmap(rfd, size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+            # MAP_POPULATE: every page mapped at once (the daemon made them
+            # resident), so no read of the pool takes a page fault later.
+            mm = mmap.mmap(rfd, size, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
+                           prot=mmap.PROT_READ | mmap.PROT_WRITE)
         except OSError as e:
             raise AttachError(e.errno, f"homa_dpdk: map the region: {e.strerror or e}") from e
         os.close(rfd)  # the mapping keeps the memory
