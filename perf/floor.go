@@ -195,7 +195,7 @@ func runFloorPair(cfg FloorConfig, f FloorFrame, trial int, dir string) (FloorRu
 	if err != nil {
 		return run, err
 	}
-	if err := waitForPath(sock, 30*time.Second); err != nil {
+	if err := WaitForPath(sock, 30*time.Second); err != nil {
 		tx.kill()
 		return run, fmt.Errorf("the sender's memif socket: %w; its log: %s", err, tail(tx.log.Name(), 800))
 	}
@@ -288,7 +288,9 @@ func measureFloor(cfg FloorConfig, run *FloorRun, tx, rx *floorPMD) error {
 	return nil
 }
 
-func waitForPath(path string, timeout time.Duration) error {
+// WaitForPath waits until path exists (a socket a child process makes),
+// or fails after timeout.
+func WaitForPath(path string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		if _, err := os.Stat(path); err == nil {

@@ -108,8 +108,8 @@ func floorFigures(frames []FloorFrame, runs []FloorRun) []FloorFigure {
 		if len(gbps) == 0 {
 			continue
 		}
-		fig := FloorFigure{FloorFrame: f, Trials: len(gbps), Gbps: medianOf(gbps), Mpps: medianOf(mpps), CPUPerGB: medianOf(cpu),
-			PayloadShare: PayloadShare(f.MTU), SenderNsPerFrame: medianOf(snd), ReceiverNsPerFrame: medianOf(rcv), RefusedShare: medianOf(ref)}
+		fig := FloorFigure{FloorFrame: f, Trials: len(gbps), Gbps: Median(gbps), Mpps: Median(mpps), CPUPerGB: Median(cpu),
+			PayloadShare: PayloadShare(f.MTU), SenderNsPerFrame: Median(snd), ReceiverNsPerFrame: Median(rcv), RefusedShare: Median(ref)}
 		fig.PayloadGbps = fig.Gbps * fig.PayloadShare
 		if fig.PayloadShare > 0 {
 			fig.PayloadCPUPerGB = fig.CPUPerGB / fig.PayloadShare
@@ -146,19 +146,6 @@ func FloorRatios(floors []FloorFigure, homa []ThroughputRun) []FloorRatio {
 		out = append(out, r)
 	}
 	return out
-}
-
-// medianOf xs (0 for none).
-func medianOf(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // floorLink names the floor's link in every table, beside Homa's.

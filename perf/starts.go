@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
@@ -263,13 +263,13 @@ func measureStart(cfg StartsConfig, d *Daemon, run *StartRun) error {
 	return nil
 }
 
-// median is the median of xs (0: none); xs is not changed.
-func median(xs []float64) float64 {
+// Median is the median of xs (0: none); xs is not changed.
+func Median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
+	s := slices.Clone(xs)
+	slices.Sort(s)
 	n := len(s)
 	if n%2 == 1 {
 		return s[n/2]

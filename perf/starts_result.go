@@ -138,7 +138,7 @@ func (r *StartsResult) summarize() {
 		for k, f := range x.First {
 			us[k] = f.Us
 		}
-		x.FirstP50Us = median(us)
+		x.FirstP50Us = Median(us)
 		if x.Steady.P50Us > 0 {
 			x.WarmupRatio = x.FirstP50Us / x.Steady.P50Us
 		}
@@ -158,15 +158,15 @@ func (r *StartsResult) summarize() {
 			}
 		}
 		if len(large) > 0 {
-			s.LargeP50MinUs, s.LargeP50MaxUs, s.LargeP50MedianUs = slices.Min(large), slices.Max(large), median(large)
+			s.LargeP50MinUs, s.LargeP50MaxUs, s.LargeP50MedianUs = slices.Min(large), slices.Max(large), Median(large)
 			if s.LargeP50MinUs > 0 {
 				s.SpreadMaxMin = s.LargeP50MaxUs/s.LargeP50MinUs - 1
 			}
 			if s.LargeP50MedianUs > 0 {
 				s.SpreadOverMedian = (s.LargeP50MaxUs - s.LargeP50MinUs) / s.LargeP50MedianUs
 			}
-			s.WarmupMedian, s.WarmupMax = median(ratios), slices.Max(ratios)
-			s.SteadyP50Us, s.FirstP50Us = median(steady), median(first)
+			s.WarmupMedian, s.WarmupMax = Median(ratios), slices.Max(ratios)
+			s.SteadyP50Us, s.FirstP50Us = Median(steady), Median(first)
 		}
 		r.Links = append(r.Links, s)
 		r.Goals = append(r.Goals, r.spreadGoal(s), r.warmupGoal(s))

@@ -97,8 +97,8 @@ func TestStartsResult_failedAndSingleStarts(t *testing.T) {
 
 func TestMedian(t *testing.T) {
 	xs := []float64{3, 1, 2}
-	if median(xs) != 2 || median([]float64{4, 1, 3, 2}) != 2.5 || median(nil) != 0 || xs[0] != 3 {
-		t.Errorf("median: %v %v %v, xs %v", median(xs), median([]float64{4, 1, 3, 2}), median(nil), xs)
+	if Median(xs) != 2 || Median([]float64{4, 1, 3, 2}) != 2.5 || Median(nil) != 0 || xs[0] != 3 {
+		t.Errorf("median: %v %v %v, xs %v", Median(xs), Median([]float64{4, 1, 3, 2}), Median(nil), xs)
 	}
 }
 

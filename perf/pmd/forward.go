@@ -9,6 +9,7 @@ import (
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/lcore"
+	"github.com/homa-dpdk/homa-dpdk/perf"
 )
 
 const (
@@ -262,5 +263,5 @@ func sampleTx(ports []*dpdk.Port, warmup, measure time.Duration) (float64, error
 		rates = append(rates, float64(cur-prev)/now.Sub(prevT).Seconds()/1e6)
 		prev, prevT = cur, now
 	}
-	return median(rates), nil
+	return perf.Median(rates), nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/lcore"
+	"github.com/homa-dpdk/homa-dpdk/perf"
 )
 
 // The memif traffic peer is this program run as `perf pmd-peer`: a memif
@@ -134,7 +135,7 @@ func (p *memifPeer) rate(from, to time.Time) (float64, uint64) {
 	if len(in) > 1 {
 		refused = in[len(in)-1].refused - in[0].refused
 	}
-	return median(rates), refused
+	return perf.Median(rates), refused
 }
 
 // quiesce stops the peer's polling loop (its ports stay open) and waits

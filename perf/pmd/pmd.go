@@ -117,8 +117,8 @@ func Run(cfg Config) (*Result, error) {
 			run.PeerTxRefusedTestpmd += refusedT
 			fmt.Fprintf(cfg.Out, "  %-9s trial %d: ours %7.2f Mpps   testpmd %7.2f Mpps   ratio %.3f\n", run.Device, trial, o, t, o/max(t, 1e-9))
 		}
-		run.OursMpps, run.TestpmdMpps = median(run.Ours), median(run.Testpmd)
-		run.Ratio = median(run.Ratios)
+		run.OursMpps, run.TestpmdMpps = perf.Median(run.Ours), perf.Median(run.Testpmd)
+		run.Ratio = perf.Median(run.Ratios)
 		if dev == "memif" && (run.PeerTxRefusedOurs == 0 || run.PeerTxRefusedTestpmd == 0) {
 			fmt.Fprintf(cfg.Out, "  note: on memif the traffic peer, not the forwarder, set the pace (peer refusals: ours %d, testpmd %d)\n",
 				run.PeerTxRefusedOurs, run.PeerTxRefusedTestpmd)
@@ -162,17 +162,4 @@ func memDesc(m dpdk.Memory) string {
 		return "2 MB hugepages on " + m.HugeDir
 	}
 	return "--no-huge (" + m.Reason + ")"
-}
-
-// median of xs (0 for none).
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

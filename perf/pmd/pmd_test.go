@@ -9,6 +9,7 @@ import (
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/dpdk/dpdktest"
+	"github.com/homa-dpdk/homa-dpdk/perf"
 )
 
 // peerEnv makes a re-executed test binary act as the memif traffic peer,
@@ -138,13 +139,13 @@ Telling cores to stop...
 }
 
 func TestMedian(t *testing.T) {
-	if m := median([]float64{3, 1, 2}); m != 2 {
+	if m := perf.Median([]float64{3, 1, 2}); m != 2 {
 		t.Errorf("median odd = %v", m)
 	}
-	if m := median([]float64{4, 1, 2, 3}); m != 2.5 {
+	if m := perf.Median([]float64{4, 1, 2, 3}); m != 2.5 {
 		t.Errorf("median even = %v", m)
 	}
-	if median(nil) != 0 {
+	if perf.Median(nil) != 0 {
 		t.Error("median of nothing")
 	}
 }

@@ -72,7 +72,7 @@ func (cfg *Config) runTestpmd(dev string) (float64, uint64, error) {
 	var peer *memifPeer
 	start := time.Now()
 	if dev == "memif" {
-		if err = waitForFile(sock, 10*time.Second); err == nil {
+		if err = perf.WaitForPath(sock, 10*time.Second); err == nil {
 			peer, err = startMemifPeer(cfg, sock)
 		}
 		if err != nil {
@@ -118,7 +118,7 @@ func (cfg *Config) runTestpmd(dev string) (float64, uint64, error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("testpmd: %w; stderr: %s", err, lastLines(stderr.String(), 5))
 	}
-	return median(tx[1+skip:1+skip+n]) / 1e6, 0, nil
+	return perf.Median(tx[1+skip:1+skip+n]) / 1e6, 0, nil
 }
 
 // parseTestpmdStats reads testpmd's periodic statistics and sends, per
@@ -147,18 +147,6 @@ func parseTestpmdStats(r io.Reader, out chan<- float64) {
 	}
 	if inPeriod {
 		out <- cur
-	}
-}
-func waitForFile(path string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not appear within %v", path, timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
