@@ -99,9 +99,9 @@ func TestBatch_noAllocs(t *testing.T) {
 	}
 }
 
-// TxFree sends and frees other mbufs in one call; with nothing to send it
-// only frees.
-func TestBatch_txFreeSendsThenFrees(t *testing.T) {
+// TxFreeRx without an RX batch sends and frees other mbufs in one call;
+// with nothing to send it only frees.
+func TestBatch_txFreeRxWithoutRxSendsThenFrees(t *testing.T) {
 	dpdktest.Need(t)
 	pool := newPool(t, 4096, 0)
 	a, b := ringPair(t, "btf")
@@ -115,16 +115,16 @@ func TestBatch_txFreeSendsThenFrees(t *testing.T) {
 		t.Fatal("no mbufs")
 	}
 	tx.SetCount(0, 4)
-	tx.TxFree(spent)
+	tx.TxFreeRx(spent, nil)
 	if tx.Got(0) != 4 || pool.InUse() != 4 {
-		t.Fatalf("TxFree sent %d, %d mbufs in use; want 4, 4 (the sent ones, in the ring)", tx.Got(0), pool.InUse())
+		t.Fatalf("TxFreeRx sent %d, %d mbufs in use; want 4, 4 (the sent ones, in the ring)", tx.Got(0), pool.InUse())
 	}
 	if n := rx.Rx(); n != 4 {
 		t.Fatalf("received %d, want 4", n)
 	}
-	tx.TxFree(rx.Pkts(0)) // nothing to send: frees only
+	tx.TxFreeRx(rx.Pkts(0), nil) // nothing to send: frees only
 	if tx.Got(0) != 0 || pool.InUse() != 0 {
-		t.Fatalf("TxFree with nothing to send: sent %d, %d mbufs in use", tx.Got(0), pool.InUse())
+		t.Fatalf("TxFreeRx with nothing to send: sent %d, %d mbufs in use", tx.Got(0), pool.InUse())
 	}
 }
 

@@ -90,18 +90,6 @@ func (b *Batch) Rx() int {
 // is counted there (Stats.TxNotStarted).
 func (b *Batch) Tx() { b.tx(false) }
 
-// TxFree is Tx followed by FreeBulk(free), in one cgo call: a loop's
-// sends of a pass and the mbufs it is done with. free may be empty.
-func (b *Batch) TxFree(free []*Mbuf) {
-	_, n := b.prepareTx(false)
-	switch {
-	case n == 0 || len(b.ents) == 0:
-		FreeBulk(free)
-	default:
-		C.homa_tx_bursts_free(b.addr(), C.uint(len(b.ents)), sliceAddr(free), C.uint(len(free)))
-	}
-}
-
 // TxFreeRx is a pipelined loop's crossing into C, one cgo call for a
 // pass's I/O: it sends b's SetCount packets (as Tx: what a queue does not
 // take stays in the entry's array, after Got(i), for the caller), frees

@@ -162,17 +162,6 @@ static inline uint32_t homa_tx_bursts(uintptr_t batch, unsigned cnt, int free_un
 	return freed;
 }
 
-// homa_tx_bursts_free is homa_tx_bursts (what a queue does not take stays
-// with the caller) followed by freeing n other mbufs: a pass's sends and
-// the packets it is done with, in one crossing from Go.
-static inline void homa_tx_bursts_free(uintptr_t batch, unsigned cnt, uintptr_t pkts, unsigned n) {
-	struct homa_guard_slot *g = homa_guard_enter();
-	homa_tx_bursts_unguarded(batch, cnt, 0);
-	homa_guard_leave(g);
-	if (n)
-		rte_pktmbuf_free_bulk((struct rte_mbuf **)pkts, n);
-}
-
 // homa_tx_free_rx_bursts is a pipelined loop's crossing: it sends one
 // batch (what a queue does not take stays with the caller, as in
 // homa_tx_bursts), frees n other mbufs, and then receives on another
