@@ -269,7 +269,7 @@ func withRateDaemon(cfg RateConfig, link, dir, raised string, env []string, loop
 	}
 	env = append(env, "HOMA_METRICS_ADDRESS="+metrics)
 	logPath := filepath.Join(cfg.OutDir, "rate-"+link+suffix+"-daemon.log")
-	d, err := StartDaemonEnv(cfg.Self, filepath.Join(dir, link+suffix), logPath, env, "--link", link)
+	d, err := StartDaemonEnv(cfg.Self, filepath.Join(dir, link+suffix), logPath, env, linkArgs(link, 0)...)
 	if err != nil {
 		return fmt.Errorf("%s%s: %w", name, what, err)
 	}

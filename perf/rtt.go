@@ -226,7 +226,7 @@ func RunRTT(cfg RTTConfig) (*RTTResult, error) {
 // statistics it returns once it was started.
 func homaRTT(cfg RTTConfig, link, dir string) (RTTSeries, *LoopStats, error) {
 	series := RTTSeries{Transport: homaSeries(link)}
-	d, logPath, done, err := startHomaDaemon(cfg.Self, cfg.Testpmd, link, dir, cfg.OutDir, "rtt", cfg.Progress)
+	d, logPath, done, err := startHomaDaemon(cfg.Self, cfg.Testpmd, link, dir, cfg.OutDir, "rtt", cfg.Progress, 0)
 	if err != nil {
 		return series, nil, fmt.Errorf("%s: %w", series.Transport, err)
 	}

@@ -116,7 +116,7 @@ func oneStart(cfg StartsConfig, link string, i int, dir string) StartRun {
 	run := StartRun{Link: link, Start: i}
 	run.HugepagesFree, run.HugepagesReserved = hugepages()
 	t0 := time.Now()
-	d, logPath, done, err := startHomaDaemon(cfg.Self, "", link, dir, cfg.OutDir, fmt.Sprintf("starts-%02d", i), cfg.Progress)
+	d, logPath, done, err := startHomaDaemon(cfg.Self, "", link, dir, cfg.OutDir, fmt.Sprintf("starts-%02d", i), cfg.Progress, 0)
 	if err != nil {
 		run.Error = err.Error()
 		return run

@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -90,17 +91,23 @@ func (f *fwdProcess) daemonArgs() []string {
 	return []string{"--memif-peers", f.Socks[0] + "," + f.Socks[1]}
 }
 
+// linkArgs are the daemon's arguments for its hosts on link with their
+// ports at mtu (0: the link's, HomaLinkMTU).
+func linkArgs(link string, mtu int) []string {
+	return []string{"--link", link, "--mtu", strconv.Itoa(cmp.Or(mtu, HomaLinkMTU[link]))}
+}
+
 // startHomaDaemon starts the daemon for the scenario name with its hosts
 // on link (demo --link), serving workers in dir/link (its log:
 // outDir/name-link-daemon.log), or joined through dpdk-testpmd when
-// testpmd names the program (link is then memif: homaLinks); more are
-// further daemon arguments (--mtu N). While the daemon runs, the
+// testpmd names the program (link is then memif: homaLinks); its ports
+// at mtu (0: the link's, HomaLinkMTU). While the daemon runs, the
 // harness's threads stay off its loop CPU (harnessOffCPU). done gives
 // them their CPUs back and stops the forwarder: call it after the
 // daemon has stopped.
-func startHomaDaemon(self, testpmd, link, dir, outDir, name string, prog *Progress, more ...string) (d *Daemon, logPath string, done func(), err error) {
+func startHomaDaemon(self, testpmd, link, dir, outDir, name string, prog *Progress, mtu int) (d *Daemon, logPath string, done func(), err error) {
 	done = func() {}
-	extra := []string{"--link", link, "--mtu", strconv.Itoa(HomaLinkMTU[link])}
+	extra := linkArgs(link, mtu)
 	if testpmd != "" {
 		prog.Step("start dpdk-testpmd")
 		fwd, err := startForwarder(testpmd, dir, filepath.Join(outDir, name+"-testpmd.log"))
@@ -108,9 +115,8 @@ func startHomaDaemon(self, testpmd, link, dir, outDir, name string, prog *Progre
 			return nil, "", nil, err
 		}
 		done = func() { fwd.stop() }
-		extra = fwd.daemonArgs()
+		extra = append(fwd.daemonArgs(), "--mtu", strconv.Itoa(cmp.Or(mtu, HomaLinkMTU[link])))
 	}
-	extra = append(extra, more...)
 	prog.Step("start the daemon on " + link)
 	logPath = filepath.Join(outDir, name+"-"+link+"-daemon.log")
 	if d, err = StartDaemon(self, filepath.Join(dir, link), logPath, extra...); err != nil {

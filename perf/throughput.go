@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -196,14 +195,14 @@ func RunThroughput(cfg ThroughputConfig) (*ThroughputResult, error) {
 // daemon. The loops are the harness's and, once it was started, the
 // daemon's.
 func homaThroughput(cfg ThroughputConfig, link, dir string) ([]ThroughputRun, []LoopStats, error) {
-	name, logName, more := homaSeries(link), cfg.Name, []string(nil)
+	name, logName := homaSeries(link), cfg.Name
 	if logName == "" {
 		logName = "throughput"
 	}
 	if cfg.MTU != 0 && cfg.MTU != 1500 {
-		name, more = homaMTUSeries(link, cfg.MTU), []string{"--mtu", strconv.Itoa(cfg.MTU)}
+		name = homaMTUSeries(link, cfg.MTU)
 	}
-	d, logPath, done, err := startHomaDaemon(cfg.Self, cfg.Testpmd, link, dir, cfg.OutDir, logName, cfg.Progress, more...)
+	d, logPath, done, err := startHomaDaemon(cfg.Self, cfg.Testpmd, link, dir, cfg.OutDir, logName, cfg.Progress, cfg.MTU)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
