@@ -81,7 +81,7 @@ func (k *killedPeer) killPeer() {
 	k.t.Helper()
 	pid := k.peer.cmd.Process.Pid
 	k.peer.cmd.Process.Kill()
-	k.peer.cmd.Wait()
+	k.peer.waitAll()
 	// Without hugepages EAL keeps a runtime directory per file prefix.
 	os.RemoveAll(fmt.Sprintf("/var/run/dpdk/homamemif%d", pid))
 	k.daemon.alive(k.t)
@@ -92,7 +92,7 @@ func (p *memifProc) alive(t *testing.T) {
 	t.Helper()
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
 	if i := strings.LastIndexByte(string(stat), ')'); err != nil || i < 0 || strings.HasPrefix(string(stat[i+1:]), " Z") {
-		p.cmd.Wait()
+		p.waitAll()
 		t.Fatalf("the daemon died (%v); its stderr ends:\n%s", p.cmd.ProcessState, p.stderr.String())
 	}
 }
@@ -133,10 +133,14 @@ func (k *killedPeer) waitRPCs(base, n uint64, what string) uint64 {
 	}
 }
 
-// terminate sends SIGTERM and wants an exit with status 0 within limit.
+// terminate sends SIGTERM and wants an exit with status 0 within limit;
+// it returns the time from the signal to the process's exit (its reaping).
+// The end of its stderr is waited for too, and told apart: a pipe may
+// outlive the process when another process holds an end of it.
 func (p *memifProc) terminate(t *testing.T, who string, limit time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
+	stolen := stealTime()
 	t.Logf("%s: SIGTERM at %s", who, start.Format("15:04:05.000000"))
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	var err error
@@ -147,15 +151,28 @@ func (p *memifProc) terminate(t *testing.T, who string, limit time.Duration) tim
 	defer func() { <-watched }()
 	select {
 	case <-exited:
-		if err != nil {
-			t.Errorf("%s: exit after SIGTERM: %v; its stderr ends:\n%s", who, err, p.stderr.String())
-		}
 	case <-time.After(limit):
 		p.cmd.Process.Signal(syscall.SIGQUIT) // its goroutines' stacks, to stderr
 		<-exited
+		p.waitAll()
 		t.Fatalf("%s did not stop within %v of SIGTERM; its stderr ends:\n%s", who, limit, p.stderr.String())
 	}
-	return time.Since(start)
+	took := time.Since(start)
+	select {
+	case <-p.stderrDone:
+	case <-time.After(500 * time.Millisecond):
+		t.Logf("%s: exited %v after SIGTERM, its stderr still open 500 ms later; held by %v", who,
+			took.Round(time.Millisecond), pipeHolders(p.stderrPipe))
+		p.waitAll()
+	}
+	if el := time.Since(start); el > 500*time.Millisecond {
+		t.Logf("%s: exited %v after SIGTERM, its stderr ended at %v; CPU time the machine's hypervisor took meanwhile (steal), per CPU: %v",
+			who, took.Round(time.Millisecond), el.Round(time.Millisecond), stealSince(stolen))
+	}
+	if err != nil {
+		t.Errorf("%s: exit after SIGTERM: %v; its stderr ends:\n%s", who, err, p.stderr.String())
+	}
+	return took
 }
 
 // watchExit tells, for a stop that is slow, when the process's threads
@@ -214,9 +231,42 @@ func threadReport(pid int) string {
 		}
 		wchan, _ := os.ReadFile(dir + "wchan")
 		stack, _ := os.ReadFile(dir + "stack")
-		fmt.Fprintf(&b, "  %s %s %s wchan=%s\n%s", task.Name(), strings.TrimSpace(string(comm)), state, wchan, stack)
+		// schedstat: ns on a CPU, ns runnable waiting for one, timeslices.
+		sched, _ := os.ReadFile(dir + "schedstat")
+		fmt.Fprintf(&b, "  %s %s %s wchan=%s schedstat=%s\n%s", task.Name(), strings.TrimSpace(string(comm)), state, wchan,
+			strings.TrimSpace(string(sched)), stack)
 	}
 	return b.String()
+}
+
+// stealTime is each CPU's steal time from /proc/stat (in clock ticks):
+// time its hypervisor ran something else while the CPU had work. A
+// thread pinned to a CPU that is stolen stops for as long.
+func stealTime() []uint64 {
+	data, _ := os.ReadFile("/proc/stat")
+	var steal []uint64
+	for _, l := range strings.Split(string(data), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 8 && strings.HasPrefix(f[0], "cpu") && f[0] != "cpu" {
+			var v uint64
+			fmt.Sscan(f[8], &v)
+			steal = append(steal, v)
+		}
+	}
+	return steal
+}
+
+// stealSince is the steal time per CPU since before (at 100 ticks a
+// second).
+func stealSince(before []uint64) []time.Duration {
+	now := stealTime()
+	d := make([]time.Duration, len(now))
+	for i := range now {
+		if i < len(before) {
+			d[i] = time.Duration(now[i]-before[i]) * 10 * time.Millisecond
+		}
+	}
+	return d
 }
 
 func runPeerKills(t *testing.T, daemonRole string, kills int) {

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -167,7 +168,12 @@ workers:
 			// When the stop was slow the parent prints these: how long the
 			// signal took to arrive here, and the stop itself.
 			start := time.Now()
+			slow := time.AfterFunc(time.Second, func() { // what every goroutine does, for the parent's report
+				fmt.Fprintf(os.Stderr, "child: the stop still runs 1 s after SIGTERM; its goroutines:\n")
+				pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
+			})
 			err := d.Stop()
+			slow.Stop()
 			fmt.Fprintf(os.Stderr, "child: SIGTERM seen at %s, stop took %v\n", start.Format("15:04:05.000000"), time.Since(start))
 			return err
 		case <-tick.C:
@@ -291,6 +297,10 @@ type memifProc struct {
 	stdin  io.WriteCloser
 	lines  chan string
 	stderr tailBuffer // the child's last stderr output, for failure messages
+	// stderrDone is closed at the end of the child's stderr, the pipe
+	// stderrPipe.
+	stderrDone chan struct{}
+	stderrPipe string
 }
 
 // tailBuffer keeps the last 4 KB written to it.
@@ -331,13 +341,27 @@ func startDaemonChild(t *testing.T, ns, role, env string, rpcs int, loss float64
 	cmd.Env = append(os.Environ(), memifRoleEnv+"="+role, env,
 		"HOMA_TEST_RPCS="+strconv.Itoa(rpcs), "HOMA_TEST_LOSS="+strconv.FormatFloat(loss, 'f', -1, 64))
 	cmd.Env = append(cmd.Env, more...)
-	p := &memifProc{cmd: cmd, lines: make(chan string, 16)}
-	cmd.Stderr = io.MultiWriter(os.Stderr, &p.stderr)
+	p := &memifProc{cmd: cmd, lines: make(chan string, 16), stderrDone: make(chan struct{})}
+	// The child's stderr is a pipe of our own, not exec's, so that the
+	// child's exit (cmd.Wait: wait4 alone) and the end of its stderr are
+	// timed apart (terminate).
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = w
 	p.stdin, _ = cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	w.Close()
+	p.stderrPipe = pipeName(r)
+	go func() {
+		io.Copy(io.MultiWriter(os.Stderr, &p.stderr), r)
+		r.Close()
+		close(p.stderrDone)
+	}()
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
@@ -345,8 +369,50 @@ func startDaemonChild(t *testing.T, ns, role, env string, rpcs int, loss float64
 		}
 		close(p.lines)
 	}()
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() { cmd.Process.Kill(); p.waitAll() })
 	return p
+}
+
+// waitAll reaps the child and waits (at most 5 s) for the end of its
+// stderr, so that p.stderr holds all of it.
+func (p *memifProc) waitAll() error {
+	err := p.cmd.Wait()
+	select {
+	case <-p.stderrDone:
+	case <-time.After(5 * time.Second):
+	}
+	return err
+}
+
+// pipeName is the pipe f is an end of, as /proc/PID/fd links name it
+// ("pipe:[inode]").
+func pipeName(f *os.File) string {
+	var st syscall.Stat_t
+	if syscall.Fstat(int(f.Fd()), &st) != nil {
+		return ""
+	}
+	return fmt.Sprintf("pipe:[%d]", st.Ino)
+}
+
+// pipeHolders lists the processes other than this one that hold an end
+// of the pipe named name: "PID (comm) fd N" each.
+func pipeHolders(name string) []string {
+	var out []string
+	procs, _ := os.ReadDir("/proc")
+	for _, pr := range procs {
+		pid, err := strconv.Atoi(pr.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		for _, fd := range fds {
+			if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); l == name {
+				comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+				out = append(out, fmt.Sprintf("%d (%s) fd %s", pid, strings.TrimSpace(string(comm)), fd.Name()))
+			}
+		}
+	}
+	return out
 }
 
 func (p *memifProc) expect(t *testing.T, prefix string, timeout time.Duration) string {
@@ -355,7 +421,7 @@ func (p *memifProc) expect(t *testing.T, prefix string, timeout time.Duration) s
 	case l, ok := <-p.lines:
 		if !ok || !strings.HasPrefix(l, prefix) {
 			if !ok {
-				p.cmd.Wait() // stderr is complete once the child is reaped
+				p.waitAll() // stderr is complete once the child is reaped
 			}
 			t.Fatalf("child said %q (exited: %v), want %q; its stderr ends:\n%s", l, !ok, prefix, p.stderr.String())
 		}
@@ -364,7 +430,7 @@ func (p *memifProc) expect(t *testing.T, prefix string, timeout time.Duration) s
 		// Its goroutines' stacks go to stderr (the test's output) as it exits.
 		p.cmd.Process.Signal(syscall.SIGQUIT)
 		exited := make(chan struct{})
-		go func() { p.cmd.Wait(); close(exited) }()
+		go func() { p.waitAll(); close(exited) }()
 		select {
 		case <-exited:
 		case <-time.After(5 * time.Second):
@@ -417,11 +483,11 @@ func stopMemifDaemons(t *testing.T, server, client *memifProc) {
 	server.stdin.Write([]byte("stop\n"))
 	server.expect(t, "quiet", 10*time.Second)
 	server.stdin.Close()
-	if err := server.cmd.Wait(); err != nil {
+	if err := server.waitAll(); err != nil {
 		t.Errorf("server: %v", err)
 	}
 	client.stdin.Close()
-	if err := client.cmd.Wait(); err != nil {
+	if err := client.waitAll(); err != nil {
 		t.Errorf("client: %v", err)
 	}
 }

@@ -136,11 +136,11 @@ func TestMemifHosts_workerStopsWhilePeerQuiet(t *testing.T) {
 	}
 	w.Close()
 	serverD.stdin.Close()
-	if err := serverD.cmd.Wait(); err != nil {
+	if err := serverD.waitAll(); err != nil {
 		t.Errorf("server: %v", err)
 	}
 	clientD.stdin.Close()
-	if err := clientD.cmd.Wait(); err != nil {
+	if err := clientD.waitAll(); err != nil {
 		t.Errorf("client: %v", err)
 	}
 }
