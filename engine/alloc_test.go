@@ -196,7 +196,7 @@ func TestIncoming_gapFillAllocatesNothing(t *testing.T) {
 func TestOutgoing_resendAllocatesNothing(t *testing.T) {
 	var now int64 = 1_000_000_000
 	e, tx, id := newResendTarget(t, &now)
-	r := e.rpcs[rpcKey{id: id}]
+	r := e.rpcs.get(rpcKey{id: id})
 	e.Receive(grantFrame([4]byte{10, 0, 0, 2}, e.cfg.IP, r.port.num, id^1, 1_000_000))
 	var resends [][]byte
 	for k := range 200 {

@@ -177,7 +177,7 @@ func endpointConsistent(e *Endpoint) error {
 			return fmt.Errorf("rpc %d: prev link broken", r.id)
 		}
 		prev = r
-		if r.state == stateDead || e.rpcs[r.key()] != r {
+		if r.state == stateDead || e.rpcs.get(r.key()) != r {
 			return fmt.Errorf("rpc %d (state %d) listed but not in the table", r.id, r.state)
 		}
 		if r.client != wire.IsClientID(r.id) {
@@ -209,8 +209,8 @@ func endpointConsistent(e *Endpoint) error {
 	if e.last != prev {
 		return fmt.Errorf("last is not the list's tail")
 	}
-	if listed != len(e.rpcs) {
-		return fmt.Errorf("%d rpcs listed, %d in the table", listed, len(e.rpcs))
+	if listed != e.rpcs.len() {
+		return fmt.Errorf("%d rpcs listed, %d in the table", listed, e.rpcs.len())
 	}
 	if e.sendq.Len() != queued {
 		return fmt.Errorf("sender queue holds %d, %d rpcs think they are queued", e.sendq.Len(), queued)

@@ -547,7 +547,7 @@ func (e *Endpoint) ackRPC(p *peer, clientID uint64, serverPort uint16) {
 	if !wire.IsClientID(clientID) {
 		return
 	}
-	r := e.rpcs[rpcKey{ip: p.ip, id: wire.ServerID(clientID)}]
+	r := e.rpcs.get(rpcKey{ip: p.ip, id: wire.ServerID(clientID)})
 	if r == nil || r.port.num != serverPort {
 		return
 	}

@@ -147,11 +147,11 @@ func TestOutgoing_queuedMessageFinishedUnpacedLeavesQueue(t *testing.T) {
 	dst := Addr{IP: s.ip, Port: 99}
 	id, _ := cli.Send(dst, msg(3500, 1))
 	// Let the pacer send 1000@0..2000@2000, leaving 500 bytes queued.
-	for c.e.rpcs[rpcKey{id: id}].out.next < 3000 {
+	for c.e.rpcs.get(rpcKey{id: id}).out.next < 3000 {
 		n.now = c.e.NextDeadline()
 		c.e.Run()
 	}
-	r := c.e.rpcs[rpcKey{id: id}]
+	r := c.e.rpcs.get(rpcKey{id: id})
 	if !r.out.sq.Queued() || c.e.pacer.CanSend(n.now) {
 		t.Fatal("set-up: the rest is not deferred")
 	}
@@ -286,7 +286,7 @@ func newResendTarget(t *testing.T, now *int64) (*Endpoint, *typeCounter, uint64)
 func TestOutgoing_resendNeverSendsPastGranted(t *testing.T) {
 	var now int64 = 1_000_000_000
 	e, tx, id := newResendTarget(t, &now)
-	r := e.rpcs[rpcKey{id: id}]
+	r := e.rpcs.get(rpcKey{id: id})
 	granted := r.out.granted
 	sent := tx.sent[0]
 	if granted != 41_296 || sent != 29 {
@@ -306,7 +306,7 @@ func TestOutgoing_resendNeverSendsPastGranted(t *testing.T) {
 func TestOutgoing_resendStormRateLimited(t *testing.T) {
 	var now int64 = 1_000_000_000
 	e, tx, id := newResendTarget(t, &now)
-	r := e.rpcs[rpcKey{id: id}]
+	r := e.rpcs.get(rpcKey{id: id})
 	// The server grants the whole message and the client sends it all.
 	e.Receive(grantFrame([4]byte{10, 0, 0, 2}, e.cfg.IP, r.port.num, id^1, 1_000_000))
 	sent := tx.sent[0]

@@ -267,7 +267,7 @@ func (p *Port) Reply(req Message, resp []byte) error { return p.ReplyRef(req, re
 func (p *Port) ReplyRef(req Message, resp []byte, ref PayloadRef) error {
 	e := p.e
 	e.now = e.cfg.Clock()
-	r := e.rpcs[rpcKey{ip: req.Peer.IP, id: req.ID}]
+	r := e.rpcs.get(rpcKey{ip: req.Peer.IP, id: req.ID})
 	if r == nil || r.client || r.port != p || r.state != stateInService {
 		return ErrNoRPC
 	}
@@ -330,7 +330,7 @@ func (p *Port) Wait(id uint64) (m Message, ok bool, err error) {
 
 // Abort ends client RPC id with ErrAborted (delivered like any result).
 func (p *Port) Abort(id uint64) error {
-	r := p.e.rpcs[rpcKey{id: id}]
+	r := p.e.rpcs.get(rpcKey{id: id})
 	if r == nil || r.port != p {
 		return ErrNoRPC
 	}
@@ -388,7 +388,7 @@ func (p *Port) deliver(m Message, private bool) {
 
 // insert adds r to the endpoint's tables.
 func (e *Endpoint) insert(k rpcKey, r *rpc) {
-	e.rpcs[k] = r
+	e.rpcs.put(k, r)
 	e.usePeer(r.peer)
 	r.prev = e.last
 	if e.last != nil {
@@ -413,7 +413,7 @@ func (e *Endpoint) end(r *rpc) {
 		return
 	}
 	r.state = stateDead
-	delete(e.rpcs, r.key())
+	e.rpcs.del(r.key())
 	if r.prev != nil {
 		r.prev.next = r.next
 	} else {
@@ -493,13 +493,13 @@ func (e *Endpoint) lookup(f *wire.Frame) *rpc {
 	id := wire.LocalID(f.Homa.SenderID())
 	src := f.IPv4.Src()
 	if wire.IsClientID(id) {
-		r := e.rpcs[rpcKey{id: id}]
+		r := e.rpcs.get(rpcKey{id: id})
 		if r == nil || r.peer.ip != src {
 			return nil
 		}
 		return r
 	}
-	return e.rpcs[rpcKey{ip: src, id: id}]
+	return e.rpcs.get(rpcKey{ip: src, id: id})
 }
 
 // unknown counts a packet for an RPC we have no state for.
