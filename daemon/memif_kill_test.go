@@ -175,45 +175,93 @@ func (p *memifProc) terminate(t *testing.T, who string, limit time.Duration) tim
 	return took
 }
 
-// watchExit tells, for a stop that is slow, when the process's threads
-// had all exited (the group leader is a zombie as soon as it exits, while
-// other threads may still be exiting and holding the process's files:
-// cmd.Wait returns once the last is gone and its stderr is read to the
-// end) and, at 1 s, what each thread still there is doing.
+// watchExit records, until the process is reaped, what /proc shows of
+// it every 2 ms — the leader's state, the threads the kernel still counts
+// (status "Threads:"), each task's state — as a timeline of changes, and
+// at 1 s every task's kernel stack; for a slow exit (over 500 ms) it logs
+// them. Each read runs on a goroutine of its own: a read of /proc that
+// blocks (on the exiting process's memory, say) is itself recorded, with
+// how long it took, and does not stop the timeline.
 func (p *memifProc) watchExit(t *testing.T, who string, start time.Time, exited <-chan struct{}) {
 	pid := p.cmd.Process.Pid
+	var timeline []string
+	last := ""
+	note := func(what string) {
+		timeline = append(timeline, fmt.Sprintf("%8.1f ms %s", float64(time.Since(start).Microseconds())/1000, what))
+	}
 	dumped := false
 	for {
 		select {
 		case <-exited:
-			return
-		case <-time.After(5 * time.Millisecond):
-		}
-		if liveThreads(pid) == 0 {
 			if el := time.Since(start); el > 500*time.Millisecond {
-				t.Logf("%s: every thread gone %v after SIGTERM", who, el.Round(time.Millisecond))
+				note("reaped")
+				t.Logf("%s: exit timeline (from SIGTERM):\n  %s", who, strings.Join(timeline, "\n  "))
 			}
 			return
+		case <-time.After(2 * time.Millisecond):
+		}
+		begin := time.Now()
+		got := make(chan string, 1)
+		go func() { got <- procSnapshot(pid) }()
+		var snap string
+		select {
+		case snap = <-got:
+		case <-exited:
+			continue // reaped meanwhile: the next turn logs
+		case <-time.After(50 * time.Millisecond):
+			note("a read of /proc blocks")
+			select {
+			case snap = <-got:
+			case <-exited:
+				note(fmt.Sprintf("reaped while a read of /proc was blocked for %v", time.Since(begin).Round(time.Millisecond)))
+				continue
+			}
+			note(fmt.Sprintf("the read returned after %v", time.Since(begin).Round(time.Millisecond)))
+		}
+		if snap != last {
+			note(snap)
+			last = snap
 		}
 		if !dumped && time.Since(start) > time.Second {
 			dumped = true
-			t.Logf("%s: threads alive 1 s after SIGTERM:\n%s", who, threadReport(pid))
+			report := make(chan string, 1)
+			go func() { report <- threadReport(pid) }()
+			select {
+			case r := <-report:
+				note("tasks at 1 s:\n" + r)
+			case <-time.After(time.Second):
+				note("the tasks' report at 1 s blocked for 1 s")
+			}
 		}
 	}
 }
 
-// liveThreads counts pid's threads that are not zombies.
-func liveThreads(pid int) int {
-	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	n := 0
-	for _, task := range tasks {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
-		i := strings.LastIndexByte(string(stat), ')')
-		if err == nil && i >= 0 && !strings.HasPrefix(string(stat[i+1:]), " Z") && !strings.HasPrefix(string(stat[i+1:]), " X") {
-			n++
+// procSnapshot is one line of what /proc shows of process pid: its
+// leader's state, the threads its status counts, and each task's state.
+func procSnapshot(pid int) string {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "no /proc entry"
+	}
+	var state, threads string
+	for _, l := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(l, "State:"); ok {
+			state = strings.TrimSpace(v)
+		} else if v, ok := strings.CutPrefix(l, "Threads:"); ok {
+			threads = strings.TrimSpace(v)
 		}
 	}
-	return n
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	var states []string
+	for _, task := range tasks {
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+3 <= len(stat) {
+			states = append(states, task.Name()+":"+string(stat[i+2:i+3]))
+		} else {
+			states = append(states, task.Name()+":?")
+		}
+	}
+	return fmt.Sprintf("leader %s, Threads: %s, tasks %v", state, threads, states)
 }
 
 // threadReport is each thread of pid: its name, state, wait channel and
