@@ -58,6 +58,15 @@ type peer struct {
 
 	serverRPCs int // live server RPCs of requests from the peer (≤ Config.MaxServerRPCsPerPeer)
 
+	// hdr is the Ethernet and IPv4 headers of every frame to the peer,
+	// made (hdrOK) for the MAC hdrMAC, with priority 0 and total length,
+	// id and checksum 0; hdrSum is the one's-complement sum of its IPv4
+	// header. writeHeaders writes a frame's headers from it.
+	hdr    [wire.EthernetHeaderLen + wire.VLANTagLen + wire.IPv4MinHeaderLen]byte
+	hdrMAC wire.MAC
+	hdrOK  bool
+	hdrSum uint16
+
 	// maxMessage is the largest message sent to or accepted from the
 	// peer, bytes: Config.MaxMessageLength, or at most
 	// wire.MaxMessageLength when Config.KernelPeer names it. Set once.

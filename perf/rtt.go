@@ -142,7 +142,8 @@ const rttDistortions = `On a 2-vCPU virtual machine: the "two daemons" are two H
 	`figures from different runs do not compare; ratios from one run do. The Homa workers spin on their rings ` +
 	`while the TCP ends block in read and are woken by the kernel: that is how each is normally used, but on a ` +
 	`VM a wake-up costs an inter-processor interrupt and often a halted vCPU's exit, so small-message TCP ` +
-	`RTTs here (tens of µs) are mostly wake-up latency. The TCP goroutines are not locked to pinned threads on ` +
+	`RTTs here are mostly wake-up latency and move with the VM's host: tens of µs in this project's first ` +
+	`runs, 4 to 5 µs at 100 B in the runs of December 2026, the same program. The TCP goroutines are not locked to pinned threads on ` +
 	`purpose: in Go a goroutine locked to its thread that blocks is woken through a hand-off to that very ` +
 	`thread, which measured 80 µs P50 for 100 B against 13 µs unlocked on this VM (spinning on a ` +
 	`non-blocking socket from a pinned thread measured 10 to 16 µs). A fresh daemon's first thousand or so ` +
