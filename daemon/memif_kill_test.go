@@ -14,6 +14,7 @@ import (
 
 	"github.com/homa-dpdk/homa-dpdk/client"
 	"github.com/homa-dpdk/homa-dpdk/dpdk/dpdktest"
+	"golang.org/x/sys/unix"
 )
 
 // A daemon whose memif peer is SIGKILLed mid-traffic and started again,
@@ -133,41 +134,68 @@ func (k *killedPeer) waitRPCs(base, n uint64, what string) uint64 {
 	}
 }
 
-// terminate sends SIGTERM and wants an exit with status 0 within limit;
-// it returns the time from the signal to the process's exit (its reaping).
-// The end of its stderr is waited for too, and told apart: a pipe may
-// outlive the process when another process holds an end of it.
+// terminate sends SIGTERM and wants the process to exit within limit, with
+// status 0; it returns the time from the signal to the exit. The exit is
+// the kernel's: the process's pidfd turns readable once all its threads
+// are gone. cmd.Wait, which reaps it, and the end of its stderr are
+// waited for too and told apart: in one slow run /proc no longer had the
+// process 10 ms after the signal — it was reaped — while cmd.Wait
+// returned 11.5 s later, a delay in this process, not the daemon's.
 func (p *memifProc) terminate(t *testing.T, who string, limit time.Duration) time.Duration {
 	t.Helper()
+	pid := p.cmd.Process.Pid
+	gone := make(chan time.Duration, 1)
 	start := time.Now()
+	if fd, err := unix.PidfdOpen(pid, 0); err == nil {
+		go func() {
+			defer unix.Close(fd)
+			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			for {
+				if _, err := unix.Poll(fds, -1); err != unix.EINTR {
+					break
+				}
+			}
+			gone <- time.Since(start)
+		}()
+	} else {
+		t.Logf("%s: pidfd_open: %v; its exit is timed by cmd.Wait", who, err)
+	}
 	stolen := stealTime()
 	t.Logf("%s: SIGTERM at %s", who, start.Format("15:04:05.000000"))
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	var err error
 	exited := make(chan struct{})
-	go func() { err = p.cmd.Wait(); close(exited) }()
+	var waited time.Duration
+	go func() { err = p.cmd.Wait(); waited = time.Since(start); close(exited) }()
 	watched := make(chan struct{})
 	go func() { p.watchExit(t, who, start, exited); close(watched) }()
 	defer func() { <-watched }()
+	var took time.Duration
 	select {
+	case took = <-gone:
 	case <-exited:
+		took = waited
 	case <-time.After(limit):
 		p.cmd.Process.Signal(syscall.SIGQUIT) // its goroutines' stacks, to stderr
 		<-exited
 		p.waitAll()
 		t.Fatalf("%s did not stop within %v of SIGTERM; its stderr ends:\n%s", who, limit, p.stderr.String())
 	}
-	took := time.Since(start)
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s exited %v after SIGTERM, but cmd.Wait had not returned 30 s later", who, took.Round(time.Millisecond))
+	}
 	select {
 	case <-p.stderrDone:
 	case <-time.After(500 * time.Millisecond):
-		t.Logf("%s: exited %v after SIGTERM, its stderr still open 500 ms later; held by %v", who,
+		t.Logf("%s: exited %v after SIGTERM, its stderr still open 500 ms after cmd.Wait; held by %v", who,
 			took.Round(time.Millisecond), pipeHolders(p.stderrPipe))
 		p.waitAll()
 	}
 	if el := time.Since(start); el > 500*time.Millisecond {
-		t.Logf("%s: exited %v after SIGTERM, its stderr ended at %v; CPU time the machine's hypervisor took meanwhile (steal), per CPU: %v",
-			who, took.Round(time.Millisecond), el.Round(time.Millisecond), stealSince(stolen))
+		t.Logf("%s: exited %v after SIGTERM (its pidfd), cmd.Wait returned at %v, its stderr ended at %v; CPU time the machine's hypervisor took meanwhile (steal), per CPU: %v",
+			who, took.Round(time.Millisecond), waited.Round(time.Millisecond), el.Round(time.Millisecond), stealSince(stolen))
 	}
 	if err != nil {
 		t.Errorf("%s: exit after SIGTERM: %v; its stderr ends:\n%s", who, err, p.stderr.String())
@@ -241,7 +269,7 @@ func (p *memifProc) watchExit(t *testing.T, who string, start time.Time, exited 
 func procSnapshot(pid int) string {
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return "no /proc entry"
+		return "no /proc entry (" + err.Error() + ")"
 	}
 	var state, threads string
 	for _, l := range strings.Split(string(status), "\n") {
