@@ -3,12 +3,9 @@ package perf
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/homa-dpdk/homa-dpdk/dpdk/dpdktest"
 )
 
 // Each Homa run gets its ratios over each TCP run of the same scenario,
@@ -286,14 +283,7 @@ func TestRateTCP_loopback(t *testing.T) {
 // (refused with the demo's config, held with the bounds raised), kernel
 // TCP on loopback and across a veth pair. It measures nothing.
 func TestRate_smoke(t *testing.T) {
-	dpdktest.Need(t)
-	if runtime.NumCPU() < 2 {
-		t.Skip("the scenario needs two CPUs")
-	}
-	if testing.Short() {
-		t.Skip("builds the program and runs the daemon: not in -short")
-	}
-	bin := buildHomaDPDK(t)
+	bin := smokeProgram(t)
 	dir := t.TempDir()
 	var out strings.Builder
 	cfg := RateConfigFor(true)

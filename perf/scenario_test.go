@@ -96,6 +96,20 @@ func TestReport(t *testing.T) {
 	}
 }
 
+// smokeProgram skips a smoke test that cannot run here (no DPDK, one
+// CPU, -short) and otherwise builds the program it runs (buildHomaDPDK).
+func smokeProgram(t *testing.T) string {
+	t.Helper()
+	dpdktest.Need(t)
+	if runtime.NumCPU() < 2 {
+		t.Skip("the scenario needs two CPUs")
+	}
+	if testing.Short() {
+		t.Skip("builds the program and runs the daemon: not in -short")
+	}
+	return buildHomaDPDK(t)
+}
+
 // buildHomaDPDK builds the homa-dpdk program, which the scenarios run as
 // the daemon (demo --workers), into a temporary directory.
 func buildHomaDPDK(t *testing.T) string {
@@ -117,14 +131,7 @@ func buildHomaDPDK(t *testing.T) string {
 // kernel TCP on loopback and across a veth pair, Homa on both links. It
 // measures nothing.
 func TestRTTAndThroughput_smoke(t *testing.T) {
-	dpdktest.Need(t)
-	if runtime.NumCPU() < 2 {
-		t.Skip("the scenarios need two CPUs")
-	}
-	if testing.Short() {
-		t.Skip("builds the program and runs the daemon: not in -short")
-	}
-	bin := buildHomaDPDK(t)
+	bin := smokeProgram(t)
 	dir := t.TempDir()
 	var out strings.Builder
 

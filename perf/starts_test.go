@@ -3,11 +3,8 @@ package perf
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
-
-	"github.com/homa-dpdk/homa-dpdk/dpdk/dpdktest"
 )
 
 // startRun is a completed start whose first RPCs take first µs each and
@@ -203,14 +200,7 @@ func TestStartsConfigFor(t *testing.T) {
 // the ring link). It measures nothing: it checks that every phase
 // produced its figures and its evidence.
 func TestStarts_smoke(t *testing.T) {
-	dpdktest.Need(t)
-	if runtime.NumCPU() < 2 {
-		t.Skip("the scenario needs two CPUs")
-	}
-	if testing.Short() {
-		t.Skip("builds the program and runs the daemon: not in -short")
-	}
-	bin := buildHomaDPDK(t)
+	bin := smokeProgram(t)
 	dir := t.TempDir()
 	var out strings.Builder
 	cfg := StartsConfigFor(true)
