@@ -234,8 +234,9 @@ func (e *Endpoint) startIn(r *rpc, d wire.Data) bool {
 }
 
 // placeSegment takes payload, the message bytes at offset, into r's
-// incoming message: the packet that brings its commitAt-th byte commits
-// the message first, earlier ones are staged (see recvbuf.go). It drops
+// incoming message: the packet with which enough bytes have arrived
+// (commitsAt) commits the message first, earlier ones are staged (see
+// recvbuf.go). It drops
 // (and counts) what locateSegment refuses and what finds no memory, and
 // reports whether the packet was accepted; false may mean that r ended.
 func (e *Endpoint) placeSegment(r *rpc, offset int, payload []byte) bool {
@@ -251,7 +252,7 @@ func (e *Endpoint) placeSegment(r *rpc, offset int, payload []byte) bool {
 		return false
 	}
 	if in.buf == nil {
-		if in.g.Received+len(payload) >= e.commitAt(in.length) {
+		if e.commitsAt(in.length, in.g.Received+len(payload)) {
 			if !e.commit(r) {
 				return false
 			}
@@ -379,8 +380,10 @@ func (e *Endpoint) complete(r *rpc) {
 	m := Message{ID: r.id, Peer: Addr{IP: r.peer.ip, Port: r.dport}, Data: in.buf}
 	e.delivered(in)
 	in.gaps = nil
+	e.m.MessageSizes.record(&MessageSizeBounds, int64(in.length))
 	if r.client {
 		e.m.ResponsesReceived++
+		e.m.RoundTrips.record(&RoundTripBoundsNs, e.now-r.startNs)
 		e.end(r)
 		e.addAck(r)
 		r.port.deliver(m, r.private)

@@ -393,10 +393,12 @@ func (l *recvBufLog) take() string {
 }
 
 // RecvBuf is asked for a message's length only once the message is
-// committed: a single packet that is the whole message at once; a longer
-// message no longer than the unscheduled bytes when its last byte comes;
-// a longer one once as many bytes as those have arrived. The bytes
-// staged before are in the buffer, and reassembly is exact.
+// committed: a single packet that is the whole message at once; a
+// message at most earlyCommitRatio times the bytes arrived (a full
+// packet at least) then; a longer message no longer than the unscheduled
+// bytes when its last byte comes; a longer one once as many bytes as
+// those have arrived. The bytes staged before are in the buffer, and
+// reassembly is exact.
 func TestIncoming_recvBufAskedOnCommit(t *testing.T) {
 	var now int64 = 1_000_000_000
 	e, _ := newCountingEndpoint(t, &now, nil)
@@ -414,14 +416,36 @@ func TestIncoming_recvBufAskedOnCommit(t *testing.T) {
 	if got := l.take(); got != "RecvBuf 1000" {
 		t.Fatalf("single packet: %q", got)
 	}
-	small := msg(20_000, 2)
-	feed(4, small, 1424, len(small)) // all but the first packet
-	if got := l.take(); got != "" {
-		t.Fatalf("short message before its last byte: %q", got)
-	}
-	feed(4, small, 0, 1424)
+	small := msg(20_000, 2) // within 16 full packets
+	feed(4, small, 1424, 2*1424)
 	if got := l.take(); got != "RecvBuf 20000" {
-		t.Fatalf("short message complete: %q", got)
+		t.Fatalf("short message at its first full packet: %q", got)
+	}
+	feed(4, small, 2*1424, len(small))
+	feed(4, small, 0, 1424)
+	if got := l.take(); got != "" {
+		t.Fatalf("short message's later packets: %q", got)
+	}
+	mid := msg(30_000, 4) // past 16 full packets, within 32
+	feed(8, mid, 0, 1424)
+	if got := l.take(); got != "" {
+		t.Fatalf("30,000 bytes after one packet: %q", got)
+	}
+	feed(8, mid, 1424, 2*1424)
+	if got := l.take(); got != "RecvBuf 30000" {
+		t.Fatalf("30,000 bytes after two packets: %q", got)
+	}
+	feed(8, mid, 2*1424, len(mid))
+	tiny := msg(3000, 5) // less than a full packet's payload arrived: staged
+	for off := 0; off < len(tiny); off += 1000 {
+		e.Receive(dataFrameFrom(src, 10, len(tiny), len(tiny), off, tiny[off:off+1000]))
+		want := ""
+		if off == 1000 {
+			want = "RecvBuf 3000"
+		}
+		if got := l.take(); got != want {
+			t.Fatalf("3,000 bytes in 1,000-byte packets, at %d: %q", off, got)
+		}
 	}
 	big := msg(1_000_000, 3)
 	commitAt := DefaultConfig().UnschedBytes/1424*1424 + 1424
@@ -434,7 +458,7 @@ func TestIncoming_recvBufAskedOnCommit(t *testing.T) {
 		t.Fatalf("long message at %d bytes: %q", commitAt, got)
 	}
 	srv := e.ports[99]
-	for _, want := range [][]byte{one, small} {
+	for _, want := range [][]byte{one, small, mid, tiny} {
 		m := receive(t, srv)
 		if !bytes.Equal(m.Data, want) {
 			t.Fatalf("%d bytes reassembled wrong", len(want))
@@ -470,15 +494,15 @@ func TestIncoming_recvMemoryBounded(t *testing.T) {
 	if got := e.Metrics().Drops[DropStagingFull]; got != 2 || e.StagedBytes() != 4*stageChunkSize {
 		t.Fatalf("drops_rx_staging_full %d, staged %d", got, e.StagedBytes())
 	}
-	// Two 100 KB messages commit past the heap bound: the second ends.
-	e, _ = newCountingEndpoint(t, &now, func(c *Config) { c.MaxRecvHeapBytes = 150_000 })
+	// Two 1 MB messages commit past the heap bound: the second ends.
+	e, _ = newCountingEndpoint(t, &now, func(c *Config) { c.MaxRecvHeapBytes = 1_500_000 })
 	for _, id := range []uint64{20, 22} {
-		whole := msg(100_000, byte(id))
+		whole := msg(1_000_000, byte(id))
 		for off := 0; off < e.commitBytes; off += 1424 {
-			e.Receive(dataFrameFrom(src, id, 100_000, 100_000, off, whole[off:off+1424]))
+			e.Receive(dataFrameFrom(src, id, 1_000_000, 1_000_000, off, whole[off:off+1424]))
 		}
 	}
-	if got := e.Metrics().Drops[DropRecvHeapFull]; got != 1 || e.RecvHeapBytes() != 100_000 || e.NumServerRPCs() != 1 {
+	if got := e.Metrics().Drops[DropRecvHeapFull]; got != 1 || e.RecvHeapBytes() != 1_000_000 || e.NumServerRPCs() != 1 {
 		t.Fatalf("drops_rx_heap_full %d, heap %d, %d RPCs", got, e.RecvHeapBytes(), e.NumServerRPCs())
 	}
 	e.ports[99].AbortAll()
@@ -493,7 +517,7 @@ func TestIncoming_stagedDataAllocatesNothing(t *testing.T) {
 	var now int64
 	e, _ := newCountingEndpoint(t, &now, nil)
 	src := [4]byte{10, 0, 0, 1}
-	const length = 200_000
+	const length = 1_000_000 // commits at commitBytes (not early: more than 16 times those)
 	frames := func(id uint64) [][]byte {
 		var fs [][]byte
 		for off := 0; off < length; off += 1424 {
@@ -545,7 +569,10 @@ func TestIncoming_staleRequestsMakeRoom(t *testing.T) {
 	}
 	flood(1)
 	real := [4]byte{10, 0, 0, 1}
-	whole := msg(20_000, 7)
+	// 120,000 bytes stage five packets (four chunks, more than the three
+	// the flood leaves once one of its RPCs is gone) before the sixth
+	// commits them (at 16 times the bytes arrived).
+	whole := msg(120_000, 7)
 	send := func() {
 		for off := 0; off < len(whole); off += 1424 {
 			e.Receive(dataFrameFrom(real, 2, len(whole), len(whole), off, whole[off:min(off+1424, len(whole))]))

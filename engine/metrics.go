@@ -158,6 +158,42 @@ type Metrics struct {
 	RequestsEvicted uint64
 
 	Drops [NumDropCauses]uint64 // drops_<cause>
+
+	// RoundTrips: client RPCs completed, by the time from the
+	// application's Send to the response's last byte, engine clock (ns;
+	// RoundTripBoundsNs). MessageSizes: messages received whole, requests
+	// and responses, by length (bytes; MessageSizeBounds).
+	RoundTrips   Histogram
+	MessageSizes Histogram
+}
+
+// RoundTripBoundsNs are the upper bounds of Metrics.RoundTrips' buckets,
+// 1 µs to 1 s; MessageSizeBounds those of MessageSizes, 100 B to 64 MiB.
+var (
+	RoundTripBoundsNs = [histBuckets - 1]int64{1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7, 2e7, 5e7, 1e8, 1e9}
+	MessageSizeBounds = [histBuckets - 1]int64{100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 1_000_000, 2_000_000, 8_000_000, 32_000_000, 64 << 20}
+)
+
+// histBuckets is the buckets of a Histogram, the last one past its
+// largest bound.
+const histBuckets = 18
+
+// Histogram counts values in fixed buckets (RoundTripBoundsNs for
+// Metrics.RoundTrips, MessageSizeBounds for MessageSizes): Counts[i]
+// those at most bound i and above bound i-1, the last those above every
+// bound; Sum adds them all.
+type Histogram struct {
+	Counts [histBuckets]uint64
+	Sum    int64
+}
+
+func (h *Histogram) record(bounds *[histBuckets - 1]int64, v int64) {
+	i := 0
+	for i < len(bounds) && v > bounds[i] {
+		i++
+	}
+	h.Counts[i]++
+	h.Sum += v
 }
 
 // Each calls fn for every counter with its metric name.
@@ -202,3 +238,34 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 }
 
 func (m *Metrics) drop(c DropCause) { m.Drops[c]++ }
+
+// CounterHelp says what each of Each's counters other than packets_*
+// and drops_* counts, for the metrics endpoint's help text.
+var CounterHelp = map[string]string{
+	"requests_received":             "Complete requests delivered to a server port.",
+	"responses_received":            "Complete responses delivered to a client.",
+	"resent_packets":                "DATA packets retransmitted because a RESEND asked for them.",
+	"rpc_timeouts":                  "Client RPCs failed with a timeout (silence for timeout_ticks).",
+	"server_rpc_discards":           "Server RPCs dropped: silent too long, or their client answered RPC_UNKNOWN.",
+	"unknown_rpcs":                  "Packets for an RPC this endpoint has no state for.",
+	"client_rpc_restarts":           "Requests sent again from the start after an RPC_UNKNOWN.",
+	"client_rpc_restarts_limited":   "RPC_UNKNOWNs a client RPC did not restart for: it had restarted less than resend_interval ticks before.",
+	"client_rpc_restarts_exhausted": "Client RPCs failed at an RPC_UNKNOWN after max_restarts restarts.",
+	"client_rpc_stale_unknowns":     "RPC_UNKNOWNs ignored by a client RPC whose response was arriving (they answered an older packet).",
+	"peer_new_entries":              "Peers entered in the peer table.",
+	"peers_evicted":                 "Idle peers dropped from the peer table: aged out, or to make room.",
+	"throttle_list_adds":            "Messages the pacer deferred.",
+	"grant_keepalives":              "GRANTs repeating an offset to keep a silent sender from timing out.",
+	"acks_received":                 "Server RPCs freed by an ACK from their client.",
+	"icmp_port_unreachable_sent":    "ICMP port unreachable sent for DATA to an unbound port.",
+	"icmp_port_unreachable_rcvd":    "ICMP port unreachable received.",
+	"timer_ticks_skipped":           "Timer ticks not run because the loop called late.",
+	"zero_copy_data_packets":        "DATA packets sent from the message's own memory, without a copy.",
+	"tx_deferred":                   "DATA packets and GRANTs the transmit side lent no buffer for: kept and sent on a later pass.",
+	"rpcs_waiting_resolution":       "Times an RPC's packets had to wait for the peer's link address.",
+	"client_rpcs_unresolved":        "Client RPCs failed because the peer's address did not resolve.",
+	"server_responses_unresolved":   "Responses discarded because the client's address has no route or did not resolve.",
+	"resends_deferred":              "Missing ranges a resend check left for a later one (max_resends_per_rpc).",
+	"resends_limited":               "RESENDs not wholly answered because the RPC had retransmitted max_resend_bytes in the interval.",
+	"requests_evicted":              "Incoming requests silent for resend_ticks ended to make room (max_server_rpcs or staging).",
+}

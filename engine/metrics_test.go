@@ -39,3 +39,72 @@ func TestMetrics_namesFollowKernelHoma(t *testing.T) {
 		}
 	}
 }
+
+// Every counter of Each but the packets_* and drops_* ones has help text
+// for the metrics endpoint, and every help text names a counter.
+func TestMetrics_everyCounterHasHelp(t *testing.T) {
+	var m Metrics
+	seen := map[string]bool{}
+	m.Each(func(name string, _ uint64) {
+		if strings.HasPrefix(name, "packets_") || strings.HasPrefix(name, "drops_") {
+			return
+		}
+		seen[name] = true
+		if CounterHelp[name] == "" {
+			t.Errorf("counter %s has no CounterHelp", name)
+		}
+	})
+	for name := range CounterHelp {
+		if !seen[name] {
+			t.Errorf("CounterHelp names %s, which Each does not give", name)
+		}
+	}
+}
+
+// The round-trip and size histograms count completed RPCs and messages
+// in the right buckets, on the engine's clock.
+func TestMetrics_roundTripAndSizeHistograms(t *testing.T) {
+	n := newTestNet(t)
+	a, b := n.addHost("a", 1, nil), n.addHost("b", 2, nil)
+	srv, err := b.e.Bind(99)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := a.e.OpenClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int{50, 5000, 300_000} {
+		if _, err := cl.Send(Addr{IP: b.ip, Port: 99}, msg(size, 1)); err != nil {
+			t.Fatal(err)
+		}
+		n.flush()
+		req := receive(t, srv)
+		n.now += 30_000 // the server takes 30 µs
+		if err := srv.Reply(req, req.Data[:10]); err != nil {
+			t.Fatal(err)
+		}
+		n.flush()
+		receive(t, cl)
+	}
+	ma, mb := a.e.Metrics(), b.e.Metrics()
+	want := [histBuckets]uint64{}
+	want[5] = 3 // 30 µs: above 20 µs, at most 50 µs
+	if ma.RoundTrips.Counts != want || ma.RoundTrips.Sum != 90_000 {
+		t.Fatalf("round trips %v sum %d, want %v", ma.RoundTrips.Counts, ma.RoundTrips.Sum, want)
+	}
+	want = [histBuckets]uint64{}
+	want[0]++  // 50 <= 100
+	want[5]++  // 5000 <= 5000
+	want[11]++ // 300,000 <= 500,000
+	if mb.MessageSizes.Counts != want || mb.MessageSizes.Sum != 305_050 {
+		t.Fatalf("request sizes %v sum %d, want %v", mb.MessageSizes.Counts, mb.MessageSizes.Sum, want)
+	}
+}
+
+func sum(v []uint64) (s uint64) {
+	for _, x := range v {
+		s += x
+	}
+	return s
+}

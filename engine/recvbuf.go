@@ -20,7 +20,12 @@ package engine
 //     maxCommitBytes) rounded up to whole packets: a message no longer
 //     than that is committed by its last byte, a longer one once its
 //     sender has sent that much (its unscheduled bytes, or as many,
-//     whatever was lost). Committing asks
+//     whatever was lost). It is committed sooner, saving the staging
+//     copy, once a full packet's payload has arrived and its length is
+//     at most earlyCommitRatio times the bytes that have: the memory a
+//     peer makes the endpoint commit that way stays within that many
+//     times the bytes it sent (commitBytes lets a 1,000,000-byte message
+//     commit after 40,000 bytes at the defaults: 25 times). Committing asks
 //     the port's PortHooks.RecvBuf for length bytes (or allocates them on
 //     the heap, within Config.MaxRecvHeapBytes), copies the staged bytes
 //     in and frees the chunks; the packet that commits, and every later
@@ -55,9 +60,20 @@ func (e *Endpoint) initRecvMem() {
 	e.maxChunks = e.cfg.MaxStagingBytes / stageChunkSize
 }
 
+// earlyCommitRatio: a message at most this many times longer than the
+// bytes of it that have arrived (a full packet's payload at least) is
+// committed without waiting for commitAt bytes.
+const earlyCommitRatio = 16
+
 // commitAt is how many bytes of a message of n bytes must arrive before
-// it is committed.
+// it is committed at the latest.
 func (e *Endpoint) commitAt(n int) int { return min(n, e.commitBytes) }
+
+// commitsAt reports whether a message of n bytes is committed once got
+// of its bytes have arrived.
+func (e *Endpoint) commitsAt(n, got int) bool {
+	return got >= e.commitAt(n) || got >= e.payload && n <= earlyCommitRatio*got
+}
 
 // stageRoom makes sure staging chunks hold [offset, end) of r's incoming
 // message, which is not committed. When the pool is spent, a stale

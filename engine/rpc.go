@@ -71,7 +71,8 @@ type rpc struct {
 	// Config.MaxRestarts), and the endpoint's tick of the last restart.
 	restarts    int
 	lastRestart uint64
-	prev, next  *rpc // endpoint's list of live RPCs, creation order
+	startNs     int64 // client: Clock when the application sent the request (the round-trip histogram)
+	prev, next  *rpc  // endpoint's list of live RPCs, creation order
 
 	// server, stateIncoming: place in the endpoint's list of incoming
 	// requests (reqListed), by lastData, the tick of its last DATA.
@@ -235,6 +236,7 @@ func (p *Port) send(dst Addr, msg []byte, ref PayloadRef, private bool) (uint64,
 	}
 	r := e.newRPC()
 	r.id, r.port, r.peer, r.dport, r.client, r.private = e.nextID, p, pe, dst.Port, true, private
+	r.startNs = e.now
 	e.nextID += 2
 	if e.nextID == 0 {
 		e.nextID = 2 // 0 means "no RPC" in an ack

@@ -88,6 +88,7 @@ check_size
 pick_runner
 read_image_config
 start_runs
+case_version
 case_demo
 case_daemon
 case_workers
