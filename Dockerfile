@@ -42,8 +42,14 @@ COPY go.mod go.sum ./
 ARG GOPROXY=https://proxy.golang.org,direct
 RUN go mod download
 COPY . .
+# The build, stamped: .git is not in the context, so Go has no VCS
+# information to give `homa-dpdk version` (scripts/container-test.sh passes
+# these from git; see daemon/build.go).
+ARG HOMA_VERSION="" HOMA_COMMIT="" HOMA_DATE="" HOMA_MODIFIED=""
 RUN --mount=type=cache,target=/root/.cache/go-build \
-    go build -trimpath -ldflags='-s -w' -o /out/homa-dpdk ./cmd/homa-dpdk \
+    d=github.com/homa-dpdk/homa-dpdk/daemon \
+ && go build -trimpath -ldflags="-s -w -X $d.stampVersion=$HOMA_VERSION -X $d.stampCommit=$HOMA_COMMIT -X $d.stampDate=$HOMA_DATE -X $d.stampModified=$HOMA_MODIFIED" \
+    -o /out/homa-dpdk ./cmd/homa-dpdk \
  && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/homa-echo ./examples/echo \
  && echo "homa-dpdk links: $(ldd /out/homa-dpdk | grep -o 'librte_[a-z0-9_]*' | sort -u | tr '\n' ' ')"
 
@@ -65,6 +71,8 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log
 COPY --from=build /out/homa-dpdk /out/homa-echo /usr/local/bin/
 COPY deploy/container/homa.yaml /etc/homa-dpdk/homa.yaml
+# Every key, documented: the file errors point to (homa-dpdk config check).
+COPY config/example.yaml /etc/homa-dpdk/example.yaml
 # Fails the build if a library homa-dpdk links is missing.
 RUN ! ldd /usr/local/bin/homa-dpdk | grep 'not found' && homa-dpdk version
 # Worker control sockets: share this directory with the workers' containers.
@@ -72,6 +80,6 @@ VOLUME /run/homa-dpdk
 # Prometheus /metrics (metrics.address in homa.yaml).
 EXPOSE 9464
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
-    CMD ["homa-dpdk", "stats", "--metrics", "127.0.0.1:9464", "--filter", "homa_loop_total"]
+    CMD ["homa-dpdk", "stats", "--metrics", "127.0.0.1:9464", "--probe", "healthz"]
 ENTRYPOINT ["homa-dpdk"]
 CMD ["run", "--config", "/etc/homa-dpdk/homa.yaml"]

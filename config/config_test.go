@@ -119,7 +119,9 @@ func TestLoad_errorsNameTheKey(t *testing.T) {
 			[]string{"ports[1].address: 10.0.0.1 is also the address of ports[0]"}},
 		{"bad env value", minimal, map[string]string{"HOMA_PROTOCOL_MAX_OVERCOMMIT": "lots"}, []string{"max_overcommit"}},
 		{"overcommit range", minimal, map[string]string{"HOMA_PROTOCOL_MAX_OVERCOMMIT": "0"},
-			[]string{"protocol.max_overcommit: 0 is out of range; allowed 1..64"}},
+			[]string{"protocol.max_overcommit (set by HOMA_PROTOCOL_MAX_OVERCOMMIT): 0 is out of range; allowed 1..64"}},
+		{"typo in an env variable", minimal, map[string]string{"HOMA_PROTOCOL_MAX_INCOMMING": "10"},
+			[]string{"environment variable HOMA_PROTOCOL_MAX_INCOMMING names no config key", "did you mean HOMA_PROTOCOL_MAX_INCOMING, for protocol.max_incoming?"}},
 		{"cutoffs decrease", minimal + "protocol:\n  unsched_cutoffs: [300, 200]\n", nil,
 			[]string{"protocol.unsched_cutoffs[1]", "increase"}},
 		{"timeout before resend", minimal + "protocol:\n  timeout_ticks: 4\n", nil,
@@ -148,6 +150,34 @@ func TestLoad_errorsNameTheKey(t *testing.T) {
 			}
 			wantLoadError(t, tc.body, tc.want)
 		})
+	}
+}
+
+// A bad value from the environment is blamed on its variable, not on the
+// config file; HOMA_ variables that are not shaped like a key are left
+// alone (the clients' HOMA_SOCKET).
+func TestLoad_environmentBlamedNotTheFile(t *testing.T) {
+	file := writeFile(t, minimal)
+	for env, want := range map[string]string{
+		"HOMA_PROTOCOL_MAX_OVERCOMMIT": "config: protocol.max_overcommit (set by HOMA_PROTOCOL_MAX_OVERCOMMIT): 0 is out of range",
+		"HOMA_PROTOCOL_RESEND_TICKS":   "config: protocol.resend_ticks (set by HOMA_PROTOCOL_RESEND_TICKS): ",
+	} {
+		t.Run(env, func(t *testing.T) {
+			v := "0"
+			if env == "HOMA_PROTOCOL_RESEND_TICKS" {
+				v = "often"
+			}
+			t.Setenv(env, v)
+			_, err := Load(Source{File: file})
+			if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), file) {
+				t.Fatalf("%s=%s: got %v, want it to start %q and not name %s", env, v, err, want, file)
+			}
+		})
+	}
+	t.Setenv("HOMA_SOCKET", "/run/x.sock")
+	t.Setenv("HOMA_NOT_A_SECTION_AT_ALL", "1")
+	if _, err := Load(Source{File: file}); err != nil {
+		t.Fatalf("HOMA_ variables that are not config-shaped: %v", err)
 	}
 }
 

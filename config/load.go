@@ -24,6 +24,10 @@ type Source struct {
 	Flags map[string]*pflag.Flag
 }
 
+// ExampleFile is where the example config, every key documented, is: in
+// the source tree and in the container image.
+const ExampleFile = "config/example.yaml (in the image: /etc/homa-dpdk/example.yaml)"
+
 // Load reads, merges and validates a Spec.
 func Load(src Source) (*Spec, error) {
 	v := viper.New()
@@ -48,6 +52,9 @@ func Load(src Source) (*Spec, error) {
 	v.SetEnvPrefix("HOMA")
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
 	v.AutomaticEnv()
+	if err := checkEnv(os.Environ()); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
 	keys := make([]string, 0, len(src.Flags))
 	for k := range src.Flags {
 		keys = append(keys, k)
@@ -74,7 +81,7 @@ func Load(src Source) (*Spec, error) {
 		s.Ports[i].applyDefaults()
 	}
 	if err := s.Validate(); err != nil {
-		if src.File != "" {
+		if src.File != "" && !onlyEnv(err) {
 			return nil, fmt.Errorf("config %s: %w", src.File, err)
 		}
 		return nil, fmt.Errorf("config: %w", err)
@@ -122,6 +129,7 @@ func sortedKeys(m map[string]string) []string {
 // in the file's terms: "unknown key protocol.max_incomming".
 func decodeError(file string, err error) error {
 	var msgs []string
+	fileBlamed := false // a message is about the file's keys (or unknown)
 	for _, line := range strings.Split(err.Error(), "\n") {
 		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "*"))
 		if line == "" || strings.HasPrefix(line, "decoding failed") || strings.HasSuffix(line, "error(s):") {
@@ -133,18 +141,39 @@ func decodeError(file string, err error) error {
 				if m[1] != "" {
 					key = m[1] + "." + k
 				}
-				msgs = append(msgs, fmt.Sprintf("unknown key %s (see config/example.yaml for the keys)", key))
+				msgs = append(msgs, fmt.Sprintf("unknown key %s (see %s for the keys)", key, ExampleFile))
 			}
 			continue
 		}
 		if m := keyMessage.FindStringSubmatch(line); m != nil {
+			if env := fromEnv(m[1]); env != "" {
+				// The value came from the environment, not the file.
+				msgs = append(msgs, m[1]+" (set by "+env+"): "+hint(m[2]))
+				continue
+			}
+			fileBlamed = true
 			msgs = append(msgs, m[1]+": "+hint(m[2]))
 			continue
 		}
+		fileBlamed = true
 		msgs = append(msgs, line)
 	}
 	if len(msgs) == 0 {
 		return fmt.Errorf("%s: %w", where(file), err)
 	}
+	if !fileBlamed {
+		file = ""
+	}
 	return fmt.Errorf("%s: %w", where(file), errors.New(strings.Join(msgs, "; ")))
+}
+
+// onlyEnv reports whether every problem in a Validate error is about a
+// key that the environment set: the file is not to blame then.
+func onlyEnv(err error) bool {
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if !strings.Contains(line, " (set by "+envPrefix) {
+			return false
+		}
+	}
+	return true
 }

@@ -141,12 +141,27 @@ type MetricsSpec struct {
 type CaptureSpec struct {
 	File string `mapstructure:"file"` // "" turns capture off
 	Last int    `mapstructure:"last"` // keep only the last N packets; 0 keeps all
+	// Snaplen is the bytes kept of each packet (the rest is counted in
+	// the record's original length): 128 keeps every Homa header with
+	// its Ethernet and IPv4 ones; 65535 keeps whole frames.
+	Snaplen int `mapstructure:"snaplen"`
+	// MaxBytes bounds a capture file (0: no bound); past it the capture
+	// goes on in a new file when Files > 1 (the file renamed FILE.1, the
+	// older ones FILE.2 and on, the oldest removed), or stops (counted
+	// in homa_capture_dropped_total) when Files is 1.
+	MaxBytes Bytes `mapstructure:"max_bytes"`
+	Files    int   `mapstructure:"files"` // capture files kept, 1..1000
 }
 
 // LogSpec configures zerolog.
 type LogSpec struct {
 	Format string `mapstructure:"format"` // json or console
 	Level  string `mapstructure:"level"`  // debug, info, warn, error
+	// DPDKLevel is DPDK's own log level (EAL's --log-level, given before
+	// the eal list so that a --log-level there wins): debug, info, notice,
+	// warning, error. At warning, DPDK's informational start-up lines and
+	// the warnings known to be harmless here are not shown.
+	DPDKLevel string `mapstructure:"dpdk_level"`
 }
 
 // RuntimeSpec configures the Go runtime; the poller must not be stalled by

@@ -18,6 +18,9 @@ import (
 type problems []error
 
 func (p *problems) add(key, format string, args ...any) {
+	if env := fromEnv(key); env != "" {
+		key += " (set by " + env + ")"
+	}
 	*p = append(*p, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
 }
 
@@ -87,8 +90,16 @@ func (s *Spec) Validate() error {
 	if s.Capture.Last < 0 {
 		p.add("capture.last", "%d is negative; 0 keeps every packet", s.Capture.Last)
 	}
+	p.intRange("capture.snaplen", s.Capture.Snaplen, 64, 65535)
+	p.intRange("capture.files", s.Capture.Files, 1, 1000)
+	if s.Capture.MaxBytes < 0 {
+		p.add("capture.max_bytes", "%d is negative; 0 sets no bound", s.Capture.MaxBytes)
+	} else if s.Capture.MaxBytes > 0 && s.Capture.MaxBytes < 1<<20 {
+		p.add("capture.max_bytes", "%d bytes is under a MiB; a file must hold at least one MiB chunk of records", s.Capture.MaxBytes)
+	}
 	p.oneOf("log.format", s.Log.Format, "json", "console")
 	p.oneOf("log.level", s.Log.Level, "debug", "info", "warn", "error")
+	p.oneOf("log.dpdk_level", s.Log.DPDKLevel, "debug", "info", "notice", "warning", "error")
 	if s.Runtime.GOGC < -1 || s.Runtime.GOGC == 0 {
 		p.add("runtime.gogc", "%d is not allowed; a positive percentage, or -1 to turn the collector off", s.Runtime.GOGC)
 	}

@@ -9,8 +9,11 @@
 package daemon
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"time"
 
@@ -20,6 +23,7 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/hub"
 	"github.com/homa-dpdk/homa-dpdk/lcore"
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 )
 
 // PhaseError is a start-up failure in a named phase (config, EAL,
@@ -74,6 +78,9 @@ type Daemon struct {
 // what was started is stopped again.
 func Start(spec *config.Spec, log zerolog.Logger, opts Options) (*Daemon, error) {
 	d := &Daemon{spec: spec, Log: log, opts: opts}
+	if err := Preflight(spec); err != nil {
+		return nil, InPhase("config", err)
+	}
 	applyRuntime(spec.Runtime, distinctLcores(spec))
 	for _, sock := range memifServerSockets(spec) {
 		if removeStaleSocket(sock) {
@@ -81,7 +88,11 @@ func Start(spec *config.Spec, log zerolog.Logger, opts Options) (*Daemon, error)
 		}
 	}
 	if !opts.SkipEAL {
-		if _, err := dpdk.Init(spec.EAL); err != nil {
+		eal := spec.EAL
+		if spec.Log.DPDKLevel != "" {
+			eal = append([]string{"--log-level=" + spec.Log.DPDKLevel}, eal...)
+		}
+		if _, err := dpdk.Init(eal); err != nil {
 			return nil, InPhase("EAL", err)
 		}
 		log.Info().Strs("eal", spec.EAL).Msg("EAL up")
@@ -112,6 +123,34 @@ func Start(spec *config.Spec, log zerolog.Logger, opts Options) (*Daemon, error)
 		return nil, InPhase("launch", err)
 	}
 	return d, nil
+}
+
+// Preflight checks, before EAL and the ports are up, what the config
+// names on this machine that a later phase would find wanting: the
+// capture file must be writable where it is to go.
+func Preflight(spec *config.Spec) error {
+	if f := spec.Capture.File; f != "" {
+		if err := writable(f); err != nil {
+			return fmt.Errorf("capture.file: %w", err)
+		}
+	}
+	return nil
+}
+
+// writable reports why a file could not be written at path (its
+// directory missing or not writable, or the file itself read-only),
+// without creating it.
+func writable(path string) error {
+	if err := unix.Access(path, unix.W_OK); err == nil {
+		return nil
+	} else if !errors.Is(err, unix.ENOENT) {
+		return &os.PathError{Op: "write", Path: path, Err: err}
+	}
+	dir := filepath.Dir(path)
+	if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
+		return &os.PathError{Op: "create in", Path: dir, Err: err}
+	}
+	return nil
 }
 
 // linkMemoryResident makes the shared memory of the memif links resident

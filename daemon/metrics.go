@@ -5,160 +5,318 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/engine"
 	hostpkg "github.com/homa-dpdk/homa-dpdk/host"
 	"github.com/homa-dpdk/homa-dpdk/hub"
 	"github.com/homa-dpdk/homa-dpdk/lcore"
+	"github.com/homa-dpdk/homa-dpdk/wire"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Collector exports every host's counters, its worker hub's, its loop's
-// and its port's DPDK statistics.
+// and its port's DPDK statistics, by Prometheus' naming rules: one
+// family per meaning (a sum over a family's labels means something),
+// units in the names (_bytes, _seconds, _packets), _total on counters.
+// Every family but the process-wide ones carries the labels host (the
+// Homa address) and port (the DPDK port's name).
 type Collector struct {
 	Hosts []*hostpkg.Host
 	Hubs  []*hub.Hub    // per host, nil for none; may be shorter than Hosts
 	Loops []*lcore.Loop // per host (hosts sharing an lcore share its loop); may be shorter than Hosts (nil loop: none)
+
+	mu       sync.Mutex
+	descs    map[string]*prometheus.Desc // by family name (made on first use)
+	passes   []uint64                    // per host: its loop's passes at passesAt (Readiness)
+	passesAt []time.Time
 }
 
-var (
-	labels = []string{"host", "port"}
-	descs  = struct {
-		engine, drops, stack, tx, faults, queue, loop, port, xstat, capture, neigh, workers, workerGauge, loopGap *prometheus.Desc
-		link, linkUp, guard, chained, intrFix                                                                     *prometheus.Desc
-	}{
-		link:        prometheus.NewDesc("homa_port_link_total", "The port's link as its loop saw it: downs, ups, redials (restarts while down) and those that failed, packets dropped while down.", append(labels, "event"), nil),
-		linkUp:      prometheus.NewDesc("homa_port_link_up", "1 while the port's link is up (at its loop's last check, every 10 ms).", labels, nil),
-		guard:       prometheus.NewDesc("homa_burst_guard_total", "Unmappings that waited for running bursts, and bursts still running after a second (the process's).", []string{"event"}, nil),
-		loopGap:     prometheus.NewDesc("homa_loop_max_pass_gap_seconds", "Longest time between the starts of two passes of the polling loop, idle sleeps excluded (stalls: GC, scheduler).", labels, nil),
-		workers:     prometheus.NewDesc("homa_workers_total", "Worker interface counters: sessions, submissions, refusals by cause, completions, wake-ups.", append(labels, "counter"), nil),
-		workerGauge: prometheus.NewDesc("homa_workers", "Worker interface gauges: sessions, outstanding RPCs, receive-pool pages held and free.", append(labels, "gauge"), nil),
-		engine:      prometheus.NewDesc("homa_engine_total", "Homa engine counters, named as kernel Homa's /proc/net/homa_metrics where the concept matches.", append(labels, "counter"), nil),
-		drops:       prometheus.NewDesc("homa_rx_drops_total", "Frames the host dropped before the engine, by cause.", append(labels, "cause"), nil),
-		stack:       prometheus.NewDesc("homa_host_stack_total", "ARP and ICMP handled by the host.", append(labels, "counter"), nil),
-		tx:          prometheus.NewDesc("homa_tx_refused_total", "Buffers refused to the engine: no mbuf, or TX queues backed up.", append(labels, "cause"), nil),
-		faults:      prometheus.NewDesc("homa_faults_injected_total", "Received packets the fault injector dropped, duplicated or reordered.", append(labels, "fault"), nil),
-		queue:       prometheus.NewDesc("homa_txq_packets_total", "Per TX queue: packets enqueued, sent, returned (refused by the NIC, retried), dropped (queue full).", append(labels, "queue", "event"), nil),
-		loop:        prometheus.NewDesc("homa_loop_total", "Polling loop counters.", append(labels, "counter"), nil),
-		port:        prometheus.NewDesc("homa_port_total", "DPDK port statistics (rte_eth_stats).", append(labels, "counter"), nil),
-		xstat:       prometheus.NewDesc("homa_port_xstat", "DPDK extended port statistics.", append(labels, "name"), nil),
-		intrFix:     prometheus.NewDesc("homa_intr_repair_total", "Interrupt callbacks a driver left registered on a freed handle (memif's accept of a client that left at once), unregistered; registrations the repair could not record (the process's).", []string{"event"}, nil),
-		chained:     prometheus.NewDesc("homa_rx_chained_total", "Chained frames received (a payload sent from a worker's memory by a host in this process): parsed in place, or joined into one buffer first (a copy).", append(labels, "how"), nil),
-		capture:     prometheus.NewDesc("homa_capture_dropped_total", "Packets the capture writer could not keep up with.", labels, nil),
-		neigh:       prometheus.NewDesc("homa_neighbours_total", "Neighbour table: ARP requests sent, failed resolutions, aged entries, entries refused at the bound, entries dropped once unused.", append(labels, "counter"), nil),
+var labels = []string{"host", "port"}
+
+// family is a metric family's name, help and labels beyond host and port.
+type family struct {
+	name, help string
+	extra      []string
+	perHost    bool // carries host and port
+}
+
+// families are every family the collector exports, but the engine's
+// scalar counters, which engine.CounterHelp describes (homa_NAME_total).
+var families = []family{
+	{"homa_packets_sent_total", "Homa packets sent, by type.", []string{"type"}, true},
+	{"homa_packets_received_total", "Homa packets received, by type.", []string{"type"}, true},
+	{"homa_drops_total", "Frames dropped before use, by where (host: before the engine; engine: its checks and bounds) and why.", []string{"stage", "reason"}, true},
+	{"homa_rpc_round_trip_seconds", "Client RPCs completed, by the time from the application's send to the response's last byte (the engine's clock).", nil, true},
+	{"homa_message_size_bytes", "Messages received whole (requests and responses), by length.", nil, true},
+	{"homa_arp_packets_received_total", "ARP packets answered or learned from, by kind.", []string{"kind"}, true},
+	{"homa_arp_entries_learned_total", "Neighbour entries learned from ARP.", nil, true},
+	{"homa_icmp_echo_requests_total", "ICMP echo requests answered.", nil, true},
+	{"homa_host_frames_ignored_total", "Frames the host stack did not handle, by reason.", []string{"reason"}, true},
+	{"homa_tx_refused_total", "Buffers refused to the engine, by cause: no mbuf, or the TX queues backed up.", []string{"cause"}, true},
+	{"homa_faults_injected_total", "Received packets the fault injector dropped, duplicated or reordered.", []string{"fault"}, true},
+	{"homa_txq_enqueued_packets_total", "Packets given to a TX queue.", []string{"queue"}, true},
+	{"homa_txq_sent_packets_total", "Packets a TX queue handed to the NIC.", []string{"queue"}, true},
+	{"homa_txq_returned_packets_total", "Packets the NIC refused from a TX queue, kept and retried.", []string{"queue"}, true},
+	{"homa_txq_dropped_packets_total", "Packets dropped because a TX queue was full.", []string{"queue"}, true},
+	{"homa_capture_dropped_packets_total", "Packets not captured: the writer was behind, or the capture stopped at capture.max_bytes.", nil, true},
+	{"homa_rx_chained_frames_total", "Chained frames received, by how: parsed in place, or joined into one buffer (a copy).", []string{"how"}, true},
+	{"homa_neighbour_requests_sent_total", "ARP requests sent to resolve a peer.", nil, true},
+	{"homa_neighbour_resolution_failures_total", "Neighbour resolutions that gave up.", nil, true},
+	{"homa_neighbour_entries_expired_total", "Neighbour entries aged out.", nil, true},
+	{"homa_neighbour_table_full_total", "Neighbour entries refused at the table's bound.", nil, true},
+	{"homa_neighbour_entries_forgotten_total", "Neighbour entries dropped once unused.", nil, true},
+	{"homa_port_link_events_total", "Link changes as the loop saw them: down, up, redials (restarts while down) and failed redials.", []string{"event"}, true},
+	{"homa_port_link_down_dropped_packets_total", "Packets dropped because the link was down.", nil, true},
+	{"homa_port_link_up", "1 while the port's link is up (at its loop's last check, every 10 ms).", nil, true},
+	{"homa_worker_sessions_attached_total", "Worker sessions attached.", nil, true},
+	{"homa_worker_sessions_detached_total", "Worker sessions detached.", nil, true},
+	{"homa_worker_submissions_total", "Entries taken from workers' submission rings.", nil, true},
+	{"homa_worker_bad_entries_total", "Submission entries refused as malformed (an error completion each).", nil, true},
+	{"homa_worker_refusals_total", "Worker submissions refused, by cause: refused (the engine said no), limit (workers.max_outstanding), no_recv_space (the receive pool).", []string{"cause"}, true},
+	{"homa_worker_connections_refused_total", "Connections to the worker socket refused before attaching, by cause: credentials (allow-lists) or session_limit (workers.max_sessions_per_uid).", []string{"cause"}, true},
+	{"homa_worker_completions_total", "Completions written to workers' completion rings.", nil, true},
+	{"homa_worker_completions_backlogged_total", "Completions that waited in the daemon for room in a completion ring.", nil, true},
+	{"homa_worker_backlog_full_total", "Times a worker's backlog reached workers.max_backlog (its submission ring then waits unread).", nil, true},
+	{"homa_worker_backlog_overflows_total", "Sessions ended: a completion owed to them found the backlog full.", nil, true},
+	{"homa_worker_corrupt_rings_total", "Sessions ended because a ring index was corrupt.", nil, true},
+	{"homa_worker_wakeups_total", "Eventfd writes that woke a sleeping worker.", nil, true},
+	{"homa_worker_zero_copy_messages_total", "Messages sent from a worker's arena as external buffers (no copy).", nil, true},
+	{"homa_worker_sessions", "Worker sessions attached now.", nil, true},
+	{"homa_worker_outstanding_rpcs", "Workers' RPCs outstanding now (client RPCs in flight and requests not yet answered).", nil, true},
+	{"homa_worker_pool_pages", "Receive-pool pages of the workers, by state: held (by messages) or free.", []string{"state"}, true},
+	{"homa_worker_backlogged_completions", "Completions waiting in the daemon for room in a completion ring now.", nil, true},
+	{"homa_loop_passes_total", "Passes of the polling loop.", nil, true},
+	{"homa_loop_busy_passes_total", "Passes of the polling loop that found work.", nil, true},
+	{"homa_loop_packets_total", "Packets the polling loop received.", nil, true},
+	{"homa_loop_sleeps_total", "Times the idle polling loop slept.", nil, true},
+	{"homa_loop_max_pass_gap_seconds", "Longest time between the starts of two passes of the polling loop, idle sleeps excluded (stalls: GC, scheduler).", nil, true},
+	{"homa_port_received_packets_total", "Packets the port received (rte_eth_stats ipackets).", nil, true},
+	{"homa_port_sent_packets_total", "Packets the port sent (opackets).", nil, true},
+	{"homa_port_received_bytes_total", "Bytes the port received (ibytes).", nil, true},
+	{"homa_port_sent_bytes_total", "Bytes the port sent (obytes).", nil, true},
+	{"homa_port_rx_missed_packets_total", "Packets the NIC dropped for want of RX descriptors (imissed).", nil, true},
+	{"homa_port_rx_errors_total", "Erroneous packets received (ierrors).", nil, true},
+	{"homa_port_tx_errors_total", "Packets the NIC failed to send (oerrors).", nil, true},
+	{"homa_port_rx_nombuf_total", "RX mbuf allocation failures (rx_nombuf).", nil, true},
+	{"homa_port_not_started_packets_total", "Packets not sent or received because the port was stopped, by direction.", []string{"direction"}, true},
+	{"homa_port_xstats_total", "DPDK extended port statistics, by the driver's name for each (counters).", []string{"name"}, true},
+	{"homa_burst_guard_waits_total", "Unmappings that waited for running bursts (the process's).", nil, false},
+	{"homa_burst_guard_timeouts_total", "Bursts still running a second after an unmapping began (the process's).", nil, false},
+	{"homa_intr_repairs_total", "Interrupt callbacks a driver left registered on a freed handle, unregistered (the process's).", nil, false},
+	{"homa_intr_repair_overflows_total", "Interrupt registrations the repair could not record (the process's).", nil, false},
+	{"homa_build_info", "The build: version, VCS commit, Go and DPDK versions (always 1).", []string{"version", "commit", "go", "dpdk"}, false},
+}
+
+// desc is the family's Desc; the engine's scalar counters are made from
+// engine.CounterHelp as they are first exported.
+func (c *Collector) desc(name string) *prometheus.Desc {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.descs == nil {
+		c.descs = map[string]*prometheus.Desc{}
+		for _, f := range families {
+			var l []string
+			if f.perHost {
+				l = append(l, labels...)
+			}
+			c.descs[f.name] = prometheus.NewDesc(f.name, f.help, append(l, f.extra...), nil)
+		}
+		for k, help := range engine.CounterHelp {
+			n := "homa_" + k + "_total"
+			c.descs[n] = prometheus.NewDesc(n, help, labels, nil)
+		}
 	}
-)
+	d := c.descs[name]
+	if d == nil {
+		panic("daemon: no metric family " + name)
+	}
+	return d
+}
 
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
 
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	counter := func(d *prometheus.Desc, v uint64, lv ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), lv...)
+	emit := func(name string, t prometheus.ValueType, v float64, lv ...string) {
+		ch <- prometheus.MustNewConstMetric(c.desc(name), t, v, lv...)
 	}
+	counter := func(name string, v uint64, lv ...string) { emit(name, prometheus.CounterValue, float64(v), lv...) }
+	gauge := func(name string, v float64, lv ...string) { emit(name, prometheus.GaugeValue, v, lv...) }
+	b := BuildInfo()
+	gauge("homa_build_info", 1, b.Version, b.Commit, b.Go, b.DPDK)
 	g := dpdk.BurstGuardStats()
-	counter(descs.guard, g.Waits, "wait")
-	counter(descs.guard, g.Timeouts, "timeout")
+	counter("homa_burst_guard_waits_total", g.Waits)
+	counter("homa_burst_guard_timeouts_total", g.Timeouts)
 	ifx := dpdk.IntrFix()
-	counter(descs.intrFix, ifx.Unregistered, "unregistered")
-	counter(descs.intrFix, ifx.Overflow, "overflow")
+	counter("homa_intr_repairs_total", ifx.Unregistered)
+	counter("homa_intr_repair_overflows_total", ifx.Overflow)
 	for i, h := range c.Hosts {
 		host, port := h.Addr().String(), h.Port().Name
+		hc := func(name string, v uint64, extra ...string) {
+			counter(name, v, append([]string{host, port}, extra...)...)
+		}
+		hg := func(name string, v float64, extra ...string) {
+			gauge(name, v, append([]string{host, port}, extra...)...)
+		}
 		s := h.Snapshot()
-		s.Engine.Each(func(name string, v uint64) { counter(descs.engine, v, host, port, name) })
+		c.collectEngine(ch, &s.Engine, host, port)
 		for cause, v := range s.RxDrops {
-			counter(descs.drops, v, host, port, hostpkg.RxDropNames[cause])
+			hc("homa_drops_total", v, "host", hostpkg.RxDropNames[cause])
 		}
 		st := s.Stack
-		for name, v := range map[string]uint64{
-			"arp_requests": st.ARPRequests, "arp_replies": st.ARPReplies, "arp_learned": st.ARPLearned,
-			"echo_requests": st.EchoRequests, "not_for_us": st.NotForUs, "malformed": st.Malformed, "unsupported": st.Unsupported,
-		} {
-			counter(descs.stack, v, host, port, name)
-		}
-		counter(descs.tx, s.NoBuffer, host, port, "no_mbuf")
-		counter(descs.tx, s.Busy, host, port, "txq_backed_up")
+		hc("homa_arp_packets_received_total", st.ARPRequests, "request")
+		hc("homa_arp_packets_received_total", st.ARPReplies, "reply")
+		hc("homa_arp_entries_learned_total", st.ARPLearned)
+		hc("homa_icmp_echo_requests_total", st.EchoRequests)
+		hc("homa_host_frames_ignored_total", st.NotForUs, "not_for_us")
+		hc("homa_host_frames_ignored_total", st.Malformed, "malformed")
+		hc("homa_host_frames_ignored_total", st.Unsupported, "unsupported")
+		hc("homa_tx_refused_total", s.NoBuffer, "no_mbuf")
+		hc("homa_tx_refused_total", s.Busy, "txq_backed_up")
 		for k, name := range []string{"drop", "duplicate", "reorder"} {
-			counter(descs.faults, s.Faults[k], host, port, name)
+			hc("homa_faults_injected_total", s.Faults[k], name)
 		}
 		for q, qs := range s.Queues {
 			qn := strconv.Itoa(q)
-			counter(descs.queue, qs.Enqueued, host, port, qn, "enqueued")
-			counter(descs.queue, qs.Sent, host, port, qn, "sent")
-			counter(descs.queue, qs.Returned, host, port, qn, "returned")
-			counter(descs.queue, qs.Dropped, host, port, qn, "dropped")
+			hc("homa_txq_enqueued_packets_total", qs.Enqueued, qn)
+			hc("homa_txq_sent_packets_total", qs.Sent, qn)
+			hc("homa_txq_returned_packets_total", qs.Returned, qn)
+			hc("homa_txq_dropped_packets_total", qs.Dropped, qn)
 		}
-		counter(descs.capture, s.CapDropped, host, port)
-		counter(descs.chained, s.RxChainedInPlace, host, port, "in_place")
-		counter(descs.chained, s.RxChainedJoined, host, port, "joined")
+		hc("homa_capture_dropped_packets_total", s.CapDropped)
+		hc("homa_rx_chained_frames_total", s.RxChainedInPlace, "in_place")
+		hc("homa_rx_chained_frames_total", s.RxChainedJoined, "joined")
 		nb := s.Neighbours
-		for name, v := range map[string]uint64{"arp_requests_sent": nb.Requests, "failures": nb.Failures,
-			"expired": nb.Expired, "table_full": nb.Full, "forgotten": nb.Forgotten} {
-			counter(descs.neigh, v, host, port, name)
-		}
+		hc("homa_neighbour_requests_sent_total", nb.Requests)
+		hc("homa_neighbour_resolution_failures_total", nb.Failures)
+		hc("homa_neighbour_entries_expired_total", nb.Expired)
+		hc("homa_neighbour_table_full_total", nb.Full)
+		hc("homa_neighbour_entries_forgotten_total", nb.Forgotten)
 		l := s.Link
-		for name, v := range map[string]uint64{
-			"down": l.Downs, "up": l.Ups, "redial": l.Redials, "redial_failed": l.RedialFailures, "tx_dropped": l.TxDropped,
-		} {
-			counter(descs.link, v, host, port, name)
-		}
+		hc("homa_port_link_events_total", l.Downs, "down")
+		hc("homa_port_link_events_total", l.Ups, "up")
+		hc("homa_port_link_events_total", l.Redials, "redial")
+		hc("homa_port_link_events_total", l.RedialFailures, "redial_failed")
+		hc("homa_port_link_down_dropped_packets_total", l.TxDropped)
 		up := 0.0
 		if l.Up {
 			up = 1
 		}
-		ch <- prometheus.MustNewConstMetric(descs.linkUp, prometheus.GaugeValue, up, host, port)
+		hg("homa_port_link_up", up)
 		if i < len(c.Hubs) && c.Hubs[i] != nil {
 			w := c.Hubs[i].Snapshot()
-			for name, v := range map[string]uint64{
-				"attached": w.Attached, "detached": w.Detached, "submissions": w.Submissions,
-				"bad_entries": w.BadEntries, "refused": w.Refused, "limit_refusals": w.LimitRefusals,
-				"no_recv_space": w.NoRecvSpace, "completions": w.Completions, "cq_backlogged": w.CQBacklogged,
-				"wakeups": w.Wakeups, "corrupt_rings": w.CorruptRings,
-				"zero_copy_messages": w.ZeroCopyMessages, "backlog_full": w.BacklogFull,
-				"backlog_overflows": w.BacklogOverflows, "credential_refusals": w.CredentialRefusals,
-				"session_limit_refusals": w.SessionLimitRefusals,
-			} {
-				counter(descs.workers, v, host, port, name)
-			}
-			for name, v := range map[string]uint64{
-				"sessions": w.ActiveSessions, "outstanding_rpcs": w.OutstandingRPCs,
-				"held_pages": w.HeldPages, "free_pages": w.FreePages, "backlogged": w.Backlogged,
-			} {
-				ch <- prometheus.MustNewConstMetric(descs.workerGauge, prometheus.GaugeValue, float64(v), host, port, name)
-			}
+			hc("homa_worker_sessions_attached_total", w.Attached)
+			hc("homa_worker_sessions_detached_total", w.Detached)
+			hc("homa_worker_submissions_total", w.Submissions)
+			hc("homa_worker_bad_entries_total", w.BadEntries)
+			hc("homa_worker_refusals_total", w.Refused, "refused")
+			hc("homa_worker_refusals_total", w.LimitRefusals, "limit")
+			hc("homa_worker_refusals_total", w.NoRecvSpace, "no_recv_space")
+			hc("homa_worker_connections_refused_total", w.CredentialRefusals, "credentials")
+			hc("homa_worker_connections_refused_total", w.SessionLimitRefusals, "session_limit")
+			hc("homa_worker_completions_total", w.Completions)
+			hc("homa_worker_completions_backlogged_total", w.CQBacklogged)
+			hc("homa_worker_backlog_full_total", w.BacklogFull)
+			hc("homa_worker_backlog_overflows_total", w.BacklogOverflows)
+			hc("homa_worker_corrupt_rings_total", w.CorruptRings)
+			hc("homa_worker_wakeups_total", w.Wakeups)
+			hc("homa_worker_zero_copy_messages_total", w.ZeroCopyMessages)
+			hg("homa_worker_sessions", float64(w.ActiveSessions))
+			hg("homa_worker_outstanding_rpcs", float64(w.OutstandingRPCs))
+			hg("homa_worker_pool_pages", float64(w.HeldPages), "held")
+			hg("homa_worker_pool_pages", float64(w.FreePages), "free")
+			hg("homa_worker_backlogged_completions", float64(w.Backlogged))
 		}
 		if i < len(c.Loops) && c.Loops[i] != nil {
 			ls := c.Loops[i].Stats()
-			counter(descs.loop, ls.Passes, host, port, "passes")
-			counter(descs.loop, ls.BusyPasses, host, port, "busy_passes")
-			counter(descs.loop, ls.Packets, host, port, "packets")
-			counter(descs.loop, ls.Sleeps, host, port, "sleeps")
-			ch <- prometheus.MustNewConstMetric(descs.loopGap, prometheus.GaugeValue, ls.MaxGap.Seconds(), host, port)
+			hc("homa_loop_passes_total", ls.Passes)
+			hc("homa_loop_busy_passes_total", ls.BusyPasses)
+			hc("homa_loop_packets_total", ls.Packets)
+			hc("homa_loop_sleeps_total", ls.Sleeps)
+			hg("homa_loop_max_pass_gap_seconds", ls.MaxGap.Seconds())
 		}
 		if ps, err := h.Port().Stats(); err == nil {
-			for name, v := range map[string]uint64{
-				"ipackets": ps.IPackets, "opackets": ps.OPackets, "ibytes": ps.IBytes, "obytes": ps.OBytes,
-				"imissed": ps.IMissed, "ierrors": ps.IErrors, "oerrors": ps.OErrors, "rx_nombuf": ps.RxNoMbuf,
-				"tx_not_started": ps.TxNotStarted, "rx_not_started": ps.RxNotStarted,
-			} {
-				counter(descs.port, v, host, port, name)
-			}
+			hc("homa_port_received_packets_total", ps.IPackets)
+			hc("homa_port_sent_packets_total", ps.OPackets)
+			hc("homa_port_received_bytes_total", ps.IBytes)
+			hc("homa_port_sent_bytes_total", ps.OBytes)
+			hc("homa_port_rx_missed_packets_total", ps.IMissed)
+			hc("homa_port_rx_errors_total", ps.IErrors)
+			hc("homa_port_tx_errors_total", ps.OErrors)
+			hc("homa_port_rx_nombuf_total", ps.RxNoMbuf)
+			hc("homa_port_not_started_packets_total", ps.TxNotStarted, "tx")
+			hc("homa_port_not_started_packets_total", ps.RxNotStarted, "rx")
 		}
 		if xs, err := h.Port().XStats(); err == nil {
+			seen := map[string]bool{}
 			for _, x := range xs {
-				ch <- prometheus.MustNewConstMetric(descs.xstat, prometheus.UntypedValue, float64(x.Value), host, port, x.Name)
+				if !seen[x.Name] { // a driver may repeat a name; a family may not
+					seen[x.Name] = true
+					hc("homa_port_xstats_total", x.Value, x.Name)
+				}
 			}
 		}
 	}
 }
 
+// collectEngine exports one endpoint's counters and histograms.
+func (c *Collector) collectEngine(ch chan<- prometheus.Metric, m *engine.Metrics, host, port string) {
+	counter := func(name string, v uint64, extra ...string) {
+		ch <- prometheus.MustNewConstMetric(c.desc(name), prometheus.CounterValue, float64(v), append([]string{host, port}, extra...)...)
+	}
+	for i, v := range m.PacketsSent {
+		counter("homa_packets_sent_total", v, (wire.TypeData + wire.PacketType(i)).String())
+	}
+	for i, v := range m.PacketsRcvd {
+		counter("homa_packets_received_total", v, (wire.TypeData + wire.PacketType(i)).String())
+	}
+	for cause := range engine.NumDropCauses {
+		if cause == 0 {
+			continue // DropNone
+		}
+		stage := "engine"
+		counter("homa_drops_total", m.Drops[cause], stage, cause.String())
+	}
+	m.Each(func(name string, v uint64) {
+		if _, ok := engine.CounterHelp[name]; ok {
+			counter("homa_"+name+"_total", v)
+		}
+	})
+	ch <- histogram(c.desc("homa_rpc_round_trip_seconds"), &m.RoundTrips, engine.RoundTripBoundsNs[:], 1e-9, host, port)
+	ch <- histogram(c.desc("homa_message_size_bytes"), &m.MessageSizes, engine.MessageSizeBounds[:], 1, host, port)
+}
+
+// histogram is a Prometheus histogram of h, whose buckets end at bounds,
+// the bounds and the sum scaled by unit (ns to seconds: 1e-9).
+func histogram(d *prometheus.Desc, h *engine.Histogram, bounds []int64, unit float64, lv ...string) prometheus.Metric {
+	buckets := map[float64]uint64{}
+	var cum, n uint64
+	for i, b := range bounds {
+		cum += h.Counts[i]
+		buckets[float64(b)*unit] = cum
+	}
+	for _, v := range h.Counts {
+		n += v
+	}
+	return prometheus.MustNewConstHistogram(d, n, float64(h.Sum)*unit, buckets, lv...)
+}
+
 // ServeMetrics serves /metrics on addr until the returned server is
-// closed. It fails at once when addr cannot be bound.
-func ServeMetrics(addr string, c *Collector) (*http.Server, error) {
+// closed, with the Go runtime's and the process's collectors beside c,
+// and the probes /healthz and /readyz: 200, or 503 with what healthy or
+// ready says is wrong ("" when nothing is). It fails at once when addr
+// cannot be bound.
+func ServeMetrics(addr string, c *Collector, healthy, ready func() string) (*http.Server, error) {
 	reg := prometheus.NewRegistry()
-	if err := reg.Register(c); err != nil {
-		return nil, err
+	for _, col := range []prometheus.Collector{c, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		if err := reg.Register(col); err != nil {
+			return nil, err
+		}
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -166,7 +324,64 @@ func ServeMetrics(addr string, c *Collector) (*http.Server, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	probe := func(check func() string, ok, notOK string) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			if why := check(); why != "" {
+				http.Error(w, notOK+": "+why, http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprintln(w, ok)
+		}
+	}
+	mux.HandleFunc("/healthz", probe(healthy, "ok", "unhealthy"))
+	mux.HandleFunc("/readyz", probe(ready, "ready", "not ready"))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	return srv, nil
+}
+
+// Readiness says why the daemon is not ready to carry traffic ("" when it
+// is): a port whose link is down, or a polling loop that has ended or
+// made no pass in the last second (a loop that sleeps when idle still
+// passes every idle_max_sleep_us). /readyz.
+func (c *Collector) Readiness() string { return c.check(true, time.Second) }
+
+// Health says why the daemon is broken ("" when it is not): a polling
+// loop that has ended or made no pass in 10 s. A link that is down is not
+// a fault of the daemon's (Readiness reports it). /healthz.
+func (c *Collector) Health() string { return c.check(false, 10*time.Second) }
+
+// check is Readiness and Health: the links when links is set, and each
+// loop's passes, which must have moved within stall. The first call
+// notes each loop's passes; a loop stalls when a later call, stall or
+// more after the count last moved, finds it the same.
+func (c *Collector) check(links bool, stall time.Duration) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.passes == nil {
+		c.passes, c.passesAt = make([]uint64, len(c.Hosts)), make([]time.Time, len(c.Hosts))
+	}
+	var why []string
+	now := time.Now()
+	for i, h := range c.Hosts {
+		if links && !h.Snapshot().Link.Up {
+			why = append(why, fmt.Sprintf("the link of %s (%s) is down", h.Port().Name, h.Addr()))
+		}
+		if i >= len(c.Loops) || c.Loops[i] == nil {
+			continue
+		}
+		select {
+		case <-c.Loops[i].Done():
+			why = append(why, fmt.Sprintf("the polling loop of %s has ended", h.Addr()))
+			continue
+		default:
+		}
+		p := c.Loops[i].Stats().Passes
+		if p != c.passes[i] || c.passesAt[i].IsZero() {
+			c.passes[i], c.passesAt[i] = p, now
+		} else if d := now.Sub(c.passesAt[i]); d >= stall {
+			why = append(why, fmt.Sprintf("the polling loop of %s made no pass in %v", h.Addr(), d.Round(time.Millisecond)))
+		}
+	}
+	return strings.Join(why, "; ")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
@@ -16,6 +17,7 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/sched"
 	"github.com/homa-dpdk/homa-dpdk/shm"
 	"github.com/homa-dpdk/homa-dpdk/wire"
+	"github.com/rs/zerolog"
 )
 
 // validate checks the Spec against what EAL found.
@@ -41,7 +43,7 @@ func (d *Daemon) validate() error {
 			d.vdevs = append(d.vdevs, name)
 		}
 		if err != nil {
-			return fmt.Errorf("ports[%d].device: %w (give a vdev to EAL with --vdev, or with its arguments here)", i, err)
+			return fmt.Errorf("ports[%d].device: %w (%s)", i, err, noPortHint(d.spec.EAL, name, hasArgs))
 		}
 		d.ports = append(d.ports, p)
 		if err := checkFrameBuffers(d.spec, i, kernelMTU); err != nil {
@@ -49,6 +51,24 @@ func (d *Daemon) validate() error {
 		}
 	}
 	return nil
+}
+
+// noPortHint says why a port's device may be missing: a vdev EAL was
+// given (--vdev) whose driver did not attach it, a vdev made from
+// ports[].device's arguments that failed, or a device EAL was not given.
+func noPortHint(eal []string, name string, hasArgs bool) string {
+	for _, v := range ealVdevs(eal) {
+		if n, _, _ := strings.Cut(v, ","); n == name {
+			return fmt.Sprintf("EAL was given --vdev %s, but its driver did not attach the device: its reason is in EAL's log above (a bad argument, such as an iface= that does not exist)", v)
+		}
+	}
+	if strings.HasPrefix(name, "net_") {
+		if hasArgs {
+			return "the vdev could not be made from its arguments: see the driver's message above"
+		}
+		return "give a vdev its arguments here (device: " + name + ",ARGS) or to EAL with --vdev"
+	}
+	return "a PCI device must be bound to a DPDK driver (vfio-pci) or be a bifurcated one (mlx5), and not excluded by EAL's -a/-b"
 }
 
 // makePools makes each port's mbuf pool: every frame of the port in one
@@ -173,9 +193,16 @@ func (d *Daemon) launch() error {
 		for i, p := range d.ports {
 			names[i] = p.Name
 		}
-		c, err := dpdk.NewCapture(d.spec.Capture.File, names, 0, d.spec.Capture.Last)
+		cs := d.spec.Capture
+		c, err := dpdk.NewCapture(cs.File, names, cs.Snaplen, cs.Last)
 		if err != nil {
 			return fmt.Errorf("capture.file: %w", err)
+		}
+		if cs.Last == 0 {
+			if err := c.LimitSize(int64(cs.MaxBytes), cs.Files); err != nil {
+				c.Close()
+				return fmt.Errorf("capture.max_bytes: %w", err)
+			}
 		}
 		d.capture = c
 	}
@@ -211,12 +238,13 @@ func (d *Daemon) launch() error {
 	// The process's other threads stay off the loops' CPUs.
 	d.housekeeping = lcore.StartHousekeeping(d.loops, time.Second)
 	if addr := d.spec.Metrics.Address; addr != "" {
-		srv, err := ServeMetrics(addr, &Collector{Hosts: d.hosts, Hubs: d.hubOf, Loops: d.loopOf})
+		col := &Collector{Hosts: d.hosts, Hubs: d.hubOf, Loops: d.loopOf}
+		srv, err := ServeMetrics(addr, col, col.Health, col.Readiness)
 		if err != nil {
 			return err
 		}
 		d.metrics = srv
-		d.Log.Info().Str("address", addr).Msg("serving /metrics")
+		d.Log.Info().Str("address", addr).Msg("serving /metrics, /healthz and /readyz")
 	}
 	return nil
 }
@@ -262,6 +290,26 @@ func (d *Daemon) launchLoops(idle lcore.Idle) error {
 	return nil
 }
 
+// refusalLog logs refused workers as warnings, at most one line per
+// every (anyone who reaches the socket can be refused in a loop); a line
+// says how many were left out before it.
+func refusalLog(log zerolog.Logger, every time.Duration) func(uid, gid, pid int, why string) {
+	var mu sync.Mutex
+	var last time.Time
+	skipped := 0
+	return func(uid, gid, pid int, why string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if now := time.Now(); now.Sub(last) >= every {
+			log.Warn().Int("uid", uid).Int("gid", gid).Int("pid", pid).Int("refusals_not_logged", skipped).
+				Msg("worker refused: " + why)
+			last, skipped = now, 0
+			return
+		}
+		skipped++
+	}
+}
+
 // openWorkers opens the worker control socket of each host that has one.
 func (d *Daemon) openWorkers() error {
 	ws := d.spec.Workers
@@ -271,6 +319,7 @@ func (d *Daemon) openWorkers() error {
 	}
 	hc := hub.Config{SocketGroup: ws.SocketGroup, AllowUIDs: ws.AllowUIDs, AllowGIDs: ws.AllowGIDs, MaxOutstanding: ws.MaxOutstanding,
 		MaxBacklog: ws.MaxBacklog, MaxSessionsPerUID: ws.MaxSessionsPerUID,
+		OnRefuse: refusalLog(d.Log, time.Second),
 		Params: shm.Params{
 			SQEntries: uint64(ws.RingEntries), CQEntries: uint64(ws.RingEntries),
 			ArenaSize: uint64(ws.MaxBytes), PoolPages: uint64(ws.PoolBytes / shm.PageSize),

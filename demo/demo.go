@@ -30,7 +30,13 @@ type Config struct {
 	Concurrency int // RPCs outstanding at once
 	Capture     string
 	CaptureLast int
-	Out         io.Writer
+	// CaptureSnaplen is the bytes kept per captured packet (0: the
+	// config's capture.snaplen, 128).
+	CaptureSnaplen int
+	// Drop is the fraction of received packets each host drops
+	// (faults.drop), so that RESENDs show in the figures and a capture.
+	Drop float64
+	Out  io.Writer
 }
 
 // Validate checks c, naming the flag of each bad field.
@@ -42,6 +48,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--concurrency %d: want at least 1", c.Concurrency)
 	case len(c.Sizes) == 0:
 		return fmt.Errorf("--sizes: want at least one size")
+	case c.CaptureSnaplen != 0 && (c.CaptureSnaplen < 64 || c.CaptureSnaplen > 65535):
+		return fmt.Errorf("--capture-snaplen %d: want 64..65535", c.CaptureSnaplen)
+	case c.Drop < 0 || c.Drop >= 1:
+		return fmt.Errorf("--drop %v: want a fraction in [0, 1)", c.Drop)
 	}
 	return nil
 }
@@ -142,6 +152,10 @@ func Run(cfg Config) error {
 		return fmt.Errorf("demo config: %w", err)
 	}
 	spec.Capture.File, spec.Capture.Last = cfg.Capture, cfg.CaptureLast
+	spec.Faults.Drop = cfg.Drop
+	if cfg.CaptureSnaplen > 0 {
+		spec.Capture.Snaplen = cfg.CaptureSnaplen
+	}
 	ports, rings, err := host.NewRingPorts(ringName, spec.Ports[0].TxQueues)
 	defer host.CloseRingPorts(ports, rings)
 	if err != nil {
@@ -210,7 +224,7 @@ func Run(cfg Config) error {
 // demoLog is the daemon's log in the demo: warnings and errors, to
 // stderr.
 func demoLog() zerolog.Logger {
-	return zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly}).Level(zerolog.WarnLevel).With().Timestamp().Logger()
+	return daemon.NewLogger(os.Stderr, "console", "warn")
 }
 
 func newDemoClient(cfg Config, h *host.Host, port *engine.Port, dst engine.Addr, stopAt int64) *demoClient {

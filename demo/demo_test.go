@@ -17,8 +17,10 @@ func TestRunDemo_homaHostsExchangeRPCs(t *testing.T) {
 	dpdktest.Need(t)
 	var out strings.Builder
 	capture := filepath.Join(t.TempDir(), "demo.pcapng")
+	// 5 % of the packets each host receives are dropped, so that RESENDs
+	// recover them (and show in the capture).
 	err := Run(Config{Duration: time.Second, Sizes: []int{100, 10_000, 100_000}, Concurrency: 2, Out: &out,
-		Capture: capture, CaptureLast: 20000})
+		Capture: capture, CaptureLast: 20000, Drop: 0.05})
 	t.Log("\n" + out.String())
 	if err != nil {
 		t.Fatal(err)
@@ -49,6 +51,7 @@ func TestRunDemo_homaHostsExchangeRPCs(t *testing.T) {
 	if types["10"] == 0 || types["11"] == 0 || types["17"]+types["18"] == 0 {
 		t.Errorf("capture holds Homa types %v; want DATA (10), GRANT (11) and ACK (18) or NEED_ACK (17)", types)
 	}
+	checkDissector(t, capture)
 }
 
 func TestWorkersConfig_validate(t *testing.T) {

@@ -24,8 +24,17 @@ import (
 type Capture struct {
 	scratch []byte // a chained packet, made contiguous for Record
 	f       *os.File
+	path    string
+	hdr     []byte // the section and interface blocks that start every file
 	ifaces  int
 	snaplen int
+
+	// Size bound (LimitSize), the writer's: the current file's bytes,
+	// and whether capture stopped at the bound.
+	maxBytes int64
+	files    int
+	size     int64
+	stopped  bool
 
 	// Streaming mode.
 	cur     *captureChunk
@@ -53,7 +62,10 @@ const (
 	Outbound Direction = 2 // sent
 )
 
-type captureChunk struct{ buf []byte }
+type captureChunk struct {
+	buf     []byte
+	records uint64 // packets in buf
+}
 
 const (
 	captureChunkSize = 1 << 20
@@ -87,16 +99,16 @@ func NewCapture(path string, ifaceNames []string, snaplen, last int) (*Capture, 
 	if err != nil {
 		return nil, fmt.Errorf("capture: %w", err)
 	}
-	c := &Capture{f: f, ifaces: len(ifaceNames), snaplen: snaplen, last: last}
-	var hdr []byte
-	hdr = appendSHB(hdr)
+	c := &Capture{f: f, path: path, ifaces: len(ifaceNames), snaplen: snaplen, last: last}
+	c.hdr = appendSHB(c.hdr)
 	for _, n := range ifaceNames {
-		hdr = appendIDB(hdr, n, snaplen)
+		c.hdr = appendIDB(c.hdr, n, snaplen)
 	}
-	if _, err := f.Write(hdr); err != nil {
+	if _, err := f.Write(c.hdr); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("capture %s: %w", path, err)
 	}
+	c.size = int64(len(c.hdr))
 	if last > 0 {
 		c.ring = make([][]byte, last)
 		for i := range c.ring {
@@ -116,16 +128,70 @@ func NewCapture(path string, ifaceNames []string, snaplen, last int) (*Capture, 
 	return c, nil
 }
 
+// LimitSize bounds each capture file to maxBytes (0: no bound; at least
+// a chunk, 1 MiB; a file holds whole chunks, so it may pass the bound by
+// its own first blocks, under a KB): past it, with files > 1, the file is renamed path.1
+// (path.1 to path.2, and so on; path.files-1 is overwritten, the oldest
+// lost) and the capture goes on in a new path; with files <= 1 capture
+// stops, the packets counted in Dropped. Streaming mode only; call it
+// before the first Record.
+func (c *Capture) LimitSize(maxBytes int64, files int) error {
+	switch {
+	case c.last > 0:
+		return errors.New("capture: a size limit applies to streaming captures, not to the last-N mode")
+	case maxBytes != 0 && maxBytes < captureChunkSize:
+		return fmt.Errorf("capture: size limit %d is under one chunk (%d bytes)", maxBytes, captureChunkSize)
+	}
+	c.maxBytes, c.files = maxBytes, files
+	return nil
+}
+
 func (c *Capture) writer() {
 	var err error
 	for ch := range c.full {
-		if err == nil {
-			_, err = c.f.Write(ch.buf)
+		if err == nil && c.maxBytes > 0 && !c.stopped && c.size+int64(len(ch.buf)) > c.maxBytes {
+			err = c.rotate()
 		}
-		ch.buf = ch.buf[:0]
+		switch {
+		case c.stopped || err != nil:
+			c.dropped.Add(ch.records)
+		default:
+			var n int
+			n, err = c.f.Write(ch.buf)
+			c.size += int64(n)
+		}
+		ch.buf, ch.records = ch.buf[:0], 0
 		c.free <- ch
 	}
 	c.done <- err
+}
+
+// rotate starts a new file at the size bound, or stops the capture.
+func (c *Capture) rotate() error {
+	if c.files <= 1 {
+		c.stopped = true
+		return nil
+	}
+	if err := c.f.Close(); err != nil {
+		return err
+	}
+	for i := c.files - 1; i >= 1; i-- {
+		from := c.path
+		if i > 1 {
+			from = fmt.Sprintf("%s.%d", c.path, i-1)
+		}
+		if err := os.Rename(from, fmt.Sprintf("%s.%d", c.path, i)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	f, err := os.Create(c.path)
+	if err != nil {
+		return err
+	}
+	c.f = f
+	n, err := f.Write(c.hdr)
+	c.size = int64(n)
+	return err
 }
 
 // Record captures one packet seen on interface iface at time ts (ns since
@@ -155,6 +221,7 @@ func (c *Capture) Record(iface int, dir Direction, ts int64, data []byte) {
 		}
 	}
 	c.cur.buf = appendEPB(c.cur.buf, iface, dir, ts, data, c.snaplen)
+	c.cur.records++
 	c.written.Add(1)
 }
 
@@ -163,7 +230,8 @@ func (c *Capture) Record(iface int, dir Direction, ts int64, data []byte) {
 func (c *Capture) Captured() uint64 { return c.written.Load() }
 
 // Dropped is the number of packets not captured because the writer was
-// behind (or the interface index was wrong).
+// behind, the size limit stopped the capture (LimitSize with one file),
+// or the interface index was wrong.
 func (c *Capture) Dropped() uint64 { return c.dropped.Load() }
 
 // Close writes what is pending and closes the file. The loop must have

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // pcapngRecord is what readPcapng finds in an Enhanced Packet Block.
@@ -145,6 +146,77 @@ func TestCapture_lastNKeepsNewestInOrder(t *testing.T) {
 		}
 	}
 	tsharkCheck(t, path, 10)
+}
+
+// With a size bound and three files, the capture rotates: FILE, FILE.1
+// and FILE.2 hold the newest packets in order, each within the bound; with
+// one file it stops at the bound and counts the rest as dropped.
+func TestCapture_sizeLimitRotatesOrStops(t *testing.T) {
+	const limit = 1 << 20
+	record := func(c *Capture, n int) {
+		for i := range n {
+			c.Record(0, Inbound, int64(i), frame(i))
+			if i%2000 == 0 {
+				time.Sleep(2 * time.Millisecond) // the writer keeps up: nothing dropped for being behind
+			}
+		}
+	}
+	path := filepath.Join(t.TempDir(), "rot.pcapng")
+	c, err := NewCapture(path, []string{"p0"}, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.LimitSize(limit, 3); err != nil {
+		t.Fatal(err)
+	}
+	record(c, 60_000) // about 6 MiB of records
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Dropped() != 0 {
+		t.Fatalf("%d dropped while rotating", c.Dropped())
+	}
+	if _, err := os.Stat(path + ".3"); !os.IsNotExist(err) {
+		t.Fatalf("a fourth file was kept: %v", err)
+	}
+	last := int64(-1)
+	total := 0
+	for _, p := range []string{path + ".2", path + ".1", path} { // oldest first
+		st, err := os.Stat(p)
+		if err != nil || st.Size() > limit+1024 {
+			t.Fatalf("%s: %v, size %d over the bound", p, err, st.Size())
+		}
+		_, recs := readPcapng(t, p)
+		for _, r := range recs {
+			if r.ts <= last {
+				t.Fatalf("%s: record at %d after %d", p, r.ts, last)
+			}
+			last = r.ts
+		}
+		total += len(recs)
+	}
+	if last != 59_999 || total >= 60_000 || total < 20_000 {
+		t.Fatalf("kept %d records, the newest at %d", total, last)
+	}
+
+	path = filepath.Join(t.TempDir(), "stop.pcapng")
+	if c, err = NewCapture(path, []string{"p0"}, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.LimitSize(limit, 1); err != nil {
+		t.Fatal(err)
+	}
+	record(c, 30_000)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, recs := readPcapng(t, path)
+	if st, _ := os.Stat(path); st.Size() > limit+1024 || len(recs)+int(c.Dropped()) != 30_000 || c.Dropped() == 0 {
+		t.Fatalf("one file: %d bytes, %d records, %d dropped", st.Size(), len(recs), c.Dropped())
+	}
+	if err := c.LimitSize(1000, 2); err == nil {
+		t.Error("a bound under one chunk accepted")
+	}
 }
 
 func TestCapture_recordNoAllocs(t *testing.T) {

@@ -63,11 +63,14 @@ func Init(args []string) (int, error) {
 
 	var logp *C.char
 	var loglen C.size_t
-	// getopt reports a bad option on standard error, outside DPDK's log:
-	// capture it too, then pass it on.
-	restore := captureStderr()
+	// getopt reports a bad option on standard error, outside DPDK's log,
+	// and EAL prints its usage on standard output: capture both, then
+	// pass them on (the usage only when asked for).
+	restore := captureFD(2)
+	restoreOut := captureFD(1)
 	rc := C.homa_eal_init(C.int(len(argv)), cargv, &logp, &loglen)
 	errno := int(C.homa_errno())
+	stdoutText := restoreOut()
 	stderrText := restore()
 	log := stderrText
 	if logp != nil {
@@ -85,9 +88,20 @@ func Init(args []string) (int, error) {
 		os.Stderr.WriteString(stderrText)
 		e := newError(fmt.Sprintf("EAL init %q", args), errno)
 		e.Log = errorLines(log)
+		if isUsage(stdoutText) {
+			// 75 lines of EAL's options after a bad argument bury the
+			// line that names it.
+			e.Log += "; EAL's options: give -- --help"
+		} else {
+			os.Stdout.WriteString(stdoutText)
+		}
+		if h := memoryHint(log + stderrText); h != "" {
+			e.Log += "; " + h
+		}
 		return 0, e
 	}
-	if log != "" {
+	os.Stdout.WriteString(stdoutText)
+	if log = quietHarmless(log); log != "" {
 		os.Stderr.WriteString(log)
 	}
 	eal.initialized = true
@@ -176,32 +190,76 @@ func SocketID() int { return int(C.rte_socket_id()) }
 // SocketCount is the number of NUMA sockets EAL detected.
 func SocketCount() int { return int(C.rte_socket_count()) }
 
-// captureStderr points file descriptor 2 at a temporary file until the
+// captureFD points file descriptor fd at a temporary file until the
 // returned function is called; that function restores it and returns what
 // was written. When capturing is impossible it does nothing.
-func captureStderr() func() string {
-	f, err := os.CreateTemp("", "homa-eal-stderr")
+func captureFD(fd int) func() string {
+	f, err := os.CreateTemp("", "homa-eal-out")
 	if err != nil {
 		return func() string { return "" }
 	}
 	os.Remove(f.Name())
-	saved, err := unix.Dup(2)
+	saved, err := unix.Dup(fd)
 	if err != nil {
 		f.Close()
 		return func() string { return "" }
 	}
-	if err := unix.Dup2(int(f.Fd()), 2); err != nil {
+	if err := unix.Dup2(int(f.Fd()), fd); err != nil {
 		unix.Close(saved)
 		f.Close()
 		return func() string { return "" }
 	}
 	return func() string {
-		_ = unix.Dup2(saved, 2)
+		_ = unix.Dup2(saved, fd)
 		unix.Close(saved)
 		defer f.Close()
 		b, _ := os.ReadFile("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
 		return string(b)
 	}
+}
+
+// isUsage reports whether EAL printed its usage.
+func isUsage(out string) bool { return strings.Contains(out, "EAL common options:") }
+
+// memoryHint says what to do when EAL could not get its memory: no
+// hugetlbfs mounted, one it may not write, or no free hugepages.
+func memoryHint(log string) string {
+	l := strings.ToLower(log)
+	for _, sign := range []string{"cannot get hugepage information", "cannot init memory", "not enough memory available",
+		"cannot create lock on", "cannot allocate memory for hugepages"} {
+		if strings.Contains(l, sign) {
+			return "EAL could not get hugepages (none free, hugetlbfs not mounted, or not writable by this user): mount hugetlbfs and reserve 2 MB pages (scripts/setup.sh does), or run with --no-huge -m MB (or --in-memory on hugepages)"
+		}
+	}
+	return ""
+}
+
+// harmless are DPDK log lines known to say nothing wrong on the machines
+// homa-dpdk runs on; quietHarmless drops them from the start-up log (log.
+// dpdk_level debug or info shows everything, as they are not warnings
+// then).
+var harmless = []string{
+	"No available 1048576 kB hugepages reported",
+	"No legacy callbacks, legacy socket not created",
+	"mp action callback",
+	"Multi-process socket",
+}
+
+func quietHarmless(log string) string {
+	if log == "" || strings.Contains(log, "EAL: Detected") { // info level: show everything
+		return log
+	}
+	var keep []string
+	for _, l := range strings.SplitAfter(log, "\n") {
+		quiet := false
+		for _, h := range harmless {
+			quiet = quiet || strings.Contains(l, h)
+		}
+		if !quiet && l != "" {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "")
 }
 
 // Version is the version of the DPDK library linked, e.g. "DPDK 22.11.5"

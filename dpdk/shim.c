@@ -23,6 +23,7 @@ int homa_eal_init(int argc, char **argv, char **log, size_t *loglen) {
 		rte_openlog_stream(f);
 	int rc = rte_eal_init(argc, argv);
 	int err = rte_errno;
+	fflush(stdout); // EAL's usage goes to stdout, which the Go side captures
 	if (f != NULL) {
 		rte_openlog_stream(NULL);
 		fclose(f);

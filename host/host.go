@@ -18,15 +18,16 @@ import (
 // Everything here is owned by the loop's thread: call Pass (or PassAt, or
 // a Pipeline's Pass) and Drain from it only.
 type Host struct {
-	port  *dpdk.Port
-	me    hostAddr
-	ep    *engine.Endpoint
-	neigh *neighbourTable
-	tx    *mbufTx
-	sched *nicq.Scheduler[*dpdk.Mbuf]
-	cap   *dpdk.Capture // nil when capture is off
-	capIf int           // this port's interface in the capture
-	fault faultInjector
+	port    *dpdk.Port
+	me      hostAddr
+	ep      *engine.Endpoint
+	neigh   *neighbourTable
+	tx      *mbufTx
+	sched   *nicq.Scheduler[*dpdk.Mbuf]
+	cap     *dpdk.Capture // nil when capture is off
+	capIf   int           // this port's interface in the capture
+	capRxAt int64         // when the pass's burst arrived (clock ns), for the capture
+	fault   faultInjector
 
 	rx     dpdk.Batch     // every RX queue of the port, polled in one cgo call
 	rxBufs [][]*dpdk.Mbuf // one burst per RX queue
@@ -168,13 +169,17 @@ func (h *Host) prepareTx() {
 	}
 	h.sched.Fill(h.now)
 	total := 0
+	var capAt int64 // the bursts' time in the capture: when they were built
+	if h.cap != nil {
+		capAt = h.clock() + h.wallOff
+	}
 	for q := range h.txBufs {
 		b := h.sched.Burst(q)
 		copy(h.txBufs[q], b)
 		h.txb.SetCount(q, len(b))
 		total += len(b)
 		if h.cap != nil && len(b) > 0 {
-			h.cap.RecordMbufs(h.capIf, dpdk.Outbound, h.now+h.wallOff, b)
+			h.cap.RecordMbufs(h.capIf, dpdk.Outbound, capAt, b)
 		}
 	}
 	// Nothing to send: the NIC backlog holds every paced packet back.

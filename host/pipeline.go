@@ -81,6 +81,9 @@ func (h *Host) stage(prev *Host, now int64) int {
 		rx = &h.rx
 	}
 	got := tx.TxFreeRx(prev.free, rx)
+	if h.cap != nil && got > 0 {
+		h.capRxAt = h.clock() // the burst's arrival, for the capture
+	}
 	clear(prev.free)
 	prev.free = prev.free[:0]
 	n := prev.completeTx() + got

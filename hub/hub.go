@@ -37,6 +37,9 @@ type Config struct {
 	// MaxSessionsPerUID bounds the sessions (each a region) one uid may
 	// hold at once, root's too (0: no bound).
 	MaxSessionsPerUID int
+	// OnRefuse hears of each worker refused before it attached
+	// (shm.ServerConfig.OnRefuse): the daemon logs it.
+	OnRefuse func(uid, gid, pid int, why string)
 	// MaxOutstanding bounds each worker's client RPCs in flight plus the
 	// requests it has not answered yet.
 	MaxOutstanding int
@@ -161,7 +164,7 @@ func New(h Host, c Config) (*Hub, error) {
 	srv, err := shm.Listen(shm.ServerConfig{
 		Path: c.Path, AllowUIDs: c.AllowUIDs, AllowGIDs: c.AllowGIDs, Params: c.Params,
 		SocketGroup: c.SocketGroup, MaxSessionsPerUID: c.MaxSessionsPerUID,
-		OnAttach: hub.onAttach, OnDetach: hub.onDetach,
+		OnAttach: hub.onAttach, OnDetach: hub.onDetach, OnRefuse: c.OnRefuse,
 	})
 	if err != nil {
 		return nil, err

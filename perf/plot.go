@@ -29,11 +29,10 @@ func colorOf(name string) color.Color {
 func PlotRTT(r *RTTResult, path string) error {
 	p := plot.New()
 	p.Title.Text = "Round-trip time, one RPC at a time"
-	p.X.Label.Text = "message size (bytes)"
+	p.X.Label.Text = "message size"
 	p.Y.Label.Text = "RTT (µs)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
-	p.Legend.Top, p.Legend.Left = true, true
+	p.X.Tick.Marker, p.Y.Tick.Marker = SizeTicks{}, plot.LogTicks{Prec: -1}
 	p.Add(plotter.NewGrid())
 	for _, s := range r.Series {
 		if s.Skipped != "" || len(s.Points) == 0 {
@@ -70,7 +69,7 @@ func PlotRTT(r *RTTResult, path string) error {
 			p.Legend.Add(fmt.Sprintf("%s %s", s.Transport, q.name), line, points)
 		}
 	}
-	return p.Save(7*vg.Inch, 5*vg.Inch, path)
+	return SaveLegendBeside(p, 9*vg.Inch, 5*vg.Inch, path)
 }
 
 // plotGroupedBars draws a group of bars per group (the x axis: sizes),
@@ -120,10 +119,9 @@ func plotGroupedBars(title, ylabel string, groups, series []string, values [][]f
 	}
 	p.NominalX(groups...)
 	p.X.Min, p.X.Max = -0.6, float64(len(groups))-0.4
-	p.Y.Min, p.Y.Max = 0, top*1.3+1e-9 // room for the legend
-	p.Legend.Top = true
+	p.Y.Min, p.Y.Max = 0, top*1.15+1e-9 // room for the value labels
 	width := max(6*vg.Inch, vg.Length(len(groups)*len(series))*w*1.3)
-	return p.Save(width, 4*vg.Inch, path)
+	return SaveLegendBeside(p, width+2*vg.Inch, 4*vg.Inch, path)
 }
 
 // startsColor is the colour of a link's starts in the starts plots: that
@@ -139,7 +137,6 @@ func plotStartsFirst(r *StartsResult, path string) error {
 	p.X.Label.Text = "RPC of the start"
 	p.Y.Label.Text = "RTT (µs)"
 	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
-	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
 	named := map[string]bool{}
 	for _, x := range r.Runs {
@@ -175,7 +172,7 @@ func plotStartsFirst(r *StartsResult, path string) error {
 		p.Add(line)
 		p.Legend.Add(homaSeries(s.Link)+" steady P50 (median of the starts)", line)
 	}
-	return p.Save(7*vg.Inch, 5*vg.Inch, path)
+	return SaveLegendBeside(p, 9.5*vg.Inch, 5*vg.Inch, path)
 }
 
 // plotStartsLarge draws each start's large P50 against its number, a
@@ -185,7 +182,6 @@ func plotStartsLarge(r *StartsResult, path string) error {
 	p.Title.Text = fmt.Sprintf("%s P50 of each fresh daemon", sizeName(r.LargeSize))
 	p.X.Label.Text = "start"
 	p.Y.Label.Text = "P50 RTT (µs)"
-	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
 	top := 0.0
 	for _, s := range r.Links {
@@ -208,6 +204,6 @@ func plotStartsLarge(r *StartsResult, path string) error {
 		p.Add(line, points)
 		p.Legend.Add(homaSeries(s.Link), line, points)
 	}
-	p.Y.Min, p.Y.Max = 0, top*1.25+1e-9 // from 0, so the spread reads as a fraction; room for the legend
-	return p.Save(7*vg.Inch, 4*vg.Inch, path)
+	p.Y.Min, p.Y.Max = 0, top*1.1+1e-9 // from 0, so the spread reads as a fraction
+	return SaveLegendBeside(p, 8.5*vg.Inch, 4*vg.Inch, path)
 }

@@ -123,9 +123,9 @@ type RateMemory struct {
 	Before     ProcMemory  `json:"before"`  // after the workers attached and did their warm-up RPCs
 	AtHeld     ProcMemory  `json:"at_held"` // with Held.Held outstanding
 	After      ProcMemory  `json:"after"`   // once they had all ended
-	// Outstanding is the daemon's own gauge homa_workers{gauge=
-	// "outstanding_rpcs"} per host while they were held (published every
-	// 100 ms; 0 when not read).
+	// Outstanding is the daemon's own gauge homa_worker_outstanding_rpcs
+	// per host while they were held (published every 100 ms; 0 when not
+	// read).
 	Outstanding map[string]float64 `json:"daemon_outstanding_gauge,omitempty"`
 	// Bytes per RPC held: (AtHeld - Before) / Held.Held, of VmRSS and of
 	// RssAnon (the daemon's private memory alone).

@@ -207,23 +207,26 @@ func freeLoopbackPort() (string, error) {
 // refusalCounter is a daemon counter of what one of its bounds refused
 // (or of RPCs that failed), with the config key of the bound.
 type refusalCounter struct {
-	metric, counter, key string
+	metric       string // the family
+	label, value string // the sample of the family that counts it ("" label: the family has one per host)
+	counter      string // its name in the report
+	key          string
 }
 
 // refusalCounters are the counters the rate scenario reports: every
 // bound that could stop RPCs from being outstanding, and the RPCs that
 // failed for silence.
 var refusalCounters = []refusalCounter{
-	{"homa_workers_total", "limit_refusals", "workers.max_outstanding (Sends refused, requests dropped)"},
-	{"homa_workers_total", "backlog_full", "workers.max_backlog"},
-	{"homa_workers_total", "no_recv_space", "workers.pool_bytes"},
-	{"homa_workers_total", "session_limit_refusals", "workers.max_sessions_per_uid"},
-	{"homa_engine_total", "drops_peer_rpc_limit", "protocol.max_server_rpcs_per_peer"},
-	{"homa_engine_total", "drops_server_rpc_limit", "protocol.max_server_rpcs"},
-	{"homa_engine_total", "drops_rx_staging_full", "protocol.max_staging_bytes"},
-	{"homa_engine_total", "drops_rx_no_space", "workers.pool_bytes"},
-	{"homa_tx_refused_total", "no_mbuf", "mempool.mbufs"},
-	{"homa_engine_total", "rpc_timeouts", "(no bound: client RPCs failed for silence)"},
+	{"homa_worker_refusals_total", "cause", "limit", "limit_refusals", "workers.max_outstanding (Sends refused, requests dropped)"},
+	{"homa_worker_backlog_full_total", "", "", "backlog_full", "workers.max_backlog"},
+	{"homa_worker_refusals_total", "cause", "no_recv_space", "no_recv_space", "workers.pool_bytes"},
+	{"homa_worker_connections_refused_total", "cause", "session_limit", "session_limit_refusals", "workers.max_sessions_per_uid"},
+	{"homa_drops_total", "reason", "peer_rpc_limit", "drops_peer_rpc_limit", "protocol.max_server_rpcs_per_peer"},
+	{"homa_drops_total", "reason", "server_rpc_limit", "drops_server_rpc_limit", "protocol.max_server_rpcs"},
+	{"homa_drops_total", "reason", "rx_staging_full", "drops_rx_staging_full", "protocol.max_staging_bytes"},
+	{"homa_drops_total", "reason", "rx_no_space", "drops_rx_no_space", "workers.pool_bytes"},
+	{"homa_tx_refused_total", "cause", "no_mbuf", "no_mbuf", "mempool.mbufs"},
+	{"homa_rpc_timeouts_total", "", "", "rpc_timeouts", "(no bound: client RPCs failed for silence)"},
 }
 
 // Refusal is how often one of the daemon's bounds refused something on
@@ -245,7 +248,7 @@ func refusals(before, after []metricSample) []Refusal {
 	at := func(samples []metricSample, rc refusalCounter, host string) float64 {
 		v := 0.0
 		for _, s := range samples {
-			if s.name == rc.metric && s.labels["host"] == host && (s.labels["counter"] == rc.counter || s.labels["cause"] == rc.counter) {
+			if s.name == rc.metric && s.labels["host"] == host && (rc.label == "" || s.labels[rc.label] == rc.value) {
 				v += s.value
 			}
 		}
@@ -269,11 +272,11 @@ func refusals(before, after []metricSample) []Refusal {
 	return out
 }
 
-// gauge is the value of the daemon's gauge metric{gauge=name} on host (0
-// when absent).
-func gauge(samples []metricSample, metric, name, host string) float64 {
+// gauge is the value of the daemon's gauge metric on host (0 when
+// absent).
+func gauge(samples []metricSample, metric, host string) float64 {
 	for _, s := range samples {
-		if s.name == metric && s.labels["gauge"] == name && s.labels["host"] == host {
+		if s.name == metric && s.labels["host"] == host {
 			return s.value
 		}
 	}

@@ -242,7 +242,7 @@ func outstandingGauges(metrics string, held int) map[string]float64 {
 		}
 		g := map[string]float64{}
 		for _, h := range []string{"10.0.0.1", "10.0.0.2"} {
-			g[h] = gauge(s, "homa_workers", "outstanding_rpcs", h)
+			g[h] = gauge(s, "homa_worker_outstanding_rpcs", h)
 		}
 		if g["10.0.0.1"] >= float64(held) && g["10.0.0.2"] >= float64(held) || time.Now().After(deadline) {
 			return g

@@ -110,16 +110,19 @@ func TestParseMetrics_refusals(t *testing.T) {
 	line := func(metric, label, name, host string, v string) string {
 		return metric + `{` + label + `="` + name + `",host="` + host + `",port="` + port + `"} ` + v + "\n"
 	}
-	before := "# HELP homa_workers_total Worker interface counters.\n# TYPE homa_workers_total counter\n" +
-		line("homa_workers_total", "counter", "limit_refusals", "10.0.0.1", "0") +
-		line("homa_engine_total", "counter", "drops_peer_rpc_limit", "10.0.0.2", "5") +
-		line("homa_workers", "gauge", "outstanding_rpcs", "10.0.0.1", "0")
-	after := line("homa_workers_total", "counter", "limit_refusals", "10.0.0.1", "4") +
-		line("homa_workers_total", "counter", "limit_refusals", "10.0.0.2", "0") +
-		line("homa_engine_total", "counter", "drops_peer_rpc_limit", "10.0.0.2", "3077") +
+	plain := func(metric, host, v string) string {
+		return metric + `{host="` + host + `",port="` + port + `"} ` + v + "\n"
+	}
+	before := "# HELP homa_worker_refusals_total Worker submissions refused.\n# TYPE homa_worker_refusals_total counter\n" +
+		line("homa_worker_refusals_total", "cause", "limit", "10.0.0.1", "0") +
+		line("homa_drops_total", "reason", "peer_rpc_limit", "10.0.0.2", "5") +
+		plain("homa_worker_outstanding_rpcs", "10.0.0.1", "0")
+	after := line("homa_worker_refusals_total", "cause", "limit", "10.0.0.1", "4") +
+		line("homa_worker_refusals_total", "cause", "limit", "10.0.0.2", "0") +
+		line("homa_drops_total", "reason", "peer_rpc_limit", "10.0.0.2", "3077") +
 		line("homa_tx_refused_total", "cause", "no_mbuf", "10.0.0.2", "2") +
-		line("homa_workers", "gauge", "outstanding_rpcs", "10.0.0.1", "10000") +
-		`homa_port_total{counter="rx_packets",host="10.0.0.1",port="a \"quoted\" name"} 1e+06` + "\n"
+		plain("homa_worker_outstanding_rpcs", "10.0.0.1", "10000") +
+		`homa_port_received_packets_total{host="10.0.0.1",port="a \"quoted\" name"} 1e+06` + "\n"
 	b, err := parseMetrics(strings.NewReader(before))
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +143,7 @@ func TestParseMetrics_refusals(t *testing.T) {
 	if strings.Join(got, "; ") != want {
 		t.Errorf("refusals:\n%s\nwant\n%s", strings.Join(got, "; "), want)
 	}
-	if g := gauge(a, "homa_workers", "outstanding_rpcs", "10.0.0.1"); g != 10000 {
+	if g := gauge(a, "homa_worker_outstanding_rpcs", "10.0.0.1"); g != 10000 {
 		t.Errorf("gauge %v", g)
 	}
 	if _, err := parseMetrics(strings.NewReader(`homa_x{host="unterminated} 1` + "\n")); err == nil {

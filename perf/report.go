@@ -40,6 +40,29 @@ type Table struct {
 	Rows   [][]string
 }
 
+// Without is the table without the columns whose header ends with
+// suffix.
+func (t Table) Without(suffix string) Table {
+	var keep []int
+	out := Table{}
+	for i, h := range t.Header {
+		if !strings.HasSuffix(h, suffix) {
+			keep = append(keep, i)
+			out.Header = append(out.Header, h)
+		}
+	}
+	for _, row := range t.Rows {
+		var r []string
+		for _, i := range keep {
+			if i < len(row) {
+				r = append(r, row[i])
+			}
+		}
+		out.Rows = append(out.Rows, r)
+	}
+	return out
+}
+
 // Text writes the table aligned in columns.
 func (t Table) Text(w io.Writer) {
 	width := make([]int, len(t.Header))

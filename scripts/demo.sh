@@ -5,5 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . scripts/env.sh
-go build -o homa-dpdk ./cmd/homa-dpdk
+. scripts/lib/build.sh
+go build -ldflags "$(homa_ldflags)" -o homa-dpdk ./cmd/homa-dpdk
 exec ./homa-dpdk demo "$@"

@@ -18,7 +18,8 @@ root=yes
 # 1. Packages.
 missing=()
 pkgs=(libdpdk-dev dpdk-dev pkg-config gcc tshark iproute2 iputils-ping
-	python3 python3-numpy python3-venv python3-pip python3-setuptools)
+	python3 python3-numpy python3-venv python3-pip python3-setuptools
+	prometheus systemd groff-base)
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
@@ -74,10 +75,13 @@ else
 	fi
 fi
 if [ "$huge" = yes ]; then
-	free=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages)
+	# Free pages that another process has reserved (mapped, not yet
+	# touched) are not free for us: count free - reserved.
+	hp=/sys/kernel/mm/hugepages/hugepages-2048kB
+	free=$(($(cat $hp/free_hugepages) - $(cat $hp/resv_hugepages)))
 	if [ "$free" -lt 128 ]; then
-		say "only $free free 2 MB hugepages (homa-dpdk wants 128): it will use --no-huge"
+		say "only $free free, unreserved 2 MB hugepages (homa-dpdk wants 128): it will use --no-huge"
 	else
-		say "$free free 2 MB hugepages: homa-dpdk will use them"
+		say "$free free, unreserved 2 MB hugepages: homa-dpdk will use them"
 	fi
 fi

@@ -15,6 +15,12 @@ if [ -n "$bad" ]; then
 fi
 go vet ./...
 
+echo "== deploy/: systemd units, alert rules, dashboard, man page"
+bash scripts/lib/check-deploy.sh
+
+echo "== the Python package: offline installs in fresh venvs"
+bash python/tests/install.sh
+
 echo "== pure-Go packages without cgo"
 CGO_ENABLED=0 go test -count=1 $(go list ./... | grep -E '/(wire|engine|sched|nicq|shm|hub|client|config)(/|$)' || true) 2>&1 | grep -v 'no test files' || true
 

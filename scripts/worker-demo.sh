@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . scripts/env.sh
-go build -o homa-dpdk ./cmd/homa-dpdk
+. scripts/lib/build.sh
+go build -ldflags "$(homa_ldflags)" -o homa-dpdk ./cmd/homa-dpdk
 go build -o echo ./examples/echo
 
 dir=/run/homa-dpdk/demo

@@ -51,6 +51,12 @@ type ServerConfig struct {
 	// never starts before its OnAttach has returned.
 	OnAttach func(*Session) error
 	OnDetach func(*Session)
+	// OnRefuse, when set, hears of every worker refused before it
+	// attached: its credentials (-1 when unreadable) and why, in words
+	// that name the config key. It runs on the connection's goroutine;
+	// anyone who can reach the socket can make it run, so it must be
+	// cheap and bound its own output (the daemon's log is rate-limited).
+	OnRefuse func(uid, gid, pid int, why string)
 }
 
 // Session is one attached worker: its credentials and its region.
@@ -176,14 +182,16 @@ func (s *Server) serve(c *net.UnixConn) {
 	defer s.wg.Done()
 	defer c.Close()
 	cred, err := peerCred(c)
-	if err != nil || !s.allowed(c, cred) || !s.admitted(cred) {
+	if why := s.refusal(c, cred, err); why != "" {
 		s.refused.Add(1)
 		c.Write([]byte("refused\n"))
+		s.tellRefused(cred, why)
 		return
 	}
 	uid := int(cred.Uid)
 	if greeting := s.reserve(uid); greeting != "" {
 		c.Write([]byte(greeting))
+		s.tellRefused(cred, strings.TrimSuffix(strings.TrimPrefix(greeting, "error "), "\n")+" (workers.max_sessions_per_uid)")
 		return
 	}
 	defer s.unreserve(uid) // last: after the region is freed
@@ -223,6 +231,32 @@ func (s *Server) serve(c *net.UnixConn) {
 // reserve counts a session for uid before its region is made, so that
 // workers connecting at once cannot pass MaxSessionsPerUID; it returns
 // the refusal's greeting, or "".
+// refusal says why a connection is refused before it attaches ("" when
+// it is not): its credentials unreadable, not allowed, or not admitted.
+func (s *Server) refusal(c *net.UnixConn, cred *unix.Ucred, credErr error) string {
+	switch {
+	case credErr != nil:
+		return "its credentials could not be read: " + credErr.Error()
+	case !s.allowed(c, cred):
+		return fmt.Sprintf("uid %d, gid %d: not root, not in workers.allow_uids, and neither its gid nor a supplementary group is in workers.allow_gids", cred.Uid, cred.Gid)
+	case !s.admitted(cred):
+		return fmt.Sprintf("uid %d, gid %d: not admitted by the daemon", cred.Uid, cred.Gid)
+	}
+	return ""
+}
+
+// tellRefused passes a refusal to ServerConfig.OnRefuse.
+func (s *Server) tellRefused(cred *unix.Ucred, why string) {
+	if s.cfg.OnRefuse == nil {
+		return
+	}
+	if cred == nil {
+		s.cfg.OnRefuse(-1, -1, -1, why)
+		return
+	}
+	s.cfg.OnRefuse(int(cred.Uid), int(cred.Gid), int(cred.Pid), why)
+}
+
 func (s *Server) reserve(uid int) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -427,7 +461,8 @@ func Dial(path string) (*Attach, error) {
 	if msg := string(buf[:n]); msg != "ok\n" {
 		c.Close()
 		if msg == "refused\n" {
-			return nil, ErrRefused
+			return nil, fmt.Errorf("attach to %s: the daemon refused uid %d, gid %d (allowed: root, workers.allow_uids, "+
+				"and members of workers.allow_gids; the daemon logs why): %w", path, os.Getuid(), os.Getgid(), ErrRefused)
 		}
 		if strings.HasPrefix(msg, sessionLimitGreeting) {
 			return nil, fmt.Errorf("attach to %s: daemon says %q: %w", path, msg, ErrSessionLimit)

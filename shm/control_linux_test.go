@@ -339,3 +339,30 @@ func TestAttach_syscallConnEndsWithDaemon(t *testing.T) {
 		t.Fatalf("read after the daemon closed: %d, %v; want end of file", n, err)
 	}
 }
+
+// A refused worker's error names its uid and gid and the keys that
+// decide; the daemon hears why (OnRefuse), for its log.
+func TestControl_refusalNamesCredentialsAndKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "workers.sock")
+	var heard atomic.Value
+	srv, err := Listen(ServerConfig{Path: path, Params: controlParams(), MaxSessionsPerUID: 1,
+		Admit:    func(uid, gid, pid int) bool { return false },
+		OnRefuse: func(uid, gid, pid int, why string) { heard.Store(fmt.Sprintf("%d %d %d: %s", uid, gid, pid, why)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	_, err = Dial(path)
+	if !errors.Is(err, ErrRefused) {
+		t.Fatalf("dial: %v", err)
+	}
+	for _, w := range []string{fmt.Sprintf("uid %d, gid %d", os.Getuid(), os.Getgid()), "workers.allow_uids", "workers.allow_gids", "the daemon logs why"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("worker's error %q does not name %q", err, w)
+		}
+	}
+	waitFor(t, "OnRefuse", func() bool { return heard.Load() != nil })
+	if got, want := heard.Load().(string), fmt.Sprintf("%d %d %d: uid %d, gid %d: not admitted by the daemon", os.Getuid(), os.Getgid(), os.Getpid(), os.Getuid(), os.Getgid()); got != want {
+		t.Errorf("OnRefuse heard %q, want %q", got, want)
+	}
+}

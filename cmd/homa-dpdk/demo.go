@@ -79,6 +79,8 @@ loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
 	f.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "RPCs outstanding at once")
 	f.StringVar(&cfg.Capture, "capture", "", "write a pcapng capture of both hosts to this file")
 	f.IntVar(&cfg.CaptureLast, "capture-last", 0, "keep only the last N packets in the capture")
+	f.IntVar(&cfg.CaptureSnaplen, "capture-snaplen", 128, "bytes kept of each captured packet (128: every header; 65535: whole frames); a capture file stops at 1 GiB")
+	f.Float64Var(&cfg.Drop, "drop", 0, "drop this fraction of the packets each host receives (fault injection: RESENDs recover them)")
 	f.BoolVar(&pmd, "pmd", false, "run the forwarding benchmark instead")
 	f.StringVar(&workers, "workers", "", "serve shared-memory workers on sockets in this directory until interrupted, instead of the demo's RPCs")
 	f.StringVar(&link, "link", "memif", "with --workers: what joins the two hosts, memif (a net_memif pair: each byte copied into and out of its rings) or ring (a net_ring pair: the mbufs change hands, no copy)")

@@ -9,7 +9,9 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
+	"github.com/homa-dpdk/homa-dpdk/daemon"
 	"github.com/spf13/cobra"
 )
 
@@ -26,7 +28,31 @@ func rootCmd() *cobra.Command {
 		Short:         "Homa transport in user space on DPDK",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       daemon.BuildInfo().String(),
 	}
-	root.AddCommand(runCmd(), demoCmd(), statsCmd(), perfCmd(), versionCmd())
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.SetFlagErrorFunc(flagError)
+	root.AddCommand(runCmd(), demoCmd(), statsCmd(), perfCmd(), configCmd(), versionCmd(), manCmd())
 	return root
+}
+
+// flagError adds to an unknown flag's error, for the commands that start
+// EAL, that EAL's arguments go after -- (DPDK programs take them first).
+func flagError(c *cobra.Command, err error) error {
+	if !strings.HasPrefix(err.Error(), "unknown") || !takesEAL(c) {
+		return err
+	}
+	return fmt.Errorf("%w; EAL's arguments go after --, as in: %s [flags] -- -l 0-1 --vdev net_ring0", err, c.CommandPath())
+}
+
+// takesEAL reports whether c passes the arguments after -- to EAL: run,
+// demo and the perf scenarios.
+func takesEAL(c *cobra.Command) bool {
+	for ; c != nil; c = c.Parent() {
+		switch c.Name() {
+		case "run", "demo", "perf":
+			return true
+		}
+	}
+	return false
 }

@@ -1,15 +1,16 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/lcore"
+	"github.com/homa-dpdk/homa-dpdk/perf"
 	"github.com/homa-dpdk/homa-dpdk/perf/pmd"
 	"github.com/homa-dpdk/homa-dpdk/perf/workerrtt"
 	"github.com/spf13/cobra"
@@ -37,7 +38,7 @@ func ealArgs(cmd *cobra.Command, args []string, lcores string, mem dpdk.Memory) 
 
 func pmdCmd() *cobra.Command {
 	cfg := pmd.DefaultConfig()
-	var devices, jsonPath string
+	var devices, out string
 	var seconds, warmup float64
 	c := &cobra.Command{
 		Use:   "pmd [flags] [-- EAL arguments]",
@@ -54,7 +55,15 @@ ring (net_ring). The last line is the ratio ours/testpmd per device.`,
 			}
 			cfg.Measure = time.Duration(seconds * float64(time.Second))
 			cfg.Warmup = time.Duration(warmup * float64(time.Second))
-			return runPMD(cmd, args, cfg, jsonPath)
+			dir, err := perf.ResultsDir(out)
+			if err != nil {
+				return err
+			}
+			if err := runPMD(cmd, args, cfg, filepath.Join(dir, "pmd.json")); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "results in %s\n", dir)
+			return nil
 		},
 	}
 	f := c.Flags()
@@ -65,7 +74,7 @@ ring (net_ring). The last line is the ratio ours/testpmd per device.`,
 	f.IntVar(&cfg.Trials, "trials", cfg.Trials, "runs of each forwarder, alternating; the median is reported")
 	f.StringVar(&cfg.Testpmd, "testpmd", cfg.Testpmd, "the dpdk-testpmd program")
 	f.UintVar(&cfg.FwdLcore, "fwd-lcore", cfg.FwdLcore, "the forwarding lcore (and CPU) of both forwarders")
-	f.StringVar(&jsonPath, "json", "", "also write the results as JSON to this file")
+	f.StringVar(&out, "out", "", "results directory for pmd.json (default results/<timestamp>)")
 	return c
 }
 
@@ -127,7 +136,7 @@ func pmdPeerCmd() *cobra.Command {
 
 func workerRTTCmd() *cobra.Command {
 	cfg := workerrtt.DefaultConfig()
-	var jsonPath string
+	var out string
 	c := &cobra.Command{
 		Use:   "worker-rtt [flags] [-- EAL arguments]",
 		Short: "RTT of an RPC issued by a shared-memory worker vs the same RPC from inside the daemon",
@@ -143,6 +152,10 @@ difference of the medians.`,
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
+			dir, err := perf.ResultsDir(out)
+			if err != nil {
+				return err
+			}
 			cfg.Out = cmd.OutOrStdout()
 			mem := dpdk.ProbeMemory()
 			if _, err := dpdk.Init(ealArgs(cmd, args, "0,1", mem)); err != nil {
@@ -154,10 +167,10 @@ difference of the medians.`,
 			if err != nil {
 				return err
 			}
-			if jsonPath != "" {
-				b, _ := json.MarshalIndent(res, "", "  ")
-				return os.WriteFile(jsonPath, append(b, '\n'), 0o644)
+			if err := perf.WriteJSON(filepath.Join(dir, "worker-rtt.json"), res); err != nil {
+				return err
 			}
+			fmt.Fprintf(cmd.OutOrStdout(), "results in %s\n", dir)
 			return nil
 		},
 	}
@@ -166,6 +179,6 @@ difference of the medians.`,
 	f.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "rounds; each runs both paths")
 	f.IntVar(&cfg.PerRound, "rpcs", cfg.PerRound, "RPCs per path per round")
 	f.IntVar(&cfg.Warmup, "warmup", cfg.Warmup, "RPCs per path before measuring")
-	f.StringVar(&jsonPath, "json", "", "also write the results as JSON to this file")
+	f.StringVar(&out, "out", "", "results directory for worker-rtt.json (default results/<timestamp>)")
 	return c
 }

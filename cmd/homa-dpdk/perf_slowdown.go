@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/homa-dpdk/homa-dpdk/perf"
 	"github.com/homa-dpdk/homa-dpdk/perf/slowdown"
 	"github.com/spf13/cobra"
 )
@@ -29,9 +30,10 @@ RPCs per second, at most --rate. Homa runs as one 'homa-dpdk run' daemon per nam
 this process's workers attached over the daemons' unix sockets; then kernel TCP runs the
 same open-loop Poisson workload (W1-W5 sizes, 1-byte responses) through the same
 bottleneck. Slowdown = RTT / unloaded RTT of that size, measured first in the same run.
-Writes DIR/slowdown.json and one PNG per workload x load. Needs root, iproute2 and tc.
-
-` + slowdown.Method,
+Writes slowdown.json and one PNG per workload x load into --out DIR (default
+results/<timestamp>). Needs root, iproute2 and tc. The method in full, and what
+distorts it, are in the README's perf section and in every report (slowdown.json's
+"method", perf all's report.md).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if os.Geteuid() != 0 {
 				return fmt.Errorf("slowdown needs root (network namespaces, tc)")
@@ -41,6 +43,11 @@ Writes DIR/slowdown.json and one PNG per workload x load. Needs root, iproute2 a
 					return fmt.Errorf("slowdown needs %s (iproute2)", p)
 				}
 			}
+			dir, err := perf.ResultsDir(cfg.Out)
+			if err != nil {
+				return err
+			}
+			cfg.Out = dir
 			if smoke {
 				s := slowdown.SmokeConfig()
 				s.Out = cfg.Out
@@ -106,7 +113,7 @@ Writes DIR/slowdown.json and one PNG per workload x load. Needs root, iproute2 a
 	f.IntVar(&cfg.IdleMaxSleepUs, "idle-max-sleep", d.IdleMaxSleepUs, "the daemons' runtime.idle_max_sleep_us")
 	f.IntVar(&cfg.Reps, "reps", d.Reps, "unloaded RPCs per probe size")
 	f.Uint64Var(&cfg.Seed, "seed", d.Seed, "seed of the arrivals and sizes")
-	f.StringVar(&cfg.Out, "out", d.Out, "directory for slowdown.json and the plots")
+	f.StringVar(&cfg.Out, "out", "", "results directory for slowdown.json and the plots (default results/<timestamp>)")
 	f.BoolVar(&smoke, "smoke", false, "W3 at 50% for 3 s with 2 clients (well under a minute); other flags given override")
 	return c
 }

@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/config"
 	"github.com/homa-dpdk/homa-dpdk/daemon"
@@ -17,12 +16,14 @@ import (
 func runFlags(fs *pflag.FlagSet) map[string]*pflag.Flag {
 	fs.String("capture", "", "write a pcapng capture of both directions to this file")
 	fs.Int("capture-last", 0, "keep only the last N packets in the capture")
+	fs.Int("capture-snaplen", 0, "bytes kept of each captured packet (default 128: every header; 65535: whole frames)")
 	fs.String("metrics", "", "serve Prometheus metrics on this host:port (\"\" keeps the config's)")
-	fs.String("log-format", "", "console or json")
+	fs.String("log-format", "", "console (colours only on a terminal) or json")
 	fs.String("log-level", "", "debug, info, warn or error")
 	return map[string]*pflag.Flag{
 		"capture.file":    fs.Lookup("capture"),
 		"capture.last":    fs.Lookup("capture-last"),
+		"capture.snaplen": fs.Lookup("capture-snaplen"),
 		"metrics.address": fs.Lookup("metrics"),
 		"log.format":      fs.Lookup("log-format"),
 		"log.level":       fs.Lookup("log-level"),
@@ -70,12 +71,5 @@ and ping, speaks Homa on protocol 146, and stops cleanly on SIGINT or SIGTERM.`,
 }
 
 func newLogger(ls config.LogSpec) zerolog.Logger {
-	level, _ := zerolog.ParseLevel(ls.Level)
-	var l zerolog.Logger
-	if ls.Format == "json" {
-		l = zerolog.New(os.Stderr)
-	} else {
-		l = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly})
-	}
-	return l.Level(level).With().Timestamp().Logger()
+	return daemon.NewLogger(os.Stderr, ls.Format, ls.Level)
 }

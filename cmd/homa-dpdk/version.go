@@ -2,27 +2,22 @@ package main
 
 import (
 	"fmt"
-	"runtime/debug"
 
+	"github.com/homa-dpdk/homa-dpdk/daemon"
 	"github.com/spf13/cobra"
 )
 
+// versionCmd prints the build: the module version, the VCS commit and its
+// date (from Go's build information, or stamped by scripts/lib/build.sh
+// where there is no .git, as in the container image), Go's and DPDK's
+// versions. `homa-dpdk --version` prints the same line.
 func versionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the version",
+		Short: "Print the build: version, commit, date, Go and DPDK versions",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			v, rev := "(devel)", ""
-			if bi, ok := debug.ReadBuildInfo(); ok {
-				v = bi.Main.Version
-				for _, s := range bi.Settings {
-					if s.Key == "vcs.revision" {
-						rev = " " + s.Value
-					}
-				}
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "homa-dpdk %s%s (%s)\n", v, rev, dpdkVersion())
+			fmt.Fprintln(cmd.OutOrStdout(), daemon.BuildInfo())
 		},
 	}
 }

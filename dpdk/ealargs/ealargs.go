@@ -14,7 +14,7 @@ import (
 // Memory describes how EAL can get its memory on this machine.
 type Memory struct {
 	HugeDir   string // a mounted hugetlbfs with 2 MB pages, or ""
-	FreePages int    // free 2 MB hugepages
+	FreePages int    // 2 MB hugepages free and not reserved by another process
 	Reason    string // why hugepages are not used, when they are not
 }
 
@@ -22,15 +22,21 @@ type Memory struct {
 // before it chooses hugepages.
 const MinFreeHugepages = 128
 
+// hugeSys is where the kernel tells of its 2 MB hugepages.
+var hugeSys = "/sys/kernel/mm/hugepages/hugepages-2048kB"
+
 // ProbeMemory looks at /proc/mounts and /sys for usable 2 MB hugepages.
+// Pages that are free but reserved (resv_hugepages: mapped by another
+// process, not touched yet) are not usable: they count as taken.
 func ProbeMemory() Memory {
 	var m Memory
-	b, err := os.ReadFile("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages")
+	free, err := readCount(hugeSys + "/free_hugepages")
 	if err != nil {
 		m.Reason = "the kernel offers no 2 MB hugepages"
 		return m
 	}
-	m.FreePages, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	resv, _ := readCount(hugeSys + "/resv_hugepages")
+	m.FreePages = max(free-resv, 0)
 	f, err := os.Open("/proc/mounts")
 	if err != nil {
 		m.Reason = "cannot read /proc/mounts"
@@ -49,9 +55,19 @@ func ProbeMemory() Memory {
 	case m.HugeDir == "":
 		m.Reason = "no hugetlbfs is mounted"
 	case m.FreePages < MinFreeHugepages:
-		m.Reason = "only " + strconv.Itoa(m.FreePages) + " free 2 MB hugepages (want " + strconv.Itoa(MinFreeHugepages) + ")"
+		m.Reason = "only " + strconv.Itoa(m.FreePages) + " free 2 MB hugepages (" + strconv.Itoa(free) + " free, " +
+			strconv.Itoa(resv) + " of them reserved by other processes; want " + strconv.Itoa(MinFreeHugepages) + ")"
 	}
 	return m
+}
+
+// readCount reads a file holding one decimal number.
+func readCount(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
 
 // UseHugepages reports whether EAL should run on hugepages.

@@ -118,13 +118,20 @@ func (d *daemon) stop() {
 	}
 }
 
-// counterLine matches one homa_engine_total sample of /metrics.
-var counterLine = regexp.MustCompile(`^homa_engine_total\{counter="([a-zA-Z_]+)"[^}]*\} ([0-9.e+]+)$`)
+// counterLine matches one homa_*_total sample of /metrics: the family
+// and its labels.
+var counterLine = regexp.MustCompile(`^homa_([a-z_]+)_total\{([^}]*)\} ([0-9.e+]+)$`)
+
+// counterLabel matches the labels that name a sample within its family
+// (all but host and port).
+var counterLabel = regexp.MustCompile(`(type|reason|cause|event|fault|kind|how|direction|queue)="([^"]*)"`)
 
 // metrics reads the daemon's /metrics (in its namespace): the longest gap
 // between two passes of its loop since it started
-// (homa_loop_max_pass_gap_seconds) and its engine counters that are not 0
-// (homa_engine_total, summed over ports).
+// (homa_loop_max_pass_gap_seconds) and its counters that are not 0 (the
+// homa_*_total families, summed over ports), each named as the family
+// without homa_ and _total, then its labels' values: packets_sent_DATA,
+// drops_duplicate_data, rpc_timeouts.
 func (d *daemon) metrics() (gap float64, counters map[string]float64, err error) {
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		DisableKeepAlives: true,
@@ -142,8 +149,12 @@ func (d *daemon) metrics() (gap float64, counters map[string]float64, err error)
 	for sc.Scan() {
 		l := sc.Text()
 		if m := counterLine.FindStringSubmatch(l); m != nil {
-			if v, err := strconv.ParseFloat(m[2], 64); err == nil && v != 0 {
-				counters[m[1]] += v
+			if v, err := strconv.ParseFloat(m[3], 64); err == nil && v != 0 {
+				name := m[1]
+				for _, lv := range counterLabel.FindAllStringSubmatch(m[2], -1) {
+					name += "_" + lv[2]
+				}
+				counters[name] += v
 			}
 			continue
 		}

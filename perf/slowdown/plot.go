@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/homa-dpdk/homa-dpdk/perf"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -35,15 +36,13 @@ func Plot(res *Result, dir string) ([]string, error) {
 	for _, k := range order {
 		p := plot.New()
 		p.Title.Text = fmt.Sprintf("%s at %.0f%% load, %s bottleneck", k.w, k.load*100, rateName(byKey[k][0].RateBps))
-		p.X.Label.Text = "message size (bytes)"
+		p.X.Label.Text = "message size"
 		p.Y.Label.Text = "slowdown (RTT / unloaded RTT)"
 		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.X.Tick.Marker = perf.SizeTicks{}
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 		p.Y.Min = 1
-		p.Legend.Top = true
-		p.Legend.Left = true
 		maxY := 2.0
 		for _, r := range byKey[k] {
 			for qi, q := range []string{"P99", "P50"} {
@@ -85,10 +84,10 @@ func Plot(res *Result, dir string) ([]string, error) {
 				p.Legend.Add(name+" "+q, l, pts)
 			}
 		}
-		p.Y.Max = maxY * 1.3
+		p.Y.Max = maxY * 1.1
 		p.Add(plotter.NewGrid())
 		name := filepath.Join(dir, fmt.Sprintf("slowdown-%s-%.0f.png", strings.ToLower(k.w), k.load*100))
-		if err := p.Save(7*vg.Inch, 4.5*vg.Inch, name); err != nil {
+		if err := perf.SaveLegendBeside(p, 8.5*vg.Inch, 4.5*vg.Inch, name); err != nil {
 			return files, err
 		}
 		files = append(files, name)

@@ -375,8 +375,9 @@ func slowdownTable(log string) string {
 	return b.String()
 }
 
-// runChildScenario runs `self args... --json DIR/NAME.json` with its
-// output in DIR/NAME.log, then reads the JSON into v.
+// runChildScenario runs `self args... --out DIR` (which writes
+// DIR/NAME.json) with its output in DIR/NAME.log, then reads the JSON
+// into v.
 func runChildScenario(self, dir, name string, args []string, v any, out io.Writer) error {
 	jsonPath := filepath.Join(dir, name+".json")
 	logPath := filepath.Join(dir, name+".log")
@@ -387,7 +388,7 @@ func runChildScenario(self, dir, name string, args []string, v any, out io.Write
 	defer log.Close()
 	prog := perf.NewProgress(os.Stderr, name, 1)
 	prog.Step("running " + strings.Join(args, " ") + " (log: " + logPath + ")")
-	cmd := exec.Command(self, append(args, "--json", jsonPath)...)
+	cmd := exec.Command(self, append(args, "--out", dir)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	cmd.Stdout, cmd.Stderr = log, log
 	err = cmd.Run()

@@ -33,8 +33,9 @@ def _attach(path, timeout):
         except OSError as e:
             raise AttachError(e.errno, f"homa_dpdk: attach to {path}: {e.strerror or e}") from e
         if data == b"refused\n":
-            raise RefusedError(f"homa_dpdk: the daemon at {path} refused this process's credentials "
-                               f"(uid {os.getuid()}, gid {os.getgid()}): not in its allow-lists")
+            raise RefusedError(f"homa_dpdk: the daemon at {path} refused uid {os.getuid()}, gid {os.getgid()} "
+                               f"(allowed: root, workers.allow_uids, and members of workers.allow_gids; "
+                               f"the daemon logs why)")
         if data != b"ok\n":
             text = data.decode("utf-8", "replace").strip() or "connection closed without a greeting"
             raise AttachError(f"homa_dpdk: attach to {path}: the daemon says {text!r}")

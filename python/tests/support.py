@@ -1,5 +1,7 @@
 """Shared by the tests: puts the source tree's homa_dpdk first on sys.path
-(the tests check this tree, installed or not) and small helpers."""
+(the tests check this tree, installed or not) and small helpers. With
+HOMA_TEST_INSTALLED=1 they check the installed package instead
+(tests/install.sh), and fail if homa_dpdk would come from this tree."""
 
 import atexit
 import mmap
@@ -12,10 +14,18 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)  # python/
-if sys.path[:1] != [ROOT]:
+INSTALLED = os.environ.get("HOMA_TEST_INSTALLED") == "1"
+if INSTALLED:
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != ROOT]
+elif sys.path[:1] != [ROOT]:
     sys.path.insert(0, ROOT)
 if HERE not in sys.path:
     sys.path.insert(1, HERE)
+if INSTALLED:
+    import homa_dpdk as _installed
+
+    if os.path.dirname(os.path.dirname(os.path.abspath(_installed.__file__))) == ROOT:
+        raise ImportError("HOMA_TEST_INSTALLED=1 but homa_dpdk comes from the source tree " + ROOT)
 
 X86_64 = platform.machine().lower() in ("x86_64", "amd64") and platform.python_implementation() == "CPython"
 need_x86_64 = unittest.skipUnless(X86_64, "the rings run only on CPython on x86-64 (homa_dpdk.ring)")

@@ -2,6 +2,37 @@
 # Sourced by scripts/container-test.sh: the checks of steps 6a to 6d, run
 # through runner.sh, and step 7, deploy/k8s against the image (check_k8s.py).
 
+# ------------------------------------------- 6. the build the image stamps
+case_version() {
+	set +e
+	if [ "$use" = podman ]; then
+		out=$(podman "${RUNTIME[@]}" run --rm --network none "${RUNFLAGS[@]}" --no-healthcheck "$IMAGE" version 2>&1)
+	else
+		out=$( (in_image - version) 2>&1)
+	fi
+	rc=$?
+	set -e
+	say "version: $out"
+	[ $rc = 0 ] || fail "homa-dpdk version exited with $rc in the image"
+	commit=$(git rev-parse HEAD 2>/dev/null || true)
+	[ -z "$commit" ] || [[ "$out" == *"commit ${commit:0:12}"* ]] ||
+		fail "the image's homa-dpdk version does not name this checkout's commit ${commit:0:12}"
+	[[ "$out" == *"DPDK "* ]] || fail "the image's homa-dpdk version names no DPDK version"
+	# The shipped config and the example, every key documented, check out.
+	for f in /etc/homa-dpdk/homa.yaml /etc/homa-dpdk/example.yaml; do
+		set +e
+		if [ "$use" = podman ]; then
+			out=$(podman "${RUNTIME[@]}" run --rm --network none "${RUNFLAGS[@]}" --no-healthcheck "$IMAGE" config check "$f" 2>&1)
+		else
+			out=$( (in_image - config check "$f") 2>&1)
+		fi
+		rc=$?
+		set -e
+		[ $rc = 0 ] || fail "homa-dpdk config check $f in the image: $out"
+		say "config check $f: $(head -1 <<<"$out")"
+	done
+}
+
 # ------------------------------------------------------------ 6a. the demo
 case_demo() {
 	t=$(date +%s)

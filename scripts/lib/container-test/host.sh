@@ -29,10 +29,12 @@ setup_host() {
 	if [ -e "$nr" ]; then
 		mkdir -p /dev/hugepages
 		grep -qs ' /dev/hugepages hugetlbfs ' /proc/mounts || mount -t hugetlbfs -o pagesize=2M nodev /dev/hugepages 2>/dev/null || true
-		free=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages)
+		# free - reserved: pages another process reserved are not ours.
+		hp=/sys/kernel/mm/hugepages/hugepages-2048kB
+		free=$(($(cat $hp/free_hugepages) - $(cat $hp/resv_hugepages)))
 		if [ "$free" -lt "$HUGE_WANT" ]; then
 			echo $(($(cat "$nr") + HUGE_WANT - free)) >"$nr" 2>/dev/null || true
-			free=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages)
+			free=$(($(cat $hp/free_hugepages) - $(cat $hp/resv_hugepages)))
 		fi
 		if grep -qs ' /dev/hugepages hugetlbfs ' /proc/mounts && [ "$free" -ge 128 ]; then
 			huge=yes

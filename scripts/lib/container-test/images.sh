@@ -113,6 +113,9 @@ build_image() {
 	say "podman build -t $IMAGE (log: $WORK/build.log) ..."
 	if ! podman build --pull=never --isolation=chroot --network=host --format=docker \
 		--build-arg GO_IMAGE="$GO_IMAGE" --build-arg DEBIAN_IMAGE="$BASE" --build-arg GOPROXY=off \
+		--build-arg HOMA_COMMIT="$(git rev-parse HEAD 2>/dev/null || true)" \
+		--build-arg HOMA_DATE="$(TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || true)" \
+		--build-arg HOMA_MODIFIED="$(git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo true || echo false)" \
 		-t "$IMAGE" -f Dockerfile . >"$WORK/build.log" 2>&1; then
 		tail -30 "$WORK/build.log"
 		fail "podman build (log: $WORK/build.log)"
