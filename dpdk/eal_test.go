@@ -91,3 +91,22 @@ func TestPortByName_unknown(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// DPDK's lines known to be harmless here are left out of the start-up
+// log; the others stay, and the hint for a memory failure is given only
+// for one.
+func TestQuietHarmless_dropsKnownLinesOnly(t *testing.T) {
+	log := "rte_pmd_memif_probe(): Failed to register mp action callback: Operation not supported\n" +
+		"TELEMETRY: No legacy callbacks, legacy socket not created\n" +
+		"EAL: No available 1048576 kB hugepages reported\n" +
+		"memif: something real went wrong\n"
+	if got := dpdk.QuietHarmless(log); got != "memif: something real went wrong\n" {
+		t.Errorf("quietHarmless: %q", got)
+	}
+	if h := dpdk.MemoryHint("EAL: FATAL: Cannot get hugepage information.\n"); !strings.Contains(h, "--no-huge") {
+		t.Errorf("no hint for a hugepage failure: %q", h)
+	}
+	if h := dpdk.MemoryHint("EAL: No available 1048576 kB hugepages reported\nEAL: FATAL: Invalid 'command line' arguments.\n"); h != "" {
+		t.Errorf("a hint for a failure that is not about memory: %q", h)
+	}
+}

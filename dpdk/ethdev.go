@@ -8,6 +8,7 @@ import "C"
 
 import (
 	"fmt"
+	"os"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -407,12 +408,24 @@ func NewVdev(name, args string) (*Port, error) {
 	cname, cargs := C.CString(name), C.CString(args)
 	defer C.free(unsafe.Pointer(cname))
 	defer C.free(unsafe.Pointer(cargs))
-	if rc := C.rte_vdev_init(cname, cargs); rc < 0 {
+	var logp *C.char
+	var loglen C.size_t
+	rc := C.homa_vdev_init(cname, cargs, &logp, &loglen)
+	log := ""
+	if logp != nil {
+		log = C.GoStringN(logp, C.int(loglen))
+		C.free(unsafe.Pointer(logp))
+	}
+	if rc < 0 {
 		e := newError(fmt.Sprintf("create vdev %q with %q", name, args), int(rc))
-		if -rc == C.EINVAL {
+		e.Log = errorLines(quietHarmless(log))
+		if -rc == C.EINVAL && e.Log == "" {
 			e.Log = "no driver matches the name, or the arguments are invalid"
 		}
 		return nil, e
+	}
+	if log = quietHarmless(log); log != "" {
+		os.Stderr.WriteString(log)
 	}
 	return PortByName(name)
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <rte_eth_ring.h>
 #include <rte_malloc.h>
+#include <rte_bus_vdev.h>
 #include "shim.h"
 #include "_cgo_export.h"
 
@@ -29,6 +30,24 @@ int homa_eal_init(int argc, char **argv, char **log, size_t *loglen) {
 		fclose(f);
 	}
 	rte_errno = err;
+	return rc;
+}
+
+// homa_vdev_init runs rte_vdev_init with DPDK's log written to a memory
+// stream, as homa_eal_init does: the driver's own reason for a failure
+// goes into the Go error, and its harmless lines can be left out. *log is
+// malloc'd (free it with free()).
+int homa_vdev_init(const char *name, const char *args, char **log, size_t *loglen) {
+	*log = NULL;
+	*loglen = 0;
+	FILE *f = open_memstream(log, loglen);
+	if (f != NULL)
+		rte_openlog_stream(f);
+	int rc = rte_vdev_init(name, args);
+	if (f != NULL) {
+		rte_openlog_stream(NULL);
+		fclose(f);
+	}
 	return rc;
 }
 

@@ -242,6 +242,7 @@ static inline int homa_pktmbuf_trim(struct rte_mbuf *m, uint16_t len) { return r
 
 // Declarations of the functions in shim.c.
 int homa_eal_init(int argc, char **argv, char **log, size_t *loglen);
+int homa_vdev_init(const char *name, const char *args, char **log, size_t *loglen);
 int homa_remote_launch(unsigned lcore);
 struct rte_mbuf_ext_shared_info *homa_extbuf_new(uint64_t **released);
 void homa_extbuf_hold(struct rte_mbuf_ext_shared_info *shinfo);
