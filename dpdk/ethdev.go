@@ -8,8 +8,8 @@ import "C"
 
 import (
 	"fmt"
-	"os"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"unsafe"
