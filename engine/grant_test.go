@@ -143,3 +143,46 @@ func TestGrant_incrementSpacesGrants(t *testing.T) {
 		t.Fatalf("%d GRANTs for %d DATA packets; want 703 DATA, 68..76 GRANTs", grants, data)
 	}
 }
+
+// A message waiting for room under MaxIncoming gets it when the messages
+// ahead of it end without completing (here their client's link address
+// became unreachable for a while, so they failed and the server dropped
+// them on its timers), not only when one completes: the timer schedules
+// grants again. Before, the waiting message was never granted and neither
+// side timed out — grant keepalives kept its sender alive — so the RPC
+// lasted for ever (FuzzEndpointNeighbour's input 598fe81e09233126).
+func TestGrant_roomFreedByEndedRPCsIsGranted(t *testing.T) {
+	n := newTestNet(t)
+	c := n.addHost("c", 1, nil)
+	s := n.addHost("s", 2, nil)
+	srv, _ := c.e.Bind(99)
+	cl, _ := s.e.OpenClient()
+	entry := s.neigh.Add(c.ip, testMAC(c.ip))
+	results := 0
+	serve := func() {
+		for m, ok := srv.Receive(); ok; m, ok = srv.Receive() {
+			srv.Reply(m, msg(len(m.Data)/2+1, 4))
+		}
+		for _, ok := cl.Receive(); ok; _, ok = cl.Receive() {
+			results++
+		}
+	}
+	for range 7 { // 7 x 120 KB: their unscheduled bytes fill MaxIncoming
+		if _, err := cl.Send(Addr{IP: c.ip, Port: 99}, msg(120_000, 7)); err != nil {
+			t.Fatal(err)
+		}
+		serve()
+	}
+	entry.State = LinkUnreachable
+	n.advance(7_000_000)
+	serve()
+	entry.State = LinkReachable
+	s.e.NeighbourReady(c.ip)
+	for range 300 {
+		n.advance(1_000_000)
+		serve()
+	}
+	if results != 7 || s.e.NumRPCs() != 0 || c.e.NumRPCs() != 0 {
+		t.Fatalf("after 300 ms: %d of 7 RPCs ended; %d client RPCs and %d server RPCs left", results, s.e.NumRPCs(), c.e.NumRPCs())
+	}
+}

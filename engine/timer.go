@@ -13,6 +13,14 @@ func (e *Endpoint) tick() {
 		r = next
 	}
 	e.agePeers()
+	// Grants are decided when packets arrive and messages complete. A
+	// message that ends otherwise (a timeout, an abort, RPC_UNKNOWN)
+	// frees room under MaxIncoming with no packet to follow; without this
+	// a message waiting for that room would wait for ever, its sender
+	// kept alive by grant keepalives (found by FuzzEndpointNeighbour).
+	if e.grants.Len() > 0 {
+		e.scheduleGrants()
+	}
 	e.pump()
 }
 
