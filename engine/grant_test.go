@@ -155,8 +155,7 @@ func TestGrant_roomFreedByEndedRPCsIsGranted(t *testing.T) {
 	n := newTestNet(t)
 	c := n.addHost("c", 1, nil)
 	s := n.addHost("s", 2, nil)
-	srv, _ := c.e.Bind(99)
-	cl, _ := s.e.OpenClient()
+	srv, cl := serverAndClient(t, c, s, 99)
 	entry := s.neigh.Add(c.ip, testMAC(c.ip))
 	results := 0
 	serve := func() {

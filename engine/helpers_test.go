@@ -256,3 +256,17 @@ func ipOffsetOf(frame []byte) int {
 	}
 	return wire.EthernetHeaderLen
 }
+
+// serverAndClient binds port on server's endpoint and opens a client
+// port on client's.
+func serverAndClient(t testing.TB, server, client *testHost, port uint16) (srv, cl *Port) {
+	t.Helper()
+	srv, err := server.e.Bind(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cl, err = client.e.OpenClient(); err != nil {
+		t.Fatal(err)
+	}
+	return srv, cl
+}

@@ -66,14 +66,7 @@ func TestMetrics_everyCounterHasHelp(t *testing.T) {
 func TestMetrics_roundTripAndSizeHistograms(t *testing.T) {
 	n := newTestNet(t)
 	a, b := n.addHost("a", 1, nil), n.addHost("b", 2, nil)
-	srv, err := b.e.Bind(99)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := a.e.OpenClient()
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, cl := serverAndClient(t, b, a, 99)
 	for _, size := range []int{50, 5000, 300_000} {
 		if _, err := cl.Send(Addr{IP: b.ip, Port: 99}, msg(size, 1)); err != nil {
 			t.Fatal(err)
