@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/config"
@@ -72,12 +73,17 @@ type Daemon struct {
 	hubOf        []*hub.Hub // per host, or nil
 	housekeeping *lcore.Housekeeping
 	capture      *dpdk.Capture
+	seq          int64 // this daemon's number in the process: its pools' names are its own
 }
+
+// daemonSeq numbers the daemons a process starts (tests start several;
+// DPDK's pool names are process-wide).
+var daemonSeq atomic.Int64
 
 // Start turns a Spec into live objects, phase by phase; on failure,
 // what was started is stopped again.
 func Start(spec *config.Spec, log zerolog.Logger, opts Options) (*Daemon, error) {
-	d := &Daemon{spec: spec, Log: log, opts: opts}
+	d := &Daemon{spec: spec, Log: log, opts: opts, seq: daemonSeq.Add(1)}
 	if err := Preflight(spec); err != nil {
 		return nil, InPhase("config", err)
 	}

@@ -78,7 +78,7 @@ func (d *Daemon) makePools() error {
 	spec := d.spec
 	for i, ps := range spec.Ports {
 		room := spec.Mempool.DataRoomFor(ps.MTU)
-		pool, err := dpdk.NewPktMbufPool(fmt.Sprintf("port%d", i), uint32(spec.Mempool.Mbufs), uint32(spec.Mempool.Cache),
+		pool, err := dpdk.NewPktMbufPool(fmt.Sprintf("d%dport%d", d.seq, i), uint32(spec.Mempool.Mbufs), uint32(spec.Mempool.Cache),
 			uint16(room+dpdk.PktmbufHeadroom), portSocket(d.ports[i]))
 		if err != nil {
 			return fmt.Errorf("%s: %w", ps.Device, err)
@@ -111,7 +111,7 @@ func (d *Daemon) setupPort(i int) error {
 	d.started = append(d.started, st)
 	d.Log.Info().Str("port", p.Name).Str("driver", st.Driver).Int("rx_queues", st.RxQueues).Int("tx_queues", st.TxQueues).
 		Bool("ipv4_checksum_offload", st.Offloads.IPv4Checksum).Bool("zero_copy_worker_payloads", st.Offloads.MultiSeg).
-		Bool("mtu_past_ethdev", st.MTUPastEthdev).Msg("port started")
+		Bool("mtu_past_ethdev", st.MTUPastEthdev).Bool("mac_in_frames_only", st.MACInFramesOnly).Msg("port started")
 	if st.MTUPastEthdev {
 		d.Log.Info().Str("port", p.Name).Int("mtu", ps.MTU).Msg("ethdev refuses this MTU on the device, which carries such frames all the same: " +
 			"the port is configured at ethdev's 1500, the engine keeps to the MTU")
@@ -126,6 +126,9 @@ func (d *Daemon) hostConfigFor(i int, clock func() int64, wallOff int64) (host.C
 	hwaddr, err := p.MAC()
 	if err != nil {
 		return host.Config{}, err
+	}
+	if st.MACInFramesOnly {
+		hwaddr = ps.MAC // the port kept its own (host.StartedPort)
 	}
 	pm, err := nicq.NewMap(st.TxQueues)
 	if ps.PriorityMap != "" {

@@ -68,6 +68,11 @@ func TestWorkersConfig_validate(t *testing.T) {
 		{WorkersConfig{Link: "ring", MTU: 9000}, ""},
 		{WorkersConfig{Link: "memif", MTU: 9000}, ""},
 		{WorkersConfig{MTU: 9001}, "--mtu 9001: want 576..9000"},
+		{WorkersConfig{Hosts: 4}, ""},
+		{WorkersConfig{Hosts: 16, Link: "ring"}, ""},
+		{WorkersConfig{Hosts: 1}, "--hosts 1: want 2..16"},
+		{WorkersConfig{Hosts: 17}, "--hosts 17: want 2..16"},
+		{WorkersConfig{Hosts: 4, Link: "memif"}, "more than two hosts are joined by a ring switch"},
 	} {
 		err := c.cfg.Validate()
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {

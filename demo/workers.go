@@ -13,9 +13,11 @@ import (
 
 	"github.com/homa-dpdk/homa-dpdk/config"
 	"github.com/homa-dpdk/homa-dpdk/daemon"
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/host"
 	"github.com/homa-dpdk/homa-dpdk/hub"
 	"github.com/homa-dpdk/homa-dpdk/shm"
+	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
 // WorkerLimits are the regions of demo workers: 16 MB of arena and 16 MB
@@ -42,10 +44,19 @@ type WorkersConfig struct {
 	// either link. On memif, ethdev refuses more than 1500, which the PMD
 	// carries all the same (host.SetupPort), each frame in one buffer of
 	// the bsize the devargs give (host.MemifDevargs).
-	MTU      int
+	MTU int
+	// Hosts is how many hosts to run (0: 2), 10.0.0.1 and on. Above 2
+	// they are joined by a ring switch (host.RingSwitch: the ring link
+	// of every host to one learning switch in the loop), which --link
+	// ring also means for 2; memif joins two only.
+	Hosts    int
 	Duration time.Duration // 0: until SIGINT or SIGTERM
 	Out      io.Writer
 }
+
+// maxDemoHosts bounds --hosts: each host is a port, a hub and its
+// workers' regions on the one loop.
+const maxDemoHosts = 16
 
 // Validate checks the configuration's flags before EAL comes up.
 func (c WorkersConfig) Validate() error {
@@ -56,6 +67,10 @@ func (c WorkersConfig) Validate() error {
 		return fmt.Errorf("--link ring with --memif-peers: the memif peers are the link; leave one out")
 	case c.MTU != 0 && (c.MTU < 576 || c.MTU > 9000):
 		return fmt.Errorf("--mtu %d: want 576..9000", c.MTU)
+	case c.Hosts < 0 || c.Hosts == 1 || c.Hosts > maxDemoHosts:
+		return fmt.Errorf("--hosts %d: want 2..%d", c.Hosts, maxDemoHosts)
+	case c.Hosts > 2 && (c.Link == "memif" || c.MemifPeers != ""):
+		return fmt.Errorf("--hosts %d: more than two hosts are joined by a ring switch; leave out --link memif and --memif-peers", c.Hosts)
 	}
 	return nil
 }
@@ -74,6 +89,26 @@ const ringLinkSpeed = "100G"
 //
 //go:embed workers.yaml
 var workersYAML string
+
+// workersSpecYAML fills in workersYAML: host i, 10.0.0.<i+1>, on devs[i]
+// with its worker socket socks[i], every host on lcore 1 and a
+// long-message peer of the others. With macs, each port gets a MAC of
+// its own, 02:00:0a:00:00:<i+1> (ring ports all have the same one, which a
+// switch cannot tell apart).
+func workersSpecYAML(devs, socks []string, txq, mtu int, speed string, macs bool) string {
+	var lcores, peers []string
+	var ports strings.Builder
+	for i, dev := range devs {
+		ip := fmt.Sprintf("10.0.0.%d", i+1)
+		lcores, peers = append(lcores, "1"), append(peers, ip+"/32")
+		fmt.Fprintf(&ports, "  - device: %q\n    address: %s/24\n    tx_queues: %d\n    mtu: %d\n    link_speed: %s\n    workers_socket: %q\n",
+			dev, ip, txq, mtu, speed, socks[i])
+		if macs {
+			fmt.Fprintf(&ports, "    mac: \"02:00:0a:00:00:%02x\"\n", i+1)
+		}
+	}
+	return fmt.Sprintf(workersYAML, strings.Join(lcores, ", "), strings.TrimSuffix(ports.String(), "\n"), strings.Join(peers, ", "), socks[0])
+}
 
 // ServeWorkers runs the demo's two hosts, through the daemon's phases,
 // on a memif pair with a worker socket each, until interrupted or for
@@ -99,16 +134,37 @@ func ServeWorkers(cfg WorkersConfig) error {
 	if mtu == 0 {
 		mtu = 1500
 	}
+	nHosts := max(cfg.Hosts, 2)
+	if nHosts > 2 {
+		cfg.Link = "ring"
+	}
 	// memif's buffers hold a whole frame of the MTU (host.MemifBufferSize).
-	devs := [2]string{"net_memif_demo0," + host.MemifDevargs("server", sock, mtu), "net_memif_demo1," + host.MemifDevargs("client", sock, mtu)}
+	devs := []string{"net_memif_demo0," + host.MemifDevargs("server", sock, mtu), "net_memif_demo1," + host.MemifDevargs("client", sock, mtu)}
 	txq, via, speed := 2, "a net_memif pair", "auto"
-	if cfg.Link == "ring" {
+	var sw *host.RingSwitch
+	switch {
+	case nHosts > 2:
+		pool, err := dpdk.NewPktMbufPool("demoswitch", 2048, 64, uint16(wire.BufferRoom(mtu)+dpdk.PktmbufHeadroom), dpdk.SocketIDAny)
+		if err != nil {
+			return fmt.Errorf("the ring switch's pool: %w", err)
+		}
+		defer pool.Free()
+		if sw, err = host.NewRingSwitch(ringName+"sw", nHosts, ringTxQueues, pool); err != nil {
+			return err
+		}
+		defer sw.ClosePorts()
+		devs = devs[:0]
+		for _, p := range sw.Ports() {
+			devs = append(devs, p.Name)
+		}
+		txq, via, speed = ringTxQueues, "a ring switch (no copy in the links, paced as "+ringLinkSpeed+")", ringLinkSpeed
+	case cfg.Link == "ring":
 		ports, rings, err := host.NewRingPorts(ringName, ringTxQueues)
 		defer host.CloseRingPorts(ports, rings)
 		if err != nil {
 			return err
 		}
-		devs = [2]string{"net_ring_" + ringName + "0", "net_ring_" + ringName + "1"}
+		devs = []string{"net_ring_" + ringName + "0", "net_ring_" + ringName + "1"}
 		txq, via, speed = ringTxQueues, "a net_ring pair (no copy in the link, paced as "+ringLinkSpeed+")", ringLinkSpeed
 	}
 	if cfg.MemifPeers != "" {
@@ -122,17 +178,28 @@ func ServeWorkers(cfg WorkersConfig) error {
 		txq = 1 // a forwarder's port pair has one queue each
 		via = "memif ports joined through the memif servers at " + cfg.MemifPeers
 	}
-	socks := [2]string{filepath.Join(dir, "10.0.0.1.sock"), filepath.Join(dir, "10.0.0.2.sock")}
-	spec, err := config.Load(config.Source{YAML: fmt.Sprintf(workersYAML, devs[0], devs[1], txq, socks[0], socks[1], mtu, speed)})
+	var socks []string
+	for i := range devs {
+		socks = append(socks, filepath.Join(dir, fmt.Sprintf("10.0.0.%d.sock", i+1)))
+	}
+	spec, err := config.Load(config.Source{YAML: workersSpecYAML(devs, socks, txq, mtu, speed, sw != nil)})
 	if err != nil {
 		return fmt.Errorf("demo config: %w", err)
 	}
-	dm, err := daemon.Start(spec, demoLog(), daemon.Options{SkipEAL: true})
+	opts := daemon.Options{SkipEAL: true}
+	if sw != nil {
+		opts.Prepare = func(hosts []*host.Host) error { hosts[0].AddApp(sw); return nil }
+	}
+	dm, err := daemon.Start(spec, demoLog(), opts)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(cfg.Out, "demo: Homa hosts 10.0.0.1 and 10.0.0.2 on %s, MTU %d, one busy-polling loop on lcore 1; workers attach at %s and %s\n",
-		via, mtu, socks[0], socks[1])
+	names := make([]string, nHosts)
+	for i := range names {
+		names[i] = fmt.Sprintf("10.0.0.%d", i+1)
+	}
+	fmt.Fprintf(cfg.Out, "demo: Homa hosts %s on %s, MTU %d, one busy-polling loop on lcore 1; workers attach at %s\n",
+		strings.Join(names, ", "), via, mtu, strings.Join(socks, ", "))
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
@@ -152,6 +219,10 @@ func ServeWorkers(cfg WorkersConfig) error {
 	fmt.Fprintf(cfg.Out, "loop: %d passes, longest gap between passes %v\n", st.Passes, st.MaxGap)
 	for _, h := range dm.Hosts() {
 		fmt.Fprintln(cfg.Out, h.Summary())
+	}
+	if sw != nil {
+		st := sw.Stats()
+		fmt.Fprintf(cfg.Out, "ring switch: %d frames switched, %d flooded (%d copies), %d dropped\n", st.Switched, st.Flooded, st.Copies, st.Dropped)
 	}
 	return dm.StopPorts()
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -181,7 +182,7 @@ func TestWorkers_echoOverMemifPairJumbo(t *testing.T) {
 // (rtt's largest message each way, throughput's windows), 256 MiB and
 // its rings each, at most 8 a uid. It needs no EAL.
 func TestWorkersYAML_longMessages(t *testing.T) {
-	yaml := fmt.Sprintf(workersYAML, "net_memif_demo0", "net_memif_demo1", 2, "/tmp/a.sock", "/tmp/b.sock", 1500, "auto")
+	yaml := workersSpecYAML([]string{"net_memif_demo0", "net_memif_demo1"}, []string{"/tmp/a.sock", "/tmp/b.sock"}, 2, 1500, "auto", false)
 	spec, err := config.Load(config.Source{YAML: yaml})
 	if err != nil {
 		t.Fatal(err)
@@ -212,4 +213,87 @@ func TestWorkersYAML_longMessages(t *testing.T) {
 		t.Errorf("a region of %d bytes, %d a uid: the template says 256 MiB and its rings, 8", l.RegionSize, ws.MaxSessionsPerUID)
 	}
 	t.Logf("region %d bytes (%.1f MiB) on hugepages", l.RegionSize, float64(l.RegionSize)/(1<<20))
+}
+
+// demo --workers DIR --hosts 4: four hosts on a ring switch, an echo
+// worker on each; a worker on every host then calls every other host,
+// byte-exact, through the daemon. (A Go client is used by one goroutine
+// at a time: each echo server has its own, and the callers come one host
+// at a time, five sessions at most.)
+func TestServeWorkers_fourHostsAllPairs(t *testing.T) {
+	dpdktest.Need(t)
+	dir := t.TempDir()
+	var out strings.Builder
+	served := make(chan error, 1)
+	go func() {
+		served <- ServeWorkers(WorkersConfig{Dir: dir, Hosts: 4, Duration: 5 * time.Second, Out: &out})
+	}()
+	const n = 4
+	sock := func(i int) string { return filepath.Join(dir, fmt.Sprintf("10.0.0.%d.sock", i+1)) }
+	dial := func(i int) *client.Client {
+		for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			c, err := client.Dial(sock(i), client.Options{})
+			if err == nil {
+				return c
+			}
+			select {
+			case serr := <-served:
+				t.Fatalf("the demo ended before host %d took workers: %v\n%s", i, serr, out.String())
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("host %d: %v", i, err)
+			}
+		}
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for i := range n {
+		srv := dial(i)
+		if err := srv.Bind(99); err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer srv.Close()
+			for !stop.Load() {
+				m, err := srv.Receive(20 * time.Millisecond)
+				if err != nil {
+					continue
+				}
+				srv.Reply(m, m.Data)
+				m.Release()
+			}
+		}()
+	}
+	for i := range n {
+		cli := dial(i)
+		for j := range n {
+			if i == j {
+				continue
+			}
+			msg := []byte(fmt.Sprintf("%d to %d: %s", i, j, strings.Repeat("x", 20_000*(j+1))))
+			resp, err := cli.Call(client.Addr{IP: [4]byte{10, 0, 0, byte(j + 1)}, Port: 99}, msg, 10*time.Second)
+			if err != nil {
+				stop.Store(true)
+				wg.Wait()
+				<-served
+				t.Fatalf("%d to %d: %v\n%s", i, j, err, out.String())
+			}
+			if !bytes.Equal(resp.Data, msg) {
+				t.Fatalf("%d to %d: the response differs", i, j)
+			}
+			resp.Release()
+		}
+		cli.Close()
+	}
+	stop.Store(true)
+	wg.Wait()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "10.0.0.4 on a ring switch") {
+		t.Errorf("demo printed:\n%s", out.String())
+	}
 }

@@ -54,6 +54,10 @@ type StartedPort struct {
 	// configured at ethdev's default MTU, 1500, and only the engine keeps
 	// to PortSetup.MTU.
 	MTUPastEthdev bool
+	// MACInFramesOnly: the device could not take PortSetup.MAC (net_ring
+	// has no such operation) and filters by none: the host puts that MAC
+	// in its frames, the port keeps its own.
+	MACInFramesOnly bool
 }
 
 // PortError is a failed step of SetupPort; Setting names the PortSetup
@@ -134,7 +138,15 @@ func SetupPort(p *dpdk.Port, s PortSetup) (StartedPort, error) {
 		}
 	}
 	if s.MAC != nil {
-		if err := p.SetMAC(s.MAC); err != nil {
+		err := p.SetMAC(s.MAC)
+		switch {
+		case err != nil && info.Driver == "net_ring" && errors.Is(err, syscall.ENOTSUP):
+			// net_ring cannot change its MAC, and every ring port has the
+			// same one; but nothing in a ring filters by MAC, so the host
+			// may use the one asked for in its frames (a ring switch tells
+			// the ports apart by it).
+			st.MACInFramesOnly = true
+		case err != nil:
 			return st, &PortError{"mac", err}
 		}
 	}

@@ -19,7 +19,7 @@ func demoCmd() *cobra.Command {
 	var sizes, workers, memifPeers, link string
 	var seconds float64
 	var pmd bool
-	var mtu int
+	var mtu, hosts int
 	c := &cobra.Command{
 		Use:   "demo [flags] [-- EAL arguments]",
 		Short: "Two Homa hosts on virtual devices exchanging RPCs (no NIC, no config file)",
@@ -34,6 +34,8 @@ demo --workers DIR serves shared-memory workers instead: the same two hosts, joi
 by a net_memif pair, open worker control sockets DIR/10.0.0.1.sock and
 DIR/10.0.0.2.sock and run until interrupted (or for --seconds, when given). Workers
 (examples/echo, python/examples) attach there and exchange RPCs through the daemon.
+With --hosts N it runs N hosts, 10.0.0.1 to 10.0.0.N, each with its socket, joined
+by a learning Ethernet switch over ring ports that the loop runs (host.RingSwitch).
 
 demo --pmd runs the forwarding benchmark (perf pmd), short, instead: our Go polling
 loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
@@ -49,7 +51,7 @@ loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
 			}
 			cfg.Duration = time.Duration(seconds * float64(time.Second))
 			cfg.Out = cmd.OutOrStdout()
-			wc := demo.WorkersConfig{Dir: workers, MemifPeers: memifPeers, Link: link, MTU: mtu, Out: cfg.Out}
+			wc := demo.WorkersConfig{Dir: workers, MemifPeers: memifPeers, Link: link, MTU: mtu, Hosts: hosts, Out: cfg.Out}
 			if workers != "" && cmd.Flags().Changed("seconds") {
 				wc.Duration = cfg.Duration // otherwise until interrupted
 			}
@@ -83,8 +85,9 @@ loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
 	f.Float64Var(&cfg.Drop, "drop", 0, "drop this fraction of the packets each host receives (fault injection: RESENDs recover them)")
 	f.BoolVar(&pmd, "pmd", false, "run the forwarding benchmark instead")
 	f.StringVar(&workers, "workers", "", "serve shared-memory workers on sockets in this directory until interrupted, instead of the demo's RPCs")
-	f.StringVar(&link, "link", "memif", "with --workers: what joins the two hosts, memif (a net_memif pair: each byte copied into and out of its rings) or ring (a net_ring pair: the mbufs change hands, no copy)")
+	f.StringVar(&link, "link", "", "with --workers: what joins the two hosts, memif (the default: a net_memif pair, each byte copied into and out of its rings) or ring (a net_ring pair: the mbufs change hands, no copy); more than two hosts are always joined by a ring switch")
 	f.IntVar(&mtu, "mtu", 1500, "with --workers: both ports' IP MTU, up to 9000 (jumbo frames, on either link; memif's buffers are sized for it)")
+	f.IntVar(&hosts, "hosts", 2, "with --workers: how many hosts (10.0.0.1 and on, a worker socket each), up to 16; more than 2 are joined by a ring switch in the loop")
 	f.StringVar(&memifPeers, "memif-peers", "", "with --workers: SOCK0,SOCK1 — join the hosts through these memif servers (e.g. dpdk-testpmd forwarding between them) instead of a memif pair")
 	return c
 }
