@@ -220,7 +220,11 @@ func applyRuntime(rs config.RuntimeSpec, loops int) {
 }
 
 // Stop stops the loops (each drains on its own thread), then the ports,
-// and closes the capture and the pools.
+// and closes the capture. The mbuf pools stay until the process exits:
+// ports the daemon did not make (the demo's rings, a caller's) may hold
+// mbufs of them in their queues until their owner closes them; each
+// daemon's pools have names of their own, so another daemon can start in
+// the same process.
 func (d *Daemon) Stop() error {
 	first := d.StopLoops()
 	if err := d.StopPorts(); err != nil && first == nil {
