@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -50,9 +51,15 @@ type WorkersConfig struct {
 	// of every host to one learning switch in the loop), which --link
 	// ring also means for 2; memif joins two only.
 	Hosts    int
-	Duration time.Duration // 0: until SIGINT or SIGTERM
+	Duration time.Duration   // 0: until SIGINT or SIGTERM
+	Stop     <-chan struct{} // closing it stops the demo too (tests)
 	Out      io.Writer
 }
+
+// switchSeq numbers the ring switches a process makes: DPDK's names of
+// rings, ports and pools are process-wide, and a closed port's name is not
+// free again (the tests start several demos).
+var switchSeq atomic.Int64
 
 // maxDemoHosts bounds --hosts: each host is a port, a hub and its
 // workers' regions on the one loop.
@@ -144,12 +151,12 @@ func ServeWorkers(cfg WorkersConfig) error {
 	var sw *host.RingSwitch
 	switch {
 	case nHosts > 2:
-		pool, err := dpdk.NewPktMbufPool("demoswitch", 2048, 64, uint16(wire.BufferRoom(mtu)+dpdk.PktmbufHeadroom), dpdk.SocketIDAny)
+		pool, err := dpdk.NewPktMbufPool(fmt.Sprintf("demoswitch%d", switchSeq.Load()+1), 2048, 64, uint16(wire.BufferRoom(mtu)+dpdk.PktmbufHeadroom), dpdk.SocketIDAny)
 		if err != nil {
 			return fmt.Errorf("the ring switch's pool: %w", err)
 		}
 		defer pool.Free()
-		if sw, err = host.NewRingSwitch(ringName+"sw", nHosts, ringTxQueues, pool); err != nil {
+		if sw, err = host.NewRingSwitch(fmt.Sprintf("%ssw%d", ringName, switchSeq.Add(1)), nHosts, ringTxQueues, pool); err != nil {
 			return err
 		}
 		defer sw.ClosePorts()
@@ -211,6 +218,7 @@ func ServeWorkers(cfg WorkersConfig) error {
 	case s := <-sig:
 		fmt.Fprintf(cfg.Out, "demo: %v, stopping\n", s)
 	case <-timeout:
+	case <-cfg.Stop:
 	}
 	if err := dm.StopLoops(); err != nil { // workers detach while the loop runs
 		return err

@@ -19,7 +19,7 @@ root=yes
 missing=()
 pkgs=(libdpdk-dev dpdk-dev pkg-config gcc tshark iproute2 iputils-ping
 	python3 python3-numpy python3-venv python3-pip python3-setuptools
-	prometheus systemd groff-base)
+	prometheus systemd groff-base python3-torch)
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
