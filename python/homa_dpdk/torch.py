@@ -3,7 +3,7 @@ backend "homa", so that ``dist.init_process_group("homa", ...)`` sends a job's
 point-to-point and collective traffic as Homa RPCs through the daemon's
 shared-memory workers.
 
-Work in progress (issue 16): point-to-point (send, recv, isend, irecv, with
+Work in progress: point-to-point (send, recv, isend, irecv, with
 tags), barrier, broadcast, all_reduce, all_gather and reduce are here, over
 CPU tensors of every dtype; the other collectives, the algorithm switch
 points and the failure handling of the issue are not yet.
