@@ -96,7 +96,7 @@ class ProcessGroupHoma(dist.ProcessGroup):
         self._timeout = timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout)
         local = int(os.environ.get("LOCAL_RANK", rank))
         path, ip = _host_socket(local)
-        self._client = _client.Client(path, op_timeout=self._timeout)
+        self._client = _client.Client(path, spin_us=int(os.environ.get("HOMA_DPDK_SPIN_US", "0")), op_timeout=self._timeout)
         self._port = int(os.environ.get("HOMA_DPDK_PORT_BASE", "1000")) + rank
         self._client.bind(self._port)
         store.set(f"homa_dpdk/{rank}", f"{ip}:{self._port}".encode())
@@ -266,8 +266,12 @@ class ProcessGroupHoma(dist.ProcessGroup):
         return self._wait(self._post_recv(src, tag, t), f"a receive from rank {src}")
 
     def _waitall(self, futs, what):
-        for f in futs:
-            self._wait(f, what)
+        """A collective's sends need not be waited for: send copies the
+        bytes into the arena, and the receiver's answer only frees them; a
+        send that fails fails the group (_failure), which the next wait
+        raises."""
+        if self._failure is not None:
+            raise self._failure
 
     def _barrier_all(self):
         tag = self._tag()
