@@ -4,9 +4,11 @@ point-to-point and collective traffic as Homa RPCs through the daemon's
 shared-memory workers.
 
 Work in progress: point-to-point (send, recv, isend, irecv, with
-tags), barrier, broadcast, all_reduce, all_gather and reduce are here, over
-CPU tensors of every dtype; the other collectives, the algorithm switch
-points and the failure handling of the issue are not yet.
+tags), barrier, broadcast, all_reduce, reduce, all_gather (and
+all_gather_into_tensor), gather, scatter, reduce_scatter, all_to_all (and
+all_to_all_single) are here, over CPU tensors of every dtype; bandwidth-
+optimal algorithms for large tensors and errors within the group's timeout
+when a rank dies are not yet.
 
 Each rank attaches to one of the daemon's hosts (``HOMA_DPDK_SOCKET_DIR``,
 default ``/run/homa-dpdk/demo``, holds a socket per host, ``<ip>.sock``; rank r
@@ -377,6 +379,80 @@ class ProcessGroupHoma(dist.ProcessGroup):
                 self._xrecv(r, tag, outs[r])
         self._waitall(futs, "an all_gather send")
         return _done_work(output_lists)
+
+    def _allgather_base(self, output, inp, opts=None):
+        outs = list(output.view(self._size, -1).unbind(0))
+        self.allgather([outs], [inp.contiguous().view(-1)])
+        return _done_work([output])
+
+    def gather(self, output_lists, inputs, opts):
+        root, inp = opts.rootRank, inputs[0]
+        tag = self._tag()
+        if self._rank == root:
+            outs = output_lists[0]
+            for r in range(self._size):
+                if r == root:
+                    outs[r].copy_(inp)
+                else:
+                    self._xrecv(r, tag, outs[r])
+        else:
+            self._waitall(self._xsend(root, tag, inp), "a gather send")
+        return _done_work(output_lists)
+
+    def scatter(self, outputs, input_lists, opts):
+        root, out = opts.rootRank, outputs[0]
+        tag = self._tag()
+        if self._rank == root:
+            ins = input_lists[0]
+            for r in range(self._size):
+                if r == root:
+                    out.copy_(ins[r])
+                else:
+                    self._xsend(r, tag, ins[r])
+        else:
+            self._xrecv(root, tag, out)
+        return _done_work(outputs)
+
+    def reduce_scatter(self, outputs, input_lists, opts):
+        out, ins = outputs[0], input_lists[0]
+        op = _op_of(opts)
+        tag = self._tag()
+        for r in range(self._size):
+            if r != self._rank:
+                self._xsend(r, tag, ins[r])
+        acc = ins[self._rank].contiguous().view(-1).clone()
+        tmp = torch.empty_like(acc)
+        parts = {self._rank: acc}
+        for r in range(self._size):
+            if r != self._rank:
+                self._xrecv(r, tag, tmp)
+                parts[r] = tmp.clone()
+        total = parts[0].clone()
+        for r in range(1, self._size):  # rank order: every rank adds alike
+            _combine(total, parts[r], op)
+        if op == dist.ReduceOp.AVG:
+            total = _average(total, self._size)
+        out.copy_(total.view(out.shape))
+        return _done_work(outputs)
+
+    def alltoall(self, outputs, inputs, opts=None):
+        tag = self._tag()
+        for r in range(self._size):
+            if r != self._rank:
+                self._xsend(r, tag, inputs[r])
+        for r in range(self._size):
+            if r == self._rank:
+                outputs[r].copy_(inputs[r])
+            else:
+                self._xrecv(r, tag, outputs[r])
+        return _done_work(outputs)
+
+    def alltoall_base(self, output, inp, output_split_sizes, input_split_sizes, opts=None):
+        n = self._size
+        ins = list(torch.split(inp, list(input_split_sizes) or inp.shape[0] // n))
+        outs = list(torch.split(output, list(output_split_sizes) or output.shape[0] // n))
+        self.alltoall(outs, ins)
+        return _done_work([output])
 
     # ------------------------------------------------------------ lifetime
 

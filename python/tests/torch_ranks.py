@@ -111,6 +111,41 @@ def main():
             if rank == size - 1:
                 xs = [sample(dtype, shape, 17 * r + 3) for r in range(size)]
                 same(a, expected_reduce(xs, dist.ReduceOp.SUM), f"reduce {dtype} {shape}")
+    # gather, scatter, reduce_scatter, all_to_all (list and single), and
+    # all_gather_into_tensor, against results computed from the inputs.
+    for dtype in (torch.float32, torch.int64, torch.bool, torch.bfloat16):
+        for shape in ((5,), (2, 3)):
+            xs = [sample(dtype, shape, 31 * r + 1) for r in range(size)]
+            x = xs[rank]
+            for root in range(size):
+                outs = [torch.empty_like(x) for _ in range(size)] if rank == root else None
+                dist.gather(x, gather_list=outs, dst=root)
+                if rank == root:
+                    for r in range(size):
+                        same(outs[r], xs[r], f"gather to {root} [{r}] {dtype} {shape}")
+                got = torch.empty_like(x)
+                dist.scatter(got, scatter_list=[xs[r] + 0 if dtype != torch.bool else xs[r].clone() for r in range(size)] if rank == root else None, src=root)
+                same(got, xs[rank], f"scatter from {root} {dtype} {shape}")
+            if dtype != torch.bool:
+                ins = [sample(dtype, shape, 100 * rank + r) for r in range(size)]
+                got = torch.empty_like(x)
+                dist.reduce_scatter(got, ins)
+                want = expected_reduce([sample(dtype, shape, 100 * q + rank) for q in range(size)], dist.ReduceOp.SUM)
+                same(got, want, f"reduce_scatter {dtype} {shape}")
+            ins = [sample(dtype, shape, 1000 * rank + r) for r in range(size)]
+            outs = [torch.empty_like(x) for _ in range(size)]
+            dist.all_to_all(outs, ins)
+            for q in range(size):
+                same(outs[q], sample(dtype, shape, 1000 * q + rank), f"all_to_all from {q} {dtype} {shape}")
+            flat_in = torch.cat([t.reshape(1, -1) for t in ins])
+            flat_out = torch.empty_like(flat_in)
+            dist.all_to_all_single(flat_out, flat_in)
+            for q in range(size):
+                same(flat_out[q].reshape(shape), sample(dtype, shape, 1000 * q + rank), f"all_to_all_single from {q} {dtype} {shape}")
+            big = torch.empty((size,) + shape, dtype=dtype)
+            dist.all_gather_into_tensor(big, x)
+            for r in range(size):
+                same(big[r], xs[r], f"all_gather_into_tensor [{r}] {dtype} {shape}")
     # Point to point: a ring of sends with tags, sync and async, and a
     # non-contiguous tensor.
     nxt, prv = (rank + 1) % size, (rank - 1) % size
