@@ -18,7 +18,8 @@ import (
 // isend/irecv with tags on non-contiguous tensors, a 12 MB send in
 // chunks, barrier, over nine dtypes and four shapes
 // (python/tests/torch_ranks.py), with 2 and 4 ranks on the four hosts of
-// one demo daemon (--hosts 4), each rank a process of Debian's Python.
+// one demo daemon (--hosts 4), each rank a process of Debian's Python;
+// then a rank that dies mid-job.
 func TestTorch_backendAgainstGlooTwoAndFourRanks(t *testing.T) {
 	dpdktest.Need(t)
 	py := "/usr/bin/python3"
@@ -53,13 +54,34 @@ func TestTorch_backendAgainstGlooTwoAndFourRanks(t *testing.T) {
 			t.Fatalf("the demo's sockets did not appear:\n%s", out.String())
 		}
 	}
+	runRanks(t, py, filepath.Join(root, "python/tests/torch_ranks.py"), dir, 0, func(n, r int, err error, log string) {
+		if err != nil || !strings.Contains(log, "checks passed") {
+			t.Fatalf("%d ranks, rank %d: %v\n%s", n, r, err, log)
+		}
+	})
+	// A rank that dies: the others' collectives fail with an error that
+	// names it, within seconds (python/tests/torch_kill.py).
+	runRanks(t, py, filepath.Join(root, "python/tests/torch_kill.py"), dir, 2, func(n, r int, err error, log string) {
+		if r == n-1 {
+			return // the rank that exits
+		}
+		if err != nil || !strings.Contains(log, "failed after") || !strings.Contains(log, "is that rank gone?") {
+			t.Fatalf("%d ranks, rank %d with a dead rank: %v\n%s", n, r, err, log)
+		}
+	})
+}
+
+// runRanks runs script as 2 and then 4 ranks of one job on the demo's
+// hosts (sockets in dir), and hands each rank's outcome to check.
+func runRanks(t *testing.T, py, script, dir string, portOff int, check func(n, r int, err error, log string)) {
+	t.Helper()
 	for i, n := range []int{2, 4} {
 		cmds := make([]*exec.Cmd, n)
 		logs := make([]strings.Builder, n)
 		for r := range n {
-			c := exec.Command(py, filepath.Join(root, "python/tests/torch_ranks.py"))
+			c := exec.Command(py, script)
 			c.Dir = t.TempDir()
-			c.Env = append(os.Environ(), "MASTER_ADDR=127.0.0.1", fmt.Sprintf("MASTER_PORT=%d", 29600+i+os.Getpid()%300*2),
+			c.Env = append(os.Environ(), "MASTER_ADDR=127.0.0.1", fmt.Sprintf("MASTER_PORT=%d", 29600+i+portOff+os.Getpid()%300*4),
 				fmt.Sprintf("RANK=%d", r), fmt.Sprintf("WORLD_SIZE=%d", n), fmt.Sprintf("LOCAL_RANK=%d", r),
 				"HOMA_DPDK_SOCKET_DIR="+dir, "PYTHONDONTWRITEBYTECODE=1", "OMP_NUM_THREADS=1")
 			c.Stdout, c.Stderr = &logs[r], &logs[r]
@@ -76,10 +98,7 @@ func TestTorch_backendAgainstGlooTwoAndFourRanks(t *testing.T) {
 		for r, c := range cmds {
 			err := c.Wait()
 			t.Logf("%d ranks, rank %d: %s", n, r, strings.TrimSpace(lastLine(logs[r].String())))
-			if err != nil || !strings.Contains(logs[r].String(), "checks passed") {
-				timer.Stop()
-				t.Fatalf("%d ranks, rank %d: %v\n%s", n, r, err, logs[r].String())
-			}
+			check(n, r, err, logs[r].String())
 		}
 		timer.Stop()
 	}

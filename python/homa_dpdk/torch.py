@@ -47,7 +47,14 @@ BACKEND = "homa"
 # (source, tag) stream, chunk index, chunk count.
 _HDR = struct.Struct("<IIqQII")
 _MAGIC = 0x484F4D41  # "HOMA"
+_PROBE = 0x50524F42  # "PROB": are you there? (answered, then ignored)
 _ANY = -1
+
+# A receive that has waited this long probes its source, and again as
+# long: a rank that is gone (its port unbound, its host down) fails the
+# probe, and so the group, instead of leaving the others waiting until the
+# group's timeout.
+_PROBE_AFTER = 1.0
 
 _REDUCE = {
     dist.ReduceOp.SUM: lambda a, b: a.add_(b),
@@ -134,7 +141,9 @@ class ProcessGroupHoma(dist.ProcessGroup):
             return False
         except RPCError as e:
             fut = self._sends.pop(e.rpc_id, None)
-            err = RuntimeError(f"homa_dpdk.torch: rank {self._rank}: a send failed: {e}")
+            peer = next((r for r, p in enumerate(self._peers) if e.peer is not None and tuple(e.peer) == p), None)
+            who = f"rank {peer}" if peer is not None else f"{e.peer}"
+            err = RuntimeError(f"homa_dpdk.torch: rank {self._rank}: a message to {who} failed ({e}): is that rank gone?")
             self._failure = err
             if fut is not None:
                 fut.set_exception(err)
@@ -143,7 +152,7 @@ class ProcessGroupHoma(dist.ProcessGroup):
         with m:
             if not m.is_request:
                 fut = self._sends.pop(m.id, None)
-                if fut is not None:
+                if fut is not None and not fut.done():
                     fut.set_result(None)
                 return True
             data = m.data
@@ -204,18 +213,32 @@ class ProcessGroupHoma(dist.ProcessGroup):
             if not busy:
                 time.sleep(50e-6)
 
-    def _wait(self, fut, what):
-        """Drives progress until fut completes, or fails after the timeout."""
-        deadline = time.monotonic() + self._timeout
+    def _wait(self, fut, what, src=None):
+        """Drives progress until fut completes, or fails: after the group's
+        timeout, or once a probe of src (the rank a receive waits for)
+        fails."""
+        start = time.monotonic()
+        deadline, probe_at = start + self._timeout, start + _PROBE_AFTER
         while not fut.done():
             if self._failure is not None:
                 raise self._failure
             with self._mu:
                 if not fut.done():
                     self._progress(0.0002)
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now > deadline:
                 raise RuntimeError(f"homa_dpdk.torch: rank {self._rank}: {what} did not complete within {self._timeout:.0f} s")
+            if src is not None and src != _ANY and now > probe_at:
+                self._probe(src)
+                probe_at = now + _PROBE_AFTER
         return fut.value()
+
+    def _probe(self, dst):
+        """Sends dst a probe; its failure (dst's port gone) fails the group
+        through _progress."""
+        with self._mu:
+            rid = self._client.send(self._peers[dst], _HDR.pack(_PROBE, self._rank, 0, 0, 0, 0))
+            self._sends[rid] = None
 
     # -------------------------------------------------------- point to point
 
@@ -265,7 +288,7 @@ class ProcessGroupHoma(dist.ProcessGroup):
         return self._send_bytes(dst, tag, _bytes_of(t))
 
     def _xrecv(self, src, tag, t):
-        return self._wait(self._post_recv(src, tag, t), f"a receive from rank {src}")
+        return self._wait(self._post_recv(src, tag, t), f"a receive from rank {src}", src)
 
     def _waitall(self, futs, what):
         """A collective's sends need not be waited for: send copies the
