@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
 )
@@ -30,9 +31,11 @@ type Build struct {
 	DPDK     string // the DPDK library it runs with (rte_version)
 }
 
-// BuildInfo reads the program's build: Go's build information, overridden
-// by what the build stamped.
-func BuildInfo() Build {
+// BuildInfo is the program's build: Go's build information, overridden
+// by what the build stamped (read once).
+var BuildInfo = sync.OnceValue(readBuild)
+
+func readBuild() Build {
 	b := Build{Version: "(devel)", Go: runtime.Version(), DPDK: dpdk.Version()}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		if bi.Main.Version != "" {

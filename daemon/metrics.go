@@ -31,9 +31,8 @@ type Collector struct {
 	Hubs  []*hub.Hub    // per host, nil for none; may be shorter than Hosts
 	Loops []*lcore.Loop // per host (hosts sharing an lcore share its loop); may be shorter than Hosts (nil loop: none)
 
-	mu       sync.Mutex
-	descs    map[string]*prometheus.Desc // by family name (made on first use)
-	passes   []uint64                    // per host: its loop's passes at passesAt (Readiness)
+	mu       sync.Mutex // Readiness and Health's
+	passes   []uint64   // per host: its loop's passes at passesAt (Readiness)
 	passesAt []time.Time
 }
 
@@ -113,26 +112,27 @@ var families = []family{
 	{"homa_build_info", "The build: version, VCS commit, Go and DPDK versions (always 1).", []string{"version", "commit", "go", "dpdk"}, false},
 }
 
-// desc is the family's Desc; the engine's scalar counters are made from
-// engine.CounterHelp as they are first exported.
-func (c *Collector) desc(name string) *prometheus.Desc {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.descs == nil {
-		c.descs = map[string]*prometheus.Desc{}
-		for _, f := range families {
-			var l []string
-			if f.perHost {
-				l = append(l, labels...)
-			}
-			c.descs[f.name] = prometheus.NewDesc(f.name, f.help, append(l, f.extra...), nil)
+// descs are every family's Desc, by name: those of families, and one per
+// engine counter of engine.CounterHelp (homa_NAME_total).
+var descs = func() map[string]*prometheus.Desc {
+	m := map[string]*prometheus.Desc{}
+	for _, f := range families {
+		var l []string
+		if f.perHost {
+			l = append(l, labels...)
 		}
-		for k, help := range engine.CounterHelp {
-			n := "homa_" + k + "_total"
-			c.descs[n] = prometheus.NewDesc(n, help, labels, nil)
-		}
+		m[f.name] = prometheus.NewDesc(f.name, f.help, append(l, f.extra...), nil)
 	}
-	d := c.descs[name]
+	for k, help := range engine.CounterHelp {
+		n := "homa_" + k + "_total"
+		m[n] = prometheus.NewDesc(n, help, labels, nil)
+	}
+	return m
+}()
+
+// desc is the family's Desc.
+func desc(name string) *prometheus.Desc {
+	d := descs[name]
 	if d == nil {
 		panic("daemon: no metric family " + name)
 	}
@@ -143,7 +143,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeBy
 
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	emit := func(name string, t prometheus.ValueType, v float64, lv ...string) {
-		ch <- prometheus.MustNewConstMetric(c.desc(name), t, v, lv...)
+		ch <- prometheus.MustNewConstMetric(desc(name), t, v, lv...)
 	}
 	counter := func(name string, v uint64, lv ...string) { emit(name, prometheus.CounterValue, float64(v), lv...) }
 	gauge := func(name string, v float64, lv ...string) { emit(name, prometheus.GaugeValue, v, lv...) }
@@ -267,7 +267,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 // collectEngine exports one endpoint's counters and histograms.
 func (c *Collector) collectEngine(ch chan<- prometheus.Metric, m *engine.Metrics, host, port string) {
 	counter := func(name string, v uint64, extra ...string) {
-		ch <- prometheus.MustNewConstMetric(c.desc(name), prometheus.CounterValue, float64(v), append([]string{host, port}, extra...)...)
+		ch <- prometheus.MustNewConstMetric(desc(name), prometheus.CounterValue, float64(v), append([]string{host, port}, extra...)...)
 	}
 	for i, v := range m.PacketsSent {
 		counter("homa_packets_sent_total", v, (wire.TypeData + wire.PacketType(i)).String())
@@ -279,16 +279,15 @@ func (c *Collector) collectEngine(ch chan<- prometheus.Metric, m *engine.Metrics
 		if cause == 0 {
 			continue // DropNone
 		}
-		stage := "engine"
-		counter("homa_drops_total", m.Drops[cause], stage, cause.String())
+		counter("homa_drops_total", m.Drops[cause], "engine", cause.String())
 	}
 	m.Each(func(name string, v uint64) {
 		if _, ok := engine.CounterHelp[name]; ok {
 			counter("homa_"+name+"_total", v)
 		}
 	})
-	ch <- histogram(c.desc("homa_rpc_round_trip_seconds"), &m.RoundTrips, engine.RoundTripBoundsNs[:], 1e-9, host, port)
-	ch <- histogram(c.desc("homa_message_size_bytes"), &m.MessageSizes, engine.MessageSizeBounds[:], 1, host, port)
+	ch <- histogram(desc("homa_rpc_round_trip_seconds"), &m.RoundTrips, engine.RoundTripBoundsNs[:], 1e-9, host, port)
+	ch <- histogram(desc("homa_message_size_bytes"), &m.MessageSizes, engine.MessageSizeBounds[:], 1, host, port)
 }
 
 // histogram is a Prometheus histogram of h, whose buckets end at bounds,

@@ -235,9 +235,8 @@ func memoryHint(log string) string {
 }
 
 // harmless are DPDK log lines known to say nothing wrong on the machines
-// homa-dpdk runs on; quietHarmless drops them from the start-up log (log.
-// dpdk_level debug or info shows everything, as they are not warnings
-// then).
+// homa-dpdk runs on; quietHarmless drops them from the logs it passes on
+// (EAL's start-up, a vdev's creation), at any log.dpdk_level.
 var harmless = []string{
 	"No available 1048576 kB hugepages reported",
 	"No legacy callbacks, legacy socket not created",
@@ -246,7 +245,7 @@ var harmless = []string{
 }
 
 func quietHarmless(log string) string {
-	if log == "" || strings.Contains(log, "EAL: Detected") { // info level: show everything
+	if log == "" {
 		return log
 	}
 	var keep []string

@@ -26,7 +26,7 @@ type Host struct {
 	sched   *nicq.Scheduler[*dpdk.Mbuf]
 	cap     *dpdk.Capture // nil when capture is off
 	capIf   int           // this port's interface in the capture
-	capRxAt int64         // when the pass's burst arrived (clock ns), for the capture
+	capRxAt int64         // when the pass's burst arrived (Unix ns), for the capture
 	fault   faultInjector
 
 	rx     dpdk.Batch     // every RX queue of the port, polled in one cgo call

@@ -82,7 +82,7 @@ func (h *Host) stage(prev *Host, now int64) int {
 	}
 	got := tx.TxFreeRx(prev.free, rx)
 	if h.cap != nil && got > 0 {
-		h.capRxAt = h.clock() // the burst's arrival, for the capture
+		h.capRxAt = h.clock() + h.wallOff // the burst's arrival, Unix ns, for the capture
 	}
 	clear(prev.free)
 	prev.free = prev.free[:0]

@@ -135,7 +135,9 @@ func (s *RingSwitch) forward(from int, m *dpdk.Mbuf) {
 	copy(dst[:], b[0:6])
 	copy(src[:], b[6:12])
 	if src[0]&1 == 0 {
-		s.learn[src] = from
+		if at, ok := s.learn[src]; !ok || at != from { // a map write only when a MAC moves
+			s.learn[src] = from
+		}
 	}
 	if to, ok := s.learn[dst]; ok && dst[0]&1 == 0 {
 		if to == from {
@@ -184,7 +186,7 @@ func (s *RingSwitch) Flush() {}
 
 // Stop frees the frames still in the switch's rings (App; at Drain).
 func (s *RingSwitch) Stop() {
-	for _, r := range append(append([]*dpdk.Ring{}, s.tx...), s.rx...) {
+	for _, r := range s.rings() {
 		for n := r.DequeueMbufs(s.burst); n > 0; n = r.DequeueMbufs(s.burst) {
 			dpdk.FreeBulk(s.burst[:n])
 		}
@@ -194,11 +196,14 @@ func (s *RingSwitch) Stop() {
 // Close frees the switch's rings, once its ports are closed and the
 // frames in them freed (Stop).
 func (s *RingSwitch) Close() {
-	for _, r := range append(append([]*dpdk.Ring{}, s.tx...), s.rx...) {
+	for _, r := range s.rings() {
 		r.Free()
 	}
 	s.tx, s.rx = nil, nil
 }
+
+// rings are the switch's TX and RX rings.
+func (s *RingSwitch) rings() []*dpdk.Ring { return append(append([]*dpdk.Ring(nil), s.tx...), s.rx...) }
 
 // ClosePorts empties and closes the switch's ports (stopped ones), then
 // frees its rings (Close).

@@ -45,7 +45,7 @@ func (h *Host) receiveBurst(n int) {
 	for q := 0; n > 0 && q < h.rx.Len(); q++ {
 		pkts := h.rx.Pkts(q)
 		if h.cap != nil && len(pkts) > 0 {
-			h.cap.RecordMbufs(h.capIf, dpdk.Inbound, h.capRxAt+h.wallOff, pkts)
+			h.cap.RecordMbufs(h.capIf, dpdk.Inbound, h.capRxAt, pkts)
 		}
 		for _, m := range pkts {
 			h.receive(m)

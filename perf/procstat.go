@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/homa-dpdk/homa-dpdk/dpdk/ealargs"
 	"golang.org/x/sys/unix"
 )
 
@@ -85,18 +86,11 @@ func (r *statReader) close() { r.f.Close() }
 // hugepages are the machine's free 2 MB hugepages and how many of those
 // are reserved (-1, -1: unreadable).
 func hugepages() (free, reserved int) {
-	read := func(name string) int {
-		b, err := os.ReadFile("/sys/kernel/mm/hugepages/hugepages-2048kB/" + name)
-		if err != nil {
-			return -1
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil {
-			return -1
-		}
-		return n
+	free, reserved, err := ealargs.Hugepages()
+	if err != nil {
+		return -1, -1
 	}
-	return read("free_hugepages"), read("resv_hugepages")
+	return free, reserved
 }
 
 // loopThread is the thread of process pid that runs its polling loop:

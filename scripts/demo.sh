@@ -3,8 +3,5 @@
 # its embedded demo on virtual devices. Arguments go to `homa-dpdk demo`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-. scripts/env.sh
-. scripts/lib/build.sh
-go build -ldflags "$(homa_ldflags)" -o homa-dpdk ./cmd/homa-dpdk
+. scripts/lib/prepare.sh
 exec ./homa-dpdk demo "$@"

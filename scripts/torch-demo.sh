@@ -8,10 +8,7 @@
 # `import homa_dpdk.torch`) and exits with its status.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-. scripts/env.sh
-. scripts/lib/build.sh
-go build -ldflags "$(homa_ldflags)" -o homa-dpdk ./cmd/homa-dpdk
+. scripts/lib/prepare.sh
 ranks=${HOMA_TORCH_RANKS:-4}
 dir=$(mktemp -d /tmp/homa-torch.XXXXXX)
 logs=$dir/logs

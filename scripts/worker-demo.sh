@@ -5,10 +5,7 @@
 # through it, and stop the daemon.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-. scripts/env.sh
-. scripts/lib/build.sh
-go build -ldflags "$(homa_ldflags)" -o homa-dpdk ./cmd/homa-dpdk
+. scripts/lib/prepare.sh
 go build -o echo ./examples/echo
 
 dir=/run/homa-dpdk/demo

@@ -30,12 +30,11 @@ var hugeSys = "/sys/kernel/mm/hugepages/hugepages-2048kB"
 // process, not touched yet) are not usable: they count as taken.
 func ProbeMemory() Memory {
 	var m Memory
-	free, err := readCount(hugeSys + "/free_hugepages")
+	free, resv, err := Hugepages()
 	if err != nil {
 		m.Reason = "the kernel offers no 2 MB hugepages"
 		return m
 	}
-	resv, _ := readCount(hugeSys + "/resv_hugepages")
 	m.FreePages = max(free-resv, 0)
 	f, err := os.Open("/proc/mounts")
 	if err != nil {
@@ -59,6 +58,17 @@ func ProbeMemory() Memory {
 			strconv.Itoa(resv) + " of them reserved by other processes; want " + strconv.Itoa(MinFreeHugepages) + ")"
 	}
 	return m
+}
+
+// Hugepages are the machine's free 2 MB hugepages and how many of those
+// other processes have reserved (resv_hugepages, 0 when unreadable); err
+// when the kernel has no 2 MB hugepages.
+func Hugepages() (free, reserved int, err error) {
+	if free, err = readCount(hugeSys + "/free_hugepages"); err != nil {
+		return 0, 0, err
+	}
+	reserved, _ = readCount(hugeSys + "/resv_hugepages")
+	return free, reserved, nil
 }
 
 // readCount reads a file holding one decimal number.

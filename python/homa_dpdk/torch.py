@@ -22,6 +22,7 @@ go in chunks.
 """
 
 import collections
+import ipaddress
 import os
 import struct
 import threading
@@ -65,8 +66,7 @@ _REDUCE = {
 
 
 def _op_of(opts):
-    op = getattr(opts, "reduceOp", dist.ReduceOp.SUM)
-    return op
+    return getattr(opts, "reduceOp", dist.ReduceOp.SUM)
 
 
 def _combine(acc, other, op):
@@ -86,14 +86,21 @@ def _done_work(result):
 
 
 def _host_socket(local_rank):
+    """The socket of the daemon host that local_rank attaches to, and that
+    host's address: the (local_rank mod hosts)-th <ipv4>.sock of
+    HOMA_DPDK_SOCKET_DIR, in address order."""
     d = os.environ.get("HOMA_DPDK_SOCKET_DIR", "/run/homa-dpdk/demo")
-    socks = sorted((f for f in os.listdir(d) if f.endswith(".sock")),
-                   key=lambda f: tuple(int(x) for x in f[:-5].split(".")) if f[:-5].replace(".", "").isdigit() else (999,))
-    socks = [f for f in socks if f[:-5].count(".") == 3]
-    if not socks:
+    hosts = []
+    for f in os.listdir(d):
+        if f.endswith(".sock"):
+            try:
+                hosts.append(ipaddress.IPv4Address(f[:-5]))
+            except ValueError:
+                continue
+    if not hosts:
         raise HomaError(f"homa_dpdk.torch: no host sockets (<ip>.sock) in {d} (HOMA_DPDK_SOCKET_DIR)")
-    f = socks[local_rank % len(socks)]
-    return os.path.join(d, f), f[:-5]
+    ip = str(sorted(hosts)[local_rank % len(hosts)])
+    return os.path.join(d, ip + ".sock"), ip
 
 
 class ProcessGroupHoma(dist.ProcessGroup):
@@ -119,7 +126,7 @@ class ProcessGroupHoma(dist.ProcessGroup):
         self._recv_seq = collections.defaultdict(int)   # (src, tag) -> next expected
         self._early = {}                                # (src, tag, seq, chunk) -> bytes
         self._sends = {}                                # rpc_id -> Future (None: part of a larger send)
-        self._pending = collections.deque()             # posted receives: [src, tag, tensor, fut, got chunks, seq]
+        self._pending = collections.deque()             # posted receives: (src, tag, tensor, fut), in post order
         self._coll = 0                                  # collective number: its tag space
         self._closed = False
         self._failure = None
@@ -174,7 +181,7 @@ class ProcessGroupHoma(dist.ProcessGroup):
         while progress:
             progress = False
             for pr in list(self._pending):
-                src, tag, tensor, fut, seq = pr
+                src, tag, tensor, fut = pr
                 srcs = range(self._size) if src == _ANY else [src]
                 for s in srcs:
                     want = self._recv_seq[(s, tag)]
@@ -189,7 +196,6 @@ class ProcessGroupHoma(dist.ProcessGroup):
                     self._pending.remove(pr)
                     _fill(tensor, b"".join(parts))
                     fut.set_result([tensor])
-                    pr.append(s)
                     progress = True
                     break
 
@@ -262,7 +268,7 @@ class ProcessGroupHoma(dist.ProcessGroup):
     def _post_recv(self, src, tag, tensor):
         fut = torch.futures.Future()
         with self._mu:
-            self._pending.append([src, tag, tensor, fut, None])
+            self._pending.append((src, tag, tensor, fut))
             self._match()
         return fut
 
@@ -290,11 +296,11 @@ class ProcessGroupHoma(dist.ProcessGroup):
     def _xrecv(self, src, tag, t):
         return self._wait(self._post_recv(src, tag, t), f"a receive from rank {src}", src)
 
-    def _waitall(self, futs, what):
-        """A collective's sends need not be waited for: send copies the
-        bytes into the arena, and the receiver's answer only frees them; a
-        send that fails fails the group (_failure), which the next wait
-        raises."""
+    def _check_failed(self):
+        """Raises the group's failure, if any. A collective's sends are not
+        waited for: send copies the bytes into the arena, and the
+        receiver's answer only frees them; a send that fails fails the
+        group (_failure)."""
         if self._failure is not None:
             raise self._failure
 
@@ -304,9 +310,9 @@ class ProcessGroupHoma(dist.ProcessGroup):
         # Dissemination barrier: log2(n) rounds.
         k = 1
         while k < self._size:
-            futs = self._xsend((self._rank + k) % self._size, tag, one)
+            self._xsend((self._rank + k) % self._size, tag, one)
             self._xrecv((self._rank - k) % self._size, tag, torch.zeros(1, dtype=torch.uint8))
-            self._waitall(futs, "a barrier send")
+            self._check_failed()
             k *= 2
 
     def barrier(self, opts=None):
@@ -326,19 +332,17 @@ class ProcessGroupHoma(dist.ProcessGroup):
                 break
             mask <<= 1
         mask >>= 1
-        futs = []
         while mask > 0:
             if rel + mask < self._size:
-                futs += self._xsend((self._rank + mask) % self._size, tag, t)
+                self._xsend((self._rank + mask) % self._size, tag, t)
             mask >>= 1
-        self._waitall(futs, "a broadcast send")
+        self._check_failed()
         return _done_work(tensors)
 
     def allreduce(self, tensors, opts=None):
         t = tensors[0]
         op = _op_of(opts)
-        flat = t.contiguous().view(-1) if t.is_contiguous() else t.contiguous().view(-1)
-        acc = flat.clone()
+        acc = t.contiguous().view(-1).clone()
         tag = self._tag()
         n = self._size
         # Recursive doubling for powers of two; otherwise gather to rank 0
@@ -348,9 +352,9 @@ class ProcessGroupHoma(dist.ProcessGroup):
             tmp = torch.empty_like(acc)
             while k < n:
                 peer = self._rank ^ k
-                futs = self._xsend(peer, tag, acc)
+                self._xsend(peer, tag, acc)
                 self._xrecv(peer, tag, tmp)
-                self._waitall(futs, "an all_reduce send")
+                self._check_failed()
                 # Combine in rank order so that every rank gets the same bits.
                 if peer < self._rank:
                     acc = _combine(tmp.clone(), acc, op)
@@ -375,7 +379,8 @@ class ProcessGroupHoma(dist.ProcessGroup):
                     self._xrecv(r, tag, tmp)
                     _combine(acc, tmp, op)
         else:
-            self._waitall(self._xsend(root, tag, acc), "a reduce send")
+            self._xsend(root, tag, acc)
+            self._check_failed()
         return acc
 
     def reduce(self, tensors, opts):
@@ -391,16 +396,15 @@ class ProcessGroupHoma(dist.ProcessGroup):
     def allgather(self, output_lists, inputs, opts=None):
         outs, inp = output_lists[0], inputs[0]
         tag = self._tag()
-        futs = []
         for r in range(self._size):
             if r != self._rank:
-                futs += self._xsend(r, tag, inp)
+                self._xsend(r, tag, inp)
         for r in range(self._size):
             if r == self._rank:
                 outs[r].copy_(inp)
             else:
                 self._xrecv(r, tag, outs[r])
-        self._waitall(futs, "an all_gather send")
+        self._check_failed()
         return _done_work(output_lists)
 
     def _allgather_base(self, output, inp, opts=None):
@@ -419,7 +423,8 @@ class ProcessGroupHoma(dist.ProcessGroup):
                 else:
                     self._xrecv(r, tag, outs[r])
         else:
-            self._waitall(self._xsend(root, tag, inp), "a gather send")
+            self._xsend(root, tag, inp)
+            self._check_failed()
         return _done_work(output_lists)
 
     def scatter(self, outputs, input_lists, opts):
