@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,39 +22,8 @@ import (
 // one demo daemon (--hosts 4), each rank a process of Debian's Python;
 // then a rank that dies mid-job.
 func TestTorch_backendAgainstGlooTwoAndFourRanks(t *testing.T) {
-	dpdktest.Need(t)
-	py := "/usr/bin/python3"
-	if err := exec.Command(py, "-c", "import torch.distributed").Run(); err != nil {
-		if dpdktest.Required() {
-			t.Fatal("torch is missing for /usr/bin/python3 (scripts/setup.sh installs python3-torch)")
-		}
-		t.Skip("torch is missing")
-	}
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	var out strings.Builder
-	served := make(chan error, 1)
-	stop := make(chan struct{})
-	go func() {
-		served <- ServeWorkers(WorkersConfig{Dir: dir, Hosts: 4, Duration: 60 * time.Second, Stop: stop, Out: &out})
-	}()
-	defer func() {
-		close(stop)
-		if err := <-served; err != nil {
-			t.Errorf("the demo: %v\n%s", err, out.String())
-		}
-	}()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(dir, "10.0.0.4.sock")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the demo's sockets did not appear:\n%s", out.String())
-		}
-	}
+	py, root := needTorch(t)
+	dir, _ := serveTorchHosts(t)
 	runRanks(t, py, filepath.Join(root, "python/tests/torch_ranks.py"), dir, 0, func(n, r int, err error, log string) {
 		if err != nil || !strings.Contains(log, "checks passed") {
 			t.Fatalf("%d ranks, rank %d: %v\n%s", n, r, err, log)
@@ -69,6 +39,128 @@ func TestTorch_backendAgainstGlooTwoAndFourRanks(t *testing.T) {
 			t.Fatalf("%d ranks, rank %d with a dead rank: %v\n%s", n, r, err, log)
 		}
 	})
+}
+
+// needTorch skips (or, with HOMA_REQUIRE_DPDK, fails) a test that needs
+// DPDK and Debian's torch; it returns that Python and the repository root.
+func needTorch(t *testing.T) (py, root string) {
+	t.Helper()
+	dpdktest.Need(t)
+	py = "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import torch.distributed").Run(); err != nil {
+		if dpdktest.Required() {
+			t.Fatal("torch is missing for /usr/bin/python3 (scripts/setup.sh installs python3-torch)")
+		}
+		t.Skip("torch is missing")
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return py, root
+}
+
+// serveTorchHosts runs the demo daemon with 4 hosts whose sockets are in
+// dir, until the test ends or stop is called (idempotent).
+func serveTorchHosts(t *testing.T) (dir string, stop func()) {
+	t.Helper()
+	dir = t.TempDir()
+	var out strings.Builder
+	served := make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		served <- ServeWorkers(WorkersConfig{Dir: dir, Hosts: 4, Duration: 60 * time.Second, Stop: done, Out: &out})
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			close(done)
+			if err := <-served; err != nil {
+				t.Errorf("the demo: %v\n%s", err, out.String())
+			}
+		})
+	}
+	t.Cleanup(stop)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(dir, "10.0.0.4.sock")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the demo's sockets did not appear:\n%s", out.String())
+		}
+	}
+	return dir, stop
+}
+
+// A daemon that stops under a running job: every rank's next collective
+// fails with an error that says the session ended, within seconds, not a
+// hang (python/tests/torch_daemon_stop.py; 2 ranks).
+func TestTorch_daemonStopFailsCollectives(t *testing.T) {
+	py, root := needTorch(t)
+	dir, stop := serveTorchHosts(t)
+	const n = 2
+	cmds := make([]*exec.Cmd, n)
+	logs := make([]lockedBuilder, n)
+	for r := range n {
+		c := exec.Command(py, filepath.Join(root, "python/tests/torch_daemon_stop.py"))
+		c.Dir = t.TempDir()
+		c.Env = append(os.Environ(), "MASTER_ADDR=127.0.0.1", fmt.Sprintf("MASTER_PORT=%d", 29580+os.Getpid()%300*4),
+			fmt.Sprintf("RANK=%d", r), fmt.Sprintf("WORLD_SIZE=%d", n), fmt.Sprintf("LOCAL_RANK=%d", r),
+			"HOMA_DPDK_SOCKET_DIR="+dir, "PYTHONDONTWRITEBYTECODE=1", "OMP_NUM_THREADS=1")
+		c.Stdout, c.Stderr = &logs[r], &logs[r]
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds[r] = c
+	}
+	timer := time.AfterFunc(60*time.Second, func() {
+		for _, c := range cmds {
+			c.Process.Kill()
+		}
+	})
+	defer timer.Stop()
+	for deadline := time.Now().Add(40 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		ready := 0
+		for r := range n {
+			if strings.Contains(logs[r].String(), fmt.Sprintf("rank %d: ready", r)) {
+				ready++
+			}
+		}
+		if ready == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ranks did not get ready:\n%s\n%s", logs[0].String(), logs[1].String())
+		}
+	}
+	stop()
+	for r, c := range cmds {
+		err := c.Wait()
+		log := logs[r].String()
+		t.Logf("rank %d: %s", r, strings.TrimSpace(lastLine(log)))
+		if err != nil || !strings.Contains(log, "failed after") || !strings.Contains(log, "session has ended") {
+			t.Fatalf("rank %d after the daemon stopped: %v\n%s", r, err, log)
+		}
+	}
+}
+
+// lockedBuilder is a strings.Builder that a command writes while the
+// test reads it.
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // runRanks runs script as 2 and then 4 ranks of one job on the demo's

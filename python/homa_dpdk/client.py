@@ -94,6 +94,7 @@ class Client(Submitter, Waiter, CompletionHandlers, PoolPages):
         self._next_cookie = 1
         self._dead = None  # why the session ended, if the daemon ended it
         self._closing = False
+        self._woken = False  # wake(): the current or next wait returns
         self._stats = collections.Counter()
         self.last_bad = ""  # what the last bad or unexpected completion was
         self._handlers = {
@@ -134,6 +135,39 @@ class Client(Submitter, Waiter, CompletionHandlers, PoolPages):
             self._await(sub, "send")
             self._stats["sends"] += 1
             return sub.rpc_id
+
+    def send_async(self, addr, *bufs):
+        """Send a request of the bytes of bufs, one after the other, to
+        addr = (ipv4 str, server port), and return once it is on the
+        submission ring, without waiting for the daemon's answer (send
+        waits for it to learn the RPC id). Each buffer is copied into the
+        transmit arena once, before it returns: they may be reused at once.
+
+        The RPC is nobody's to wait() for: its outcome comes back through
+        receive() like any unclaimed RPC's, the response a Message whose id
+        is the RPC id, a failure an RPCError with .rpc_id and .peer -- the
+        daemon refusing the send too (then .rpc_id is 0), counted in
+        stats()["send_refused"]. Raised here are only local errors, as for
+        reply_async."""
+        ip, port = _parse_addr(addr, server=True)
+        with self._lock:
+            self._check_open()
+            off, n = self._stage(*bufs)
+            sub = self._new_sub(Op.SEND, off=off, length=n, peer=(addr[0], port), detached=True)
+            self._submit(sub, Submission(op=Op.SEND, length=n, cookie=sub.cookie, peer_ip=ip, peer_port=port,
+                                         offset=off))
+            self._stats["sends"] += 1
+
+    def wake(self):
+        """Make a wait in progress in another thread (wait, receive, ...)
+        return as if its timeout had passed -- or, if none is in progress,
+        the next one, once. For a thread that waits on the client by
+        default and must hand it to another."""
+        self._woken = True
+        try:
+            os.write(self._efd, (1).to_bytes(8, "little"))
+        except OSError:
+            pass
 
     def wait(self, rpc_id, timeout=None):
         """The response of client RPC rpc_id (a Message), or RPCError if the
@@ -284,7 +318,7 @@ class Client(Submitter, Waiter, CompletionHandlers, PoolPages):
     def stats(self):
         """Counters of this session (a new dict)."""
         with self._lock:
-            d = {k: 0 for k in ("sends", "replies", "reply_refused", "aborts", "requests", "responses", "rpc_errors",
+            d = {k: 0 for k in ("sends", "send_refused", "replies", "reply_refused", "aborts", "requests", "responses", "rpc_errors",
                                 "bad_completions", "unexpected_completions", "page_returns", "page_return_errors",
                                 "spins", "sleeps", "wakeups", "arena_waits", "sq_full_waits")}
             d.update(self._stats)

@@ -95,7 +95,7 @@ class CompletionHandlers:
         if c.flags & COMP_FLAG_RELEASED and sub.off is not None:
             self._free_range(sub)
         sub.state = _ACCEPTED
-        if sub.detached:
+        if sub.detached and kind == Op.REPLY:
             self._stats["replies"] += 1
         self._settle(sub)
 
@@ -121,11 +121,12 @@ class CompletionHandlers:
             if c.flags & COMP_FLAG_RELEASED and sub.off is not None:
                 self._free_range(sub)
             self._settle(sub)
-            if sub.detached:  # a reply_async refused: its failure goes to receive()
+            if sub.detached:  # a reply_async or send_async refused: its failure goes to receive()
                 self._stats["rpc_errors"] += 1
-                self._stats["reply_refused"] += 1
+                what = "send_async" if sub.kind == Op.SEND else "reply_async"
+                self._stats[what[:-6] + "_refused"] += 1
                 ip, port = sub.peer
-                self._ready.append(_error_for(c.err, sub.rpc_id, f"reply_async to {ip}:{port}", sub.peer))
+                self._ready.append(_error_for(c.err, sub.rpc_id, f"{what} to {ip}:{port}", sub.peer))
             return
         rpc = self._rpcs.get(c.rpc_id) if c.rpc_id else None
         if rpc is not None and rpc.cookie == c.cookie and rpc.outcome is None and not rpc.claimed:

@@ -73,11 +73,15 @@ class Submitter:
         self._subs[cookie] = sub
         return sub
 
-    def _stage(self, buf):
-        """Copy buf into a free arena range: (offset, length)."""
-        src = _byte_view(buf)
+    def _stage(self, *bufs):
+        """Copy the bytes of bufs, one after the other, into a free arena
+        range: (offset, length)."""
+        srcs = []
         try:
-            n = src.nbytes
+            n = 0
+            for b in bufs:
+                srcs.append(_byte_view(b))
+                n += srcs[-1].nbytes
             if n == 0:
                 raise ValueError("homa_dpdk: a message has at least 1 byte")
             if n > self._limits.max_message:
@@ -87,13 +91,17 @@ class Submitter:
                                  f"({self._arena.size} bytes)")
             off = self._alloc(n)
             try:
-                self._arena_mv[off:off + n] = src  # the one copy
+                at = off
+                for src in srcs:
+                    self._arena_mv[at:at + src.nbytes] = src  # the one copy
+                    at += src.nbytes
             except BaseException:
                 self._arena.free(off)
                 raise
             return off, n
         finally:
-            src.release()
+            for src in srcs:
+                src.release()
 
     def _alloc(self, n):
         off = self._arena.alloc(n)

@@ -33,6 +33,9 @@ class Waiter:
                 raise HomaError(f"homa_dpdk: the session has ended: {self._dead}")
             if self._closing:
                 raise HomaError("homa_dpdk: the client was closed during the wait")
+            if self._woken:  # wake(): return as at the deadline
+                self._woken = False
+                return False
             end = now + self._spin_ns
             if deadline is not None and deadline < end:
                 end = deadline

@@ -323,6 +323,80 @@ class TestReplyAsync(ClientTest):
         self.assertEqual((s["replies"], s["reply_refused"], s["rpc_errors"], s["ready"]), (0, 1, 2, 0))
 
 
+class TestSendAsync(ClientTest):
+    def test_gathered_parts_and_outcomes_through_receive(self):
+        # send_async returns before the daemon's answer; the parts arrive
+        # as one message, in order; responses and failures come back
+        # through receive(), none lost.
+        srv = self.client()
+        srv.bind(12)
+        c = self.client()
+        hdr, body = b"head:", bytearray(b"body" * 1000)
+        c.send_async((IP, 12), hdr, memoryview(body)[:8], b"", body)
+        body[:4] = b"XXXX"  # copied before send_async returned
+        with srv.receive(timeout=5) as req:
+            self.assertEqual(req.tobytes(), b"head:bodybody" + b"body" * 1000)
+            srv.reply(req, b"ok")
+        with c.receive(timeout=5) as m:
+            self.assertFalse(m.is_request)
+            self.assertEqual(m.tobytes(), b"ok")
+        c.send_async((IP, 4321), b"x")  # nobody bound 4321
+        with self.assertRaises(RPCError) as cm:
+            c.receive(timeout=5)
+        self.assertEqual((cm.exception.code, cm.exception.peer), (ErrCode.PORT_UNREACHABLE, (IP, 4321)))
+        self.assertGreater(cm.exception.rpc_id, 0)
+        with self.assertRaises(ValueError):
+            c.send_async((IP, 12), b"", b"")  # empty: a local error
+        s = c.stats()
+        self.assertEqual((s["sends"], s["responses"], s["rpc_errors"], s["send_refused"]), (2, 1, 1, 0))
+        self.assertEqual((s["bad_completions"], s["unexpected_completions"], s["submissions_pending"]), (0, 0, 0))
+        self.assertEqual(s["arena_used"], 0)
+
+
+class TestSendAsyncRefused(ClientTest):
+    daemon_kw = dict(max_message=1000, region_max_message=4096)  # the engine takes less than the region says
+
+    def test_refused_send_comes_back(self):
+        # The daemon refusing a send_async (here: longer than its engine
+        # takes) is raised from receive() (BadEntry BAD_LENGTH) with rpc_id
+        # 0 and the peer, counted in send_refused; its arena range is freed.
+        c = self.client()
+        c.send_async((IP, 12), bytes(2000))
+        with self.assertRaises(homa_dpdk.BadEntry) as cm:
+            c.receive(timeout=5)
+        self.assertEqual((cm.exception.code, cm.exception.rpc_id, cm.exception.peer), (ErrCode.BAD_LENGTH, 0, (IP, 12)))
+        self.assertIn("send_async", str(cm.exception))
+        s = c.stats()
+        self.assertEqual((s["send_refused"], s["rpc_errors"], s["arena_used"], s["submissions_pending"]), (1, 1, 0, 0))
+
+
+class TestWake(ClientTest):
+    def test_wake_ends_a_wait_of_another_thread(self):
+        c = self.client(spin_us=0)
+        out = []
+
+        def waiter():
+            t0 = time.monotonic()
+            try:
+                c.receive(timeout=30)
+            except WaitTimeout:
+                out.append(time.monotonic() - t0)
+
+        t = threading.Thread(target=waiter)
+        t.start()
+        time.sleep(0.1)
+        c.wake()
+        t.join(5)
+        self.assertFalse(t.is_alive())
+        self.assertEqual(len(out), 1)
+        self.assertLess(out[0], 5)
+        c.wake()  # no wait in progress: the next one returns, once
+        with self.assertRaises(WaitTimeout):
+            c.receive(timeout=30)
+        with self.assertRaises(WaitTimeout):
+            c.receive(timeout=0.05)
+
+
 class TestWrap(ClientTest):
     daemon_kw = dict(ring_start=(1 << 64) - 300, sq_entries=16, cq_entries=16)
 
