@@ -116,6 +116,12 @@ type Config struct {
 	// 10 × TimeoutTicks.
 	ResolveTimeoutTicks int
 	RequestAckTicks     int // ticks after a response is sent before NEED_ACK (2)
+	// BufferWaitTicks bounds how long a response that found no receive
+	// buffer, but can fit once memory comes free, waits for one (asking
+	// for its bytes again) before its RPC fails with ErrNoBufferSpace: a
+	// worker that never gives its pool back does not keep RPCs alive. 0
+	// takes 10 × TimeoutTicks.
+	BufferWaitTicks int
 	// MaxRestarts bounds how often a client RPC resends its request
 	// after RPC_UNKNOWN; the next RPC_UNKNOWN fails it with ErrTimeout.
 	// Restarts are at least ResendInterval ticks apart and do not reset
@@ -206,6 +212,7 @@ func (c Config) withDefaults() Config {
 	setInt(&c.ResendInterval, d.ResendInterval)
 	setInt(&c.TimeoutTicks, d.TimeoutTicks)
 	setInt(&c.ResolveTimeoutTicks, 10*c.TimeoutTicks)
+	setInt(&c.BufferWaitTicks, 10*c.TimeoutTicks)
 	setInt(&c.RequestAckTicks, d.RequestAckTicks)
 	setInt(&c.MaxRestarts, max(c.TimeoutTicks/c.ResendInterval, 1))
 	setInt(&c.PacerFIFOFraction, d.PacerFIFOFraction)

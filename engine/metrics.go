@@ -41,7 +41,9 @@ const (
 	DropBadICMP
 	// DropNoRecvSpace: the port's owner had no receive buffer for a
 	// message being committed (PortHooks.RecvBuf); a request is dropped
-	// (its client retries), a response ends its RPC with ErrNoBufferSpace.
+	// (its client retries), a response waits if it can fit
+	// (ResponsesWaitingForBuffer) or else ends its RPC with
+	// ErrNoBufferSpace.
 	DropNoRecvSpace
 	// DropTxUnresolved: a packet for a peer whose link address is not
 	// resolved (its Neighbour not LinkReachable, or no route) was not
@@ -156,6 +158,11 @@ type Metrics struct {
 	// ended to make room for a new request (at MaxServerRPCs) or for
 	// staging (MaxStagingBytes spent) (requests_evicted).
 	RequestsEvicted uint64
+	// ResponsesWaitingForBuffer counts responses that found no receive
+	// buffer but can fit once memory comes free (PortHooks.RecvBufFits,
+	// or within MaxRecvHeapBytes): the packet was dropped and the RPC
+	// asks for it again (responses_waiting_for_buffer).
+	ResponsesWaitingForBuffer uint64
 
 	Drops [NumDropCauses]uint64 // drops_<cause>
 
@@ -230,6 +237,7 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("resends_deferred", m.ResendsDeferred)
 	fn("resends_limited", m.ResendsLimited)
 	fn("requests_evicted", m.RequestsEvicted)
+	fn("responses_waiting_for_buffer", m.ResponsesWaitingForBuffer)
 	for c, v := range m.Drops {
 		if c != 0 {
 			fn("drops_"+DropCause(c).String(), v)
@@ -268,4 +276,5 @@ var CounterHelp = map[string]string{
 	"resends_deferred":              "Missing ranges a resend check left for a later one (max_resends_per_rpc).",
 	"resends_limited":               "RESENDs not wholly answered because the RPC had retransmitted max_resend_bytes in the interval.",
 	"requests_evicted":              "Incoming requests silent for resend_ticks ended to make room (max_server_rpcs or staging).",
+	"responses_waiting_for_buffer":  "Responses refused a receive buffer that can fit once memory comes free: the packet was dropped, the RPC asks for it again.",
 }

@@ -127,9 +127,11 @@ func stageCopy(in *inMsg, offset int, payload []byte) {
 // commit gives r's incoming message its buffer: length bytes from the
 // port's RecvBuf, or from the heap within Config.MaxRecvHeapBytes; the
 // staged bytes are copied in and their chunks freed. When there is no
-// buffer the RPC ends (a request is dropped, its client retries; a
-// response fails with ErrNoBufferSpace), counted in DropNoRecvSpace or
-// DropRecvHeapFull, and commit reports false.
+// buffer, counted in DropNoRecvSpace or DropRecvHeapFull, commit reports
+// false and the packet is dropped: a request ends (its client retries),
+// a response that can fit once memory comes free waits (its RPC asks for
+// the bytes again by RESEND, as after a loss, and commit is tried again
+// when they come), and one that cannot fails with ErrNoBufferSpace.
 func (e *Endpoint) commit(r *rpc) bool {
 	in := &r.in
 	n := in.length
@@ -140,12 +142,13 @@ func (e *Endpoint) commit(r *rpc) bool {
 			if ok && r.port.hooks.FreeRecvBuf != nil {
 				r.port.hooks.FreeRecvBuf(b)
 			}
-			return e.refuseIn(r, DropNoRecvSpace)
+			fits := r.port.hooks.RecvBufFits
+			return e.refuseIn(r, DropNoRecvSpace, fits != nil && fits(n))
 		}
 		buf = b[:n:n]
 	} else {
 		if e.recvHeap+n > e.cfg.MaxRecvHeapBytes {
-			return e.refuseIn(r, DropRecvHeapFull)
+			return e.refuseIn(r, DropRecvHeapFull, n <= e.cfg.MaxRecvHeapBytes)
 		}
 		buf = make([]byte, n)
 		e.recvHeap += n
@@ -164,12 +167,21 @@ func (e *Endpoint) commit(r *rpc) bool {
 	return true
 }
 
-// refuseIn ends r, whose incoming message found no buffer (cause).
-func (e *Endpoint) refuseIn(r *rpc, cause DropCause) bool {
+// refuseIn counts that r's incoming message found no buffer (cause) and
+// ends r, unless r is a client RPC whose response can wait (fits) and
+// has waited less than BufferWaitTicks: its RPC lives on and its resend
+// timer asks for the dropped bytes again.
+func (e *Endpoint) refuseIn(r *rpc, cause DropCause, fits bool) bool {
 	e.m.drop(cause)
-	if r.client {
+	if r.client && fits && r.bufWaitFrom == 0 {
+		r.bufWaitFrom = e.ticks + 1
+	}
+	switch {
+	case r.client && fits && e.ticks+1-r.bufWaitFrom < uint64(e.cfg.BufferWaitTicks):
+		e.m.ResponsesWaitingForBuffer++
+	case r.client:
 		e.fail(r, ErrNoBufferSpace)
-	} else {
+	default:
 		e.end(r)
 	}
 	return false

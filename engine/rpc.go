@@ -64,9 +64,12 @@ type rpc struct {
 	silentTicks int  // ticks since the peer was last heard from for this RPC
 	waiting     bool // its packets wait for the peer's link address (in peer.waiting)
 	waitTicks   int  // ticks spent waiting so far, while waiting
-	doneTicks   int  // server: ticks since the response was fully sent
-	incastBytes int  // bytes this RPC adds to the endpoint's expected unscheduled backlog
-	allowance   int  // client: unscheduled bytes the response may bring, advertised in the request
+	// bufWaitFrom is 1 + the tick its response was first refused a
+	// receive buffer (0: never), for Config.BufferWaitTicks.
+	bufWaitFrom uint64
+	doneTicks   int // server: ticks since the response was fully sent
+	incastBytes int // bytes this RPC adds to the endpoint's expected unscheduled backlog
+	allowance   int // client: unscheduled bytes the response may bring, advertised in the request
 	// client: times the request was restarted after RPC_UNKNOWN (at most
 	// Config.MaxRestarts), and the endpoint's tick of the last restart.
 	restarts    int
@@ -124,11 +127,14 @@ type PortHooks struct {
 	// RecvBuf returns the buffer, at least n bytes, that an incoming
 	// message of n bytes is reassembled into, or false when there is
 	// none: a request is then dropped (its client retries after
-	// RESEND/RPC_UNKNOWN) and a response ends its RPC with
-	// ErrNoBufferSpace; both count DropNoRecvSpace.
+	// RESEND/RPC_UNKNOWN); a response waits if RecvBufFits says a
+	// buffer of n bytes can come free (its committing packet is dropped
+	// and the RPC asks for it again by RESEND, as after a loss, so it is
+	// asked again then), and otherwise ends its RPC with
+	// ErrNoBufferSpace; every refusal counts DropNoRecvSpace.
 	//
-	// It is asked at most once per message, with n the message's length,
-	// when the message is committed — never for a length a peer merely
+	// It is asked when the message is committed, with n the message's
+	// length, again after a refusal, and never for a length a peer merely
 	// claims. Until then the endpoint keeps the message's bytes in its
 	// own staging memory (Config.MaxStagingBytes). A message is committed
 	// by the packet that brings its arrived bytes to min(n, C), where C is
@@ -141,6 +147,10 @@ type PortHooks struct {
 	// last byte has arrived. A peer can thus make the port commit n bytes
 	// only by first sending min(n, C) bytes of the message.
 	RecvBuf func(n int) ([]byte, bool)
+	// RecvBufFits reports whether RecvBuf can ever have n bytes (the
+	// owner's whole memory is that large), so that a response it refuses
+	// now waits for space instead of failing. nil: never.
+	RecvBufFits func(n int) bool
 	// FreeRecvBuf takes back a buffer from RecvBuf whose message ended
 	// before it was delivered.
 	FreeRecvBuf func(buf []byte)

@@ -533,8 +533,9 @@ func TestHub_regionOutlivesZeroCopyPacketsInFlight(t *testing.T) {
 	}
 }
 
-// A response that finds no room in the client worker's receive pool ends
-// its RPC with a NoBufferSpace error completion (and is counted).
+// A response that can never fit in the client worker's receive pool
+// (larger than all of it) ends its RPC with a NoBufferSpace error
+// completion (and is counted).
 func TestHub_responseWithoutPoolSpaceFails(t *testing.T) {
 	params := testWorkerParams
 	params.PoolPages = 1 // 64 KB: a 100 KB response cannot fit
@@ -571,6 +572,116 @@ func TestHub_responseWithoutPoolSpaceFails(t *testing.T) {
 	if wc.NoRecvSpace != 1 || drops != 1 || wc.OutstandingRPCs != 0 {
 		t.Errorf("no_recv_space %d, engine drops %d, outstanding %d; want 1, 1, 0", wc.NoRecvSpace, drops, wc.OutstandingRPCs)
 	}
+}
+
+// A response that finds the client worker's pool full for now, but fits
+// in it, waits: its packet is dropped, the RPC asks for it again, and it
+// arrives once the worker has given pages back (it used to fail with
+// NoBufferSpace, which failed a job's large collectives whenever two of
+// them met in a worker's pool).
+func TestHub_responseWaitsForPoolSpace(t *testing.T) {
+	params := testWorkerParams
+	params.PoolPages = 1
+	a, _, sockA, sockB, calls := workerHostsCalls(t, Config{Params: params})
+	srv := attachRaw(t, sockB)
+	bindRaw(t, srv, 99)
+	cli := attachRaw(t, sockA)
+	arena := cli.at.Layout.Arena(cli.at.Region)
+	copy(arena, "one")
+	copy(arena[4096:], "two")
+	sarena := srv.at.Layout.Arena(srv.at.Region)
+	copy(sarena, "first answer")
+	copy(sarena[4096:], "second answer")
+	cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 1, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: 3})
+	cli.expect(t, shm.CompAccepted)
+	for i, n := range []uint32{12, 13} {
+		rq := srv.next(t, 5*time.Second)
+		for rq.Op != shm.CompRequest { // the first reply's Released may come first
+			rq = srv.next(t, 5*time.Second)
+		}
+		srv.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: rq.Page, Pages: rq.Pages})
+		srv.submit(t, shm.Submission{Op: shm.OpReply, Cookie: uint64(10 + i), RPCID: rq.RPCID, PeerIP: rq.PeerIP, PeerPort: rq.PeerPort, Offset: uint64(4096 * i), Length: n})
+		srv.expect(t, shm.CompAccepted)
+		if i == 0 {
+			cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 2, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Offset: 4096, Length: 3})
+		}
+	}
+	// The first response holds the client's only page; the second waits.
+	var first shm.Completion
+	for first.Op != shm.CompResponse {
+		if c := cli.next(t, 5*time.Second); c.Op == shm.CompError {
+			t.Fatalf("error completion %+v", c)
+		} else if c.Op == shm.CompResponse {
+			first = c
+		}
+	}
+	answers := map[string]bool{"first answer": true, "second answer": true}
+	got1 := string(cli.message(first))
+	if !answers[got1] {
+		t.Fatalf("first response %q", got1)
+	}
+	delete(answers, got1)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var m engine.Metrics
+		calls.do(func() { m = a.ep.Metrics() })
+		if m.ResponsesWaitingForBuffer > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second response was not refused a page")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cli.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: first.Page, Pages: first.Pages})
+	var second shm.Completion
+	for second.Op != shm.CompResponse {
+		c := cli.next(t, 5*time.Second)
+		if c.Op == shm.CompError {
+			t.Fatalf("the waiting response failed: %+v", c)
+		}
+		if c.Op == shm.CompResponse {
+			second = c
+		}
+	}
+	if got := string(cli.message(second)); !answers[got] {
+		t.Fatalf("second response %q after %q", got, got1)
+	}
+}
+
+// A response that waits for pool pages the worker never gives back fails
+// with NoBufferSpace after engine.Config.BufferWaitTicks, so a worker
+// that holds its pool keeps no RPC alive.
+func TestHub_responseWaitForPoolSpaceIsBounded(t *testing.T) {
+	params := testWorkerParams
+	params.PoolPages = 1
+	a, _, sockA, sockB, calls := workerHostsCalls(t, Config{Params: params})
+	srv := attachRaw(t, sockB)
+	bindRaw(t, srv, 99)
+	stop := make(chan struct{})
+	defer echoRaw(t, srv, stop).Wait()
+	defer close(stop)
+	cli := attachRaw(t, sockA)
+	copy(cli.at.Layout.Arena(cli.at.Region), "echo me")
+	for cookie := uint64(1); cookie <= 2; cookie++ {
+		cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: cookie, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: 7})
+	}
+	var got []shm.Completion
+	start := time.Now()
+	for len(got) < 2 {
+		if c := cli.next(t, 30*time.Second); c.Op == shm.CompResponse || c.Op == shm.CompError {
+			got = append(got, c)
+		}
+	}
+	if got[0].Op != shm.CompResponse || got[1].Op != shm.CompError || got[1].Err != shm.ErrCodeNoBufferSpace {
+		t.Fatalf("completions %+v; want a response (holding the only page), then NoBufferSpace", got)
+	}
+	var m engine.Metrics
+	calls.do(func() { m = a.ep.Metrics() })
+	if m.ResponsesWaitingForBuffer == 0 {
+		t.Errorf("responses_waiting_for_buffer 0: the second response did not wait")
+	}
+	t.Logf("the waiting response failed after %v (%d refusals)", time.Since(start).Round(time.Millisecond), m.ResponsesWaitingForBuffer)
 }
 
 // A request that finds the server worker's pool full is dropped; its

@@ -324,6 +324,9 @@ func (ws *session) hooks(server uint16) engine.PortHooks {
 			off := page * shm.PageSize
 			return ws.Pool[off : off+n], true
 		},
+		// A response that fits in the whole pool waits for pages (the
+		// engine asks again) instead of failing its RPC.
+		RecvBufFits: func(n int) bool { return shm.PagesFor(n) <= ws.Pages.Pages() },
 		FreeRecvBuf: func(buf []byte) { // a message that ended before delivery
 			ws.Pages.Release(ws.pageOf(buf), shm.PagesFor(len(buf)))
 			if server != 0 {

@@ -158,8 +158,10 @@
 // Per-worker limits (from the daemon's config): outstanding client RPCs
 // plus requests not yet answered, and receive-pool pages held.
 // Submissions beyond them get Error(Limit); a message that finds no free
-// pages is dropped (a request: its client retries) or fails its RPC with
-// NoBufferSpace (a response).
+// pages is dropped: a request's client retries, and a response that fits
+// in the pool waits (its RPC asks for it again) until the worker returns
+// pages; only a response longer than the whole pool fails its RPC with
+// NoBufferSpace.
 //
 // Completions the CQ has no room for wait in the daemon, in order, up to
 // a per-worker bound (workers.max_backlog). A worker at the bound has

@@ -25,9 +25,10 @@ HOMA_DPDK_TORCH_MAX_UNEXPECTED bytes, 2 GiB, past which the group fails)
 and answers with a one-byte response. A send is done once its bytes are
 in the arena; a failed one (its rank gone) fails the group. Messages of
 one (source, tag) stream carry sequence numbers: Homa delivers concurrent
-RPCs in any order, the receiver puts them back in order. Tensors longer
-than the daemon's largest message (protocol.max_message) go in parts of
-that size. Homa gives short messages its high priorities by itself
+RPCs in any order, the receiver puts them back in order. Tensors go in
+parts of HOMA_DPDK_TORCH_PART_BYTES (1 MiB; at most the daemon's largest
+message, protocol.max_message, less the header): a receiver's pool then
+holds many parts at once, and those of one tensor arrive side by side. Homa gives short messages its high priorities by itself
 (unscheduled priorities by message length), so small tensors and the
 collectives' control messages go first.
 
@@ -50,7 +51,8 @@ import torch
 import torch.distributed as dist
 
 from . import client as _client
-from .errors import HomaError, WaitTimeout
+from .entry import MAX_SERVER_PORT, ErrCode
+from .errors import HomaError, RPCError, WaitTimeout
 
 try:
     from torch._C._distributed_c10d import _create_work_from_future
@@ -201,15 +203,14 @@ class ProcessGroupHoma(dist.ProcessGroup):
         local = _env_int("LOCAL_RANK", rank)
         path, ip = _host_socket(local)
         self._client = _client.Client(path, spin_us=_env_int("HOMA_DPDK_SPIN_US", 0), op_timeout=self._timeout)
-        self._port = _env_int("HOMA_DPDK_PORT_BASE", 1000) + rank
-        self._client.bind(self._port)
+        self._port = self._bind(_env_int("HOMA_DPDK_PORT_BASE", 1000) + rank)
         store.set(f"homa_dpdk/{rank}", f"{ip}:{self._port}".encode())
         self._peers = []
         for r in range(size):
             ip_r, port_r = store.get(f"homa_dpdk/{r}").decode().rsplit(":", 1)
             self._peers.append((ip_r, int(port_r)))
         self._rank_of = {p: r for r, p in enumerate(self._peers)}
-        self._chunk = self._client.max_message - _HDR.size
+        self._chunk = min(self._client.max_message - _HDR.size, max(1, _env_int("HOMA_DPDK_TORCH_PART_BYTES", 1 << 20)))
         self._mu = threading.Lock()     # the client and all state below
         self._cv = threading.Condition(threading.Lock())  # _want: callers waiting for _mu
         self._want = 0
@@ -232,6 +233,19 @@ class ProcessGroupHoma(dist.ProcessGroup):
             self._barrier_all()
         finally:
             self._leave()
+
+    def _bind(self, port):
+        """Binds the first free port from port on (another group of this
+        job on the same host may hold it): the port published is the one
+        bound, so no rank needs to guess another's."""
+        for p in range(port, min(port + 1024, MAX_SERVER_PORT + 1)):
+            try:
+                self._client.bind(p)
+                return p
+            except RPCError as e:
+                if e.code != ErrCode.PORT_IN_USE:
+                    raise
+        raise HomaError(f"homa_dpdk.torch: no free server port in {port}..{port + 1023} (HOMA_DPDK_PORT_BASE)")
 
     def getBackendName(self):
         return BACKEND
@@ -707,6 +721,13 @@ class ProcessGroupHoma(dist.ProcessGroup):
         out.copy_(total.view(out.shape))
         return _done_work(outputs)
 
+    def _reduce_scatter_base(self, output, inp, opts=None):
+        """reduce_scatter_tensor: rank r gets the reduction of every rank's
+        r-th slice of inp."""
+        ins = list(inp.reshape(self._size, -1).unbind(0))
+        self.reduce_scatter([output.reshape(-1)], [ins], opts)
+        return _done_work([output])
+
     @_collective
     def alltoall(self, outputs, inputs, opts=None):
         self._exchange(self._tag(), outputs, inputs)
@@ -718,6 +739,11 @@ class ProcessGroupHoma(dist.ProcessGroup):
         outs = list(torch.split(output, list(output_split_sizes) or output.shape[0] // n))
         self.alltoall(outs, ins)
         return _done_work([output])
+
+    # Newer torch dispatches these under other names.
+    all_gather_single = _allgather_base
+    reduce_scatter_single = _reduce_scatter_base
+    all_to_all_single = alltoall_base
 
     # ------------------------------------------------------------ lifetime
 
@@ -767,4 +793,7 @@ def _create(store, rank, size, timeout):
     return ProcessGroupHoma(store, rank, size, timeout)
 
 
-dist.Backend.register_backend(BACKEND, _create)
+try:  # torch 2.x: say the backend is for CPU tensors (else it assumes cpu and cuda, and warns)
+    dist.Backend.register_backend(BACKEND, _create, devices=["cpu"])
+except TypeError:  # torch 1.13: no devices
+    dist.Backend.register_backend(BACKEND, _create)

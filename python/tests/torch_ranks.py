@@ -142,6 +142,12 @@ def main():
             dist.all_to_all_single(flat_out, flat_in)
             for q in range(size):
                 same(flat_out[q].reshape(shape), sample(dtype, shape, 1000 * q + rank), f"all_to_all_single from {q} {dtype} {shape}")
+            if dtype != torch.bool:
+                stacked = torch.stack([sample(dtype, shape, 100 * rank + r) for r in range(size)])
+                got = torch.empty_like(x)
+                dist.reduce_scatter_tensor(got, stacked)
+                want = expected_reduce([sample(dtype, shape, 100 * q + rank) for q in range(size)], dist.ReduceOp.SUM)
+                same(got, want, f"reduce_scatter_tensor {dtype} {shape}")
             big = torch.empty((size,) + shape, dtype=dtype)
             dist.all_gather_into_tensor(big, x)
             for r in range(size):
