@@ -85,6 +85,9 @@ def main():
             pp()
             row[name + "_us"] = timed(pp, reps) * 1e6
         results["ping_pong"].append(row)
+        if rank == 0:
+            print(f"ping_pong {size} B: " + ", ".join(f"{k} {v:.1f}" for k, v in row.items() if k.endswith("_us")),
+                  file=sys.stderr, flush=True)
     if rank == 0:
         print(f"all_reduce, {n} ranks (median per call; bus bandwidth as NCCL's tests):")
         print(f"{'bytes':>10} {'homa µs':>10} {'gloo µs':>10} {'gloo/homa':>10} {'homa Gb/s':>10} {'gloo Gb/s':>10}")

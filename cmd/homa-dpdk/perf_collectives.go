@@ -1,0 +1,100 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/perf"
+	"github.com/homa-dpdk/homa-dpdk/perf/collectives"
+)
+
+func collectivesCmd() *cobra.Command {
+	cfg := collectives.DefaultConfig()
+	var out, ranks string
+	var noAlgorithms bool
+	c := &cobra.Command{
+		Use:   "collectives [flags] [-- EAL arguments]",
+		Short: "the PyTorch backend \"homa\" against gloo: all_reduce 4 B-64 MiB, send/recv ping-pong, 2 and 4 ranks",
+		Long: `collectives serves the demo's hosts in this process (a worker socket each, joined by the
+ring switch) and runs python/examples/collectives_bench.py as a job of 2 ranks and one
+of 4 (a process of Debian's Python with torch per rank): all_reduce latency and bus
+bandwidth from 4 B to 64 MiB and send/recv ping-pong, with the backend "homa" and
+with gloo (kernel TCP) in the same job, and homa's ring and recursive doubling at every
+size (where the switch between them belongs). It prints the tables and the goal rows
+and writes collectives.json, collectives.md, the plots and each rank's log to the
+results directory. Needs python3-torch (scripts/setup.sh installs it); run it from the
+repository's root or give --root.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if cfg.Ranks, err = parseRanks(ranks); err != nil {
+				return err
+			}
+			cfg.Algorithms = !noAlgorithms
+			if err := cfg.Validate(); err != nil {
+				return err
+			}
+			dir, err := perf.ResultsDir(out)
+			if err != nil {
+				return err
+			}
+			if cfg.Dir, err = filepath.Abs(dir); err != nil {
+				return err
+			}
+			cfg.Out = cmd.OutOrStdout()
+			mem := dpdk.ProbeMemory()
+			if _, err := dpdk.Init(ealArgs(cmd, args, "0,1", mem)); err != nil {
+				return err
+			}
+			defer dpdk.Cleanup()
+			res, err := collectives.Run(cfg)
+			if err != nil {
+				return err
+			}
+			if err := perf.WriteJSON(filepath.Join(dir, "collectives.json"), res); err != nil {
+				return err
+			}
+			f, err := os.Create(filepath.Join(dir, "collectives.md"))
+			if err != nil {
+				return err
+			}
+			collectives.Markdown(res, f)
+			if err := f.Close(); err != nil {
+				return err
+			}
+			plots, err := collectives.Plot(res, dir)
+			if err != nil {
+				return err
+			}
+			collectives.Report(res, cfg.Out)
+			fmt.Fprintf(cfg.Out, "\nresults in %s (collectives.json, collectives.md, %d plots)\n", dir, len(plots))
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&ranks, "ranks", "2,4", "job sizes, a job each (2..16 ranks, a demo host per rank)")
+	f.BoolVar(&cfg.Quick, "quick", false, "sizes up to 1 MiB, fewer repetitions")
+	f.BoolVar(&noAlgorithms, "no-algorithms", false, "skip homa's ring and recursive doubling at every size")
+	f.StringVar(&cfg.Python, "python", cfg.Python, "the Python with torch")
+	f.StringVar(&cfg.Root, "root", cfg.Root, "the repository (python/ is taken from there)")
+	f.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "longest a job may take")
+	f.StringVar(&out, "out", "", "results directory (default results/<timestamp>)")
+	return c
+}
+
+func parseRanks(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("--ranks: %q is not a number of ranks", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

@@ -1,0 +1,192 @@
+package collectives
+
+import (
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/homa-dpdk/homa-dpdk/perf"
+)
+
+// Tables are the run's tables: all_reduce, ping-pong and (with
+// Algorithms) homa's two all_reduce algorithms, one row per job and
+// size.
+func Tables(r *Result) []NamedTable {
+	ar := perf.Table{Header: []string{"ranks", "size", "homa µs", "gloo µs", "gloo/homa", "homa Gb/s", "gloo Gb/s"}}
+	pp := perf.Table{Header: []string{"ranks", "size", "homa µs", "gloo µs", "gloo/homa"}}
+	al := perf.Table{Header: []string{"ranks", "size", "ring µs", "doubling µs", "doubling/ring", "used"}}
+	for _, j := range r.Jobs {
+		rk := fmt.Sprint(j.Ranks)
+		for _, p := range j.AllReduce {
+			ar.Rows = append(ar.Rows, []string{rk, SizeName(p["bytes"]), us(p["homa_us"]), us(p["gloo_us"]),
+				ratio(p["gloo_us"], p["homa_us"]), gbps(p["homa_busbw_gbps"]), gbps(p["gloo_busbw_gbps"])})
+			if _, ok := p["homa_ring_us"]; ok {
+				used := "ring" // what the backend picks at its default switch
+				switch {
+				case p["bytes"] < 1<<20 && j.Ranks&(j.Ranks-1) == 0:
+					used = "doubling"
+				case p["bytes"] < 1<<20:
+					used = "reduce+broadcast"
+				}
+				al.Rows = append(al.Rows, []string{rk, SizeName(p["bytes"]), us(p["homa_ring_us"]), us(p["homa_doubling_us"]),
+					ratio(p["homa_doubling_us"], p["homa_ring_us"]), used})
+			}
+		}
+		for _, p := range j.PingPong {
+			pp.Rows = append(pp.Rows, []string{rk, SizeName(p["bytes"]), us(p["homa_us"]), us(p["gloo_us"]), ratio(p["gloo_us"], p["homa_us"])})
+		}
+	}
+	out := []NamedTable{
+		{"all_reduce: median time per call, bus bandwidth (NCCL's tests' definition)", ar},
+		{"send/recv ping-pong between ranks 0 and 1: median round trip", pp},
+	}
+	if len(al.Rows) > 0 {
+		out = append(out, NamedTable{"homa's all_reduce algorithms at every size (the backend switches to the ring at HOMA_DPDK_TORCH_RING_BYTES, 1 MiB)", al})
+	}
+	g := perf.Table{Header: []string{"goal", "want", "got", "met"}}
+	for _, x := range r.Goals {
+		met := "no"
+		if x.Met {
+			met = "yes"
+		}
+		g.Rows = append(g.Rows, []string{x.What, x.Want, fmt.Sprintf("%.2f", x.Got), met})
+	}
+	return append(out, NamedTable{"goals", g})
+}
+
+// NamedTable is a table with its title.
+type NamedTable struct {
+	Title string
+	perf.Table
+}
+
+// Report writes the tables as text to w.
+func Report(r *Result, w io.Writer) {
+	for _, t := range Tables(r) {
+		fmt.Fprintf(w, "\n%s\n", t.Title)
+		t.Text(w)
+	}
+}
+
+// Markdown writes the tables as markdown to w.
+func Markdown(r *Result, w io.Writer) {
+	fmt.Fprintln(w, "# perf collectives: the PyTorch backend \"homa\" against gloo, same jobs")
+	for _, t := range Tables(r) {
+		fmt.Fprintf(w, "\n## %s\n\n", t.Title)
+		t.Markdown(w)
+	}
+}
+
+func us(v float64) string { return fmt.Sprintf("%.1f", v) }
+
+func gbps(v float64) string { return fmt.Sprintf("%.3f", v) }
+
+func ratio(a, b float64) string {
+	if b <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
+
+var colors = map[string]color.Color{
+	"homa":          color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	"gloo":          color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	"homa_ring":     color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+	"homa_doubling": color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+}
+
+// dashes tell the jobs apart: solid for the first job size, dashed for
+// the next.
+var dashes = [][]vg.Length{nil, {vg.Points(6), vg.Points(3)}, {vg.Points(2), vg.Points(2)}, {vg.Points(8), vg.Points(2), vg.Points(2), vg.Points(2)}}
+
+// Plot writes the run's plots into dir and returns their paths:
+// all_reduce latency and bus bandwidth, ping-pong, and homa's two
+// algorithms (with Algorithms).
+func Plot(r *Result, dir string) ([]string, error) {
+	type figure struct {
+		file, title, ylabel string
+		points              func(Job) []Point
+		keys                []string
+		suffix              string
+	}
+	figs := []figure{
+		{"collectives-allreduce-latency.png", "all_reduce, median time per call", "µs", func(j Job) []Point { return j.AllReduce }, []string{"homa", "gloo"}, "_us"},
+		{"collectives-allreduce-busbw.png", "all_reduce bus bandwidth", "Gb/s", func(j Job) []Point { return j.AllReduce }, []string{"homa", "gloo"}, "_busbw_gbps"},
+		{"collectives-pingpong.png", "send/recv ping-pong, ranks 0 and 1, median round trip", "µs", func(j Job) []Point { return j.PingPong }, []string{"homa", "gloo"}, "_us"},
+		{"collectives-allreduce-algorithms.png", "homa's all_reduce: ring against recursive doubling", "µs", func(j Job) []Point { return j.AllReduce }, []string{"homa_ring", "homa_doubling"}, "_us"},
+	}
+	var paths []string
+	for _, f := range figs {
+		p := plot.New()
+		p.Title.Text = f.title
+		p.X.Label.Text = "tensor size (bytes)"
+		p.Y.Label.Text = f.ylabel
+		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+		p.X.Tick.Marker, p.Y.Tick.Marker = binaryTicks{}, plot.LogTicks{Prec: -1}
+		p.Add(plotter.NewGrid())
+		lines := 0
+		for ji, j := range r.Jobs {
+			for _, k := range f.keys {
+				var xys plotter.XYs
+				for _, pt := range f.points(j) {
+					if v := pt[k+f.suffix]; v > 0 {
+						xys = append(xys, plotter.XY{X: pt["bytes"], Y: v})
+					}
+				}
+				if len(xys) == 0 {
+					continue
+				}
+				line, pts, err := plotter.NewLinePoints(xys)
+				if err != nil {
+					return nil, err
+				}
+				line.Color, pts.Color = colors[k], colors[k]
+				line.Dashes = dashes[ji%len(dashes)]
+				line.Width = vg.Points(1.5)
+				if ji%2 == 1 {
+					pts.Shape = draw.BoxGlyph{}
+				}
+				p.Add(line, pts)
+				p.Legend.Add(fmt.Sprintf("%s, %d ranks", k, j.Ranks), line, pts)
+				lines++
+			}
+		}
+		if lines == 0 {
+			continue // e.g. no --algorithms
+		}
+		path := filepath.Join(dir, f.file)
+		if err := perf.SaveLegendBeside(p, 9*vg.Inch, 5*vg.Inch, path); err != nil {
+			return nil, err
+		}
+		paths = append(paths, path)
+	}
+	return paths, nil
+}
+
+// binaryTicks marks a log axis of power-of-two sizes: a labelled tick
+// every factor of 16 (4 B, 64 B, 1 KiB, ...), unlabelled ones at the
+// powers of two between.
+type binaryTicks struct{}
+
+// Ticks returns the ticks for [min, max].
+func (binaryTicks) Ticks(min, max float64) []plot.Tick {
+	var out []plot.Tick
+	for v := 1.0; v <= max*1.0001; v *= 2 {
+		if v < min/1.0001 {
+			continue
+		}
+		t := plot.Tick{Value: v}
+		if e := math.Log2(v); int(e)%4 == 2 {
+			t.Label = SizeName(v)
+		}
+		out = append(out, t)
+	}
+	return out
+}
