@@ -20,7 +20,8 @@ import (
 // chunks, barrier, over nine dtypes and four shapes
 // (python/tests/torch_ranks.py), with 2 and 4 ranks on the four hosts of
 // one demo daemon (--hosts 4), each rank a process of Debian's Python;
-// then a rank that dies mid-job.
+// then a rank that dies mid-job, in a collective and in an irecv waited
+// for from C++.
 func TestTorch_backendAgainstGlooTwoAndFourRanks(t *testing.T) {
 	py, root := needTorch(t)
 	dir, _ := serveTorchHosts(t)
@@ -31,14 +32,16 @@ func TestTorch_backendAgainstGlooTwoAndFourRanks(t *testing.T) {
 	})
 	// A rank that dies: the others' collectives fail with an error that
 	// names it, within seconds (python/tests/torch_kill.py).
-	runRanks(t, py, filepath.Join(root, "python/tests/torch_kill.py"), dir, 2, func(n, r int, err error, log string) {
-		if r == n-1 {
-			return // the rank that exits
-		}
-		if err != nil || !strings.Contains(log, "failed after") || !strings.Contains(log, "is that rank gone?") {
-			t.Fatalf("%d ranks, rank %d with a dead rank: %v\n%s", n, r, err, log)
-		}
-	})
+	for i, args := range [][]string{nil, {"--irecv"}} {
+		runRanks(t, py, filepath.Join(root, "python/tests/torch_kill.py"), dir, 2+2*i, func(n, r int, err error, log string) {
+			if r == n-1 {
+				return // the rank that exits
+			}
+			if err != nil || !strings.Contains(log, "failed after") || !strings.Contains(log, "is that rank gone?") {
+				t.Fatalf("%d ranks %v, rank %d with a dead rank: %v\n%s", n, args, r, err, log)
+			}
+		}, args...)
+	}
 }
 
 // needTorch skips (or, with HOMA_REQUIRE_DPDK, fails) a test that needs
@@ -163,15 +166,16 @@ func (l *lockedBuilder) String() string {
 	return l.b.String()
 }
 
-// runRanks runs script as 2 and then 4 ranks of one job on the demo's
-// hosts (sockets in dir), and hands each rank's outcome to check.
-func runRanks(t *testing.T, py, script, dir string, portOff int, check func(n, r int, err error, log string)) {
+// runRanks runs script (with args) as 2 and then 4 ranks of one job on
+// the demo's hosts (sockets in dir), and hands each rank's outcome to
+// check.
+func runRanks(t *testing.T, py, script, dir string, portOff int, check func(n, r int, err error, log string), args ...string) {
 	t.Helper()
 	for i, n := range []int{2, 4} {
 		cmds := make([]*exec.Cmd, n)
 		logs := make([]strings.Builder, n)
 		for r := range n {
-			c := exec.Command(py, script)
+			c := exec.Command(py, append([]string{script}, args...)...)
 			c.Dir = t.TempDir()
 			c.Env = append(os.Environ(), "MASTER_ADDR=127.0.0.1", fmt.Sprintf("MASTER_PORT=%d", 29600+i+portOff+os.Getpid()%300*4),
 				fmt.Sprintf("RANK=%d", r), fmt.Sprintf("WORLD_SIZE=%d", n), fmt.Sprintf("LOCAL_RANK=%d", r),

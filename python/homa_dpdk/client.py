@@ -146,7 +146,8 @@ class Client(Submitter, Waiter, CompletionHandlers, PoolPages):
         The RPC is nobody's to wait() for: its outcome comes back through
         receive() like any unclaimed RPC's, the response a Message whose id
         is the RPC id, a failure an RPCError with .rpc_id and .peer -- the
-        daemon refusing the send too (then .rpc_id is 0), counted in
+        daemon refusing the send too (then .rpc_id is 0, and the error a
+        BadEntry for an entry it found bad), counted in
         stats()["send_refused"]. Raised here are only local errors, as for
         reply_async."""
         ip, port = _parse_addr(addr, server=True)

@@ -172,10 +172,12 @@ class _Recv:
     memory, or a staging copy for a non-contiguous one), the sequence
     number once bound, the bytes arrived, its future."""
 
-    __slots__ = ("src", "tag", "tensor", "flat", "stage", "seq", "got", "fut", "work")
+    __slots__ = ("src", "tag", "tensor", "flat", "stage", "seq", "got", "fut", "posted", "probe_at")
 
     def __init__(self, src, tag, tensor):
         self.src, self.tag, self.tensor = src, tag, tensor
+        self.posted = time.monotonic()
+        self.probe_at = self.posted + _PROBE_AFTER
         if tensor.is_contiguous():
             self.stage = None
             self.flat = _flat_bytes(tensor).numpy() if tensor.numel() else None
@@ -294,6 +296,7 @@ class ProcessGroupHoma(dist.ProcessGroup):
                 self._bg_in = True
                 if not self._want and not self._closed and self._failure is None:
                     self._progress(0.1)
+                    self._check_posted()
             except HomaError as e:
                 if self._closed:
                     return
@@ -471,6 +474,26 @@ class ProcessGroupHoma(dist.ProcessGroup):
             except HomaError as e:  # the session: the daemon stopped, or ended this worker
                 self._fail(RuntimeError(f"homa_dpdk.torch: rank {self._rank}: {what}: {e}"))
         return fut.value()
+
+    def _check_posted(self):
+        """For receives that nobody's call waits for (an irecv's Work,
+        waited for from C++ as well): the group's timeout, and the probe
+        of the source, as _wait does for the caller's."""
+        if not self._bound and not self._any:
+            return
+        now = time.monotonic()
+        for key, r in list(self._bound.items()) + [(None, r) for r in self._any]:
+            if now - r.posted > self._timeout:
+                if key is None:
+                    self._any.remove(r)
+                else:
+                    del self._bound[key]
+                who = "any rank" if r.src == _ANY else f"rank {r.src}"
+                r.fut.set_exception(RuntimeError(f"homa_dpdk.torch: rank {self._rank}: a receive from {who} "
+                                                 f"(tag {r.tag}) did not complete within {self._timeout:.0f} s"))
+            elif r.src != _ANY and now > r.probe_at:
+                r.probe_at = now + _PROBE_AFTER
+                self._probe(r.src)
 
     def _probe(self, dst):
         """Sends dst a probe; its failure (dst's port gone) fails the group

@@ -1,8 +1,10 @@
 """One rank of the failure test of the PyTorch backend: after a barrier,
 the last rank exits at once (as a killed rank would: its worker session
 ends, its port is unbound); the others' all_reduce must fail with an error
-that names the rank, within a few seconds, not hang. A surviving rank
-prints "rank R: failed after S s: ..." and exits 0."""
+that names the rank, within a few seconds, not hang. With --irecv, they
+first wait on an irecv from it (its Work waited for in C++, the receive
+seen to by the backend's progress thread), which must fail the same way.
+A surviving rank prints "rank R: failed after S s: ..." and exits 0."""
 
 import os
 import sys
@@ -27,6 +29,8 @@ def main():
     time.sleep(0.2)  # the dead rank's session is gone
     start = time.monotonic()
     try:
+        if "--irecv" in sys.argv:  # a receive only the progress thread sees to
+            dist.irecv(torch.empty(4), src=size - 1, tag=3).wait()
         for _ in range(3):
             dist.all_reduce(t)
     except RuntimeError as e:

@@ -171,6 +171,13 @@ def main():
         got = torch.empty_like(big)
         dist.recv(got, src=prv, tag=9)
         same(got, torch.arange(3_000_000, dtype=torch.int32) * (prv + 1), "send/recv 12 MB")
+    # A subgroup of the first two ranks: its own ports and store prefix.
+    if size >= 2:
+        sub = dist.new_group([0, 1], backend="homa")
+        if rank < 2:
+            a = torch.tensor([rank + 1.0, 10.0 * rank])
+            dist.all_reduce(a, group=sub)
+            same(a, torch.tensor([3.0, 10.0]), "all_reduce on the subgroup [0, 1]")
     dist.barrier()
     print(f"rank {rank}: {checks} checks passed", flush=True)
     dist.destroy_process_group()
