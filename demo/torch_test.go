@@ -2,6 +2,7 @@ package demo
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,26 +103,13 @@ func TestTorch_daemonStopFailsCollectives(t *testing.T) {
 	py, root := needTorch(t)
 	dir, stop := serveTorchHosts(t)
 	const n = 2
-	cmds := make([]*exec.Cmd, n)
 	logs := make([]lockedBuilder, n)
-	for r := range n {
-		c := exec.Command(py, filepath.Join(root, "python/tests/torch_daemon_stop.py"))
-		c.Dir = t.TempDir()
-		c.Env = append(os.Environ(), "MASTER_ADDR=127.0.0.1", fmt.Sprintf("MASTER_PORT=%d", 29580+os.Getpid()%300*4),
-			fmt.Sprintf("RANK=%d", r), fmt.Sprintf("WORLD_SIZE=%d", n), fmt.Sprintf("LOCAL_RANK=%d", r),
-			"HOMA_DPDK_SOCKET_DIR="+dir, "PYTHONDONTWRITEBYTECODE=1", "OMP_NUM_THREADS=1")
-		c.Stdout, c.Stderr = &logs[r], &logs[r]
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds[r] = c
+	outs := make([]io.Writer, n)
+	for r := range outs {
+		outs[r] = &logs[r]
 	}
-	timer := time.AfterFunc(60*time.Second, func() {
-		for _, c := range cmds {
-			c.Process.Kill()
-		}
-	})
-	defer timer.Stop()
+	cmds := startRanks(t, py, []string{filepath.Join(root, "python/tests/torch_daemon_stop.py")}, dir, 29580+os.Getpid()%300*4, outs)
+	defer killAfter(cmds, 60*time.Second).Stop()
 	for deadline := time.Now().Add(40 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		ready := 0
 		for r := range n {
@@ -172,25 +160,13 @@ func (l *lockedBuilder) String() string {
 func runRanks(t *testing.T, py, script, dir string, portOff int, check func(n, r int, err error, log string), args ...string) {
 	t.Helper()
 	for i, n := range []int{2, 4} {
-		cmds := make([]*exec.Cmd, n)
 		logs := make([]strings.Builder, n)
-		for r := range n {
-			c := exec.Command(py, append([]string{script}, args...)...)
-			c.Dir = t.TempDir()
-			c.Env = append(os.Environ(), "MASTER_ADDR=127.0.0.1", fmt.Sprintf("MASTER_PORT=%d", 29600+i+portOff+os.Getpid()%300*4),
-				fmt.Sprintf("RANK=%d", r), fmt.Sprintf("WORLD_SIZE=%d", n), fmt.Sprintf("LOCAL_RANK=%d", r),
-				"HOMA_DPDK_SOCKET_DIR="+dir, "PYTHONDONTWRITEBYTECODE=1", "OMP_NUM_THREADS=1")
-			c.Stdout, c.Stderr = &logs[r], &logs[r]
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
-			cmds[r] = c
+		outs := make([]io.Writer, n)
+		for r := range outs {
+			outs[r] = &logs[r]
 		}
-		timer := time.AfterFunc(40*time.Second, func() {
-			for _, c := range cmds {
-				c.Process.Kill()
-			}
-		})
+		cmds := startRanks(t, py, append([]string{script}, args...), dir, 29600+i+portOff+os.Getpid()%300*4, outs)
+		timer := killAfter(cmds, 40*time.Second)
 		for r, c := range cmds {
 			err := c.Wait()
 			t.Logf("%d ranks, rank %d: %s", n, r, strings.TrimSpace(lastLine(logs[r].String())))
@@ -206,4 +182,35 @@ func lastLine(s string) string {
 		return s[i+1:]
 	}
 	return s
+}
+
+// startRanks starts len(outs) ranks of one job, each py with args (env://
+// rendezvous on 127.0.0.1:port, the demo's host sockets in dir), rank r
+// writing its output to outs[r].
+func startRanks(t *testing.T, py string, args []string, dir string, port int, outs []io.Writer) []*exec.Cmd {
+	t.Helper()
+	n := len(outs)
+	cmds := make([]*exec.Cmd, n)
+	for r := range n {
+		c := exec.Command(py, args...)
+		c.Dir = t.TempDir()
+		c.Env = append(os.Environ(), "MASTER_ADDR=127.0.0.1", fmt.Sprintf("MASTER_PORT=%d", port),
+			fmt.Sprintf("RANK=%d", r), fmt.Sprintf("WORLD_SIZE=%d", n), fmt.Sprintf("LOCAL_RANK=%d", r),
+			"HOMA_DPDK_SOCKET_DIR="+dir, "PYTHONDONTWRITEBYTECODE=1", "OMP_NUM_THREADS=1")
+		c.Stdout, c.Stderr = outs[r], outs[r]
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds[r] = c
+	}
+	return cmds
+}
+
+// killAfter kills cmds once d has passed, unless stopped first.
+func killAfter(cmds []*exec.Cmd, d time.Duration) *time.Timer {
+	return time.AfterFunc(d, func() {
+		for _, c := range cmds {
+			c.Process.Kill()
+		}
+	})
 }
