@@ -17,6 +17,9 @@ const (
 	evEgressEnter                  // reordered frame p, held back, joins its egress queue
 	evEgressDone                   // switch port toward h finished serializing its current frame
 	evDeliver                      // frame p reaches host p.dst
+	evFabricDone                   // fabric link l finished serializing its current frame
+	evCoreIn                       // frame p, off uplink l, leaves its core switch's ingress
+	evTorIn                        // frame p, off downlink l, leaves its destination ToR's ingress
 )
 
 // event is one entry of the heap. Only the fields its kind needs are set.
@@ -25,7 +28,8 @@ type event struct {
 	seq  uint64    // tie-break: scheduling order
 	kind eventKind // what it does
 	h    *Host     // evUplinkDone, evEgressDone: whose port
-	p    *packet   // evSwitchIn, evEgressEnter, evDeliver: the frame
+	p    *packet   // evSwitchIn, evEgressEnter, evDeliver, evCoreIn, evTorIn: the frame
+	l    *flink    // evFabricDone, evCoreIn, evTorIn: the fabric link
 	fn   func()    // evFunc
 }
 
@@ -159,11 +163,21 @@ func (n *Network) run(e *event) {
 		n.uplinkDone(e.h)
 	case evSwitchIn:
 		n.switchIn(e.p)
-	case evEgressEnter:
-		n.egressEnter(e.p)
+	case evEgressEnter: // a reordered frame, held back at its (source) switch
+		if n.fab != nil {
+			n.fabricForward(e.p)
+		} else {
+			n.egressEnter(e.p)
+		}
 	case evEgressDone:
 		n.egressDone(e.h)
 	case evDeliver:
 		n.deliver(e.p)
+	case evFabricDone:
+		n.flinkDone(e.l)
+	case evCoreIn:
+		n.coreIn(e.p, e.l)
+	case evTorIn:
+		n.torIn(e.p)
 	}
 }

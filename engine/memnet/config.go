@@ -67,6 +67,10 @@ type Config struct {
 	// serialization time, in bytes. 0 (the default) counts the frame
 	// bytes only; 24 models Ethernet's preamble, inter-frame gap and FCS.
 	FrameOverhead int
+
+	// Fabric, when its Racks is set, replaces the single switch by racks
+	// of hosts behind ToR switches joined by core switches (fabric.go).
+	Fabric Fabric
 }
 
 // withDefaults returns c with zero fields replaced by their defaults.
@@ -108,6 +112,9 @@ func (c Config) Validate() error {
 		return bad("ReorderDelay %d is negative", c.ReorderDelay)
 	case c.FrameOverhead < 0:
 		return bad("FrameOverhead %d is negative", c.FrameOverhead)
+	}
+	if err := c.Fabric.validate(); err != nil {
+		return err
 	}
 	for _, f := range []struct {
 		name string

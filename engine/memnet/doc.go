@@ -1,9 +1,11 @@
 // Package memnet is an in-memory network for engine tests and cluster
 // simulations: a deterministic discrete-event simulator of hosts joined by
-// one output-queued switch, driven by a manual clock in ns.
+// one output-queued switch, or by a fabric of top-of-rack and core
+// switches (Config.Fabric, fabric.go), driven by a manual clock in ns.
 //
 // Start reading at network.go (Network, Host, Send), then switch.go (what
-// happens to a frame at the switch) and clock.go (the event loop).
+// happens to a frame at the switch), fabric.go (racks and cores) and
+// clock.go (the event loop).
 //
 // The network carries no ARP: an endpoint on a host takes its
 // Config.Resolve from an engine.StaticNeighbours holding every host's
@@ -86,8 +88,9 @@
 //
 // # Limits
 //
-//   - One switch, one rate, one delay: no multi-hop fabrics, no
-//     oversubscription, no per-link rates, no ECMP.
+//   - One switch, or the two-level fabric of fabric.go: two rates (host
+//     links, ToR–core links), one propagation delay, one switch latency;
+//     no deeper trees, no per-link rates beyond those two.
 //   - No switching latency, no cut-through, no shared buffer between
 //     ports, no PFC or pause frames; the NIC queue is unbounded.
 //   - Priority comes from the IPv4 TOS only (not an 802.1Q PCP), and the

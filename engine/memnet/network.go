@@ -27,6 +27,7 @@ type Network struct {
 	trace  func(line string) // SetTrace hook, or nil
 	tbuf   []byte            // trace line scratch
 	counts counters          // Stats without the per-port part
+	fab    *fabric           // Config.Fabric's racks and cores, or nil
 }
 
 // Host is one endpoint: a NIC with strict-priority queues and a link to
@@ -46,6 +47,7 @@ type Host struct {
 
 	epoch       uint32 // bumped by Restart
 	partitioned bool   // Partition: drop everything to and from the host
+	rack        int    // with a fabric: the host's rack
 }
 
 // New returns an empty network. It panics if cfg does not validate (see
@@ -55,29 +57,41 @@ func New(cfg Config) *Network {
 		panic(err)
 	}
 	cfg = cfg.withDefaults()
-	return &Network{
+	n := &Network{
 		cfg:  cfg,
 		bps:  int64(math.Round(cfg.LinkBps)),
 		byIP: make(map[[4]byte]*Host),
 		rng:  rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6d656d6e6574)), // "memnet"
 	}
+	if cfg.Fabric.on() {
+		n.fab = newFabric(cfg.Fabric, cfg.LinkBps)
+	}
+	return n
 }
 
 // Config returns the network's configuration with defaults filled in.
 func (n *Network) Config() Config { return n.cfg }
 
-// AddHost attaches a host with address ip to a new port of the switch.
+// AddHost attaches a host with address ip to a new port of the switch
+// (with a fabric: of the first ToR with room, racks filled in order).
 // Its MAC is the locally administered 02:00:ip[0]:ip[1]:ip[2]:ip[3]. It
-// panics if ip is already taken.
+// panics if ip is already taken, or if the fabric's racks are full.
 func (n *Network) AddHost(ip [4]byte) *Host {
 	if _, dup := n.byIP[ip]; dup {
 		panic("memnet: AddHost: address already in use: " + ipString(ip))
+	}
+	rack := 0
+	if f := n.cfg.Fabric; f.on() {
+		if rack = len(n.hosts) / f.HostsPerRack; rack >= f.Racks {
+			panic("memnet: AddHost: the fabric's racks are full")
+		}
 	}
 	h := &Host{
 		net:  n,
 		ip:   ip,
 		mac:  [6]byte{0x02, 0x00, ip[0], ip[1], ip[2], ip[3]},
 		name: "h" + strconv.Itoa(len(n.hosts)+1),
+		rack: rack,
 	}
 	n.hosts = append(n.hosts, h)
 	n.byIP[ip] = h
@@ -151,7 +165,7 @@ func (n *Network) uplinkDone(h *Host) {
 	if p.fromEpoch != h.epoch {
 		n.drop(p, DropRestart)
 	} else {
-		n.schedule(event{t: n.now + n.cfg.PropDelay, kind: evSwitchIn, p: p})
+		n.schedule(event{t: n.now + n.cfg.PropDelay + n.cfg.Fabric.SwitchLatency, kind: evSwitchIn, p: p})
 	}
 	n.uplinkStart(h)
 }

@@ -69,6 +69,10 @@ func (n *Network) forward(p *packet) {
 		n.schedule(event{t: n.now + n.cfg.ReorderDelay, kind: evEgressEnter, p: p})
 		return
 	}
+	if n.fab != nil {
+		n.fabricForward(p)
+		return
+	}
 	n.egressEnter(p)
 }
 
