@@ -38,6 +38,12 @@ type GrantConfig struct {
 	// window less Increment and its window. It is capped at half the
 	// window, so a raise always fits.
 	Increment int
+
+	// ArrivalOrder grants to the messages in the order they arrived
+	// instead of the shortest remaining first: no SRPT. It is the "basic"
+	// receiver-driven baseline of the cluster simulation (perf cluster),
+	// not a policy to run.
+	ArrivalOrder bool
 }
 
 // DefaultGrantConfig returns the kernel's defaults.
@@ -215,7 +221,7 @@ func (s *GrantScheduler) recount(m *GrantMsg) {
 // passes moves back.
 func (s *GrantScheduler) siftUp(m *GrantMsg) {
 	i := m.index - 1
-	for i > 0 && (s.msgs[i-1] == nil || less(m, s.msgs[i-1])) {
+	for i > 0 && (s.msgs[i-1] == nil || s.less(m, s.msgs[i-1])) {
 		s.msgs[i] = s.msgs[i-1]
 		if s.msgs[i] != nil {
 			s.msgs[i].index = i + 1
@@ -226,7 +232,10 @@ func (s *GrantScheduler) siftUp(m *GrantMsg) {
 	m.index = i + 1
 }
 
-func less(a, b *GrantMsg) bool {
+func (s *GrantScheduler) less(a, b *GrantMsg) bool {
+	if s.cfg.ArrivalOrder {
+		return a.birth < b.birth
+	}
 	ra, rb := a.Remaining(), b.Remaining()
 	return ra < rb || ra == rb && a.birth < b.birth
 }

@@ -341,7 +341,7 @@ func TestGrantScheduler_removeManyKeepsOrder(t *testing.T) {
 			continue
 		}
 		n++
-		if m.index != i+1 || prev != nil && less(m, prev) {
+		if m.index != i+1 || prev != nil && s.less(m, prev) {
 			t.Fatalf("entry %d: index %d, out of order", i, m.index)
 		}
 		prev = m

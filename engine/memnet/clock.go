@@ -20,6 +20,7 @@ const (
 	evFabricDone                   // fabric link l finished serializing its current frame
 	evCoreIn                       // frame p, off uplink l, leaves its core switch's ingress
 	evTorIn                        // frame p, off downlink l, leaves its destination ToR's ingress
+	evNICEnter                     // frame p, sent HostDelay ago, joins host h's NIC
 )
 
 // event is one entry of the heap. Only the fields its kind needs are set.
@@ -179,5 +180,7 @@ func (n *Network) run(e *event) {
 		n.coreIn(e.p, e.l)
 	case evTorIn:
 		n.torIn(e.p)
+	case evNICEnter:
+		n.nicEnter(e.h, e.p)
 	}
 }

@@ -39,6 +39,19 @@ func TestFabric_idlePathsAreLinkMath(t *testing.T) {
 		t.Errorf("racks %d, %d", h[0].Rack(), h[3].Rack())
 	}
 	checkConserved(t, n)
+
+	// HostDelay comes once, before the sender's NIC.
+	cfg := fabricCfg(2, 2)
+	cfg.HostDelay = 500
+	n, h = newNet(cfg, 4)
+	at = at[:0]
+	h[1].SetReceive(func([]byte) { at = append(at, n.Now()) })
+	h[0].Send(homaFrame(t, h[0], h[1], 0, size, 1))
+	n.RunUntilIdle(1e9)
+	if want := 500 + 2*host + 2*prop + sw; len(at) != 1 || at[0] != want {
+		t.Errorf("same rack with a host delay: %v, want %d", at, want)
+	}
+	checkConserved(t, n)
 }
 
 // Spraying spreads one pair's frames over every core; ECMP keeps them on

@@ -141,6 +141,19 @@ func (h *Host) Send(frame []byte) {
 	p.from, p.fromEpoch = h, h.epoch
 	n.counts.sent++
 	n.counts.sentBytes += uint64(len(p.buf))
+	if n.cfg.HostDelay > 0 {
+		n.schedule(event{t: n.now + n.cfg.HostDelay, kind: evNICEnter, h: h, p: p})
+		return
+	}
+	n.nicEnter(h, p)
+}
+
+// nicEnter queues p on h's NIC and starts it if idle.
+func (n *Network) nicEnter(h *Host, p *packet) {
+	if p.fromEpoch != h.epoch {
+		n.drop(p, DropRestart)
+		return
+	}
 	h.nic.push(p, n.queueOf(p.prio))
 	if h.nic.cur == nil {
 		n.uplinkStart(h)
