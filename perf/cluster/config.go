@@ -1,0 +1,119 @@
+// Package cluster is `homa-dpdk perf cluster`: a datacenter in
+// simulation, every host running the real engine.Endpoint on memnet's
+// two-level fabric (engine/memnet, fabric.go), driven in simulated time.
+// The default is the SIGCOMM'18 Homa paper's simulated cluster: 9 racks
+// of 16 hosts (144), 10 Gb/s host links, four core switches at 40 Gb/s
+// from every top-of-rack switch (full bisection), 0.25 µs per switch,
+// packet spraying over the cores, 0.5 µs of software turnaround at hosts,
+// and the paper's workloads W1–W5 with Poisson arrivals to uniformly
+// random other hosts at 50, 80 or 90% of the host links' capacity
+// (counting wire bytes).
+//
+// A message is the request of an RPC (its server answers with one byte);
+// its completion time runs from Port.Send at the sender to its delivery
+// at the receiver, and its slowdown is that time over the time the same
+// message takes on an idle network, computed from link math (idle.go) and
+// checked against a simulated idle run (TestIdle_matchesSimulation).
+//
+// Variants, on the same arrivals: homa (the engine's defaults scaled to
+// the paper's 10 Gb/s: 10 KB of unscheduled bytes, priority cutoffs from
+// the workload), homa-1prio (one network priority: every port one FIFO
+// queue), basic (receiver grants in arrival order, no SRPT, one
+// priority), and homa-no-incast (homa-dpdk's incast allowance off).
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/homa-dpdk/homa-dpdk/perf/slowdown"
+)
+
+// Variant is a transport configuration the simulation compares.
+type Variant string
+
+// The variants.
+const (
+	Homa         Variant = "homa"
+	HomaOnePrio  Variant = "homa-1prio"
+	Basic        Variant = "basic"
+	HomaNoIncast Variant = "homa-no-incast"
+)
+
+// Variants lists every variant, in report order.
+var Variants = []Variant{Homa, HomaOnePrio, Basic, HomaNoIncast}
+
+// Config is one simulation run.
+type Config struct {
+	Racks, HostsPerRack, Cores int
+	LinkBps, UplinkBps         float64 // host links; ToR–core links
+	PropDelay                  int64   // ns per link
+	SwitchLatency              int64   // ns per switch
+	HostDelay                  int64   // ns of software turnaround and NIC per frame sent
+	BufferBytes                int     // per switch egress port; <0 unlimited
+	ECMP                       bool    // per-pair paths instead of per-frame spraying
+
+	Workload string  // W1..W5
+	Load     float64 // of the host links' capacity, 0 < Load < 1
+	Variant  Variant
+	Messages int    // offered messages
+	Seed     uint64 // arrivals (sources, destinations, sizes, times)
+
+	// UnschedBytes is the engine's unscheduled bytes (rttBytes); 0: 10 KB,
+	// the paper's at 10 Gb/s.
+	UnschedBytes int
+}
+
+// DefaultConfig is the paper's cluster: 144 hosts, W4 at 80%, homa.
+func DefaultConfig() Config {
+	return Config{Racks: 9, HostsPerRack: 16, Cores: 4, LinkBps: 10e9, UplinkBps: 40e9,
+		PropDelay: 100, SwitchLatency: 250, HostDelay: 500, BufferBytes: -1,
+		Workload: "W4", Load: 0.8, Variant: Homa, Messages: 200_000, Seed: 1}
+}
+
+// SmokeConfig is CI's size: 16 hosts in 4 racks, a few thousand
+// messages (a few ms of simulated time).
+func SmokeConfig() Config {
+	c := DefaultConfig()
+	c.Racks, c.HostsPerRack, c.Cores, c.Messages = 4, 4, 2, 3000
+	return c
+}
+
+// Hosts is the number of hosts.
+func (c Config) Hosts() int { return c.Racks * c.HostsPerRack }
+
+// Validate checks c.
+func (c Config) Validate() error {
+	switch {
+	case c.Racks < 1 || c.HostsPerRack < 1 || c.Hosts() < 2 || c.Hosts() > 1<<16:
+		return fmt.Errorf("%d racks of %d hosts: want 2..65536 hosts", c.Racks, c.HostsPerRack)
+	case c.Cores < 1 || c.Cores > 64:
+		return fmt.Errorf("%d cores: want 1..64", c.Cores)
+	case c.LinkBps < 1e6 || c.UplinkBps < 1e6:
+		return errors.New("link rates must be at least 1 Mb/s")
+	case c.PropDelay < 0 || c.SwitchLatency < 0 || c.HostDelay < 0:
+		return errors.New("delays must not be negative")
+	case !(c.Load > 0 && c.Load < 1):
+		return fmt.Errorf("load %g: want 0 < load < 1", c.Load)
+	case c.Messages < 1:
+		return fmt.Errorf("%d messages: want at least 1", c.Messages)
+	case c.UnschedBytes < 0:
+		return errors.New("unscheduled bytes must not be negative")
+	case !slices.Contains(Variants, c.Variant):
+		return fmt.Errorf("variant %q: want one of %s", c.Variant, variantNames())
+	}
+	if _, err := slowdown.LoadWorkload(c.Workload); err != nil {
+		return err
+	}
+	return nil
+}
+
+func variantNames() string {
+	var s []string
+	for _, v := range Variants {
+		s = append(s, string(v))
+	}
+	return strings.Join(s, ", ")
+}

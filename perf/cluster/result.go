@@ -1,0 +1,165 @@
+package cluster
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/perf/slowdown"
+)
+
+// Result is one run's figures.
+type Result struct {
+	Variant  Variant `json:"variant"`
+	Workload string  `json:"workload"`
+	Load     float64 `json:"load"`
+	Hosts    int     `json:"hosts"`
+
+	Offered   int `json:"offered"`   // messages sent
+	Delivered int `json:"delivered"` // requests delivered (exactly once each)
+	Measured  int `json:"measured"`  // of them, sent in the measured window
+	Responses int `json:"responses"`
+	// Errors are conservation or RPC failures: a message lost, delivered
+	// twice, with the wrong length or to the wrong host, an RPC that
+	// failed. Any is a bug (the fabric is lossless unless BufferBytes is
+	// set).
+	Errors     int      `json:"errors"`
+	ErrorLines []string `json:"error_lines,omitempty"`
+
+	OfferedSimNs int64   `json:"offered_sim_ns"` // the arrivals' span
+	SimNs        int64   `json:"sim_ns"`         // simulated time run
+	WallSeconds  float64 `json:"wall_seconds"`
+	Frames       uint64  `json:"frames"` // frames the network delivered
+	FramesPerSec float64 `json:"frames_per_wall_second"`
+
+	// OfferedGbps and DeliveredGbps are message bytes per simulated
+	// second per host, over the offered period: a variant that cannot
+	// keep up delivers less than is offered (and takes long to drain).
+	OfferedGbps   float64 `json:"offered_gbps_per_host"`
+	DeliveredGbps float64 `json:"delivered_gbps_per_host"`
+
+	Buckets []Bucket `json:"buckets"` // slowdown by message size
+	Short   *Bucket  `json:"short"`   // messages of at most 1 KB
+	Largest *Bucket  `json:"largest"` // the largest size bucket
+	Queues  Queues   `json:"queues"`  // peak queues
+	Drops   uint64   `json:"drops"`   // frames the network dropped (BufferBytes)
+	Resent  uint64   `json:"resent"`  // DATA packets retransmitted
+	// Cutoffs are the unscheduled priority cutoffs the hosts used, bytes
+	// by priority (0 where a priority takes no unscheduled bytes).
+	Cutoffs [8]uint32 `json:"cutoffs"`
+}
+
+// Bucket is the slowdown of one size range.
+type Bucket struct {
+	MinSize int     `json:"min_size"`
+	MaxSize int     `json:"max_size"`
+	Count   int     `json:"count"`
+	P50     float64 `json:"p50"`
+	P99     float64 `json:"p99"`
+	// IdleUs is the median message's idle time, µs.
+	IdleUs float64 `json:"idle_us"`
+}
+
+// Queues are peak occupancies in bytes.
+type Queues struct {
+	HostEgress int `json:"tor_to_host"` // a ToR's port toward a host
+	Uplink     int `json:"tor_to_core"`
+	Downlink   int `json:"core_to_tor"`
+	NIC        int `json:"nic"` // a host's NIC queue
+}
+
+// Max is the largest switch queue.
+func (q Queues) Max() int { return max(q.HostEgress, q.Uplink, q.Downlink) }
+
+// bucketOf is a size's bucket: 4 per decade (as perf slowdown's).
+func bucketOf(size int) int { return int(math.Floor(math.Log10(float64(size)) * 4)) }
+
+func summarize(g []Sample) Bucket {
+	sd := make([]float64, len(g))
+	sizes := make([]int, len(g))
+	idle := make([]int64, len(g))
+	for i, s := range g {
+		sd[i], sizes[i], idle[i] = s.Slowdown(), s.Size, s.IdleNs
+	}
+	slices.Sort(sd)
+	slices.Sort(sizes)
+	slices.Sort(idle)
+	q := func(p float64) float64 { return sd[max(int(math.Ceil(p*float64(len(sd))))-1, 0)] }
+	return Bucket{MinSize: sizes[0], MaxSize: sizes[len(sizes)-1], Count: len(g), P50: q(0.5), P99: q(0.99),
+		IdleUs: float64(idle[(len(idle)-1)/2]) / 1e3}
+}
+
+// Buckets groups samples by size.
+func Buckets(samples []Sample) []Bucket {
+	groups := map[int][]Sample{}
+	for _, s := range samples {
+		groups[bucketOf(s.Size)] = append(groups[bucketOf(s.Size)], s)
+	}
+	keys := make([]int, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([]Bucket, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, summarize(groups[k]))
+	}
+	return out
+}
+
+func (s *sim) result(cfg Config, wl *slowdown.Workload, end int64, wall time.Duration) *Result {
+	st := s.net.Stats()
+	r := &Result{Variant: cfg.Variant, Workload: wl.Name, Load: cfg.Load, Hosts: cfg.Hosts(),
+		Offered: s.offered, Delivered: s.delivered, Measured: s.measured, Responses: s.responses,
+		Errors: s.nerrs + len(s.inflight), ErrorLines: s.errs,
+		OfferedSimNs: end, SimNs: s.net.Now(), WallSeconds: wall.Seconds(), Frames: st.Delivered,
+		Drops: st.TotalDropped()}
+	if len(s.inflight) > 0 {
+		r.ErrorLines = append(r.ErrorLines, "messages never delivered: "+strconv.Itoa(len(s.inflight)))
+	}
+	if wall > 0 {
+		r.FramesPerSec = float64(st.Delivered) / wall.Seconds()
+	}
+	if end > 0 {
+		per := float64(cfg.Hosts()) * float64(end) / 1e9 / 8 * 1e9 // bytes/s → Gb/s per host
+		r.OfferedGbps = float64(s.offeredBytes) / per
+		r.DeliveredGbps = float64(s.deliveredBytes) / per
+	}
+	r.Buckets = Buckets(s.samples)
+	if len(r.Buckets) > 0 {
+		b := r.Buckets[len(r.Buckets)-1]
+		r.Largest = &b
+	}
+	var short []Sample
+	for _, x := range s.samples {
+		if x.Size <= 1000 {
+			short = append(short, x)
+		}
+	}
+	if len(short) > 0 {
+		b := summarize(short)
+		r.Short = &b
+	}
+	for _, p := range st.Ports {
+		r.Queues.HostEgress = max(r.Queues.HostEgress, p.MaxQueueBytes)
+		r.Queues.NIC = max(r.Queues.NIC, p.NICMaxQueueBytes)
+	}
+	fs := s.net.FabricStats()
+	r.Queues.Uplink, r.Queues.Downlink = maxOf(fs.Up), maxOf(fs.Down)
+	for _, h := range s.hosts {
+		r.Resent += h.e.Metrics().ResentPackets
+	}
+	r.Cutoffs = s.cutoffs
+	return r
+}
+
+func maxOf(m [][]int) int {
+	v := 0
+	for _, row := range m {
+		for _, x := range row {
+			v = max(v, x)
+		}
+	}
+	return v
+}

@@ -1,0 +1,346 @@
+package cluster
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/engine"
+	"github.com/homa-dpdk/homa-dpdk/engine/memnet"
+	"github.com/homa-dpdk/homa-dpdk/perf/slowdown"
+	"github.com/homa-dpdk/homa-dpdk/sched"
+)
+
+const serverPort = 99
+
+// host is one simulated machine: a memnet host, its endpoint, a server
+// port that answers every request with one byte, a client port.
+type host struct {
+	s    *sim
+	idx  int
+	mh   *memnet.Host
+	e    *engine.Endpoint
+	srv  *engine.Port
+	cli  *engine.Port
+	buf  []byte // the endpoint's transmit buffer
+	next int64  // the Run already scheduled (0: none)
+}
+
+func (h *host) Buffer() []byte           { return h.buf }
+func (h *host) Send(frame []byte, _ int) { h.mh.Send(frame) }
+
+// msgKey names a message: its client's host and client RPC id.
+type msgKey struct {
+	src int
+	id  uint64
+}
+
+type started struct {
+	t        int64
+	size     int
+	dst      int
+	measured bool
+}
+
+// sim is one run.
+type sim struct {
+	cfg     Config
+	net     *memnet.Network
+	hosts   []*host
+	byIP    map[[4]byte]int
+	payload []byte // what every request carries (engines only read it)
+	scratch []byte // every received message's buffer: its bytes are not looked at
+	idle    *idle
+	neigh   engine.StaticNeighbours
+
+	cutoffs  [8]uint32 // the hosts' (for the result)
+	inflight map[msgKey]started
+	samples  []Sample
+	errs     []string // conservation failures (the first few)
+	nerrs    int
+	// counts
+	offered, delivered, measured int
+	offeredBytes, deliveredBytes int64
+	responses, failedRPCs        int
+}
+
+// Sample is one delivered message of the measured window.
+type Sample struct {
+	Size       int
+	Ns, IdleNs int64
+}
+
+// Slowdown is the sample's completion time over its idle time.
+func (s Sample) Slowdown() float64 { return float64(s.Ns) / float64(s.IdleNs) }
+
+// hostIP is host i's address: 10.r.h.1 style, unique for up to 65536.
+func hostIP(i int) [4]byte { return [4]byte{10, byte(i >> 8), byte(i), 1} }
+
+// engineConfig is host i's endpoint configuration for the variant.
+func engineConfig(cfg Config, wl *slowdown.Workload, i int, mh *memnet.Host, now func() int64) engine.Config {
+	c := engine.DefaultConfig()
+	c.IP, c.MAC, c.Clock = mh.IP(), mh.MAC(), now
+	c.IDSeed = uint64(i+1) << 40
+	c.LinkBps = int64(cfg.LinkBps)
+	c.MaxMessageLength = max(wl.Max(), 1)
+	c.KernelPeer = func([4]byte) bool { return false } // every peer runs this engine
+	unsched := cfg.UnschedBytes
+	if unsched == 0 {
+		unsched = 10_000
+	}
+	// The kernel's defaults scaled as the paper did from its 40 KB of
+	// unscheduled bytes to 10 KB: a quarter of the incoming bound, the
+	// grant increment and the FIFO grant.
+	c.UnschedBytes = unsched
+	g := sched.DefaultGrantConfig()
+	g.MaxIncoming, g.Increment, g.FIFOIncrement = unsched*10, max(unsched/4, 1), unsched*5/4
+	c.Grant = g
+	c.Cutoffs = cutoffsFor(wl, unsched)
+	c.MaxRecvHeapBytes = 1 << 40 // receive buffers come from the hook (scratch)
+	c.MaxStagingBytes = 1 << 30
+	c.MaxServerRPCs, c.MaxServerRPCsPerPeer = 1<<20, 1<<16
+	c.MaxPeers = 1 << 20
+	switch cfg.Variant {
+	case HomaOnePrio:
+		c.Cutoffs = sched.Cutoffs{sched.NumPriorities - 1: math.MaxUint32}
+	case Basic:
+		c.Cutoffs = sched.Cutoffs{sched.NumPriorities - 1: math.MaxUint32}
+		c.Grant.ArrivalOrder, c.Grant.FIFOFraction = true, 0
+	case HomaNoIncast:
+		c.Incast = sched.IncastConfig{}
+	}
+	return c
+}
+
+// cutoffsFor divides the priorities as Homa does for a workload: the
+// unscheduled levels take the share of the levels that unscheduled bytes
+// have of all bytes (at least one, leaving one for scheduled bytes), each
+// carrying an equal share of the unscheduled bytes, shortest first.
+func cutoffsFor(wl *slowdown.Workload, unsched int) sched.Cutoffs {
+	var h sched.Histogram
+	prev := 0.0
+	for i, size := range wl.Sizes {
+		p := wl.CDF[i] - prev
+		prev = wl.CDF[i]
+		for range int(math.Round(p * 100_000)) {
+			h.Record(size)
+		}
+	}
+	u := wl.Mean(func(n int) float64 { return float64(min(n, unsched)) })
+	all := wl.Mean(func(n int) float64 { return float64(n) })
+	levels := min(max(int(math.Round(float64(sched.NumPriorities)*u/all)), 1), sched.NumPriorities-1)
+	return sched.ComputeCutoffs(&h, unsched, levels, max(wl.Max(), 1))
+}
+
+func newSim(cfg Config) (*sim, error) {
+	wl, err := slowdown.LoadWorkload(cfg.Workload)
+	if err != nil {
+		return nil, err
+	}
+	mc := memnet.Config{Seed: int64(cfg.Seed), LinkBps: cfg.LinkBps, PropDelay: cfg.PropDelay,
+		BufferBytes: cfg.BufferBytes, FrameOverhead: sched.WireOverhead, HostDelay: cfg.HostDelay,
+		Fabric: memnet.Fabric{Racks: cfg.Racks, HostsPerRack: cfg.HostsPerRack, Cores: cfg.Cores,
+			UplinkBps: cfg.UplinkBps, SwitchLatency: cfg.SwitchLatency, ECMP: cfg.ECMP}}
+	if cfg.PropDelay == 0 {
+		mc.PropDelay = -1 // memnet: negative is none
+	}
+	if cfg.Variant == HomaOnePrio || cfg.Variant == Basic {
+		mc.FIFO = true
+	}
+	if err := mc.Validate(); err != nil {
+		return nil, err
+	}
+	s := &sim{cfg: cfg, net: memnet.New(mc), byIP: make(map[[4]byte]int), payload: make([]byte, wl.Max()),
+		scratch: make([]byte, wl.Max()), idle: newIdle(cfg), inflight: make(map[msgKey]started)}
+	for i := range cfg.Hosts() {
+		mh := s.net.AddHost(hostIP(i))
+		s.neigh.Add(mh.IP(), mh.MAC())
+		s.byIP[mh.IP()] = i
+		s.hosts = append(s.hosts, &host{s: s, idx: i, mh: mh, buf: make([]byte, 2048)})
+	}
+	for i, h := range s.hosts {
+		ec := engineConfig(cfg, wl, i, h.mh, s.net.Now)
+		ec.Resolve = s.neigh.Resolve
+		s.cutoffs = ec.Cutoffs
+		e, err := engine.New(ec, h)
+		if err != nil {
+			return nil, fmt.Errorf("host %d: %w", i, err)
+		}
+		h.e = e
+		if h.srv, err = e.Bind(serverPort); err != nil {
+			return nil, err
+		}
+		if h.cli, err = e.OpenClient(); err != nil {
+			return nil, err
+		}
+		hooks := engine.PortHooks{RecvBuf: func(n int) ([]byte, bool) { return s.scratch[:n], true }}
+		h.srv.SetHooks(hooks)
+		h.cli.SetHooks(hooks)
+		h.mh.SetReceive(func(f []byte) {
+			h.e.Receive(f)
+			h.serve()
+		})
+	}
+	return s, nil
+}
+
+// kick schedules Run at the endpoint's next deadline unless an earlier
+// one is pending.
+func (h *host) kick() {
+	d := h.e.NextDeadline()
+	if h.next != 0 && h.next <= d {
+		return
+	}
+	h.next = d
+	h.s.net.At(d, func() {
+		if h.next == d {
+			h.next = 0
+		}
+		h.e.Run()
+		h.serve()
+	})
+}
+
+// serve takes delivered requests (recording them, answering each with a
+// byte) and responses, then schedules the next Run.
+func (h *host) serve() {
+	s := h.s
+	now := s.net.Now()
+	for {
+		m, ok := h.srv.Receive()
+		if !ok {
+			break
+		}
+		src, known := s.byIP[m.Peer.IP]
+		k := msgKey{src, m.ID ^ 1}
+		st, ok := s.inflight[k]
+		switch {
+		case !known || !ok:
+			s.fail("host %d: a request %v nobody sent, or delivered twice", h.idx, k)
+		case len(m.Data) != st.size || st.dst != h.idx:
+			s.fail("host %d: request %v of %d bytes for host %d; sent %d bytes to host %d", h.idx, k, len(m.Data), h.idx, st.size, st.dst)
+		default:
+			delete(s.inflight, k)
+			s.delivered++
+			s.deliveredBytes += int64(st.size)
+			if st.measured {
+				cross := s.hosts[src].mh.Rack() != h.mh.Rack()
+				s.samples = append(s.samples, Sample{Size: st.size, Ns: now - st.t, IdleNs: s.idle.ns(st.size, cross)})
+			}
+		}
+		if err := h.srv.Reply(m, s.payload[:1]); err != nil {
+			s.fail("host %d: Reply: %v", h.idx, err)
+		}
+	}
+	for {
+		m, ok := h.cli.Receive()
+		if !ok {
+			break
+		}
+		if m.Err != nil {
+			s.failedRPCs++
+			s.fail("host %d: RPC %d: %v", h.idx, m.ID, m.Err)
+		} else {
+			s.responses++
+		}
+	}
+	h.kick()
+}
+
+func (s *sim) fail(format string, args ...any) {
+	s.nerrs++
+	if len(s.errs) < 10 {
+		s.errs = append(s.errs, fmt.Sprintf(format, args...))
+	}
+}
+
+// arrival is one offered message.
+type arrival struct {
+	t        int64
+	src, dst int
+	size     int
+}
+
+// arrivals draws cfg.Messages messages: Poisson at the rate that loads
+// every host's link to cfg.Load in wire bytes, uniformly random sources
+// and destinations (another host).
+func arrivals(cfg Config, wl *slowdown.Workload) []arrival {
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x636c7573)) // "clus"
+	n := cfg.Hosts()
+	perHost := cfg.Load * cfg.LinkBps / 8 / wl.Mean(WireBytes) // messages/s into each host
+	rate := perHost * float64(n) / 1e9                         // messages/ns, all hosts
+	out := make([]arrival, cfg.Messages)
+	t := 0.0
+	for i := range out {
+		t += rng.ExpFloat64() / rate
+		src := rng.IntN(n)
+		dst := (src + 1 + rng.IntN(n-1)) % n
+		out[i] = arrival{t: int64(t), src: src, dst: dst, size: wl.Draw(rng)}
+	}
+	return out
+}
+
+// send starts a message now.
+func (s *sim) send(a arrival, measured bool) {
+	h := s.hosts[a.src]
+	id, err := h.cli.Send(engine.Addr{IP: s.hosts[a.dst].mh.IP(), Port: serverPort}, s.payload[:a.size])
+	if err != nil {
+		s.fail("host %d: Send: %v", a.src, err)
+		return
+	}
+	s.inflight[msgKey{a.src, id}] = started{t: s.net.Now(), size: a.size, dst: a.dst, measured: measured}
+	s.offered++
+	s.offeredBytes += int64(a.size)
+	if measured {
+		s.measured++
+	}
+	h.kick()
+}
+
+// Progress is what a run reports while it goes.
+type Progress func(simNs int64, delivered, offered int)
+
+// Run simulates cfg and returns its result.
+func Run(cfg Config, progress Progress) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	wl, _ := slowdown.LoadWorkload(cfg.Workload)
+	s, err := newSim(cfg)
+	if err != nil {
+		return nil, err
+	}
+	arr := arrivals(cfg, wl)
+	end := arr[len(arr)-1].t
+	// Messages sent in the middle 90% of the offered period are sampled:
+	// the first 5% warm the queues up, the last 5% drain them.
+	lo, hi := end/20, end-end/20
+	next := 0
+	var feed func()
+	feed = func() { // arrivals scheduled a batch at a time, not all up front
+		for ; next < len(arr) && arr[next].t <= s.net.Now()+1_000_000; next++ {
+			a := arr[next]
+			s.net.At(a.t, func() { s.send(a, a.t >= lo && a.t < hi) })
+		}
+		if next < len(arr) {
+			s.net.At(s.net.Now()+500_000, feed)
+		}
+	}
+	feed()
+	start := time.Now()
+	limit := end + 10*end + 1_000_000_000 // the offered period, then ten times it (or 1 s) to drain
+	lastReport := time.Now()
+	for s.net.Now() < limit {
+		s.net.RunUntil(s.net.Now() + 1_000_000)
+		if s.net.Now() > end && next == len(arr) && len(s.inflight) == 0 && s.responses+s.failedRPCs >= s.offered {
+			break
+		}
+		if progress != nil && time.Since(lastReport) > time.Second {
+			progress(s.net.Now(), s.delivered, len(arr))
+			lastReport = time.Now()
+		}
+	}
+	wall := time.Since(start)
+	return s.result(cfg, wl, end, wall), nil
+}

@@ -1,0 +1,35 @@
+package cluster
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// The smoke size: every message delivered exactly once with its length
+// to its host, every response back, no RPC failed; and the same seed
+// gives the same results.
+func TestRun_smokeConservedAndDeterministic(t *testing.T) {
+	cfg := SmokeConfig()
+	if testing.Short() {
+		cfg.Messages = 500
+	}
+	a, err := Run(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d hosts, %s at %.0f%%: %d messages in %.2f ms simulated, %.1f s wall (%.0f frames/s); short P99 %.2f; %d errors %v",
+		a.Hosts, a.Workload, 100*a.Load, a.Delivered, float64(a.SimNs)/1e6, a.WallSeconds, a.FramesPerSec, a.Short.P99, a.Errors, a.ErrorLines)
+	if a.Errors != 0 || a.Delivered != cfg.Messages || a.Responses != cfg.Messages || a.Drops != 0 {
+		t.Fatalf("delivered %d, responses %d of %d; %d errors %v; %d drops", a.Delivered, a.Responses, cfg.Messages, a.Errors, a.ErrorLines, a.Drops)
+	}
+	b, err := Run(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.WallSeconds, b.WallSeconds, a.FramesPerSec, b.FramesPerSec = 0, 0, 0, 0
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if string(ja) != string(jb) {
+		t.Fatalf("two runs of one seed differ:\n%s\n%s", ja, jb)
+	}
+}
