@@ -23,7 +23,7 @@ func perfCmd() *cobra.Command {
 	}
 	c.AddCommand(pmdCmd(), pmdPeerCmd(), workerRTTCmd())
 	c.AddCommand(perfScenarioCmds()...)
-	c.AddCommand(slowdownCmd(), collectivesCmd())
+	c.AddCommand(slowdownCmd(), collectivesCmd(), clusterCmd())
 	return c
 }
 

@@ -58,19 +58,24 @@ type Config struct {
 	Workload string  // W1..W5
 	Load     float64 // of the host links' capacity, 0 < Load < 1
 	Variant  Variant
-	Messages int    // offered messages
-	Seed     uint64 // arrivals (sources, destinations, sizes, times)
+	// Messages is how many messages are offered; 0 takes those that
+	// arrive in Duration ns at the load's rate, at most MaxMessages.
+	Messages    int
+	Duration    int64  // ns of arrivals when Messages is 0 (100 ms)
+	MaxMessages int    // the most Duration may offer (500,000)
+	Seed        uint64 // arrivals (sources, destinations, sizes, times)
 
 	// UnschedBytes is the engine's unscheduled bytes (rttBytes); 0: 10 KB,
 	// the paper's at 10 Gb/s.
 	UnschedBytes int
 }
 
-// DefaultConfig is the paper's cluster: 144 hosts, W4 at 80%, homa.
+// DefaultConfig is the paper's cluster: 144 hosts, W4 at 80%, homa, the
+// messages of 100 ms of arrivals (at most 500,000).
 func DefaultConfig() Config {
 	return Config{Racks: 9, HostsPerRack: 16, Cores: 4, LinkBps: 10e9, UplinkBps: 40e9,
 		PropDelay: 100, SwitchLatency: 250, HostDelay: 500, BufferBytes: -1,
-		Workload: "W4", Load: 0.8, Variant: Homa, Messages: 200_000, Seed: 1}
+		Workload: "W4", Load: 0.8, Variant: Homa, Duration: 100_000_000, MaxMessages: 500_000, Seed: 1}
 }
 
 // SmokeConfig is CI's size: 16 hosts in 4 racks, a few thousand
@@ -97,8 +102,8 @@ func (c Config) Validate() error {
 		return errors.New("delays must not be negative")
 	case !(c.Load > 0 && c.Load < 1):
 		return fmt.Errorf("load %g: want 0 < load < 1", c.Load)
-	case c.Messages < 1:
-		return fmt.Errorf("%d messages: want at least 1", c.Messages)
+	case c.Messages < 0 || c.Messages == 0 && (c.Duration <= 0 || c.MaxMessages < 1):
+		return fmt.Errorf("%d messages, %d ns, at most %d: want a number of messages or a duration", c.Messages, c.Duration, c.MaxMessages)
 	case c.UnschedBytes < 0:
 		return errors.New("unscheduled bytes must not be negative")
 	case !slices.Contains(Variants, c.Variant):

@@ -262,7 +262,7 @@ type arrival struct {
 	size     int
 }
 
-// arrivals draws cfg.Messages messages: Poisson at the rate that loads
+// arrivals draws the run's messages (Config.Messages): Poisson at the rate that loads
 // every host's link to cfg.Load in wire bytes, uniformly random sources
 // and destinations (another host).
 func arrivals(cfg Config, wl *slowdown.Workload) []arrival {
@@ -270,7 +270,11 @@ func arrivals(cfg Config, wl *slowdown.Workload) []arrival {
 	n := cfg.Hosts()
 	perHost := cfg.Load * cfg.LinkBps / 8 / wl.Mean(WireBytes) // messages/s into each host
 	rate := perHost * float64(n) / 1e9                         // messages/ns, all hosts
-	out := make([]arrival, cfg.Messages)
+	count := cfg.Messages
+	if count == 0 {
+		count = max(min(int(math.Ceil(rate*float64(cfg.Duration))), cfg.MaxMessages), 1)
+	}
+	out := make([]arrival, count)
 	t := 0.0
 	for i := range out {
 		t += rng.ExpFloat64() / rate

@@ -19,7 +19,7 @@ func TestRun_smokeConservedAndDeterministic(t *testing.T) {
 	}
 	t.Logf("%d hosts, %s at %.0f%%: %d messages in %.2f ms simulated, %.1f s wall (%.0f frames/s); short P99 %.2f; %d errors %v",
 		a.Hosts, a.Workload, 100*a.Load, a.Delivered, float64(a.SimNs)/1e6, a.WallSeconds, a.FramesPerSec, a.Short.P99, a.Errors, a.ErrorLines)
-	if a.Errors != 0 || a.Delivered != cfg.Messages || a.Responses != cfg.Messages || a.Drops != 0 {
+	if a.Errors != 0 || a.Delivered != cfg.Messages || a.Responses != cfg.Messages || a.Drops != 0 || a.Offered != cfg.Messages {
 		t.Fatalf("delivered %d, responses %d of %d; %d errors %v; %d drops", a.Delivered, a.Responses, cfg.Messages, a.Errors, a.ErrorLines, a.Drops)
 	}
 	b, err := Run(cfg, nil)

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/homa-dpdk/homa-dpdk/perf"
+	"github.com/homa-dpdk/homa-dpdk/perf/cluster"
+)
+
+func clusterCmd() *cobra.Command {
+	cfg := cluster.DefaultConfig()
+	var out, workloads, loads, variants string
+	var hosts int
+	var simMs int64
+	var smoke bool
+	c := &cobra.Command{
+		Use:   "cluster [flags]",
+		Short: "a 144-host datacenter in simulation, every host running the real engine: W1-W5 slowdowns per variant",
+		Long: `cluster simulates the Homa paper's cluster in simulated time: 9 racks of 16 hosts behind
+top-of-rack switches, 4 core switches, 10 Gb/s host links and 40 Gb/s ToR-core links
+(full bisection), 0.25 µs per switch, packet spraying over the cores, 0.5 µs of
+software turnaround per packet at hosts. Every host runs the real engine.Endpoint.
+Messages follow the workloads W1-W5 with Poisson arrivals to uniformly random other
+hosts at the offered load (of the host links, in wire bytes). For each workload, load
+and variant it reports the P50/P99 slowdown by message size (completion time over the
+time on an idle network, from link math), the peak switch queues and offered against
+delivered bandwidth, and writes cluster.json. No DPDK: it runs anywhere.
+
+Variants: homa, homa-1prio (one network priority), basic (grants in arrival order, no
+SRPT, one priority), homa-no-incast (homa-dpdk's incast allowance off).`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg.Duration = simMs * 1e6
+			if smoke {
+				sc := cluster.SmokeConfig()
+				cfg.Racks, cfg.HostsPerRack, cfg.Cores, cfg.Messages = sc.Racks, sc.HostsPerRack, sc.Cores, sc.Messages
+			}
+			if cmd.Flags().Changed("hosts") {
+				if hosts%cfg.HostsPerRack != 0 {
+					return fmt.Errorf("--hosts %d: want a multiple of --hosts-per-rack (%d)", hosts, cfg.HostsPerRack)
+				}
+				cfg.Racks = hosts / cfg.HostsPerRack
+			}
+			wls := strings.Split(workloads, ",")
+			var lds []float64
+			for _, f := range strings.Split(loads, ",") {
+				v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+				if err != nil {
+					return fmt.Errorf("--load: %q is not a number", f)
+				}
+				if v > 1 {
+					v /= 100 // 80 means 80%
+				}
+				lds = append(lds, v)
+			}
+			var vs []cluster.Variant
+			if variants == "all" {
+				vs = cluster.Variants
+			} else {
+				for _, v := range strings.Split(variants, ",") {
+					vs = append(vs, cluster.Variant(strings.TrimSpace(v)))
+				}
+			}
+			// Check every combination before the first (long) run.
+			for _, w := range wls {
+				for _, l := range lds {
+					for _, v := range vs {
+						c := cfg
+						c.Workload, c.Load, c.Variant = strings.TrimSpace(w), l, v
+						if err := c.Validate(); err != nil {
+							return err
+						}
+					}
+				}
+			}
+			dir, err := perf.ResultsDir(out)
+			if err != nil {
+				return err
+			}
+			o := cmd.OutOrStdout()
+			var results []*cluster.Result
+			for _, w := range wls {
+				for _, l := range lds {
+					for _, v := range vs {
+						c := cfg
+						c.Workload, c.Load, c.Variant = strings.TrimSpace(w), l, v
+						fmt.Fprintf(o, "cluster: %d hosts, %s at %.0f%%, %s, %d messages ...\n", c.Hosts(), c.Workload, 100*c.Load, c.Variant, c.Messages)
+						r, err := cluster.Run(c, func(ns int64, done, all int) {
+							fmt.Fprintf(o, "  %.1f ms simulated, %d of %d messages delivered\n", float64(ns)/1e6, done, all)
+						})
+						if err != nil {
+							return err
+						}
+						cluster.Summary(r, o)
+						results = append(results, r)
+						if err := perf.WriteJSON(filepath.Join(dir, "cluster.json"), results); err != nil {
+							return err
+						}
+					}
+				}
+			}
+			cluster.Report(results, o)
+			fmt.Fprintf(o, "results in %s (cluster.json)\n", dir)
+			for _, r := range results {
+				if r.Errors > 0 {
+					return fmt.Errorf("%s %s at %.0f%%: %d conservation errors: %v", r.Variant, r.Workload, 100*r.Load, r.Errors, r.ErrorLines)
+				}
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.IntVar(&hosts, "hosts", cfg.Hosts(), "hosts (a multiple of --hosts-per-rack; racks = hosts / hosts-per-rack)")
+	f.IntVar(&cfg.HostsPerRack, "hosts-per-rack", cfg.HostsPerRack, "hosts behind each top-of-rack switch")
+	f.IntVar(&cfg.Cores, "cores", cfg.Cores, "core switches")
+	f.StringVar(&workloads, "workload", "W1,W2,W3,W4,W5", "workloads, comma-separated")
+	f.StringVar(&loads, "load", "0.5,0.8,0.9", "offered loads of the host links, comma-separated (0.8 or 80)")
+	f.StringVar(&variants, "variant", "all", "variants, comma-separated, or all: "+strings.Join(variantStrings(), ", "))
+	f.IntVar(&cfg.Messages, "messages", 0, "messages offered per run (0: those of --sim-ms of arrivals, at most --max-messages)")
+	f.Int64Var(&simMs, "sim-ms", cfg.Duration/1e6, "ms of arrivals per run, when --messages is 0")
+	f.IntVar(&cfg.MaxMessages, "max-messages", cfg.MaxMessages, "the most messages --sim-ms may offer")
+	f.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the arrivals")
+	f.BoolVar(&cfg.ECMP, "ecmp", false, "one core per pair of hosts (hash) instead of per-packet spraying")
+	f.IntVar(&cfg.BufferBytes, "buffer", cfg.BufferBytes, "bytes per switch egress port, drop-tail (-1: unlimited)")
+	f.BoolVar(&smoke, "smoke", false, "16 hosts in 4 racks, 3000 messages per run")
+	f.StringVar(&out, "out", "", "results directory (default results/<timestamp>)")
+	return c
+}
+
+func variantStrings() []string {
+	var s []string
+	for _, v := range cluster.Variants {
+		s = append(s, string(v))
+	}
+	return s
+}
