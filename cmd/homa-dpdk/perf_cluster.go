@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -104,7 +105,19 @@ SRPT, one priority), homa-no-incast (homa-dpdk's incast allowance off).`,
 				}
 			}
 			cluster.Report(results, o)
-			fmt.Fprintf(o, "results in %s (cluster.json)\n", dir)
+			f, err := os.Create(filepath.Join(dir, "cluster.md"))
+			if err != nil {
+				return err
+			}
+			cluster.Markdown(results, f)
+			if err := f.Close(); err != nil {
+				return err
+			}
+			plots, err := cluster.Plot(results, dir)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(o, "results in %s (cluster.json, cluster.md, %d plots)\n", dir, len(plots))
 			for _, r := range results {
 				if r.Errors > 0 {
 					return fmt.Errorf("%s %s at %.0f%%: %d conservation errors: %v", r.Variant, r.Workload, 100*r.Load, r.Errors, r.ErrorLines)

@@ -7,7 +7,9 @@
 // packet spraying over the cores, 0.5 µs of software turnaround at hosts,
 // and the paper's workloads W1–W5 with Poisson arrivals to uniformly
 // random other hosts at 50, 80 or 90% of the host links' capacity
-// (counting wire bytes).
+// (counting wire bytes: every DATA frame's headers and Ethernet's
+// preamble, FCS and gap, and the one-byte response of every message,
+// which the paper's one-way messages do not have).
 //
 // A message is the request of an RPC (its server answers with one byte);
 // its completion time runs from Port.Send at the sender to its delivery

@@ -129,3 +129,10 @@ func txNs(bytes int, bps float64) int64 {
 	b := int64(bps + 0.5)
 	return (int64(bytes)*8*1e9 + b - 1) / b
 }
+
+// frameBytes is the bytes of a message's DATA frames, headers included
+// (no Ethernet overhead): what the network carries of it.
+func frameBytes(size int) int64 {
+	n, _ := frames(size)
+	return int64(size + n*dataHeaders)
+}

@@ -33,11 +33,21 @@ type Result struct {
 	Frames       uint64  `json:"frames"` // frames the network delivered
 	FramesPerSec float64 `json:"frames_per_wall_second"`
 
-	// OfferedGbps and DeliveredGbps are message bytes per simulated
-	// second per host, over the offered period: a variant that cannot
-	// keep up delivers less than is offered (and takes long to drain).
-	OfferedGbps   float64 `json:"offered_gbps_per_host"`
-	DeliveredGbps float64 `json:"delivered_gbps_per_host"`
+	// OfferedGbps is the message bytes offered per simulated second per
+	// host over the offered period (the arrivals' span). Carried is, over
+	// the period's second half, the DATA frame bytes the network
+	// delivered over those offered (requests and responses, headers
+	// included): where a variant keeps up its backlog is stationary and
+	// the two match (what was in flight at the half's start makes up for
+	// what is at its end); where it cannot, the backlog grows and it
+	// carries only what the links let through. KeepsUp: Carried >=
+	// KeepUpFraction.
+	OfferedGbps float64 `json:"offered_gbps_per_host"`
+	Carried     float64 `json:"carried"`
+	KeepsUp     bool    `json:"keeps_up"`
+	// DeliveredInPeriodGbps: whole messages delivered by the period's end.
+	DeliveredInPeriodGbps float64 `json:"delivered_in_period_gbps_per_host"`
+	DrainMs               float64 `json:"drain_ms"` // after the last arrival, until all was delivered
 
 	Buckets []Bucket `json:"buckets"` // slowdown by message size
 	Short   *Bucket  `json:"short"`   // messages of at most 1 KB
@@ -49,6 +59,10 @@ type Result struct {
 	// by priority (0 where a priority takes no unscheduled bytes).
 	Cutoffs [8]uint32 `json:"cutoffs"`
 }
+
+// KeepUpFraction is the least share of the offered DATA bytes that a
+// variant keeping up carries (Result.Carried).
+const KeepUpFraction = 0.95
 
 // Bucket is the slowdown of one size range.
 type Bucket struct {
@@ -122,10 +136,15 @@ func (s *sim) result(cfg Config, wl *slowdown.Workload, end int64, wall time.Dur
 		r.FramesPerSec = float64(st.Delivered) / wall.Seconds()
 	}
 	if end > 0 {
-		per := float64(cfg.Hosts()) * float64(end) / 1e9 / 8 * 1e9 // bytes/s → Gb/s per host
-		r.OfferedGbps = float64(s.offeredBytes) / per
-		r.DeliveredGbps = float64(s.deliveredBytes) / per
+		// bytes over the period → Gb/s per host
+		gbps := func(b int64) float64 { return float64(b) * 8 / (float64(end) * float64(cfg.Hosts())) }
+		r.OfferedGbps, r.DeliveredInPeriodGbps = gbps(s.offeredBytes), gbps(s.inPeriodBytes)
+		if s.offeredFrames > 0 {
+			r.Carried = float64(s.dataCarried) / float64(s.offeredFrames)
+		}
+		r.KeepsUp = r.Carried >= KeepUpFraction
 	}
+	r.DrainMs = float64(s.net.Now()-end) / 1e6
 	r.Buckets = Buckets(s.samples)
 	if len(r.Buckets) > 0 {
 		b := r.Buckets[len(r.Buckets)-1]

@@ -10,6 +10,7 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/engine/memnet"
 	"github.com/homa-dpdk/homa-dpdk/perf/slowdown"
 	"github.com/homa-dpdk/homa-dpdk/sched"
+	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
 const serverPort = 99
@@ -62,7 +63,12 @@ type sim struct {
 	// counts
 	offered, delivered, measured int
 	offeredBytes, deliveredBytes int64
-	responses, failedRPCs        int
+	inPeriodBytes                int64 // messages delivered by the end of the arrivals
+	// DATA frame bytes delivered in the second half of the arrivals'
+	// period, and those offered in it (requests and their responses)
+	dataCarried, offeredFrames int64
+	end                        int64 // the last arrival, ns
+	responses, failedRPCs      int
 }
 
 // Sample is one delivered message of the measured window.
@@ -178,6 +184,10 @@ func newSim(cfg Config) (*sim, error) {
 		h.srv.SetHooks(hooks)
 		h.cli.SetHooks(hooks)
 		h.mh.SetReceive(func(f []byte) {
+			if now := s.net.Now(); now > s.end/2 && now <= s.end && len(f) >= dataHeaders &&
+				wire.Common(f[wire.EthernetHeaderLen+wire.IPv4MinHeaderLen:]).Type() == wire.TypeData {
+				s.dataCarried += int64(len(f)) // DATA frame bytes delivered in the second half of the arrivals
+			}
 			h.e.Receive(f)
 			h.serve()
 		})
@@ -224,6 +234,9 @@ func (h *host) serve() {
 			delete(s.inflight, k)
 			s.delivered++
 			s.deliveredBytes += int64(st.size)
+			if now <= s.end {
+				s.inPeriodBytes += int64(st.size)
+			}
 			if st.measured {
 				cross := s.hosts[src].mh.Rack() != h.mh.Rack()
 				s.samples = append(s.samples, Sample{Size: st.size, Ns: now - st.t, IdleNs: s.idle.ns(st.size, cross)})
@@ -268,8 +281,10 @@ type arrival struct {
 func arrivals(cfg Config, wl *slowdown.Workload) []arrival {
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x636c7573)) // "clus"
 	n := cfg.Hosts()
-	perHost := cfg.Load * cfg.LinkBps / 8 / wl.Mean(WireBytes) // messages/s into each host
-	rate := perHost * float64(n) / 1e9                         // messages/ns, all hosts
+	// Each host's downlink carries the requests to it and the one-byte
+	// responses to its own: both count.
+	perHost := cfg.Load * cfg.LinkBps / 8 / (wl.Mean(WireBytes) + WireBytes(1)) // messages/s into each host
+	rate := perHost * float64(n) / 1e9                                          // messages/ns, all hosts
 	count := cfg.Messages
 	if count == 0 {
 		count = max(min(int(math.Ceil(rate*float64(cfg.Duration))), cfg.MaxMessages), 1)
@@ -296,6 +311,9 @@ func (s *sim) send(a arrival, measured bool) {
 	s.inflight[msgKey{a.src, id}] = started{t: s.net.Now(), size: a.size, dst: a.dst, measured: measured}
 	s.offered++
 	s.offeredBytes += int64(a.size)
+	if now := s.net.Now(); now > s.end/2 {
+		s.offeredFrames += frameBytes(a.size) + frameBytes(1)
+	}
 	if measured {
 		s.measured++
 	}
@@ -317,6 +335,10 @@ func Run(cfg Config, progress Progress) (*Result, error) {
 	}
 	arr := arrivals(cfg, wl)
 	end := arr[len(arr)-1].t
+	s.end = end
+	if s.end == 0 {
+		s.end = 1
+	}
 	// Messages sent in the middle 90% of the offered period are sampled:
 	// the first 5% warm the queues up, the last 5% drain them.
 	lo, hi := end/20, end-end/20
