@@ -87,16 +87,16 @@ func Plot(results []*Result, dir string) ([]string, error) {
 	}
 	for _, w := range names {
 		p := plot.New()
-		p.Title.Text = fmt.Sprintf("%s: delivered against offered, Gb/s per host", w)
+		p.Title.Text = fmt.Sprintf("%s: carried against offered, message Gb/s per host", w)
 		p.X.Label.Text = "offered (Gb/s per host)"
-		p.Y.Label.Text = "delivered in the offered period (Gb/s per host)"
+		p.Y.Label.Text = "carried in the period's second half (Gb/s per host)"
 		p.Add(plotter.NewGrid())
 		lines := 0
 		for _, v := range Variants {
 			var xys plotter.XYs
 			for _, r := range wls[w] {
 				if r.Variant == v {
-					xys = append(xys, plotter.XY{X: r.OfferedGbps, Y: r.DeliveredInPeriodGbps})
+					xys = append(xys, plotter.XY{X: r.OfferedGbps, Y: r.Carried * r.OfferedGbps})
 				}
 			}
 			if len(xys) < 2 {
