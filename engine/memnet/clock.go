@@ -34,54 +34,91 @@ type event struct {
 	fn   func()    // evFunc
 }
 
-// before orders events by time, then by scheduling order.
-func (e *event) before(o *event) bool {
-	return e.t < o.t || (e.t == o.t && e.seq < o.seq)
+// eventHeap holds the pending events: the events themselves in a pool
+// (slots reused through a free list) and a 4-ary min-heap of small keys
+// (time, scheduling order, slot) over them, so that sifting moves 24-byte
+// keys instead of whole events and a pop looks at four children per
+// level of a shallower tree. It is written out rather than built on
+// container/heap, whose interface boxing would allocate per push.
+type eventHeap struct {
+	keys []hkey
+	pool []event
+	free []int32
 }
 
-// eventHeap is a binary min-heap of events by (t, seq). It is written out
-// rather than built on container/heap, whose interface boxing would
-// allocate per push.
-type eventHeap []event
+// hkey is an event's place in the heap.
+type hkey struct {
+	t    int64
+	seq  uint64
+	slot int32
+}
+
+func (a *hkey) before(b *hkey) bool { return a.t < b.t || (a.t == b.t && a.seq < b.seq) }
+
+// Len returns the number of pending events.
+func (h *eventHeap) Len() int { return len(h.keys) }
+
+// next returns the time of the earliest event; the heap must not be empty.
+func (h *eventHeap) next() int64 { return h.keys[0].t }
 
 func (h *eventHeap) push(e event) {
-	*h = append(*h, e)
-	q := *h
+	var slot int32
+	if n := len(h.free); n > 0 {
+		slot = h.free[n-1]
+		h.free = h.free[:n-1]
+		h.pool[slot] = e
+	} else {
+		slot = int32(len(h.pool))
+		h.pool = append(h.pool, e)
+	}
+	k := hkey{t: e.t, seq: e.seq, slot: slot}
+	h.keys = append(h.keys, k)
+	q := h.keys
 	i := len(q) - 1
-	for i > 0 {
-		parent := (i - 1) / 2
-		if !q[i].before(&q[parent]) {
+	for i > 0 { // move parents down into the hole until k fits
+		parent := (i - 1) / 4
+		if !k.before(&q[parent]) {
 			break
 		}
-		q[i], q[parent] = q[parent], q[i]
+		q[i] = q[parent]
 		i = parent
 	}
+	q[i] = k
 }
 
 // pop removes and returns the earliest event; the heap must not be empty.
 func (h *eventHeap) pop() event {
-	q := *h
-	top := q[0]
+	q := h.keys
+	top := q[0].slot
 	last := len(q) - 1
-	q[0] = q[last]
-	q[last] = event{} // drop references for the garbage collector
+	k := q[last]
 	q = q[:last]
-	*h = q
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(q) && q[l].before(&q[m]) {
-			m = l
+	h.keys = q
+	if last > 0 { // sift k down from the root's hole
+		i := 0
+		for {
+			c := 4*i + 1
+			if c >= last {
+				break
+			}
+			m := c
+			for j := c + 1; j < min(c+4, last); j++ {
+				if q[j].before(&q[m]) {
+					m = j
+				}
+			}
+			if !q[m].before(&k) {
+				break
+			}
+			q[i] = q[m]
+			i = m
 		}
-		if r < len(q) && q[r].before(&q[m]) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		q[i], q[m] = q[m], q[i]
-		i = m
+		q[i] = k
 	}
-	return top
+	e := h.pool[top]
+	h.pool[top] = event{} // drop references for the garbage collector
+	h.free = append(h.free, top)
+	return e
 }
 
 // schedule adds an event at time t (never before now).
@@ -107,7 +144,7 @@ func (n *Network) After(d int64, f func()) { n.At(n.now+d, f) }
 
 // Pending returns the number of scheduled events, frames in flight
 // included.
-func (n *Network) Pending() int { return len(n.events) }
+func (n *Network) Pending() int { return n.events.Len() }
 
 // Step runs the earliest event, moving the clock to its time. It returns
 // false, doing nothing, when no event is scheduled. It panics when called
@@ -116,7 +153,7 @@ func (n *Network) Step() bool {
 	if n.running {
 		panic("memnet: Step, RunUntil or RunUntilIdle called from inside a callback")
 	}
-	if len(n.events) == 0 {
+	if n.events.Len() == 0 {
 		return false
 	}
 	e := n.events.pop()
@@ -130,7 +167,7 @@ func (n *Network) Step() bool {
 // RunUntil runs every event due at or before t, then sets the clock to t
 // (if it is not already later).
 func (n *Network) RunUntil(t int64) {
-	for len(n.events) > 0 && n.events[0].t <= t {
+	for n.events.Len() > 0 && n.events.next() <= t {
 		n.Step()
 	}
 	if t > n.now {
@@ -143,8 +180,8 @@ func (n *Network) RunUntil(t int64) {
 // with the clock set to limit. When it becomes idle the clock stays at the
 // last event's time.
 func (n *Network) RunUntilIdle(limit int64) bool {
-	for len(n.events) > 0 {
-		if n.events[0].t > limit {
+	for n.events.Len() > 0 {
+		if n.events.next() > limit {
 			if limit > n.now {
 				n.now = limit
 			}

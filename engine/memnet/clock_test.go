@@ -86,17 +86,31 @@ func TestStep_oneEventAtATime(t *testing.T) {
 func TestEventHeap_manyRandom(t *testing.T) {
 	var h eventHeap
 	x := uint64(12345)
-	for i := 0; i < 5000; i++ {
-		x = x*6364136223846793005 + 1442695040888963407
-		h.push(event{t: int64(x >> 54), seq: uint64(i)})
-	}
-	prev := event{t: -1}
-	for len(h) > 0 {
-		e := h.pop()
-		if e.before(&prev) {
-			t.Fatalf("popped (%d,%d) after (%d,%d)", e.t, e.seq, prev.t, prev.seq)
+	seq := uint64(0)
+	push := func(n int) {
+		for range n {
+			x = x*6364136223846793005 + 1442695040888963407
+			seq++
+			h.push(event{t: int64(x >> 54), seq: seq, kind: eventKind(seq % 7)})
 		}
-		prev = e
+	}
+	push(5000)
+	prev := hkey{t: -1}
+	popped := 0
+	for h.Len() > 0 {
+		e := h.pop()
+		k := hkey{t: e.t, seq: e.seq}
+		if k.before(&prev) || e.kind != eventKind(e.seq%7) {
+			t.Fatalf("popped (%d,%d,%d) after (%d,%d)", e.t, e.seq, e.kind, prev.t, prev.seq)
+		}
+		prev = k
+		if popped++; popped == 2500 { // pushes between pops reuse freed slots
+			push(1000)
+			prev = hkey{t: -1}
+		}
+	}
+	if popped != 6000 || len(h.pool) > 5000 {
+		t.Fatalf("popped %d, pool of %d slots", popped, len(h.pool))
 	}
 }
 

@@ -33,3 +33,16 @@ func TestRun_smokeConservedAndDeterministic(t *testing.T) {
 		t.Fatalf("two runs of one seed differ:\n%s\n%s", ja, jb)
 	}
 }
+
+// BenchmarkRun_W4at80 is the smoke cluster at W4 80%: frames per second
+// of wall time is what bounds a 144-host run (reported as frames/s).
+func BenchmarkRun_W4at80(b *testing.B) {
+	cfg := SmokeConfig()
+	for b.Loop() {
+		r, err := Run(cfg, nil)
+		if err != nil || r.Errors != 0 {
+			b.Fatal(err, r.ErrorLines)
+		}
+		b.ReportMetric(r.FramesPerSec, "frames/s")
+	}
+}
