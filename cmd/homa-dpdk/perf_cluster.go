@@ -89,7 +89,11 @@ SRPT, one priority), homa-no-incast (homa-dpdk's incast allowance off).`,
 					for _, v := range vs {
 						c := cfg
 						c.Workload, c.Load, c.Variant = strings.TrimSpace(w), l, v
-						fmt.Fprintf(o, "cluster: %d hosts, %s at %.0f%%, %s, %d messages ...\n", c.Hosts(), c.Workload, 100*c.Load, c.Variant, c.Messages)
+						what := fmt.Sprintf("%d messages", c.Messages)
+						if c.Messages == 0 {
+							what = fmt.Sprintf("%d ms of arrivals (at most %d messages)", c.Duration/1e6, c.MaxMessages)
+						}
+						fmt.Fprintf(o, "cluster: %d hosts, %s at %.0f%%, %s, %s ...\n", c.Hosts(), c.Workload, 100*c.Load, c.Variant, what)
 						r, err := cluster.Run(c, func(ns int64, done, all int) {
 							fmt.Fprintf(o, "  %.1f ms simulated, %d of %d messages delivered\n", float64(ns)/1e6, done, all)
 						})
