@@ -103,6 +103,11 @@ type Config struct {
 	// Cutoffs are this endpoint's unscheduled priority cutoffs, sent to
 	// peers in CUTOFFS packets (sched.DefaultCutoffs).
 	Cutoffs sched.Cutoffs
+	// PeerCutoffs are what a new peer is taken to use until its CUTOFFS
+	// arrive (zero: sched.PeerDefaultCutoffs, everything at priority 6).
+	// A cluster whose hosts all use one set (the simulation's) starts as
+	// if it had run for a while.
+	PeerCutoffs sched.Cutoffs
 
 	TickNs         int64 // timer tick, ns (1 ms)
 	ResendTicks    int   // silent ticks before the first RESEND (5)

@@ -28,8 +28,9 @@ type peer struct {
 	listed     bool
 
 	// cutoffs and cutoffVersion are the peer's unscheduled priority
-	// cutoffs from its last CUTOFFS (sched.PeerDefaultCutoffs and 0
-	// before any arrive); DATA to the peer echoes the version.
+	// cutoffs from its last CUTOFFS (Config.PeerCutoffs, or
+	// sched.PeerDefaultCutoffs, and 0 before any arrive); DATA to the peer
+	// echoes the version.
 	cutoffs       sched.Cutoffs
 	cutoffVersion uint16
 
@@ -159,6 +160,9 @@ func (e *Endpoint) addPeer(ip [4]byte, n *Neighbour) *peer {
 		e.evictIdle()
 	}
 	p := &peer{ip: ip, neigh: n, cutoffs: sched.PeerDefaultCutoffs(), maxMessage: e.cfg.MaxMessageLength}
+	if e.cfg.PeerCutoffs != (sched.Cutoffs{}) {
+		p.cutoffs = e.cfg.PeerCutoffs
+	}
 	if e.cfg.KernelPeer != nil && p.maxMessage > wire.MaxMessageLength && e.cfg.KernelPeer(ip) {
 		p.maxMessage = wire.MaxMessageLength
 	}

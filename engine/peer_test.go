@@ -210,3 +210,19 @@ func TestPeer_fullTableOfBusyPeersRefusesNewSources(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A new peer takes Config.PeerCutoffs until its CUTOFFS come, and
+// sched.PeerDefaultCutoffs without them.
+func TestPeer_configuredCutoffsBeforeCUTOFFS(t *testing.T) {
+	var now int64 = 1_000_000_000
+	cut := sched.Cutoffs{7: 100, 6: 1_000_000}
+	e, _ := newCountingEndpoint(t, &now, func(c *Config) { c.PeerCutoffs = cut })
+	p := e.peerFor([4]byte{10, 0, 0, 9})
+	if p == nil || p.cutoffs != cut {
+		t.Fatalf("peer cutoffs %v, want %v", p.cutoffs, cut)
+	}
+	e, _ = newCountingEndpoint(t, &now, nil)
+	if p := e.peerFor([4]byte{10, 0, 0, 9}); p == nil || p.cutoffs != sched.PeerDefaultCutoffs() {
+		t.Fatalf("without PeerCutoffs: %v", p)
+	}
+}

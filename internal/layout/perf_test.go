@@ -12,9 +12,11 @@ import (
 const module = "github.com/homa-dpdk/homa-dpdk"
 
 // pureHarness are the perf harness's packages that start DPDK programs but
-// never bring DPDK up themselves: they build without cgo. Only perf/pmd,
-// the forwarding benchmark, runs DPDK in its own process.
-var pureHarness = []string{"./perf", "./perf/slowdown", "./perf/suite"}
+// never bring DPDK up themselves (perf/cluster runs no DPDK at all): they
+// build without cgo. Only perf/pmd, the forwarding benchmark, and
+// perf/collectives, which serves the demo's hosts to torch ranks, run
+// DPDK in their own process.
+var pureHarness = []string{"./perf", "./perf/slowdown", "./perf/suite", "./perf/cluster"}
 
 // goTool returns the go command, or skips the test when there is none.
 func goTool(t *testing.T) string {

@@ -103,6 +103,7 @@ func engineConfig(cfg Config, wl *slowdown.Workload, i int, mh *memnet.Host, now
 	g.MaxIncoming, g.Increment, g.FIFOIncrement = unsched*10, max(unsched/4, 1), unsched*5/4
 	c.Grant = g
 	c.Cutoffs = cutoffsFor(wl, unsched)
+	c.PeerCutoffs = c.Cutoffs // every host has the same: no warm-up at priority 6 per pair
 	c.MaxRecvHeapBytes = 1 << 40 // receive buffers come from the hook (scratch)
 	c.MaxStagingBytes = 1 << 30
 	c.MaxServerRPCs, c.MaxServerRPCsPerPeer = 1<<20, 1<<16
@@ -110,8 +111,10 @@ func engineConfig(cfg Config, wl *slowdown.Workload, i int, mh *memnet.Host, now
 	switch cfg.Variant {
 	case HomaOnePrio:
 		c.Cutoffs = sched.Cutoffs{sched.NumPriorities - 1: math.MaxUint32}
+		c.PeerCutoffs = c.Cutoffs
 	case Basic:
 		c.Cutoffs = sched.Cutoffs{sched.NumPriorities - 1: math.MaxUint32}
+		c.PeerCutoffs = c.Cutoffs
 		c.Grant.ArrivalOrder, c.Grant.FIFOFraction = true, 0
 	case HomaNoIncast:
 		c.Incast = sched.IncastConfig{}
