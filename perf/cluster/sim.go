@@ -103,7 +103,7 @@ func engineConfig(cfg Config, wl *slowdown.Workload, i int, mh *memnet.Host, now
 	g.MaxIncoming, g.Increment, g.FIFOIncrement = unsched*10, max(unsched/4, 1), unsched*5/4
 	c.Grant = g
 	c.Cutoffs = cutoffsFor(wl, unsched)
-	c.PeerCutoffs = c.Cutoffs // every host has the same: no warm-up at priority 6 per pair
+	c.PeerCutoffs = c.Cutoffs    // every host has the same: no warm-up at priority 6 per pair
 	c.MaxRecvHeapBytes = 1 << 40 // receive buffers come from the hook (scratch)
 	c.MaxStagingBytes = 1 << 30
 	c.MaxServerRPCs, c.MaxServerRPCsPerPeer = 1<<20, 1<<16
