@@ -49,6 +49,14 @@ type Result struct {
 	DeliveredInPeriodGbps float64 `json:"delivered_in_period_gbps_per_host"`
 	DrainMs               float64 `json:"drain_ms"` // after the last arrival, until all was delivered
 
+	// WastedBandwidth is the Homa paper simulator's receiver metric: over
+	// the measured window, the share of the time a host had a message
+	// begun and not finished arriving in which its downlink carried none
+	// of it (1 − DATA wire bytes received / (that time × link rate)),
+	// over all hosts. Scheduling that leaves senders without grants, or
+	// grants that come late, waste it.
+	WastedBandwidth float64 `json:"wasted_bandwidth"`
+
 	Buckets []Bucket `json:"buckets"` // slowdown by message size
 	Short   *Bucket  `json:"short"`   // messages of at most 1 KB
 	Largest *Bucket  `json:"largest"` // the largest size bucket
@@ -170,6 +178,14 @@ func (s *sim) result(cfg Config, wl *slowdown.Workload, end int64, wall time.Dur
 		r.Resent += h.e.Metrics().ResentPackets
 	}
 	r.Cutoffs = s.cutoffs
+	var activeNs, activeBytes int64
+	for _, h := range s.hosts {
+		activeNs += h.activeNs
+		activeBytes += h.activeBytes
+	}
+	if activeNs > 0 {
+		r.WastedBandwidth = max(0, 1-float64(activeBytes)*8/(float64(activeNs)*cfg.LinkBps/1e9))
+	}
 	return r
 }
 

@@ -18,14 +18,22 @@ const serverPort = 99
 // host is one simulated machine: a memnet host, its endpoint, a server
 // port that answers every request with one byte, a client port.
 type host struct {
-	s    *sim
-	idx  int
-	mh   *memnet.Host
-	e    *engine.Endpoint
-	srv  *engine.Port
-	cli  *engine.Port
-	buf  []byte // the endpoint's transmit buffer
-	next int64  // the Run already scheduled (0: none)
+	s   *sim
+	idx int
+	// The receiver's downlink, for wasted bandwidth: the messages it has
+	// begun and not finished receiving (bytes left, by sender address and
+	// RPC id), since when at least one has been, and the active time and
+	// DATA wire bytes summed over the measured window.
+	active      map[inKey]int
+	activeSince int64
+	activeNs    int64
+	activeBytes int64
+	mh          *memnet.Host
+	e           *engine.Endpoint
+	srv         *engine.Port
+	cli         *engine.Port
+	buf         []byte // the endpoint's transmit buffer
+	next        int64  // the Run already scheduled (0: none)
 }
 
 func (h *host) Buffer() []byte           { return h.buf }
@@ -166,7 +174,7 @@ func newSim(cfg Config) (*sim, error) {
 		mh := s.net.AddHost(hostIP(i))
 		s.neigh.Add(mh.IP(), mh.MAC())
 		s.byIP[mh.IP()] = i
-		s.hosts = append(s.hosts, &host{s: s, idx: i, mh: mh, buf: make([]byte, 2048)})
+		s.hosts = append(s.hosts, &host{s: s, idx: i, mh: mh, buf: make([]byte, 2048), active: make(map[inKey]int)})
 	}
 	for i, h := range s.hosts {
 		ec := engineConfig(cfg, wl, i, h.mh, s.net.Now)
@@ -187,9 +195,14 @@ func newSim(cfg Config) (*sim, error) {
 		h.srv.SetHooks(hooks)
 		h.cli.SetHooks(hooks)
 		h.mh.SetReceive(func(f []byte) {
-			if now := s.net.Now(); now > s.end/2 && now <= s.end && len(f) >= dataHeaders &&
-				wire.Common(f[wire.EthernetHeaderLen+wire.IPv4MinHeaderLen:]).Type() == wire.TypeData {
-				s.dataCarried += int64(len(f)) // DATA frame bytes delivered in the second half of the arrivals
+			if len(f) >= dataHeaders {
+				if hm := f[wire.EthernetHeaderLen+wire.IPv4MinHeaderLen:]; wire.Common(hm).Type() == wire.TypeData {
+					now := s.net.Now()
+					if now > s.end/2 && now <= s.end {
+						s.dataCarried += int64(len(f)) // DATA frame bytes delivered in the second half of the arrivals
+					}
+					h.noteData(f, hm, now)
+				}
 			}
 			h.e.Receive(f)
 			h.serve()
@@ -372,4 +385,44 @@ func Run(cfg Config, progress Progress) (*Result, error) {
 	}
 	wall := time.Since(start)
 	return s.result(cfg, wl, end, wall), nil
+}
+
+// inKey names an incoming message at its receiver.
+type inKey struct {
+	ip [4]byte
+	id uint64
+}
+
+// noteData counts DATA frame f (Homa header hm) toward the receiver's
+// wasted bandwidth, as the Homa paper's simulator does: the link is
+// expected busy whenever the host has a message begun and not finished,
+// and what it received then is what it used. Only the measured window
+// counts.
+func (h *host) noteData(f, hm []byte, now int64) {
+	d := wire.Data(hm)
+	ip := wire.IPv4(f[wire.EthernetHeaderLen:]).Src()
+	k := inKey{ip, wire.Common(hm).SenderID()}
+	left, ok := h.active[k]
+	if !ok {
+		if len(h.active) == 0 {
+			h.activeSince = now - txNs(len(f)+sched.WireOverhead, h.s.cfg.LinkBps) // busy from the frame's first bit
+		}
+		left = int(d.MessageLength())
+	}
+	left -= len(hm) - wire.DataHeaderLen
+	lo, hi := h.s.end/20, h.s.end-h.s.end/20
+	if now > lo && now <= hi {
+		h.activeBytes += int64(len(f) + sched.WireOverhead)
+	}
+	if left > 0 {
+		h.active[k] = left
+		return
+	}
+	delete(h.active, k)
+	if len(h.active) == 0 {
+		a, b := max(h.activeSince, lo), min(now, hi)
+		if b > a {
+			h.activeNs += b - a
+		}
+	}
 }
