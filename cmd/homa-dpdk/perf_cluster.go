@@ -141,6 +141,8 @@ SRPT, one priority), homa-no-incast (homa-dpdk's incast allowance off).`,
 	f.Int64Var(&simMs, "sim-ms", cfg.Duration/1e6, "ms of arrivals per run, when --messages is 0")
 	f.IntVar(&cfg.MaxMessages, "max-messages", cfg.MaxMessages, "the most messages --sim-ms may offer")
 	f.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the arrivals")
+	f.Int64Var(&cfg.HostDelay, "turnaround", cfg.HostDelay, "ns of software turnaround per packet sent at hosts")
+	f.Int64Var(&cfg.NICDelay, "nic-delay", cfg.NICDelay, "ns a packet spends in the NIC before the wire")
 	f.BoolVar(&cfg.ECMP, "ecmp", false, "one core per pair of hosts (hash) instead of per-packet spraying")
 	f.IntVar(&cfg.BufferBytes, "buffer", cfg.BufferBytes, "bytes per switch egress port, drop-tail (-1: unlimited)")
 	f.BoolVar(&smoke, "smoke", false, "16 hosts in 4 racks, 3000 messages per run")

@@ -53,7 +53,8 @@ type Config struct {
 	LinkBps, UplinkBps         float64 // host links; ToR–core links
 	PropDelay                  int64   // ns per link
 	SwitchLatency              int64   // ns per switch
-	HostDelay                  int64   // ns of software turnaround and NIC per frame sent
+	HostDelay                  int64   // ns of software turnaround per frame sent (the paper: 500)
+	NICDelay                   int64   // ns a frame spends in the NIC before the wire (0; the paper's simulator: 500)
 	BufferBytes                int     // per switch egress port; <0 unlimited
 	ECMP                       bool    // per-pair paths instead of per-frame spraying
 
@@ -100,7 +101,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%d cores: want 1..64", c.Cores)
 	case c.LinkBps < 1e6 || c.UplinkBps < 1e6:
 		return errors.New("link rates must be at least 1 Mb/s")
-	case c.PropDelay < 0 || c.SwitchLatency < 0 || c.HostDelay < 0:
+	case c.PropDelay < 0 || c.SwitchLatency < 0 || c.HostDelay < 0 || c.NICDelay < 0:
 		return errors.New("delays must not be negative")
 	case !(c.Load > 0 && c.Load < 1):
 		return fmt.Errorf("load %g: want 0 < load < 1", c.Load)

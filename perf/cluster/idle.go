@@ -94,7 +94,7 @@ func (d *idle) ns(size int, crossRack bool) int64 {
 		if j == n-1 {
 			lens[j] = last
 		}
-		t := d.cfg.HostDelay
+		t := d.cfg.HostDelay + d.cfg.NICDelay
 		for i, s := range st[:len(st)-1] {
 			w := 0
 			if i == 1 || i == 2 {
