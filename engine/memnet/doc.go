@@ -91,8 +91,10 @@
 //   - One switch, or the two-level fabric of fabric.go: two rates (host
 //     links, ToR–core links), one propagation delay, one switch latency;
 //     no deeper trees, no per-link rates beyond those two.
-//   - No switching latency, no cut-through, no shared buffer between
-//     ports, no PFC or pause frames; the NIC queue is unbounded.
+//   - One switching latency for every switch (Fabric.SwitchLatency; none
+//     at the single switch), no cut-through, no shared buffer between
+//     ports, no PFC or pause frames; the NIC queue is unbounded, and a
+//     host's turnaround is one fixed delay per frame (Config.HostDelay).
 //   - Priority comes from the IPv4 TOS only (not an 802.1Q PCP), and the
 //     IPv4 header checksum is not verified by the switch; the receiver's
 //     parser does that.
