@@ -68,6 +68,11 @@ type Config struct {
 	// bytes only; 24 models Ethernet's preamble, inter-frame gap and FCS.
 	FrameOverhead int
 
+	// NICFIFO serves every host NIC from one first-in-first-out queue
+	// (the switches keep their priority queues): a sender whose order of
+	// transmission is its own software's, not its NIC's.
+	NICFIFO bool
+
 	// HostDelay is how long a frame passed to Host.Send waits before it
 	// joins the NIC's queue, ns: a host's software turnaround and NIC
 	// latency (the Homa paper's simulations: 0.5 µs). 0: none.

@@ -154,7 +154,11 @@ func (n *Network) nicEnter(h *Host, p *packet) {
 		n.drop(p, DropRestart)
 		return
 	}
-	h.nic.push(p, n.queueOf(p.prio))
+	q := n.queueOf(p.prio)
+	if n.cfg.NICFIFO {
+		q = 0
+	}
+	h.nic.push(p, q)
 	if h.nic.cur == nil {
 		n.uplinkStart(h)
 	}

@@ -57,6 +57,9 @@ type Config struct {
 	NICDelay                   int64   // ns a frame spends in the NIC before the wire (0; the paper's simulator: 500)
 	BufferBytes                int     // per switch egress port; <0 unlimited
 	ECMP                       bool    // per-pair paths instead of per-frame spraying
+	// NICFIFO gives every host NIC one FIFO queue instead of a queue per
+	// priority served strictly (what homa-dpdk's TX queue per priority does).
+	NICFIFO bool
 
 	Workload string  // W1..W5
 	Load     float64 // of the host links' capacity, 0 < Load < 1

@@ -83,6 +83,8 @@ type sim struct {
 type Sample struct {
 	Size       int
 	Ns, IdleNs int64
+	key        msgKey // the message, for tracing one
+	sent       int64  // when
 }
 
 // Slowdown is the sample's completion time over its idle time.
@@ -156,7 +158,7 @@ func newSim(cfg Config) (*sim, error) {
 		return nil, err
 	}
 	mc := memnet.Config{Seed: int64(cfg.Seed), LinkBps: cfg.LinkBps, PropDelay: cfg.PropDelay,
-		BufferBytes: cfg.BufferBytes, FrameOverhead: sched.WireOverhead, HostDelay: cfg.HostDelay + cfg.NICDelay,
+		BufferBytes: cfg.BufferBytes, FrameOverhead: sched.WireOverhead, HostDelay: cfg.HostDelay + cfg.NICDelay, NICFIFO: cfg.NICFIFO,
 		Fabric: memnet.Fabric{Racks: cfg.Racks, HostsPerRack: cfg.HostsPerRack, Cores: cfg.Cores,
 			UplinkBps: cfg.UplinkBps, SwitchLatency: cfg.SwitchLatency, ECMP: cfg.ECMP}}
 	if cfg.PropDelay == 0 {
@@ -255,7 +257,7 @@ func (h *host) serve() {
 			}
 			if st.measured {
 				cross := s.hosts[src].mh.Rack() != h.mh.Rack()
-				s.samples = append(s.samples, Sample{Size: st.size, Ns: now - st.t, IdleNs: s.idle.ns(st.size, cross)})
+				s.samples = append(s.samples, Sample{Size: st.size, Ns: now - st.t, IdleNs: s.idle.ns(st.size, cross), key: k, sent: st.t})
 			}
 		}
 		if err := h.srv.Reply(m, s.payload[:1]); err != nil {
