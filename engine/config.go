@@ -140,6 +140,14 @@ type Config struct {
 	// throttle_min_bytes; sched.ThrottleMinBytes); below 0, none do.
 	PacerThreshold    int
 	PacerFIFOFraction int // per thousand of link bytes to the oldest message (50; < 0 = none)
+	// ScheduledDataQueue passes scheduled DATA (bytes past a message's
+	// unscheduled ones) to the Transmitter at priority 0, its lowest TX
+	// queue, whatever priority its receiver granted (the IPv4 header still
+	// carries that one, for the switches): those packets then leave in the
+	// pacer's SRPT order instead of a NIC's strict priority between its
+	// queues overtaking one message's queued packets with another's for as
+	// long as it sends (found in the cluster simulation; off by default).
+	ScheduledDataQueue bool
 
 	// Incast configures the unscheduled allowance this endpoint
 	// advertises (sched.DefaultIncastConfig; Budget 0 keeps it off).

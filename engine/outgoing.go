@@ -83,9 +83,15 @@ func (e *Endpoint) borrow() []byte {
 // finishFrame writes the Ethernet and IPv4 headers in front of homaLen
 // bytes of Homa packet of type t already in buf, and sends it at prio.
 func (e *Endpoint) finishFrame(buf []byte, p *peer, prio, homaLen int, t wire.PacketType) {
+	e.finishFrameQueue(buf, p, prio, prio, homaLen, t)
+}
+
+// finishFrameQueue is finishFrame with the frame's IPv4 priority (prio)
+// and the one it is passed to the Transmitter at (queue) apart.
+func (e *Endpoint) finishFrameQueue(buf []byte, p *peer, prio, queue, homaLen int, t wire.PacketType) {
 	e.writeHeaders(buf, p, prio, homaLen)
 	e.m.PacketsSent[t-wire.TypeData]++
-	e.tx.Send(buf[:e.homaOff+homaLen], prio)
+	e.tx.Send(buf[:e.homaOff+homaLen], queue)
 }
 
 // writeHeaders writes the Ethernet and IPv4 headers for homaLen bytes of
@@ -216,9 +222,13 @@ func (e *Endpoint) xmitData(r *rpc, offset, limit, prio int, retransmit bool) in
 	homa := buf[e.homaOff:]
 	f.Encode(homa)
 	payload := o.data[offset : offset+n]
+	queue := prio
+	if e.cfg.ScheduledDataQueue && offset >= o.unsched {
+		queue = 0
+	}
 	if o.ref != 0 && e.dataTx != nil {
 		e.writeHeaders(buf, r.peer, prio, wire.DataHeaderLen+n)
-		if e.dataTx.SendData(buf[:e.homaOff+wire.DataHeaderLen], payload, o.ref, prio) {
+		if e.dataTx.SendData(buf[:e.homaOff+wire.DataHeaderLen], payload, o.ref, queue) {
 			e.m.PacketsSent[0]++ // DATA
 			e.m.ZeroCopyPackets++
 			e.pacer.Sent(e.now, e.homaOff+wire.DataHeaderLen+n)
@@ -226,7 +236,7 @@ func (e *Endpoint) xmitData(r *rpc, offset, limit, prio int, retransmit bool) in
 		}
 	}
 	copy(homa[wire.DataHeaderLen:], payload)
-	e.finishFrame(buf, r.peer, prio, wire.DataHeaderLen+n, wire.TypeData)
+	e.finishFrameQueue(buf, r.peer, prio, queue, wire.DataHeaderLen+n, wire.TypeData)
 	e.pacer.Sent(e.now, e.homaOff+wire.DataHeaderLen+n)
 	return n
 }

@@ -2,9 +2,11 @@ package engine
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/homa-dpdk/homa-dpdk/sched"
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
@@ -348,4 +350,71 @@ func grantFrame(src, dst [4]byte, dport uint16, sid uint64, offset uint32) []byt
 	g := wire.GrantFields{Common: wire.CommonFields{SrcPort: 99, DstPort: dport, SenderID: sid}, Offset: offset}
 	g.Encode(b[frameHomaOffset:])
 	return b
+}
+
+// ScheduledDataQueue hands scheduled DATA to the Transmitter at priority
+// 0 (its lowest TX queue) while the IPv4 header keeps the priority the
+// receiver granted; unscheduled DATA keeps its own for both. Without it
+// the two are always the same. (In the cluster simulation a NIC served
+// strictly by priority otherwise held one message's queued packets back
+// for milliseconds behind the same host's higher-priority ones.)
+func TestOutgoing_scheduledDataQueue(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		n := newTestNet(t)
+		mod := func(c *Config) {
+			smallPackets(c)
+			c.Grant.MaxIncoming = 40_000          // room for four messages' windows
+			c.Cutoffs = sched.Cutoffs{7: 100_000} // unscheduled at 7; scheduled 0..6 by rank
+			c.PeerCutoffs = c.Cutoffs
+			c.ScheduledDataQueue = on
+		}
+		c := n.addHost("c", 1, mod)
+		s := n.addHost("s", 2, mod)
+		srv, _ := s.e.Bind(99)
+		cli, _ := c.e.OpenClient()
+		var sched, schedHigh, unsched int
+		n.inspect = func(frame []byte, line string) {
+			var f wire.Frame
+			if wire.ParseFrame(frame, &f) != wire.DropNone || f.Type != wire.TypeData {
+				return
+			}
+			tos := int(wire.IPv4(frame[ipOffsetOf(frame):]).Priority())
+			queue := -1
+			fmt.Sscanf(line[strings.LastIndex(line, " p")+2:], "%d", &queue)
+			off, _ := wire.Data(f.Homa).Segment()
+			switch {
+			case off < 3000:
+				unsched++
+				if queue != tos {
+					t.Errorf("on %v: unscheduled DATA at %d: TOS %d, passed at %d", on, off, tos, queue)
+				}
+			case on:
+				sched++
+				if tos > 0 {
+					schedHigh++
+				}
+				if queue != 0 {
+					t.Errorf("scheduled DATA at %d passed at %d, want 0 (TOS %d)", off, queue, tos)
+				}
+			default:
+				sched++
+				if tos > 0 {
+					schedHigh++
+				}
+				if queue != tos {
+					t.Errorf("off: scheduled DATA at %d: TOS %d, passed at %d", off, tos, queue)
+				}
+			}
+		}
+		for i := range 4 {
+			cli.Send(Addr{IP: s.ip, Port: 99}, msg(20_000+1000*i, byte(i)))
+		}
+		n.flush()
+		for range 4 {
+			receive(t, srv)
+		}
+		if sched == 0 || unsched == 0 || schedHigh == 0 {
+			t.Fatalf("on %v: %d scheduled DATA (%d above priority 0), %d unscheduled: the test sends none of a kind", on, sched, schedHigh, unsched)
+		}
+	}
 }

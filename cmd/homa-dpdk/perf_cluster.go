@@ -144,6 +144,7 @@ SRPT, one priority), homa-no-incast (homa-dpdk's incast allowance off).`,
 	f.Int64Var(&cfg.HostDelay, "turnaround", cfg.HostDelay, "ns of software turnaround per packet sent at hosts")
 	f.Int64Var(&cfg.NICDelay, "nic-delay", cfg.NICDelay, "ns a packet spends in the NIC before the wire")
 	f.BoolVar(&cfg.NICFIFO, "nic-fifo", false, "one FIFO queue in every host NIC instead of a strict-priority queue per priority (homa-dpdk's TX queue per priority)")
+	f.BoolVar(&cfg.ScheduledDataQueue, "sched-queue", false, "hosts send scheduled DATA from their lowest NIC queue (engine ScheduledDataQueue)")
 	f.BoolVar(&cfg.ECMP, "ecmp", false, "one core per pair of hosts (hash) instead of per-packet spraying")
 	f.IntVar(&cfg.BufferBytes, "buffer", cfg.BufferBytes, "bytes per switch egress port, drop-tail (-1: unlimited)")
 	f.BoolVar(&smoke, "smoke", false, "16 hosts in 4 racks, 3000 messages per run")

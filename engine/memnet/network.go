@@ -134,10 +134,19 @@ func (h *Host) QueuedBytes() int { return h.nic.bytes }
 // IPv4 priority (TOS>>5; a frame that is not IPv4 goes to priority 0 and
 // is dropped at the switch). If the NIC is idle it starts transmitting at
 // once. Send does not allocate in steady state.
-func (h *Host) Send(frame []byte) {
+func (h *Host) Send(frame []byte) { h.send(frame, -1) }
+
+// SendQueue is Send with the NIC queue chosen by the caller: the queue
+// of priority queue (0..7, mapped as Config.Queues maps priorities),
+// whatever the frame's IPv4 priority, as a host does that picks a TX
+// queue per frame. The switches still go by the IPv4 priority.
+func (h *Host) SendQueue(frame []byte, queue int) { h.send(frame, min(max(queue, 0), MaxQueues-1)) }
+
+func (h *Host) send(frame []byte, queue int) {
 	n := h.net
 	p := n.alloc(frame)
 	classify(p)
+	p.nicq = int8(queue)
 	p.from, p.fromEpoch = h, h.epoch
 	n.counts.sent++
 	n.counts.sentBytes += uint64(len(p.buf))
@@ -154,7 +163,11 @@ func (n *Network) nicEnter(h *Host, p *packet) {
 		n.drop(p, DropRestart)
 		return
 	}
-	q := n.queueOf(p.prio)
+	prio := p.prio
+	if p.nicq >= 0 {
+		prio = uint8(p.nicq)
+	}
+	q := n.queueOf(prio)
 	if n.cfg.NICFIFO {
 		q = 0
 	}

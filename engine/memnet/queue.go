@@ -13,6 +13,7 @@ type packet struct {
 	prio uint8           // priority from the IPv4 TOS (0 when !ok)
 	typ  wire.PacketType // Homa type for traces; 0 when not Homa
 	dst  [4]byte         // IPv4 destination (zero when !ok)
+	nicq int8            // SendQueue's queue (its priority); -1: the IPv4 priority
 
 	from, to *Host // sender; receiver once routed at the switch
 

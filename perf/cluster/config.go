@@ -60,6 +60,9 @@ type Config struct {
 	// NICFIFO gives every host NIC one FIFO queue instead of a queue per
 	// priority served strictly (what homa-dpdk's TX queue per priority does).
 	NICFIFO bool
+	// ScheduledDataQueue sends scheduled DATA from the lowest NIC queue
+	// (engine.Config.ScheduledDataQueue).
+	ScheduledDataQueue bool
 
 	Workload string  // W1..W5
 	Load     float64 // of the host links' capacity, 0 < Load < 1

@@ -36,8 +36,8 @@ type host struct {
 	next        int64  // the Run already scheduled (0: none)
 }
 
-func (h *host) Buffer() []byte           { return h.buf }
-func (h *host) Send(frame []byte, _ int) { h.mh.Send(frame) }
+func (h *host) Buffer() []byte              { return h.buf }
+func (h *host) Send(frame []byte, prio int) { h.mh.SendQueue(frame, prio) } // the TX queue of that priority, as host does
 
 // msgKey names a message: its client's host and client RPC id.
 type msgKey struct {
@@ -113,7 +113,8 @@ func engineConfig(cfg Config, wl *slowdown.Workload, i int, mh *memnet.Host, now
 	g.MaxIncoming, g.Increment, g.FIFOIncrement = unsched*10, max(unsched/4, 1), unsched*5/4
 	c.Grant = g
 	c.Cutoffs = cutoffsFor(wl, unsched)
-	c.PeerCutoffs = c.Cutoffs    // every host has the same: no warm-up at priority 6 per pair
+	c.PeerCutoffs = c.Cutoffs // every host has the same: no warm-up at priority 6 per pair
+	c.ScheduledDataQueue = cfg.ScheduledDataQueue
 	c.MaxRecvHeapBytes = 1 << 40 // receive buffers come from the hook (scratch)
 	c.MaxStagingBytes = 1 << 30
 	c.MaxServerRPCs, c.MaxServerRPCsPerPeer = 1<<20, 1<<16
