@@ -179,12 +179,18 @@ func (s *sim) result(cfg Config, wl *slowdown.Workload, end int64, wall time.Dur
 	}
 	r.Cutoffs = s.cutoffs
 	var activeNs, activeBytes int64
+	lo, hi := end/20, end-end/20
 	for _, h := range s.hosts {
 		activeNs += h.activeNs
 		activeBytes += h.activeBytes
+		if len(h.active) > 0 { // a busy period still open: it counts up to the window's end
+			if a, b := max(h.activeSince, lo), min(s.net.Now(), hi); b > a {
+				activeNs += b - a
+			}
+		}
 	}
 	if activeNs > 0 {
-		r.WastedBandwidth = max(0, 1-float64(activeBytes)*8/(float64(activeNs)*cfg.LinkBps/1e9))
+		r.WastedBandwidth = 1 - float64(activeBytes)*8/(float64(activeNs)*cfg.LinkBps/1e9)
 	}
 	return r
 }

@@ -400,7 +400,10 @@ type inKey struct {
 // wasted bandwidth, as the Homa paper's simulator does: the link is
 // expected busy whenever the host has a message begun and not finished,
 // and what it received then is what it used. Only the measured window
-// counts.
+// counts. A message is finished when its bytes have come once:
+// retransmissions are not counted toward it (with BufferBytes set, a
+// message whose original packet was dropped stays "begun" in this count,
+// and the figure overstates the waste).
 func (h *host) noteData(f, hm []byte, now int64) {
 	d := wire.Data(hm)
 	ip := wire.IPv4(f[wire.EthernetHeaderLen:]).Src()
@@ -412,7 +415,9 @@ func (h *host) noteData(f, hm []byte, now int64) {
 		}
 		left = int(d.MessageLength())
 	}
-	left -= len(hm) - wire.DataHeaderLen
+	if d.Retransmit() == 0 { // a retransmission's bytes came before, or come still (the network loses none by default)
+		left -= len(hm) - wire.DataHeaderLen
+	}
 	lo, hi := h.s.end/20, h.s.end-h.s.end/20
 	if now > lo && now <= hi {
 		h.activeBytes += int64(len(f) + sched.WireOverhead)
