@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -109,12 +110,7 @@ SRPT, one priority), homa-no-incast (homa-dpdk's incast allowance off).`,
 				}
 			}
 			cluster.Report(results, o)
-			f, err := os.Create(filepath.Join(dir, "cluster.md"))
-			if err != nil {
-				return err
-			}
-			cluster.Markdown(results, f)
-			if err := f.Close(); err != nil {
+			if err := writeFile(filepath.Join(dir, "cluster.md"), func(w io.Writer) { cluster.Markdown(results, w) }); err != nil {
 				return err
 			}
 			plots, err := cluster.Plot(results, dir)
@@ -158,4 +154,14 @@ func variantStrings() []string {
 		s = append(s, string(v))
 	}
 	return s
+}
+
+// writeFile writes path with what write puts in it.
+func writeFile(path string, write func(io.Writer)) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	write(f)
+	return f.Close()
 }

@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -59,12 +59,7 @@ repository's root or give --root.`,
 			if err := perf.WriteJSON(filepath.Join(dir, "collectives.json"), res); err != nil {
 				return err
 			}
-			f, err := os.Create(filepath.Join(dir, "collectives.md"))
-			if err != nil {
-				return err
-			}
-			collectives.Markdown(res, f)
-			if err := f.Close(); err != nil {
+			if err := writeFile(filepath.Join(dir, "collectives.md"), func(w io.Writer) { collectives.Markdown(res, w) }); err != nil {
 				return err
 			}
 			plots, err := collectives.Plot(res, dir)
