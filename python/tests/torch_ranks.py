@@ -13,7 +13,8 @@ import torch.distributed as dist  # noqa: E402
 
 import homa_dpdk.torch  # noqa: E402,F401  registers "homa"
 
-DTYPES = [torch.float32, torch.float64, torch.int32, torch.int64, torch.int8, torch.uint8, torch.bool, torch.float16, torch.bfloat16]
+DTYPES = [torch.float32, torch.float64, torch.int32, torch.int64, torch.int16, torch.int8, torch.uint8, torch.bool,
+          torch.float16, torch.bfloat16, torch.complex64, torch.complex128]
 SHAPES = [(1,), (7,), (3, 5), (300_000,)]
 
 
@@ -21,6 +22,9 @@ def sample(dtype, shape, seed):
     g = torch.Generator().manual_seed(seed)
     if dtype == torch.bool:
         return torch.randint(0, 2, shape, generator=g).bool()
+    if dtype.is_complex:
+        re, im = torch.rand(shape, generator=g) * 4 - 2, torch.rand(shape, generator=g) * 4 - 2
+        return torch.complex(re, im).to(dtype)
     if dtype.is_floating_point:
         return (torch.rand(shape, generator=g) * 4 - 2).to(dtype)
     lo, hi = (0, 4) if dtype == torch.uint8 else (-3, 4)
@@ -40,7 +44,10 @@ def expected_reduce(xs, op):
         return st.max(0).values
     if op == dist.ReduceOp.MIN:
         return st.min(0).values
-    wide = st.double() if st.dtype.is_floating_point else st.long()
+    if st.dtype.is_complex:
+        wide = st.to(torch.complex128)
+    else:
+        wide = st.double() if st.dtype.is_floating_point else st.long()
     if op == dist.ReduceOp.PRODUCT:
         r = wide.prod(0)
     else:
@@ -58,7 +65,9 @@ def main():
 
     def same(a, b, what):
         nonlocal checks
-        if a.dtype.is_floating_point:  # reductions add in different orders
+        if a.dtype.is_complex:
+            ok = a.shape == b.shape and torch.allclose(a.to(torch.complex128), b.to(torch.complex128), rtol=1e-4, atol=1e-4)
+        elif a.dtype.is_floating_point:  # reductions add in different orders
             rtol, atol = {torch.float64: (1e-12, 1e-12), torch.bfloat16: (2e-2, 0.1)}.get(a.dtype, (1e-2, 1e-2))
             ok = a.shape == b.shape and torch.allclose(a.double(), b.double(), rtol=rtol, atol=atol)
         else:
@@ -72,8 +81,10 @@ def main():
             if dtype == torch.bool and len(shape) == 1 and shape[0] > 1000:
                 continue
             x = sample(dtype, shape, 17 * rank + 3)
-            ops = [dist.ReduceOp.SUM, dist.ReduceOp.MAX, dist.ReduceOp.MIN, dist.ReduceOp.PRODUCT]
-            if dtype.is_floating_point:
+            ops = [dist.ReduceOp.SUM]
+            if not dtype.is_complex:  # torch itself allows only SUM and AVG on complex tensors
+                ops += [dist.ReduceOp.MAX, dist.ReduceOp.MIN, dist.ReduceOp.PRODUCT]
+            if dtype.is_floating_point or dtype.is_complex:
                 ops.append(dist.ReduceOp.AVG)
             for op in ops:
                 if dtype == torch.bool and op == dist.ReduceOp.PRODUCT:
