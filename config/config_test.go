@@ -48,7 +48,7 @@ func TestLoad_defaultsAreKernelHoma(t *testing.T) {
 	if h.UnschedBytes != 40000 || h.MaxIncoming != 400000 || h.MaxOvercommit != 8 || h.Window != 0 ||
 		h.GrantFIFOFraction != 0.05 || h.FIFOGrantIncrement != 50000 ||
 		h.ResendTicks != 5 || h.ResendInterval != 5 || h.TimeoutTicks != 100 || h.RequestAckTick != 2 ||
-		h.MaxMessage != 1_000_000 || h.PacerThreshold != 1000 {
+		h.MaxMessage != 1_000_000 || h.PacerThreshold != 1000 || h.ScheduledDataQueue {
 		t.Errorf("protocol defaults %+v", h)
 	}
 	if got := h.UnschedCutoffs; len(got) != 4 || got[0] != 200 || got[3] != 1_000_000 {
@@ -61,6 +61,19 @@ func TestLoad_defaultsAreKernelHoma(t *testing.T) {
 	p := s.Ports[0]
 	if p.MTU != 1500 || p.Marking != "dscp" || p.RxDesc != 1024 || p.LinkSpeed != 0 {
 		t.Errorf("port defaults %+v", p)
+	}
+}
+
+// protocol.scheduled_data_queue (off by default) is read from the file
+// and from HOMA_PROTOCOL_SCHEDULED_DATA_QUEUE.
+func TestLoad_scheduledDataQueue(t *testing.T) {
+	s, err := Load(Source{File: writeFile(t, minimal+"protocol:\n  scheduled_data_queue: true\n")})
+	if err != nil || !s.Protocol.ScheduledDataQueue {
+		t.Fatalf("from the file: %v, %v", err, err == nil && s.Protocol.ScheduledDataQueue)
+	}
+	t.Setenv("HOMA_PROTOCOL_SCHEDULED_DATA_QUEUE", "true")
+	if s, err = Load(Source{File: writeFile(t, minimal)}); err != nil || !s.Protocol.ScheduledDataQueue {
+		t.Fatalf("from the environment: %v", err)
 	}
 }
 

@@ -26,6 +26,7 @@ var defaults = map[string]any{
 	"protocol.max_message":          1_000_000,
 	"protocol.long_message_peers":   []string{},
 	"protocol.incast_control":       true,
+	"protocol.scheduled_data_queue": false,
 
 	"protocol.max_gaps":                 64,
 	"protocol.max_resends_per_rpc":      8,

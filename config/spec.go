@@ -91,6 +91,11 @@ type ProtocolSpec struct {
 	PacerThreshold int           `mapstructure:"pacer_threshold"`   // messages with fewer bytes left than this are never paced; 0: all are
 	MaxMessage     int           `mapstructure:"max_message"`       // largest message, bytes (above 1,000,000: see LongMessagePeers)
 	IncastControl  bool          `mapstructure:"incast_control"`    // limit unscheduled bursts under incast
+	// ScheduledDataQueue sends scheduled DATA from the lowest TX queue
+	// (the IPv4 priority unchanged), so that a NIC's strict priority
+	// between its queues cannot hold one message's queued packets behind
+	// the host's other messages (engine Config.ScheduledDataQueue).
+	ScheduledDataQueue bool `mapstructure:"scheduled_data_queue"`
 	// LongMessagePeers are the addresses of the peers known to run
 	// homa-dpdk, which take messages longer than kernel Homa's 1,000,000
 	// bytes (up to MaxMessage). Every other peer may run kernel Homa,

@@ -158,6 +158,7 @@ func (d *Daemon) hostConfigFor(i int, clock func() int64, wallOff int64) (host.C
 	ec.MaxStagingBytes, ec.MaxRecvHeapBytes = h.MaxStagingBytes, h.MaxRecvHeapBytes
 	ec.MaxPeers, ec.PeerIdleTicks = h.MaxPeers, h.PeerIdleTicks
 	ec.PacerThreshold = h.PacerThreshold
+	ec.ScheduledDataQueue = h.ScheduledDataQueue
 	if h.PacerThreshold == 0 {
 		ec.PacerThreshold = -1 // the engine's 0 is its default: here every message is paced
 	}
