@@ -138,12 +138,7 @@ func pairHash(a, b [4]byte) uint32 {
 // flinkEnter queues p on fabric link l, tail-dropping it if l's buffer
 // cannot hold it, and starts l if idle.
 func (n *Network) flinkEnter(l *flink, p *packet) {
-	if n.cfg.BufferBytes > 0 && l.bytes+len(p.buf) > n.cfg.BufferBytes {
-		n.drop(p, DropBufferFull)
-		return
-	}
-	l.push(p, n.queueOf(p.prio))
-	if l.cur == nil {
+	if n.admit(&l.port, p) {
 		n.flinkStart(l)
 	}
 }

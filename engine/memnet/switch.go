@@ -84,15 +84,21 @@ func (n *Network) egressEnter(p *packet) {
 		n.drop(p, DropRestart)
 		return
 	}
-	eg := &to.egress
-	if n.cfg.BufferBytes > 0 && eg.bytes+len(p.buf) > n.cfg.BufferBytes {
-		n.drop(p, DropBufferFull)
-		return
-	}
-	eg.push(p, n.queueOf(p.prio))
-	if eg.cur == nil {
+	if n.admit(&to.egress, p) {
 		n.egressStart(to)
 	}
+}
+
+// admit queues p on switch port pt, or tail-drops it when pt's buffer
+// cannot hold it; it reports whether p was queued on an idle port, which
+// the caller then starts.
+func (n *Network) admit(pt *port, p *packet) bool {
+	if n.cfg.BufferBytes > 0 && pt.bytes+len(p.buf) > n.cfg.BufferBytes {
+		n.drop(p, DropBufferFull)
+		return false
+	}
+	pt.push(p, n.queueOf(p.prio))
+	return pt.cur == nil
 }
 
 // egressStart puts the next frame of the port toward h on the wire.

@@ -45,9 +45,7 @@ type Result struct {
 	OfferedGbps float64 `json:"offered_gbps_per_host"`
 	Carried     float64 `json:"carried"`
 	KeepsUp     bool    `json:"keeps_up"`
-	// DeliveredInPeriodGbps: whole messages delivered by the period's end.
-	DeliveredInPeriodGbps float64 `json:"delivered_in_period_gbps_per_host"`
-	DrainMs               float64 `json:"drain_ms"` // after the last arrival, until all was delivered
+	DrainMs     float64 `json:"drain_ms"` // after the last arrival, until all was delivered
 
 	// WastedBandwidth is the Homa paper simulator's receiver metric: over
 	// the measured window, the share of the time a host had a message
@@ -94,9 +92,6 @@ type Queues struct {
 // Max is the largest switch queue.
 func (q Queues) Max() int { return max(q.HostEgress, q.Uplink, q.Downlink) }
 
-// bucketOf is a size's bucket: 4 per decade (as perf slowdown's).
-func bucketOf(size int) int { return int(math.Floor(math.Log10(float64(size)) * 4)) }
-
 func summarize(g []Sample) Bucket {
 	sd := make([]float64, len(g))
 	sizes := make([]int, len(g))
@@ -112,20 +107,12 @@ func summarize(g []Sample) Bucket {
 		IdleUs: float64(idle[(len(idle)-1)/2]) / 1e3}
 }
 
-// Buckets groups samples by size.
+// Buckets groups samples by size, 4 buckets per decade (as perf
+// slowdown's).
 func Buckets(samples []Sample) []Bucket {
-	groups := map[int][]Sample{}
-	for _, s := range samples {
-		groups[bucketOf(s.Size)] = append(groups[bucketOf(s.Size)], s)
-	}
-	keys := make([]int, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	out := make([]Bucket, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, summarize(groups[k]))
+	var out []Bucket
+	for _, g := range slowdown.BySize(samples, func(s Sample) int { return s.Size }) {
+		out = append(out, summarize(g))
 	}
 	return out
 }
@@ -146,7 +133,7 @@ func (s *sim) result(cfg Config, wl *slowdown.Workload, end int64, wall time.Dur
 	if end > 0 {
 		// bytes over the period → Gb/s per host
 		gbps := func(b int64) float64 { return float64(b) * 8 / (float64(end) * float64(cfg.Hosts())) }
-		r.OfferedGbps, r.DeliveredInPeriodGbps = gbps(s.offeredBytes), gbps(s.inPeriodBytes)
+		r.OfferedGbps = gbps(s.offeredBytes)
 		if s.offeredFrames > 0 {
 			r.Carried = float64(s.dataCarried) / float64(s.offeredFrames)
 		}

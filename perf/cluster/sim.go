@@ -70,8 +70,7 @@ type sim struct {
 	nerrs    int
 	// counts
 	offered, delivered, measured int
-	offeredBytes, deliveredBytes int64
-	inPeriodBytes                int64 // messages delivered by the end of the arrivals
+	offeredBytes                 int64
 	// DATA frame bytes delivered in the second half of the arrivals'
 	// period, and those offered in it (requests and their responses)
 	dataCarried, offeredFrames int64
@@ -83,8 +82,6 @@ type sim struct {
 type Sample struct {
 	Size       int
 	Ns, IdleNs int64
-	key        msgKey // the message, for tracing one
-	sent       int64  // when
 }
 
 // Slowdown is the sample's completion time over its idle time.
@@ -252,13 +249,9 @@ func (h *host) serve() {
 		default:
 			delete(s.inflight, k)
 			s.delivered++
-			s.deliveredBytes += int64(st.size)
-			if now <= s.end {
-				s.inPeriodBytes += int64(st.size)
-			}
 			if st.measured {
 				cross := s.hosts[src].mh.Rack() != h.mh.Rack()
-				s.samples = append(s.samples, Sample{Size: st.size, Ns: now - st.t, IdleNs: s.idle.ns(st.size, cross), key: k, sent: st.t})
+				s.samples = append(s.samples, Sample{Size: st.size, Ns: now - st.t, IdleNs: s.idle.ns(st.size, cross)})
 			}
 		}
 		if err := h.srv.Reply(m, s.payload[:1]); err != nil {
