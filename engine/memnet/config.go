@@ -78,6 +78,12 @@ type Config struct {
 	// latency (the Homa paper's simulations: 0.5 µs). 0: none.
 	HostDelay int64
 
+	// RecvDelay is how long a frame that has reached its host waits
+	// before the host's receive function sees it, ns: the receiving
+	// side's software turnaround (the Homa paper's simulator: 0.5 µs on
+	// each side). 0: none.
+	RecvDelay int64
+
 	// Fabric, when its Racks is set, replaces the single switch by racks
 	// of hosts behind ToR switches joined by core switches (fabric.go).
 	Fabric Fabric
@@ -124,6 +130,8 @@ func (c Config) Validate() error {
 		return bad("FrameOverhead %d is negative", c.FrameOverhead)
 	case c.HostDelay < 0:
 		return bad("HostDelay %d is negative", c.HostDelay)
+	case c.RecvDelay < 0:
+		return bad("RecvDelay %d is negative", c.RecvDelay)
 	}
 	if err := c.Fabric.validate(); err != nil {
 		return err

@@ -19,7 +19,7 @@ func TestConfig_defaults(t *testing.T) {
 func TestConfig_validate(t *testing.T) {
 	for _, c := range []Config{
 		{LinkBps: -1}, {LinkBps: 0.5}, {Queues: 9}, {Queues: -1}, {Loss: 1.5},
-		{Reorder: -0.1}, {Duplicate: 2}, {ReorderDelay: -5}, {FrameOverhead: -1},
+		{Reorder: -0.1}, {Duplicate: 2}, {ReorderDelay: -5}, {FrameOverhead: -1}, {HostDelay: -1}, {RecvDelay: -1},
 	} {
 		if err := c.Validate(); !errors.Is(err, ErrConfig) {
 			t.Errorf("Validate(%+v) = %v, want ErrConfig", c, err)

@@ -94,7 +94,9 @@
 //   - One switching latency for every switch (Fabric.SwitchLatency; none
 //     at the single switch), no cut-through, no shared buffer between
 //     ports, no PFC or pause frames; the NIC queue is unbounded, and a
-//     host's turnaround is one fixed delay per frame (Config.HostDelay).
+//     host's turnaround is one fixed delay per frame sent (Config.HostDelay)
+//     and one per frame received (Config.RecvDelay), not a CPU that
+//     frames queue for.
 //   - Priority comes from the IPv4 TOS only (not an 802.1Q PCP), and the
 //     IPv4 header checksum is not verified by the switch; the receiver's
 //     parser does that.

@@ -52,6 +52,18 @@ func TestFabric_idlePathsAreLinkMath(t *testing.T) {
 		t.Errorf("same rack with a host delay: %v, want %d", at, want)
 	}
 	checkConserved(t, n)
+
+	// RecvDelay comes once, after the receiver's link.
+	cfg.RecvDelay = 700
+	n, h = newNet(cfg, 4)
+	at = at[:0]
+	h[3].SetReceive(func([]byte) { at = append(at, n.Now()) })
+	h[0].Send(homaFrame(t, h[0], h[3], 0, size, 1))
+	n.RunUntilIdle(1e9)
+	if want := 500 + 2*host + 2*fab + 4*prop + 3*sw + 700; len(at) != 1 || at[0] != want {
+		t.Errorf("across racks with host and receive delays: %v, want %d", at, want)
+	}
+	checkConserved(t, n)
 }
 
 // Spraying spreads one pair's frames over every core; ECMP keeps them on

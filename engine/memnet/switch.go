@@ -111,11 +111,12 @@ func (n *Network) egressStart(h *Host) {
 }
 
 // egressDone: the port toward h has sent the last bit of its frame, which
-// reaches h one propagation delay later.
+// reaches h one propagation delay later and its software RecvDelay after
+// that.
 func (n *Network) egressDone(h *Host) {
 	p := h.egress.cur
 	h.egress.unhold(p)
-	n.schedule(event{t: n.now + n.cfg.PropDelay, kind: evDeliver, p: p})
+	n.schedule(event{t: n.now + n.cfg.PropDelay + n.cfg.RecvDelay, kind: evDeliver, p: p})
 	n.egressStart(h)
 }
 

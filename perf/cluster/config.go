@@ -51,10 +51,11 @@ var Variants = []Variant{Homa, HomaOnePrio, Basic, HomaNoIncast}
 type Config struct {
 	Racks, HostsPerRack, Cores int
 	LinkBps, UplinkBps         float64 // host links; ToR–core links
-	PropDelay                  int64   // ns per link
+	PropDelay                  int64   // ns per link (the paper's simulator: 0)
 	SwitchLatency              int64   // ns per switch
-	HostDelay                  int64   // ns of software turnaround per frame sent (the paper: 500)
-	NICDelay                   int64   // ns a frame spends in the NIC before the wire (0; the paper's simulator: 500)
+	HostDelay                  int64   // ns of software turnaround per frame sent (the paper's simulator: 500)
+	NICDelay                   int64   // ns a frame spends in the NIC before the wire (the paper's simulator: 500)
+	RecvDelay                  int64   // ns of software turnaround per frame received (the paper's simulator: 500)
 	BufferBytes                int     // per switch egress port; <0 unlimited
 	ECMP                       bool    // per-pair paths instead of per-frame spraying
 	// NICFIFO gives every host NIC one FIFO queue instead of a queue per
@@ -83,7 +84,7 @@ type Config struct {
 // messages of 100 ms of arrivals (at most 500,000).
 func DefaultConfig() Config {
 	return Config{Racks: 9, HostsPerRack: 16, Cores: 4, LinkBps: 10e9, UplinkBps: 40e9,
-		PropDelay: 100, SwitchLatency: 250, HostDelay: 500, BufferBytes: -1,
+		SwitchLatency: 250, HostDelay: 500, NICDelay: 500, RecvDelay: 500, BufferBytes: -1, ScheduledDataQueue: true,
 		Workload: "W4", Load: 0.8, Variant: Homa, Duration: 100_000_000, MaxMessages: 500_000, Seed: 1}
 }
 
@@ -107,7 +108,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%d cores: want 1..64", c.Cores)
 	case c.LinkBps < 1e6 || c.UplinkBps < 1e6:
 		return errors.New("link rates must be at least 1 Mb/s")
-	case c.PropDelay < 0 || c.SwitchLatency < 0 || c.HostDelay < 0 || c.NICDelay < 0:
+	case c.PropDelay < 0 || c.SwitchLatency < 0 || c.HostDelay < 0 || c.NICDelay < 0 || c.RecvDelay < 0:
 		return errors.New("delays must not be negative")
 	case !(c.Load > 0 && c.Load < 1):
 		return fmt.Errorf("load %g: want 0 < load < 1", c.Load)

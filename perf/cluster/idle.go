@@ -66,8 +66,8 @@ func (d *idle) path(crossRack bool) []stage {
 }
 
 // ns returns the idle time of a message of size bytes, from Send to the
-// arrival of its last frame: the sender's HostDelay, then its frames
-// through the path.
+// receiver's handling of its last frame: the sender's HostDelay and
+// NICDelay, its frames through the path, the receiver's RecvDelay.
 func (d *idle) ns(size int, crossRack bool) int64 {
 	k := idleKey{size, crossRack}
 	if v, ok := d.cache[k]; ok {
@@ -120,6 +120,7 @@ func (d *idle) ns(size int, crossRack bool) int64 {
 		busy = start + txNs(lens[j]+sched.WireOverhead, lastStage.bps)
 		arrive = busy + lastStage.after
 	}
+	arrive += d.cfg.RecvDelay
 	d.cache[k] = arrive
 	return arrive
 }

@@ -156,7 +156,7 @@ func newSim(cfg Config) (*sim, error) {
 		return nil, err
 	}
 	mc := memnet.Config{Seed: int64(cfg.Seed), LinkBps: cfg.LinkBps, PropDelay: cfg.PropDelay,
-		BufferBytes: cfg.BufferBytes, FrameOverhead: sched.WireOverhead, HostDelay: cfg.HostDelay + cfg.NICDelay, NICFIFO: cfg.NICFIFO,
+		BufferBytes: cfg.BufferBytes, FrameOverhead: sched.WireOverhead, HostDelay: cfg.HostDelay + cfg.NICDelay, RecvDelay: cfg.RecvDelay, NICFIFO: cfg.NICFIFO,
 		Fabric: memnet.Fabric{Racks: cfg.Racks, HostsPerRack: cfg.HostsPerRack, Cores: cfg.Cores,
 			UplinkBps: cfg.UplinkBps, SwitchLatency: cfg.SwitchLatency, ECMP: cfg.ECMP}}
 	if cfg.PropDelay == 0 {
