@@ -378,6 +378,9 @@ func (e *Endpoint) handleResend(f *wire.Frame) {
 		end = min(int(rs.Offset())+int(rs.Length()), o.next)
 	}
 	prio := min(int(rs.Priority()), wire.NumPriorities-1)
+	if !rs.HasPriority() {
+		prio = o.dataPriority(start) // the upstream subset's RESEND names none: as first sent
+	}
 	if !r.peer.reachable() {
 		// The peer hears us again once its address resolves: the
 		// retransmission is dropped.

@@ -178,15 +178,57 @@ func TestOutgoing_queuedMessageFinishedUnpacedLeavesQueue(t *testing.T) {
 // resendFrame builds a RESEND from src (server port 99, server id sid)
 // to dst's client port.
 func resendFrame(src, dst [4]byte, dport uint16, sid uint64, offset, length uint32) []byte {
-	b := make([]byte, frameHomaOffset+wire.ResendHeaderLen)
+	return resendFrameOf(src, dst, dport, sid, offset, length, false)
+}
+
+// resendFrameOf is resendFrame, in the upstream subset's 36-byte form
+// when upstream.
+func resendFrameOf(src, dst [4]byte, dport uint16, sid uint64, offset, length uint32, upstream bool) []byte {
+	n := wire.ResendHeaderLen
+	if upstream {
+		n = wire.ResendUpstreamLen
+	}
+	b := make([]byte, frameHomaOffset+n)
 	eth := wire.EthernetFields{Dst: testMAC(dst), Src: testMAC(src), Type: wire.EtherTypeIPv4}
 	eth.Encode(b)
-	ip := wire.HomaIPv4Fields(src, dst, 7, wire.ResendHeaderLen)
+	ip := wire.HomaIPv4Fields(src, dst, 7, n)
 	ip.Encode(b[frameIPOffset:])
 	f := wire.ResendFields{Common: wire.CommonFields{SrcPort: 99, DstPort: dport, SenderID: sid},
-		Offset: offset, Length: length, Priority: 7}
+		Offset: offset, Length: length, Priority: 7, Upstream: upstream}
 	f.Encode(b[frameHomaOffset:])
 	return b
+}
+
+// The upstream subset's RESEND has no priority byte: the bytes go again
+// at the priority they were first sent at, not at 0.
+func TestOutgoing_upstreamResendRetransmitsAtTheDataPriority(t *testing.T) {
+	n := newTestNet(t)
+	c := n.addHost("c", 1, nil)
+	s := n.addHost("s", 2, nil)
+	cli, err := c.e.OpenClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := cli.Send(Addr{IP: s.ip, Port: 99}, msg(100, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.out) != 1 {
+		t.Fatalf("%d frames sent, want the one DATA", len(c.out))
+	}
+	first := wire.IPv4(c.out[0].frame[wire.EthernetHeaderLen:]).Priority()
+	c.out = nil
+	c.e.Receive(resendFrameOf(s.ip, c.ip, cli.Num(), id^1, 0, 100, true))
+	if len(c.out) != 1 {
+		t.Fatalf("%d frames after the 36-byte RESEND, want one retransmission", len(c.out))
+	}
+	var f wire.Frame
+	if r := wire.ParseFrame(c.out[0].frame, &f); r != wire.DropNone || f.Type != wire.TypeData || wire.Data(f.Homa).Retransmit() != 1 {
+		t.Fatalf("sent %v %v", r, f.Type)
+	}
+	if p := f.IPv4.Priority(); p != first || p == 0 {
+		t.Errorf("retransmitted at priority %d, first sent at %d", p, first)
+	}
 }
 
 func TestOutgoing_ipChecksumOffloadLeavesChecksumZero(t *testing.T) {

@@ -39,8 +39,25 @@
 // PCP carries the priority when PCP marking is configured. IPv4 protocol
 // 146 (IPPROTO_HOMA), DF set, header checksum valid. Priority p (0..7)
 // travels in the top three bits of TOS: TOS = p<<5, so TOS 0xa0 is
-// priority 5. Fragments are dropped; IPv4 options are skipped. IPv6 (next
-// header 146, traffic class p<<5) is not parsed yet.
+// priority 5. Fragments are dropped; IPv4 options are skipped. IPv6: next
+// header 146, traffic class p<<5 (the IPv6 view, ParseIPv6, which skips
+// hop-by-hop, routing and destination options headers, refuses fragments
+// and bounds the walk); the engine speaks IPv4 only so far.
+//
+// TCP hijacking (kernel Homa's hijack_tcp): a Homa packet sent as IP
+// protocol 6, so that NICs segment and checksum it as TCP. The common
+// header is already TCP's shape; the markers are flags SYN|RST (6) and
+// urgent 0xb97d (Common.IsHijacked), which the kernel module writes on
+// every packet. ParseHomaIPv4 accepts such segments (Frame.Hijacked) and
+// drops other TCP (DropNotHijacked). The checksum field then holds the
+// TCP checksum of the Homa packet under a pseudo-header with protocol 6
+// (HomaChecksum, PseudoSumIPv4, PseudoSumIPv6): the full module fills it
+// so on every packet since March 2026; kernel receivers do not check it
+// on protocol 146.
+//
+// The upstream Linux subset's RESEND is 36 bytes, without the priority
+// byte: ParseHoma accepts it (Resend.HasPriority says which form), and
+// ResendFields.Upstream writes it.
 //
 // Every multi-byte Homa field is big-endian and structures are packed.
 // Offsets below are from the start of the Homa header.
@@ -84,7 +101,7 @@
 //	                cutoff_version u16 @46, retransmit u8 @48, 3 pad @49,
 //	                seg.offset u32 @52, data @56
 //	GRANT           offset u32 @28, priority u8 @32
-//	RESEND          offset u32 @28, length u32 @32 (0xFFFFFFFF = all sent so far), priority u8 @36
+//	RESEND          offset u32 @28, length u32 @32 (0xFFFFFFFF = all sent so far), priority u8 @36 (not in the upstream 36-byte form)
 //	CUTOFFS         unsched_cutoffs[8] u32 @28..59 (entry 0 ignored), cutoff_version u16 @60
 //	ACK             num_acks u16 @28 (at most 5), acks[5] @30..79
 //

@@ -16,8 +16,8 @@ const (
 	// package parses.
 	EtherTypeIPv4 = 0x0800
 
-	// EtherTypeIPv6 is the EtherType of IPv6 (phase 2; ParseFrame reports
-	// DropNotIPv4 for it today).
+	// EtherTypeIPv6 is the EtherType of IPv6 (see ParseIPv6; ParseFrame
+	// reports DropNotIPv4 for it: the engine speaks IPv4 only so far).
 	EtherTypeIPv6 = 0x86DD
 
 	// EtherTypeVLAN is the tag protocol identifier of an 802.1Q tag.

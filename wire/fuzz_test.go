@@ -78,8 +78,12 @@ func FuzzParseFrame(f *testing.F) {
 // says whether the IPv4 checksum was checked.
 func checkAcceptedFrame(t *testing.T, b []byte, fr *Frame, verified bool) {
 	hl := fr.Type.HeaderLen()
+	if hl != 0 && len(fr.Homa) >= CommonHeaderLen {
+		hl = headerLen(fr.Homa)
+	}
+	hijacked := fr.IPv4.Protocol() == IPProtoTCP && fr.Homa.IsHijacked()
 	if hl == 0 || len(fr.Homa) < hl || !bytes.Equal(fr.Payload, fr.Homa[hl:]) || fr.Len() > len(b) ||
-		!fr.IPv4.IsValid() || fr.IPv4.Protocol() != IPProtoHoma || fr.IPv4.IsFragment() ||
+		!fr.IPv4.IsValid() || fr.IPv4.Protocol() != IPProtoHoma && !hijacked || fr.Hijacked != hijacked || fr.IPv4.IsFragment() ||
 		verified && !fr.IPv4.IsChecksumValid() {
 		t.Fatalf("accepted frame breaks an invariant: type %v homa %d", fr.Type, len(fr.Homa))
 	}
@@ -134,7 +138,8 @@ func FuzzParseIPv4(f *testing.F) {
 			return
 		}
 		if len(ip) != int(ip.TotalLength()) || !ip.IsValid() || !ip.IsChecksumValid() || ip.IsFragment() ||
-			ip.Protocol() != IPProtoHoma || &ip[0] != &b[0] || len(ip.Payload()) != len(ip)-ip.HeaderLen() {
+			!(ip.Protocol() == IPProtoHoma || ip.Protocol() == IPProtoTCP && Common(ip.Payload()).IsHijacked()) ||
+			&ip[0] != &b[0] || len(ip.Payload()) != len(ip)-ip.HeaderLen() {
 			t.Fatalf("accepted packet breaks an invariant: % x", b)
 		}
 		if ip.HeaderLen() == IPv4MinHeaderLen {
@@ -148,13 +153,40 @@ func FuzzParseIPv4(f *testing.F) {
 	})
 }
 
+func FuzzParseIPv6(f *testing.F) {
+	f.Add(v6packet(nil, IPProtoHoma))
+	f.Add(v6packet(nil, IPv6HopByHop, ext(IPv6DestOpts, 0), ext(IPProtoHoma, 1)))
+	f.Add(v6packet(nil, IPv6HopByHop, ext(IPv6Fragment, 0), ext(IPProtoHoma, 0)))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ip, proto, off, r := ParseIPv6(b)
+		if r != DropNone {
+			if ip != nil || proto != 0 || off != 0 {
+				t.Fatalf("dropped (%v) with a view", r)
+			}
+			return
+		}
+		if len(ip) != IPv6HeaderLen+int(ip.PayloadLength()) || len(ip) > len(b) || &ip[0] != &b[0] ||
+			ip.Version() != 6 || off < IPv6HeaderLen || off > len(ip) || (off-IPv6HeaderLen)%8 != 0 ||
+			off > IPv6HeaderLen+8*MaxIPv6ExtHeaders*256 || proto == IPv6Fragment || proto == IPv6HopByHop ||
+			proto == IPv6Routing || proto == IPv6DestOpts {
+			t.Fatalf("accepted packet breaks an invariant (proto %d, off %d): % x", proto, off, b)
+		}
+		out := make([]byte, IPv6HeaderLen)
+		fl := ip.Fields()
+		fl.Encode(out)
+		if !bytes.Equal(out, ip[:IPv6HeaderLen]) {
+			t.Fatalf("re-encodes as % x, was % x", out, []byte(ip[:IPv6HeaderLen]))
+		}
+	})
+}
+
 func FuzzParseHoma(f *testing.F) {
 	for _, s := range seedHoma(f) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		typ, r := ParseHoma(b)
-		typedValid := Common(b).IsValid() && typ.IsValid() && len(b) >= typ.HeaderLen()
+		typedValid := Common(b).IsValid() && typ.IsValid() && (len(b) >= typ.HeaderLen() || typ == TypeResend && len(b) >= ResendUpstreamLen)
 		if typedValid && typ == TypeAck {
 			typedValid = Ack(b).IsValid()
 		}
@@ -164,7 +196,7 @@ func FuzzParseHoma(f *testing.F) {
 		if r != DropNone {
 			return
 		}
-		if got, want := reencode(t, Common(b)), canonical(b, typ.HeaderLen()); !bytes.Equal(got, want) {
+		if got, want := reencode(t, Common(b)), canonical(b, headerLen(b)); !bytes.Equal(got, want) {
 			t.Fatalf("%v re-encodes as\n% x\nwas\n% x", typ, got, want)
 		}
 	})
@@ -173,9 +205,9 @@ func FuzzParseHoma(f *testing.F) {
 // fuzzView checks a typed view of b as if b were of type typ: the type
 // byte is forced so that every input exercises the view.
 func fuzzView(t *testing.T, b []byte, typ PacketType) {
-	hl := typ.HeaderLen()
 	c := append([]byte(nil), b...)
 	Common(c).SetType(typ)
+	hl := headerLen(c)
 	if got, want := reencode(t, Common(c)), canonical(c, hl); !bytes.Equal(got, want) {
 		t.Fatalf("%v re-encodes as\n% x\nwas\n% x", typ, got, want)
 	}

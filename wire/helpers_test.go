@@ -85,8 +85,17 @@ func reencode(t testing.TB, c Common) []byte {
 		f := c.ControlFields()
 		n = f.Encode(out)
 	}
-	if n != typ.HeaderLen() {
-		t.Fatalf("re-encoding %v wrote %d bytes, want %d", typ, n, typ.HeaderLen())
+	if n != headerLen(c) {
+		t.Fatalf("re-encoding %v wrote %d bytes, want %d", typ, n, headerLen(c))
 	}
 	return out[:n]
+}
+
+// headerLen is the header length of the valid Homa packet c: its type's,
+// or the upstream subset's 36 bytes for a RESEND without a priority.
+func headerLen(c Common) int {
+	if c.Type() == TypeResend && !Resend(c).HasPriority() {
+		return ResendUpstreamLen
+	}
+	return c.Type().HeaderLen()
 }

@@ -18,6 +18,10 @@ const (
 	// ResendHeaderLen is the length of a RESEND packet.
 	ResendHeaderLen = 37
 
+	// ResendUpstreamLen is the length of the upstream Linux subset's
+	// RESEND, which has no priority byte: ParseHoma accepts it too.
+	ResendUpstreamLen = 36
+
 	// ControlHeaderLen is the length of RPC_UNKNOWN, BUSY, FREEZE and
 	// NEED_ACK packets: the common header and nothing else.
 	ControlHeaderLen = CommonHeaderLen

@@ -57,6 +57,19 @@ const (
 	// piece holds more or less than the link, IPv4 and Homa headers.
 	DropSplitHeaders
 
+	// DropIPv6ExtHeader: an IPv6 extension header that runs past the
+	// packet, or more of them than MaxIPv6ExtHeaders.
+	DropIPv6ExtHeader
+
+	// DropNotHijacked: a TCP segment without the hijack markers
+	// (HijackFlags, HijackUrgent): real TCP, which homa-dpdk does not
+	// speak.
+	DropNotHijacked
+
+	// DropBadHomaChecksum: the Homa (TCP-style) checksum is wrong, on a
+	// port configured to check it.
+	DropBadHomaChecksum
+
 	// NumDropReasons is the number of reasons, DropNone included; size
 	// per-reason counter arrays with it.
 	NumDropReasons
@@ -66,6 +79,7 @@ var dropNames = [NumDropReasons]string{
 	"none", "short_frame", "not_ipv4", "short_ip_header", "bad_ip_version",
 	"bad_ihl", "bad_total_length", "bad_ip_checksum", "ip_fragment",
 	"not_homa", "short_homa_header", "bad_type", "bad_num_acks", "split_headers",
+	"ipv6_ext_header", "not_hijacked", "bad_homa_checksum",
 }
 
 // String returns a snake_case name for r, suitable as a metric label.
@@ -93,6 +107,11 @@ type Frame struct {
 	// Payload is what follows the type's header: for DATA the message
 	// bytes (Data.Payload), for other types normally empty.
 	Payload []byte
+
+	// Hijacked is set when the packet came as TCP (IP protocol 6) with
+	// the hijack markers (Common.IsHijacked): kernel Homa's hijack_tcp
+	// framing.
+	Hijacked bool
 }
 
 // Link is a decoded link header: views into the frame, valid as long as
@@ -159,7 +178,7 @@ func ParseHomaIPv4(l *Link, f *Frame, verifyIPChecksum bool) DropReason {
 			var t PacketType
 			if t, r = ParseHoma(homa); r == DropNone {
 				f.Ethernet, f.VLAN, f.IPv4, f.Homa = l.Ethernet, l.VLAN, ip, homa
-				f.Type, f.Payload = t, homa[t.HeaderLen():]
+				f.Type, f.Payload, f.Hijacked = t, homa[min(t.HeaderLen(), len(homa)):], ip.Protocol() == IPProtoTCP
 				return DropNone
 			}
 		}
@@ -188,7 +207,7 @@ func parseSplitHomaIPv4(l *Link, f *Frame, verifyIPChecksum bool) DropReason {
 			}
 			if r == DropNone {
 				f.Ethernet, f.VLAN, f.IPv4, f.Homa = l.Ethernet, l.VLAN, ip, homa
-				f.Type, f.Payload = t, l.Tail[:int(ip.TotalLength())-len(ip)]
+				f.Type, f.Payload, f.Hijacked = t, l.Tail[:int(ip.TotalLength())-len(ip)], ip.Protocol() == IPProtoTCP
 				return DropNone
 			}
 		}
@@ -209,7 +228,7 @@ func SplitFits(l *Link, tail int) bool {
 	}
 	ip := IPv4(p)
 	hl := ip.HeaderLen()
-	if ip.Protocol() != IPProtoHoma || hl < IPv4MinHeaderLen || len(p) < hl+CommonHeaderLen {
+	if ip.Protocol() != IPProtoHoma && ip.Protocol() != IPProtoTCP || hl < IPv4MinHeaderLen || len(p) < hl+CommonHeaderLen {
 		return false
 	}
 	n := Common(p[hl:]).Type().HeaderLen()
@@ -243,7 +262,8 @@ func parseFrame(b []byte, f *Frame, verifyIPChecksum bool) DropReason {
 }
 
 // ParseIPv4 validates an IPv4 packet carrying Homa: structure (IsValid),
-// header checksum, no fragmentation, protocol 146. b starts at the IPv4
+// header checksum, no fragmentation, protocol 146 or a hijacked TCP
+// segment. b starts at the IPv4
 // header and may run past the total length (link padding). On success it
 // returns a view of exactly TotalLength bytes; otherwise nil and the
 // reason.
@@ -261,21 +281,38 @@ func parseIPv4(b []byte, verifyChecksum bool) (IPv4, DropReason) {
 }
 
 // ipChecks checks a structurally valid IPv4 header for Homa: its checksum
-// (when asked), no fragment, protocol 146.
+// (when asked), no fragment, protocol 146, or protocol 6 (TCP) whose
+// header carries the hijack markers (DropNotHijacked when it does not,
+// DropShortHomaHeader when the segment is too short to tell).
 func ipChecks(ip IPv4, verifyChecksum bool) DropReason {
 	switch {
 	case verifyChecksum && !ip.IsChecksumValid():
 		return DropBadIPChecksum
 	case ip.IsFragment():
 		return DropIPFragment
-	case ip.Protocol() != IPProtoHoma:
+	case ip.Protocol() == IPProtoHoma:
+		return DropNone
+	case ip.Protocol() != IPProtoTCP:
 		return DropNotHoma
+	}
+	return hijackCheck(ip[ip.HeaderLen():])
+}
+
+// hijackCheck checks that a TCP segment (from its header on) is a hijacked
+// Homa packet.
+func hijackCheck(seg []byte) DropReason {
+	switch {
+	case len(seg) < CommonHeaderLen:
+		return DropShortHomaHeader
+	case !Common(seg).IsHijacked():
+		return DropNotHijacked
 	}
 	return DropNone
 }
 
 // ParseHoma validates a Homa packet (the IPv4 payload): at least a common
-// header, a type in 0x10..0x18, at least that type's header length, and
+// header, a type in 0x10..0x18, at least that type's header length (for
+// RESEND, the upstream subset's 36 bytes: see Resend.HasPriority), and
 // for ACK at most MaxAcks entries. On success the typed view (Data(b),
 // Grant(b), ...) of b may be read without further checks.
 func ParseHoma(b []byte) (PacketType, DropReason) {
@@ -287,7 +324,7 @@ func ParseHoma(b []byte) (PacketType, DropReason) {
 	if n == 0 {
 		return t, DropBadType
 	}
-	if len(b) < n {
+	if len(b) < n && !(t == TypeResend && len(b) >= ResendUpstreamLen) {
 		return t, DropShortHomaHeader
 	}
 	if t == TypeAck && Ack(b).NumAcks() > MaxAcks {

@@ -47,6 +47,9 @@ func TestParseFrame_everyTypeExactLength(t *testing.T) {
 func TestParseFrame_everyTypeShortByOne(t *testing.T) {
 	for _, typ := range allTypes {
 		homa := sampleHoma(typ)
+		if typ == TypeResend { // 36 bytes is the upstream form; 35 is short
+			homa = homa[:ResendUpstreamLen]
+		}
 		var f Frame
 		if r := ParseFrame(homaFrame(t, homa[:len(homa)-1]), &f); r != DropShortHomaHeader {
 			t.Errorf("%v with %d bytes: ParseFrame = %v, want %v", typ, len(homa)-1, r, DropShortHomaHeader)
@@ -98,7 +101,10 @@ func TestParseFrame_drops(t *testing.T) {
 		{"TTL changed, checksum stale", func(b []byte) []byte { ipAt(b).SetTTL(1); return b }, false, DropBadIPChecksum},
 		{"MF set", func(b []byte) []byte { b[14+ipFlagsOff] |= 0x20; return b }, true, DropIPFragment},
 		{"fragment offset", func(b []byte) []byte { b[14+ipFlagsOff+1] = 1; return b }, true, DropIPFragment},
-		{"protocol TCP", func(b []byte) []byte { b[14+ipProtocol] = 6; return b }, true, DropNotHoma},
+		{"protocol TCP, hijacked", func(b []byte) []byte { b[14+ipProtocol] = 6; return b }, true, DropNone},
+		{"protocol TCP, not hijacked", func(b []byte) []byte { b[14+ipProtocol] = 6; Common(b[34:]).SetFlags(0x10); return b }, true, DropNotHijacked},
+		{"protocol TCP, urgent not hijack's", func(b []byte) []byte { b[14+ipProtocol] = 6; Common(b[34:]).SetUrgent(0); return b }, true, DropNotHijacked},
+		{"protocol TCP, 19 bytes", func(b []byte) []byte { b[14+ipProtocol] = 6; ipAt(b).SetTotalLength(20 + 19); return b }, true, DropShortHomaHeader},
 		{"protocol UDP", func(b []byte) []byte { b[14+ipProtocol] = 17; return b }, true, DropNotHoma},
 		{"Homa 27 bytes", func(b []byte) []byte { ipAt(b).SetTotalLength(20 + 27); return b }, true, DropShortHomaHeader},
 		{"Homa 0 bytes", func(b []byte) []byte { ipAt(b).SetTotalLength(20); return b }, true, DropShortHomaHeader},
@@ -224,9 +230,9 @@ func TestParseFrameTrustIPChecksum_skipsOnlyChecksum(t *testing.T) {
 	if r := ParseFrameTrustIPChecksum(b, &f); r != DropNone || f.Type != TypeGrant {
 		t.Fatalf("ParseFrameTrustIPChecksum = %v, type %v", r, f.Type)
 	}
-	b[14+ipProtocol] = 6
+	b[14+ipProtocol] = 17
 	if r := ParseFrameTrustIPChecksum(b, &f); r != DropNotHoma {
-		t.Errorf("ParseFrameTrustIPChecksum on TCP = %v, want %v", r, DropNotHoma)
+		t.Errorf("ParseFrameTrustIPChecksum on UDP = %v, want %v", r, DropNotHoma)
 	}
 }
 
