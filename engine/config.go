@@ -58,6 +58,35 @@ type Config struct {
 	// MaxMessageLength applies to every peer.
 	KernelPeer func(ip [4]byte) bool
 
+	// PeerOptions, if set, says how to frame packets to the peer at ip
+	// and which kernel Homa it runs (PeerOptions). Asked once per peer,
+	// when the endpoint creates it, as KernelPeer is. nil: native framing
+	// (protocol 146) and VariantAuto for every peer.
+	PeerOptions func(ip [4]byte) PeerOptions
+
+	// Upstream makes the endpoint speak the upstream Linux subset itself,
+	// to every peer (VariantUpstream describes the subset): whole
+	// messages without grants, no GRANT or CUTOFFS, 36-byte RESENDs, and
+	// DATA's incoming, cutoff_version and pad bytes and every packet's
+	// flags and urgent 0, as that module sends them. For interoperability
+	// tests and for a host that must look like one. PeerOptions' Hijack
+	// is ignored then: the hijack markers are those flags and urgent.
+	Upstream bool
+
+	// Checksum fills the Homa checksum (wire.HomaChecksum: TCP's, under a
+	// pseudo-header with protocol 6) of every packet sent, as the full
+	// kernel module does since March 2026; otherwise only TCP-hijacked
+	// packets carry it (they must: NICs and the TCP path check it) and
+	// the field is 0 on protocol 146, which kernel receivers do not check.
+	// Computed in software, over header and payload.
+	Checksum bool
+	// VerifyChecksum says which received packets have their Homa checksum
+	// checked (a wrong one is dropped, wire.DropBadHomaChecksum):
+	// VerifyHijacked (the zero value) the TCP-hijacked ones, VerifyAll
+	// every packet (only for peers that all fill it: homa-dpdk with
+	// Checksum, or the full module since March 2026), VerifyNone none.
+	VerifyChecksum ChecksumCheck
+
 	// MaxGaps bounds the missing byte ranges an incoming message may
 	// have below its highest byte received (64): a DATA packet that would
 	// open one more is dropped (DropTooManyGaps) and comes again when the
@@ -264,6 +293,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("engine: MaxMessageLength %d out of range 1..%d", c.MaxMessageLength, wire.MaxMessageLimit)
 	case c.VLAN > 4094:
 		return fmt.Errorf("engine: VLAN %d out of range 0..4094", c.VLAN)
+	case c.VerifyChecksum > VerifyNone:
+		return fmt.Errorf("engine: VerifyChecksum %d unknown", c.VerifyChecksum)
 	case c.Grant.MaxIncoming < 1:
 		return fmt.Errorf("engine: Grant.MaxIncoming %d", c.Grant.MaxIncoming)
 	case c.MaxStagingBytes < stageChunkSize:

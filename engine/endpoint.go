@@ -372,6 +372,13 @@ func (e *Endpoint) ReceiveLink(l *wire.Link) {
 		e.m.drop(DropNotForUs)
 		return
 	}
+	if v := e.cfg.VerifyChecksum; v == VerifyAll || v == VerifyHijacked && f.Hijacked {
+		if !e.checksumOK(f) {
+			e.m.drop(DropCause(wire.DropBadHomaChecksum))
+			*f = wire.Frame{}
+			return
+		}
+	}
 	e.m.PacketsRcvd[f.Type-wire.TypeData]++
 	switch f.Type {
 	case wire.TypeData:
@@ -394,6 +401,18 @@ func (e *Endpoint) ReceiveLink(l *wire.Link) {
 		// Debugging only: counted above, no action.
 	}
 	*f = wire.Frame{}
+}
+
+// checksumOK reports whether f's Homa checksum is right. A split frame's
+// Homa header ends where its payload (f.Payload, the second piece)
+// begins; otherwise the payload follows the header in f.Homa.
+func (e *Endpoint) checksumOK(f *wire.Frame) bool {
+	homa, tail := []byte(f.Homa), f.Payload
+	if len(f.Payload) > 0 && len(homa) > 0 && &homa[len(homa)-1] == &f.Payload[len(f.Payload)-1] {
+		tail = nil // one piece: the payload is the end of f.Homa
+	}
+	p := wire.PseudoSumIPv4(f.IPv4.Src(), f.IPv4.Dst(), wire.IPProtoTCP, len(homa)+len(tail))
+	return wire.IsHomaChecksumValid(p, homa, tail)
 }
 
 // maybeICMP handles a valid IPv4 packet that is not Homa (ParseHomaIPv4

@@ -45,6 +45,9 @@ func (e *Endpoint) handleData(f *wire.Frame) {
 		return
 	}
 	e.noteAllowance(p, d)
+	if d.Incoming() == 0 {
+		e.markUpstream(p) // the full protocol always says how far it will send
+	}
 	if a := d.Ack(); a.ClientID() != 0 {
 		e.ackRPC(p, a.ClientID(), a.ServerPort())
 	}
@@ -59,7 +62,7 @@ func (e *Endpoint) handleData(f *wire.Frame) {
 		}
 	}
 	r.silentTicks = 0
-	if d.CutoffVersion() != e.cutoffVersion {
+	if d.CutoffVersion() != e.cutoffVersion && !p.upstream {
 		e.maybeSendCutoffs(r)
 	}
 	switch {
@@ -88,6 +91,9 @@ func (e *Endpoint) handleData(f *wire.Frame) {
 	// first byte is granted): never further than bytes that came.
 	if inc := min(int(d.Incoming()), in.length, max(e.unschedLimit, int(offset)+len(payload))); inc > in.g.Granted {
 		in.g.Granted = inc
+	}
+	if p.upstream {
+		in.g.Granted = in.length // it sends the whole message unscheduled, and takes no GRANT
 	}
 	e.updateIncast(r)
 	if in.g.Received == in.length {
@@ -225,6 +231,9 @@ func (e *Endpoint) startIn(r *rpc, d wire.Data) bool {
 	in := &r.in
 	in.length = n
 	in.unsched = min(int(d.Incoming()), n, e.unschedLimit)
+	if r.peer.upstream {
+		in.unsched = n
+	}
 	in.g = sched.GrantMsg{Length: n, Granted: in.unsched, Unsched: in.unsched, Owner: r}
 	e.sizes.Record(n)
 	if in.g.Granted < n {

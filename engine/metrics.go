@@ -163,6 +163,10 @@ type Metrics struct {
 	// or within MaxRecvHeapBytes): the packet was dropped and the RPC
 	// asks for it again (responses_waiting_for_buffer).
 	ResponsesWaitingForBuffer uint64
+	// UpstreamPeersDetected counts peers found to run the upstream
+	// subset (a 36-byte RESEND, a DATA with incoming 0) under
+	// VariantAuto (upstream_peers_detected).
+	UpstreamPeersDetected uint64
 
 	Drops [NumDropCauses]uint64 // drops_<cause>
 
@@ -238,6 +242,7 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("resends_limited", m.ResendsLimited)
 	fn("requests_evicted", m.RequestsEvicted)
 	fn("responses_waiting_for_buffer", m.ResponsesWaitingForBuffer)
+	fn("upstream_peers_detected", m.UpstreamPeersDetected)
 	for c, v := range m.Drops {
 		if c != 0 {
 			fn("drops_"+DropCause(c).String(), v)
@@ -277,4 +282,5 @@ var CounterHelp = map[string]string{
 	"resends_limited":               "RESENDs not wholly answered because the RPC had retransmitted max_resend_bytes in the interval.",
 	"requests_evicted":              "Incoming requests silent for resend_ticks ended to make room (max_server_rpcs or staging).",
 	"responses_waiting_for_buffer":  "Responses refused a receive buffer that can fit once memory comes free: the packet was dropped, the RPC asks for it again.",
+	"upstream_peers_detected":       "Peers found to run the upstream Linux subset (a 36-byte RESEND, or DATA with incoming 0): sent whole messages, no GRANT or CUTOFFS.",
 }

@@ -90,6 +90,12 @@ func (e *Endpoint) finishFrame(buf []byte, p *peer, prio, homaLen int, t wire.Pa
 // and the one it is passed to the Transmitter at (queue) apart.
 func (e *Endpoint) finishFrameQueue(buf []byte, p *peer, prio, queue, homaLen int, t wire.PacketType) {
 	e.writeHeaders(buf, p, prio, homaLen)
+	if e.cfg.Upstream {
+		upstreamFields(buf[e.homaOff:])
+	}
+	if p.csum {
+		e.fillChecksum(buf[e.homaOff:e.homaOff+homaLen], nil, p)
+	}
 	e.m.PacketsSent[t-wire.TypeData]++
 	e.tx.Send(buf[:e.homaOff+homaLen], queue)
 }
@@ -124,12 +130,33 @@ func (e *Endpoint) writeHeaders(buf []byte, p *peer, prio, homaLen int) {
 	}
 }
 
-// makeHeaders makes p's header template (see writeHeaders).
+// upstreamFields sets what the upstream subset sends as 0 in every
+// packet's common header (Config.Upstream): flags and urgent.
+func upstreamFields(homa []byte) {
+	c := wire.Common(homa)
+	c.SetFlags(0)
+	c.SetUrgent(0)
+}
+
+// fillChecksum writes the Homa checksum of the packet to p whose header
+// and first bytes are homa and whose other bytes are tail.
+func (e *Endpoint) fillChecksum(homa, tail []byte, p *peer) {
+	n := uint32(p.pseudo) + uint32(len(homa)+len(tail))
+	n = n&0xffff + n>>16
+	n = n&0xffff + n>>16
+	wire.Common(homa).SetChecksum(wire.HomaChecksum(uint16(n), homa, tail))
+}
+
+// makeHeaders makes p's header template (see writeHeaders): IP protocol
+// 146, or 6 (TCP) for a peer sent TCP-hijacked framing.
 func (e *Endpoint) makeHeaders(p *peer) {
 	eth := e.ethernet(p, 0)
 	eth.Encode(p.hdr[:])
 	ip := wire.HomaIPv4Fields(e.cfg.IP, p.ip, 0, 0)
 	ip.TotalLength, ip.NoChecksum = 0, true
+	if p.hijack {
+		ip.Protocol = wire.IPProtoTCP
+	}
 	ip.Encode(p.hdr[e.ipOff:])
 	p.hdrSum = wire.Checksum(p.hdr[e.ipOff:e.homaOff], 0)
 	p.hdrMAC, p.hdrOK = p.neigh.MAC, true
@@ -158,6 +185,9 @@ func (r *rpc) common() wire.CommonFields {
 // counted (DropTxUnresolved), and repeated when the address resolves
 // (regrant) or by the timer.
 func (e *Endpoint) sendGrant(r *rpc, offset, prio int) bool {
+	if r.peer.upstream {
+		return true // it has no GRANT: its messages come whole
+	}
 	if !r.peer.reachable() {
 		e.m.drop(DropTxUnresolved)
 		r.in.grantOwed = false
@@ -182,7 +212,7 @@ func (e *Endpoint) sendResend(r *rpc, offset, length uint32, prio int) {
 	if buf == nil {
 		return
 	}
-	f := wire.ResendFields{Common: r.common(), Offset: offset, Length: length, Priority: uint8(prio)}
+	f := wire.ResendFields{Common: r.common(), Offset: offset, Length: length, Priority: uint8(prio), Upstream: r.peer.upstream}
 	n := f.Encode(buf[e.homaOff:])
 	e.finishFrame(buf, r.peer, controlPriority, n, wire.TypeResend)
 }
@@ -219,6 +249,9 @@ func (e *Endpoint) xmitData(r *rpc, offset, limit, prio int, retransmit bool) in
 		allow = e.incast.Allowance()
 	}
 	f.Pad = sched.EncodeAllowance(allow)
+	if e.cfg.Upstream { // what the subset does not have
+		f.Incoming, f.CutoffVersion, f.Pad = 0, 0, [3]byte{}
+	}
 	homa := buf[e.homaOff:]
 	f.Encode(homa)
 	payload := o.data[offset : offset+n]
@@ -228,6 +261,12 @@ func (e *Endpoint) xmitData(r *rpc, offset, limit, prio int, retransmit bool) in
 	}
 	if o.ref != 0 && e.dataTx != nil {
 		e.writeHeaders(buf, r.peer, prio, wire.DataHeaderLen+n)
+		if e.cfg.Upstream {
+			upstreamFields(homa)
+		}
+		if r.peer.csum {
+			e.fillChecksum(homa[:wire.DataHeaderLen], payload, r.peer)
+		}
 		if e.dataTx.SendData(buf[:e.homaOff+wire.DataHeaderLen], payload, o.ref, queue) {
 			e.m.PacketsSent[0]++ // DATA
 			e.m.ZeroCopyPackets++
@@ -369,6 +408,9 @@ func (e *Endpoint) handleResend(f *wire.Frame) {
 	}
 	r.silentTicks = 0
 	o := &r.out
+	if !rs.HasPriority() && e.markUpstream(r.peer) && o.length > 0 && o.granted < o.length {
+		o.granted = o.length // found out mid-message: it will never grant the rest
+	}
 	if o.length == 0 {
 		e.sendControl(r.peer, wire.TypeBusy, r.common())
 		return

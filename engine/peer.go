@@ -68,6 +68,18 @@ type peer struct {
 	hdrOK  bool
 	hdrSum uint16
 
+	// variant is what Config.PeerOptions said the peer runs; upstream
+	// is set when it runs the upstream subset (configured, or found out
+	// under VariantAuto: markUpstream). hijack sends its packets as
+	// TCP-hijacked framing; csum fills the Homa checksum of every packet
+	// to it (Config.Checksum, or hijack), from pseudo, the sum of its
+	// pseudo-header without the length. Set when the peer is created.
+	variant  Variant
+	upstream bool
+	hijack   bool
+	csum     bool
+	pseudo   uint16
+
 	// maxMessage is the largest message sent to or accepted from the
 	// peer, bytes: Config.MaxMessageLength, or at most
 	// wire.MaxMessageLength when Config.KernelPeer names it. Set once.
@@ -166,6 +178,16 @@ func (e *Endpoint) addPeer(ip [4]byte, n *Neighbour) *peer {
 	if e.cfg.KernelPeer != nil && p.maxMessage > wire.MaxMessageLength && e.cfg.KernelPeer(ip) {
 		p.maxMessage = wire.MaxMessageLength
 	}
+	if e.cfg.PeerOptions != nil {
+		o := e.cfg.PeerOptions(ip)
+		p.variant, p.hijack = o.Variant, o.Hijack
+		p.upstream = o.Variant == VariantUpstream
+	}
+	if e.cfg.Upstream {
+		p.upstream, p.hijack = true, false // what we speak, to everyone; it has no hijack markers
+	}
+	p.csum = p.hijack || e.cfg.Checksum
+	p.pseudo = wire.PseudoSumIPv4(e.cfg.IP, ip, wire.IPProtoTCP, 0)
 	e.peers[ip] = p
 	e.m.PeerNewEntries++
 	e.pushIdle(p)

@@ -304,6 +304,9 @@ func (e *Endpoint) startOut(r *rpc, msg []byte, ref PayloadRef) {
 	// Unscheduled bytes end on a packet boundary (as in the kernel).
 	u := e.unschedBytes(r.peer)
 	o.unsched = min(o.length, (u+e.payload-1)/e.payload*e.payload)
+	if r.peer.upstream {
+		o.unsched = o.length // the upstream subset never grants: the whole message goes unscheduled
+	}
 	o.granted = o.unsched
 	o.unschedPrio = r.peer.cutoffs.Priority(o.length)
 	o.schedPrio = 0
