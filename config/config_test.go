@@ -77,6 +77,32 @@ func TestLoad_scheduledDataQueue(t *testing.T) {
 	}
 }
 
+// peers: per prefix, the first match wins; the protocol's variant and
+// checksum keys are read.
+func TestLoad_peersAndVariants(t *testing.T) {
+	s, err := Load(Source{File: writeFile(t, minimal+"protocol:\n  variant: upstream\n  checksum: true\n  verify_checksum: all\n"+
+		"peers:\n  - prefix: 10.0.1.0/24\n    variant: upstream\n  - prefix: 10.0.0.0/8\n    variant: full\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := s.Protocol; h.Variant != "upstream" || !h.Checksum || h.VerifyChecksum != "all" {
+		t.Errorf("protocol: variant %q checksum %v verify %q", h.Variant, h.Checksum, h.VerifyChecksum)
+	}
+	for ip, want := range map[[4]byte]PeerSpec{
+		{10, 0, 1, 5}:    {Prefix: s.Peers[0].Prefix, Variant: "upstream"},
+		{10, 9, 0, 1}:    {Prefix: s.Peers[1].Prefix, Variant: "full"},
+		{192, 168, 0, 1}: {},
+	} {
+		if got := s.PeerFor(ip); got != want {
+			t.Errorf("PeerFor(%v) = %+v, want %+v", ip, got, want)
+		}
+	}
+	s, err = Load(Source{File: writeFile(t, minimal+"peers:\n  - prefix: 0.0.0.0/0\n    hijack: true\n")})
+	if err != nil || !s.PeerFor([4]byte{1, 2, 3, 4}).Hijack || s.Protocol.Variant != "full" || s.Protocol.VerifyChecksum != "hijacked" || s.Protocol.Checksum {
+		t.Errorf("hijack for every peer, defaults otherwise: %v %+v %+v", err, s.Peers, s.Protocol)
+	}
+}
+
 func TestLoad_environmentAndFlagsOverride(t *testing.T) {
 	t.Setenv("HOMA_PROTOCOL_MAX_INCOMING", "123456")
 	t.Setenv("HOMA_LOG_LEVEL", "debug")
@@ -156,6 +182,13 @@ func TestLoad_errorsNameTheKey(t *testing.T) {
 		{"backlog under the outstanding RPCs", minimal + "workers:\n  max_outstanding: 1024\n  max_backlog: 2000\n", nil,
 			[]string{"workers.max_backlog: 2000 is under twice workers.max_outstanding (1024)", "at least 2048"}},
 		{"yaml syntax", "ports: [\n", nil, []string{"homa.yaml"}},
+		{"bad variant", minimal + "protocol:\n  variant: stripped\n", nil, []string{"protocol.variant", "full, upstream"}},
+		{"bad checksum check", minimal + "protocol:\n  verify_checksum: some\n", nil, []string{"protocol.verify_checksum", "hijacked, all, none"}},
+		{"peer without prefix", minimal + "peers:\n  - hijack: true\n", nil, []string{"peers[0].prefix: missing"}},
+		{"peer IPv6 prefix", minimal + "peers:\n  - prefix: 2001:db8::/32\n", nil, []string{"peers[0].prefix", "is not an IPv4 address/prefix"}},
+		{"bad peer variant", minimal + "peers:\n  - prefix: 10.0.0.0/24\n    variant: old\n", nil, []string{"peers[0].variant", "auto, full, upstream"}},
+		{"hijack while upstream", minimal + "protocol:\n  variant: upstream\npeers:\n  - prefix: 10.0.0.0/24\n    hijack: true\n", nil,
+			[]string{"peers[0].hijack", "no hijack markers"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for k, v := range tc.env {

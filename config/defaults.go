@@ -27,6 +27,9 @@ var defaults = map[string]any{
 	"protocol.long_message_peers":   []string{},
 	"protocol.incast_control":       true,
 	"protocol.scheduled_data_queue": false,
+	"protocol.variant":              "full",
+	"protocol.checksum":             false,
+	"protocol.verify_checksum":      "hijacked",
 
 	"protocol.max_gaps":                 64,
 	"protocol.max_resends_per_rpc":      8,

@@ -31,6 +31,7 @@ type Spec struct {
 	Ports      []PortSpec   `mapstructure:"ports"`
 	Protocol   ProtocolSpec `mapstructure:"protocol"`
 	Neighbours []Neighbour  `mapstructure:"neighbours"`
+	Peers      []PeerSpec   `mapstructure:"peers"`
 	Metrics    MetricsSpec  `mapstructure:"metrics"`
 	Capture    CaptureSpec  `mapstructure:"capture"`
 	Log        LogSpec      `mapstructure:"log"`
@@ -96,6 +97,16 @@ type ProtocolSpec struct {
 	// between its queues cannot hold one message's queued packets behind
 	// the host's other messages (engine Config.ScheduledDataQueue).
 	ScheduledDataQueue bool `mapstructure:"scheduled_data_queue"`
+	// Variant is the Homa this host speaks: "full" (the kernel module's
+	// protocol) or "upstream" (only the upstream Linux subset, as a host
+	// running it would: engine Config.Upstream).
+	Variant string `mapstructure:"variant"`
+	// Checksum fills the Homa checksum of every packet sent, as the full
+	// kernel module does; TCP-hijacked packets (peers[].hijack) carry it
+	// anyway. VerifyChecksum is which received packets have it checked:
+	// "hijacked", "all" or "none".
+	Checksum       bool   `mapstructure:"checksum"`
+	VerifyChecksum string `mapstructure:"verify_checksum"`
 	// LongMessagePeers are the addresses of the peers known to run
 	// homa-dpdk, which take messages longer than kernel Homa's 1,000,000
 	// bytes (up to MaxMessage). Every other peer may run kernel Homa,
@@ -129,6 +140,31 @@ func (h *ProtocolSpec) TakesLongMessages(ip [4]byte) bool {
 		}
 	}
 	return false
+}
+
+// PeerSpec says how to speak to the peers in Prefix (the first entry
+// whose prefix holds a peer's address applies to it).
+type PeerSpec struct {
+	Prefix netip.Prefix `mapstructure:"prefix"` // IPv4 prefix, e.g. 10.0.1.0/24
+	// Hijack sends to these peers as kernel Homa's TCP-hijacked framing
+	// (IP protocol 6, the checksum filled), for a kernel with hijack_tcp
+	// set or NICs that only segment and checksum TCP.
+	Hijack bool `mapstructure:"hijack"`
+	// Variant is the Homa they run: "auto" (""; the full protocol until a
+	// peer shows it runs the upstream subset), "full" or "upstream".
+	Variant string `mapstructure:"variant"`
+}
+
+// PeerFor returns the entry of Peers that applies to the peer at ip, or
+// the zero PeerSpec (native framing, variant auto) when none does.
+func (s *Spec) PeerFor(ip [4]byte) PeerSpec {
+	a := netip.AddrFrom4(ip)
+	for _, p := range s.Peers {
+		if p.Prefix.Contains(a) {
+			return p
+		}
+	}
+	return PeerSpec{}
 }
 
 // Neighbour is a static IPv4 → MAC entry (no ARP needed for it).

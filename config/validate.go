@@ -82,6 +82,18 @@ func (s *Spec) Validate() error {
 			p.add(key+".mac", "missing; give a MAC address like 02:00:00:00:00:01")
 		}
 	}
+	for i, ps := range s.Peers {
+		key := fmt.Sprintf("peers[%d]", i)
+		if !ps.Prefix.IsValid() || !ps.Prefix.Addr().Is4() {
+			p.add(key+".prefix", "missing or not IPv4; give the peers' IPv4 prefix, e.g. 10.0.1.0/24 (0.0.0.0/0 for every peer)")
+		}
+		if ps.Variant != "" {
+			p.oneOf(key+".variant", ps.Variant, "auto", "full", "upstream")
+		}
+		if ps.Hijack && s.Protocol.Variant == "upstream" {
+			p.add(key+".hijack", "protocol.variant is upstream, which has no hijack markers (flags and urgent are 0); drop one of them")
+		}
+	}
 	if s.Metrics.Address != "" {
 		if _, _, err := net.SplitHostPort(s.Metrics.Address); err != nil {
 			p.add("metrics.address", "%q is not host:port (e.g. 127.0.0.1:9464), or \"\" to turn metrics off", s.Metrics.Address)
@@ -234,6 +246,8 @@ func (ps *PortSpec) validate(p *problems, key string, addrs map[netip.Addr]strin
 }
 
 func (h *ProtocolSpec) validate(p *problems) {
+	p.oneOf("protocol.variant", h.Variant, "full", "upstream")
+	p.oneOf("protocol.verify_checksum", h.VerifyChecksum, "hijacked", "all", "none")
 	p.intRange("protocol.max_message", h.MaxMessage, 1, wire.MaxMessageLimit)
 	if h.MaxMessage > wire.MaxMessageLength && len(h.LongMessagePeers) == 0 {
 		p.add("protocol.max_message", "%d is above kernel Homa's %d bytes, the most a peer outside protocol.long_message_peers may send or be sent, and that list is empty; "+

@@ -93,10 +93,13 @@ log:
   level: warn
 protocol:
   timeout_ticks: 2000 # 2 s: a machine loaded by other work can starve a daemon for 100 ms
+%s
 workers:
   enabled: %t
   socket: %q
-`, loopLcore, device, last, lossArg, last, os.Getenv("HOMA_TEST_WORKERS") != "", os.Getenv("HOMA_TEST_WORKERS"))
+%s
+`, loopLcore, device, last, lossArg, last, os.Getenv("HOMA_TEST_PROTOCOL"), os.Getenv("HOMA_TEST_WORKERS") != "", os.Getenv("HOMA_TEST_WORKERS"),
+		os.Getenv("HOMA_TEST_YAML"))
 	path := filepath.Join(os.TempDir(), fmt.Sprintf("homa-memif-%d.yaml", os.Getpid()))
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		return err
@@ -443,7 +446,7 @@ func (p *memifProc) expect(t *testing.T, prefix string, timeout time.Duration) s
 }
 
 func runMemifPair(t *testing.T, rpcs int, loss float64) {
-	server, client := startMemifDaemons(t, rpcs, loss, "", "")
+	server, client := startMemifDaemons(t, rpcs, loss, "", "", nil, nil)
 	done := client.expect(t, "done", 240*time.Second)
 	t.Log(done)
 	stopMemifDaemons(t, server, client)
@@ -452,14 +455,14 @@ func runMemifPair(t *testing.T, rpcs int, loss float64) {
 // startMemifDaemons starts the two daemons joined by memif (the server
 // first) and waits until both are up; a worker socket path makes that
 // daemon open one.
-func startMemifDaemons(t *testing.T, rpcs int, loss float64, serverWorkers, clientWorkers string) (server, client *memifProc) {
+func startMemifDaemons(t *testing.T, rpcs int, loss float64, serverWorkers, clientWorkers string, serverEnv, clientEnv []string) (server, client *memifProc) {
 	t.Helper()
 	dpdktest.Need(t)
 	if runtime.NumCPU() < 2 {
 		t.Skip("two daemons need two CPUs")
 	}
 	sock := filepath.Join(t.TempDir(), "memif.sock")
-	server = startDaemonChild(t, "", "server", "HOMA_TEST_SOCK="+sock, 0, loss, "HOMA_TEST_WORKERS="+serverWorkers)
+	server = startDaemonChild(t, "", "server", "HOMA_TEST_SOCK="+sock, 0, loss, append([]string{"HOMA_TEST_WORKERS=" + serverWorkers}, serverEnv...)...)
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if _, err := os.Stat(sock); err == nil {
 			break // the memif server listens: its client may connect
@@ -468,7 +471,7 @@ func startMemifDaemons(t *testing.T, rpcs int, loss float64, serverWorkers, clie
 			t.Fatal("the memif server's socket did not appear within 20 s")
 		}
 	}
-	client = startDaemonChild(t, "", "client", "HOMA_TEST_SOCK="+sock, rpcs, loss, "HOMA_TEST_WORKERS="+clientWorkers)
+	client = startDaemonChild(t, "", "client", "HOMA_TEST_SOCK="+sock, rpcs, loss, append([]string{"HOMA_TEST_WORKERS=" + clientWorkers}, clientEnv...)...)
 	server.expect(t, "up", 20*time.Second)
 	client.expect(t, "up", 20*time.Second)
 	return server, client

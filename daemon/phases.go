@@ -159,6 +159,16 @@ func (d *Daemon) hostConfigFor(i int, clock func() int64, wallOff int64) (host.C
 	ec.MaxPeers, ec.PeerIdleTicks = h.MaxPeers, h.PeerIdleTicks
 	ec.PacerThreshold = h.PacerThreshold
 	ec.ScheduledDataQueue = h.ScheduledDataQueue
+	ec.Upstream, ec.Checksum = h.Variant == "upstream", h.Checksum
+	ec.VerifyChecksum = map[string]engine.ChecksumCheck{"all": engine.VerifyAll, "none": engine.VerifyNone}[h.VerifyChecksum]
+	if len(d.spec.Peers) > 0 {
+		spec := d.spec
+		ec.PeerOptions = func(ip [4]byte) engine.PeerOptions {
+			ps := spec.PeerFor(ip)
+			v := map[string]engine.Variant{"full": engine.VariantFull, "upstream": engine.VariantUpstream}[ps.Variant]
+			return engine.PeerOptions{Hijack: ps.Hijack, Variant: v}
+		}
+	}
 	if h.PacerThreshold == 0 {
 		ec.PacerThreshold = -1 // the engine's 0 is its default: here every message is paced
 	}

@@ -17,7 +17,7 @@ import (
 func TestMemifHosts_workers10000RPCs(t *testing.T) {
 	dir := t.TempDir()
 	srvSock, cliSock := filepath.Join(dir, "server.sock"), filepath.Join(dir, "client.sock")
-	serverD, clientD := startMemifDaemons(t, 0, 0, srvSock, cliSock)
+	serverD, clientD := startMemifDaemons(t, 0, 0, srvSock, cliSock, nil, nil)
 
 	srv, err := client.Dial(srvSock, client.Options{})
 	if err != nil {
@@ -111,7 +111,7 @@ func TestMemifHosts_workers10000RPCs(t *testing.T) {
 func TestMemifHosts_workerStopsWhilePeerQuiet(t *testing.T) {
 	dir := t.TempDir()
 	srvSock := filepath.Join(dir, "server.sock")
-	serverD, clientD := startMemifDaemons(t, 10, 0, srvSock, "")
+	serverD, clientD := startMemifDaemons(t, 10, 0, srvSock, "", nil, nil)
 	clientD.expect(t, "done", 60*time.Second) // each daemon knows the other's MAC now
 	clientD.stdin.Write([]byte("stop\n"))
 	clientD.expect(t, "quiet", 10*time.Second)

@@ -27,9 +27,21 @@ const (
 var RxDropNames = [numRxDrops]string{"short_frame", "ethertype", "bad_ipv4", "not_for_us", "ip_protocol", "fault_injected",
 	"chained_not_homa"}
 
-// isHomaIPv4 reports whether a decoded link carries IPv4 protocol 146.
+// isHomaIPv4 reports whether a decoded link carries IPv4 protocol 146,
+// or TCP with the hijack markers (kernel Homa's hijack_tcp framing).
 func isHomaIPv4(l *wire.Link) bool {
-	return l.Type == wire.EtherTypeIPv4 && len(l.Payload) > ipProtocolOffset && l.Payload[ipProtocolOffset] == wire.IPProtoHoma
+	p := l.Payload
+	if l.Type != wire.EtherTypeIPv4 || len(p) <= ipProtocolOffset {
+		return false
+	}
+	switch p[ipProtocolOffset] {
+	case wire.IPProtoHoma:
+		return true
+	case wire.IPProtoTCP:
+		hl := int(p[0]&0xf) * 4
+		return len(p) >= hl+wire.CommonHeaderLen && wire.Common(p[hl:]).IsHijacked()
+	}
+	return false
 }
 
 // receiveBurst hands the burst that the pass's crossing received on
@@ -145,7 +157,7 @@ func (h *Host) stackFrame(d []byte, l *wire.Link) stackVerdict {
 		return stackDrop
 	}
 	ip, r := wire.ParseIPv4(l.Payload)
-	if r == wire.DropNotHoma { // a valid IPv4 header of another protocol
+	if r == wire.DropNotHoma || r == wire.DropNotHijacked { // a valid IPv4 header of another protocol (or real TCP)
 		ip, r = wire.IPv4(l.Payload), wire.DropNone
 		ip = ip[:ip.TotalLength()]
 	}

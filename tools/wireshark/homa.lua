@@ -1,5 +1,9 @@
--- Wireshark/tshark dissector for Homa (IP protocol 146), as homa-dpdk and
--- the Linux kernel's Homa module send it. The layout is the project's wire
+-- Wireshark/tshark dissector for Homa (IP protocol 146, over IPv4 or IPv6),
+-- as homa-dpdk and the Linux kernel's Homa module send it, and for Homa
+-- packets sent as TCP-hijacked framing (IP protocol 6 whose flags are
+-- SYN|RST and urgent pointer 0xb97d): those are dissected as TCP first (so
+-- tshark validates their checksum: -o tcp.check_checksum:TRUE), then as
+-- Homa; other TCP is left to TCP alone. The layout is the project's wire
 -- contract (WIRE.md, mirrored in wire/): a 28-byte common header laid out
 -- like TCP's, then a header per packet type, big-endian.
 --
@@ -120,7 +124,9 @@ end
 local function dissect_resend(buf, tree, info)
 	tree:add(f.resend_offset, buf(28, 4))
 	tree:add(f.resend_length, buf(32, 4))
-	tree:add(f.resend_priority, buf(36, 1))
+	if buf:len() >= 37 then -- the upstream subset's RESEND is 36 bytes, without it
+		tree:add(f.resend_priority, buf(36, 1))
+	end
 	local len = buf(32, 4):uint()
 	local what = len == 0xFFFFFFFF and "all" or tostring(len)
 	info(string.format("RESEND %s@%d p%d", what, buf(28, 4):uint(), buf(36, 1):uint()))
@@ -181,7 +187,7 @@ function homa.dissector(buf, pinfo, root)
 		info(name)
 		return buf:len()
 	end
-	if buf:len() < header_len[typ] then
+	if buf:len() < header_len[typ] and not (typ == 0x12 and buf:len() >= 36) then
 		tree:add_proto_expert_info(ef_short)
 		info(name .. " (short)")
 		return buf:len()
@@ -195,4 +201,20 @@ function homa.dissector(buf, pinfo, root)
 	return buf:len()
 end
 
-DissectorTable.get("ip.proto"):add(146, homa)
+local ip_proto = DissectorTable.get("ip.proto")
+ip_proto:add(146, homa)
+
+-- TCP-hijacked Homa: protocol 6 with the hijack markers. The TCP
+-- dissector runs first, then Homa on the same bytes.
+local tcp = ip_proto:get_dissector(6)
+local hijacked = Proto("homa_hijacked", "Homa (TCP-hijacked)")
+function hijacked.dissector(buf, pinfo, root)
+	local n = tcp and tcp:call(buf, pinfo, root) or 0
+	if buf:len() >= 28 and buf(13, 1):uint() == 6 and buf(18, 2):uint() == 0xb97d then
+		return homa.dissector(buf, pinfo, root)
+	end
+	return n
+end
+if tcp then
+	ip_proto:add(6, hijacked)
+end
