@@ -186,7 +186,7 @@ func TestLoad_errorsNameTheKey(t *testing.T) {
 		{"bad checksum check", minimal + "protocol:\n  verify_checksum: some\n", nil, []string{"protocol.verify_checksum", "hijacked, all, none"}},
 		{"peer without prefix", minimal + "peers:\n  - hijack: true\n", nil, []string{"peers[0].prefix: missing"}},
 		{"peer IPv6 prefix", minimal + "peers:\n  - prefix: 2001:db8::/32\n", nil, []string{"peers[0].prefix", "is not an IPv4 address/prefix"}},
-		{"bad peer variant", minimal + "peers:\n  - prefix: 10.0.0.0/24\n    variant: old\n", nil, []string{"peers[0].variant", "auto, full, upstream"}},
+		{"bad peer variant", minimal + "peers:\n  - prefix: 10.0.0.0/24\n    variant: old\n", nil, []string{"peers[0].variant", "auto, full, upstream, homa-dpdk"}},
 		{"hijack while upstream", minimal + "protocol:\n  variant: upstream\npeers:\n  - prefix: 10.0.0.0/24\n    hijack: true\n", nil,
 			[]string{"peers[0].hijack", "no hijack markers"}},
 	} {

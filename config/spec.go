@@ -107,6 +107,11 @@ type ProtocolSpec struct {
 	// "hijacked", "all" or "none".
 	Checksum       bool   `mapstructure:"checksum"`
 	VerifyChecksum string `mapstructure:"verify_checksum"`
+	// MessagePriorityResends makes RESENDs name the message's own
+	// priority (and ask for one packet before any has come) instead of
+	// kernel Homa's priority 7 and "everything sent so far"
+	// (engine Config.MessagePriorityResends).
+	MessagePriorityResends bool `mapstructure:"message_priority_resends"`
 	// LongMessagePeers are the addresses of the peers known to run
 	// homa-dpdk, which take messages longer than kernel Homa's 1,000,000
 	// bytes (up to MaxMessage). Every other peer may run kernel Homa,
@@ -151,7 +156,10 @@ type PeerSpec struct {
 	// set or NICs that only segment and checksum TCP.
 	Hijack bool `mapstructure:"hijack"`
 	// Variant is the Homa they run: "auto" (""; the full protocol until a
-	// peer shows it runs the upstream subset), "full" or "upstream".
+	// peer shows it runs the upstream subset), "full", "upstream", or
+	// "homa-dpdk" (the full protocol, and homa-dpdk's DATA extension,
+	// the incast allowance in the pad bytes, which goes to no other peer
+	// unless it is in protocol.long_message_peers or sends it first).
 	Variant string `mapstructure:"variant"`
 }
 

@@ -88,7 +88,7 @@ func (s *Spec) Validate() error {
 			p.add(key+".prefix", "missing or not IPv4; give the peers' IPv4 prefix, e.g. 10.0.1.0/24 (0.0.0.0/0 for every peer)")
 		}
 		if ps.Variant != "" {
-			p.oneOf(key+".variant", ps.Variant, "auto", "full", "upstream")
+			p.oneOf(key+".variant", ps.Variant, "auto", "full", "upstream", "homa-dpdk")
 		}
 		if ps.Hijack && s.Protocol.Variant == "upstream" {
 			p.add(key+".hijack", "protocol.variant is upstream, which has no hijack markers (flags and urgent are 0); drop one of them")

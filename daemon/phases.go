@@ -160,13 +160,14 @@ func (d *Daemon) hostConfigFor(i int, clock func() int64, wallOff int64) (host.C
 	ec.PacerThreshold = h.PacerThreshold
 	ec.ScheduledDataQueue = h.ScheduledDataQueue
 	ec.Upstream, ec.Checksum = h.Variant == "upstream", h.Checksum
+	ec.MessagePriorityResends = h.MessagePriorityResends
 	ec.VerifyChecksum = map[string]engine.ChecksumCheck{"all": engine.VerifyAll, "none": engine.VerifyNone}[h.VerifyChecksum]
 	if len(d.spec.Peers) > 0 {
 		spec := d.spec
 		ec.PeerOptions = func(ip [4]byte) engine.PeerOptions {
 			ps := spec.PeerFor(ip)
-			v := map[string]engine.Variant{"full": engine.VariantFull, "upstream": engine.VariantUpstream}[ps.Variant]
-			return engine.PeerOptions{Hijack: ps.Hijack, Variant: v}
+			v := map[string]engine.Variant{"full": engine.VariantFull, "upstream": engine.VariantUpstream, "homa-dpdk": engine.VariantFull}[ps.Variant]
+			return engine.PeerOptions{Hijack: ps.Hijack, Variant: v, HomaDPDK: ps.Variant == "homa-dpdk"}
 		}
 	}
 	if h.PacerThreshold == 0 {

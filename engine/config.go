@@ -73,6 +73,16 @@ type Config struct {
 	// is ignored then: the hijack markers are those flags and urgent.
 	Upstream bool
 
+	// MessagePriorityResends makes RESENDs ask for the retransmitted
+	// bytes at the message's own priority (its scheduled priority once
+	// granted, else its unscheduled one), and for its first packet only
+	// while none has arrived, so that recovering a long message's bytes
+	// does not overtake short messages. Off (the default), RESENDs are
+	// kernel Homa's: every one names priority 7, and one for a message
+	// of which nothing has arrived asks for everything sent so far
+	// (offset 0, length 0xFFFFFFFF).
+	MessagePriorityResends bool
+
 	// Checksum fills the Homa checksum (wire.HomaChecksum: TCP's, under a
 	// pseudo-header with protocol 6) of every packet sent, as the full
 	// kernel module does since March 2026; otherwise only TCP-hijacked

@@ -68,10 +68,17 @@ func (e *Endpoint) grantKeepalive(r *rpc) {
 func (e *Endpoint) requestRetransmit(r *rpc) {
 	in := &r.in
 	if in.length == 0 {
-		e.sendResend(r, 0, uint32(e.payload), wire.NumPriorities-1)
+		n := uint32(wire.ResendAll)
+		if e.cfg.MessagePriorityResends {
+			n = uint32(e.payload)
+		}
+		e.sendResend(r, 0, n, wire.NumPriorities-1)
 		return
 	}
-	prio := e.resendPriority(r)
+	prio := wire.NumPriorities - 1 // kernel Homa's
+	if e.cfg.MessagePriorityResends {
+		prio = e.resendPriority(r)
+	}
 	budget := e.cfg.MaxResendsPerRPC
 	for i, g := range in.gaps {
 		if budget == 0 {

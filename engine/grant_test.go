@@ -36,7 +36,7 @@ func TestGrant_shorterMessageGetsHigherLevel(t *testing.T) {
 
 func TestGrant_keepaliveWhileWaitingForOthers(t *testing.T) {
 	n := newTestNet(t)
-	mod := func(c *Config) { smallPackets(c); c.Grant.MaxOvercommit = 1 }
+	mod := func(c *Config) { ownResends(c); c.Grant.MaxOvercommit = 1 } // retransmissions at p0, which the drop below takes
 	c := n.addHost("c", 1, mod)
 	s := n.addHost("s", 2, mod)
 	srv, _ := s.e.Bind(99)

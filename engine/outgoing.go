@@ -248,7 +248,9 @@ func (e *Endpoint) xmitData(r *rpc, offset, limit, prio int, retransmit bool) in
 	if !r.client {
 		allow = e.incast.Allowance()
 	}
-	f.Pad = sched.EncodeAllowance(allow)
+	if r.peer.homaDPDK {
+		f.Pad = sched.EncodeAllowance(allow) // never to a kernel host: the pad bytes are its to use
+	}
 	if e.cfg.Upstream { // what the subset does not have
 		f.Incoming, f.CutoffVersion, f.Pad = 0, 0, [3]byte{}
 	}

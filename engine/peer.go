@@ -79,6 +79,9 @@ type peer struct {
 	hijack   bool
 	csum     bool
 	pseudo   uint16
+	// homaDPDK says the peer runs homa-dpdk (PeerOptions.HomaDPDK): DATA
+	// to it carries our incast allowance in the pad bytes.
+	homaDPDK bool
 
 	// maxMessage is the largest message sent to or accepted from the
 	// peer, bytes: Config.MaxMessageLength, or at most
@@ -178,10 +181,13 @@ func (e *Endpoint) addPeer(ip [4]byte, n *Neighbour) *peer {
 	if e.cfg.KernelPeer != nil && p.maxMessage > wire.MaxMessageLength && e.cfg.KernelPeer(ip) {
 		p.maxMessage = wire.MaxMessageLength
 	}
+	kernel := e.cfg.KernelPeer != nil && e.cfg.KernelPeer(ip)
+	p.homaDPDK = !kernel
 	if e.cfg.PeerOptions != nil {
 		o := e.cfg.PeerOptions(ip)
 		p.variant, p.hijack = o.Variant, o.Hijack
 		p.upstream = o.Variant == VariantUpstream
+		p.homaDPDK = p.homaDPDK || o.HomaDPDK
 	}
 	if e.cfg.Upstream {
 		p.upstream, p.hijack = true, false // what we speak, to everyone; it has no hijack markers
@@ -311,6 +317,7 @@ func (e *Endpoint) noteAllowance(p *peer, d wire.Data) {
 	if !ok {
 		return
 	}
+	p.homaDPDK = true // only homa-dpdk writes the extension
 	p.allowance = max(a, 1)
 	p.allowanceUntil = e.ticks + uint64(e.cfg.AllowanceTicks)
 }

@@ -72,7 +72,7 @@ func TestRPC_unknownRestartsRequestWhoseDataWasLost(t *testing.T) {
 	n.advance(5_000_000)
 	wantLog(t, n, `
 		c: xmit DATA 10@0 p6
-		c: xmit RESEND 0+1424@7
+		c: xmit RESEND 0+all@7
 		s: xmit RPC_UNKNOWN
 		c: xmit DATA 10@0 p6
 		s: xmit CUTOFFS v1`)
@@ -98,7 +98,7 @@ func TestRPC_serverForgetsRPCOfRestartedClient(t *testing.T) {
 	n.takeLog()
 	n.advance(5_000_000)
 	wantLog(t, n, `
-		s: xmit RESEND 1000+1000@6
+		s: xmit RESEND 1000+1000@7
 		c: xmit RPC_UNKNOWN`)
 	if s.e.NumRPCs() != 0 || s.e.Metrics().ServerRPCDiscards != 1 || c2.e.NumRPCs() != 0 {
 		t.Fatal("server kept the RPC")

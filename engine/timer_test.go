@@ -18,10 +18,13 @@ func dropOnce(line string) func(string) bool {
 	}
 }
 
+// ownResends is smallPackets with Config.MessagePriorityResends.
+func ownResends(c *Config) { smallPackets(c); c.MessagePriorityResends = true }
+
 func TestTimer_resendAfterFiveSilentTicksAtNamedPriority(t *testing.T) {
 	n := newTestNet(t)
-	c := n.addHost("c", 1, smallPackets)
-	s := n.addHost("s", 2, smallPackets)
+	c := n.addHost("c", 1, ownResends)
+	s := n.addHost("s", 2, ownResends)
 	srv, _ := s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
 	req := msg(2500, 1)
@@ -64,18 +67,42 @@ func TestTimer_resendRepeatsEveryInterval(t *testing.T) {
 	// RESENDs at ticks 5, 10, 15 from the server for the tail; the client
 	// answers each (dropped).
 	wantLog(t, n, `
-		c: xmit RESEND 0+1000@7
-		s: xmit RESEND 2000+500@6
+		c: xmit RESEND 0+all@7
+		s: xmit RESEND 2000+500@7
 		s: xmit BUSY
-		c: xmit DATA 500@2000 retx p6
-		c: xmit RESEND 0+1000@7
-		s: xmit RESEND 2000+500@6
+		c: xmit DATA 500@2000 retx p7
+		c: xmit RESEND 0+all@7
+		s: xmit RESEND 2000+500@7
 		s: xmit BUSY
-		c: xmit DATA 500@2000 retx p6
-		c: xmit RESEND 0+1000@7
-		s: xmit RESEND 2000+500@6
+		c: xmit DATA 500@2000 retx p7
+		c: xmit RESEND 0+all@7
+		s: xmit RESEND 2000+500@7
 		s: xmit BUSY
-		c: xmit DATA 500@2000 retx p6`)
+		c: xmit DATA 500@2000 retx p7`)
+}
+
+// Kernel Homa's RESENDs (the default): every one names priority 7, and
+// one for a response of which nothing has come asks for all of it.
+func TestTimer_resendsAreTheKernels(t *testing.T) {
+	n := newTestNet(t)
+	c := n.addHost("c", 1, smallPackets)
+	s := n.addHost("s", 2, smallPackets)
+	srv, _ := s.e.Bind(99)
+	cli, _ := c.e.OpenClient()
+	req := msg(2500, 1)
+	cli.Send(Addr{IP: s.ip, Port: 99}, req)
+	n.drop = dropOnce("c: xmit DATA 1000@1000 p6")
+	n.flush()
+	n.takeLog()
+	n.advance(5_000_000)
+	wantLog(t, n, `
+		c: xmit RESEND 0+all@7
+		s: xmit RESEND 1000+1000@7
+		s: xmit BUSY
+		c: xmit DATA 1000@1000 retx p7`)
+	if m := receive(t, srv); !bytes.Equal(m.Data, req) {
+		t.Fatal("bytes differ")
+	}
 }
 
 func TestTimer_busyWhileServerWorks(t *testing.T) {
@@ -89,7 +116,7 @@ func TestTimer_busyWhileServerWorks(t *testing.T) {
 	n.takeLog()
 	n.advance(300_000_000) // 300 ticks: far past the timeout
 	log := n.takeLog()
-	if strings.Count(log, "c: xmit RESEND 0+1424@7") != 60 || strings.Count(log, "s: xmit BUSY") != 60 {
+	if strings.Count(log, "c: xmit RESEND 0+all@7") != 60 || strings.Count(log, "s: xmit BUSY") != 60 {
 		t.Fatalf("want a RESEND/BUSY pair every 5 ticks, got:\n%.300s", log)
 	}
 	if _, ok := cli.Receive(); ok {
@@ -156,8 +183,8 @@ func TestTimer_lostGrantRecoveredByResend(t *testing.T) {
 	// that, answers BUSY, and the server, hearing that the client is
 	// alive and not sending what it granted, repeats its GRANT.
 	wantLog(t, n, `
-		c: xmit RESEND 0+1000@7
-		s: xmit RESEND 7000+500@0
+		c: xmit RESEND 0+all@7
+		s: xmit RESEND 7000+500@7
 		s: xmit BUSY
 		c: xmit BUSY
 		s: xmit GRANT 7500@0

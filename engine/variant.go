@@ -13,6 +13,13 @@ type PeerOptions struct {
 	Hijack bool
 	// Variant is the Homa the peer runs.
 	Variant Variant
+	// HomaDPDK says the peer runs homa-dpdk: DATA to it carries
+	// homa-dpdk's incast allowance in the header's pad bytes, which
+	// kernel Homa ignores today but may use one day, so they go only to
+	// peers known to be homa-dpdk: named here, not named by
+	// Config.KernelPeer, or found out when their own DATA carries the
+	// extension.
+	HomaDPDK bool
 }
 
 // Variant names which Homa a peer runs, as far as the wire shows it.

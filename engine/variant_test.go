@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/homa-dpdk/homa-dpdk/sched"
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
@@ -243,5 +244,61 @@ func TestUpstream_configuredPeerGetsWholeMessages(t *testing.T) {
 	}
 	if got := c.e.Metrics().UpstreamPeersDetected; got != 0 {
 		t.Errorf("a configured peer counted as detected (%d)", got)
+	}
+}
+
+// homa-dpdk's DATA extension (the incast allowance in the pad bytes) goes
+// only to peers known to run homa-dpdk: not to one Config.KernelPeer
+// names, unless PeerOptions says otherwise or it sends the extension
+// first.
+func TestExtension_onlyToHomaDPDKPeers(t *testing.T) {
+	pad := func(frame []byte) [3]byte {
+		var f wire.Frame
+		if r := wire.ParseFrame(frame, &f); r != wire.DropNone || f.Type != wire.TypeData {
+			t.Fatalf("not DATA: %v %v", r, f.Type)
+		}
+		return wire.Data(f.Homa).Pad()
+	}
+	for _, tc := range []struct {
+		name   string
+		kernel bool // KernelPeer names every peer
+		named  bool // PeerOptions.HomaDPDK
+		want   bool
+	}{
+		{"kernel peer", true, false, false},
+		{"kernel peer named homa-dpdk", true, true, true},
+		{"not a kernel peer", false, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newTestNet(t)
+			c := n.addHost("c", 1, func(cfg *Config) {
+				cfg.KernelPeer = func([4]byte) bool { return tc.kernel }
+				cfg.PeerOptions = func([4]byte) PeerOptions { return PeerOptions{HomaDPDK: tc.named} }
+			})
+			s := n.addHost("s", 2, nil)
+			cli, _ := c.e.OpenClient()
+			cli.Send(Addr{IP: s.ip, Port: 99}, msg(100, 1))
+			_, has := sched.DecodeAllowance(pad(c.out[0].frame))
+			if has != tc.want {
+				t.Errorf("extension sent %v, want %v (pad % x)", has, tc.want, pad(c.out[0].frame))
+			}
+			if !tc.want && pad(c.out[0].frame) != [3]byte{} {
+				t.Errorf("pad bytes % x, want zero", pad(c.out[0].frame))
+			}
+		})
+	}
+	// A kernel-named peer that sends the extension is homa-dpdk after all.
+	n := newTestNet(t)
+	kernel := func(cfg *Config) { cfg.KernelPeer = func([4]byte) bool { return true } }
+	c := n.addHost("c", 1, kernel)
+	s := n.addHost("s", 2, nil) // it sends the extension to c
+	sc, _ := s.e.OpenClient()
+	sc.Send(Addr{IP: c.ip, Port: 99}, msg(100, 3)) // s → c first: c hears the extension
+	c.e.Bind(99)
+	n.flush()
+	cli, _ := c.e.OpenClient()
+	cli.Send(Addr{IP: s.ip, Port: 99}, msg(100, 1))
+	if _, has := sched.DecodeAllowance(pad(c.out[len(c.out)-1].frame)); !has {
+		t.Error("no extension to a peer that sent one")
 	}
 }

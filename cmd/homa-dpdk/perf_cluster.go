@@ -143,6 +143,7 @@ SRPT, one priority), homa-no-incast (homa-dpdk's incast allowance off).`,
 	f.Int64Var(&cfg.PropDelay, "prop-delay", cfg.PropDelay, "ns of propagation per link")
 	f.BoolVar(&cfg.NICFIFO, "nic-fifo", false, "one FIFO queue in every host NIC instead of a strict-priority queue per priority (homa-dpdk's TX queue per priority)")
 	f.BoolVar(&cfg.ScheduledDataQueue, "sched-queue", cfg.ScheduledDataQueue, "hosts send scheduled DATA from their lowest NIC queue, in the sender's SRPT order (engine ScheduledDataQueue; =false: every priority its own strict-priority NIC queue)")
+	f.BoolVar(&cfg.MessagePriorityResends, "message-priority-resends", false, "RESENDs name the message's own priority, not kernel Homa's 7 (engine MessagePriorityResends)")
 	f.BoolVar(&cfg.ECMP, "ecmp", false, "one core per pair of hosts (hash) instead of per-packet spraying")
 	f.IntVar(&cfg.BufferBytes, "buffer", cfg.BufferBytes, "bytes per switch egress port, drop-tail (-1: unlimited)")
 	f.BoolVar(&smoke, "smoke", false, "16 hosts in 4 racks, 3000 messages per run")

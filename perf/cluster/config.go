@@ -64,6 +64,10 @@ type Config struct {
 	// ScheduledDataQueue sends scheduled DATA from the lowest NIC queue
 	// (engine.Config.ScheduledDataQueue).
 	ScheduledDataQueue bool
+	// MessagePriorityResends makes receivers' RESENDs name the message's
+	// own priority instead of kernel Homa's 7
+	// (engine.Config.MessagePriorityResends).
+	MessagePriorityResends bool
 
 	Workload string  // W1..W5
 	Load     float64 // of the host links' capacity, 0 < Load < 1

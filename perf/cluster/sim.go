@@ -112,6 +112,7 @@ func engineConfig(cfg Config, wl *slowdown.Workload, i int, mh *memnet.Host, now
 	c.Cutoffs = cutoffsFor(wl, unsched)
 	c.PeerCutoffs = c.Cutoffs // every host has the same: no warm-up at priority 6 per pair
 	c.ScheduledDataQueue = cfg.ScheduledDataQueue
+	c.MessagePriorityResends = cfg.MessagePriorityResends
 	c.MaxRecvHeapBytes = 1 << 40 // receive buffers come from the hook (scratch)
 	c.MaxStagingBytes = 1 << 30
 	c.MaxServerRPCs, c.MaxServerRPCsPerPeer = 1<<20, 1<<16
