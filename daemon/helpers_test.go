@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"net/netip"
 	"os"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func runRPCs(t *testing.T, a, b *host.Host, sizes []int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst := engine.Addr{IP: b.IP(), Port: 99}
+	dst := engine.Addr{IP: netip.AddrFrom4(b.IP()), Port: 99}
 	for _, size := range sizes {
 		msg := bytes.Repeat([]byte{byte(size)}, size)
 		deadline := time.Now().Add(10 * time.Second)

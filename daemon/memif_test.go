@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -215,7 +216,7 @@ func newMemifClient(h *host.Host, total int, tolerant bool) (*memifClient, error
 	if err != nil {
 		return nil, err
 	}
-	c := &memifClient{h: h, port: p, dst: engine.Addr{IP: [4]byte{10, 0, 0, 2}, Port: 99}, total: total,
+	c := &memifClient{h: h, port: p, dst: engine.Addr{IP: netip.AddrFrom4([4]byte{10, 0, 0, 2}), Port: 99}, total: total,
 		sent: map[uint64][]byte{}, rng: rand.New(rand.NewPCG(11, 11)), tolerant: tolerant, maxSize: 1_000_000}
 	if n, err := strconv.Atoi(os.Getenv("HOMA_TEST_MAX_SIZE")); err == nil && n > 0 {
 		c.maxSize = n

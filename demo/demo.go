@@ -9,6 +9,7 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -191,7 +192,7 @@ func Run(cfg Config) error {
 			return err
 		}
 		start = time.Now()
-		d = newDemoClient(cfg, client, cl, engine.Addr{IP: server.IP(), Port: 99}, client.Clock()+cfg.Duration.Nanoseconds())
+		d = newDemoClient(cfg, client, cl, engine.Addr{IP: netip.AddrFrom4(server.IP()), Port: 99}, client.Clock()+cfg.Duration.Nanoseconds())
 		cl.SetHooks(d.bufs.hooks(func(m engine.Message) { d.results = append(d.results, m) }))
 		client.AddApp(host.AppFunc(d.run))
 		return nil

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"net/netip"
 	"testing"
 
 	"github.com/homa-dpdk/homa-dpdk/wire"
@@ -99,7 +100,7 @@ func (s *zcSink) SendData(_, _ []byte, _ PayloadRef, _ int) bool { s.zc++; retur
 func TestOutgoing_steadyStateDataAllocatesNothing(t *testing.T) {
 	e, tx := newSinkEndpoint(t, 1)
 	p, _ := e.OpenClient()
-	id, _ := p.Send(Addr{IP: [4]byte{10, 0, 0, 2}, Port: 99}, make([]byte, 1_000_000))
+	id, _ := p.Send(Addr{IP: netip.AddrFrom4([4]byte{10, 0, 0, 2}), Port: 99}, make([]byte, 1_000_000))
 	checkGrantedDataAllocatesNothing(t, e, p, id, func() int { return tx.sent })
 }
 
@@ -115,7 +116,7 @@ func TestOutgoing_zeroCopyDataAllocatesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := e.OpenClient()
-	id, _ := p.SendRef(Addr{IP: [4]byte{10, 0, 0, 2}, Port: 99}, make([]byte, 1_000_000), 7)
+	id, _ := p.SendRef(Addr{IP: netip.AddrFrom4([4]byte{10, 0, 0, 2}), Port: 99}, make([]byte, 1_000_000), 7)
 	checkGrantedDataAllocatesNothing(t, e, p, id, func() int { return tx.zc })
 	if tx.sent != 0 || e.Metrics().ZeroCopyPackets != uint64(tx.zc) {
 		t.Fatalf("%d packets copied, %d zero-copy counted of %d", tx.sent, e.Metrics().ZeroCopyPackets, tx.zc)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -56,7 +57,7 @@ func TestBatch_grantedMessageCompletesWithoutTick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cl.Send(Addr{IP: b.ip, Port: 99}, msg(100_000, 1)); err != nil {
+	if _, err := cl.Send(Addr{IP: netip.AddrFrom4(b.ip), Port: 99}, msg(100_000, 1)); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 200 { // 200 µs, a fifth of a tick

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"net/netip"
 	"testing"
 
 	"github.com/homa-dpdk/homa-dpdk/sched"
@@ -49,7 +50,7 @@ func TestEndpoint_noBufferCountedAndRecoveredByTimer(t *testing.T) {
 	cli, _ := c.e.OpenClient()
 	buf := c.buf
 	c.buf = nil // the transmit side has no buffer to lend
-	cli.Send(Addr{IP: s.ip, Port: 99}, msg(10, 1))
+	cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, msg(10, 1))
 	if m := c.e.Metrics(); m.TxDeferred == 0 || m.Drops[DropNoBuffer] != 0 || c.e.sendq.Len() != 1 {
 		t.Fatalf("not counted as deferred, or not kept for a retry: %+v", m)
 	}
@@ -69,7 +70,7 @@ func TestEndpoint_idsUnpredictableWithoutSeed(t *testing.T) {
 			t.Fatal(err)
 		}
 		p, _ := e.OpenClient()
-		id, err := p.Send(Addr{IP: [4]byte{10, 0, 0, 2}, Port: 99}, msg(10, 1))
+		id, err := p.Send(Addr{IP: netip.AddrFrom4([4]byte{10, 0, 0, 2}), Port: 99}, msg(10, 1))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"fmt"
+	"net/netip"
 	"testing"
 
 	"github.com/homa-dpdk/homa-dpdk/wire"
@@ -79,7 +80,7 @@ func newReceiveFixture(t testing.TB, keep bool) *receiveFixture {
 	fx.srv, _ = fx.s.e.Bind(99)
 	fx.cli, _ = fx.s.e.OpenClient()
 	fx.c.e.Bind(99)
-	dst := Addr{IP: fx.c.ip, Port: 99}
+	dst := Addr{IP: netip.AddrFrom4(fx.c.ip), Port: 99}
 	for _, m := range []struct {
 		size    int
 		private bool
@@ -330,7 +331,7 @@ func receiveSeeds(tb testing.TB) [][]byte {
 	fx := newReceiveFixture(tb, true)
 	ccli, _ := fx.c.e.OpenClient()
 	csrv := fx.c.e.ports[99]
-	dst := Addr{IP: fx.s.ip, Port: 99}
+	dst := Addr{IP: netip.AddrFrom4(fx.s.ip), Port: 99}
 	ccli.Send(dst, msg(5_000, 1))
 	ccli.Send(dst, msg(300, 2))
 	var got [][]byte

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -15,7 +16,7 @@ func TestGrant_shorterMessageGetsHigherLevel(t *testing.T) {
 	s := n.addHost("s", 2, mod)
 	s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
-	dst := Addr{IP: s.ip, Port: 99}
+	dst := Addr{IP: netip.AddrFrom4(s.ip), Port: 99}
 	cli.Send(dst, msg(30_000, 1))
 	cli.Send(dst, msg(10_000, 2))
 	n.flush()
@@ -41,7 +42,7 @@ func TestGrant_keepaliveWhileWaitingForOthers(t *testing.T) {
 	s := n.addHost("s", 2, mod)
 	srv, _ := s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
-	dst := Addr{IP: s.ip, Port: 99}
+	dst := Addr{IP: netip.AddrFrom4(s.ip), Port: 99}
 	// The long message gets its first grants, then the shorter one takes
 	// the only overcommit slot; the shorter one's scheduled bytes are
 	// lost for a long time, so the long one has every granted byte and
@@ -79,7 +80,7 @@ func TestGrant_owedWhileTransmitterBusySentOnNextRun(t *testing.T) {
 	srv, _ := s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
 	req := msg(7500, 1)
-	cli.Send(Addr{IP: s.ip, Port: 99}, req)
+	cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, req)
 	s.busy = true // the server's TX queues are backed up
 	n.flush()
 	wantLog(t, n, `
@@ -131,7 +132,7 @@ func TestGrant_incrementSpacesGrants(t *testing.T) {
 	srv, _ := s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
 	want := msg(1_000_000, 3)
-	cli.Send(Addr{IP: s.ip, Port: 99}, want)
+	cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, want)
 	n.flush()
 	m := receive(t, srv)
 	if !bytes.Equal(m.Data, want) {
@@ -167,7 +168,7 @@ func TestGrant_roomFreedByEndedRPCsIsGranted(t *testing.T) {
 		}
 	}
 	for range 7 { // 7 x 120 KB: their unscheduled bytes fill MaxIncoming
-		if _, err := cl.Send(Addr{IP: c.ip, Port: 99}, msg(120_000, 7)); err != nil {
+		if _, err := cl.Send(Addr{IP: netip.AddrFrom4(c.ip), Port: 99}, msg(120_000, 7)); err != nil {
 			t.Fatal(err)
 		}
 		serve()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
+	"net/netip"
 	"testing"
 
 	"github.com/homa-dpdk/homa-dpdk/engine/memnet"
@@ -107,7 +108,7 @@ func reversedOf(a, b []byte) bool {
 func (x *hostileMix) issue() {
 	for len(x.inFlight) < 16 && x.issued < x.total {
 		serial := uint64(x.issued)
-		id, err := x.c.cli.Send(Addr{IP: x.s.e.cfg.IP, Port: 99}, hostileRequest(serial))
+		id, err := x.c.cli.Send(Addr{IP: netip.AddrFrom4(x.s.e.cfg.IP), Port: 99}, hostileRequest(serial))
 		if err != nil {
 			x.t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"net/netip"
 	"testing"
 
 	"github.com/homa-dpdk/homa-dpdk/wire"
@@ -41,8 +42,8 @@ func TestReceiveICMP_portUnreachableFailsClientRPCsToThatPort(t *testing.T) {
 	cli, _ := c.e.OpenClient()
 	s := [4]byte{10, 0, 0, 2}
 	n.addHost("s", 2, nil)
-	id7, _ := cli.Send(Addr{IP: s, Port: 7}, msg(10, 0))
-	cli.Send(Addr{IP: s, Port: 8}, msg(10, 0))
+	id7, _ := cli.Send(Addr{IP: netip.AddrFrom4(s), Port: 7}, msg(10, 0))
+	cli.Send(Addr{IP: netip.AddrFrom4(s), Port: 8}, msg(10, 0))
 	c.e.ReceiveICMP(portUnreachable(s, c.ip, 7))
 	if m := receive(t, cli); m.ID != id7 || m.Err != ErrPortUnreachable || c.e.NumRPCs() != 1 {
 		t.Fatalf("result %+v, %d RPCs left", m, c.e.NumRPCs())
@@ -58,7 +59,7 @@ func TestReceiveLink_icmpRoutedAndBadICMPCounted(t *testing.T) {
 	cli, _ := c.e.OpenClient()
 	s := [4]byte{10, 0, 0, 2}
 	n.addHost("s", 2, nil)
-	cli.Send(Addr{IP: s, Port: 7}, msg(10, 0))
+	cli.Send(Addr{IP: netip.AddrFrom4(s), Port: 7}, msg(10, 0))
 	// Echo (the host's), a corrupted ICMP checksum, one to another
 	// address: none touches the RPC.
 	echo := portUnreachable(s, c.ip, 7)

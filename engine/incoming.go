@@ -3,6 +3,7 @@ package engine
 import (
 	"github.com/homa-dpdk/homa-dpdk/sched"
 	"github.com/homa-dpdk/homa-dpdk/wire"
+	"net/netip"
 )
 
 // inMsg is the incoming message of an RPC (a client's response, a
@@ -386,7 +387,7 @@ func (e *Endpoint) complete(r *rpc) {
 	e.grants.Remove(&in.g)
 	e.incast.Add(-r.incastBytes)
 	r.incastBytes = 0
-	m := Message{ID: r.id, Peer: Addr{IP: r.peer.ip, Port: r.dport}, Data: in.buf}
+	m := Message{ID: r.id, Peer: Addr{IP: netip.AddrFrom4(r.peer.ip), Port: r.dport}, Data: in.buf}
 	e.delivered(in)
 	in.gaps = nil
 	e.m.MessageSizes.record(&MessageSizeBounds, int64(in.length))

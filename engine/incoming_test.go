@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"fmt"
+	"net/netip"
 	"runtime"
 	"strings"
 	"testing"
@@ -100,7 +101,7 @@ func TestIncoming_unboundPortGetsICMPAndClientFails(t *testing.T) {
 	c := n.addHost("c", 1, nil)
 	s := n.addHost("s", 2, nil)
 	cli, _ := c.e.OpenClient()
-	id, _ := cli.Send(Addr{IP: s.ip, Port: 7}, msg(10, 0))
+	id, _ := cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 7}, msg(10, 0))
 	n.flush()
 	wantLog(t, n, `
 		c: xmit DATA 10@0 p6

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -59,7 +60,7 @@ func TestLongMessage_8MBWithLossByteExact(t *testing.T) {
 	srv, _ := s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
 	req, resp := msg(mib8, 3), msg(mib8, 9)
-	id, err := cli.Send(Addr{IP: s.ip, Port: 99}, req)
+	id, err := cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,25 +157,25 @@ func TestKernelPeer_sendAndReplyHeldToKernelLimit(t *testing.T) {
 	k := n.addHost("k", 2, nil) // plays the kernel-Homa host: default limit
 	d := n.addHost("d", 3, longMessages(mib64))
 	cli, _ := a.e.OpenClient()
-	if _, err := cli.Send(Addr{IP: k.ip, Port: 99}, msg(wire.MaxMessageLength+1, 1)); !errors.Is(err, ErrPeerMessageLength) || !errors.Is(err, ErrMessageLength) {
+	if _, err := cli.Send(Addr{IP: netip.AddrFrom4(k.ip), Port: 99}, msg(wire.MaxMessageLength+1, 1)); !errors.Is(err, ErrPeerMessageLength) || !errors.Is(err, ErrMessageLength) {
 		t.Fatalf("Send of 1,000,001 bytes to the kernel peer: %v, want ErrPeerMessageLength", err)
 	}
 	if got := n.takeLog(); got != "" {
 		t.Fatalf("a refused send sent:\n%s", got)
 	}
-	if _, err := cli.Send(Addr{IP: k.ip, Port: 99}, msg(mib64+1, 1)); !errors.Is(err, ErrMessageLength) || errors.Is(err, ErrPeerMessageLength) {
+	if _, err := cli.Send(Addr{IP: netip.AddrFrom4(k.ip), Port: 99}, msg(mib64+1, 1)); !errors.Is(err, ErrMessageLength) || errors.Is(err, ErrPeerMessageLength) {
 		t.Fatalf("Send above MaxMessageLength: %v, want ErrMessageLength only", err)
 	}
 
 	// Another peer takes 2 MB; the kernel peer 1,000,000 bytes.
 	dsrv, _ := d.e.Bind(99)
 	big := msg(2_000_000, 4)
-	if _, err := cli.Send(Addr{IP: d.ip, Port: 99}, big); err != nil {
+	if _, err := cli.Send(Addr{IP: netip.AddrFrom4(d.ip), Port: 99}, big); err != nil {
 		t.Fatal(err)
 	}
 	ksrv, _ := k.e.Bind(99)
 	kreq := msg(wire.MaxMessageLength, 5)
-	kid, err := cli.Send(Addr{IP: k.ip, Port: 99}, kreq)
+	kid, err := cli.Send(Addr{IP: netip.AddrFrom4(k.ip), Port: 99}, kreq)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func TestKernelPeer_sendAndReplyHeldToKernelLimit(t *testing.T) {
 	// and the request stays in service for a shorter one.
 	asrv, _ := a.e.Bind(100)
 	kcli, _ := k.e.OpenClient()
-	rid, err := kcli.Send(Addr{IP: a.ip, Port: 100}, msg(100, 6))
+	rid, err := kcli.Send(Addr{IP: netip.AddrFrom4(a.ip), Port: 100}, msg(100, 6))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,16 +231,16 @@ func TestKernelPeer_longDataDropped(t *testing.T) {
 	srv, _ := a.e.Bind(99)
 	kcli, _ := k.e.OpenClient()
 	dcli, _ := d.e.OpenClient()
-	if _, err := kcli.Send(Addr{IP: a.ip, Port: 99}, msg(wire.MaxMessageLength+1, 1)); err != nil {
+	if _, err := kcli.Send(Addr{IP: netip.AddrFrom4(a.ip), Port: 99}, msg(wire.MaxMessageLength+1, 1)); err != nil {
 		t.Fatal(err)
 	}
 	long := msg(wire.MaxMessageLength+1, 2)
-	if _, err := dcli.Send(Addr{IP: a.ip, Port: 99}, long); err != nil {
+	if _, err := dcli.Send(Addr{IP: netip.AddrFrom4(a.ip), Port: 99}, long); err != nil {
 		t.Fatal(err)
 	}
 	n.flush()
 	m := receive(t, srv)
-	if m.Peer.IP != d.ip || !bytes.Equal(m.Data, long) {
+	if m.Peer.IP != netip.AddrFrom4(d.ip) || !bytes.Equal(m.Data, long) {
 		t.Fatalf("request from %v, %d bytes; want the other peer's", m.Peer.IP, len(m.Data))
 	}
 	if _, ok := srv.Receive(); ok {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -68,7 +69,7 @@ func TestMetrics_roundTripAndSizeHistograms(t *testing.T) {
 	a, b := n.addHost("a", 1, nil), n.addHost("b", 2, nil)
 	srv, cl := serverAndClient(t, b, a, 99)
 	for _, size := range []int{50, 5000, 300_000} {
-		if _, err := cl.Send(Addr{IP: b.ip, Port: 99}, msg(size, 1)); err != nil {
+		if _, err := cl.Send(Addr{IP: netip.AddrFrom4(b.ip), Port: 99}, msg(size, 1)); err != nil {
 			t.Fatal(err)
 		}
 		n.flush()

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -89,7 +90,7 @@ func TestNeighbour_sendWaitsUntilReady(t *testing.T) {
 	entry := &Neighbour{State: LinkResolving}
 	p.c.neigh.entries = map[[4]byte]*Neighbour{p.s.mh.IP(): entry}
 	req := msg(100_000, 5) // unscheduled bytes, then grants
-	id, err := p.c.cli.Send(Addr{IP: p.s.mh.IP(), Port: 99}, req)
+	id, err := p.c.cli.Send(Addr{IP: netip.AddrFrom4(p.s.mh.IP()), Port: 99}, req)
 	if err != nil {
 		t.Fatalf("Send to a resolving peer: %v", err)
 	}
@@ -127,7 +128,7 @@ func TestNeighbour_longWaitIsNotSilence(t *testing.T) {
 	entry := &Neighbour{State: LinkResolving}
 	p.c.neigh.entries = map[[4]byte]*Neighbour{p.s.mh.IP(): entry}
 	req := msg(3000, 7)
-	id, _ := p.c.cli.Send(Addr{IP: p.s.mh.IP(), Port: 99}, req)
+	id, _ := p.c.cli.Send(Addr{IP: netip.AddrFrom4(p.s.mh.IP()), Port: 99}, req)
 	p.advance(250_000_000) // 2.5 × TimeoutTicks
 	if _, ok := p.c.cli.Receive(); ok {
 		t.Fatal("the RPC ended while its peer resolved")
@@ -144,7 +145,7 @@ func TestNeighbour_longWaitIsNotSilence(t *testing.T) {
 func TestNeighbour_waitTimesOut(t *testing.T) {
 	p := newMNPair(t)
 	p.c.neigh.entries = map[[4]byte]*Neighbour{p.s.mh.IP(): {State: LinkResolving}}
-	id, _ := p.c.cli.Send(Addr{IP: p.s.mh.IP(), Port: 99}, msg(10, 1))
+	id, _ := p.c.cli.Send(Addr{IP: netip.AddrFrom4(p.s.mh.IP()), Port: 99}, msg(10, 1))
 	// ResolveTimeoutTicks is 10 × TimeoutTicks by default: 1 s of 1 ms
 	// ticks. TimeoutTicks (100 ms) of waiting are not silence.
 	p.advance(999_000_000)
@@ -173,7 +174,7 @@ func TestNeighbourFailed_failsWaitingClientRPCs(t *testing.T) {
 	cli, _ := c.e.OpenClient()
 	entry := c.neigh.Add(s.ip, testMAC(s.ip))
 	entry.State = LinkResolving
-	dst := Addr{IP: s.ip, Port: 99}
+	dst := Addr{IP: netip.AddrFrom4(s.ip), Port: 99}
 	id1, _ := cli.Send(dst, msg(10, 1))
 	id2, _ := cli.SendPrivate(dst, msg(100_000, 2))
 	n.flush()
@@ -215,7 +216,7 @@ func TestNeighbourFailed_dropsWaitingResponses(t *testing.T) {
 	cli, _ := c.e.OpenClient()
 	entry := s.neigh.Add(c.ip, testMAC(c.ip))
 	entry.State = LinkResolving
-	cli.Send(Addr{IP: s.ip, Port: 99}, msg(10, 1))
+	cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, msg(10, 1))
 	n.flush()
 	req := receive(t, srv)
 	if err := srv.Reply(req, msg(20, 2)); err != nil {
@@ -235,7 +236,7 @@ func TestNeighbourFailed_dropsWaitingResponses(t *testing.T) {
 	s2 := n2.addHost("s", 2, func(cfg *Config) { cfg.Resolve = func([4]byte) *Neighbour { return nil } })
 	srv2, _ := s2.e.Bind(99)
 	cli2, _ := c2.e.OpenClient()
-	cli2.Send(Addr{IP: s2.ip, Port: 99}, msg(10, 1))
+	cli2.Send(Addr{IP: netip.AddrFrom4(s2.ip), Port: 99}, msg(10, 1))
 	n2.flush()
 	if err := srv2.Reply(receive(t, srv2), msg(20, 2)); err != nil {
 		t.Fatal(err)
@@ -257,7 +258,7 @@ func TestNeighbour_replyAsksAgainAfterFailure(t *testing.T) {
 	cli, _ := c.e.OpenClient()
 	entry := s.neigh.Add(c.ip, testMAC(c.ip))
 	entry.State = LinkUnreachable
-	cli.Send(Addr{IP: s.ip, Port: 99}, msg(10, 1))
+	cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, msg(10, 1))
 	n.flush()
 	req := receive(t, srv)
 	n.takeLog()
@@ -299,7 +300,7 @@ func TestNeighbour_macChangedInPlaceUsedByNextFrame(t *testing.T) {
 			macs = append(macs, wire.Ethernet(frame).Dst())
 		}
 	}
-	dst := Addr{IP: s.ip, Port: 99}
+	dst := Addr{IP: netip.AddrFrom4(s.ip), Port: 99}
 	cli.Send(dst, msg(10, 1))
 	n.flush()
 	moved := wire.MAC{2, 9, 9, 9, 9, 9}
@@ -406,7 +407,7 @@ func TestNeighbour_agedOutMidMessageResumesOnRun(t *testing.T) {
 	srv, _ := s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
 	req := msg(200_000, 7)
-	cli.Send(Addr{IP: s.ip, Port: 99}, req)
+	cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, req)
 	if c.e.sendq.Len() != 1 {
 		t.Fatal("the pacer queued nothing")
 	}
@@ -475,7 +476,7 @@ func FuzzEndpointNeighbour(f *testing.F) {
 		for _, b := range in {
 			switch arg := int(b >> 3); b & 7 {
 			case 0:
-				if _, err := cli.Send(Addr{IP: c.ip, Port: 99}, msg(sizes[arg%4], b)); err == nil {
+				if _, err := cli.Send(Addr{IP: netip.AddrFrom4(c.ip), Port: 99}, msg(sizes[arg%4], b)); err == nil {
 					sent++
 				} else if err != ErrPeerUnknown || entry.State != LinkUnreachable {
 					t.Fatalf("Send: %v with the entry %v", err, entry.State)

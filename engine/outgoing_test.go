@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -26,7 +27,7 @@ func TestOutgoing_segmentationUnscheduledAndGrants(t *testing.T) {
 	srv, _ := s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
 	req := msg(7500, 5)
-	cli.Send(Addr{IP: s.ip, Port: 99}, req)
+	cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, req)
 	n.flush()
 	// Three unscheduled packets; then one GRANT per packet received,
 	// window 5000/2 past the bytes received, at the lowest level (one
@@ -71,7 +72,7 @@ func TestOutgoing_pacerDefersLongMessagesShortestFirst(t *testing.T) {
 	s := n.addHost("s", 2, paced)
 	s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
-	dst := Addr{IP: s.ip, Port: 99}
+	dst := Addr{IP: netip.AddrFrom4(s.ip), Port: 99}
 	cli.Send(dst, msg(6000, 1))
 	cli.Send(dst, msg(3000, 2))
 	cli.Send(dst, msg(500, 3)) // under 1000 bytes: never deferred
@@ -117,7 +118,7 @@ func TestOutgoing_pacerThresholdConfigurable(t *testing.T) {
 		s := n.addHost("s", 2, paced)
 		s.e.Bind(99)
 		cli, _ := c.e.OpenClient()
-		dst := Addr{IP: s.ip, Port: 99}
+		dst := Addr{IP: netip.AddrFrom4(s.ip), Port: 99}
 		cli.Send(dst, msg(6000, 1))
 		cli.Send(dst, msg(3000, 2))
 		if tc.threshold < 0 {
@@ -146,7 +147,7 @@ func TestOutgoing_queuedMessageFinishedUnpacedLeavesQueue(t *testing.T) {
 	s := n.addHost("s", 2, paced)
 	s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
-	dst := Addr{IP: s.ip, Port: 99}
+	dst := Addr{IP: netip.AddrFrom4(s.ip), Port: 99}
 	id, _ := cli.Send(dst, msg(3500, 1))
 	// Let the pacer send 1000@0..2000@2000, leaving 500 bytes queued.
 	for c.e.rpcs.get(rpcKey{id: id}).out.next < 3000 {
@@ -209,7 +210,7 @@ func TestOutgoing_upstreamResendRetransmitsAtTheDataPriority(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := cli.Send(Addr{IP: s.ip, Port: 99}, msg(100, 1))
+	id, err := cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, msg(100, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +241,7 @@ func TestOutgoing_ipChecksumOffloadLeavesChecksumZero(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.Send(Addr{IP: [4]byte{10, 0, 0, 2}, Port: 99}, msg(100, 1)); err != nil {
+		if _, err := p.Send(Addr{IP: netip.AddrFrom4([4]byte{10, 0, 0, 2}), Port: 99}, msg(100, 1)); err != nil {
 			t.Fatal(err)
 		}
 		if len(a.out) == 0 {
@@ -270,7 +271,7 @@ func TestOutgoing_pcpMarkingTagsEveryFrameWithItsPriority(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := msg(60_000, 3) // unscheduled and granted DATA, GRANTs
-	if _, err := cl.Send(Addr{IP: b.ip, Port: 99}, req); err != nil {
+	if _, err := cl.Send(Addr{IP: netip.AddrFrom4(b.ip), Port: 99}, req); err != nil {
 		t.Fatal(err)
 	}
 	frames := 0
@@ -320,7 +321,7 @@ func newResendTarget(t *testing.T, now *int64) (*Endpoint, *typeCounter, uint64)
 		t.Fatal(err)
 	}
 	p, _ := e.OpenClient()
-	id, _ := p.Send(Addr{IP: [4]byte{10, 0, 0, 2}, Port: 99}, make([]byte, 1_000_000))
+	id, _ := p.Send(Addr{IP: netip.AddrFrom4([4]byte{10, 0, 0, 2}), Port: 99}, make([]byte, 1_000_000))
 	return e, tx, id
 }
 
@@ -449,7 +450,7 @@ func TestOutgoing_scheduledDataQueue(t *testing.T) {
 			}
 		}
 		for i := range 4 {
-			cli.Send(Addr{IP: s.ip, Port: 99}, msg(20_000+1000*i, byte(i)))
+			cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, msg(20_000+1000*i, byte(i)))
 		}
 		n.flush()
 		for range 4 {

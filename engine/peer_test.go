@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"net/netip"
 	"testing"
 
 	"github.com/homa-dpdk/homa-dpdk/sched"
@@ -23,7 +24,7 @@ func TestPeer_incastAllowanceLimitsResponders(t *testing.T) {
 		servers = append(servers, s)
 	}
 	for _, s := range servers {
-		cli.Send(Addr{IP: s.ip, Port: 99}, msg(100, 1))
+		cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, msg(100, 1))
 	}
 	n.flush()
 	var ports []*Port
@@ -92,7 +93,7 @@ func TestPeer_cutoffsLearnedAndRecomputed(t *testing.T) {
 	s := n.addHost("s", 2, nil)
 	srv, _ := s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
-	dst := Addr{IP: s.ip, Port: 99}
+	dst := Addr{IP: netip.AddrFrom4(s.ip), Port: 99}
 	for _, size := range []int{100, 100, 5000, 5000, 60_000} {
 		cli.Send(dst, msg(size, 1))
 	}
@@ -143,9 +144,9 @@ func TestPeer_spoofedSourcesBounded(t *testing.T) {
 	// Live RPCs with the real peer both ways: the server's request is
 	// waiting for its reply, and s's own client RPC to it waits too.
 	cli, _ := cl.e.OpenClient()
-	cli.Send(Addr{IP: s.ip, Port: 99}, msg(3000, 1))
+	cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, msg(3000, 1))
 	scli, _ := s.e.OpenClient()
-	sid, _ := scli.Send(Addr{IP: cl.ip, Port: 99}, msg(100, 2))
+	sid, _ := scli.Send(Addr{IP: netip.AddrFrom4(cl.ip), Port: 99}, msg(100, 2))
 	n.flush()
 	req := receive(t, srv)
 	clReq := receive(t, clSrv)
@@ -206,7 +207,7 @@ func TestPeer_fullTableOfBusyPeersRefusesNewSources(t *testing.T) {
 	}
 	// The application's own sends are not refused.
 	p, _ := e.OpenClient()
-	if _, err := p.Send(Addr{IP: [4]byte{172, 16, 1, 1}, Port: 99}, msg(10, 1)); err != nil {
+	if _, err := p.Send(Addr{IP: netip.AddrFrom4([4]byte{172, 16, 1, 1}), Port: 99}, msg(10, 1)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
@@ -18,6 +19,7 @@ var (
 	ErrNoRPC           = errors.New("homa: no such RPC")                     // unknown id, or not in a state for this
 	ErrPortInUse       = errors.New("homa: port in use")
 	ErrBadPort         = errors.New("homa: server ports are 1..0x7fff")
+	ErrAddress         = errors.New("homa: not an IPv4 address") // IPv6 is not spoken yet
 	ErrClosed          = errors.New("homa: port closed")
 	ErrNoBufferSpace   = errors.New("homa: no receive buffer space") // PortHooks.RecvBuf had none
 )
@@ -84,9 +86,19 @@ type rpc struct {
 	lastData         uint64
 }
 
-// Addr names a Homa port on a host.
+// ip4 returns the IPv4 address of a (IPv4, or IPv4-mapped IPv6).
+func ip4(a netip.Addr) ([4]byte, bool) {
+	a = a.Unmap()
+	if !a.Is4() {
+		return [4]byte{}, false
+	}
+	return a.As4(), true
+}
+
+// Addr names a Homa port on a host. IP is an IPv4 address (an
+// IPv4-mapped IPv6 one is taken as that IPv4 address).
 type Addr struct {
-	IP   [4]byte
+	IP   netip.Addr
 	Port uint16
 }
 
@@ -237,7 +249,11 @@ func (p *Port) send(dst Addr, msg []byte, ref PayloadRef, private bool) (uint64,
 	if len(msg) < 1 || len(msg) > e.cfg.MaxMessageLength {
 		return 0, ErrMessageLength
 	}
-	pe := e.peerFor(dst.IP)
+	ip, ok := ip4(dst.IP)
+	if !ok {
+		return 0, ErrAddress
+	}
+	pe := e.peerFor(ip)
 	if pe == nil || !pe.resolvable() {
 		return 0, ErrPeerUnknown
 	}
@@ -279,7 +295,8 @@ func (p *Port) Reply(req Message, resp []byte) error { return p.ReplyRef(req, re
 func (p *Port) ReplyRef(req Message, resp []byte, ref PayloadRef) error {
 	e := p.e
 	e.now = e.cfg.Clock()
-	r := e.rpcs.get(rpcKey{ip: req.Peer.IP, id: req.ID})
+	ip, _ := ip4(req.Peer.IP)
+	r := e.rpcs.get(rpcKey{ip: ip, id: req.ID})
 	if r == nil || r.client || r.port != p || r.state != stateInService {
 		return ErrNoRPC
 	}
@@ -454,7 +471,7 @@ func (e *Endpoint) end(r *rpc) {
 	h := &r.port.hooks
 	e.releaseIn(&r.in, h)
 	if r.out.data != nil && h.OutDone != nil {
-		h.OutDone(r.id, Addr{IP: r.peer.ip, Port: r.dport}, r.out.data)
+		h.OutDone(r.id, Addr{IP: netip.AddrFrom4(r.peer.ip), Port: r.dport}, r.out.data)
 	}
 	r.out.data, r.out.ref = nil, 0
 	if len(e.dead)+len(e.spare) < maxSpareRPCs {
@@ -499,7 +516,7 @@ func (e *Endpoint) reap() {
 // fail ends client RPC r with err, delivered to the application.
 func (e *Endpoint) fail(r *rpc, err error) {
 	e.end(r)
-	r.port.deliver(Message{ID: r.id, Peer: Addr{IP: r.peer.ip, Port: r.dport}, Err: err}, r.private)
+	r.port.deliver(Message{ID: r.id, Peer: Addr{IP: netip.AddrFrom4(r.peer.ip), Port: r.dport}, Err: err}, r.private)
 }
 
 // lookup returns the RPC a received packet names, or nil. A client RPC

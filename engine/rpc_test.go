@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -18,13 +19,13 @@ func TestRPC_smallRequestResponseAndAck(t *testing.T) {
 	srv, _ := s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
 	req := msg(100, 1)
-	id, err := cli.Send(Addr{IP: s.ip, Port: 99}, req)
+	id, err := cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, req)
 	if err != nil || id%2 != 0 {
 		t.Fatalf("Send: id %d err %v", id, err)
 	}
 	n.flush()
 	m := receive(t, srv)
-	if !m.Request || m.ID != id^1 || !bytes.Equal(m.Data, req) || m.Peer != (Addr{c.ip, cli.Num()}) {
+	if !m.Request || m.ID != id^1 || !bytes.Equal(m.Data, req) || m.Peer != (Addr{netip.AddrFrom4(c.ip), cli.Num()}) {
 		t.Fatalf("request %+v", m)
 	}
 	resp := msg(2000, 2)
@@ -55,7 +56,7 @@ func TestRPC_smallRequestResponseAndAck(t *testing.T) {
 		t.Fatal("server RPC not freed by the ACK")
 	}
 	// The second request picks up the peer's cutoffs: 100 bytes go at 7.
-	cli.Send(Addr{IP: s.ip, Port: 99}, req)
+	cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, req)
 	n.flush()
 	wantLog(t, n, `c: xmit DATA 100@0 p7`)
 }
@@ -67,7 +68,7 @@ func TestRPC_unknownRestartsRequestWhoseDataWasLost(t *testing.T) {
 	srv, _ := s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
 	n.drop = dropOnce("c: xmit DATA 10@0 p6")
-	cli.Send(Addr{IP: s.ip, Port: 99}, msg(10, 1))
+	cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, msg(10, 1))
 	n.flush()
 	n.advance(5_000_000)
 	wantLog(t, n, `
@@ -89,7 +90,7 @@ func TestRPC_serverForgetsRPCOfRestartedClient(t *testing.T) {
 	s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
 	n.drop = dropOnce("c: xmit DATA 1000@1000 p6")
-	cli.Send(Addr{IP: s.ip, Port: 99}, msg(2500, 1))
+	cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, msg(2500, 1))
 	n.flush()
 	// The client host restarts: a new endpoint at the same address, with
 	// no RPCs. The server's RESEND is answered with RPC_UNKNOWN.
@@ -111,7 +112,7 @@ func TestRPC_unknownDuringResponseIsPeerRestarted(t *testing.T) {
 	s := n.addHost("s", 2, smallPackets)
 	srv, _ := s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
-	cli.Send(Addr{IP: s.ip, Port: 99}, msg(10, 1))
+	cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, msg(10, 1))
 	n.flush()
 	n.drop = func(l string) bool { return l == "s: xmit DATA 1000@1000 p6" }
 	srv.Reply(receive(t, srv), msg(2500, 1))
@@ -144,7 +145,7 @@ func TestRPC_staleUnknownDuringResponseIsIgnored(t *testing.T) {
 			req = slices.Clone(frame)
 		}
 	}
-	cli.Send(Addr{IP: s.ip, Port: 99}, msg(10, 1))
+	cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, msg(10, 1))
 	n.flush()
 	n.drop = func(l string) bool { return l == "s: xmit DATA 1000@1000 p6" }
 	want := msg(2500, 7)
@@ -182,7 +183,7 @@ func TestRPC_acksPiggybackedThenSentWhenSixAreBuffered(t *testing.T) {
 	s := n.addHost("s", 2, nil)
 	srv, _ := s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
-	dst := Addr{IP: s.ip, Port: 99}
+	dst := Addr{IP: netip.AddrFrom4(s.ip), Port: 99}
 	for range 6 {
 		cli.Send(dst, msg(10, 1))
 	}
@@ -223,7 +224,7 @@ func TestRPC_privateResultOnlyThroughWait(t *testing.T) {
 	s := n.addHost("s", 2, nil)
 	srv, _ := s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
-	id, _ := cli.SendPrivate(Addr{IP: s.ip, Port: 99}, msg(10, 1))
+	id, _ := cli.SendPrivate(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, msg(10, 1))
 	if _, ok, err := cli.Wait(id); ok || err != nil {
 		t.Fatal("ready before the response")
 	}
@@ -248,7 +249,7 @@ func TestRPC_abortOneAndAll(t *testing.T) {
 	s := n.addHost("s", 2, nil)
 	s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
-	dst := Addr{IP: s.ip, Port: 99}
+	dst := Addr{IP: netip.AddrFrom4(s.ip), Port: 99}
 	a, _ := cli.Send(dst, msg(10, 1))
 	cli.Send(dst, msg(10, 1))
 	cli.Send(dst, msg(10, 1))
@@ -273,13 +274,13 @@ func TestRPC_sendErrors(t *testing.T) {
 	n := newTestNet(t)
 	c := n.addHost("c", 1, nil)
 	cli, _ := c.e.OpenClient()
-	if _, err := cli.Send(Addr{IP: [4]byte{10, 9, 9, 9}, Port: 1}, msg(10, 0)); err != ErrPeerUnknown {
+	if _, err := cli.Send(Addr{IP: netip.AddrFrom4([4]byte{10, 9, 9, 9}), Port: 1}, msg(10, 0)); err != ErrPeerUnknown {
 		t.Fatalf("unknown peer: %v", err)
 	}
-	if _, err := cli.Send(Addr{IP: c.ip, Port: 1}, nil); err != ErrMessageLength {
+	if _, err := cli.Send(Addr{IP: netip.AddrFrom4(c.ip), Port: 1}, nil); err != ErrMessageLength {
 		t.Fatalf("empty: %v", err)
 	}
-	if _, err := cli.Send(Addr{IP: c.ip, Port: 1}, make([]byte, 1_000_001)); err != ErrMessageLength {
+	if _, err := cli.Send(Addr{IP: netip.AddrFrom4(c.ip), Port: 1}, make([]byte, 1_000_001)); err != ErrMessageLength {
 		t.Fatalf("too long: %v", err)
 	}
 	if _, err := c.e.Bind(0x8000); err != ErrBadPort {
@@ -300,7 +301,7 @@ func TestRPC_lateDuplicateAfterAckDoesNotExecuteAgain(t *testing.T) {
 	s := n.addHost("s", 2, nil)
 	srv, _ := s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
-	cli.Send(Addr{IP: s.ip, Port: 99}, msg(10, 1))
+	cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, msg(10, 1))
 	late := c.out[0].frame // the request packet, to deliver again later
 	n.flush()
 	srv.Reply(receive(t, srv), msg(10, 2))
@@ -333,7 +334,7 @@ func TestRPC_closePort(t *testing.T) {
 	s := n.addHost("s", 2, nil)
 	srv, _ := s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
-	dst := Addr{IP: s.ip, Port: 99}
+	dst := Addr{IP: netip.AddrFrom4(s.ip), Port: 99}
 	cli.Send(dst, msg(10, 1))
 	cli.Send(dst, msg(10, 2))
 	n.flush()
@@ -411,7 +412,7 @@ func TestSendRef_payloadsFromTheMessagesMemory(t *testing.T) {
 		var done []uint64
 		cl.SetHooks(PortHooks{OutDone: func(id uint64, _ Addr, _ []byte) { done = append(done, id) }})
 		req := msg(5000, 3)
-		id, err := cl.SendRef(Addr{IP: s.ip, Port: 99}, req, 0x5e17)
+		id, err := cl.SendRef(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, req, 0x5e17)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -503,7 +504,7 @@ func TestRPC_restartsDoNotPostponeTimeout(t *testing.T) {
 			c.mh.SetReceive(e.Receive)
 			cli, _ := e.OpenClient()
 			start := net.Now()
-			id, _ := cli.Send(Addr{IP: srv.mh.IP(), Port: 99}, msg(100_000, 1))
+			id, _ := cli.Send(Addr{IP: netip.AddrFrom4(srv.mh.IP()), Port: 99}, msg(100_000, 1))
 			bound := int64(cfg.TimeoutTicks+1) * cfg.TickNs
 			if busy {
 				restarts := cfg.TimeoutTicks / cfg.ResendInterval // MaxRestarts' default

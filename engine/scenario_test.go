@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"math/rand/v2"
+	"net/netip"
 	"os"
 	"sort"
 	"strconv"
@@ -226,7 +227,7 @@ func (h *simHost) startRPC() {
 	reqSize, respSize := s.wl.draw(s.rng), max(s.wl.draw(s.rng), 1)
 	req := request(s.serial, reqSize, respSize)
 	s.reqLen[s.serial] = len(req)
-	id, err := h.cli.Send(Addr{IP: dst.mh.IP(), Port: 99}, req)
+	id, err := h.cli.Send(Addr{IP: netip.AddrFrom4(dst.mh.IP()), Port: 99}, req)
 	if err != nil {
 		s.t.Fatalf("Send: %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net/netip"
 	"slices"
 	"testing"
 
@@ -167,7 +168,7 @@ func (h *slowdownHost) serve() {
 		if !ok {
 			break
 		}
-		k := sdKey{m.Peer.IP, m.ID ^ 1}
+		k := sdKey{m.Peer.IP.As4(), m.ID ^ 1}
 		st, known := s.started[k]
 		if !known || len(m.Data) != st.size {
 			s.t.Fatalf("unexpected request %v (%d bytes)", k, len(m.Data))
@@ -198,7 +199,7 @@ func (h *slowdownHost) serve() {
 // send starts a message of size bytes from h to dst now.
 func (h *slowdownHost) send(dst *slowdownHost, size int) {
 	s := h.run
-	id, err := h.cli.Send(Addr{IP: dst.mh.IP(), Port: 99}, s.payload[:size])
+	id, err := h.cli.Send(Addr{IP: netip.AddrFrom4(dst.mh.IP()), Port: 99}, s.payload[:size])
 	if err != nil {
 		s.t.Fatalf("Send: %v", err)
 	}

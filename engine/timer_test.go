@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"net/netip"
 	"strings"
 	"testing"
 )
@@ -28,7 +29,7 @@ func TestTimer_resendAfterFiveSilentTicksAtNamedPriority(t *testing.T) {
 	srv, _ := s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
 	req := msg(2500, 1)
-	cli.Send(Addr{IP: s.ip, Port: 99}, req)
+	cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, req)
 	n.drop = dropOnce("c: xmit DATA 1000@1000 p6")
 	n.flush()
 	n.takeLog()
@@ -57,7 +58,7 @@ func TestTimer_resendRepeatsEveryInterval(t *testing.T) {
 	s := n.addHost("s", 2, smallPackets)
 	s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
-	cli.Send(Addr{IP: s.ip, Port: 99}, msg(2500, 1))
+	cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, msg(2500, 1))
 	n.drop = func(l string) bool {
 		return l == "c: xmit DATA 500@2000 p6" || strings.HasPrefix(l, "c: xmit DATA 500@2000 retx")
 	}
@@ -90,7 +91,7 @@ func TestTimer_resendsAreTheKernels(t *testing.T) {
 	srv, _ := s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
 	req := msg(2500, 1)
-	cli.Send(Addr{IP: s.ip, Port: 99}, req)
+	cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, req)
 	n.drop = dropOnce("c: xmit DATA 1000@1000 p6")
 	n.flush()
 	n.takeLog()
@@ -111,7 +112,7 @@ func TestTimer_busyWhileServerWorks(t *testing.T) {
 	s := n.addHost("s", 2, nil)
 	srv, _ := s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
-	cli.Send(Addr{IP: s.ip, Port: 99}, msg(10, 1))
+	cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, msg(10, 1))
 	n.flush()
 	n.takeLog()
 	n.advance(300_000_000) // 300 ticks: far past the timeout
@@ -137,7 +138,7 @@ func TestTimer_timeoutAfterHundredSilentTicks(t *testing.T) {
 	srv, _ := s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
 	n.drop = func(l string) bool { return strings.HasPrefix(l, "s:") } // server mute
-	id, _ := cli.Send(Addr{IP: s.ip, Port: 99}, msg(10, 1))
+	id, _ := cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, msg(10, 1))
 	n.advance(99_000_000)
 	if _, ok := cli.Receive(); ok {
 		t.Fatal("timed out early")
@@ -171,7 +172,7 @@ func TestTimer_lostGrantRecoveredByResend(t *testing.T) {
 	cli, _ := c.e.OpenClient()
 	req := msg(7500, 1)
 	n.drop = dropOnce("s: xmit GRANT 7500@0") // the last grant
-	cli.Send(Addr{IP: s.ip, Port: 99}, req)
+	cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, req)
 	n.flush()
 	log := n.takeLog()
 	if !strings.HasSuffix(log, "s: xmit GRANT 7500@0\nc: xmit DATA 1000@6000 p0") {
@@ -205,7 +206,7 @@ func TestTimer_lateRunRunsOneTick(t *testing.T) {
 	s := n.addHost("s", 2, smallPackets)
 	srv, _ := s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
-	dst := Addr{IP: s.ip, Port: 99}
+	dst := Addr{IP: netip.AddrFrom4(s.ip), Port: 99}
 	req := msg(2500, 1)
 	id, _ := cli.Send(dst, req)
 	n.takeLog()

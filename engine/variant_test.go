@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -54,7 +55,7 @@ func exchange(t *testing.T, n *testNet, c, s *testHost, reqLen, respLen int) {
 		t.Fatal(err)
 	}
 	req, resp := msg(reqLen, 1), msg(respLen, 2)
-	if _, err := cli.Send(Addr{IP: s.ip, Port: 99}, req); err != nil {
+	if _, err := cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, req); err != nil {
 		t.Fatal(err)
 	}
 	var got Message
@@ -134,7 +135,7 @@ func TestChecksum_verifiedOnReceive(t *testing.T) {
 		})
 		n.addHost("s", 2, nil)
 		cli, _ := c.e.OpenClient()
-		cli.Send(Addr{IP: [4]byte{10, 0, 0, 2}, Port: 99}, msg(500, 1))
+		cli.Send(Addr{IP: netip.AddrFrom4([4]byte{10, 0, 0, 2}), Port: 99}, msg(500, 1))
 		return c.out[0].frame
 	}
 	for _, tc := range []struct {
@@ -228,7 +229,7 @@ func TestUpstream_configuredPeerGetsWholeMessages(t *testing.T) {
 	})
 	n.addHost("s", 2, func(cfg *Config) { cfg.Upstream = true })
 	cli, _ := c.e.OpenClient()
-	cli.Send(Addr{IP: sIP, Port: 99}, msg(100_000, 1))
+	cli.Send(Addr{IP: netip.AddrFrom4(sIP), Port: 99}, msg(100_000, 1))
 	for range 200 { // the pacer's deadlines only: no frame comes back
 		n.now = max(n.now, c.e.NextDeadline())
 		c.e.Run()
@@ -277,7 +278,7 @@ func TestExtension_onlyToHomaDPDKPeers(t *testing.T) {
 			})
 			s := n.addHost("s", 2, nil)
 			cli, _ := c.e.OpenClient()
-			cli.Send(Addr{IP: s.ip, Port: 99}, msg(100, 1))
+			cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, msg(100, 1))
 			_, has := sched.DecodeAllowance(pad(c.out[0].frame))
 			if has != tc.want {
 				t.Errorf("extension sent %v, want %v (pad % x)", has, tc.want, pad(c.out[0].frame))
@@ -293,11 +294,11 @@ func TestExtension_onlyToHomaDPDKPeers(t *testing.T) {
 	c := n.addHost("c", 1, kernel)
 	s := n.addHost("s", 2, nil) // it sends the extension to c
 	sc, _ := s.e.OpenClient()
-	sc.Send(Addr{IP: c.ip, Port: 99}, msg(100, 3)) // s → c first: c hears the extension
+	sc.Send(Addr{IP: netip.AddrFrom4(c.ip), Port: 99}, msg(100, 3)) // s → c first: c hears the extension
 	c.e.Bind(99)
 	n.flush()
 	cli, _ := c.e.OpenClient()
-	cli.Send(Addr{IP: s.ip, Port: 99}, msg(100, 1))
+	cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, msg(100, 1))
 	if _, has := sched.DecodeAllowance(pad(c.out[len(c.out)-1].frame)); !has {
 		t.Error("no extension to a peer that sent one")
 	}

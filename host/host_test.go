@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"path/filepath"
 	"testing"
 	"time"
@@ -88,7 +89,7 @@ func runRPCs(t *testing.T, a, b *Host, sizes []int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst := engine.Addr{IP: b.me.ip, Port: 99}
+	dst := engine.Addr{IP: netip.AddrFrom4(b.me.ip), Port: 99}
 	rng := rand.New(rand.NewPCG(7, 7))
 	sent := map[uint64][]byte{}
 	next, done := 0, 0
@@ -261,11 +262,11 @@ func TestHost_sendWaitsForARPAndFailsWhenUnanswered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	silent, err := cl.Send(engine.Addr{IP: [4]byte{10, 0, 0, 77}, Port: 99}, []byte("anyone?"))
+	silent, err := cl.Send(engine.Addr{IP: netip.AddrFrom4([4]byte{10, 0, 0, 77}), Port: 99}, []byte("anyone?"))
 	if err != nil {
 		t.Fatalf("send to a resolving address: %v (it should wait)", err)
 	}
-	live, err := cl.Send(engine.Addr{IP: b.me.ip, Port: 99}, []byte("hello"))
+	live, err := cl.Send(engine.Addr{IP: netip.AddrFrom4(b.me.ip), Port: 99}, []byte("hello"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package host
 
 import (
 	"bytes"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ func TestHost_linkDownStopsPollingUntilUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst := engine.Addr{IP: b.me.ip, Port: 99}
+	dst := engine.Addr{IP: netip.AddrFrom4(b.me.ip), Port: 99}
 	rpc := func(msg []byte) (uint64, func() bool) {
 		id, err := cl.Send(dst, msg)
 		if err != nil {
@@ -113,7 +114,7 @@ func TestHost_stopSendingDropsQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.StopSending()
-	if _, err := cl.Send(engine.Addr{IP: b.me.ip, Port: 99}, make([]byte, 10_000)); err != nil {
+	if _, err := cl.Send(engine.Addr{IP: netip.AddrFrom4(b.me.ip), Port: 99}, make([]byte, 10_000)); err != nil {
 		t.Fatal(err)
 	}
 	passFor(a, b, 50*time.Millisecond)

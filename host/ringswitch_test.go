@@ -3,6 +3,7 @@ package host
 import (
 	"bytes"
 	"fmt"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -70,7 +71,7 @@ func TestRingSwitch_fourHostsAllPairs(t *testing.T) {
 				continue
 			}
 			body := []byte(fmt.Sprintf("from %d to %d %s", i, j, bytes.Repeat([]byte{byte(i*n + j)}, 3000)))
-			if _, err := clients[i].Send(engine.Addr{IP: hosts[j].IP(), Port: 99}, body); err != nil {
+			if _, err := clients[i].Send(engine.Addr{IP: netip.AddrFrom4(hosts[j].IP()), Port: 99}, body); err != nil {
 				t.Fatal(err)
 			}
 			want[fmt.Sprintf("%d>%d", i, j)] = body

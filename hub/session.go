@@ -2,6 +2,7 @@ package hub
 
 import (
 	"errors"
+	"net/netip"
 	"unsafe"
 
 	"github.com/homa-dpdk/homa-dpdk/engine"
@@ -246,7 +247,7 @@ func (ws *session) send(sub *shm.Submission) {
 	}
 	msg := ws.Arena[sub.Offset : sub.Offset+uint64(sub.Length)]
 	sr := sendRef{cookie: sub.Cookie, offset: sub.Offset, length: sub.Length, client: true}
-	id, err := ws.client.SendRef(engine.Addr{IP: sub.PeerIP, Port: sub.PeerPort}, msg, ws.holdPayload(&sr))
+	id, err := ws.client.SendRef(engine.Addr{IP: netip.AddrFrom4(sub.PeerIP), Port: sub.PeerPort}, msg, ws.holdPayload(&sr))
 	if err != nil {
 		ws.dropPayload(&sr)
 		ws.refuse(sub, errCode(err), true)
@@ -266,7 +267,7 @@ func (ws *session) reply(sub *shm.Submission) {
 	}
 	msg := ws.Arena[sub.Offset : sub.Offset+uint64(sub.Length)]
 	sr := sendRef{cookie: sub.Cookie, offset: sub.Offset, length: sub.Length}
-	err := p.ReplyRef(engine.Message{ID: sub.RPCID, Peer: engine.Addr{IP: sub.PeerIP, Port: sub.PeerPort}, Request: true}, msg, ws.holdPayload(&sr))
+	err := p.ReplyRef(engine.Message{ID: sub.RPCID, Peer: engine.Addr{IP: netip.AddrFrom4(sub.PeerIP), Port: sub.PeerPort}, Request: true}, msg, ws.holdPayload(&sr))
 	if errors.Is(err, engine.ErrMessageLength) {
 		// Too long for the client (a peer that may run kernel Homa):
 		// the request is still in service, for a shorter reply.
@@ -346,7 +347,7 @@ func (ws *session) pageOf(buf []byte) int {
 func (ws *session) deliver(m engine.Message, port uint16) {
 	if m.Err != nil { // a client RPC failed
 		ws.outst--
-		c := shm.Completion{Op: shm.CompError, RPCID: m.ID, Err: errCode(m.Err), PeerIP: m.Peer.IP, PeerPort: m.Peer.Port}
+		c := shm.Completion{Op: shm.CompError, RPCID: m.ID, Err: errCode(m.Err), PeerIP: m.Peer.IP.As4(), PeerPort: m.Peer.Port}
 		if ref, ok := ws.sends[rpcRef{id: m.ID}]; ok { // OutDone already released the range
 			c.Cookie = ref.cookie
 			delete(ws.sends, rpcRef{id: m.ID})
@@ -356,12 +357,12 @@ func (ws *session) deliver(m engine.Message, port uint16) {
 	}
 	page, pages := ws.pageOf(m.Data), shm.PagesFor(len(m.Data))
 	ws.Pages.Deliver(page, pages)
-	c := shm.Completion{RPCID: m.ID, PeerIP: m.Peer.IP, PeerPort: m.Peer.Port,
+	c := shm.Completion{RPCID: m.ID, PeerIP: m.Peer.IP.As4(), PeerPort: m.Peer.Port,
 		Length: uint32(len(m.Data)), Page: uint32(page), Pages: uint32(pages)}
 	if m.Request {
 		c.Op = shm.CompRequest
 		c.Port = port
-		ws.requests[rpcRef{ip: m.Peer.IP, id: m.ID}] = ws.servers[port] // counted in outst since RecvBuf
+		ws.requests[rpcRef{ip: m.Peer.IP.As4(), id: m.ID}] = ws.servers[port] // counted in outst since RecvBuf
 	} else {
 		c.Op = shm.CompResponse
 		ws.outst--
@@ -377,7 +378,7 @@ func (ws *session) deliver(m engine.Message, port uint16) {
 func (ws *session) outDone(id uint64, peer engine.Addr, _ []byte) {
 	ref := rpcRef{id: id}
 	if id&1 == 1 { // a server RPC is named by its client too
-		ref.ip = peer.IP
+		ref.ip = peer.IP.As4()
 	}
 	s, ok := ws.sends[ref]
 	if !ok {

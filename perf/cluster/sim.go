@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net/netip"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/engine"
@@ -239,7 +240,7 @@ func (h *host) serve() {
 		if !ok {
 			break
 		}
-		src, known := s.byIP[m.Peer.IP]
+		src, known := s.byIP[m.Peer.IP.As4()]
 		k := msgKey{src, m.ID ^ 1}
 		st, ok := s.inflight[k]
 		switch {
@@ -316,7 +317,7 @@ func arrivals(cfg Config, wl *slowdown.Workload) []arrival {
 // send starts a message now.
 func (s *sim) send(a arrival, measured bool) {
 	h := s.hosts[a.src]
-	id, err := h.cli.Send(engine.Addr{IP: s.hosts[a.dst].mh.IP(), Port: serverPort}, s.payload[:a.size])
+	id, err := h.cli.Send(engine.Addr{IP: netip.AddrFrom4(s.hosts[a.dst].mh.IP()), Port: serverPort}, s.payload[:a.size])
 	if err != nil {
 		s.fail("host %d: Send: %v", a.src, err)
 		return

@@ -19,6 +19,7 @@ package enginebench
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"runtime"
 	"time"
 
@@ -151,7 +152,7 @@ func newPair(maxLen int) (*pair, error) {
 	if p.cli, err = p.c.OpenClient(); err != nil {
 		return nil, err
 	}
-	p.dst = engine.Addr{IP: [4]byte{10, 0, 0, 2}, Port: 99}
+	p.dst = engine.Addr{IP: netip.AddrFrom4([4]byte{10, 0, 0, 2}), Port: 99}
 	p.srv.SetHooks(engine.PortHooks{
 		Deliver: func(m engine.Message) { p.reqs = append(p.reqs, m) },
 		RecvBuf: func(n int) ([]byte, bool) { return p.sBuf[:n], true },

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -180,7 +181,7 @@ func Run(cfg Config) (*Result, error) {
 	for i := range msg {
 		msg[i] = byte(i*13 + 1)
 	}
-	pinger := &loopPinger{h: a, port: cport, dst: engine.Addr{IP: b.IP(), Port: 98}, msg: msg, clock: clock,
+	pinger := &loopPinger{h: a, port: cport, dst: engine.Addr{IP: netip.AddrFrom4(b.IP()), Port: 98}, msg: msg, clock: clock,
 		hist: hdrhistogram.New(1, 10_000_000_000, 3)}
 	a.AddApp(host.AppFunc(pinger.run))
 
