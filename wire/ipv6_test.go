@@ -130,3 +130,58 @@ func TestParseIPv6_noAllocs(t *testing.T) {
 		t.Errorf("%v allocations", n)
 	}
 }
+
+// v6frame is an Ethernet frame carrying homa over IPv6 (next header proto)
+// at priority 5, from goldenV6Src to goldenV6Dst.
+func v6frame(homa []byte, proto uint8) []byte {
+	b := make([]byte, EthernetHeaderLen+IPv6HeaderLen)
+	ef := EthernetFields{Dst: testMAC2, Src: testMAC1, Type: EtherTypeIPv6}
+	ef.Encode(b)
+	f := HomaIPv6Fields(goldenV6Src, goldenV6Dst, 5, len(homa))
+	f.NextHeader = proto
+	f.Encode(b[EthernetHeaderLen:])
+	return append(b, homa...)
+}
+
+func TestParseHomaIP_ipv6(t *testing.T) {
+	data := append(mustHex(t, goldenData), "message"...)
+	parse := func(b []byte) (Frame, DropReason) {
+		var l Link
+		var f Frame
+		ParseLink(b, &l)
+		return f, ParseHomaIP(&l, &f, true)
+	}
+	f, r := parse(append(v6frame(data, IPProtoHoma), 0, 0)) // link padding
+	if r != DropNone || f.Type != TypeData || f.IPv4 != nil || f.IPv6 == nil || string(f.Payload) != "message" ||
+		f.Src() != goldenV6Src || f.Dst() != goldenV6Dst || f.Priority() != 5 || f.Hijacked || f.Len() != len(v6frame(data, IPProtoHoma)) {
+		t.Fatalf("IPv6 DATA: %v, %+v", r, f)
+	}
+	c := f.Clone()
+	if c.IPv6 == nil || c.Type != TypeData || string(c.Payload) != "message" || &c.Homa[0] == &f.Homa[0] {
+		t.Errorf("Clone: %+v", c)
+	}
+	if f, r := parse(v6frame(data, IPProtoTCP)); r != DropNone || !f.Hijacked {
+		t.Errorf("hijacked over IPv6: %v %v", r, f.Hijacked)
+	}
+	notHijacked := append([]byte(nil), data...)
+	Common(notHijacked).SetUrgent(0)
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want DropReason
+	}{
+		{"UDP", v6frame(data, 17), DropNotHoma},
+		{"TCP, not hijacked", v6frame(notHijacked, IPProtoTCP), DropNotHijacked},
+		{"short Homa", v6frame(data[:40], IPProtoHoma), DropShortHomaHeader},
+		{"fragment", v6frame(append(ext(IPProtoHoma, 0), data...), IPv6Fragment), DropIPFragment},
+	} {
+		if f, r := parse(tc.b); r != tc.want || f.Type != 0 || f.IPv6 != nil {
+			t.Errorf("%s: %v, want %v (frame %+v)", tc.name, r, tc.want, f)
+		}
+	}
+	// An IPv4 frame parses as before, its addresses mapped.
+	f, r = parse(homaFrame(t, mustHex(t, goldenGrant)))
+	if r != DropNone || f.IPv4 == nil || f.IPv6 != nil || f.Src() != MapIPv4(f.IPv4.Src()) {
+		t.Errorf("IPv4 through ParseHomaIP: %v %+v", r, f)
+	}
+}

@@ -97,8 +97,9 @@ func (r DropReason) String() string {
 type Frame struct {
 	Ethernet Ethernet // the 14-byte Ethernet header
 	VLAN     VLAN     // the 4-byte 802.1Q tag, or nil if untagged
-	IPv4     IPv4     // header (options included) and payload, TotalLength bytes
-	Homa     Common   // the IPv4 payload: Homa header and any data
+	IPv4     IPv4     // header (options included) and payload, TotalLength bytes; nil over IPv6
+	IPv6     IPv6     // over IPv6 (ParseHomaIP): the packet, 40 + PayloadLength bytes; else nil
+	Homa     Common   // the IP payload: Homa header and any data
 
 	// Type is the Homa packet type; Homa has at least Type.HeaderLen()
 	// bytes, so Data(f.Homa), Grant(f.Homa), ... are safe to read.
@@ -334,8 +335,66 @@ func ParseHoma(b []byte) (PacketType, DropReason) {
 }
 
 // Priority returns the Homa priority the frame arrived at, from the IPv4
-// TOS byte. (With PCP marking, read f.VLAN.PCP() instead.)
-func (f *Frame) Priority() uint8 { return f.IPv4.Priority() }
+// TOS byte or the IPv6 traffic class. (With PCP marking, read
+// f.VLAN.PCP() instead.)
+func (f *Frame) Priority() uint8 {
+	if f.IPv6 != nil {
+		return f.IPv6.Priority()
+	}
+	return f.IPv4.Priority()
+}
+
+// Src and Dst return the frame's addresses as IPv6 ones, IPv4 addresses
+// mapped (::ffff:a.b.c.d), as kernel Homa holds them.
+func (f *Frame) Src() [16]byte {
+	if f.IPv6 != nil {
+		return f.IPv6.Src()
+	}
+	return MapIPv4(f.IPv4.Src())
+}
+
+func (f *Frame) Dst() [16]byte {
+	if f.IPv6 != nil {
+		return f.IPv6.Dst()
+	}
+	return MapIPv4(f.IPv4.Dst())
+}
+
+// ParseHomaIP is ParseHomaIPv4 for either family: an IPv6 link
+// (EtherTypeIPv6) is validated with ParseIPv6, its upper layer Homa (next
+// header 146) or a hijacked TCP segment (6), and f.IPv6 set instead of
+// f.IPv4; a frame in two pieces over IPv6 is refused (DropSplitHeaders:
+// hosts join those). Other EtherTypes give DropNotIPv4.
+func ParseHomaIP(l *Link, f *Frame, verifyIPChecksum bool) DropReason {
+	if l.Type != EtherTypeIPv6 {
+		return ParseHomaIPv4(l, f, verifyIPChecksum)
+	}
+	*f = Frame{}
+	if l.Tail != nil {
+		return DropSplitHeaders
+	}
+	ip, proto, off, r := ParseIPv6(l.Payload)
+	if r != DropNone {
+		return r
+	}
+	switch proto {
+	case IPProtoHoma:
+	case IPProtoTCP:
+		if r = hijackCheck(ip[off:]); r != DropNone {
+			return r
+		}
+	default:
+		return DropNotHoma
+	}
+	homa := Common(ip[off:])
+	t, r := ParseHoma(homa)
+	if r != DropNone {
+		return r
+	}
+	f.Ethernet, f.VLAN, f.IPv6, f.Homa = l.Ethernet, l.VLAN, ip, homa
+	f.Type, f.Payload, f.Hijacked = t, homa[min(t.HeaderLen(), len(homa)):], proto == IPProtoTCP
+	return DropNone
+}
 
 // EthernetFields returns the link header's fields, the 802.1Q tag
 // included when present; re-encoding them reproduces the link header.
@@ -349,7 +408,7 @@ func (f *Frame) EthernetFields() EthernetFields {
 
 // Len returns the number of frame bytes the views cover: link header(s)
 // plus the IPv4 total length (padding excluded).
-func (f *Frame) Len() int { return len(f.Ethernet) + len(f.VLAN) + len(f.IPv4) }
+func (f *Frame) Len() int { return len(f.Ethernet) + len(f.VLAN) + len(f.IPv4) + len(f.IPv6) }
 
 // Clone returns a copy of an accepted frame whose views point into a newly
 // allocated buffer, so it outlives the original bytes. Cloning a zero
@@ -362,6 +421,8 @@ func (f *Frame) Clone() Frame {
 	buf := make([]byte, f.Len())
 	// The views are contiguous slices of one frame, starting at Ethernet.
 	copy(buf, f.Ethernet[:f.Len()])
-	parseFrame(buf, &c, false)
+	var l Link
+	ParseLink(buf, &l)
+	ParseHomaIP(&l, &c, false)
 	return c
 }
