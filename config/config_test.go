@@ -93,12 +93,12 @@ func TestLoad_peersAndVariants(t *testing.T) {
 		{10, 9, 0, 1}:    {Prefix: s.Peers[1].Prefix, Variant: "full"},
 		{192, 168, 0, 1}: {},
 	} {
-		if got := s.PeerFor(ip); got != want {
+		if got := s.PeerFor(netip.AddrFrom4(ip)); got != want {
 			t.Errorf("PeerFor(%v) = %+v, want %+v", ip, got, want)
 		}
 	}
 	s, err = Load(Source{File: writeFile(t, minimal+"peers:\n  - prefix: 0.0.0.0/0\n    hijack: true\n")})
-	if err != nil || !s.PeerFor([4]byte{1, 2, 3, 4}).Hijack || s.Protocol.Variant != "full" || s.Protocol.VerifyChecksum != "hijacked" || s.Protocol.Checksum {
+	if err != nil || !s.PeerFor(netip.AddrFrom4([4]byte{1, 2, 3, 4})).Hijack || s.Protocol.Variant != "full" || s.Protocol.VerifyChecksum != "hijacked" || s.Protocol.Checksum {
 		t.Errorf("hijack for every peer, defaults otherwise: %v %+v %+v", err, s.Peers, s.Protocol)
 	}
 }
@@ -311,7 +311,7 @@ func TestLoad_longMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := &s.Protocol
-	if h.MaxMessage != 64<<20 || len(h.LongMessagePeers) != 1 || !h.TakesLongMessages([4]byte{10, 0, 0, 9}) || h.TakesLongMessages([4]byte{10, 0, 1, 9}) {
+	if h.MaxMessage != 64<<20 || len(h.LongMessagePeers) != 1 || !h.TakesLongMessages(netip.AddrFrom4([4]byte{10, 0, 0, 9})) || h.TakesLongMessages(netip.AddrFrom4([4]byte{10, 0, 1, 9})) {
 		t.Errorf("max_message %d, long_message_peers %v", h.MaxMessage, h.LongMessagePeers)
 	}
 	t.Setenv("HOMA_PROTOCOL_LONG_MESSAGE_PEERS", "10.0.1.0/24,10.0.2.7/32")
@@ -319,7 +319,7 @@ func TestLoad_longMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h := &s.Protocol; len(h.LongMessagePeers) != 2 || !h.TakesLongMessages([4]byte{10, 0, 2, 7}) || h.TakesLongMessages([4]byte{10, 0, 0, 9}) {
+	if h := &s.Protocol; len(h.LongMessagePeers) != 2 || !h.TakesLongMessages(netip.AddrFrom4([4]byte{10, 0, 2, 7})) || h.TakesLongMessages(netip.AddrFrom4([4]byte{10, 0, 0, 9})) {
 		t.Errorf("from the environment: %v", h.LongMessagePeers)
 	}
 	t.Setenv("HOMA_PROTOCOL_LONG_MESSAGE_PEERS", "")
@@ -328,12 +328,12 @@ func TestLoad_longMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !s.Protocol.TakesLongMessages([4]byte{192, 168, 1, 1}) {
+	if !s.Protocol.TakesLongMessages(netip.AddrFrom4([4]byte{192, 168, 1, 1})) {
 		t.Error("0.0.0.0/0 does not name every peer")
 	}
 	// The defaults are kernel Homa's: no peer takes long messages.
 	s, err = Load(Source{File: writeFile(t, minimal)})
-	if err != nil || s.Protocol.TakesLongMessages([4]byte{10, 0, 0, 2}) {
+	if err != nil || s.Protocol.TakesLongMessages(netip.AddrFrom4([4]byte{10, 0, 0, 2})) {
 		t.Fatalf("defaults: %v, %v", err, s.Protocol.LongMessagePeers)
 	}
 }

@@ -137,8 +137,8 @@ type ProtocolSpec struct {
 // TakesLongMessages reports whether the peer at ip is one of
 // LongMessagePeers: it may be sent, and may send, messages above kernel
 // Homa's 1,000,000 bytes.
-func (h *ProtocolSpec) TakesLongMessages(ip [4]byte) bool {
-	a := netip.AddrFrom4(ip)
+func (h *ProtocolSpec) TakesLongMessages(ip netip.Addr) bool {
+	a := ip.Unmap()
 	for _, p := range h.LongMessagePeers {
 		if p.Contains(a) {
 			return true
@@ -165,8 +165,8 @@ type PeerSpec struct {
 
 // PeerFor returns the entry of Peers that applies to the peer at ip, or
 // the zero PeerSpec (native framing, variant auto) when none does.
-func (s *Spec) PeerFor(ip [4]byte) PeerSpec {
-	a := netip.AddrFrom4(ip)
+func (s *Spec) PeerFor(ip netip.Addr) PeerSpec {
+	a := ip.Unmap()
 	for _, p := range s.Peers {
 		if p.Prefix.Contains(a) {
 			return p

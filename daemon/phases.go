@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -145,7 +146,7 @@ func (d *Daemon) hostConfigFor(i int, clock func() int64, wallOff int64) (host.C
 	ec.MTU, ec.UnschedBytes, ec.MaxMessageLength = ps.MTU, h.UnschedBytes, h.MaxMessage
 	// Peers outside protocol.long_message_peers may run kernel Homa: the
 	// engine holds them to its 1,000,000 bytes.
-	ec.KernelPeer = func(ip [4]byte) bool { return !h.TakesLongMessages(ip) }
+	ec.KernelPeer = func(ip netip.Addr) bool { return !h.TakesLongMessages(ip) }
 	ec.Grant.MaxIncoming, ec.Grant.MaxOvercommit = h.MaxIncoming, h.MaxOvercommit
 	ec.Grant.FIFOIncrement, ec.Grant.Window = h.FIFOGrantIncrement, h.Window
 	ec.Grant.Increment = h.GrantIncrement
@@ -164,7 +165,7 @@ func (d *Daemon) hostConfigFor(i int, clock func() int64, wallOff int64) (host.C
 	ec.VerifyChecksum = map[string]engine.ChecksumCheck{"all": engine.VerifyAll, "none": engine.VerifyNone}[h.VerifyChecksum]
 	if len(d.spec.Peers) > 0 {
 		spec := d.spec
-		ec.PeerOptions = func(ip [4]byte) engine.PeerOptions {
+		ec.PeerOptions = func(ip netip.Addr) engine.PeerOptions {
 			ps := spec.PeerFor(ip)
 			v := map[string]engine.Variant{"full": engine.VariantFull, "upstream": engine.VariantUpstream, "homa-dpdk": engine.VariantFull}[ps.Variant]
 			return engine.PeerOptions{Hijack: ps.Hijack, Variant: v, HomaDPDK: ps.Variant == "homa-dpdk"}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -188,8 +189,8 @@ func TestWorkersYAML_longMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	pr, ws := spec.Protocol, spec.Workers
-	if pr.MaxMessage != 64<<20 || !pr.TakesLongMessages([4]byte{10, 0, 0, 1}) || !pr.TakesLongMessages([4]byte{10, 0, 0, 2}) ||
-		pr.TakesLongMessages([4]byte{10, 0, 0, 3}) {
+	if pr.MaxMessage != 64<<20 || !pr.TakesLongMessages(netip.AddrFrom4([4]byte{10, 0, 0, 1})) || !pr.TakesLongMessages(netip.AddrFrom4([4]byte{10, 0, 0, 2})) ||
+		pr.TakesLongMessages(netip.AddrFrom4([4]byte{10, 0, 0, 3})) {
 		t.Errorf("max_message %d, long-message peers %v: want 64 MiB between 10.0.0.1 and 10.0.0.2 alone", pr.MaxMessage, pr.LongMessagePeers)
 	}
 	pages := ws.PoolBytes / shm.PageSize

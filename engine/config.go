@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 
 	"github.com/homa-dpdk/homa-dpdk/sched"
 	"github.com/homa-dpdk/homa-dpdk/wire"
@@ -12,7 +13,8 @@ import (
 // DefaultConfig (kernel Homa's), so a Config need only name the address,
 // clock and resolver.
 type Config struct {
-	IP  [4]byte  // this endpoint's IPv4 address
+	IP  [4]byte  // this endpoint's IPv4 address (zero: none)
+	IP6 [16]byte // this endpoint's IPv6 address (zero: none): peers are reached over either family
 	MAC wire.MAC // this endpoint's Ethernet address
 
 	// Resolve returns the neighbour entry of ip's next hop, starting
@@ -24,7 +26,7 @@ type Config struct {
 	// route added since, or a table that retries a failed resolution when
 	// asked, brings the peer back). See Neighbour for what the host calls
 	// as the entry changes. StaticNeighbours.Resolve serves tests.
-	Resolve func(ip [4]byte) *Neighbour
+	Resolve func(ip netip.Addr) *Neighbour
 
 	// Clock returns the time in ns (monotonic). The engine reads it once
 	// per call into Receive, ReceiveLink, ReceiveICMP, Run, Send, Reply,
@@ -56,13 +58,13 @@ type Config struct {
 	// when the endpoint creates it; it runs inside an engine call and
 	// must not call back into the endpoint. nil: no peer is, and
 	// MaxMessageLength applies to every peer.
-	KernelPeer func(ip [4]byte) bool
+	KernelPeer func(ip netip.Addr) bool
 
 	// PeerOptions, if set, says how to frame packets to the peer at ip
 	// and which kernel Homa it runs (PeerOptions). Asked once per peer,
 	// when the endpoint creates it, as KernelPeer is. nil: native framing
 	// (protocol 146) and VariantAuto for every peer.
-	PeerOptions func(ip [4]byte) PeerOptions
+	PeerOptions func(ip netip.Addr) PeerOptions
 
 	// Upstream makes the endpoint speak the upstream Linux subset itself,
 	// to every peer (VariantUpstream describes the subset): whole
@@ -212,7 +214,7 @@ type Config struct {
 	// again, which a later RPC or frame from it does. It runs on the
 	// endpoint's goroutine inside an engine call (a frame from a new
 	// address, or Run) and must not call back into the endpoint.
-	Forget func(ip [4]byte)
+	Forget func(ip netip.Addr)
 
 	// IDSeed is the first client RPC id (made even), for tests that want
 	// the same ids every run; 0, as a host should leave it, takes a

@@ -53,9 +53,12 @@ type Endpoint struct {
 	cfg     Config      // validated, defaults filled; read-only after New
 	tx      Transmitter // transmit side
 	dataTx  DataSender  // tx, when it can send payloads without a copy
-	payload int         // message bytes per DATA packet
-	ipOff   int         // offset of the IPv4 header in a frame: 14, or 18 with an 802.1Q tag
-	homaOff int         // offset of the Homa header in a frame
+	payload int         // message bytes per DATA packet over IPv4 (a peer's own: peer.payload)
+	ipOff   int         // offset of the IP header in a frame: 14, or 18 with an 802.1Q tag
+	homaOff int         // offset of the Homa header in a frame over IPv4 (a peer's own: peer.homaOff)
+	// maxHomaOff is the largest peer.homaOff: over IPv6 when Config.IP6
+	// is set. A transmit buffer must hold it and the largest header.
+	maxHomaOff int
 
 	now int64 // ns: Clock at the start of the current call
 	// batch: between BeginBatch and EndBatch; grantsDue: a Receive in the
@@ -64,9 +67,9 @@ type Endpoint struct {
 	ticks            uint64 // timer ticks run so far
 	nextTick         int64  // ns: when the next tick is due
 
-	ports          map[uint16]*Port // bound server ports and open client ports
-	nextClientPort uint16           // next client port to try (≥ 0x8000)
-	peers          map[[4]byte]*peer
+	ports          map[uint16]*Port   // bound server ports and open client ports
+	nextClientPort uint16             // next client port to try (≥ 0x8000)
+	peers          map[[16]byte]*peer // by address, IPv4 mapped
 	// idleHead, idleTail: the peers with no live RPCs, least recently
 	// used first (peer.idlePrev, idleNext).
 	idleHead, idleTail *peer
@@ -123,7 +126,7 @@ type Endpoint struct {
 // rpcKey finds an RPC: client RPCs by their id alone (ids are unique per
 // endpoint, ip zero); server RPCs by client address and id.
 type rpcKey struct {
-	ip [4]byte
+	ip [16]byte // the peer's address (IPv4 mapped); zero for client RPCs
 	id uint64
 }
 
@@ -138,14 +141,14 @@ type rpcTable struct {
 	servers map[serverKey]*rpc
 }
 
-type serverKey struct{ id, ip uint64 }
+type serverKey struct{ id, hi, lo uint64 }
 
 func newRPCTable() rpcTable {
 	return rpcTable{clients: make(map[uint64]*rpc), servers: make(map[serverKey]*rpc)}
 }
 
 func (k rpcKey) server() serverKey {
-	return serverKey{id: k.id, ip: uint64(binary.LittleEndian.Uint32(k.ip[:]))}
+	return serverKey{id: k.id, hi: binary.LittleEndian.Uint64(k.ip[:8]), lo: binary.LittleEndian.Uint64(k.ip[8:])}
 }
 
 func (t *rpcTable) get(k rpcKey) *rpc {
@@ -185,7 +188,7 @@ func New(cfg Config, tx Transmitter) (*Endpoint, error) {
 		payload:        wire.PayloadPerPacket(cfg.MTU, wire.IPv4MinHeaderLen),
 		ports:          make(map[uint16]*Port),
 		nextClientPort: clientPortMin,
-		peers:          make(map[[4]byte]*peer),
+		peers:          make(map[[16]byte]*peer),
 		rpcs:           newRPCTable(),
 		nextID:         (cfg.IDSeed + 2) &^ 1,
 		grants:         sched.NewGrantScheduler(cfg.Grant, 64),
@@ -199,6 +202,10 @@ func New(cfg Config, tx Transmitter) (*Endpoint, error) {
 		e.ipOff += wire.VLANTagLen
 	}
 	e.homaOff = e.ipOff + wire.IPv4MinHeaderLen
+	e.maxHomaOff = e.homaOff
+	if cfg.IP6 != ([16]byte{}) {
+		e.maxHomaOff = e.ipOff + wire.IPv6HeaderLen
+	}
 	e.dataTx, _ = tx.(DataSender)
 	e.initRecvMem()
 	e.now = cfg.Clock()
@@ -361,15 +368,16 @@ func (e *Endpoint) ReceiveLink(l *wire.Link) {
 		e.reap()
 	}
 	f := &e.frame
-	if r := wire.ParseHomaIPv4(l, f, true); r != wire.DropNone {
-		if r == wire.DropNotHoma && e.maybeICMP(l) {
+	if r := wire.ParseHomaIP(l, f, true); r != wire.DropNone {
+		if r == wire.DropNotHoma && l.Type == wire.EtherTypeIPv4 && e.maybeICMP(l) {
 			return
 		}
 		e.m.drop(DropCause(r))
 		return
 	}
-	if f.IPv4.Dst() != e.cfg.IP {
+	if f.IPv6 != nil && (f.IPv6.Dst() != e.cfg.IP6 || e.cfg.IP6 == [16]byte{}) || f.IPv4 != nil && f.IPv4.Dst() != e.cfg.IP {
 		e.m.drop(DropNotForUs)
+		*f = wire.Frame{}
 		return
 	}
 	if v := e.cfg.VerifyChecksum; v == VerifyAll || v == VerifyHijacked && f.Hijacked {
@@ -411,7 +419,12 @@ func (e *Endpoint) checksumOK(f *wire.Frame) bool {
 	if len(f.Payload) > 0 && len(homa) > 0 && &homa[len(homa)-1] == &f.Payload[len(f.Payload)-1] {
 		tail = nil // one piece: the payload is the end of f.Homa
 	}
-	p := wire.PseudoSumIPv4(f.IPv4.Src(), f.IPv4.Dst(), wire.IPProtoTCP, len(homa)+len(tail))
+	var p uint16
+	if f.IPv6 != nil {
+		p = wire.PseudoSumIPv6(f.IPv6.Src(), f.IPv6.Dst(), wire.IPProtoTCP, len(homa)+len(tail))
+	} else {
+		p = wire.PseudoSumIPv4(f.IPv4.Src(), f.IPv4.Dst(), wire.IPProtoTCP, len(homa)+len(tail))
+	}
 	return wire.IsHomaChecksumValid(p, homa, tail)
 }
 

@@ -413,7 +413,7 @@ func stageConsistent(e *Endpoint, in *inMsg) error {
 func peersConsistent(e *Endpoint) error {
 	rpcs := make(map[*peer]int)
 	for r := e.first; r != nil; r = r.next {
-		if e.peers[r.peer.ip] != r.peer {
+		if e.peers[r.peer.addr] != r.peer {
 			return fmt.Errorf("rpc %d: its peer %v is not in the table", r.id, r.peer.ip)
 		}
 		rpcs[r.peer]++
@@ -429,7 +429,7 @@ func peersConsistent(e *Endpoint) error {
 	}
 	var prev *peer
 	for p := e.idleHead; p != nil; p = p.idleNext {
-		if p.idlePrev != prev || !p.idle || e.peers[p.ip] != p || (prev != nil && prev.idleSince > p.idleSince) {
+		if p.idlePrev != prev || !p.idle || e.peers[p.addr] != p || (prev != nil && prev.idleSince > p.idleSince) {
 			return fmt.Errorf("idle list broken at %v", p.ip)
 		}
 		prev = p

@@ -70,7 +70,7 @@ func (e *Endpoint) requestRetransmit(r *rpc) {
 	if in.length == 0 {
 		n := uint32(wire.ResendAll)
 		if e.cfg.MessagePriorityResends {
-			n = uint32(e.payload)
+			n = uint32(r.peer.payload)
 		}
 		e.sendResend(r, 0, n, wire.NumPriorities-1)
 		return

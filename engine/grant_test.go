@@ -157,7 +157,7 @@ func TestGrant_roomFreedByEndedRPCsIsGranted(t *testing.T) {
 	c := n.addHost("c", 1, nil)
 	s := n.addHost("s", 2, nil)
 	srv, cl := serverAndClient(t, c, s, 99)
-	entry := s.neigh.Add(c.ip, testMAC(c.ip))
+	entry := s.neigh.Add(netip.AddrFrom4(c.ip), testMAC(c.ip))
 	results := 0
 	serve := func() {
 		for m, ok := srv.Receive(); ok; m, ok = srv.Receive() {
@@ -177,7 +177,7 @@ func TestGrant_roomFreedByEndedRPCsIsGranted(t *testing.T) {
 	n.advance(7_000_000)
 	serve()
 	entry.State = LinkReachable
-	s.e.NeighbourReady(c.ip)
+	s.e.NeighbourReady(netip.AddrFrom4(c.ip))
 	for range 300 {
 		n.advance(1_000_000)
 		serve()

@@ -23,7 +23,7 @@ func TestWriteHeaders_templateMatchesFieldEncoding(t *testing.T) {
 				c.MAC = wire.MAC{2, 0, 0, 0, 0, 2}
 				c.PCP, c.VLAN, c.IPChecksumOffload = tc.pcp, 42, tc.csumOffload
 			})
-			p := e.peerFor([4]byte{10, 0, 0, 1})
+			p := e.peerFor(wire.MapIPv4([4]byte{10, 0, 0, 1}))
 			if p == nil || !p.reachable() {
 				t.Fatal("peer not reachable")
 			}
@@ -40,7 +40,7 @@ func TestWriteHeaders_templateMatchesFieldEncoding(t *testing.T) {
 				e.writeHeaders(got, p, prio, homaLen)
 				eth := e.ethernet(p, prio)
 				eth.Encode(want)
-				ip := wire.HomaIPv4Fields(e.cfg.IP, p.ip, uint8(prio), homaLen)
+				ip := wire.HomaIPv4Fields(e.cfg.IP, p.v4, uint8(prio), homaLen)
 				ip.ID, ip.NoChecksum = e.ipID, tc.csumOffload
 				ip.Encode(want[e.ipOff:])
 				if !bytes.Equal(got[:e.homaOff], want[:e.homaOff]) {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -28,6 +29,7 @@ type testHost struct {
 	n    *testNet
 	name string
 	ip   [4]byte
+	ip6  [16]byte // its IPv6 address, when its Config has one (addHost6)
 	e    *Endpoint
 	buf  []byte
 	out  []sentFrame // frames sent, not yet delivered
@@ -79,14 +81,33 @@ func testMAC(ip [4]byte) wire.MAC { return wire.MAC{2, 0, ip[0], ip[1], ip[2], i
 
 // allReachable returns a Resolve under which every address is reachable
 // at its testMAC.
-func allReachable() func(ip [4]byte) *Neighbour {
+func allReachable() func(a netip.Addr) *Neighbour {
 	var t StaticNeighbours
-	return func(ip [4]byte) *Neighbour {
-		if nb := t.Resolve(ip); nb != nil {
+	return func(a netip.Addr) *Neighbour {
+		if nb := t.Resolve(a); nb != nil {
 			return nb
 		}
-		return t.Add(ip, testMAC(ip))
+		return t.Add(a, testMACOf(a))
 	}
+}
+
+// testMACOf is testMAC of an address of either family: its last 4 bytes.
+func testMACOf(a netip.Addr) wire.MAC {
+	b := a.As16()
+	return testMAC([4]byte(b[12:]))
+}
+
+// addHost6 is addHost with an IPv6 address too, 2001:db8::<last>.
+func (n *testNet) addHost6(name string, last byte, mod func(*Config)) *testHost {
+	ip6 := [16]byte{0x20, 0x01, 0x0d, 0xb8, 15: last}
+	h := n.addHost(name, last, func(c *Config) {
+		c.IP6 = ip6
+		if mod != nil {
+			mod(c)
+		}
+	})
+	h.ip6 = ip6
+	return h
 }
 
 func newTestNet(t testing.TB) *testNet { return &testNet{t: t, now: 1_000_000_000} }
@@ -98,14 +119,14 @@ func (n *testNet) addHost(name string, last byte, mod func(*Config)) *testHost {
 	cfg := DefaultConfig()
 	cfg.IP, cfg.MAC = ip, testMAC(ip)
 	cfg.Clock = func() int64 { return n.now }
-	cfg.Resolve = func(ip [4]byte) *Neighbour {
+	cfg.Resolve = func(a netip.Addr) *Neighbour {
 		h.resolves++
-		if nb := h.neigh.Resolve(ip); nb != nil {
+		if nb := h.neigh.Resolve(a); nb != nil {
 			return nb
 		}
 		for _, o := range n.hosts {
-			if o.ip == ip {
-				return h.neigh.Add(ip, testMAC(ip))
+			if netip.AddrFrom4(o.ip) == a || o.ip6 != ([16]byte{}) && netip.AddrFrom16(o.ip6) == a {
+				return h.neigh.Add(a, testMACOf(a))
 			}
 		}
 		return nil
@@ -139,9 +160,11 @@ func (n *testNet) flush() {
 				if n.drop != nil && n.drop(sf.line) {
 					continue
 				}
-				dst := wire.IPv4(sf.frame[ipOffsetOf(sf.frame):]).Dst()
+				var l wire.Link
+				wire.ParseLink(sf.frame, &l)
 				for _, o := range n.hosts {
-					if o.ip == dst {
+					if l.Type == wire.EtherTypeIPv6 && o.ip6 == wire.IPv6(l.Payload).Dst() ||
+						l.Type != wire.EtherTypeIPv6 && o.ip == wire.IPv4(l.Payload).Dst() {
 						o.e.Receive(sf.frame)
 					}
 				}
@@ -182,7 +205,9 @@ func describe(frame []byte, prio int) string {
 
 func describeFrame(frame []byte) string {
 	var f wire.Frame
-	if r := wire.ParseFrame(frame, &f); r != wire.DropNone {
+	var l wire.Link
+	wire.ParseLink(frame, &l)
+	if r := wire.ParseHomaIP(&l, &f, true); r != wire.DropNone {
 		if ip := wire.IPv4(frame[14:]); ip.Protocol() == wire.IPProtoICMP {
 			return "ICMP port-unreachable"
 		}

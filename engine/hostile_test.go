@@ -51,7 +51,7 @@ func newHostileMix(t *testing.T, total int) *hostileMix {
 	mk := func(last byte) *mnHost {
 		ip := [4]byte{10, 0, 5, last}
 		h := &mnHost{mh: x.net.AddHost(ip), buf: make([]byte, 2048)}
-		x.neigh.Add(ip, h.mh.MAC())
+		x.neigh.Add(netip.AddrFrom4(ip), h.mh.MAC())
 		cfg := DefaultConfig()
 		cfg.IP, cfg.MAC, cfg.Clock = ip, h.mh.MAC(), x.net.Now
 		cfg.Resolve = x.neigh.Resolve // spoofed addresses have no route
@@ -68,7 +68,7 @@ func newHostileMix(t *testing.T, total int) *hostileMix {
 	}
 	x.c, x.s = mk(1), mk(2)
 	x.h = x.net.AddHost([4]byte{10, 0, 5, 3})
-	x.neigh.Add(x.h.IP(), x.h.MAC())
+	x.neigh.Add(netip.AddrFrom4(x.h.IP()), x.h.MAC())
 	return x
 }
 
@@ -211,9 +211,9 @@ func (x *hostileMix) attack() {
 		x.h.Send(x.frame(x.spoof(), h))
 	}
 	for r := x.s.e.first; r != nil; r = r.next {
-		if !r.client && r.state == stateOutgoing && r.peer.ip == x.c.e.cfg.IP {
+		if !r.client && r.state == stateOutgoing && r.peer.v4 == x.c.e.cfg.IP {
 			for range 10 {
-				x.h.Send(x.frame(r.peer.ip, resendHeader(r.dport, 99, r.id^1, 0, wire.ResendAll)))
+				x.h.Send(x.frame(r.peer.v4, resendHeader(r.dport, 99, r.id^1, 0, wire.ResendAll)))
 			}
 		}
 	}

@@ -13,7 +13,14 @@ import (
 
 // sendPortUnreachable answers f, a packet to an unbound port, with an
 // ICMP port unreachable quoting its IPv4 header and first 8 Homa bytes.
+//
+// Over IPv6 (ICMPv6 destination unreachable, code 4) nothing is sent yet:
+// the packet is only dropped and counted; the client learns from its
+// RESENDs answered with RPC_UNKNOWN.
 func (e *Endpoint) sendPortUnreachable(f *wire.Frame, p *peer) {
+	if p.v6 {
+		return
+	}
 	buf := e.startControl(p)
 	if buf == nil {
 		return
@@ -26,7 +33,7 @@ func (e *Endpoint) sendPortUnreachable(f *wire.Frame, p *peer) {
 	icmp.UpdateChecksum()
 	eth := e.ethernet(p, controlPriority)
 	eth.Encode(buf)
-	ip := wire.HomaIPv4Fields(e.cfg.IP, p.ip, controlPriority, len(icmp))
+	ip := wire.HomaIPv4Fields(e.cfg.IP, p.v4, controlPriority, len(icmp))
 	ip.Protocol = wire.IPProtoICMP
 	e.ipID++
 	ip.ID = e.ipID
@@ -74,7 +81,7 @@ func (e *Endpoint) receiveICMP(ip wire.IPv4) {
 	e.m.ICMPReceived++
 	for r := e.first; r != nil; {
 		next := r.next
-		if r.client && r.peer.ip == dst && r.dport == dport {
+		if r.client && !r.peer.v6 && r.peer.v4 == dst && r.dport == dport {
 			e.fail(r, ErrPortUnreachable)
 		}
 		r = next

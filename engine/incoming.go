@@ -3,7 +3,6 @@ package engine
 import (
 	"github.com/homa-dpdk/homa-dpdk/sched"
 	"github.com/homa-dpdk/homa-dpdk/wire"
-	"net/netip"
 )
 
 // inMsg is the incoming message of an RPC (a client's response, a
@@ -387,7 +386,7 @@ func (e *Endpoint) complete(r *rpc) {
 	e.grants.Remove(&in.g)
 	e.incast.Add(-r.incastBytes)
 	r.incastBytes = 0
-	m := Message{ID: r.id, Peer: Addr{IP: netip.AddrFrom4(r.peer.ip), Port: r.dport}, Data: in.buf}
+	m := Message{ID: r.id, Peer: Addr{IP: r.peer.ip, Port: r.dport}, Data: in.buf}
 	e.delivered(in)
 	in.gaps = nil
 	e.m.MessageSizes.record(&MessageSizeBounds, int64(in.length))
@@ -452,7 +451,7 @@ func (e *Endpoint) maybeSendCutoffs(r *rpc) {
 	for i := range f.Cutoffs {
 		f.Cutoffs[i] = e.cfg.Cutoffs[i]
 	}
-	n := f.Encode(buf[e.homaOff:])
+	n := f.Encode(buf[p.homaOff:])
 	e.finishFrame(buf, p, controlPriority, n, wire.TypeCutoffs)
 }
 
@@ -560,7 +559,7 @@ func (e *Endpoint) ackRPC(p *peer, clientID uint64, serverPort uint16) {
 	if !wire.IsClientID(clientID) {
 		return
 	}
-	r := e.rpcs.get(rpcKey{ip: p.ip, id: wire.ServerID(clientID)})
+	r := e.rpcs.get(rpcKey{ip: p.addr, id: wire.ServerID(clientID)})
 	if r == nil || r.port.num != serverPort {
 		return
 	}

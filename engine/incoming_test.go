@@ -189,7 +189,7 @@ func TestIncoming_gapsBoundedPerMessage(t *testing.T) {
 	for i := range attackGaps + 1 {
 		e.Receive(dataFrameFrom(src, 2, 1_000_000, 40_000, 2*i, []byte{byte(i)}))
 	}
-	r := e.rpcs.get(rpcKey{ip: src, id: 3})
+	r := e.rpcs.get(rpcKey{ip: wire.MapIPv4(src), id: 3})
 	if r == nil {
 		t.Fatal("no RPC")
 	}
@@ -540,7 +540,7 @@ func TestIncoming_stagedDataAllocatesNothing(t *testing.T) {
 	}); n != 0 {
 		t.Fatalf("%d allocations staging %d packets", n, commit-2)
 	}
-	if r := e.rpcs.get(rpcKey{ip: src, id: 5}); r == nil || r.in.buf != nil {
+	if r := e.rpcs.get(rpcKey{ip: wire.MapIPv4(src), id: 5}); r == nil || r.in.buf != nil {
 		t.Fatal("set-up: committed early")
 	}
 	e.Receive(fs[commit-1]) // commits: the message's buffer

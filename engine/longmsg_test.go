@@ -152,7 +152,10 @@ func TestKernelPeer_sendAndReplyHeldToKernelLimit(t *testing.T) {
 	kernelIP := [4]byte{10, 0, 0, 2}
 	a := n.addHost("a", 1, func(c *Config) {
 		longMessages(mib64)(c)
-		c.KernelPeer = func(ip [4]byte) bool { return ip == kernelIP }
+		c.KernelPeer = func(a netip.Addr) bool {
+			ip := a.Unmap().As4()
+			return ip == kernelIP
+		}
 	})
 	k := n.addHost("k", 2, nil) // plays the kernel-Homa host: default limit
 	d := n.addHost("d", 3, longMessages(mib64))
@@ -224,7 +227,10 @@ func TestKernelPeer_longDataDropped(t *testing.T) {
 	n := newTestNet(t)
 	a := n.addHost("a", 1, func(c *Config) {
 		longMessages(mib64)(c)
-		c.KernelPeer = func(ip [4]byte) bool { return ip[3] == 2 }
+		c.KernelPeer = func(a netip.Addr) bool {
+			ip := a.Unmap().As4()
+			return ip[3] == 2
+		}
 	})
 	k := n.addHost("k", 2, longMessages(mib64)) // says it may run kernel Homa, but sends long
 	d := n.addHost("d", 3, longMessages(mib64))

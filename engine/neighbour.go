@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/homa-dpdk/homa-dpdk/wire"
+import (
+	"net/netip"
+
+	"github.com/homa-dpdk/homa-dpdk/wire"
+)
 
 // LinkState is the state of a next hop's link-layer address.
 type LinkState uint8
@@ -56,14 +60,15 @@ type Neighbour struct {
 // MAC is known up front; its Resolve is a Config.Resolve. The zero value
 // is an empty table. Not safe for concurrent use.
 type StaticNeighbours struct {
-	entries map[[4]byte]*Neighbour
+	entries map[netip.Addr]*Neighbour
 }
 
 // Add makes ip reachable at mac and returns its entry: a new one, or the
 // existing one updated in place (so endpoints holding it see the change).
-func (t *StaticNeighbours) Add(ip [4]byte, mac wire.MAC) *Neighbour {
+func (t *StaticNeighbours) Add(ip netip.Addr, mac wire.MAC) *Neighbour {
+	ip = ip.Unmap()
 	if t.entries == nil {
-		t.entries = make(map[[4]byte]*Neighbour)
+		t.entries = make(map[netip.Addr]*Neighbour)
 	}
 	n := t.entries[ip]
 	if n == nil {
@@ -76,7 +81,7 @@ func (t *StaticNeighbours) Add(ip [4]byte, mac wire.MAC) *Neighbour {
 
 // Resolve returns ip's entry, or nil (no route) for an address never
 // added.
-func (t *StaticNeighbours) Resolve(ip [4]byte) *Neighbour { return t.entries[ip] }
+func (t *StaticNeighbours) Resolve(ip netip.Addr) *Neighbour { return t.entries[ip.Unmap()] }
 
 // NeighbourReady tells the endpoint that the host's neighbour entry for
 // ip (a peer's address, or the gateway's through which peers are reached)
@@ -86,7 +91,7 @@ func (t *StaticNeighbours) Resolve(ip [4]byte) *Neighbour { return t.entries[ip]
 // engine rechecks every waiting peer's entry, so one call covers all the
 // peers behind a gateway; Run also picks up an entry that became
 // reachable without a call.
-func (e *Endpoint) NeighbourReady(ip [4]byte) { e.neighbourChanged() }
+func (e *Endpoint) NeighbourReady(ip netip.Addr) { e.neighbourChanged() }
 
 // NeighbourFailed tells the endpoint that the host's neighbour entry for
 // ip became LinkUnreachable: client RPCs waiting for it fail with
@@ -96,7 +101,7 @@ func (e *Endpoint) NeighbourReady(ip [4]byte) { e.neighbourChanged() }
 // route. Like NeighbourReady it may be called inside a batch and covers
 // every peer that shares the entry; Run also picks up an entry that
 // failed without a call.
-func (e *Endpoint) NeighbourFailed(ip [4]byte) { e.neighbourChanged() }
+func (e *Endpoint) NeighbourFailed(ip netip.Addr) { e.neighbourChanged() }
 
 // NumWaitingResolution returns the number of RPCs whose packets wait for
 // their peer's link address now (a gauge; RPCsWaitingResolution counts
@@ -121,7 +126,7 @@ func (p *peer) reachable() bool { n := p.neigh; return n != nil && n.State == Li
 func (p *peer) resolvable() bool { n := p.neigh; return n != nil && n.State != LinkUnreachable }
 
 // resolve asks the host's table for ip's next hop (nil: no route).
-func (e *Endpoint) resolve(ip [4]byte) *Neighbour {
+func (e *Endpoint) resolve(ip netip.Addr) *Neighbour {
 	if e.cfg.Resolve == nil {
 		return nil
 	}

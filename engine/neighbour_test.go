@@ -86,9 +86,9 @@ func reversed(b []byte) []byte {
 // and response arrive byte for byte.
 func TestNeighbour_sendWaitsUntilReady(t *testing.T) {
 	p := newMNPair(t)
-	p.s.neigh.Add(p.c.mh.IP(), p.c.mh.MAC()) // the server knows the client
+	p.s.neigh.Add(netip.AddrFrom4(p.c.mh.IP()), p.c.mh.MAC()) // the server knows the client
 	entry := &Neighbour{State: LinkResolving}
-	p.c.neigh.entries = map[[4]byte]*Neighbour{p.s.mh.IP(): entry}
+	p.c.neigh.entries = map[netip.Addr]*Neighbour{netip.AddrFrom4(p.s.mh.IP()): entry}
 	req := msg(100_000, 5) // unscheduled bytes, then grants
 	id, err := p.c.cli.Send(Addr{IP: netip.AddrFrom4(p.s.mh.IP()), Port: 99}, req)
 	if err != nil {
@@ -103,7 +103,7 @@ func TestNeighbour_sendWaitsUntilReady(t *testing.T) {
 		t.Fatalf("waits %d, waiting %d", m.RPCsWaitingResolution, p.c.e.NumWaitingResolution())
 	}
 	entry.MAC, entry.State = p.s.mh.MAC(), LinkReachable
-	p.c.e.NeighbourReady(p.s.mh.IP())
+	p.c.e.NeighbourReady(netip.AddrFrom4(p.s.mh.IP()))
 	if p.net.Stats().Sent == 0 {
 		t.Fatal("NeighbourReady sent nothing")
 	}
@@ -124,9 +124,9 @@ func TestNeighbour_sendWaitsUntilReady(t *testing.T) {
 // It once timed out at TimeoutTicks, as the answer came back.
 func TestNeighbour_longWaitIsNotSilence(t *testing.T) {
 	p := newMNPair(t)
-	p.s.neigh.Add(p.c.mh.IP(), p.c.mh.MAC())
+	p.s.neigh.Add(netip.AddrFrom4(p.c.mh.IP()), p.c.mh.MAC())
 	entry := &Neighbour{State: LinkResolving}
-	p.c.neigh.entries = map[[4]byte]*Neighbour{p.s.mh.IP(): entry}
+	p.c.neigh.entries = map[netip.Addr]*Neighbour{netip.AddrFrom4(p.s.mh.IP()): entry}
 	req := msg(3000, 7)
 	id, _ := p.c.cli.Send(Addr{IP: netip.AddrFrom4(p.s.mh.IP()), Port: 99}, req)
 	p.advance(250_000_000) // 2.5 × TimeoutTicks
@@ -134,7 +134,7 @@ func TestNeighbour_longWaitIsNotSilence(t *testing.T) {
 		t.Fatal("the RPC ended while its peer resolved")
 	}
 	entry.MAC, entry.State = p.s.mh.MAC(), LinkReachable
-	p.c.e.NeighbourReady(p.s.mh.IP())
+	p.c.e.NeighbourReady(netip.AddrFrom4(p.s.mh.IP()))
 	p.advance(20_000_000)
 	res, ok := p.c.cli.Receive()
 	if !ok || res.ID != id || res.Err != nil || !bytes.Equal(res.Data, reversed(req)) {
@@ -144,7 +144,7 @@ func TestNeighbour_longWaitIsNotSilence(t *testing.T) {
 
 func TestNeighbour_waitTimesOut(t *testing.T) {
 	p := newMNPair(t)
-	p.c.neigh.entries = map[[4]byte]*Neighbour{p.s.mh.IP(): {State: LinkResolving}}
+	p.c.neigh.entries = map[netip.Addr]*Neighbour{netip.AddrFrom4(p.s.mh.IP()): {State: LinkResolving}}
 	id, _ := p.c.cli.Send(Addr{IP: netip.AddrFrom4(p.s.mh.IP()), Port: 99}, msg(10, 1))
 	// ResolveTimeoutTicks is 10 × TimeoutTicks by default: 1 s of 1 ms
 	// ticks. TimeoutTicks (100 ms) of waiting are not silence.
@@ -172,7 +172,7 @@ func TestNeighbourFailed_failsWaitingClientRPCs(t *testing.T) {
 	s := n.addHost("s", 2, nil)
 	s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
-	entry := c.neigh.Add(s.ip, testMAC(s.ip))
+	entry := c.neigh.Add(netip.AddrFrom4(s.ip), testMAC(s.ip))
 	entry.State = LinkResolving
 	dst := Addr{IP: netip.AddrFrom4(s.ip), Port: 99}
 	id1, _ := cli.Send(dst, msg(10, 1))
@@ -180,7 +180,7 @@ func TestNeighbourFailed_failsWaitingClientRPCs(t *testing.T) {
 	n.flush()
 	wantLog(t, n, "")
 	entry.State = LinkUnreachable
-	c.e.NeighbourFailed(s.ip)
+	c.e.NeighbourFailed(netip.AddrFrom4(s.ip))
 	if m := receive(t, cli); m.ID != id1 || m.Err != ErrPeerUnknown {
 		t.Fatalf("result %+v", m)
 	}
@@ -214,7 +214,7 @@ func TestNeighbourFailed_dropsWaitingResponses(t *testing.T) {
 	var done []uint64
 	srv.SetHooks(PortHooks{OutDone: func(id uint64, _ Addr, _ []byte) { done = append(done, id) }})
 	cli, _ := c.e.OpenClient()
-	entry := s.neigh.Add(c.ip, testMAC(c.ip))
+	entry := s.neigh.Add(netip.AddrFrom4(c.ip), testMAC(c.ip))
 	entry.State = LinkResolving
 	cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, msg(10, 1))
 	n.flush()
@@ -224,7 +224,7 @@ func TestNeighbourFailed_dropsWaitingResponses(t *testing.T) {
 	}
 	n.takeLog()
 	entry.State = LinkUnreachable
-	s.e.NeighbourFailed(c.ip)
+	s.e.NeighbourFailed(netip.AddrFrom4(c.ip))
 	if m := s.e.Metrics(); m.ServerResponsesUnresolved != 1 || s.e.NumRPCs() != 0 || len(done) != 1 {
 		t.Fatalf("discarded %d, %d RPCs, OutDone %v", m.ServerResponsesUnresolved, s.e.NumRPCs(), done)
 	}
@@ -233,7 +233,7 @@ func TestNeighbourFailed_dropsWaitingResponses(t *testing.T) {
 	// response is discarded at Reply.
 	n2 := newTestNet(t)
 	c2 := n2.addHost("c", 1, nil)
-	s2 := n2.addHost("s", 2, func(cfg *Config) { cfg.Resolve = func([4]byte) *Neighbour { return nil } })
+	s2 := n2.addHost("s", 2, func(cfg *Config) { cfg.Resolve = func(netip.Addr) *Neighbour { return nil } })
 	srv2, _ := s2.e.Bind(99)
 	cli2, _ := c2.e.OpenClient()
 	cli2.Send(Addr{IP: netip.AddrFrom4(s2.ip), Port: 99}, msg(10, 1))
@@ -256,15 +256,15 @@ func TestNeighbour_replyAsksAgainAfterFailure(t *testing.T) {
 	s := n.addHost("s", 2, nil)
 	srv, _ := s.e.Bind(99)
 	cli, _ := c.e.OpenClient()
-	entry := s.neigh.Add(c.ip, testMAC(c.ip))
+	entry := s.neigh.Add(netip.AddrFrom4(c.ip), testMAC(c.ip))
 	entry.State = LinkUnreachable
 	cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, msg(10, 1))
 	n.flush()
 	req := receive(t, srv)
 	n.takeLog()
 	retry := s.e.cfg.Resolve
-	s.e.cfg.Resolve = func(ip [4]byte) *Neighbour {
-		nb := retry(ip)
+	s.e.cfg.Resolve = func(a netip.Addr) *Neighbour {
+		nb := retry(a)
 		nb.State = LinkResolving // the table starts a new request
 		return nb
 	}
@@ -272,7 +272,7 @@ func TestNeighbour_replyAsksAgainAfterFailure(t *testing.T) {
 		t.Fatalf("Reply: %v, %d waiting, Resolve asked %d times", err, s.e.NumWaitingResolution(), s.resolves)
 	}
 	entry.State = LinkReachable
-	s.e.NeighbourReady(c.ip)
+	s.e.NeighbourReady(netip.AddrFrom4(c.ip))
 	n.flush()
 	if m := receive(t, cli); m.Err != nil || len(m.Data) != 20 {
 		t.Fatalf("result %+v", m)
@@ -304,7 +304,7 @@ func TestNeighbour_macChangedInPlaceUsedByNextFrame(t *testing.T) {
 	cli.Send(dst, msg(10, 1))
 	n.flush()
 	moved := wire.MAC{2, 9, 9, 9, 9, 9}
-	c.neigh.Resolve(s.ip).MAC = moved
+	c.neigh.Resolve(netip.AddrFrom4(s.ip)).MAC = moved
 	cli.Send(dst, msg(10, 2))
 	n.flush()
 	if len(macs) != 2 || macs[0] != testMAC(s.ip) || macs[1] != moved {
@@ -353,7 +353,7 @@ func TestNeighbour_controlToUnresolvedPeerCountedNotSent(t *testing.T) {
 	n.addHost("c", 1, nil)
 	s := n.addHost("s", 2, nil)
 	s.e.Bind(99)
-	entry := s.neigh.Add([4]byte{10, 0, 0, 1}, testMAC([4]byte{10, 0, 0, 1}))
+	entry := s.neigh.Add(netip.AddrFrom4([4]byte{10, 0, 0, 1}), testMAC([4]byte{10, 0, 0, 1}))
 	entry.State = LinkResolving
 	// The first DATA of a 100,000-byte request with 10,000 bytes
 	// unscheduled: the server grants at once.
@@ -366,7 +366,7 @@ func TestNeighbour_controlToUnresolvedPeerCountedNotSent(t *testing.T) {
 		t.Fatalf("drops_tx_unresolved %d, want 2 (GRANT, RPC_UNKNOWN)", d)
 	}
 	entry.State = LinkReachable
-	s.e.NeighbourReady([4]byte{10, 0, 0, 1})
+	s.e.NeighbourReady(netip.AddrFrom4([4]byte{10, 0, 0, 1}))
 	wantLog(t, n, "s: xmit GRANT 100000@0")
 	if m := s.e.Metrics(); m.PacketsSent[wire.TypeGrant-wire.TypeData] != 1 {
 		t.Fatalf("%d GRANTs sent", m.PacketsSent[wire.TypeGrant-wire.TypeData])
@@ -381,7 +381,7 @@ func TestNeighbour_responseToNewPeerWaitsAndBatchDefers(t *testing.T) {
 	c := n.addHost("c", 1, nil)
 	s := n.addHost("s", 2, nil)
 	srv, _ := s.e.Bind(99)
-	entry := s.neigh.Add(c.ip, testMAC(c.ip))
+	entry := s.neigh.Add(netip.AddrFrom4(c.ip), testMAC(c.ip))
 	entry.State = LinkResolving
 	s.e.Receive(dataFrame(10, 10, 0, msg(10, 1)))
 	if s.resolves != 1 {
@@ -391,7 +391,7 @@ func TestNeighbour_responseToNewPeerWaitsAndBatchDefers(t *testing.T) {
 	wantLog(t, n, "")
 	entry.State = LinkReachable
 	s.e.BeginBatch(n.now)
-	s.e.NeighbourReady(c.ip)
+	s.e.NeighbourReady(netip.AddrFrom4(c.ip))
 	wantLog(t, n, "")
 	s.e.EndBatch()
 	wantLog(t, n, "s: xmit DATA 10@0 p6")
@@ -411,7 +411,7 @@ func TestNeighbour_agedOutMidMessageResumesOnRun(t *testing.T) {
 	if c.e.sendq.Len() != 1 {
 		t.Fatal("the pacer queued nothing")
 	}
-	entry := c.neigh.Resolve(s.ip)
+	entry := c.neigh.Resolve(netip.AddrFrom4(s.ip))
 	entry.State = LinkResolving // aged out, re-verifying
 	n.advance(2_000_000)
 	if c.e.NumWaitingResolution() != 1 || c.e.sendq.Len() != 0 {
@@ -431,12 +431,13 @@ func TestNeighbour_agedOutMidMessageResumesOnRun(t *testing.T) {
 // and Add on a known address updates the entry endpoints hold.
 func TestStaticNeighbours_addAndResolve(t *testing.T) {
 	var tb StaticNeighbours
-	if tb.Resolve([4]byte{1, 2, 3, 4}) != nil {
+	if tb.Resolve(netip.AddrFrom4([4]byte{1, 2, 3, 4})) != nil {
 		t.Fatal("empty table resolved")
 	}
-	a := tb.Add([4]byte{1, 2, 3, 4}, wire.MAC{1})
+	a := tb.Add(netip.AddrFrom4([4]byte{1, 2, 3, 4}), wire.MAC{1})
 	a.State = LinkUnreachable
-	if b := tb.Add([4]byte{1, 2, 3, 4}, wire.MAC{2}); b != a || a.MAC != (wire.MAC{2}) || a.State != LinkReachable {
+	// The mapped form is the same address.
+	if b := tb.Add(netip.AddrFrom16(wire.MapIPv4([4]byte{1, 2, 3, 4})), wire.MAC{2}); b != a || a.MAC != (wire.MAC{2}) || a.State != LinkReachable {
 		t.Fatalf("Add replaced or did not update the entry: %+v", *a)
 	}
 	if LinkResolving.String() != "resolving" || LinkState(9).String() != "unknown" {
@@ -462,7 +463,7 @@ func FuzzEndpointNeighbour(f *testing.F) {
 		s := n.addHost("s", 2, nil)
 		csrv, _ := c.e.Bind(99)
 		cli, _ := s.e.OpenClient()
-		entry := s.neigh.Add(c.ip, testMAC(c.ip))
+		entry := s.neigh.Add(netip.AddrFrom4(c.ip), testMAC(c.ip))
 		sent, results := 0, 0
 		serve := func() {
 			for m, ok := csrv.Receive(); ok; m, ok = csrv.Receive() {
@@ -488,9 +489,9 @@ func FuzzEndpointNeighbour(f *testing.F) {
 			case 3:
 				entry.State = LinkUnreachable
 			case 4:
-				s.e.NeighbourReady(c.ip)
+				s.e.NeighbourReady(netip.AddrFrom4(c.ip))
 			case 5:
-				s.e.NeighbourFailed(c.ip)
+				s.e.NeighbourFailed(netip.AddrFrom4(c.ip))
 			case 6:
 				n.flush()
 			case 7:
@@ -500,7 +501,7 @@ func FuzzEndpointNeighbour(f *testing.F) {
 			checkEndpoint(t, s.e)
 		}
 		entry.State = LinkReachable
-		s.e.NeighbourReady(c.ip)
+		s.e.NeighbourReady(netip.AddrFrom4(c.ip))
 		for range 300 {
 			n.advance(1_000_000)
 			serve()

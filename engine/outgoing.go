@@ -74,7 +74,7 @@ func (e *Endpoint) startKept() []byte {
 // borrow returns the Transmitter's buffer, or nil if it lent none big
 // enough.
 func (e *Endpoint) borrow() []byte {
-	if b := e.tx.Buffer(); len(b) >= e.homaOff+wire.MaxHeaderLen {
+	if b := e.tx.Buffer(); len(b) >= e.maxHomaOff+wire.MaxHeaderLen {
 		return b
 	}
 	return nil
@@ -91,31 +91,38 @@ func (e *Endpoint) finishFrame(buf []byte, p *peer, prio, homaLen int, t wire.Pa
 func (e *Endpoint) finishFrameQueue(buf []byte, p *peer, prio, queue, homaLen int, t wire.PacketType) {
 	e.writeHeaders(buf, p, prio, homaLen)
 	if e.cfg.Upstream {
-		upstreamFields(buf[e.homaOff:])
+		upstreamFields(buf[p.homaOff:])
 	}
 	if p.csum {
-		e.fillChecksum(buf[e.homaOff:e.homaOff+homaLen], nil, p)
+		e.fillChecksum(buf[p.homaOff:p.homaOff+homaLen], nil, p)
 	}
 	e.m.PacketsSent[t-wire.TypeData]++
-	e.tx.Send(buf[:e.homaOff+homaLen], queue)
+	e.tx.Send(buf[:p.homaOff+homaLen], queue)
 }
 
-// writeHeaders writes the Ethernet and IPv4 headers for homaLen bytes of
+// writeHeaders writes the Ethernet and IP headers for homaLen bytes of
 // Homa packet to p at prio: p's template (made again when the neighbour
 // entry's MAC is no longer the one it was made for) with the fields that
-// differ between frames written into it — the priority (TOS, and the
-// 802.1Q PCP when tagged), the total length, the id — and the checksum
-// from the template's sum and theirs. (Encoding the headers field by
-// field from their structs was a tenth of a small RPC's cost.)
+// differ between frames written into it — the priority (TOS or traffic
+// class, and the 802.1Q PCP when tagged), the length, the IPv4 id — and
+// the IPv4 checksum from the template's sum and theirs. (Encoding the
+// headers field by field from their structs was a tenth of a small RPC's
+// cost.)
 func (e *Endpoint) writeHeaders(buf []byte, p *peer, prio, homaLen int) {
 	if !p.hdrOK || p.hdrMAC != p.neigh.MAC {
 		e.makeHeaders(p)
 	}
-	copy(buf[:e.homaOff], p.hdr[:e.homaOff])
+	copy(buf[:p.homaOff], p.hdr[:p.homaOff])
 	if e.cfg.PCP {
 		wire.VLAN(buf[wire.EthernetHeaderLen:]).SetTCI(wire.MakeTCI(uint8(prio), false, e.cfg.VLAN))
 	}
-	ip := wire.IPv4(buf[e.ipOff:e.homaOff])
+	if p.v6 {
+		ip := wire.IPv6(buf[e.ipOff:p.homaOff])
+		ip.SetTrafficClass(wire.TOSFromPriority(uint8(prio)))
+		ip.SetPayloadLength(uint16(homaLen))
+		return
+	}
+	ip := wire.IPv4(buf[e.ipOff:p.homaOff])
 	tos := wire.TOSFromPriority(uint8(prio))
 	total := uint16(wire.IPv4MinHeaderLen + homaLen)
 	e.ipID++
@@ -147,18 +154,26 @@ func (e *Endpoint) fillChecksum(homa, tail []byte, p *peer) {
 	wire.Common(homa).SetChecksum(wire.HomaChecksum(uint16(n), homa, tail))
 }
 
-// makeHeaders makes p's header template (see writeHeaders): IP protocol
-// 146, or 6 (TCP) for a peer sent TCP-hijacked framing.
+// makeHeaders makes p's header template (see writeHeaders): IPv4 or IPv6,
+// protocol (next header) 146, or 6 (TCP) for a peer sent TCP-hijacked
+// framing.
 func (e *Endpoint) makeHeaders(p *peer) {
 	eth := e.ethernet(p, 0)
 	eth.Encode(p.hdr[:])
-	ip := wire.HomaIPv4Fields(e.cfg.IP, p.ip, 0, 0)
-	ip.TotalLength, ip.NoChecksum = 0, true
+	proto := uint8(wire.IPProtoHoma)
 	if p.hijack {
-		ip.Protocol = wire.IPProtoTCP
+		proto = wire.IPProtoTCP
 	}
-	ip.Encode(p.hdr[e.ipOff:])
-	p.hdrSum = wire.Checksum(p.hdr[e.ipOff:e.homaOff], 0)
+	if p.v6 {
+		ip := wire.HomaIPv6Fields(e.cfg.IP6, p.addr, 0, 0)
+		ip.NextHeader = proto
+		ip.Encode(p.hdr[e.ipOff:])
+	} else {
+		ip := wire.HomaIPv4Fields(e.cfg.IP, p.v4, 0, 0)
+		ip.TotalLength, ip.NoChecksum, ip.Protocol = 0, true, proto
+		ip.Encode(p.hdr[e.ipOff:])
+		p.hdrSum = wire.Checksum(p.hdr[e.ipOff:p.homaOff], 0)
+	}
 	p.hdrMAC, p.hdrOK = p.neigh.MAC, true
 }
 
@@ -170,7 +185,7 @@ func (e *Endpoint) sendControl(p *peer, t wire.PacketType, c wire.CommonFields) 
 		return
 	}
 	f := wire.ControlFields{Type: t, Common: c}
-	n := f.Encode(buf[e.homaOff:])
+	n := f.Encode(buf[p.homaOff:])
 	e.finishFrame(buf, p, controlPriority, n, t)
 }
 
@@ -201,7 +216,7 @@ func (e *Endpoint) sendGrant(r *rpc, offset, prio int) bool {
 	}
 	r.in.grantOwed = false // this GRANT carries the latest offset
 	f := wire.GrantFields{Common: r.common(), Offset: uint32(offset), Priority: uint8(prio)}
-	n := f.Encode(buf[e.homaOff:])
+	n := f.Encode(buf[r.peer.homaOff:])
 	e.finishFrame(buf, r.peer, controlPriority, n, wire.TypeGrant)
 	return true
 }
@@ -213,7 +228,7 @@ func (e *Endpoint) sendResend(r *rpc, offset, length uint32, prio int) {
 		return
 	}
 	f := wire.ResendFields{Common: r.common(), Offset: offset, Length: length, Priority: uint8(prio), Upstream: r.peer.upstream}
-	n := f.Encode(buf[e.homaOff:])
+	n := f.Encode(buf[r.peer.homaOff:])
 	e.finishFrame(buf, r.peer, controlPriority, n, wire.TypeResend)
 }
 
@@ -228,7 +243,7 @@ func (e *Endpoint) xmitData(r *rpc, offset, limit, prio int, retransmit bool) in
 		return 0
 	}
 	o := &r.out
-	n := min(e.payload, limit-offset)
+	n := min(r.peer.payload, limit-offset)
 	f := wire.DataFields{
 		Common:        r.common(),
 		MessageLength: uint32(o.length),
@@ -254,7 +269,7 @@ func (e *Endpoint) xmitData(r *rpc, offset, limit, prio int, retransmit bool) in
 	if e.cfg.Upstream { // what the subset does not have
 		f.Incoming, f.CutoffVersion, f.Pad = 0, 0, [3]byte{}
 	}
-	homa := buf[e.homaOff:]
+	homa := buf[r.peer.homaOff:]
 	f.Encode(homa)
 	payload := o.data[offset : offset+n]
 	queue := prio
@@ -269,16 +284,16 @@ func (e *Endpoint) xmitData(r *rpc, offset, limit, prio int, retransmit bool) in
 		if r.peer.csum {
 			e.fillChecksum(homa[:wire.DataHeaderLen], payload, r.peer)
 		}
-		if e.dataTx.SendData(buf[:e.homaOff+wire.DataHeaderLen], payload, o.ref, queue) {
+		if e.dataTx.SendData(buf[:r.peer.homaOff+wire.DataHeaderLen], payload, o.ref, queue) {
 			e.m.PacketsSent[0]++ // DATA
 			e.m.ZeroCopyPackets++
-			e.pacer.Sent(e.now, e.homaOff+wire.DataHeaderLen+n)
+			e.pacer.Sent(e.now, r.peer.homaOff+wire.DataHeaderLen+n)
 			return n
 		}
 	}
 	copy(homa[wire.DataHeaderLen:], payload)
 	e.finishFrameQueue(buf, r.peer, prio, queue, wire.DataHeaderLen+n, wire.TypeData)
-	e.pacer.Sent(e.now, e.homaOff+wire.DataHeaderLen+n)
+	e.pacer.Sent(e.now, r.peer.homaOff+wire.DataHeaderLen+n)
 	return n
 }
 
@@ -469,8 +484,12 @@ func replyCommon(c wire.Common) wire.CommonFields {
 // reachable), untagged, or with an 802.1Q tag carrying the priority in its
 // PCP when Config.PCP is set (the IPv4 TOS carries it too, either way).
 func (e *Endpoint) ethernet(p *peer, prio int) wire.EthernetFields {
+	t := uint16(wire.EtherTypeIPv4)
+	if p.v6 {
+		t = wire.EtherTypeIPv6
+	}
 	return wire.EthernetFields{
-		Dst: p.neigh.MAC, Src: e.cfg.MAC, Type: wire.EtherTypeIPv4,
+		Dst: p.neigh.MAC, Src: e.cfg.MAC, Type: t,
 		Tagged: e.cfg.PCP, TCI: wire.MakeTCI(uint8(prio), false, e.cfg.VLAN),
 	}
 }

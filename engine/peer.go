@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"net/netip"
+
 	"github.com/homa-dpdk/homa-dpdk/sched"
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
@@ -11,7 +13,20 @@ import (
 // for Config.PeerIdleTicks, or sooner, oldest idle first, to make room
 // for a new one when the table holds Config.MaxPeers (see evictPeer).
 type peer struct {
-	ip [4]byte // the peer's IPv4 address
+	// addr is the peer's address as kernel Homa holds it, IPv4 mapped
+	// (the tables' key); ip the same as the application sees it (IPv4
+	// unmapped); v6 says it is reached over IPv6, v4 its IPv4 address
+	// otherwise.
+	addr [16]byte
+	ip   netip.Addr
+	v6   bool
+	v4   [4]byte
+
+	// homaOff is where the Homa header starts in a frame to the peer
+	// (after Ethernet, any 802.1Q tag, IPv4 or IPv6), payload the
+	// message bytes per DATA packet to it (Config.MTU less the IP and
+	// DATA headers).
+	homaOff, payload int
 
 	// neigh is the entry of the peer's next hop in the host's neighbour
 	// table (Config.Resolve; nil: no route). The table writes it; the
@@ -63,7 +78,7 @@ type peer struct {
 	// made (hdrOK) for the MAC hdrMAC, with priority 0 and total length,
 	// id and checksum 0; hdrSum is the one's-complement sum of its IPv4
 	// header. writeHeaders writes a frame's headers from it.
-	hdr    [wire.EthernetHeaderLen + wire.VLANTagLen + wire.IPv4MinHeaderLen]byte
+	hdr    [wire.EthernetHeaderLen + wire.VLANTagLen + wire.IPv6HeaderLen]byte
 	hdrMAC wire.MAC
 	hdrOK  bool
 	hdrSum uint16
@@ -123,14 +138,14 @@ func (p *peer) recentlyAcked(clientID uint64) bool {
 // there is no route (no peer is kept then). A peer with no route or a
 // failed entry is asked about again, so that a route added since, or a
 // table that retries a failed resolution when asked, brings it back.
-func (e *Endpoint) peerFor(ip [4]byte) *peer {
-	p := e.peers[ip]
+func (e *Endpoint) peerFor(addr [16]byte) *peer {
+	p := e.peers[addr]
 	if p == nil {
-		n := e.resolve(ip)
+		n := e.resolve(addrIP(addr))
 		if n == nil {
 			return nil
 		}
-		return e.addPeer(ip, n)
+		return e.addPeer(addr, n)
 	}
 	e.reresolve(p)
 	return p
@@ -151,7 +166,7 @@ func (e *Endpoint) reresolve(p *peer) {
 // counted in DropPeerTableFull, when the table is full and no peer in it
 // is idle: the caller drops the frame.
 func (e *Endpoint) peerFromFrame(f *wire.Frame) *peer {
-	ip := f.IPv4.Src()
+	ip := f.Src()
 	if p := e.peers[ip]; p != nil {
 		if p.idle {
 			e.touchIdle(p)
@@ -162,7 +177,7 @@ func (e *Endpoint) peerFromFrame(f *wire.Frame) *peer {
 		e.m.drop(DropPeerTableFull)
 		return nil
 	}
-	return e.addPeer(ip, e.resolve(ip))
+	return e.addPeer(ip, e.resolve(addrIP(ip)))
 }
 
 // addPeer adds a peer for ip with neighbour entry n. A peer an RPC of the
@@ -170,11 +185,19 @@ func (e *Endpoint) peerFromFrame(f *wire.Frame) *peer {
 // peer is idle (the bound is on what remote hosts can make us hold; the
 // application bounds its own RPCs); otherwise the oldest idle peer makes
 // room.
-func (e *Endpoint) addPeer(ip [4]byte, n *Neighbour) *peer {
+func (e *Endpoint) addPeer(addr [16]byte, n *Neighbour) *peer {
 	if len(e.peers) >= e.cfg.MaxPeers {
 		e.evictIdle()
 	}
-	p := &peer{ip: ip, neigh: n, cutoffs: sched.PeerDefaultCutoffs(), maxMessage: e.cfg.MaxMessageLength}
+	ip := addrIP(addr)
+	p := &peer{addr: addr, ip: ip, v6: !ip.Is4(), neigh: n, cutoffs: sched.PeerDefaultCutoffs(), maxMessage: e.cfg.MaxMessageLength,
+		homaOff: e.homaOff, payload: e.payload}
+	if p.v6 {
+		p.homaOff = e.ipOff + wire.IPv6HeaderLen
+		p.payload = wire.PayloadPerPacket(e.cfg.MTU, wire.IPv6HeaderLen)
+	} else {
+		p.v4 = ip.As4()
+	}
 	if e.cfg.PeerCutoffs != (sched.Cutoffs{}) {
 		p.cutoffs = e.cfg.PeerCutoffs
 	}
@@ -193,8 +216,12 @@ func (e *Endpoint) addPeer(ip [4]byte, n *Neighbour) *peer {
 		p.upstream, p.hijack = true, false // what we speak, to everyone; it has no hijack markers
 	}
 	p.csum = p.hijack || e.cfg.Checksum
-	p.pseudo = wire.PseudoSumIPv4(e.cfg.IP, ip, wire.IPProtoTCP, 0)
-	e.peers[ip] = p
+	if p.v6 {
+		p.pseudo = wire.PseudoSumIPv6(e.cfg.IP6, addr, wire.IPProtoTCP, 0)
+	} else {
+		p.pseudo = wire.PseudoSumIPv4(e.cfg.IP, p.v4, wire.IPProtoTCP, 0)
+	}
+	e.peers[addr] = p
 	e.m.PeerNewEntries++
 	e.pushIdle(p)
 	return p
@@ -211,7 +238,7 @@ func (e *Endpoint) usePeer(p *peer) {
 // releasePeer counts the end of a live RPC with p (end calls it).
 func (e *Endpoint) releasePeer(p *peer) {
 	p.rpcs--
-	if p.rpcs == 0 && e.peers[p.ip] == p {
+	if p.rpcs == 0 && e.peers[p.addr] == p {
 		e.pushIdle(p)
 	}
 }
@@ -287,7 +314,7 @@ func (e *Endpoint) agePeers() {
 // no longer holds the neighbour entry Resolve gave for p.
 func (e *Endpoint) evictPeer(p *peer) {
 	e.unlinkIdle(p)
-	delete(e.peers, p.ip)
+	delete(e.peers, p.addr)
 	e.m.PeersEvicted++
 	if e.cfg.Forget != nil {
 		e.cfg.Forget(p.ip)
@@ -357,6 +384,6 @@ func (e *Endpoint) sendAck(p *peer, sport, dport uint16, id uint64) {
 		f.Acks[f.NumAcks] = p.popAck()
 		f.NumAcks++
 	}
-	n := f.Encode(buf[e.homaOff:])
+	n := f.Encode(buf[p.homaOff:])
 	e.finishFrame(buf, p, controlPriority, n, wire.TypeAck)
 }

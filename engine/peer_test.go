@@ -68,7 +68,7 @@ func TestPeer_kernelPeerWithoutAllowance(t *testing.T) {
 	srv, _ := s.e.Bind(99)
 	f := dataFrame(100, 100, 0, msg(100, 0)) // pad bytes zero
 	s.e.Receive(f)
-	p := s.e.peers[[4]byte{10, 0, 0, 1}]
+	p := s.e.peers[wire.MapIPv4([4]byte{10, 0, 0, 1})]
 	if p.allowance != 0 || s.e.unschedBytes(p) != 40_000 {
 		t.Fatal("zeros read as an allowance")
 	}
@@ -98,7 +98,7 @@ func TestPeer_cutoffsLearnedAndRecomputed(t *testing.T) {
 		cli.Send(dst, msg(size, 1))
 	}
 	n.flush()
-	p := c.e.peers[s.ip]
+	p := c.e.peers[wire.MapIPv4(s.ip)]
 	if p.cutoffVersion != 1 || p.cutoffs != sched.DefaultCutoffs() {
 		t.Fatalf("peer cutoffs %v v%d", p.cutoffs, p.cutoffVersion)
 	}
@@ -137,7 +137,7 @@ func resendFrom(src [4]byte, sid uint64) []byte {
 func TestPeer_spoofedSourcesBounded(t *testing.T) {
 	n := newTestNet(t)
 	var forgot int
-	s := n.addHost("s", 2, func(c *Config) { c.Forget = func([4]byte) { forgot++ } })
+	s := n.addHost("s", 2, func(c *Config) { c.Forget = func(netip.Addr) { forgot++ } })
 	cl := n.addHost("c", 1, nil)
 	srv, _ := s.e.Bind(99)
 	clSrv, _ := cl.e.Bind(99)
@@ -150,7 +150,7 @@ func TestPeer_spoofedSourcesBounded(t *testing.T) {
 	n.flush()
 	req := receive(t, srv)
 	clReq := receive(t, clSrv)
-	real := s.e.peers[cl.ip]
+	real := s.e.peers[wire.MapIPv4(cl.ip)]
 	maxPeers := DefaultConfig().MaxPeers
 	const sources = 100_000
 	before := heapInUse()
@@ -172,7 +172,7 @@ func TestPeer_spoofedSourcesBounded(t *testing.T) {
 	if m.PeersEvicted == 0 || m.PeersEvicted != uint64(forgot) {
 		t.Fatalf("%d peers evicted, %d forgotten", m.PeersEvicted, forgot)
 	}
-	if s.e.peers[cl.ip] != real {
+	if s.e.peers[wire.MapIPv4(cl.ip)] != real {
 		t.Fatal("the peer with live RPCs was evicted")
 	}
 	// The RPCs with the real peer complete.
@@ -218,12 +218,12 @@ func TestPeer_configuredCutoffsBeforeCUTOFFS(t *testing.T) {
 	var now int64 = 1_000_000_000
 	cut := sched.Cutoffs{7: 100, 6: 1_000_000}
 	e, _ := newCountingEndpoint(t, &now, func(c *Config) { c.PeerCutoffs = cut })
-	p := e.peerFor([4]byte{10, 0, 0, 9})
+	p := e.peerFor(wire.MapIPv4([4]byte{10, 0, 0, 9}))
 	if p == nil || p.cutoffs != cut {
 		t.Fatalf("peer cutoffs %v, want %v", p.cutoffs, cut)
 	}
 	e, _ = newCountingEndpoint(t, &now, nil)
-	if p := e.peerFor([4]byte{10, 0, 0, 9}); p == nil || p.cutoffs != sched.PeerDefaultCutoffs() {
+	if p := e.peerFor(wire.MapIPv4([4]byte{10, 0, 0, 9})); p == nil || p.cutoffs != sched.PeerDefaultCutoffs() {
 		t.Fatalf("without PeerCutoffs: %v", p)
 	}
 }

@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/homa-dpdk/homa-dpdk/wire"
+
 // Memory for incoming messages.
 //
 // A DATA packet names its message's length, and anyone can send one: a
@@ -50,9 +52,15 @@ const maxCommitBytes = 64 << 10
 // at offsets [i·stageChunkSize, (i+1)·stageChunkSize) for its index i.
 type stageChunk [stageChunkSize]byte
 
+// roundUp returns n rounded up to a multiple of m.
+func roundUp(n, m int) int { return (n + m - 1) / m * m }
+
 // initRecvMem sizes the staging pool from the configuration.
 func (e *Endpoint) initRecvMem() {
-	e.unschedLimit = (e.cfg.UnschedBytes + e.payload - 1) / e.payload * e.payload
+	e.unschedLimit = roundUp(e.cfg.UnschedBytes, e.payload)
+	if e.cfg.IP6 != [16]byte{} { // IPv6 senders' packets are smaller: their unscheduled bytes end elsewhere
+		e.unschedLimit = max(e.unschedLimit, roundUp(e.cfg.UnschedBytes, wire.PayloadPerPacket(e.cfg.MTU, wire.IPv6HeaderLen)))
+	}
 	u := min(e.cfg.UnschedBytes, maxCommitBytes)
 	e.commitBytes = (u + e.payload - 1) / e.payload * e.payload
 	span := 2 * e.commitBytes

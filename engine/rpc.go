@@ -19,7 +19,7 @@ var (
 	ErrNoRPC           = errors.New("homa: no such RPC")                     // unknown id, or not in a state for this
 	ErrPortInUse       = errors.New("homa: port in use")
 	ErrBadPort         = errors.New("homa: server ports are 1..0x7fff")
-	ErrAddress         = errors.New("homa: not an IPv4 address") // IPv6 is not spoken yet
+	ErrAddress         = errors.New("homa: address invalid, or of a family this endpoint has no address in") // Config.IP, Config.IP6
 	ErrClosed          = errors.New("homa: port closed")
 	ErrNoBufferSpace   = errors.New("homa: no receive buffer space") // PortHooks.RecvBuf had none
 )
@@ -86,14 +86,22 @@ type rpc struct {
 	lastData         uint64
 }
 
-// ip4 returns the IPv4 address of a (IPv4, or IPv4-mapped IPv6).
-func ip4(a netip.Addr) ([4]byte, bool) {
+// addrKey returns a as the peer tables hold it (IPv6, IPv4 mapped), and
+// whether the endpoint can reach it: a valid address of a family it has
+// an address in.
+func (e *Endpoint) addrKey(a netip.Addr) ([16]byte, bool) {
 	a = a.Unmap()
-	if !a.Is4() {
-		return [4]byte{}, false
+	switch {
+	case a.Is4() && (e.cfg.IP != [4]byte{} || e.cfg.IP6 == [16]byte{}), // IPv4, unless IPv6 is all it has
+		a.Is6() && a.Zone() == "" && e.cfg.IP6 != [16]byte{}:
+		return a.As16(), true
 	}
-	return a.As4(), true
+	return [16]byte{}, false
 }
+
+// addrIP returns a table address as the application sees it: IPv4
+// unmapped.
+func addrIP(a [16]byte) netip.Addr { return netip.AddrFrom16(a).Unmap() }
 
 // Addr names a Homa port on a host. IP is an IPv4 address (an
 // IPv4-mapped IPv6 one is taken as that IPv4 address).
@@ -249,7 +257,7 @@ func (p *Port) send(dst Addr, msg []byte, ref PayloadRef, private bool) (uint64,
 	if len(msg) < 1 || len(msg) > e.cfg.MaxMessageLength {
 		return 0, ErrMessageLength
 	}
-	ip, ok := ip4(dst.IP)
+	ip, ok := e.addrKey(dst.IP)
 	if !ok {
 		return 0, ErrAddress
 	}
@@ -295,7 +303,7 @@ func (p *Port) Reply(req Message, resp []byte) error { return p.ReplyRef(req, re
 func (p *Port) ReplyRef(req Message, resp []byte, ref PayloadRef) error {
 	e := p.e
 	e.now = e.cfg.Clock()
-	ip, _ := ip4(req.Peer.IP)
+	ip, _ := e.addrKey(req.Peer.IP)
 	r := e.rpcs.get(rpcKey{ip: ip, id: req.ID})
 	if r == nil || r.client || r.port != p || r.state != stateInService {
 		return ErrNoRPC
@@ -320,7 +328,7 @@ func (e *Endpoint) startOut(r *rpc, msg []byte, ref PayloadRef) {
 	o.data, o.length, o.ref = msg, len(msg), ref
 	// Unscheduled bytes end on a packet boundary (as in the kernel).
 	u := e.unschedBytes(r.peer)
-	o.unsched = min(o.length, (u+e.payload-1)/e.payload*e.payload)
+	o.unsched = min(o.length, roundUp(u, r.peer.payload))
 	if r.peer.upstream {
 		o.unsched = o.length // the upstream subset never grants: the whole message goes unscheduled
 	}
@@ -436,7 +444,7 @@ func (r *rpc) key() rpcKey {
 	if r.client {
 		return rpcKey{id: r.id}
 	}
-	return rpcKey{ip: r.peer.ip, id: r.id}
+	return rpcKey{ip: r.peer.addr, id: r.id}
 }
 
 // end frees r: out of every table, scheduler and queue.
@@ -471,7 +479,7 @@ func (e *Endpoint) end(r *rpc) {
 	h := &r.port.hooks
 	e.releaseIn(&r.in, h)
 	if r.out.data != nil && h.OutDone != nil {
-		h.OutDone(r.id, Addr{IP: netip.AddrFrom4(r.peer.ip), Port: r.dport}, r.out.data)
+		h.OutDone(r.id, Addr{IP: r.peer.ip, Port: r.dport}, r.out.data)
 	}
 	r.out.data, r.out.ref = nil, 0
 	if len(e.dead)+len(e.spare) < maxSpareRPCs {
@@ -516,17 +524,17 @@ func (e *Endpoint) reap() {
 // fail ends client RPC r with err, delivered to the application.
 func (e *Endpoint) fail(r *rpc, err error) {
 	e.end(r)
-	r.port.deliver(Message{ID: r.id, Peer: Addr{IP: netip.AddrFrom4(r.peer.ip), Port: r.dport}, Err: err}, r.private)
+	r.port.deliver(Message{ID: r.id, Peer: Addr{IP: r.peer.ip, Port: r.dport}, Err: err}, r.private)
 }
 
 // lookup returns the RPC a received packet names, or nil. A client RPC
 // must also match the sender's address.
 func (e *Endpoint) lookup(f *wire.Frame) *rpc {
 	id := wire.LocalID(f.Homa.SenderID())
-	src := f.IPv4.Src()
+	src := f.Src()
 	if wire.IsClientID(id) {
 		r := e.rpcs.get(rpcKey{id: id})
-		if r == nil || r.peer.ip != src {
+		if r == nil || r.peer.addr != src {
 			return nil
 		}
 		return r

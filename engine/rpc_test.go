@@ -494,7 +494,7 @@ func TestRPC_restartsDoNotPostponeTimeout(t *testing.T) {
 			srv.mh.SetReceive(srv.receive)
 			cfg := DefaultConfig()
 			cfg.IP, cfg.MAC, cfg.Clock = c.mh.IP(), c.mh.MAC(), net.Now
-			c.neigh.Add(srv.mh.IP(), srv.mh.MAC())
+			c.neigh.Add(netip.AddrFrom4(srv.mh.IP()), srv.mh.MAC())
 			cfg.Resolve = c.neigh.Resolve
 			cfg.IDSeed = 100
 			e, err := New(cfg, c)

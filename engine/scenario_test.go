@@ -113,7 +113,7 @@ func newScenario(t *testing.T, nHosts int, cfg memnet.Config, wl *workload, mods
 		ecfg := DefaultConfig()
 		ecfg.IP, ecfg.MAC = ip, h.mh.MAC()
 		ecfg.Clock = s.net.Now
-		s.neigh.Add(ip, h.mh.MAC())
+		s.neigh.Add(netip.AddrFrom4(ip), h.mh.MAC())
 		ecfg.Resolve = s.neigh.Resolve
 		ecfg.MaxMessageLength = 16_000_000
 		ecfg.LinkBps = int64(s.net.Config().LinkBps)

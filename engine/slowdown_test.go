@@ -110,7 +110,7 @@ func newSlowdownRun(t testing.TB, n int, baseline bool, maxMsg int) *slowdownRun
 		h := &slowdownHost{run: s, mh: s.net.AddHost(ip), buf: make([]byte, 2048)}
 		cfg := DefaultConfig()
 		cfg.IP, cfg.MAC, cfg.Clock = ip, h.mh.MAC(), s.net.Now
-		s.neigh.Add(ip, h.mh.MAC())
+		s.neigh.Add(netip.AddrFrom4(ip), h.mh.MAC())
 		cfg.Resolve = s.neigh.Resolve
 		cfg.MaxMessageLength = maxMsg
 		cfg.IDSeed = uint64(i+1) << 40

@@ -89,7 +89,10 @@ func TestHijack_framingAndChecksums(t *testing.T) {
 		seen := watch(t, n)
 		sIP := [4]byte{10, 0, 0, 2}
 		c := n.addHost("c", 1, func(cfg *Config) {
-			cfg.PeerOptions = func(ip [4]byte) PeerOptions { return PeerOptions{Hijack: ip == sIP} }
+			cfg.PeerOptions = func(a netip.Addr) PeerOptions {
+				ip := a.Unmap().As4()
+				return PeerOptions{Hijack: ip == sIP}
+			}
 		})
 		s := n.addHost("s", 2, func(cfg *Config) { cfg.Checksum = fill })
 		exchange(t, n, c, s, 60_000, 100_000) // unscheduled, granted DATA and GRANTs both ways
@@ -131,7 +134,7 @@ func TestChecksum_verifiedOnReceive(t *testing.T) {
 		n := newTestNet(t)
 		c := n.addHost("c", 1, func(cfg *Config) {
 			cfg.Checksum = fill
-			cfg.PeerOptions = func([4]byte) PeerOptions { return PeerOptions{Hijack: hijack} }
+			cfg.PeerOptions = func(netip.Addr) PeerOptions { return PeerOptions{Hijack: hijack} }
 		})
 		n.addHost("s", 2, nil)
 		cli, _ := c.e.OpenClient()
@@ -220,7 +223,9 @@ func TestUpstream_configuredPeerGetsWholeMessages(t *testing.T) {
 	n := newTestNet(t)
 	sIP := [4]byte{10, 0, 0, 2}
 	c := n.addHost("c", 1, func(cfg *Config) {
-		cfg.PeerOptions = func(ip [4]byte) PeerOptions {
+		cfg.PeerOptions = func(a netip.Addr) PeerOptions {
+			ip := a.Unmap().As4()
+
 			if ip == sIP {
 				return PeerOptions{Variant: VariantUpstream}
 			}
@@ -273,8 +278,8 @@ func TestExtension_onlyToHomaDPDKPeers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			n := newTestNet(t)
 			c := n.addHost("c", 1, func(cfg *Config) {
-				cfg.KernelPeer = func([4]byte) bool { return tc.kernel }
-				cfg.PeerOptions = func([4]byte) PeerOptions { return PeerOptions{HomaDPDK: tc.named} }
+				cfg.KernelPeer = func(netip.Addr) bool { return tc.kernel }
+				cfg.PeerOptions = func(netip.Addr) PeerOptions { return PeerOptions{HomaDPDK: tc.named} }
 			})
 			s := n.addHost("s", 2, nil)
 			cli, _ := c.e.OpenClient()
@@ -290,7 +295,7 @@ func TestExtension_onlyToHomaDPDKPeers(t *testing.T) {
 	}
 	// A kernel-named peer that sends the extension is homa-dpdk after all.
 	n := newTestNet(t)
-	kernel := func(cfg *Config) { cfg.KernelPeer = func([4]byte) bool { return true } }
+	kernel := func(cfg *Config) { cfg.KernelPeer = func(netip.Addr) bool { return true } }
 	c := n.addHost("c", 1, kernel)
 	s := n.addHost("s", 2, nil) // it sends the extension to c
 	sc, _ := s.e.OpenClient()

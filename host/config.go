@@ -138,7 +138,8 @@ func New(c Config) (*Host, error) {
 	if h.ep, err = engine.New(ec, h.tx); err != nil {
 		return nil, fmt.Errorf("engine for %v: %w", netip.AddrFrom4(c.IP), err)
 	}
-	h.neigh.onReady, h.neigh.onFailed = h.ep.NeighbourReady, h.ep.NeighbourFailed
+	h.neigh.onReady = func(ip [4]byte) { h.ep.NeighbourReady(netip.AddrFrom4(ip)) }
+	h.neigh.onFailed = func(ip [4]byte) { h.ep.NeighbourFailed(netip.AddrFrom4(ip)) }
 	return h, nil
 }
 

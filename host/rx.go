@@ -194,8 +194,15 @@ func (h *Host) sendARPRequest(ip [4]byte) {
 
 // resolve is the engine's Resolve: the neighbour entry of ip's next hop
 // — ip itself on the port's subnet, the gateway otherwise — with a
-// request sent when resolution starts, or nil when there is no route.
-func (h *Host) resolve(ip [4]byte) *engine.Neighbour {
+// request sent when resolution starts, or nil when there is no route
+// (an IPv6 address has none: the host resolves IPv4 only, by ARP).
+func (h *Host) resolve(a netip.Addr) *engine.Neighbour {
+	a = a.Unmap()
+	if !a.Is4() {
+		h.noRoute++
+		return nil
+	}
+	ip := a.As4()
 	hop, ok := h.nextHop(ip)
 	if !ok {
 		h.noRoute++
@@ -211,7 +218,12 @@ func (h *Host) resolve(ip [4]byte) *engine.Neighbour {
 // forget is the engine's Forget: it dropped its peer for ip, so an
 // on-link entry for ip is no longer held (a gateway's entry stays: other
 // peers may share it).
-func (h *Host) forget(ip [4]byte) {
+func (h *Host) forget(a netip.Addr) {
+	a = a.Unmap()
+	if !a.Is4() {
+		return
+	}
+	ip := a.As4()
 	if hop, ok := h.nextHop(ip); ok && hop == ip {
 		h.neigh.Forget(ip)
 	}

@@ -71,7 +71,7 @@ func TestHostLoop_nextHopUsesGatewayOffSubnet(t *testing.T) {
 	if _, ok := l.nextHop([4]byte{192, 0, 2, 1}); ok {
 		t.Error("off-link without a gateway has a route")
 	}
-	if n := l.resolve([4]byte{192, 0, 2, 1}); n != nil || l.noRoute != 1 {
+	if n := l.resolve(netip.AddrFrom4([4]byte{192, 0, 2, 1})); n != nil || l.noRoute != 1 {
 		t.Errorf("resolve off-link without gateway: %v (no_route %d), want no route", n, l.noRoute)
 	}
 }

@@ -106,7 +106,7 @@ func newTestNetWith(t *testing.T, mod func(*engine.Config)) *testNet {
 		ip := [4]byte{10, 0, 0, byte(i + 1)}
 		h := &testHost{n: n, mh: n.net.AddHost(ip), ip: ip, buf: make([]byte, 2048), autoSend: true,
 			refs: map[engine.PayloadRef]*fakePayload{}}
-		n.neigh.Add(ip, h.mh.MAC())
+		n.neigh.Add(netip.AddrFrom4(ip), h.mh.MAC())
 		ec := engine.DefaultConfig()
 		ec.IP, ec.MAC = ip, h.mh.MAC()
 		ec.Clock = n.net.Now

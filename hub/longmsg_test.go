@@ -2,6 +2,7 @@ package hub
 
 import (
 	"bytes"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -127,7 +128,7 @@ func TestHub_64MiBThroughWorkers(t *testing.T) {
 func TestHub_longMessageToKernelPeerRefused(t *testing.T) {
 	n := newTestNetWith(t, func(c *engine.Config) {
 		c.MaxMessageLength = 4 << 20
-		c.KernelPeer = func([4]byte) bool { return true } // each host takes the other for kernel Homa
+		c.KernelPeer = func(netip.Addr) bool { return true } // each host takes the other for kernel Homa
 	})
 	params := testWorkerParams
 	params.ArenaSize, params.PoolPages, params.MaxMessage = 4<<20, 64, 4<<20

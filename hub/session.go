@@ -347,7 +347,7 @@ func (ws *session) pageOf(buf []byte) int {
 func (ws *session) deliver(m engine.Message, port uint16) {
 	if m.Err != nil { // a client RPC failed
 		ws.outst--
-		c := shm.Completion{Op: shm.CompError, RPCID: m.ID, Err: errCode(m.Err), PeerIP: m.Peer.IP.As4(), PeerPort: m.Peer.Port}
+		c := shm.Completion{Op: shm.CompError, RPCID: m.ID, Err: errCode(m.Err), PeerIP: peer4(m.Peer.IP), PeerPort: m.Peer.Port}
 		if ref, ok := ws.sends[rpcRef{id: m.ID}]; ok { // OutDone already released the range
 			c.Cookie = ref.cookie
 			delete(ws.sends, rpcRef{id: m.ID})
@@ -357,12 +357,12 @@ func (ws *session) deliver(m engine.Message, port uint16) {
 	}
 	page, pages := ws.pageOf(m.Data), shm.PagesFor(len(m.Data))
 	ws.Pages.Deliver(page, pages)
-	c := shm.Completion{RPCID: m.ID, PeerIP: m.Peer.IP.As4(), PeerPort: m.Peer.Port,
+	c := shm.Completion{RPCID: m.ID, PeerIP: peer4(m.Peer.IP), PeerPort: m.Peer.Port,
 		Length: uint32(len(m.Data)), Page: uint32(page), Pages: uint32(pages)}
 	if m.Request {
 		c.Op = shm.CompRequest
 		c.Port = port
-		ws.requests[rpcRef{ip: m.Peer.IP.As4(), id: m.ID}] = ws.servers[port] // counted in outst since RecvBuf
+		ws.requests[rpcRef{ip: peer4(m.Peer.IP), id: m.ID}] = ws.servers[port] // counted in outst since RecvBuf
 	} else {
 		c.Op = shm.CompResponse
 		ws.outst--
@@ -378,7 +378,7 @@ func (ws *session) deliver(m engine.Message, port uint16) {
 func (ws *session) outDone(id uint64, peer engine.Addr, _ []byte) {
 	ref := rpcRef{id: id}
 	if id&1 == 1 { // a server RPC is named by its client too
-		ref.ip = peer.IP.As4()
+		ref.ip = peer4(peer.IP)
 	}
 	s, ok := ws.sends[ref]
 	if !ok {
@@ -479,4 +479,15 @@ func errCode(err error) shm.ErrCode {
 		return shm.ErrCodeBadLength
 	}
 	return shm.ErrCodeClosed
+}
+
+// peer4 is a peer's address as the worker interface carries it: IPv4
+// (its entries have 4 bytes for it). The daemon's endpoints have no IPv6
+// address yet, so no IPv6 peer reaches a worker; one would read as
+// 0.0.0.0.
+func peer4(a netip.Addr) [4]byte {
+	if a = a.Unmap(); a.Is4() {
+		return a.As4()
+	}
+	return [4]byte{}
 }

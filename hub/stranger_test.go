@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ func addStranger(n *testNet) *stranger {
 	ip := [4]byte{10, 0, 0, 66}
 	mh := n.net.AddHost(ip)
 	mh.SetReceive(func([]byte) {})
-	n.neigh.Add(ip, mh.MAC())
+	n.neigh.Add(netip.AddrFrom4(ip), mh.MAC())
 	return &stranger{n: n, mh: mh, ip: ip, next: 0x5000}
 }
 
@@ -31,7 +32,7 @@ func addStranger(n *testNet) *stranger {
 func (s *stranger) data(dst [4]byte, port uint16, id uint64, length, off int, payload []byte) {
 	hl := wire.EthernetHeaderLen + wire.IPv4MinHeaderLen
 	b := make([]byte, hl+wire.DataHeaderLen+len(payload))
-	eth := wire.EthernetFields{Dst: s.n.neigh.Resolve(dst).MAC, Src: s.mh.MAC(), Type: wire.EtherTypeIPv4}
+	eth := wire.EthernetFields{Dst: s.n.neigh.Resolve(netip.AddrFrom4(dst)).MAC, Src: s.mh.MAC(), Type: wire.EtherTypeIPv4}
 	eth.Encode(b)
 	ip := wire.HomaIPv4Fields(s.ip, dst, 0, wire.DataHeaderLen+len(payload))
 	ip.Encode(b[wire.EthernetHeaderLen:])

@@ -98,7 +98,7 @@ func engineConfig(cfg Config, wl *slowdown.Workload, i int, mh *memnet.Host, now
 	c.IDSeed = uint64(i+1) << 40
 	c.LinkBps = int64(cfg.LinkBps)
 	c.MaxMessageLength = max(wl.Max(), 1)
-	c.KernelPeer = func([4]byte) bool { return false } // every peer runs this engine
+	c.KernelPeer = func(netip.Addr) bool { return false } // every peer runs this engine
 	unsched := cfg.UnschedBytes
 	if unsched == 0 {
 		unsched = 10_000
@@ -174,7 +174,7 @@ func newSim(cfg Config) (*sim, error) {
 		scratch: make([]byte, wl.Max()), idle: newIdle(cfg), inflight: make(map[msgKey]started)}
 	for i := range cfg.Hosts() {
 		mh := s.net.AddHost(hostIP(i))
-		s.neigh.Add(mh.IP(), mh.MAC())
+		s.neigh.Add(netip.AddrFrom4(mh.IP()), mh.MAC())
 		s.byIP[mh.IP()] = i
 		s.hosts = append(s.hosts, &host{s: s, idx: i, mh: mh, buf: make([]byte, 2048), active: make(map[inKey]int)})
 	}

@@ -124,11 +124,11 @@ func newPair(maxLen int) (*pair, error) {
 	p := &pair{toS: newLink(), toC: newLink(), start: time.Now(),
 		sBuf: make([]byte, maxLen), cBuf: make([]byte, maxLen)}
 	var neigh engine.StaticNeighbours
-	resolve := func(ip [4]byte) *engine.Neighbour {
+	resolve := func(ip netip.Addr) *engine.Neighbour {
 		if nb := neigh.Resolve(ip); nb != nil {
 			return nb
 		}
-		return neigh.Add(ip, mac(ip))
+		return neigh.Add(ip, mac(ip.Unmap().As4()))
 	}
 	mk := func(last byte, tx engine.Transmitter) (*engine.Endpoint, error) {
 		cfg := engine.DefaultConfig()
