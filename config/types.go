@@ -43,8 +43,8 @@ func typedHook(from, to reflect.Type, data any) (any, error) {
 				continue
 			}
 			p, err := netip.ParsePrefix(f)
-			if err != nil || !p.Addr().Is4() {
-				return nil, fmt.Errorf("%q is not an IPv4 address/prefix (e.g. 10.0.0.0/24)", f)
+			if err != nil || p.Addr().Zone() != "" {
+				return nil, fmt.Errorf("%q is not an IP address/prefix (e.g. 10.0.0.0/24 or 2001:db8::/64)", f)
 			}
 			list = append(list, p)
 		}
@@ -54,8 +54,8 @@ func typedHook(from, to reflect.Type, data any) (any, error) {
 			return netip.Prefix{}, nil
 		}
 		p, err := netip.ParsePrefix(s)
-		if err != nil || !p.Addr().Is4() {
-			return nil, fmt.Errorf("%q is not an IPv4 address/prefix (e.g. 10.0.0.1/24)", s)
+		if err != nil || p.Addr().Zone() != "" {
+			return nil, fmt.Errorf("%q is not an IP address/prefix (e.g. 10.0.0.1/24 or 2001:db8::1/64)", s)
 		}
 		return p, nil
 	case addrType:
@@ -63,10 +63,10 @@ func typedHook(from, to reflect.Type, data any) (any, error) {
 			return netip.Addr{}, nil
 		}
 		a, err := netip.ParseAddr(s)
-		if err != nil || !a.Is4() {
-			return nil, fmt.Errorf("%q is not an IPv4 address", s)
+		if err != nil || a.Zone() != "" {
+			return nil, fmt.Errorf("%q is not an IP address (e.g. 10.0.0.1 or 2001:db8::1)", s)
 		}
-		return a, nil
+		return a.Unmap(), nil
 	case macType:
 		if s == "" {
 			return net.HardwareAddr(nil), nil

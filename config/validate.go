@@ -75,8 +75,8 @@ func (s *Spec) Validate() error {
 	s.Protocol.validate(&p)
 	for i, n := range s.Neighbours {
 		key := fmt.Sprintf("neighbours[%d]", i)
-		if !n.IP.Is4() {
-			p.add(key+".ip", "missing; give the neighbour's IPv4 address")
+		if !n.IP.IsValid() {
+			p.add(key+".ip", "missing; give the neighbour's IPv4 or IPv6 address")
 		}
 		if len(n.MAC) != 6 {
 			p.add(key+".mac", "missing; give a MAC address like 02:00:00:00:00:01")
@@ -84,8 +84,8 @@ func (s *Spec) Validate() error {
 	}
 	for i, ps := range s.Peers {
 		key := fmt.Sprintf("peers[%d]", i)
-		if !ps.Prefix.IsValid() || !ps.Prefix.Addr().Is4() {
-			p.add(key+".prefix", "missing or not IPv4; give the peers' IPv4 prefix, e.g. 10.0.1.0/24 (0.0.0.0/0 for every peer)")
+		if !ps.Prefix.IsValid() {
+			p.add(key+".prefix", "missing; give the peers' prefix, e.g. 10.0.1.0/24 or 2001:db8::/64 (0.0.0.0/0 for every IPv4 peer)")
 		}
 		if ps.Variant != "" {
 			p.oneOf(key+".variant", ps.Variant, "auto", "full", "upstream", "homa-dpdk")
@@ -214,6 +214,24 @@ func (ps *PortSpec) validate(p *problems, key string, addrs map[netip.Addr]strin
 		if gw := ps.Gateway; gw.IsValid() && !pfx.Masked().Contains(gw) {
 			p.add(key+".gateway", "%s is not on the port's subnet %s", gw, pfx.Masked())
 		}
+	}
+	if p6 := ps.Address6; p6.IsValid() {
+		switch {
+		case !p6.Addr().Is6() || p6.Addr().Is4In6() || p6.Bits() < 1 || p6.Addr().IsMulticast() || p6.Addr().IsUnspecified():
+			p.add(key+".address6", "%s is not an IPv6 unicast address/prefix (e.g. 2001:db8::1/64)", p6)
+		case addrs[p6.Addr()] != "":
+			p.add(key+".address6", "%s is also the address of %s", p6.Addr(), addrs[p6.Addr()])
+		default:
+			addrs[p6.Addr()] = key
+		}
+		if gw := ps.Gateway6; gw.IsValid() && !gw.IsLinkLocalUnicast() && !p6.Masked().Contains(gw) {
+			p.add(key+".gateway6", "%s is neither link-local nor on the port's IPv6 prefix %s", gw, p6.Masked())
+		}
+	} else if ps.Gateway6.IsValid() {
+		p.add(key+".gateway6", "set without ports[].address6")
+	}
+	if gw := ps.Gateway; gw.IsValid() && !gw.Is4() {
+		p.add(key+".gateway", "%s is not an IPv4 address (an IPv6 next hop is gateway6)", gw)
 	}
 	if ps.MAC != nil && (len(ps.MAC) != 6 || ps.MAC[0]&1 == 1) {
 		p.add(key+".mac", "%s is not a unicast MAC address like 02:00:00:00:00:01", ps.MAC)

@@ -72,6 +72,29 @@ func TestMemifHosts_upstreamServerWithLoss(t *testing.T) {
 	}
 }
 
+// TestMemifHosts_ipv6WithLoss: both daemons have an IPv6 address
+// beside their IPv4 one; the client's RPCs go to the server's IPv6
+// address, which it resolves by neighbour discovery. Its capture holds
+// Homa over IPv6 only (and the solicitation and advertisement), which
+// tshark and the project's dissector decode.
+func TestMemifHosts_ipv6WithLoss(t *testing.T) {
+	requireTshark(t)
+	capture := filepath.Join(t.TempDir(), "ipv6.pcapng")
+	server, client := startMemifDaemons(t, interopRPCs, 0.02, "", "", []string{"HOMA_TEST_V6=1"},
+		[]string{"HOMA_TEST_V6=1", "HOMA_TEST_YAML=capture:\n  file: " + capture + "\n  snaplen: 128\n"})
+	t.Log(client.expect(t, "done", 240*time.Second))
+	stopMemifDaemons(t, server, client)
+
+	homa6 := tsharkCount(t, capture, "ipv6.nxt == 146 && homa.type", "lua")
+	homa4 := tsharkCount(t, capture, "ip.proto == 146", "")
+	ns := tsharkCount(t, capture, "icmpv6.type == 135", "")
+	na := tsharkCount(t, capture, "icmpv6.type == 136 && icmpv6.nd.na.flag.s == 1", "")
+	t.Logf("capture: %d Homa frames over IPv6, %d over IPv4, %d solicitations, %d solicited advertisements", homa6, homa4, ns, na)
+	if homa6 < 1000 || homa4 != 0 || ns == 0 || na == 0 {
+		t.Errorf("capture: %d Homa frames over IPv6 decoded, %d over IPv4, %d solicitations, %d solicited advertisements", homa6, homa4, ns, na)
+	}
+}
+
 func requireTshark(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("tshark"); err != nil {

@@ -78,11 +78,15 @@ func runMemifDaemon(role, vdev, rpcsArg, lossArg string) error {
 	device, _, _ := strings.Cut(vdev, ",")
 	eal := append(dpdk.VirtualDeviceArgs("0,1", mem, 512, fmt.Sprintf("homamemif%d", os.Getpid())),
 		"--main-lcore", strconv.Itoa(mainLcore), "--vdev", vdev)
+	addr6 := ""
+	if os.Getenv("HOMA_TEST_V6") != "" { // IPv6 too: the client's RPCs go over it
+		addr6 = fmt.Sprintf("    address6: 2001:db8::%d/64\n", last)
+	}
 	yaml := fmt.Sprintf(`lcores: [%d]
 ports:
   - device: %s
     address: 10.0.0.%d/24
-metrics:
+%smetrics:
   address: ""
 faults:
   drop: %s
@@ -99,7 +103,7 @@ workers:
   enabled: %t
   socket: %q
 %s
-`, loopLcore, device, last, lossArg, last, os.Getenv("HOMA_TEST_PROTOCOL"), os.Getenv("HOMA_TEST_WORKERS") != "", os.Getenv("HOMA_TEST_WORKERS"),
+`, loopLcore, device, last, addr6, lossArg, last, os.Getenv("HOMA_TEST_PROTOCOL"), os.Getenv("HOMA_TEST_WORKERS") != "", os.Getenv("HOMA_TEST_WORKERS"),
 		os.Getenv("HOMA_TEST_YAML"))
 	path := filepath.Join(os.TempDir(), fmt.Sprintf("homa-memif-%d.yaml", os.Getpid()))
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
@@ -216,7 +220,11 @@ func newMemifClient(h *host.Host, total int, tolerant bool) (*memifClient, error
 	if err != nil {
 		return nil, err
 	}
-	c := &memifClient{h: h, port: p, dst: engine.Addr{IP: netip.AddrFrom4([4]byte{10, 0, 0, 2}), Port: 99}, total: total,
+	dst := netip.AddrFrom4([4]byte{10, 0, 0, 2})
+	if os.Getenv("HOMA_TEST_V6") != "" {
+		dst = netip.MustParseAddr("2001:db8::2")
+	}
+	c := &memifClient{h: h, port: p, dst: engine.Addr{IP: dst, Port: 99}, total: total,
 		sent: map[uint64][]byte{}, rng: rand.New(rand.NewPCG(11, 11)), tolerant: tolerant, maxSize: 1_000_000}
 	if n, err := strconv.Atoi(os.Getenv("HOMA_TEST_MAX_SIZE")); err == nil && n > 0 {
 		c.maxSize = n

@@ -55,7 +55,9 @@ var families = []family{
 	{"homa_message_size_bytes", "Messages received whole (requests and responses), by length.", nil, true},
 	{"homa_arp_packets_received_total", "ARP packets answered or learned from, by kind.", []string{"kind"}, true},
 	{"homa_arp_entries_learned_total", "Neighbour entries learned from ARP.", nil, true},
-	{"homa_icmp_echo_requests_total", "ICMP echo requests answered.", nil, true},
+	{"homa_icmp_echo_requests_total", "ICMP and ICMPv6 echo requests answered.", nil, true},
+	{"homa_ndp_solicitations_total", "IPv6 neighbour solicitations for this host's address (each answered with an advertisement).", nil, true},
+	{"homa_ndp_advertisements_total", "IPv6 neighbour advertisements learned from.", nil, true},
 	{"homa_host_frames_ignored_total", "Frames the host stack did not handle, by reason.", []string{"reason"}, true},
 	{"homa_tx_refused_total", "Buffers refused to the engine, by cause: no mbuf, or the TX queues backed up.", []string{"cause"}, true},
 	{"homa_faults_injected_total", "Received packets the fault injector dropped, duplicated or reordered.", []string{"fault"}, true},
@@ -173,6 +175,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		hc("homa_arp_packets_received_total", st.ARPReplies, "reply")
 		hc("homa_arp_entries_learned_total", st.ARPLearned)
 		hc("homa_icmp_echo_requests_total", st.EchoRequests)
+		hc("homa_ndp_solicitations_total", st.NeighborSolicits)
+		hc("homa_ndp_advertisements_total", st.NeighborAdverts)
 		hc("homa_host_frames_ignored_total", st.NotForUs, "not_for_us")
 		hc("homa_host_frames_ignored_total", st.Malformed, "malformed")
 		hc("homa_host_frames_ignored_total", st.Unsupported, "unsupported")

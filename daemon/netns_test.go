@@ -66,6 +66,16 @@ func (n *testNet) addHost(name, addr string) string {
 // startDaemonProcess runs `homa-dpdk run` in namespace ns on its eth0.
 func startDaemonProcess(t *testing.T, bin, ns, addr string, lcore int) *exec.Cmd {
 	t.Helper()
+	return startDaemonProcess6(t, bin, ns, addr, "", lcore)
+}
+
+// startDaemonProcess6 is startDaemonProcess with an IPv6 address (addr6,
+// CIDR) on the port too, when it is not "".
+func startDaemonProcess6(t *testing.T, bin, ns, addr, addr6 string, lcore int) *exec.Cmd {
+	t.Helper()
+	if addr6 != "" {
+		addr += "\n    address6: " + addr6
+	}
 	dir := t.TempDir()
 	cfg := fmt.Sprintf(`eal: ["-l", "0,%d", "--main-lcore", "0", "--no-pci", "--no-huge", "-m", "256", "--file-prefix", "%s", "--vdev", "net_af_packet0,iface=eth0"]
 lcores: [%d]
@@ -152,6 +162,42 @@ func TestDaemon_pingFromLinuxHostInNamespace(t *testing.T) {
 			t.Errorf("ping %s from a Linux host: %v\n%s", ip, err, out)
 		}
 	}
+}
+
+// TestDaemon_ping6FromLinuxHostInNamespace: a daemon on net_af_packet
+// with an IPv6 address answers a Linux host's neighbour discovery and
+// ping -6; the Linux host's neighbour table then holds the daemon's MAC.
+func TestDaemon_ping6FromLinuxHostInNamespace(t *testing.T) {
+	dpdktest.Need(t)
+	if _, err := exec.LookPath("ping"); err != nil {
+		if dpdktest.Required() {
+			t.Fatal("ping is missing (scripts/setup.sh installs iputils-ping)")
+		}
+		t.Skip("ping is missing")
+	}
+	bin := buildDaemon(t)
+	n := newTestNet(t)
+	nsA := n.addHost("a", "")
+	nsC := n.addHost("c", "")
+	sh(t, "ip", "-n", nsC, "-6", "addr", "add", "2001:db8:77::3/64", "dev", "eth0", "nodad")
+	startDaemonProcess6(t, bin, nsA, "10.77.0.1/24", "2001:db8:77::1/64", 1)
+	var out []byte
+	var err error
+	for try := 0; try < 30; try++ { // the daemon takes a moment to start
+		out, err = exec.Command("ip", "netns", "exec", nsC, "ping", "-6", "-c", "3", "-i", "0.2", "-W", "1", "2001:db8:77::1").CombinedOutput()
+		if err == nil {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if err != nil || !strings.Contains(string(out), "3 received") {
+		t.Fatalf("ping -6 from a Linux host: %v\n%s", err, out)
+	}
+	neigh, _ := exec.Command("ip", "-n", nsC, "-6", "neigh", "show", "2001:db8:77::1").CombinedOutput()
+	if !strings.Contains(string(neigh), "lladdr") {
+		t.Errorf("the Linux host did not learn the daemon's link address: %q", neigh)
+	}
+	t.Logf("%s%s", out, neigh)
 }
 
 // TestDaemon_rpcsBetweenNamespacesOverVeth: two daemons on net_af_packet in

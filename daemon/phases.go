@@ -184,7 +184,7 @@ func (d *Daemon) hostConfigFor(i int, clock func() int64, wallOff int64) (host.C
 	}
 	hc := host.Config{
 		Port: p, Pool: d.pools[i], IP: pfx.Addr().As4(), MAC: wire.MAC(hwaddr), PrioMap: pm,
-		LinkBps: rate, Engine: ec, Static: map[[4]byte]wire.MAC{}, Capture: d.capture, CapIf: i,
+		LinkBps: rate, Engine: ec, Static: map[[4]byte]wire.MAC{}, Static6: map[[16]byte]wire.MAC{}, Capture: d.capture, CapIf: i,
 		Subnet: pfx.Masked(), Offloads: st.Offloads, PCP: ps.Marking == "pcp", VLAN: uint16(ps.VLAN),
 		Burst: 32, Clock: clock, WallOff: wallOff,
 		ARP: host.ARPConfig{Timeout: d.spec.ARP.Timeout, Aging: d.spec.ARP.Aging, Retries: d.spec.ARP.Retries},
@@ -197,8 +197,18 @@ func (d *Daemon) hostConfigFor(i int, clock func() int64, wallOff int64) (host.C
 	if ps.Gateway.IsValid() {
 		hc.Gateway = ps.Gateway.As4()
 	}
+	if ps.Address6.IsValid() {
+		hc.IP6, hc.Subnet6 = ps.Address6.Addr().As16(), ps.Address6.Masked()
+		if ps.Gateway6.IsValid() {
+			hc.Gateway6 = ps.Gateway6.As16()
+		}
+	}
 	for _, n := range d.spec.Neighbours {
-		hc.Static[n.IP.As4()] = wire.MAC(n.MAC)
+		if n.IP.Is4() {
+			hc.Static[n.IP.As4()] = wire.MAC(n.MAC)
+		} else {
+			hc.Static6[n.IP.As16()] = wire.MAC(n.MAC)
+		}
 	}
 	return hc, nil
 }

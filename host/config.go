@@ -17,6 +17,7 @@ type Config struct {
 	Port *dpdk.Port
 	Pool *dpdk.Mempool // the port's mbufs: the transmit side allocates from it
 	IP   [4]byte
+	IP6  [16]byte // the port's IPv6 address; zero: none
 	MAC  wire.MAC
 	// PrioMap maps the 8 Homa priorities onto the port's TX queues.
 	PrioMap nicq.Map
@@ -24,15 +25,21 @@ type Config struct {
 	// Engine holds the protocol settings; IP, MAC, Clock, Resolve, the
 	// link rate, marking and checksum offload are filled in by New.
 	Engine engine.Config
-	// Static neighbours: addresses that need no ARP.
-	Static map[[4]byte]wire.MAC
-	ARP    ARPConfig
-	Faults Faults
+	// Static neighbours: addresses that need no ARP, or no neighbour
+	// discovery.
+	Static  map[[4]byte]wire.MAC
+	Static6 map[[16]byte]wire.MAC
+	ARP     ARPConfig
+	Faults  Faults
 	// Subnet is the port's IPv4 prefix and Gateway the next hop for
 	// addresses outside it (zero: none, such addresses are unreachable).
 	// An invalid Subnet puts every address on-link.
 	Subnet  netip.Prefix
 	Gateway [4]byte
+	// Subnet6 and Gateway6 are the same for IPv6 (link-local addresses
+	// are always on-link).
+	Subnet6  netip.Prefix
+	Gateway6 [16]byte
 	// Offloads are what SetupPort enabled on the port.
 	Offloads Offloads
 	// PCP tags every frame with an 802.1Q header on VLAN whose PCP is the
@@ -82,8 +89,9 @@ func New(c Config) (*Host, error) {
 	}
 	h := &Host{
 		port:    c.Port,
-		me:      hostAddr{ip: c.IP, mac: c.MAC},
-		neigh:   newNeighbourTable(c.ARP.Timeout.Nanoseconds(), c.ARP.Aging.Nanoseconds(), c.ARP.Retries),
+		me:      hostAddr{ip: c.IP, ip6: c.IP6, mac: c.MAC},
+		neigh:   newNeighbourTable[[4]byte](c.ARP.Timeout.Nanoseconds(), c.ARP.Aging.Nanoseconds(), c.ARP.Retries),
+		neigh6:  newNeighbourTable[[16]byte](c.ARP.Timeout.Nanoseconds(), c.ARP.Aging.Nanoseconds(), c.ARP.Retries),
 		sched:   sched,
 		tx:      newMbufTx(c.Pool, sched, c.Burst, txHighWater),
 		cap:     c.Capture,
@@ -95,6 +103,7 @@ func New(c Config) (*Host, error) {
 	}
 	h.portLink.Up, h.portLink.redial = c.Port.LinkUp(), c.Redial
 	h.subnet, h.gateway = c.Subnet, c.Gateway
+	h.subnet6, h.gateway6 = c.Subnet6, c.Gateway6
 	h.pcp, h.vlan = c.PCP, c.VLAN
 	h.tx.ipCksum, h.tx.l2Len = c.Offloads.IPv4Checksum, wire.EthernetHeaderLen
 	h.tx.multiSeg = c.Offloads.MultiSeg
@@ -104,9 +113,13 @@ func New(c Config) (*Host, error) {
 	for ip, mac := range c.Static {
 		h.neigh.AddStatic(ip, mac)
 	}
+	for ip, mac := range c.Static6 {
+		h.neigh6.AddStatic(ip, mac)
+	}
 	// The table holds what the engine's peers hold, and a little more for
 	// entries still answering probes once their peer went.
 	h.neigh.maxEntries = 2 * max(c.Engine.MaxPeers, engine.DefaultConfig().MaxPeers)
+	h.neigh6.maxEntries = h.neigh.maxEntries
 	h.rxBufs = make([][]*dpdk.Mbuf, max(c.Port.RxQueues(), 1))
 	for q := range h.rxBufs {
 		h.rxBufs[q] = make([]*dpdk.Mbuf, c.Burst)
@@ -122,7 +135,7 @@ func New(c Config) (*Host, error) {
 		}
 	}
 	ec := c.Engine
-	ec.IP, ec.MAC = c.IP, c.MAC
+	ec.IP, ec.IP6, ec.MAC = c.IP, c.IP6, c.MAC
 	ec.IPChecksumOffload = c.Offloads.IPv4Checksum
 	ec.PCP, ec.VLAN = c.PCP, c.VLAN
 	ec.Clock = func() int64 { return h.now }
@@ -140,6 +153,8 @@ func New(c Config) (*Host, error) {
 	}
 	h.neigh.onReady = func(ip [4]byte) { h.ep.NeighbourReady(netip.AddrFrom4(ip)) }
 	h.neigh.onFailed = func(ip [4]byte) { h.ep.NeighbourFailed(netip.AddrFrom4(ip)) }
+	h.neigh6.onReady = func(ip [16]byte) { h.ep.NeighbourReady(netip.AddrFrom16(ip)) }
+	h.neigh6.onFailed = func(ip [16]byte) { h.ep.NeighbourFailed(netip.AddrFrom16(ip)) }
 	return h, nil
 }
 

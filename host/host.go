@@ -21,7 +21,8 @@ type Host struct {
 	port    *dpdk.Port
 	me      hostAddr
 	ep      *engine.Endpoint
-	neigh   *neighbourTable
+	neigh   *neighbourTable[[4]byte]
+	neigh6  *neighbourTable[[16]byte] // IPv6 next hops (neighbour discovery)
 	tx      *mbufTx
 	sched   *nicq.Scheduler[*dpdk.Mbuf]
 	cap     *dpdk.Capture // nil when capture is off
@@ -60,11 +61,13 @@ type Host struct {
 	box         *snapshotBox // counters published for the metrics endpoint, or nil
 	nextPublish int64
 
-	pcp     bool         // frames carry an 802.1Q tag on vlan (priority marking pcp)
-	vlan    uint16       //
-	subnet  netip.Prefix // this port's subnet (invalid: every address is on-link)
-	gateway [4]byte      // next hop off the subnet; zero for none
-	noRoute uint64       // resolutions refused: off the subnet with no gateway
+	pcp      bool         // frames carry an 802.1Q tag on vlan (priority marking pcp)
+	vlan     uint16       //
+	subnet   netip.Prefix // this port's subnet (invalid: every address is on-link)
+	gateway  [4]byte      // next hop off the subnet; zero for none
+	subnet6  netip.Prefix // the IPv6 on-link prefix (invalid: every IPv6 address on-link)
+	gateway6 [16]byte     // IPv6 next hop off it; zero for none
+	noRoute  uint64       // resolutions refused: off the subnet with no gateway
 }
 
 // App is an application in a host's polling loop. Its methods run on the
@@ -147,6 +150,7 @@ func (h *Host) work() int {
 		a.Flush()
 	}
 	h.neigh.Retries(h.now, h.sendARPRequest)
+	h.neigh6.Retries(h.now, h.sendSolicit)
 	h.publish()
 	return n
 }

@@ -7,8 +7,9 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
-// neighbourTable maps IPv4 next hops to MAC addresses — static entries
-// from the config, and entries learned from ARP — and is the only place a
+// neighbourTable maps next hops (IPv4 addresses, K [4]byte; IPv6 ones,
+// K [16]byte) to MAC addresses — static entries from the config, and
+// entries learned from ARP or neighbour discovery — and is the only place a
 // peer's MAC lives: each entry is an engine.Neighbour that the engine
 // holds a pointer to and reads for every frame it sends, so the table
 // updates entries in place and never frees them (engine.Neighbour says
@@ -21,8 +22,8 @@ import (
 // (Linux's STALE and PROBE): frames keep going to the MAC it had, and
 // only when the probes go unanswered does it fail. A reply updates the
 // MAC in place. It belongs to one polling loop; times are ns.
-type neighbourTable struct {
-	entries map[[4]byte]*neighbour
+type neighbourTable[K comparable] struct {
+	entries map[K]*neighbour
 	timeout int64 // ns between requests
 	retries int   // requests before giving up
 	aging   int64 // ns a learned entry is trusted without a probe
@@ -32,7 +33,7 @@ type neighbourTable struct {
 	nextRetry int64
 	// onReady and onFailed tell the engine an entry became reachable or
 	// failed (Endpoint.NeighbourReady, NeighbourFailed); nil: nobody.
-	onReady, onFailed func(ip [4]byte)
+	onReady, onFailed func(ip K)
 	// maxEntries bounds the learned and resolving entries (static ones
 	// aside): a stranger's packets from fresh addresses make the engine
 	// resolve them, and the engine lets go of them (Forget) when it drops
@@ -53,18 +54,18 @@ type neighbour struct {
 	tries            int   // requests sent for the current resolution or probe
 }
 
-func newNeighbourTable(timeout, aging int64, retries int) *neighbourTable {
-	return &neighbourTable{entries: map[[4]byte]*neighbour{}, timeout: timeout, aging: aging, retries: retries, nextRetry: math.MaxInt64}
+func newNeighbourTable[K comparable](timeout, aging int64, retries int) *neighbourTable[K] {
+	return &neighbourTable[K]{entries: map[K]*neighbour{}, timeout: timeout, aging: aging, retries: retries, nextRetry: math.MaxInt64}
 }
 
 // AddStatic adds an entry that never ages.
-func (t *neighbourTable) AddStatic(ip [4]byte, mac wire.MAC) {
+func (t *neighbourTable[K]) AddStatic(ip K, mac wire.MAC) {
 	t.entries[ip] = &neighbour{Neighbour: engine.Neighbour{MAC: mac, State: engine.LinkReachable}, static: true}
 }
 
 // Learn records ip at mac (from an ARP packet concerning us); static
 // entries are kept. An entry that becomes reachable is announced.
-func (t *neighbourTable) Learn(ip [4]byte, mac wire.MAC, now int64) {
+func (t *neighbourTable[K]) Learn(ip K, mac wire.MAC, now int64) {
 	e := t.entries[ip]
 	if e == nil {
 		if t.full() {
@@ -91,7 +92,7 @@ func (t *neighbourTable) Learn(ip [4]byte, mac wire.MAC, now int64) {
 // whether the caller should send an ARP request now (a new entry, or a
 // failed one whose hold-down has passed). It returns nil, counted, when
 // a new entry would pass the table's bound.
-func (t *neighbourTable) Resolve(ip [4]byte, now int64) (n *engine.Neighbour, request bool) {
+func (t *neighbourTable[K]) Resolve(ip K, now int64) (n *engine.Neighbour, request bool) {
 	e := t.entries[ip]
 	switch {
 	case e == nil && t.full():
@@ -109,12 +110,12 @@ func (t *neighbourTable) Resolve(ip [4]byte, now int64) (n *engine.Neighbour, re
 	return &e.Neighbour, false
 }
 
-func (t *neighbourTable) full() bool { return t.maxEntries > 0 && t.dynamic >= t.maxEntries }
+func (t *neighbourTable[K]) full() bool { return t.maxEntries > 0 && t.dynamic >= t.maxEntries }
 
 // Forget drops ip's entry, unless it is static: no endpoint holds it any
 // more (the engine dropped the peer), so it can go. A later Resolve makes
 // a new one.
-func (t *neighbourTable) Forget(ip [4]byte) {
+func (t *neighbourTable[K]) Forget(ip K) {
 	if e := t.entries[ip]; e != nil && !e.static {
 		delete(t.entries, ip)
 		t.dynamic--
@@ -122,7 +123,7 @@ func (t *neighbourTable) Forget(ip [4]byte) {
 	}
 }
 
-func (t *neighbourTable) ask(e *neighbour, now int64) bool {
+func (t *neighbourTable[K]) ask(e *neighbour, now int64) bool {
 	e.tries++
 	e.expires = now + t.timeout
 	t.nextRetry = min(t.nextRetry, e.expires)
@@ -133,7 +134,7 @@ func (t *neighbourTable) ask(e *neighbour, now int64) bool {
 // Retries returns, through f, the addresses whose request timed out or
 // whose learned entry aged, and that should be asked (again) now; those
 // that used up their tries fail, and are announced.
-func (t *neighbourTable) Retries(now int64, f func(ip [4]byte)) {
+func (t *neighbourTable[K]) Retries(now int64, f func(ip K)) {
 	if now < t.nextRetry {
 		return
 	}

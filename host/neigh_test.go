@@ -11,13 +11,13 @@ import (
 // tableLog records what a table announced, as "ready IP" and "failed IP".
 type tableLog []string
 
-func (l *tableLog) attach(nt *neighbourTable) {
+func (l *tableLog) attach(nt *neighbourTable[[4]byte]) {
 	nt.onReady = func(ip [4]byte) { *l = append(*l, "ready "+netip.AddrFrom4(ip).String()) }
 	nt.onFailed = func(ip [4]byte) { *l = append(*l, "failed "+netip.AddrFrom4(ip).String()) }
 }
 
 func TestNeighbourTable_resolveRetryFailAndRetryLater(t *testing.T) {
-	nt := newNeighbourTable(100, 10_000, 3)
+	nt := newNeighbourTable[[4]byte](100, 10_000, 3)
 	var log tableLog
 	log.attach(nt)
 	var asked []int64
@@ -56,7 +56,7 @@ func TestNeighbourTable_resolveRetryFailAndRetryLater(t *testing.T) {
 // A learned entry that ages is probed while it stays reachable (frames
 // keep going to its MAC); unanswered, it fails; answered, it stays.
 func TestNeighbourTable_agingProbesThenFails(t *testing.T) {
-	nt := newNeighbourTable(100, 1000, 2)
+	nt := newNeighbourTable[[4]byte](100, 1000, 2)
 	var log tableLog
 	log.attach(nt)
 	nt.Learn(peer.ip, peer.mac, 0)
@@ -85,7 +85,7 @@ func TestNeighbourTable_agingProbesThenFails(t *testing.T) {
 }
 
 func TestNeighbourTable_staticEntriesStay(t *testing.T) {
-	nt := newNeighbourTable(100, 1000, 3)
+	nt := newNeighbourTable[[4]byte](100, 1000, 3)
 	mac := wire.MAC{2, 9, 9, 9, 9, 9}
 	nt.AddStatic(other, mac)
 	nt.Learn(other, wire.MAC{1}, 0) // does not replace a static entry
@@ -99,7 +99,7 @@ func TestNeighbourTable_staticEntriesStay(t *testing.T) {
 // The table is bounded: past maxEntries a new address gets no entry
 // (counted), and an entry the engine let go of (Forget) makes room.
 func TestNeighbourTable_boundedAndForget(t *testing.T) {
-	nt := newNeighbourTable(100, 1000, 3)
+	nt := newNeighbourTable[[4]byte](100, 1000, 3)
 	nt.maxEntries = 100
 	nt.AddStatic(other, wire.MAC{2, 9, 9, 9, 9, 9}) // static entries do not count
 	for i := range 10_000 {

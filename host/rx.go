@@ -27,10 +27,16 @@ const (
 var RxDropNames = [numRxDrops]string{"short_frame", "ethertype", "bad_ipv4", "not_for_us", "ip_protocol", "fault_injected",
 	"chained_not_homa"}
 
-// isHomaIPv4 reports whether a decoded link carries IPv4 protocol 146,
-// or TCP with the hijack markers (kernel Homa's hijack_tcp framing).
-func isHomaIPv4(l *wire.Link) bool {
+// isHoma reports whether a decoded link carries Homa: IPv4 protocol 146,
+// or IPv6 next header 146 (after any extension headers), or TCP with the
+// hijack markers (kernel Homa's hijack_tcp framing).
+func isHoma(l *wire.Link) bool {
 	p := l.Payload
+	if l.Type == wire.EtherTypeIPv6 {
+		ip, proto, off, r := wire.ParseIPv6(p)
+		return r == wire.DropNone && (proto == wire.IPProtoHoma ||
+			proto == wire.IPProtoTCP && len(ip) >= off+wire.CommonHeaderLen && wire.Common(ip[off:]).IsHijacked())
+	}
 	if l.Type != wire.EtherTypeIPv4 || len(p) <= ipProtocolOffset {
 		return false
 	}
@@ -121,7 +127,7 @@ func (h *Host) dispatch(m *dpdk.Mbuf, twice bool) {
 			return
 		}
 	}
-	if isHomaIPv4(l) {
+	if isHoma(l) {
 		// The engine parses and validates the rest (IPv4 checksum,
 		// destination, Homa header) and counts what it drops: checking it
 		// here too would do that work twice.
@@ -151,6 +157,13 @@ func (h *Host) stackFrame(d []byte, l *wire.Link) stackVerdict {
 	switch l.Type {
 	case wire.EtherTypeARP:
 		return handleARP(d, len(d)-len(l.Payload), h.me, h.neigh, h.now, &h.stack)
+	case wire.EtherTypeIPv6:
+		ip, proto, off, r := wire.ParseIPv6(l.Payload)
+		if r != wire.DropNone {
+			h.drops[rxDropBadIPv4]++
+			return stackDrop
+		}
+		return handleIPv6(d, ip, proto, off, h.me, h.neigh6, h.now, &h.stack)
 	case wire.EtherTypeIPv4:
 	default:
 		h.drops[rxDropNotIPv4]++
@@ -176,6 +189,52 @@ func (h *Host) stackFrame(d []byte, l *wire.Link) stackVerdict {
 	return stackDrop
 }
 
+// resolve6 is resolve for an IPv6 address, by neighbour discovery.
+func (h *Host) resolve6(a netip.Addr) *engine.Neighbour {
+	hop, ok := h.nextHop6(a)
+	if !ok {
+		h.noRoute++
+		return nil
+	}
+	n, request := h.neigh6.Resolve(hop, h.now)
+	if request {
+		h.sendSolicit(hop)
+	}
+	return n
+}
+
+// nextHop6 returns the address to resolve to reach IPv6 address a: a
+// itself on-link (link-local, or in the port's IPv6 prefix, or any when
+// it has none), the IPv6 gateway otherwise; false when the host has no
+// IPv6 address or no gateway for a.
+func (h *Host) nextHop6(a netip.Addr) ([16]byte, bool) {
+	switch {
+	case h.me.ip6 == [16]byte{}:
+		return [16]byte{}, false
+	case a.IsLinkLocalUnicast() || !h.subnet6.IsValid() || h.subnet6.Contains(a):
+		return a.As16(), true
+	case h.gateway6 == [16]byte{}:
+		return [16]byte{}, false
+	}
+	return h.gateway6, true
+}
+
+// sendSolicit sends a neighbour solicitation for ip.
+func (h *Host) sendSolicit(ip [16]byte) {
+	if h.arpBuf == nil {
+		h.arpBuf = make([]*dpdk.Mbuf, 1)
+	}
+	if h.tx.pool.AllocBulk(h.arpBuf) != nil {
+		h.tx.NoBuffer++
+		return
+	}
+	m := h.arpBuf[0]
+	b := m.Append(128)
+	clear(b)
+	m.SetLen(ndpSolicit(b, h.me, ip, h.pcp, wire.MakeTCI(wire.NumPriorities-1, false, h.vlan)))
+	h.tx.enqueue(m)
+}
+
 // sendARPRequest broadcasts a request for ip.
 func (h *Host) sendARPRequest(ip [4]byte) {
 	if h.arpBuf == nil {
@@ -199,8 +258,7 @@ func (h *Host) sendARPRequest(ip [4]byte) {
 func (h *Host) resolve(a netip.Addr) *engine.Neighbour {
 	a = a.Unmap()
 	if !a.Is4() {
-		h.noRoute++
-		return nil
+		return h.resolve6(a)
 	}
 	ip := a.As4()
 	hop, ok := h.nextHop(ip)
@@ -221,6 +279,9 @@ func (h *Host) resolve(a netip.Addr) *engine.Neighbour {
 func (h *Host) forget(a netip.Addr) {
 	a = a.Unmap()
 	if !a.Is4() {
+		if hop, ok := h.nextHop6(a); ok && hop == a.As16() {
+			h.neigh6.Forget(hop)
+		}
 		return
 	}
 	ip := a.As4()

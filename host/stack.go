@@ -12,6 +12,7 @@ import (
 // hostAddr is one port's own addresses.
 type hostAddr struct {
 	ip  [4]byte
+	ip6 [16]byte // zero: no IPv6 address
 	mac wire.MAC
 }
 
@@ -27,14 +28,15 @@ const (
 // StackCounters count what the host stack did, by cause.
 type StackCounters struct {
 	ARPRequests, ARPReplies, ARPLearned uint64
-	EchoRequests                        uint64
+	EchoRequests                        uint64 // ICMP and ICMPv6
+	NeighborSolicits, NeighborAdverts   uint64 // IPv6 neighbour discovery for us
 	NotForUs, Malformed, Unsupported    uint64
 }
 
 // handleARP processes an ARP packet (the frame's payload after an Ethernet
 // header of ethLen bytes): it learns the sender when the packet concerns
 // us, and turns a request for our address into the reply.
-func handleARP(frame []byte, ethLen int, me hostAddr, n *neighbourTable, now int64, c *StackCounters) stackVerdict {
+func handleARP(frame []byte, ethLen int, me hostAddr, n *neighbourTable[[4]byte], now int64, c *StackCounters) stackVerdict {
 	a := wire.ARP(frame[ethLen:])
 	if !a.IsValid() {
 		c.Malformed++

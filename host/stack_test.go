@@ -24,7 +24,7 @@ func arpFrame(op uint16, from hostAddr, dst wire.MAC, target [4]byte) []byte {
 }
 
 func TestHandleARP_requestForUsAnsweredInPlace(t *testing.T) {
-	nt := newNeighbourTable(100, 1000, 3)
+	nt := newNeighbourTable[[4]byte](100, 1000, 3)
 	var c StackCounters
 	f := arpFrame(wire.ARPRequest, peer, wire.BroadcastMAC, me.ip)
 	if v := handleARP(f, 14, me, nt, 0, &c); v != stackReply {
@@ -44,7 +44,7 @@ func TestHandleARP_requestForUsAnsweredInPlace(t *testing.T) {
 }
 
 func TestHandleARP_notForUsAndMalformedDropped(t *testing.T) {
-	nt := newNeighbourTable(100, 1000, 3)
+	nt := newNeighbourTable[[4]byte](100, 1000, 3)
 	var c StackCounters
 	f := arpFrame(wire.ARPRequest, peer, wire.BroadcastMAC, other)
 	orig := bytes.Clone(f)
@@ -63,7 +63,7 @@ func TestHandleARP_notForUsAndMalformedDropped(t *testing.T) {
 }
 
 func TestHandleARP_replyLearned(t *testing.T) {
-	nt := newNeighbourTable(100, 1000, 3)
+	nt := newNeighbourTable[[4]byte](100, 1000, 3)
 	var c StackCounters
 	f := arpFrame(wire.ARPReply, peer, me.mac, me.ip)
 	if v := handleARP(f, 14, me, nt, 5, &c); v != stackLearn {
