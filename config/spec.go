@@ -46,17 +46,17 @@ type Spec struct {
 type PortSpec struct {
 	// Device is a PCI address (0000:3b:00.0) or a vdev string
 	// (net_memif0,role=server,socket=/run/homa/memif.sock).
-	Device  string           `mapstructure:"device"`
-	Address netip.Prefix     `mapstructure:"address"` // IPv4 address/prefix, e.g. 10.0.0.1/24
-	Gateway netip.Addr       `mapstructure:"gateway"` // IPv4 next hop off the subnet; "" (invalid) for none
+	Device  string       `mapstructure:"device"`
+	Address netip.Prefix `mapstructure:"address"` // IPv4 address/prefix, e.g. 10.0.0.1/24
+	Gateway netip.Addr   `mapstructure:"gateway"` // IPv4 next hop off the subnet; "" (invalid) for none
 	// Address6 is the port's IPv6 address/prefix (e.g. 2001:db8::1/64;
 	// "" for none), beside Address: the host answers neighbour
 	// discovery and ping -6 for it and speaks Homa over IPv6 to peers of
 	// that family. Gateway6 is the IPv6 next hop off its prefix.
-	Address6 netip.Prefix `mapstructure:"address6"`
-	Gateway6 netip.Addr   `mapstructure:"gateway6"`
-	MAC     net.HardwareAddr `mapstructure:"mac"`     // override of the port's MAC; "" (nil) keeps it
-	MTU     int              `mapstructure:"mtu"`     // IP MTU, 576..9000 (jumbo frames allowed)
+	Address6 netip.Prefix     `mapstructure:"address6"`
+	Gateway6 netip.Addr       `mapstructure:"gateway6"`
+	MAC      net.HardwareAddr `mapstructure:"mac"` // override of the port's MAC; "" (nil) keeps it
+	MTU      int              `mapstructure:"mtu"` // IP MTU, 576..9000 (jumbo frames allowed)
 	// RxQueues is the number of RX queues, all polled by the port's loop;
 	// 0 chooses 1, or as many as the TX queues on net_memif, whose peers
 	// must have matching queue pairs.
