@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"errors"
+	"net/netip"
 	"os"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ func TestCall_echoSizesByteExact(t *testing.T) {
 	}
 	stop := serve(t, srv, 0, nil)
 	cl := dial(t, f, Options{})
-	dst := Addr{IP: host, Port: 99}
+	dst := Addr{IP: netip.AddrFrom4(host), Port: 99}
 	for i, n := range []int{1, 100, 65536, 65537, DefaultMaxMessage} {
 		msg := pattern(n, byte(i))
 		m, err := cl.Call(dst, msg, 5*time.Second)
@@ -57,7 +58,7 @@ func TestCall_manyNoLeak(t *testing.T) {
 	}
 	stop := serve(t, srv, 0, func(m *Message) []byte { return m.Data[:len(m.Data)/2+1] })
 	cl := dial(t, f, Options{})
-	dst := Addr{IP: host, Port: 5}
+	dst := Addr{IP: netip.AddrFrom4(host), Port: 5}
 	sizes := []int{1, 7, 64, 100, 1500, 4000, 65535, 65536, 70000, 200000}
 	rounds := 3000
 	if raceEnabled || testing.Short() {
@@ -120,11 +121,11 @@ func TestReceiveVsWait(t *testing.T) {
 	if _, err := a.Receive(0); err != ErrWaitTimeout || !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("empty Receive(0): %v", err)
 	}
-	bid, err := b.Send(Addr{IP: host, Port: 9}, []byte("request"))
+	bid, err := b.Send(Addr{IP: netip.AddrFrom4(host), Port: 9}, []byte("request"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	echo := Addr{IP: host, Port: 7}
+	echo := Addr{IP: netip.AddrFrom4(host), Port: 7}
 	a1, err := a.Send(echo, []byte("one"))
 	if err != nil {
 		t.Fatal(err)
@@ -199,12 +200,12 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	for code, want := range codes {
-		_, err := c.Call(Addr{IP: host, Port: ports[code]}, []byte("x"), time.Second)
+		_, err := c.Call(Addr{IP: netip.AddrFrom4(host), Port: ports[code]}, []byte("x"), time.Second)
 		if !errors.Is(err, want) || !isCode(err, code) {
 			t.Errorf("code %v: got %v", code, err)
 		}
 	}
-	if _, err := c.Call(Addr{IP: host, Port: 77}, []byte("x"), time.Second); !errors.Is(err, ErrPortUnreachable) {
+	if _, err := c.Call(Addr{IP: netip.AddrFrom4(host), Port: 77}, []byte("x"), time.Second); !errors.Is(err, ErrPortUnreachable) {
 		t.Errorf("unbound port: %v", err)
 	}
 	if err := c.Bind(50); !errors.Is(err, ErrPortInUse) {
@@ -216,7 +217,7 @@ func TestErrors(t *testing.T) {
 
 	// A per-worker limit refuses the third Send; its range is free again.
 	f.SetMaxRPCs(2)
-	dst := Addr{IP: host, Port: 50}
+	dst := Addr{IP: netip.AddrFrom4(host), Port: 50}
 	id1, err1 := c.Send(dst, []byte("one"))
 	id2, err2 := c.Send(dst, []byte("two"))
 	if err1 != nil || err2 != nil {
@@ -259,7 +260,7 @@ func TestErrors(t *testing.T) {
 		{c.Bind(0x8000), func(e error) bool { return isCode(e, shm.ErrCodeBadPort) }},
 		{c.Abort(3), func(e error) bool { return isCode(e, shm.ErrCodeBadRPC) }},
 		{second(c.Send(Addr{Port: 9}, []byte("x"))), func(e error) bool { return isCode(e, shm.ErrCodeBadPeer) }},
-		{second(c.Send(Addr{IP: host, Port: 0x8000}, []byte("x"))), func(e error) bool { return isCode(e, shm.ErrCodeBadPort) }},
+		{second(c.Send(Addr{IP: netip.AddrFrom4(host), Port: 0x8000}, []byte("x"))), func(e error) bool { return isCode(e, shm.ErrCodeBadPort) }},
 		{second(c.Send(dst, nil)), func(e error) bool { return errors.Is(e, ErrMessageSize) }},
 		{second(c.Send(dst, make([]byte, DefaultMaxMessage+1))), func(e error) bool { return errors.Is(e, ErrMessageSize) }},
 	} {
@@ -294,7 +295,7 @@ func TestArena_fullThenFreed(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := dial(t, f, Options{})
-	dst := Addr{IP: host, Port: 5}
+	dst := Addr{IP: netip.AddrFrom4(host), Port: 5}
 	if _, err := c.Send(dst, make([]byte, 300<<10)); !errors.Is(err, ErrMessageSize) {
 		t.Fatalf("message longer than the arena: %v", err)
 	}
@@ -367,7 +368,7 @@ func TestReplyAsync_burstAndRefusal(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl := dial(t, f, Options{})
-	dst := Addr{IP: host, Port: 11}
+	dst := Addr{IP: netip.AddrFrom4(host), Port: 11}
 	const n = 40
 	ids := make([]uint64, n)
 	for i := range ids {

@@ -203,7 +203,7 @@ func (c *Client) rpcEnded(comp *shm.Completion) {
 // request queues a request to a bound port.
 func (c *Client) request(comp *shm.Completion) {
 	run := pageRun{comp.Page, comp.Pages}
-	if comp.RPCID&1 == 0 || comp.Port == 0 || comp.PeerIP == [4]byte{} || comp.PeerPort == 0 {
+	if comp.RPCID&1 == 0 || comp.Port == 0 || comp.PeerIP == [4]byte{} && comp.PeerIP6 == [16]byte{} || comp.PeerPort == 0 {
 		c.stats.BadCompletions++ // not a server RPC we could reply to
 		c.toReturn = append(c.toReturn, run)
 		return
@@ -243,7 +243,7 @@ func (c *Client) message(comp *shm.Completion) *Message {
 	c.stats.Received++
 	c.stats.PagesHeld += uint64(comp.Pages)
 	return &Message{
-		ID: comp.RPCID, Peer: Addr{IP: comp.PeerIP, Port: comp.PeerPort},
+		ID: comp.RPCID, Peer: compPeer(comp),
 		Data: c.pool[start:end:end],
 		c:    c, page: comp.Page, pages: comp.Pages,
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,7 +64,7 @@ func checkGone(t *testing.T, c *Client, err error, after time.Duration) {
 		t.Errorf("the wait returned %v after the daemon's end, want < %v", after, goneWithin)
 	}
 	t.Logf("ErrDaemonGone %v after the daemon's end", after)
-	dst := Addr{IP: host, Port: 4}
+	dst := Addr{IP: netip.AddrFrom4(host), Port: 4}
 	if _, err := c.Send(dst, []byte("x")); !errors.Is(err, ErrDaemonGone) {
 		t.Errorf("Send afterwards: %v", err)
 	}
@@ -120,7 +121,7 @@ func TestCall_daemonGone(t *testing.T) {
 			}
 			c := dial(t, f, Options{Spin: tc.spin})
 			after, err := whenDaemonEnds(t, func() error {
-				_, err := c.Call(Addr{IP: host, Port: 4}, []byte("never answered"), 5*time.Second)
+				_, err := c.Call(Addr{IP: netip.AddrFrom4(host), Port: 4}, []byte("never answered"), 5*time.Second)
 				return err
 			}, func() {
 				req, err := sink.Receive(time.Second) // the Call was accepted: it waits
@@ -147,7 +148,7 @@ func TestCall_daemonGone(t *testing.T) {
 // its acceptance, Release for room in the submission ring — return
 // ErrDaemonGone (Release: the call after it) when the daemon exits.
 func TestWaits_daemonGone(t *testing.T) {
-	dst := Addr{IP: host, Port: 4}
+	dst := Addr{IP: netip.AddrFrom4(host), Port: 4}
 	for _, tc := range []struct {
 		name   string
 		params func(*shm.Params)
@@ -174,7 +175,7 @@ func TestWaits_daemonGone(t *testing.T) {
 			if err := c.Bind(6); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := sink.Send(Addr{IP: host, Port: 6}, []byte("answer me")); err != nil {
+			if _, err := sink.Send(Addr{IP: netip.AddrFrom4(host), Port: 6}, []byte("answer me")); err != nil {
 				t.Fatal(err)
 			}
 			req, err := c.Receive(time.Second)
@@ -189,7 +190,7 @@ func TestWaits_daemonGone(t *testing.T) {
 				f.Script(7, shm.ErrCodeNone)
 				var ms []*Message
 				for i := range 10 {
-					m, err := c.Call(Addr{IP: host, Port: 7}, pattern(100, byte(i)), time.Second)
+					m, err := c.Call(Addr{IP: netip.AddrFrom4(host), Port: 7}, pattern(100, byte(i)), time.Second)
 					if err != nil {
 						t.Fatal(err)
 					}

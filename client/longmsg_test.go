@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"errors"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -28,7 +29,7 @@ func TestCall_64MiBEchoByteExact(t *testing.T) {
 		t.Fatalf("MaxMessage %d, want the header's 64 MiB", cl.MaxMessage())
 	}
 	msg := pattern(mib64, 5)
-	m, err := cl.Call(Addr{IP: host, Port: 99}, msg, 30*time.Second)
+	m, err := cl.Call(Addr{IP: netip.AddrFrom4(host), Port: 99}, msg, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func TestCall_64MiBEchoByteExact(t *testing.T) {
 	}
 	m.Release()
 	before := cl.Stats()
-	if _, err := cl.Send(Addr{IP: host, Port: 99}, make([]byte, mib64+1)); !errors.Is(err, ErrMessageSize) {
+	if _, err := cl.Send(Addr{IP: netip.AddrFrom4(host), Port: 99}, make([]byte, mib64+1)); !errors.Is(err, ErrMessageSize) {
 		t.Fatalf("Send of 64 MiB + 1: %v, want ErrMessageSize", err)
 	}
 	if after := cl.Stats(); after != before {
@@ -58,7 +59,7 @@ func TestCodeError_peerMessageLength(t *testing.T) {
 	f := newFake(t, testParams())
 	f.Script(7, shm.ErrCodePeerMessageLength)
 	c := dial(t, f, Options{})
-	_, err := c.Call(Addr{IP: host, Port: 7}, []byte("x"), 5*time.Second)
+	_, err := c.Call(Addr{IP: netip.AddrFrom4(host), Port: 7}, []byte("x"), 5*time.Second)
 	if !errors.Is(err, ErrPeerMessageLength) || !isCode(err, shm.ErrCodePeerMessageLength) {
 		t.Fatalf("Call: %v, want ErrPeerMessageLength", err)
 	}

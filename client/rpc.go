@@ -62,7 +62,7 @@ func (c *Client) send(dst Addr, msg []byte, room time.Time) (uint64, error) {
 	if err := c.usable(); err != nil {
 		return 0, err
 	}
-	if dst.IP == [4]byte{} {
+	if !dst.IP.IsValid() || dst.IP.IsUnspecified() {
 		return 0, fmt.Errorf("client: send to %s: %w", dst, codeErr(shm.ErrCodeBadPeer))
 	}
 	if dst.Port == 0 || dst.Port > maxServerPort {
@@ -72,7 +72,8 @@ func (c *Client) send(dst Addr, msg []byte, room time.Time) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("client: send to %s: %w", dst, err)
 	}
-	s := shm.Submission{Op: shm.OpSend, PeerIP: dst.IP, PeerPort: dst.Port, Length: uint32(len(msg))}
+	s := shm.Submission{Op: shm.OpSend, PeerPort: dst.Port, Length: uint32(len(msg))}
+	s.PeerIP, s.PeerIP6 = dst.peerFields()
 	ans, err := c.submitStaged(&s, sp, &dst)
 	if err != nil {
 		return 0, fmt.Errorf("client: send to %s: %w", dst, err)
@@ -253,8 +254,9 @@ func (c *Client) reply(req *Message, resp []byte, async bool) error {
 	}
 	sp, err := c.stage(resp, time.Now().Add(answerWait))
 	if err == nil {
-		s := shm.Submission{Op: shm.OpReply, RPCID: req.ID, PeerIP: req.Peer.IP, PeerPort: req.Peer.Port,
+		s := shm.Submission{Op: shm.OpReply, RPCID: req.ID, PeerPort: req.Peer.Port,
 			Length: uint32(len(resp))}
+		s.PeerIP, s.PeerIP6 = req.Peer.peerFields()
 		if async {
 			var cookie uint64
 			if cookie, err = c.pushStaged(&s, sp); err == nil {

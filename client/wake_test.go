@@ -2,6 +2,7 @@ package client
 
 import (
 	"errors"
+	"net/netip"
 	"runtime"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func TestSleep_wokenByEventfd(t *testing.T) {
 		got <- m
 	}()
 	time.Sleep(20 * time.Millisecond) // long past the spin: the server sleeps
-	id, err := cl.Send(Addr{IP: host, Port: 3}, []byte("wake up"))
+	id, err := cl.Send(Addr{IP: netip.AddrFrom4(host), Port: 3}, []byte("wake up"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestCall_timeoutAbandons(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := dial(t, f, Options{})
-	_, err := c.Call(Addr{IP: host, Port: 4}, []byte("lost"), 10*time.Millisecond)
+	_, err := c.Call(Addr{IP: netip.AddrFrom4(host), Port: 4}, []byte("lost"), 10*time.Millisecond)
 	if err != ErrWaitTimeout {
 		t.Fatalf("Call to a silent server: %v", err)
 	}
@@ -127,7 +128,7 @@ func TestCompletion_malformedSkipped(t *testing.T) {
 	f.Inject(0, bad)
 	strayResponse(t, f, 0, 70000)
 
-	m, err := c.Call(Addr{IP: host, Port: 7}, []byte("still works"), time.Second)
+	m, err := c.Call(Addr{IP: netip.AddrFrom4(host), Port: 7}, []byte("still works"), time.Second)
 	if err != nil || string(m.Data) != "still works" {
 		t.Fatalf("Call after bad completions: %v %+v", err, m)
 	}
@@ -152,11 +153,11 @@ func TestClose_endsSession(t *testing.T) {
 	if n := f.Sessions(); n != 2 {
 		t.Fatalf("%d sessions", n)
 	}
-	m, err := c.Call(Addr{IP: host, Port: 7}, []byte("kept"), time.Second)
+	m, err := c.Call(Addr{IP: netip.AddrFrom4(host), Port: 7}, []byte("kept"), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Send(Addr{IP: host, Port: 8}, []byte("orphan")); err != nil {
+	if _, err := c.Send(Addr{IP: netip.AddrFrom4(host), Port: 8}, []byte("orphan")); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Close(); err != nil {
@@ -167,7 +168,7 @@ func TestClose_endsSession(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if _, err := c.Send(Addr{IP: host, Port: 7}, []byte("x")); !errors.Is(err, ErrClosed) {
+	if _, err := c.Send(Addr{IP: netip.AddrFrom4(host), Port: 7}, []byte("x")); !errors.Is(err, ErrClosed) {
 		t.Errorf("Send after Close: %v", err)
 	}
 	if _, err := c.Receive(0); !errors.Is(err, ErrClosed) {
@@ -194,7 +195,7 @@ func TestCall_allocs(t *testing.T) {
 	f := newFake(t, testParams())
 	f.Script(7, shm.ErrCodeNone)
 	c := dial(t, f, Options{})
-	dst := Addr{IP: host, Port: 7}
+	dst := Addr{IP: netip.AddrFrom4(host), Port: 7}
 	msg := pattern(100, 1)
 	call := func() {
 		m, err := c.Call(dst, msg, time.Second)
@@ -223,7 +224,7 @@ func TestSubmit_ringFullWaits(t *testing.T) {
 	c := dial(t, f, Options{})
 	var ms []*Message
 	for i := range 10 {
-		m, err := c.Call(Addr{IP: host, Port: 7}, pattern(1000, byte(i)), time.Second)
+		m, err := c.Call(Addr{IP: netip.AddrFrom4(host), Port: 7}, pattern(1000, byte(i)), time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

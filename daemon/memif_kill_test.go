@@ -3,6 +3,7 @@ package daemon
 import (
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -389,7 +390,7 @@ func TestMemifPeerKilled_workersDaemonStopsAtOnce(t *testing.T) {
 	var ok, failed atomic.Uint64
 	stop, stopped := make(chan struct{}), make(chan struct{})
 	go func() { // the worker: RPCs of 1 B to 100 KB to the peer's echo, 8 outstanding
-		dst := client.Addr{IP: [4]byte{10, 0, 0, 2}, Port: 99}
+		dst := client.Addr{IP: netip.AddrFrom4([4]byte{10, 0, 0, 2}), Port: 99}
 		rng := rand.New(rand.NewPCG(3, 4))
 		var ids []uint64
 		for {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"net/netip"
 	"path/filepath"
 	"testing"
 	"time"
@@ -57,7 +58,7 @@ func TestMemifHosts_workers10000RPCs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst := client.Addr{IP: [4]byte{10, 0, 0, 2}, Port: 100}
+	dst := client.Addr{IP: netip.AddrFrom4([4]byte{10, 0, 0, 2}), Port: 100}
 	rng := rand.New(rand.NewPCG(5, 10))
 	const total, window = 10_000, 8
 	type pending struct {
@@ -120,7 +121,7 @@ func TestMemifHosts_workerStopsWhilePeerQuiet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst := client.Addr{IP: [4]byte{10, 0, 0, 1}, Port: 99}
+	dst := client.Addr{IP: netip.AddrFrom4([4]byte{10, 0, 0, 1}), Port: 99}
 	msg := make([]byte, 100_000)
 	for i := range 50 { // their unscheduled bytes alone are thousands of packets
 		if _, err := w.Send(dst, msg); err != nil {

@@ -44,7 +44,7 @@ func TestPython_workersAgainstTheDaemon(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // it binds
 
 	cmd := exec.Command(py, "-m", "unittest", "discover", "-s", filepath.Join(root, "python/tests"), "-v")
-	cmd.Env = append(env, "HOMA_SOCKET="+sockA, "HOMA_PEER=10.0.0.2:99", "HOMA_RPC_TIMEOUT=30")
+	cmd.Env = append(env, "HOMA_SOCKET="+sockA, "HOMA_PEER=10.0.0.2:99", "HOMA_PEER6=fd00::2:99", "HOMA_RPC_TIMEOUT=30")
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	t.Logf("python tests:\n%s", out)
@@ -54,6 +54,9 @@ func TestPython_workersAgainstTheDaemon(t *testing.T) {
 	// The daemon round trips must have run, not skipped.
 	if m := regexp.MustCompile(`(?m)^test_\w+ \(test_integration\.\w+\.\w+\) \.\.\. skipped`).Find(out); m != nil {
 		t.Errorf("daemon round trips skipped: %s", m)
+	}
+	if !strings.Contains(string(out), "(test_integration.TestDaemonIPv6.test_sizes) ... ok") {
+		t.Error("the round trips over IPv6 (TestDaemonIPv6) did not pass")
 	}
 	if !strings.Contains(string(out), "test_integration") {
 		t.Error("the daemon round trips (test_integration) did not run")

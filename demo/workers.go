@@ -97,7 +97,8 @@ const ringLinkSpeed = "100G"
 //go:embed workers.yaml
 var workersYAML string
 
-// workersSpecYAML fills in workersYAML: host i, 10.0.0.<i+1>, on devs[i]
+// workersSpecYAML fills in workersYAML: host i, 10.0.0.<i+1> and
+// fd00::<i+1>, on devs[i]
 // with its worker socket socks[i], every host on lcore 1 and a
 // long-message peer of the others. With macs, each port gets a MAC of
 // its own, 02:00:0a:00:00:<i+1> (ring ports all have the same one, which a
@@ -106,10 +107,10 @@ func workersSpecYAML(devs, socks []string, txq, mtu int, speed string, macs bool
 	var lcores, peers []string
 	var ports strings.Builder
 	for i, dev := range devs {
-		ip := fmt.Sprintf("10.0.0.%d", i+1)
-		lcores, peers = append(lcores, "1"), append(peers, ip+"/32")
-		fmt.Fprintf(&ports, "  - device: %q\n    address: %s/24\n    tx_queues: %d\n    mtu: %d\n    link_speed: %s\n    workers_socket: %q\n",
-			dev, ip, txq, mtu, speed, socks[i])
+		ip, ip6 := fmt.Sprintf("10.0.0.%d", i+1), fmt.Sprintf("fd00::%x", i+1)
+		lcores, peers = append(lcores, "1"), append(peers, ip+"/32", ip6+"/128")
+		fmt.Fprintf(&ports, "  - device: %q\n    address: %s/24\n    address6: %s/64\n    tx_queues: %d\n    mtu: %d\n    link_speed: %s\n    workers_socket: %q\n",
+			dev, ip, ip6, txq, mtu, speed, socks[i])
 		if macs {
 			fmt.Fprintf(&ports, "    mac: \"02:00:0a:00:00:%02x\"\n", i+1)
 		}

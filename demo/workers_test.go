@@ -64,6 +64,13 @@ func workerPair(t *testing.T, memif bool, mtu int) (*host.Pair, []*hub.Hub, stri
 // 10.0.0.2:99 and a client, over messages of 100 B to 1 MB, byte-exact.
 func echoWorkers(t *testing.T, p *host.Pair, dir string) {
 	t.Helper()
+	echoWorkersTo(t, p, dir, p.Hosts[1].Addr())
+}
+
+// echoWorkersTo is echoWorkers with the client's RPCs to the server's
+// address ip (its IPv4 or IPv6 one).
+func echoWorkersTo(t *testing.T, p *host.Pair, dir string, ip netip.Addr) {
+	t.Helper()
 	sock := func(h *host.Host) string { return filepath.Join(dir, h.Addr().String()+".sock") }
 	srv, err := client.Dial(sock(p.Hosts[1]), client.Options{})
 	if err != nil {
@@ -106,7 +113,7 @@ func echoWorkers(t *testing.T, p *host.Pair, dir string) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	dst := client.Addr{IP: p.Hosts[1].IP(), Port: 99}
+	dst := client.Addr{IP: ip, Port: 99}
 	for _, size := range []int{100, 5000, 100_000, 1_000_000} {
 		msg := make([]byte, size)
 		for i := range msg {
@@ -161,6 +168,18 @@ func TestWorkers_echoOverMemifPair(t *testing.T) {
 	p, hubs, dir := workerPair(t, true, 0)
 	echoWorkers(t, p, dir)
 	checkZeroCopy(t, p, hubs)
+}
+
+// The workers' RPCs over IPv6: the client sends to the server host's
+// IPv6 address (fd00::2, resolved by neighbour discovery), and the
+// server's worker answers the client's IPv6 address it was given.
+func TestWorkers_echoOverIPv6(t *testing.T) {
+	p, _, dir := workerPair(t, true, 0)
+	echoWorkersTo(t, p, dir, p.Hosts[1].Addr6())
+	time.Sleep(time.Duration(host.PublishEvery) + 50*time.Millisecond) // the hosts publish their counters
+	if s := p.Hosts[0].Snapshot(); s.Stack.NeighborAdverts == 0 {
+		t.Errorf("the client's host learned nothing by neighbour discovery: %+v", s.Stack)
+	}
 }
 
 // demo --workers --link memif --mtu 9000: the workers' messages cross a
@@ -275,7 +294,7 @@ func TestServeWorkers_fourHostsAllPairs(t *testing.T) {
 				continue
 			}
 			msg := []byte(fmt.Sprintf("%d to %d: %s", i, j, strings.Repeat("x", 20_000*(j+1))))
-			resp, err := cli.Call(client.Addr{IP: [4]byte{10, 0, 0, byte(j + 1)}, Port: 99}, msg, 10*time.Second)
+			resp, err := cli.Call(client.Addr{IP: netip.AddrFrom4([4]byte{10, 0, 0, byte(j + 1)}), Port: 99}, msg, 10*time.Second)
 			if err != nil {
 				stop.Store(true)
 				wg.Wait()

@@ -104,6 +104,14 @@ func (h *Host) IP() [4]byte { return h.me.ip }
 // Addr is the host's IPv4 address.
 func (h *Host) Addr() netip.Addr { return netip.AddrFrom4(h.me.ip) }
 
+// Addr6 returns the host's IPv6 address, or the zero Addr when it has none.
+func (h *Host) Addr6() netip.Addr {
+	if h.me.ip6 == [16]byte{} {
+		return netip.Addr{}
+	}
+	return netip.AddrFrom16(h.me.ip6)
+}
+
 // Port is the host's DPDK port.
 func (h *Host) Port() *dpdk.Port { return h.port }
 

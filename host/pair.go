@@ -175,6 +175,7 @@ func (rp *Pair) makeHosts(c PairConfig) error {
 	for i, p := range rp.ports {
 		hc := Config{
 			Port: p, Pool: c.Pool, IP: [4]byte{10, 0, 0, byte(i + 1)}, MAC: wire.MAC{2, 0, 10, 0, 0, byte(i + 1)},
+			IP6:     [16]byte{0xfd, 15: byte(i + 1)}, // fd00::<i+1>, on-link
 			PrioMap: pm, LinkBps: LinkRate(p, 10e9), Engine: engine.DefaultConfig(),
 			Capture: c.Capture, CapIf: i, Clock: c.Clock, WallOff: c.WallOff, Burst: 32,
 			PCP: c.PCP, VLAN: 7, Offloads: rp.setup[i].Offloads,

@@ -36,7 +36,7 @@ type session struct {
 }
 
 type rpcRef struct {
-	ip [4]byte // zero for client RPCs
+	ip netip.Addr // the zero Addr for client RPCs
 	id uint64
 }
 
@@ -247,7 +247,7 @@ func (ws *session) send(sub *shm.Submission) {
 	}
 	msg := ws.Arena[sub.Offset : sub.Offset+uint64(sub.Length)]
 	sr := sendRef{cookie: sub.Cookie, offset: sub.Offset, length: sub.Length, client: true}
-	id, err := ws.client.SendRef(engine.Addr{IP: netip.AddrFrom4(sub.PeerIP), Port: sub.PeerPort}, msg, ws.holdPayload(&sr))
+	id, err := ws.client.SendRef(engine.Addr{IP: subPeer(sub), Port: sub.PeerPort}, msg, ws.holdPayload(&sr))
 	if err != nil {
 		ws.dropPayload(&sr)
 		ws.refuse(sub, errCode(err), true)
@@ -259,7 +259,7 @@ func (ws *session) send(sub *shm.Submission) {
 }
 
 func (ws *session) reply(sub *shm.Submission) {
-	ref := rpcRef{ip: sub.PeerIP, id: sub.RPCID}
+	ref := rpcRef{ip: subPeer(sub), id: sub.RPCID}
 	p := ws.requests[ref]
 	if p == nil {
 		ws.refuse(sub, shm.ErrCodeNoRPC, true)
@@ -267,7 +267,7 @@ func (ws *session) reply(sub *shm.Submission) {
 	}
 	msg := ws.Arena[sub.Offset : sub.Offset+uint64(sub.Length)]
 	sr := sendRef{cookie: sub.Cookie, offset: sub.Offset, length: sub.Length}
-	err := p.ReplyRef(engine.Message{ID: sub.RPCID, Peer: engine.Addr{IP: netip.AddrFrom4(sub.PeerIP), Port: sub.PeerPort}, Request: true}, msg, ws.holdPayload(&sr))
+	err := p.ReplyRef(engine.Message{ID: sub.RPCID, Peer: engine.Addr{IP: subPeer(sub), Port: sub.PeerPort}, Request: true}, msg, ws.holdPayload(&sr))
 	if errors.Is(err, engine.ErrMessageLength) {
 		// Too long for the client (a peer that may run kernel Homa):
 		// the request is still in service, for a shorter reply.
@@ -347,7 +347,8 @@ func (ws *session) pageOf(buf []byte) int {
 func (ws *session) deliver(m engine.Message, port uint16) {
 	if m.Err != nil { // a client RPC failed
 		ws.outst--
-		c := shm.Completion{Op: shm.CompError, RPCID: m.ID, Err: errCode(m.Err), PeerIP: peer4(m.Peer.IP), PeerPort: m.Peer.Port}
+		c := shm.Completion{Op: shm.CompError, RPCID: m.ID, Err: errCode(m.Err), PeerPort: m.Peer.Port}
+		c.PeerIP, c.PeerIP6 = peerFields(m.Peer.IP)
 		if ref, ok := ws.sends[rpcRef{id: m.ID}]; ok { // OutDone already released the range
 			c.Cookie = ref.cookie
 			delete(ws.sends, rpcRef{id: m.ID})
@@ -357,12 +358,13 @@ func (ws *session) deliver(m engine.Message, port uint16) {
 	}
 	page, pages := ws.pageOf(m.Data), shm.PagesFor(len(m.Data))
 	ws.Pages.Deliver(page, pages)
-	c := shm.Completion{RPCID: m.ID, PeerIP: peer4(m.Peer.IP), PeerPort: m.Peer.Port,
+	c := shm.Completion{RPCID: m.ID, PeerPort: m.Peer.Port,
 		Length: uint32(len(m.Data)), Page: uint32(page), Pages: uint32(pages)}
+	c.PeerIP, c.PeerIP6 = peerFields(m.Peer.IP)
 	if m.Request {
 		c.Op = shm.CompRequest
 		c.Port = port
-		ws.requests[rpcRef{ip: peer4(m.Peer.IP), id: m.ID}] = ws.servers[port] // counted in outst since RecvBuf
+		ws.requests[rpcRef{ip: m.Peer.IP.Unmap(), id: m.ID}] = ws.servers[port] // counted in outst since RecvBuf
 	} else {
 		c.Op = shm.CompResponse
 		ws.outst--
@@ -378,7 +380,7 @@ func (ws *session) deliver(m engine.Message, port uint16) {
 func (ws *session) outDone(id uint64, peer engine.Addr, _ []byte) {
 	ref := rpcRef{id: id}
 	if id&1 == 1 { // a server RPC is named by its client too
-		ref.ip = peer4(peer.IP)
+		ref.ip = peer.IP.Unmap()
 	}
 	s, ok := ws.sends[ref]
 	if !ok {
@@ -481,13 +483,19 @@ func errCode(err error) shm.ErrCode {
 	return shm.ErrCodeClosed
 }
 
-// peer4 is a peer's address as the worker interface carries it: IPv4
-// (its entries have 4 bytes for it). The daemon's endpoints have no IPv6
-// address yet, so no IPv6 peer reaches a worker; one would read as
-// 0.0.0.0.
-func peer4(a netip.Addr) [4]byte {
-	if a = a.Unmap(); a.Is4() {
-		return a.As4()
+// subPeer is a submission's peer, of either family.
+func subPeer(s *shm.Submission) netip.Addr {
+	if s.PeerIP6 != [16]byte{} {
+		return netip.AddrFrom16(s.PeerIP6)
 	}
-	return [4]byte{}
+	return netip.AddrFrom4(s.PeerIP)
+}
+
+// peerFields is a peer's address as entries carry it: IPv4 in the 4-byte
+// field, IPv6 in the 16-byte one.
+func peerFields(a netip.Addr) (ip [4]byte, ip6 [16]byte) {
+	if a = a.Unmap(); a.Is4() {
+		return a.As4(), ip6
+	}
+	return ip, a.As16()
 }

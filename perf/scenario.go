@@ -3,6 +3,7 @@ package perf
 import (
 	"bufio"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -307,7 +308,7 @@ func dialPairPort(dir string, port uint16, maxSize, inFlight int) (*workerPair, 
 		cli.Close()
 		return nil, err
 	}
-	w := &workerPair{cli: cli, srv: srv, dst: client.Addr{IP: [4]byte{10, 0, 0, 2}, Port: port}}
+	w := &workerPair{cli: cli, srv: srv, dst: client.Addr{IP: netip.AddrFrom4([4]byte{10, 0, 0, 2}), Port: port}}
 	if err := checkRegion(cli, maxSize, inFlight); err != nil {
 		w.close()
 		return nil, err

@@ -15,13 +15,17 @@ import (
 //	  8  8   cookie     any value, echoed in completions    the submission's cookie
 //	 16  8   rpc id     Reply: server id (odd); Abort:      RPC id (the client id for a
 //	                    client id (even)                    response, the server id for a request)
-//	 24  4   peer ip    Send/Reply: IPv4, network order     the other end of the RPC
+//	 24  4   peer ip    Send/Reply: IPv4, network order     the other end of the RPC (IPv4)
 //	 28  2   peer port  Send: server port; Reply: client's
 //	 30  2   error      0                                   CompError: ErrCode
 //	 32  8   offset     Send/Reply: first byte in arena     CompReleased: arena offset
 //	 40  4   page       ReturnPages: first pool page        Request/Response: first pool page
 //	 44  4   pages      ReturnPages: page count             Request/Response: page count
-//	 48 16   reserved   zero                                zero
+//	 48 16   peer ip6   Send/Reply: IPv6, network order     the other end of the RPC (IPv6)
+//
+// A peer is IPv4 (peer ip set, peer ip6 zero) or IPv6 (peer ip zero,
+// peer ip6 set, never an IPv4-mapped address); entries that name no peer
+// have both zero.
 //
 // A received message lies in pages consecutive pool pages starting at
 // page: byte i of the message is at pool offset page*PageSize+i. The
@@ -39,7 +43,7 @@ const (
 	entOffset     = 32
 	entPage       = 40
 	entPages      = 44
-	entReserved   = 48
+	entPeerIP6    = 48
 	maxServerPort = 0x7fff // server ports are 1..0x7fff, as in the engine
 )
 
@@ -110,7 +114,7 @@ const (
 	ErrCodeBadFlags     // unknown flag bits
 	ErrCodeBadReserved  // a reserved byte, or a field the op does not use, is not zero
 	ErrCodeBadPort      // port out of range for the op
-	ErrCodeBadPeer      // peer IPv4 address 0.0.0.0
+	ErrCodeBadPeer      // no peer address (IPv4 0.0.0.0 and IPv6 ::), both, or an IPv4-mapped IPv6 one
 	ErrCodeBadLength    // length 0 or above the largest message
 	ErrCodeBadArena     // [offset, offset+length) not inside the transmit arena
 	ErrCodeBadPage      // page range empty or not inside the receive pool
@@ -181,7 +185,8 @@ type Submission struct {
 	Length   uint32 // message bytes (Send, Reply)
 	Cookie   uint64 // worker's tag, echoed in completions; any value
 	RPCID    uint64 // Reply: server id; Abort: client id
-	PeerIP   [4]byte
+	PeerIP   [4]byte  // an IPv4 peer, or zero
+	PeerIP6  [16]byte // an IPv6 peer, or zero
 	PeerPort uint16
 	Offset   uint64 // arena offset of the message (Send, Reply)
 	Page     uint32 // first pool page (ReturnPages)
@@ -196,7 +201,8 @@ type Completion struct {
 	Length   uint32
 	Cookie   uint64
 	RPCID    uint64
-	PeerIP   [4]byte
+	PeerIP   [4]byte  // an IPv4 peer, or zero
+	PeerIP6  [16]byte // an IPv6 peer, or zero
 	PeerPort uint16
 	Err      ErrCode
 	Offset   uint64
@@ -211,11 +217,11 @@ type fields struct {
 	length       uint32
 	cookie, rpc  uint64
 	ip           [4]byte
+	ip6          [16]byte
 	peerPort     uint16
 	err          uint16
 	offset       uint64
 	page, pages  uint32
-	reservedZero bool
 }
 
 func (f *fields) encode(s *Slot) {
@@ -231,7 +237,7 @@ func (f *fields) encode(s *Slot) {
 	le.PutUint64(s[entOffset:], f.offset)
 	le.PutUint32(s[entPage:], f.page)
 	le.PutUint32(s[entPages:], f.pages)
-	clear(s[entReserved:])
+	copy(s[entPeerIP6:entPeerIP6+16], f.ip6[:])
 }
 
 func (f *fields) decode(s *Slot) {
@@ -247,13 +253,13 @@ func (f *fields) decode(s *Slot) {
 	f.offset = le.Uint64(s[entOffset:])
 	f.page = le.Uint32(s[entPage:])
 	f.pages = le.Uint32(s[entPages:])
-	f.reservedZero = le.Uint64(s[entReserved:])|le.Uint64(s[entReserved+8:]) == 0
+	f.ip6 = [16]byte(s[entPeerIP6 : entPeerIP6+16])
 }
 
-// Encode writes s into dst, reserved bytes zero.
+// Encode writes s into dst.
 func (s *Submission) Encode(dst *Slot) {
 	f := fields{op: uint8(s.Op), flags: s.Flags, port: s.Port, length: s.Length, cookie: s.Cookie,
-		rpc: s.RPCID, ip: s.PeerIP, peerPort: s.PeerPort, offset: s.Offset, page: s.Page, pages: s.Pages}
+		rpc: s.RPCID, ip: s.PeerIP, ip6: s.PeerIP6, peerPort: s.PeerPort, offset: s.Offset, page: s.Page, pages: s.Pages}
 	f.encode(dst)
 }
 
@@ -265,11 +271,11 @@ func ParseSubmission(src *Slot, lim *Limits) (Submission, ErrCode) {
 	var f fields
 	f.decode(src)
 	s := Submission{Op: Op(f.op), Flags: f.flags, Port: f.port, Length: f.length, Cookie: f.cookie,
-		RPCID: f.rpc, PeerIP: f.ip, PeerPort: f.peerPort, Offset: f.offset, Page: f.page, Pages: f.pages}
+		RPCID: f.rpc, PeerIP: f.ip, PeerIP6: f.ip6, PeerPort: f.peerPort, Offset: f.offset, Page: f.page, Pages: f.pages}
 	if s.Op == 0 || s.Op >= opEnd {
 		return s, ErrCodeBadOp
 	}
-	if !f.reservedZero || f.err != 0 {
+	if f.err != 0 {
 		return s, ErrCodeBadReserved
 	}
 	return s, s.Validate(lim)
@@ -318,7 +324,7 @@ func (s *Submission) Validate(lim *Limits) ErrCode {
 		return ErrCodeBadPort
 	}
 	if use&usePeer != 0 {
-		if s.PeerIP == [4]byte{} {
+		if !onePeer(s.PeerIP, s.PeerIP6) {
 			return ErrCodeBadPeer
 		}
 		if s.PeerPort == 0 || (s.Op == OpSend && s.PeerPort > maxServerPort) {
@@ -357,7 +363,7 @@ func (s *Submission) setFields() uint8 {
 	if s.RPCID != 0 {
 		set |= useRPC
 	}
-	if s.PeerIP != [4]byte{} || s.PeerPort != 0 {
+	if s.PeerIP != [4]byte{} || s.PeerIP6 != [16]byte{} || s.PeerPort != 0 {
 		set |= usePeer
 	}
 	if s.Offset != 0 {
@@ -369,16 +375,23 @@ func (s *Submission) setFields() uint8 {
 	return set
 }
 
+// onePeer reports whether exactly one of the two addresses is set, and
+// the IPv6 one is not an IPv4-mapped address.
+func onePeer(ip [4]byte, ip6 [16]byte) bool {
+	v4, v6 := ip != [4]byte{}, ip6 != [16]byte{}
+	return v4 != v6 && !(v6 && [12]byte(ip6[:12]) == [12]byte{10: 0xff, 11: 0xff})
+}
+
 func inArena(off, n uint64, lim *Limits) bool { return off <= lim.ArenaSize && n <= lim.ArenaSize-off }
 
 func inPool(page, pages uint32, lim *Limits) bool {
 	return pages > 0 && uint64(page) < lim.PoolPages && uint64(pages) <= lim.PoolPages-uint64(page)
 }
 
-// Encode writes c into dst, reserved bytes zero.
+// Encode writes c into dst.
 func (c *Completion) Encode(dst *Slot) {
 	f := fields{op: uint8(c.Op), flags: c.Flags, port: c.Port, length: c.Length, cookie: c.Cookie,
-		rpc: c.RPCID, ip: c.PeerIP, peerPort: c.PeerPort, err: uint16(c.Err), offset: c.Offset,
+		rpc: c.RPCID, ip: c.PeerIP, ip6: c.PeerIP6, peerPort: c.PeerPort, err: uint16(c.Err), offset: c.Offset,
 		page: c.Page, pages: c.Pages}
 	f.encode(dst)
 }
@@ -392,15 +405,15 @@ func ParseCompletion(src *Slot, lim *Limits) (Completion, ErrCode) {
 	var f fields
 	f.decode(src)
 	c := Completion{Op: CompOp(f.op), Flags: f.flags, Port: f.port, Length: f.length, Cookie: f.cookie,
-		RPCID: f.rpc, PeerIP: f.ip, PeerPort: f.peerPort, Err: ErrCode(f.err), Offset: f.offset,
+		RPCID: f.rpc, PeerIP: f.ip, PeerIP6: f.ip6, PeerPort: f.peerPort, Err: ErrCode(f.err), Offset: f.offset,
 		Page: f.page, Pages: f.pages}
 	switch {
 	case c.Op == 0 || c.Op >= compEnd:
 		return c, ErrCodeBadOp
 	case c.Flags&^compFlagsKnown != 0:
 		return c, ErrCodeBadFlags
-	case !f.reservedZero:
-		return c, ErrCodeBadReserved
+	case c.PeerIP != [4]byte{} && c.PeerIP6 != [16]byte{}:
+		return c, ErrCodeBadPeer
 	case (c.Op == CompError) != (c.Err != ErrCodeNone) || !c.Err.known():
 		return c, ErrCodeBadCompError
 	}

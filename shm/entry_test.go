@@ -8,7 +8,10 @@ import (
 
 var testLimits = Limits{ArenaSize: 1 << 20, PoolPages: 16, MaxMessage: 1_000_000}
 
-var peer = [4]byte{10, 0, 0, 2}
+var (
+	peer  = [4]byte{10, 0, 0, 2}
+	peer6 = [16]byte{0x20, 0x01, 0x0d, 0xb8, 15: 2}
+)
 
 // validSubmissions has one good submission per op.
 var validSubmissions = []Submission{
@@ -16,6 +19,8 @@ var validSubmissions = []Submission{
 	{Op: OpSend, PeerIP: peer, PeerPort: 99, Offset: 0, Length: 100, Cookie: 2},
 	{Op: OpSend, PeerIP: peer, PeerPort: 0x7fff, Offset: 1<<20 - 1_000_000, Length: 1_000_000},
 	{Op: OpReply, RPCID: 7, PeerIP: peer, PeerPort: 0x8001, Offset: 1<<20 - 1, Length: 1, Cookie: ^uint64(0)},
+	{Op: OpSend, PeerIP6: peer6, PeerPort: 99, Length: 100, Cookie: 8},
+	{Op: OpReply, RPCID: 9, PeerIP6: peer6, PeerPort: 0x8001, Length: 1},
 	{Op: OpAbort, RPCID: 6},
 	{Op: OpAbortAll, Cookie: 5},
 	{Op: OpReturnPages, Page: 3, Pages: 13},
@@ -73,6 +78,9 @@ func TestSubmission_validate(t *testing.T) {
 		{"send to port 0", Submission{Op: OpSend, PeerIP: peer, Length: 1}, ErrCodeBadPort},
 		{"reply to port 0", Submission{Op: OpReply, RPCID: 1, PeerIP: peer, Length: 1}, ErrCodeBadPort},
 		{"send to 0.0.0.0", Submission{Op: OpSend, PeerPort: 99, Length: 1}, ErrCodeBadPeer},
+		{"send to both families", Submission{Op: OpSend, PeerIP: peer, PeerIP6: peer6, PeerPort: 99, Length: 1}, ErrCodeBadPeer},
+		{"send to a mapped IPv6 address", Submission{Op: OpSend, PeerIP6: [16]byte{10: 0xff, 11: 0xff, 12: 10, 15: 2}, PeerPort: 99, Length: 1}, ErrCodeBadPeer},
+		{"abort with an IPv6 peer", Submission{Op: OpAbort, RPCID: 2, PeerIP6: peer6}, ErrCodeBadReserved},
 		{"send length 0", Submission{Op: OpSend, PeerIP: peer, PeerPort: 99}, ErrCodeBadLength},
 		{"send too long", Submission{Op: OpSend, PeerIP: peer, PeerPort: 99, Length: 1_000_001}, ErrCodeBadLength},
 		{"send past arena", Submission{Op: OpSend, PeerIP: peer, PeerPort: 99, Offset: 1<<20 - 99, Length: 100}, ErrCodeBadArena},
@@ -103,7 +111,7 @@ func TestSubmission_validate(t *testing.T) {
 // Bytes a Submission cannot express: the error field and the reserved
 // tail must be zero; the cookie comes back for the error completion.
 func TestParseSubmission_rawBytes(t *testing.T) {
-	for _, off := range []int{entErr, entErr + 1, entReserved, EntrySize - 1} {
+	for _, off := range []int{entErr, entErr + 1, entPeerIP6, EntrySize - 1} {
 		var slot Slot
 		s := Submission{Op: OpAbortAll, Cookie: 42}
 		s.Encode(&slot)
@@ -125,6 +133,7 @@ var validCompletions = []Completion{
 	{Op: CompAccepted, Cookie: 2, RPCID: 10, Flags: CompFlagReleased},
 	{Op: CompRequest, Port: 99, RPCID: 11, PeerIP: peer, PeerPort: 0x8001, Length: 65537, Page: 4, Pages: 2},
 	{Op: CompResponse, Cookie: 2, RPCID: 10, PeerIP: peer, PeerPort: 99, Length: 1_000_000, Page: 0, Pages: 16},
+	{Op: CompRequest, Port: 99, RPCID: 13, PeerIP6: peer6, PeerPort: 0x8001, Length: 1, Page: 4, Pages: 1},
 	{Op: CompError, Cookie: 3, Err: ErrCodeBadArena},
 	{Op: CompError, Cookie: 3, RPCID: 12, Err: ErrCodeTimeout},
 	{Op: CompReleased, Cookie: 2, Offset: 1<<20 - 100, Length: 100},
@@ -174,11 +183,12 @@ func TestParseCompletion_errors(t *testing.T) {
 			}
 		})
 	}
+	// An entry cannot name a peer of both families.
 	var slot Slot
 	msg.Encode(&slot)
 	slot[EntrySize-1] = 1
-	if _, got := ParseCompletion(&slot, &testLimits); got != ErrCodeBadReserved {
-		t.Fatalf("reserved byte set: %v", got)
+	if _, got := ParseCompletion(&slot, &testLimits); got != ErrCodeBadPeer {
+		t.Fatalf("an IPv6 byte beside an IPv4 peer: %v", got)
 	}
 }
 

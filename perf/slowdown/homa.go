@@ -3,6 +3,7 @@ package slowdown
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,7 +23,7 @@ type homaSet struct {
 	replyFailed atomic.Int64
 }
 
-var serverAddr = client.Addr{IP: [4]byte{10, 77, 0, 1}, Port: 99}
+var serverAddr = client.Addr{IP: netip.AddrFrom4([4]byte{10, 77, 0, 1}), Port: 99}
 
 // startHoma starts the daemons, the server worker and the client
 // sessions, and warms each session up (ARP, first RPCs). On error what

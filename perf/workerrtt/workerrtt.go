@@ -229,7 +229,7 @@ func Run(cfg Config) (*Result, error) {
 	if err := srv.Bind(99); err != nil {
 		return nil, err
 	}
-	dst := client.Addr{IP: b.IP(), Port: 99}
+	dst := client.Addr{IP: netip.AddrFrom4(b.IP()), Port: 99}
 	whist, wTotal := hdrhistogram.New(1, 10_000_000_000, 3), hdrhistogram.New(1, 10_000_000_000, 3)
 	workerRPC := func(record bool) error {
 		t0 := time.Now()

@@ -125,13 +125,13 @@ class Client(Submitter, Waiter, CompletionHandlers, PoolPages):
         return the RPC id once the daemon accepted it. buf: any buffer
         (bytes, bytearray, memoryview, numpy array, CPU torch tensor),
         copied into the transmit arena once."""
-        ip, port = _parse_addr(addr, server=True)
+        ip, ip6, port = _parse_addr(addr, server=True)
         with self._lock:
             self._check_open()
             off, n = self._stage(buf)
             sub = self._new_sub(Op.SEND, off=off, length=n, peer=(addr[0], port))
             self._submit(sub, Submission(op=Op.SEND, length=n, cookie=sub.cookie, peer_ip=ip, peer_port=port,
-                                         offset=off))
+                                         offset=off, peer_ip6=ip6))
             self._await(sub, "send")
             self._stats["sends"] += 1
             return sub.rpc_id
@@ -150,13 +150,13 @@ class Client(Submitter, Waiter, CompletionHandlers, PoolPages):
         BadEntry for an entry it found bad), counted in
         stats()["send_refused"]. Raised here are only local errors, as for
         reply_async."""
-        ip, port = _parse_addr(addr, server=True)
+        ip, ip6, port = _parse_addr(addr, server=True)
         with self._lock:
             self._check_open()
             off, n = self._stage(*bufs)
             sub = self._new_sub(Op.SEND, off=off, length=n, peer=(addr[0], port), detached=True)
             self._submit(sub, Submission(op=Op.SEND, length=n, cookie=sub.cookie, peer_ip=ip, peer_port=port,
-                                         offset=off))
+                                         offset=off, peer_ip6=ip6))
             self._stats["sends"] += 1
 
     def wake(self):
@@ -271,7 +271,8 @@ class Client(Submitter, Waiter, CompletionHandlers, PoolPages):
         sub = self._new_sub(Op.REPLY, off=off, length=n, rpc_id=msg.id, peer=msg.peer if detached else None,
                             detached=detached)
         self._submit(sub, Submission(op=Op.REPLY, length=n, cookie=sub.cookie, rpc_id=msg.id,
-                                     peer_ip=msg._peer_ip, peer_port=msg.peer[1], offset=off))
+                                     peer_ip=msg._peer_ip, peer_port=msg.peer[1], offset=off,
+                                     peer_ip6=msg._peer_ip6))
         msg._replied = True
         return sub
 

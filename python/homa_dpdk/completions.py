@@ -147,7 +147,7 @@ class CompletionHandlers:
             self._return_later(c.page, c.pages)
 
     def _on_request(self, c):
-        if c.cookie != 0 or c.rpc_id & 1 == 0 or c.peer_ip == b"\0\0\0\0" or c.peer_port == 0:
+        if c.cookie != 0 or c.rpc_id & 1 == 0 or c.peer_ip == b"\0\0\0\0" and c.peer_ip6 == bytes(16) or c.peer_port == 0:
             return self._refuse_message("request with a nonzero cookie, an even id or no peer", c)
         if c.port not in self._bound:
             return self._refuse_message(f"request for port {c.port}, which this worker did not bind", c)

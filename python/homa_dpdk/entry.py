@@ -16,7 +16,10 @@ Both rings carry entries with one little-endian layout::
      32  8   offset     Send/Reply: first byte in arena    Released: arena offset
      40  4   page       ReturnPages: first pool page       Request/Response: first pool page
      44  4   pages      ReturnPages: page count            Request/Response: page count
-     48 16   reserved   zero                               zero
+     48 16   peer ip6   Send/Reply: IPv6, network order    the other end (IPv6)
+
+A peer is IPv4 (peer ip set, peer ip6 zero) or IPv6 (peer ip zero, peer
+ip6 set, never IPv4-mapped); entries that name no peer have both zero.
 
 parse_submission and parse_completion mirror ParseSubmission and
 ParseCompletion of the Go package check for check and in the same order, so
@@ -73,8 +76,8 @@ OFF_PAGE = 40
 OFF_PAGES = 44
 OFF_RESERVED = 48
 
-# op flags port length cookie rpc ip peerport err offset page pages reserved(2 x u64)
-_ENTRY = struct.Struct("<BBHIQQ4sHHQIIQQ")
+# op flags port length cookie rpc ip peerport err offset page pages ip6
+_ENTRY = struct.Struct("<BBHIQQ4sHHQII16s")
 assert _ENTRY.size == ENTRY_SIZE
 
 COMP_FLAG_RELEASED = 1  # Accepted/Error of a Send or Reply: the arena range is free again
@@ -196,14 +199,15 @@ def _in_pool(page, pages, lim):
     return pages > 0 and page < lim.pool_pages and pages <= lim.pool_pages - page
 
 
-_FIELDS = ("op", "flags", "port", "length", "cookie", "rpc_id", "peer_ip", "peer_port", "offset", "page", "pages")
+_FIELDS = ("op", "flags", "port", "length", "cookie", "rpc_id", "peer_ip", "peer_port", "offset", "page", "pages",
+           "peer_ip6")
 
 
 class _Entry:
     __slots__ = _FIELDS + ("err",)
 
     def __init__(self, op=0, flags=0, port=0, length=0, cookie=0, rpc_id=0, peer_ip=b"\0\0\0\0", peer_port=0,
-                 offset=0, page=0, pages=0, err=0):
+                 offset=0, page=0, pages=0, err=0, peer_ip6=bytes(16)):
         self.op = op
         self.flags = flags
         self.port = port
@@ -216,11 +220,12 @@ class _Entry:
         self.page = page
         self.pages = pages
         self.err = err
+        self.peer_ip6 = bytes(peer_ip6)
 
     def encode(self):
-        """The entry's 64 bytes, reserved bytes zero."""
+        """The entry's 64 bytes."""
         return _ENTRY.pack(self.op, self.flags, self.port, self.length, self.cookie, self.rpc_id, self.peer_ip,
-                           self.peer_port, self.err, self.offset, self.page, self.pages, 0, 0)
+                           self.peer_port, self.err, self.offset, self.page, self.pages, self.peer_ip6)
 
     def __eq__(self, other):
         return type(self) is type(other) and all(getattr(self, f) == getattr(other, f) for f in self.__slots__)
@@ -245,9 +250,8 @@ class Completion(_Entry):
 def _decode(cls, src):
     if len(src) != ENTRY_SIZE:
         raise ValueError(f"an entry is {ENTRY_SIZE} bytes, got {len(src)}")
-    (op, flags, port, length, cookie, rpc, ip, peer_port, err, offset, page, pages, r0, r1) = _ENTRY.unpack(src)
-    e = cls(op, flags, port, length, cookie, rpc, ip, peer_port, offset, page, pages, err)
-    return e, (r0 | r1) == 0
+    (op, flags, port, length, cookie, rpc, ip, peer_port, err, offset, page, pages, ip6) = _ENTRY.unpack(src)
+    return cls(op, flags, port, length, cookie, rpc, ip, peer_port, offset, page, pages, err, ip6)
 
 
 # Which fields each op uses; the others must be zero.
@@ -261,6 +265,14 @@ _OP_USES = {
     Op.RETURN_PAGES: _USE_PAGES,
 }
 _ZERO_IP = b"\0\0\0\0"
+_ZERO_IP6 = bytes(16)
+_MAPPED = bytes(10) + b"\xff\xff"
+
+
+def _one_peer(e):
+    """Exactly one of the entry's addresses is set, the IPv6 one not IPv4-mapped."""
+    v4, v6 = e.peer_ip != _ZERO_IP, e.peer_ip6 != _ZERO_IP6
+    return v4 != v6 and not (v6 and e.peer_ip6[:12] == _MAPPED)
 
 
 def _set_fields(s):
@@ -271,7 +283,7 @@ def _set_fields(s):
         used |= _USE_LENGTH
     if s.rpc_id:
         used |= _USE_RPC
-    if s.peer_ip != _ZERO_IP or s.peer_port:
+    if s.peer_ip != _ZERO_IP or s.peer_ip6 != _ZERO_IP6 or s.peer_port:
         used |= _USE_PEER
     if s.offset:
         used |= _USE_OFFSET
@@ -292,7 +304,7 @@ def validate_submission(s, lim):
     if use & _USE_PORT and not 0 < s.port <= MAX_SERVER_PORT:
         return ErrCode.BAD_PORT
     if use & _USE_PEER:
-        if s.peer_ip == _ZERO_IP:
+        if not _one_peer(s):
             return ErrCode.BAD_PEER
         if s.peer_port == 0 or (s.op == Op.SEND and s.peer_port > MAX_SERVER_PORT):
             return ErrCode.BAD_PORT
@@ -313,27 +325,27 @@ def validate_submission(s, lim):
 def parse_submission(src, lim):
     """ParseSubmission: decode 64 bytes a worker wrote and validate them.
     Returns (Submission, ErrCode); on ErrCode.NONE every field is safe."""
-    s, reserved_zero = _decode(Submission, src)
+    s = _decode(Submission, src)
     if not 0 < s.op < _OP_END:
         return s, ErrCode.BAD_OP
-    if not reserved_zero or s.err != 0:
+    if s.err != 0:
         return s, ErrCode.BAD_RESERVED
     return s, validate_submission(s, lim)
 
 
 def parse_completion(src, lim):
     """ParseCompletion: decode 64 bytes the engine wrote and validate them
-    as a worker must before using them: op and flags known, reserved bytes
-    zero, err set exactly on ERROR and known, a message's pages a range of
+    as a worker must before using them: op and flags known, at most one
+    peer address, err set exactly on ERROR and known, a message's pages a range of
     the pool that holds length bytes (1..max_message), a released range
     inside the arena. Returns (Completion, ErrCode)."""
-    c, reserved_zero = _decode(Completion, src)
+    c = _decode(Completion, src)
     if not 0 < c.op < _COMP_END:
         return c, ErrCode.BAD_OP
     if c.flags & ~_COMP_FLAGS_KNOWN:
         return c, ErrCode.BAD_FLAGS
-    if not reserved_zero:
-        return c, ErrCode.BAD_RESERVED
+    if c.peer_ip != _ZERO_IP and c.peer_ip6 != _ZERO_IP6:
+        return c, ErrCode.BAD_PEER
     if (c.op == CompOp.ERROR) != (c.err != 0) or not _err_known(c.err):
         return c, ErrCode.BAD_COMP_ERROR
     if c.op in (CompOp.REQUEST, CompOp.RESPONSE):

@@ -23,18 +23,22 @@ class Message:
     pages too, once garbage-collected.
     """
 
-    __slots__ = ("id", "peer", "port", "is_request", "length", "_data", "_client", "_peer_ip", "_released",
-                 "_replied")
+    __slots__ = ("id", "peer", "port", "is_request", "length", "_data", "_client", "_peer_ip", "_peer_ip6",
+                 "_released", "_replied")
 
     def __init__(self, client, comp, is_request, data):
         self.id = comp.rpc_id
-        self.peer = (socket.inet_ntop(socket.AF_INET, comp.peer_ip), comp.peer_port)
+        if comp.peer_ip6 != bytes(16):
+            self.peer = (socket.inet_ntop(socket.AF_INET6, comp.peer_ip6), comp.peer_port)
+        else:
+            self.peer = (socket.inet_ntop(socket.AF_INET, comp.peer_ip), comp.peer_port)
         self.port = comp.port
         self.is_request = is_request
         self.length = comp.length
         self._data = data
         self._client = client
         self._peer_ip = comp.peer_ip
+        self._peer_ip6 = comp.peer_ip6
         self._released = False
         self._replied = False
 

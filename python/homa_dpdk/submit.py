@@ -43,16 +43,25 @@ def _byte_view(buf):
 
 
 def _parse_addr(addr, server):
+    """(ip, ip6, port) of addr = (host, port): the entry fields of an IPv4
+    host (ip6 zero) or an IPv6 one (ip zero; an IPv4-mapped one is taken
+    as IPv4)."""
     try:
         host, port = addr
     except (TypeError, ValueError):
-        raise ValueError(f"homa_dpdk: an address is (ipv4 str, port), got {addr!r}") from None
+        raise ValueError(f"homa_dpdk: an address is (ip str, port), got {addr!r}") from None
+    ip, ip6 = b"\0\0\0\0", bytes(16)
     try:
         ip = socket.inet_pton(socket.AF_INET, host)
     except (OSError, TypeError):
-        raise ValueError(f"homa_dpdk: {host!r} is not an IPv4 address") from None
-    if ip == b"\0\0\0\0":
-        raise ValueError("homa_dpdk: peer address 0.0.0.0")
+        try:
+            ip6 = socket.inet_pton(socket.AF_INET6, host)
+        except (OSError, TypeError):
+            raise ValueError(f"homa_dpdk: {host!r} is not an IPv4 or IPv6 address") from None
+        if ip6[:12] == bytes(10) + b"\xff\xff":
+            ip, ip6 = ip6[12:], bytes(16)
+    if ip == b"\0\0\0\0" and ip6 == bytes(16):
+        raise ValueError(f"homa_dpdk: peer address {host}")
     top = MAX_SERVER_PORT if server else 0xFFFF
     try:
         port = operator.index(port)
@@ -60,7 +69,7 @@ def _parse_addr(addr, server):
         raise ValueError(f"homa_dpdk: port {port!r} is not an integer") from None
     if not 0 < port <= top:
         raise ValueError(f"homa_dpdk: port {port!r} not in 1..{top}")
-    return ip, port
+    return ip, ip6, port
 
 
 class Submitter:

@@ -490,7 +490,8 @@ class TestErrors(ClientTest):
 
     def test_bad_arguments(self):
         c = self.client()
-        for addr in [("10.0.0.2", 0), ("10.0.0.2", 0x8000), ("0.0.0.0", 5), ("::1", 5), ("host", 5), "10.0.0.2"]:
+        for addr in [("10.0.0.2", 0), ("10.0.0.2", 0x8000), ("0.0.0.0", 5), ("::", 5), ("fe80::1%eth0", 5), ("host", 5),
+                     "10.0.0.2"]:
             with self.subTest(addr=addr), self.assertRaises(ValueError):
                 c.send(addr, b"x")
         with self.assertRaises(ValueError):
@@ -677,7 +678,8 @@ class TestBadCompletions(ClientTest):
             Completion(op=CompOp.REQUEST, port=300, rpc_id=1, peer_ip=ip, peer_port=5, length=PAGE_SIZE + 1, page=0,
                        pages=1).encode(),  # too few pages for the length
             Completion(op=CompOp.RELEASED, cookie=1, offset=1 << 40, length=1).encode(),  # outside the arena
-            Completion(op=CompOp.REQUEST, rpc_id=1, length=1, page=0, pages=1).encode()[:48] + b"\1" * 16,
+            Completion(op=CompOp.REQUEST, port=300, rpc_id=1, peer_ip=ip, peer_port=5, length=1, page=0,
+                       pages=1).encode()[:48] + b"\1" * 16,  # a peer of both families
         ]
         unexpected = [
             Completion(op=CompOp.ACCEPTED, cookie=999_999).encode(),  # nobody's cookie

@@ -16,7 +16,7 @@ def put(buf, off, size, value):
 
 
 def hand_entry(op=0, flags=0, port=0, length=0, cookie=0, rpc=0, ip=b"\0\0\0\0", peer_port=0, err=0, offset=0,
-               page=0, pages=0, reserved=b""):
+               page=0, pages=0, ip6=b""):
     """64 bytes laid out by the table in shm/entry.go, field by field."""
     b = bytearray(64)
     b[0] = op
@@ -31,7 +31,7 @@ def hand_entry(op=0, flags=0, port=0, length=0, cookie=0, rpc=0, ip=b"\0\0\0\0",
     put(b, 32, 8, offset)
     put(b, 40, 4, page)
     put(b, 44, 4, pages)
-    b[48:48 + len(reserved)] = reserved
+    b[48:48 + len(ip6)] = ip6
     return bytes(b)
 
 
@@ -41,6 +41,10 @@ GO_SUB = bytes.fromhex("0300000004030201887766554433221109070605040302010a000002
                        "0000000000000000000000000000000000000000")
 GO_COMP = bytes.fromhex("03013412701101001032547698badcfe2a00000000000000c0a801076300000000000000000000000300000002"
                         "00000000000000000000000000000000000000")
+# shm.Completion{Op: CompRequest, Port: 99, RPCID: 13, PeerIP6: 2001:db8::2,
+# PeerPort: 0x8001, Length: 5, Page: 1, Pages: 1}.Encode
+GO_COMP6 = bytes.fromhex("020063000500000000000000000000000d0000000000000000000000018000000000000000000000010000000100"
+                         "000020010db8000000000000000000000002")
 GO_ERR = bytes.fromhex("040000008000000005000000000000000600000000000000000000000000180040000000000000000000000000"
                        "00000000000000000000000000000000000000")
 
@@ -68,6 +72,14 @@ class TestEncode(unittest.TestCase):
         self.assertEqual(c.encode(), GO_COMP)
         e = Completion(op=CompOp.ERROR, cookie=5, rpc_id=6, err=ErrCode.PEER_RESTARTED, offset=64, length=128)
         self.assertEqual(e.encode(), GO_ERR)
+
+    def test_ipv6_peer_matches_go(self):
+        ip6 = bytes.fromhex("20010db8000000000000000000000002")
+        c = Completion(op=CompOp.REQUEST, port=99, rpc_id=13, peer_ip6=ip6, peer_port=0x8001, length=5, page=1,
+                       pages=1)
+        self.assertEqual(c.encode(), GO_COMP6)
+        got, code = parse_completion(GO_COMP6, LIM)
+        self.assertEqual((code, got.peer_ip6, got.peer_ip), (ErrCode.NONE, ip6, b"\0\0\0\0"))
 
     def test_peer_ip_is_network_order(self):
         b = Submission(op=Op.SEND, peer_ip=bytes([10, 0, 0, 2])).encode()
@@ -112,8 +124,8 @@ class TestParseCompletion(unittest.TestCase):
             (dict(op=6), ErrCode.BAD_OP),
             (dict(op=255), ErrCode.BAD_OP),
             (dict(op=1, flags=2), ErrCode.BAD_FLAGS),
-            (dict(op=1, reserved=b"\0" * 15 + b"\1"), ErrCode.BAD_RESERVED),
-            (dict(op=1, reserved=b"\1"), ErrCode.BAD_RESERVED),
+            (dict(op=2, port=1, rpc=3, length=1, page=0, pages=1, ip=b"\1\0\0\0", ip6=b"\0" * 15 + b"\1"),
+             ErrCode.BAD_PEER),  # both families
             (dict(op=4), ErrCode.BAD_COMP_ERROR),  # error without a code
             (dict(op=1, err=16), ErrCode.BAD_COMP_ERROR),  # a code where none belongs
             (dict(op=4, err=11), ErrCode.BAD_COMP_ERROR),  # unknown codes
@@ -180,7 +192,9 @@ class TestParseSubmission(unittest.TestCase):
             (dict(op=6, page=15, pages=2), ErrCode.BAD_PAGE),
             (dict(op=6, page=0, pages=0, cookie=9), ErrCode.BAD_PAGE),
             (dict(op=7), ErrCode.BAD_OP),
-            (dict(op=1, port=1, reserved=b"\1"), ErrCode.BAD_RESERVED),
+            (dict(op=1, port=1, ip6=b"\1"), ErrCode.BAD_RESERVED),
+            (dict(op=2, length=1, offset=0, ip=b"\1\0\0\0", ip6=b"\1", peer_port=9), ErrCode.BAD_PEER),
+            (dict(op=2, length=1, offset=0, ip6=bytes(10) + b"\xff\xff\1\2\3\4", peer_port=9), ErrCode.BAD_PEER),
         ]
         for kw, want in cases:
             with self.subTest(**kw):

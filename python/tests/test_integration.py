@@ -5,6 +5,9 @@ that daemon, e.g. tests/echo_server.py) are set.
     HOMA_SOCKET=/run/homa-dpdk/workers.sock HOMA_PEER=10.0.0.2:99 \\
         python3 -m unittest discover -s python/tests -p test_integration.py -v
 
+HOMA_PEER6 (e.g. fd00::2:99): the echo server's IPv6 address, for the
+round trips over IPv6 (TestDaemonIPv6).
+
 HOMA_UNBOUND_PORT (default 32766): a port nobody binds at the peer's
 address; HOMA_RPC_TIMEOUT (default 30): seconds a call may take, above the
 daemon's RPC timeout so that the error tests see the daemon's error;
@@ -122,6 +125,24 @@ class TestDaemon(RoundTrips, unittest.TestCase):
     peer = parse_peer(os.environ.get("HOMA_PEER", "0.0.0.0:0"))
     async_peer = os.environ.get("HOMA_ASYNC_PEER", f"{peer[0]}:{peer[1] + 1}")
     async_peer = parse_peer(async_peer) if async_peer else None
+
+
+@need_x86_64
+@unittest.skipUnless(os.environ.get("HOMA_SOCKET") and os.environ.get("HOMA_PEER6"),
+                     "set HOMA_SOCKET and HOMA_PEER6 (ipv6:port of the echo server, e.g. fd00::2:99) to run "
+                     "the round trips over IPv6")
+class TestDaemonIPv6(unittest.TestCase):
+    """Round trips to the echo server's IPv6 address: the entries carry
+    the 16-byte address, the daemon speaks Homa over IPv6."""
+
+    def test_sizes(self):
+        peer = parse_peer(os.environ["HOMA_PEER6"])
+        with homa_dpdk.Client(os.environ["HOMA_SOCKET"]) as c:
+            for n in (1, 70000, 1_000_000):
+                want = os.urandom(n)
+                with self.subTest(size=n), c.call(peer, want, timeout=30) as m:
+                    self.assertTrue(m.data == want, f"{n} bytes came back different")
+                    self.assertEqual(m.peer, peer)
 
 
 def start_process(args, ready, timeout=60):
