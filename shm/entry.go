@@ -181,10 +181,10 @@ type Limits struct {
 type Submission struct {
 	Op       Op
 	Flags    uint8
-	Port     uint16 // local server port (Bind)
-	Length   uint32 // message bytes (Send, Reply)
-	Cookie   uint64 // worker's tag, echoed in completions; any value
-	RPCID    uint64 // Reply: server id; Abort: client id
+	Port     uint16   // local server port (Bind)
+	Length   uint32   // message bytes (Send, Reply)
+	Cookie   uint64   // worker's tag, echoed in completions; any value
+	RPCID    uint64   // Reply: server id; Abort: client id
 	PeerIP   [4]byte  // an IPv4 peer, or zero
 	PeerIP6  [16]byte // an IPv6 peer, or zero
 	PeerPort uint16
@@ -212,16 +212,16 @@ type Completion struct {
 
 // fields is the raw content common to both directions.
 type fields struct {
-	op, flags    uint8
-	port         uint16
-	length       uint32
-	cookie, rpc  uint64
-	ip           [4]byte
-	ip6          [16]byte
-	peerPort     uint16
-	err          uint16
-	offset       uint64
-	page, pages  uint32
+	op, flags   uint8
+	port        uint16
+	length      uint32
+	cookie, rpc uint64
+	ip          [4]byte
+	ip6         [16]byte
+	peerPort    uint16
+	err         uint16
+	offset      uint64
+	page, pages uint32
 }
 
 func (f *fields) encode(s *Slot) {
