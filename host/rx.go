@@ -254,7 +254,7 @@ func (h *Host) sendARPRequest(ip [4]byte) {
 // resolve is the engine's Resolve: the neighbour entry of ip's next hop
 // — ip itself on the port's subnet, the gateway otherwise — with a
 // request sent when resolution starts, or nil when there is no route
-// (an IPv6 address has none: the host resolves IPv4 only, by ARP).
+// (IPv4 by ARP; IPv6 by neighbour discovery, resolve6).
 func (h *Host) resolve(a netip.Addr) *engine.Neighbour {
 	a = a.Unmap()
 	if !a.Is4() {

@@ -42,7 +42,8 @@
 // priority 5. Fragments are dropped; IPv4 options are skipped. IPv6: next
 // header 146, traffic class p<<5 (the IPv6 view, ParseIPv6, which skips
 // hop-by-hop, routing and destination options headers, refuses fragments
-// and bounds the walk); the engine speaks IPv4 only so far.
+// and bounds the walk; ParseHomaIP takes Homa over either family).
+// Neighbour discovery and ICMPv6 echo: icmpv6.go.
 //
 // TCP hijacking (kernel Homa's hijack_tcp): a Homa packet sent as IP
 // protocol 6, so that NICs segment and checksum it as TCP. The common

@@ -12,12 +12,11 @@ const (
 	// EtherType of what the tag encloses.
 	VLANTagLen = 4
 
-	// EtherTypeIPv4 is the EtherType of IPv4, the only network layer this
-	// package parses.
+	// EtherTypeIPv4 is the EtherType of IPv4.
 	EtherTypeIPv4 = 0x0800
 
-	// EtherTypeIPv6 is the EtherType of IPv6 (see ParseIPv6; ParseFrame
-	// reports DropNotIPv4 for it: the engine speaks IPv4 only so far).
+	// EtherTypeIPv6 is the EtherType of IPv6 (ParseIPv6, ParseHomaIP;
+	// ParseFrame and ParseHomaIPv4 report DropNotIPv4 for it).
 	EtherTypeIPv6 = 0x86DD
 
 	// EtherTypeVLAN is the tag protocol identifier of an 802.1Q tag.
