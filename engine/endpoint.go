@@ -369,7 +369,7 @@ func (e *Endpoint) ReceiveLink(l *wire.Link) {
 	}
 	f := &e.frame
 	if r := wire.ParseHomaIP(l, f, true); r != wire.DropNone {
-		if r == wire.DropNotHoma && l.Type == wire.EtherTypeIPv4 && e.maybeICMP(l) {
+		if r == wire.DropNotHoma && (l.Type == wire.EtherTypeIPv4 && e.maybeICMP(l) || l.Type == wire.EtherTypeIPv6 && e.maybeICMPv6(l)) {
 			return
 		}
 		e.m.drop(DropCause(r))
@@ -426,6 +426,21 @@ func (e *Endpoint) checksumOK(f *wire.Frame) bool {
 		p = wire.PseudoSumIPv4(f.IPv4.Src(), f.IPv4.Dst(), wire.IPProtoTCP, len(homa)+len(tail))
 	}
 	return wire.IsHomaChecksumValid(p, homa, tail)
+}
+
+// maybeICMPv6 handles a valid IPv6 packet that is not Homa if it is an
+// ICMPv6 destination unreachable, and reports whether it was.
+func (e *Endpoint) maybeICMPv6(l *wire.Link) bool {
+	ip, proto, off, r := wire.ParseIPv6(l.Payload)
+	if r != wire.DropNone || proto != wire.IPProtoICMPv6 {
+		return false
+	}
+	m := wire.ParseICMPv6(ip, off)
+	if m == nil || m.Type() != wire.ICMPv6DestUnreachable {
+		return false
+	}
+	e.ReceiveICMPv6(ip, off)
+	return true
 }
 
 // maybeICMP handles a valid IPv4 packet that is not Homa (ParseHomaIPv4

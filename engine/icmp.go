@@ -13,12 +13,11 @@ import (
 
 // sendPortUnreachable answers f, a packet to an unbound port, with an
 // ICMP port unreachable quoting its IPv4 header and first 8 Homa bytes.
-//
-// Over IPv6 (ICMPv6 destination unreachable, code 4) nothing is sent yet:
-// the packet is only dropped and counted; the client learns from its
-// RESENDs answered with RPC_UNKNOWN.
+// Over IPv6 it is ICMPv6 destination unreachable, code 4, quoting the
+// IPv6 header and the first 8 Homa bytes.
 func (e *Endpoint) sendPortUnreachable(f *wire.Frame, p *peer) {
 	if p.v6 {
+		e.sendPortUnreachable6(f, p)
 		return
 	}
 	buf := e.startControl(p)
@@ -41,6 +40,58 @@ func (e *Endpoint) sendPortUnreachable(f *wire.Frame, p *peer) {
 	ip.Encode(buf[e.ipOff:])
 	e.m.ICMPPortUnreach++
 	e.tx.Send(buf[:e.homaOff+len(icmp)], controlPriority)
+}
+
+func (e *Endpoint) sendPortUnreachable6(f *wire.Frame, p *peer) {
+	buf := e.startControl(p)
+	if buf == nil {
+		return
+	}
+	m := wire.ICMPv6(buf[p.homaOff : p.homaOff+wire.ICMPv6HeaderLen+wire.ICMPv6ErrorQuoteLen])
+	clear(m[:wire.ICMPv6HeaderLen])
+	m[0], m[1] = wire.ICMPv6DestUnreachable, wire.ICMPv6PortUnreachable
+	copy(m[wire.ICMPv6HeaderLen:], f.IPv6[:wire.IPv6HeaderLen])
+	copy(m[wire.ICMPv6HeaderLen+wire.IPv6HeaderLen:], f.Homa[:8])
+	m.SetChecksum(e.cfg.IP6, p.addr)
+	eth := e.ethernet(p, controlPriority)
+	eth.Encode(buf)
+	ip := wire.IPv6Fields{TrafficClass: wire.TOSFromPriority(controlPriority), PayloadLength: uint16(len(m)),
+		NextHeader: wire.IPProtoICMPv6, HopLimit: wire.DefaultHopLimit, Src: e.cfg.IP6, Dst: p.addr}
+	ip.Encode(buf[e.ipOff:])
+	e.m.ICMPPortUnreach++
+	e.tx.Send(buf[:p.homaOff+len(m)], controlPriority)
+}
+
+// ReceiveICMPv6 is ReceiveICMP for ICMPv6: ip is an IPv6 packet the host
+// has validated (wire.ParseIPv6) whose ICMPv6 message (checksum checked,
+// wire.ParseICMPv6) starts at off. A port unreachable about a Homa packet
+// we sent fails every client RPC to that address and port with
+// ErrPortUnreachable; anything else is counted in DropBadICMP.
+func (e *Endpoint) ReceiveICMPv6(ip wire.IPv6, off int) {
+	if !e.batch {
+		e.now = e.cfg.Clock()
+	}
+	m := wire.ICMPv6(ip[off:])
+	if len(m) < wire.ICMPv6HeaderLen+wire.ICMPv6ErrorQuoteLen || ip.Dst() != e.cfg.IP6 ||
+		m.Type() != wire.ICMPv6DestUnreachable || m.Code() != wire.ICMPv6PortUnreachable {
+		e.m.drop(DropBadICMP)
+		return
+	}
+	quoted := wire.IPv6(m[wire.ICMPv6HeaderLen:])
+	if quoted.Version() != 6 || quoted.NextHeader() != wire.IPProtoHoma && quoted.NextHeader() != wire.IPProtoTCP {
+		e.m.drop(DropBadICMP)
+		return
+	}
+	dst := quoted.Dst()
+	dport := binary.BigEndian.Uint16(quoted[wire.IPv6HeaderLen+2:])
+	e.m.ICMPReceived++
+	for r := e.first; r != nil; {
+		next := r.next
+		if r.client && r.peer.v6 && r.peer.addr == dst && r.dport == dport {
+			e.fail(r, ErrPortUnreachable)
+		}
+		r = next
+	}
 }
 
 // ReceiveICMP processes an ICMP message other than echo, addressed to

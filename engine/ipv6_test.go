@@ -192,3 +192,27 @@ func TestIPv6_headersMatchWire(t *testing.T) {
 		}
 	}
 }
+
+// A request to a port nobody bound at an IPv6 server is answered with an
+// ICMPv6 port unreachable, which fails the client's RPC at once.
+func TestIPv6_portUnreachable(t *testing.T) {
+	n := newTestNet(t)
+	c := n.addHost6("c", 1, nil)
+	s := n.addHost6("s", 2, nil)
+	sawICMP := false
+	n.inspect = func(frame []byte, line string) {
+		var l wire.Link
+		wire.ParseLink(frame, &l)
+		if ip, proto, off, r := wire.ParseIPv6(l.Payload); r == wire.DropNone && proto == wire.IPProtoICMPv6 {
+			m := wire.ParseICMPv6(ip, off)
+			sawICMP = m != nil && m.Type() == wire.ICMPv6DestUnreachable && m.Code() == wire.ICMPv6PortUnreachable && ip.Dst() == c.ip6
+		}
+	}
+	cli, _ := c.e.OpenClient()
+	id, _ := cli.Send(Addr{IP: netip.AddrFrom16(s.ip6), Port: 77}, msg(100, 1))
+	n.flush()
+	m := receive(t, cli)
+	if !sawICMP || m.ID != id || m.Err != ErrPortUnreachable || s.e.Metrics().ICMPPortUnreach != 1 || c.e.Metrics().ICMPReceived != 1 {
+		t.Fatalf("ICMPv6 seen %v; result %v; sent %d received %d", sawICMP, m.Err, s.e.Metrics().ICMPPortUnreach, c.e.Metrics().ICMPReceived)
+	}
+}

@@ -163,7 +163,12 @@ func (h *Host) stackFrame(d []byte, l *wire.Link) stackVerdict {
 			h.drops[rxDropBadIPv4]++
 			return stackDrop
 		}
-		return handleIPv6(d, ip, proto, off, h.me, h.neigh6, h.now, &h.stack)
+		v := handleIPv6(d, ip, proto, off, h.me, h.neigh6, h.now, &h.stack)
+		if v == stackICMPv6Error {
+			h.ep.ReceiveICMPv6(ip, off)
+			return stackDrop
+		}
+		return v
 	case wire.EtherTypeIPv4:
 	default:
 		h.drops[rxDropNotIPv4]++

@@ -20,9 +20,10 @@ type hostAddr struct {
 type stackVerdict uint8
 
 const (
-	stackDrop  stackVerdict = iota // not for us, or malformed: free it (counted by cause)
-	stackReply                     // rewritten in place into an answer: send it
-	stackLearn                     // an ARP reply for us: learned, free it
+	stackDrop        stackVerdict = iota // not for us, or malformed: free it (counted by cause)
+	stackReply                           // rewritten in place into an answer: send it
+	stackLearn                           // an ARP reply for us: learned, free it
+	stackICMPv6Error                     // an ICMPv6 error: for the engine (Endpoint.ReceiveICMPv6), then free it
 )
 
 // StackCounters count what the host stack did, by cause.

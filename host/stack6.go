@@ -23,6 +23,8 @@ func handleIPv6(frame []byte, ip wire.IPv6, proto uint8, off int, me hostAddr, n
 		return stackDrop
 	}
 	switch m.Type() {
+	case wire.ICMPv6DestUnreachable:
+		return stackICMPv6Error // the engine's: a port unreachable about our Homa packets
 	case wire.ICMPv6EchoRequest:
 		if ip.Dst() != me.ip6 {
 			c.NotForUs++

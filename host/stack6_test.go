@@ -114,6 +114,13 @@ func TestHandleIPv6_advertEchoAndRefusals(t *testing.T) {
 	if c.NotForUs != before.NotForUs+1 || c.Malformed != before.Malformed+1 {
 		t.Errorf("counters %+v, before %+v", c, before)
 	}
+	// An ICMPv6 error is the engine's.
+	unreach := make([]byte, wire.ICMPv6HeaderLen+wire.ICMPv6ErrorQuoteLen)
+	unreach[0], unreach[1] = wire.ICMPv6DestUnreachable, wire.ICMPv6PortUnreachable
+	wire.ICMPv6(unreach).SetChecksum(peer6.ip6, me6.ip6)
+	if v := run(t, v6Frame(peer6, me6.mac, peer6.ip6, me6.ip6, 64, unreach), nt, &c); v != stackICMPv6Error {
+		t.Errorf("port unreachable: verdict %v", v)
+	}
 	// A host without an IPv6 address answers nothing.
 	var c2 StackCounters
 	if v := handleIPv6(f, ip, wire.IPProtoICMPv6, off, me, nt, 0, &c2); v != stackDrop || c2.Unsupported != 1 {

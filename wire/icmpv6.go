@@ -6,6 +6,18 @@ import "encoding/binary"
 // must answer so that ping -6 works and neighbours find its link address,
 // as ARP and ICMP echo do for IPv4.
 const (
+	// ICMPv6DestUnreachable is ICMPv6's destination unreachable;
+	// ICMPv6PortUnreachable its code for a port with no listener, which
+	// kernel Homa sends for a packet to an unbound port
+	// (homa_err_handler_v6 turns it into ENOTCONN).
+	ICMPv6DestUnreachable = 1
+	ICMPv6PortUnreachable = 4
+
+	// ICMPv6ErrorQuoteLen is what an error here quotes of the packet it
+	// is about, after its header: the IPv6 header and the first 8 bytes
+	// of its payload (for Homa: sport, dport and sequence).
+	ICMPv6ErrorQuoteLen = IPv6HeaderLen + 8
+
 	ICMPv6EchoRequest     = 128
 	ICMPv6EchoReply       = 129
 	ICMPv6NeighborSolicit = 135
