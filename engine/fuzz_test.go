@@ -226,7 +226,7 @@ func endpointConsistent(e *Endpoint) error {
 		}
 	}
 	perPeer := 0
-	for _, p := range e.peers {
+	for _, p := range allPeers(e) {
 		if p.serverRPCs < 0 || p.serverRPCs > e.cfg.MaxServerRPCsPerPeer {
 			return fmt.Errorf("peer %v: %d server RPCs", p.ip, p.serverRPCs)
 		}
@@ -262,7 +262,7 @@ func waitingConsistent(e *Endpoint) error {
 		}
 	}
 	onLists := 0
-	for _, p := range e.peers {
+	for _, p := range allPeers(e) {
 		for _, r := range p.waiting {
 			onLists++
 			if !r.waiting || r.peer != p || r.state == stateDead {
@@ -277,7 +277,7 @@ func waitingConsistent(e *Endpoint) error {
 		}
 		listed++
 	}
-	for _, p := range e.peers {
+	for _, p := range allPeers(e) {
 		if p.listed {
 			listed--
 		}
@@ -413,13 +413,13 @@ func stageConsistent(e *Endpoint, in *inMsg) error {
 func peersConsistent(e *Endpoint) error {
 	rpcs := make(map[*peer]int)
 	for r := e.first; r != nil; r = r.next {
-		if e.peers[r.peer.addr] != r.peer {
+		if e.peerAt(r.peer.addr) != r.peer {
 			return fmt.Errorf("rpc %d: its peer %v is not in the table", r.id, r.peer.ip)
 		}
 		rpcs[r.peer]++
 	}
 	idle := 0
-	for _, p := range e.peers {
+	for _, p := range allPeers(e) {
 		if p.rpcs != rpcs[p] || p.idle != (p.rpcs == 0) {
 			return fmt.Errorf("peer %v: rpcs %d (live %d), idle %v", p.ip, p.rpcs, rpcs[p], p.idle)
 		}
@@ -429,7 +429,7 @@ func peersConsistent(e *Endpoint) error {
 	}
 	var prev *peer
 	for p := e.idleHead; p != nil; p = p.idleNext {
-		if p.idlePrev != prev || !p.idle || e.peers[p.addr] != p || (prev != nil && prev.idleSince > p.idleSince) {
+		if p.idlePrev != prev || !p.idle || e.peerAt(p.addr) != p || (prev != nil && prev.idleSince > p.idleSince) {
 			return fmt.Errorf("idle list broken at %v", p.ip)
 		}
 		prev = p

@@ -295,3 +295,15 @@ func serverAndClient(t testing.TB, server, client *testHost, port uint16) (srv, 
 	}
 	return srv, cl
 }
+
+// allPeers lists e's peers of both families.
+func allPeers(e *Endpoint) []*peer {
+	var ps []*peer
+	for _, p := range e.peers4 {
+		ps = append(ps, p)
+	}
+	for _, p := range e.peers6 {
+		ps = append(ps, p)
+	}
+	return ps
+}

@@ -139,7 +139,7 @@ func (p *peer) recentlyAcked(clientID uint64) bool {
 // failed entry is asked about again, so that a route added since, or a
 // table that retries a failed resolution when asked, brings it back.
 func (e *Endpoint) peerFor(addr [16]byte) *peer {
-	p := e.peers[addr]
+	p := e.peerAt(addr)
 	if p == nil {
 		n := e.resolve(addrIP(addr))
 		if n == nil {
@@ -166,17 +166,23 @@ func (e *Endpoint) reresolve(p *peer) {
 // counted in DropPeerTableFull, when the table is full and no peer in it
 // is idle: the caller drops the frame.
 func (e *Endpoint) peerFromFrame(f *wire.Frame) *peer {
-	ip := f.Src()
-	if p := e.peers[ip]; p != nil {
+	var p *peer
+	if f.IPv4 != nil {
+		p = e.peers4[f.IPv4.Src()]
+	} else {
+		p = e.peers6[f.IPv6.Src()]
+	}
+	if p != nil {
 		if p.idle {
 			e.touchIdle(p)
 		}
 		return p
 	}
-	if len(e.peers) >= e.cfg.MaxPeers && !e.evictIdle() {
+	if e.NumPeers() >= e.cfg.MaxPeers && !e.evictIdle() {
 		e.m.drop(DropPeerTableFull)
 		return nil
 	}
+	ip := f.Src()
 	return e.addPeer(ip, e.resolve(addrIP(ip)))
 }
 
@@ -186,7 +192,7 @@ func (e *Endpoint) peerFromFrame(f *wire.Frame) *peer {
 // application bounds its own RPCs); otherwise the oldest idle peer makes
 // room.
 func (e *Endpoint) addPeer(addr [16]byte, n *Neighbour) *peer {
-	if len(e.peers) >= e.cfg.MaxPeers {
+	if e.NumPeers() >= e.cfg.MaxPeers {
 		e.evictIdle()
 	}
 	ip := addrIP(addr)
@@ -221,7 +227,7 @@ func (e *Endpoint) addPeer(addr [16]byte, n *Neighbour) *peer {
 	} else {
 		p.pseudo = wire.PseudoSumIPv4(e.cfg.IP, p.v4, wire.IPProtoTCP, 0)
 	}
-	e.peers[addr] = p
+	e.setPeer(p)
 	e.m.PeerNewEntries++
 	e.pushIdle(p)
 	return p
@@ -238,7 +244,7 @@ func (e *Endpoint) usePeer(p *peer) {
 // releasePeer counts the end of a live RPC with p (end calls it).
 func (e *Endpoint) releasePeer(p *peer) {
 	p.rpcs--
-	if p.rpcs == 0 && e.peers[p.addr] == p {
+	if p.rpcs == 0 && e.peerAt(p.addr) == p {
 		e.pushIdle(p)
 	}
 }
@@ -314,7 +320,11 @@ func (e *Endpoint) agePeers() {
 // no longer holds the neighbour entry Resolve gave for p.
 func (e *Endpoint) evictPeer(p *peer) {
 	e.unlinkIdle(p)
-	delete(e.peers, p.addr)
+	if p.v6 {
+		delete(e.peers6, p.addr)
+	} else {
+		delete(e.peers4, p.v4)
+	}
 	e.m.PeersEvicted++
 	if e.cfg.Forget != nil {
 		e.cfg.Forget(p.ip)
@@ -324,7 +334,24 @@ func (e *Endpoint) evictPeer(p *peer) {
 
 // NumPeers returns the number of peers the endpoint holds (a gauge, at
 // most Config.MaxPeers but for peers the application's own RPCs added).
-func (e *Endpoint) NumPeers() int { return len(e.peers) }
+func (e *Endpoint) NumPeers() int { return len(e.peers4) + len(e.peers6) }
+
+// peerAt returns the peer at addr (IPv4 mapped), or nil.
+func (e *Endpoint) peerAt(addr [16]byte) *peer {
+	if a, ok := wire.UnmapIPv4(addr); ok {
+		return e.peers4[a]
+	}
+	return e.peers6[addr]
+}
+
+// setPeer puts p in the peer table.
+func (e *Endpoint) setPeer(p *peer) {
+	if p.v6 {
+		e.peers6[p.addr] = p
+	} else {
+		e.peers4[p.v4] = p
+	}
+}
 
 // unschedBytes returns how many bytes of a new message to p go out
 // before any grant: UnschedBytes, or less while p advertises a smaller

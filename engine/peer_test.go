@@ -68,7 +68,7 @@ func TestPeer_kernelPeerWithoutAllowance(t *testing.T) {
 	srv, _ := s.e.Bind(99)
 	f := dataFrame(100, 100, 0, msg(100, 0)) // pad bytes zero
 	s.e.Receive(f)
-	p := s.e.peers[wire.MapIPv4([4]byte{10, 0, 0, 1})]
+	p := s.e.peerAt(wire.MapIPv4([4]byte{10, 0, 0, 1}))
 	if p.allowance != 0 || s.e.unschedBytes(p) != 40_000 {
 		t.Fatal("zeros read as an allowance")
 	}
@@ -98,7 +98,7 @@ func TestPeer_cutoffsLearnedAndRecomputed(t *testing.T) {
 		cli.Send(dst, msg(size, 1))
 	}
 	n.flush()
-	p := c.e.peers[wire.MapIPv4(s.ip)]
+	p := c.e.peerAt(wire.MapIPv4(s.ip))
 	if p.cutoffVersion != 1 || p.cutoffs != sched.DefaultCutoffs() {
 		t.Fatalf("peer cutoffs %v v%d", p.cutoffs, p.cutoffVersion)
 	}
@@ -150,7 +150,7 @@ func TestPeer_spoofedSourcesBounded(t *testing.T) {
 	n.flush()
 	req := receive(t, srv)
 	clReq := receive(t, clSrv)
-	real := s.e.peers[wire.MapIPv4(cl.ip)]
+	real := s.e.peerAt(wire.MapIPv4(cl.ip))
 	maxPeers := DefaultConfig().MaxPeers
 	const sources = 100_000
 	before := heapInUse()
@@ -164,15 +164,15 @@ func TestPeer_spoofedSourcesBounded(t *testing.T) {
 		s.out = nil
 	}
 	m := s.e.Metrics()
-	t.Logf("%d peers, %d evicted, %d refused, %d server RPCs; heap +%d bytes", len(s.e.peers), m.PeersEvicted,
+	t.Logf("%d peers, %d evicted, %d refused, %d server RPCs; heap +%d bytes", s.e.NumPeers(), m.PeersEvicted,
 		m.Drops[DropPeerTableFull], s.e.NumServerRPCs(), int64(heapInUse())-int64(before))
-	if len(s.e.peers) > maxPeers {
-		t.Fatalf("%d peers, want at most %d", len(s.e.peers), maxPeers)
+	if s.e.NumPeers() > maxPeers {
+		t.Fatalf("%d peers, want at most %d", s.e.NumPeers(), maxPeers)
 	}
 	if m.PeersEvicted == 0 || m.PeersEvicted != uint64(forgot) {
 		t.Fatalf("%d peers evicted, %d forgotten", m.PeersEvicted, forgot)
 	}
-	if s.e.peers[wire.MapIPv4(cl.ip)] != real {
+	if s.e.peerAt(wire.MapIPv4(cl.ip)) != real {
 		t.Fatal("the peer with live RPCs was evicted")
 	}
 	// The RPCs with the real peer complete.
@@ -188,7 +188,7 @@ func TestPeer_spoofedSourcesBounded(t *testing.T) {
 	// Idle peers age out: PeerIdleTicks after the spoofed requests were
 	// discarded (TimeoutTicks), no peer is left.
 	n.advance(int64(DefaultConfig().TimeoutTicks+DefaultConfig().PeerIdleTicks+1) * 1_000_000)
-	if got := len(s.e.peers); got != 0 || s.e.NumServerRPCs() != 0 {
+	if got := s.e.NumPeers(); got != 0 || s.e.NumServerRPCs() != 0 {
 		t.Fatalf("%d peers after aging, %d server RPCs", got, s.e.NumServerRPCs())
 	}
 }
@@ -201,8 +201,8 @@ func TestPeer_fullTableOfBusyPeersRefusesNewSources(t *testing.T) {
 	for i := range 20 {
 		e.Receive(dataFrameFrom([4]byte{172, 16, 0, byte(i + 1)}, 2, 5000, 5000, 0, make([]byte, 10)))
 	}
-	if len(e.peers) != 10 || e.NumServerRPCs() != 10 || e.Metrics().Drops[DropPeerTableFull] != 10 {
-		t.Fatalf("%d peers, %d server RPCs, drops_peer_table_full %d", len(e.peers), e.NumServerRPCs(),
+	if e.NumPeers() != 10 || e.NumServerRPCs() != 10 || e.Metrics().Drops[DropPeerTableFull] != 10 {
+		t.Fatalf("%d peers, %d server RPCs, drops_peer_table_full %d", e.NumPeers(), e.NumServerRPCs(),
 			e.Metrics().Drops[DropPeerTableFull])
 	}
 	// The application's own sends are not refused.

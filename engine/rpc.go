@@ -90,7 +90,9 @@ type rpc struct {
 // whether the endpoint can reach it: a valid address of a family it has
 // an address in.
 func (e *Endpoint) addrKey(a netip.Addr) ([16]byte, bool) {
-	a = a.Unmap()
+	if a.Is4In6() {
+		a = a.Unmap()
+	}
 	switch {
 	case a.Is4() && (e.cfg.IP != [4]byte{} || e.cfg.IP6 == [16]byte{}), // IPv4, unless IPv6 is all it has
 		a.Is6() && a.Zone() == "" && e.cfg.IP6 != [16]byte{}:
@@ -531,7 +533,18 @@ func (e *Endpoint) fail(r *rpc, err error) {
 // must also match the sender's address.
 func (e *Endpoint) lookup(f *wire.Frame) *rpc {
 	id := wire.LocalID(f.Homa.SenderID())
-	src := f.Src()
+	if f.IPv4 != nil { // the common case, without 16-byte addresses
+		src := f.IPv4.Src()
+		if wire.IsClientID(id) {
+			r := e.rpcs.get(rpcKey{id: id})
+			if r == nil || r.peer.v6 || r.peer.v4 != src {
+				return nil
+			}
+			return r
+		}
+		return e.rpcs.getServer4(id, src)
+	}
+	src := f.IPv6.Src()
 	if wire.IsClientID(id) {
 		r := e.rpcs.get(rpcKey{id: id})
 		if r == nil || r.peer.addr != src {
