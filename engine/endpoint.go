@@ -67,13 +67,13 @@ type Endpoint struct {
 	ticks            uint64 // timer ticks run so far
 	nextTick         int64  // ns: when the next tick is due
 
-	ports          map[uint16]*Port   // bound server ports and open client ports
-	nextClientPort uint16             // next client port to try (≥ 0x8000)
+	ports          map[uint16]*Port // bound server ports and open client ports
+	nextClientPort uint16           // next client port to try (≥ 0x8000)
 	// peers4 and peers6 hold the peers by address, IPv4 ones by their 4
 	// bytes (a lookup per packet: hashing 16 bytes for them cost an IPv4
 	// exchange a tenth of its time), IPv6 ones by 16 (peerAt).
-	peers4         map[[4]byte]*peer
-	peers6         map[[16]byte]*peer
+	peers4 map[[4]byte]*peer
+	peers6 map[[16]byte]*peer
 	// idleHead, idleTail: the peers with no live RPCs, least recently
 	// used first (peer.idlePrev, idleNext).
 	idleHead, idleTail *peer
