@@ -226,22 +226,18 @@ func (h *Host) nextHop6(a netip.Addr) ([16]byte, bool) {
 
 // sendSolicit sends a neighbour solicitation for ip.
 func (h *Host) sendSolicit(ip [16]byte) {
-	if h.arpBuf == nil {
-		h.arpBuf = make([]*dpdk.Mbuf, 1)
-	}
-	if h.tx.pool.AllocBulk(h.arpBuf) != nil {
-		h.tx.NoBuffer++
-		return
-	}
-	m := h.arpBuf[0]
-	b := m.Append(128)
-	clear(b)
-	m.SetLen(ndpSolicit(b, h.me, ip, h.pcp, wire.MakeTCI(wire.NumPriorities-1, false, h.vlan)))
-	h.tx.enqueue(m)
+	h.sendRequest(128, func(b []byte, tci uint16) int { return ndpSolicit(b, h.me, ip, h.pcp, tci) })
 }
 
 // sendARPRequest broadcasts a request for ip.
 func (h *Host) sendARPRequest(ip [4]byte) {
+	h.sendRequest(64, func(b []byte, tci uint16) int { return max(arpRequest(b, h.me, ip, h.pcp, tci), 60) })
+}
+
+// sendRequest sends a resolution request that build writes into a
+// zeroed buffer of room bytes (given the 802.1Q TCI of the top
+// priority), returning its length.
+func (h *Host) sendRequest(room int, build func(b []byte, tci uint16) int) {
 	if h.arpBuf == nil {
 		h.arpBuf = make([]*dpdk.Mbuf, 1)
 	}
@@ -250,9 +246,9 @@ func (h *Host) sendARPRequest(ip [4]byte) {
 		return
 	}
 	m := h.arpBuf[0]
-	b := m.Append(64)
+	b := m.Append(room)
 	clear(b)
-	m.SetLen(max(arpRequest(b, h.me, ip, h.pcp, wire.MakeTCI(wire.NumPriorities-1, false, h.vlan)), 60))
+	m.SetLen(build(b, wire.MakeTCI(wire.NumPriorities-1, false, h.vlan)))
 	h.tx.enqueue(m)
 }
 
