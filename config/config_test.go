@@ -103,6 +103,17 @@ func TestLoad_peersAndVariants(t *testing.T) {
 	}
 }
 
+// A port's address may be IPv6 alone, its next hop gateway6.
+func TestLoad_ipv6OnlyPort(t *testing.T) {
+	s, err := Load(Source{File: writeFile(t, "ports:\n  - device: net_null0\n    address: 2001:db8::1/64\n    gateway6: 2001:db8::fe\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := s.Ports[0]; !p.Address.Addr().Is6() || p.Address.Bits() != 64 || p.Gateway6 != netip.MustParseAddr("2001:db8::fe") {
+		t.Errorf("port %+v", p)
+	}
+}
+
 func TestLoad_environmentAndFlagsOverride(t *testing.T) {
 	t.Setenv("HOMA_PROTOCOL_MAX_INCOMING", "123456")
 	t.Setenv("HOMA_LOG_LEVEL", "debug")
@@ -185,7 +196,9 @@ func TestLoad_errorsNameTheKey(t *testing.T) {
 		{"bad variant", minimal + "protocol:\n  variant: stripped\n", nil, []string{"protocol.variant", "full, upstream"}},
 		{"bad checksum check", minimal + "protocol:\n  verify_checksum: some\n", nil, []string{"protocol.verify_checksum", "hijacked, all, none"}},
 		{"peer without prefix", minimal + "peers:\n  - hijack: true\n", nil, []string{"peers[0].prefix: missing"}},
-		{"IPv6 address in address", "ports:\n  - device: net_null0\n    address: 2001:db8::1/64\n", nil, []string{"ports[0].address", "IPv4 address/prefix"}},
+		{"address6 beside an IPv6 address", "ports:\n  - device: net_null0\n    address: 2001:db8::1/64\n    address6: 2001:db8::2/64\n", nil, []string{"ports[0].address6", "set beside an IPv6 address"}},
+		{"IPv4 gateway on an IPv6-only port", "ports:\n  - device: net_null0\n    address: 2001:db8::1/64\n    gateway: 10.0.0.1\n", nil, []string{"ports[0].gateway", "IPv6-only port"}},
+		{"link-local address", "ports:\n  - device: net_null0\n    address: fe80::1/64\n", nil, []string{"ports[0].address", "not a global or unique-local"}},
 		{"IPv4 address in address6", minimal + "    address6: 10.0.0.7/24\n", nil, []string{"ports[0].address6", "not an IPv6 unicast"}},
 		{"gateway6 off the prefix", minimal + "    address6: 2001:db8::1/64\n    gateway6: 2001:db9::1\n", nil, []string{"ports[0].gateway6", "neither link-local nor on"}},
 		{"gateway6 without address6", minimal + "    gateway6: fe80::1\n", nil, []string{"ports[0].gateway6: set without"}},

@@ -47,7 +47,7 @@ type PortSpec struct {
 	// Device is a PCI address (0000:3b:00.0) or a vdev string
 	// (net_memif0,role=server,socket=/run/homa/memif.sock).
 	Device  string       `mapstructure:"device"`
-	Address netip.Prefix `mapstructure:"address"` // IPv4 address/prefix, e.g. 10.0.0.1/24
+	Address netip.Prefix `mapstructure:"address"` // IPv4 address/prefix, e.g. 10.0.0.1/24 (IPv6: an IPv6-only port)
 	Gateway netip.Addr   `mapstructure:"gateway"` // IPv4 next hop off the subnet; "" (invalid) for none
 	// Address6 is the port's IPv6 address/prefix (e.g. 2001:db8::1/64;
 	// "" for none), beside Address: the host answers neighbour

@@ -204,9 +204,16 @@ func (ps *PortSpec) validate(p *problems, key string, addrs map[netip.Addr]strin
 		p.add(key+".device", "%q is neither a PCI address (0000:3b:00.0) nor a net_* vdev", ps.Device)
 	}
 	pfx := ps.Address
-	if !pfx.IsValid() || !pfx.Addr().Is4() || pfx.Bits() < 1 {
-		p.add(key+".address", "missing or without a prefix length; give an IPv4 address/prefix (e.g. 10.0.0.1/24)")
-	} else {
+	switch {
+	case !pfx.IsValid() || pfx.Bits() < 1:
+		p.add(key+".address", "missing or without a prefix length; give an IPv4 address/prefix (e.g. 10.0.0.1/24), or an IPv6 one for an IPv6-only port")
+	case pfx.Addr().Is6() && (pfx.Addr().IsMulticast() || pfx.Addr().IsUnspecified() || pfx.Addr().IsLinkLocalUnicast()):
+		p.add(key+".address", "%s is not a global or unique-local IPv6 unicast address/prefix", pfx)
+	case pfx.Addr().Is6() && ps.Address6.IsValid():
+		p.add(key+".address6", "set beside an IPv6 address; address6 is the IPv6 address of a port whose address is IPv4")
+	case pfx.Addr().Is6() && ps.Gateway.IsValid():
+		p.add(key+".gateway", "set on an IPv6-only port; its IPv6 next hop is gateway6")
+	default:
 		if other, dup := addrs[pfx.Addr()]; dup {
 			p.add(key+".address", "%s is also the address of %s", pfx.Addr(), other)
 		}
@@ -224,11 +231,17 @@ func (ps *PortSpec) validate(p *problems, key string, addrs map[netip.Addr]strin
 		default:
 			addrs[p6.Addr()] = key
 		}
-		if gw := ps.Gateway6; gw.IsValid() && !gw.IsLinkLocalUnicast() && !p6.Masked().Contains(gw) {
-			p.add(key+".gateway6", "%s is neither link-local nor on the port's IPv6 prefix %s", gw, p6.Masked())
-		}
-	} else if ps.Gateway6.IsValid() {
-		p.add(key+".gateway6", "set without ports[].address6")
+	}
+	p6 := ps.Address6 // the port's IPv6 prefix: address6, or address on an IPv6-only port
+	if pfx.IsValid() && pfx.Addr().Is6() {
+		p6 = pfx
+	}
+	switch gw := ps.Gateway6; {
+	case !gw.IsValid():
+	case !p6.IsValid():
+		p.add(key+".gateway6", "set without an IPv6 address (ports[].address6, or an IPv6 address)")
+	case !gw.Is6() || !gw.IsLinkLocalUnicast() && !p6.Masked().Contains(gw):
+		p.add(key+".gateway6", "%s is neither link-local nor on the port's IPv6 prefix %s", gw, p6.Masked())
 	}
 	if gw := ps.Gateway; gw.IsValid() && !gw.Is4() {
 		p.add(key+".gateway", "%s is not an IPv4 address (an IPv6 next hop is gateway6)", gw)

@@ -95,6 +95,14 @@ func TestMemifHosts_ipv6WithLoss(t *testing.T) {
 	}
 }
 
+// TestMemifHosts_ipv6OnlyWithLoss: the same over ports with an IPv6
+// address and no IPv4 one.
+func TestMemifHosts_ipv6OnlyWithLoss(t *testing.T) {
+	server, client := startMemifDaemons(t, interopRPCs/2, 0.02, "", "", []string{"HOMA_TEST_V6=only"}, []string{"HOMA_TEST_V6=only"})
+	t.Log(client.expect(t, "done", 240*time.Second))
+	stopMemifDaemons(t, server, client)
+}
+
 func requireTshark(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("tshark"); err != nil {

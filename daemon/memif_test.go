@@ -78,14 +78,18 @@ func runMemifDaemon(role, vdev, rpcsArg, lossArg string) error {
 	device, _, _ := strings.Cut(vdev, ",")
 	eal := append(dpdk.VirtualDeviceArgs("0,1", mem, 512, fmt.Sprintf("homamemif%d", os.Getpid())),
 		"--main-lcore", strconv.Itoa(mainLcore), "--vdev", vdev)
-	addr6 := ""
-	if os.Getenv("HOMA_TEST_V6") != "" { // IPv6 too: the client's RPCs go over it
+	addr, addr6 := fmt.Sprintf("10.0.0.%d/24", last), ""
+	switch os.Getenv("HOMA_TEST_V6") {
+	case "": // IPv4 only
+	case "only": // an IPv6-only port
+		addr = fmt.Sprintf("2001:db8::%d/64", last)
+	default: // IPv6 too: the client's RPCs go over it
 		addr6 = fmt.Sprintf("    address6: 2001:db8::%d/64\n", last)
 	}
 	yaml := fmt.Sprintf(`lcores: [%d]
 ports:
   - device: %s
-    address: 10.0.0.%d/24
+    address: %s
 %smetrics:
   address: ""
 faults:
@@ -103,7 +107,7 @@ workers:
   enabled: %t
   socket: %q
 %s
-`, loopLcore, device, last, addr6, lossArg, last, os.Getenv("HOMA_TEST_PROTOCOL"), os.Getenv("HOMA_TEST_WORKERS") != "", os.Getenv("HOMA_TEST_WORKERS"),
+`, loopLcore, device, addr, addr6, lossArg, last, os.Getenv("HOMA_TEST_PROTOCOL"), os.Getenv("HOMA_TEST_WORKERS") != "", os.Getenv("HOMA_TEST_WORKERS"),
 		os.Getenv("HOMA_TEST_YAML"))
 	path := filepath.Join(os.TempDir(), fmt.Sprintf("homa-memif-%d.yaml", os.Getpid()))
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {

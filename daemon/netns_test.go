@@ -165,8 +165,9 @@ func TestDaemon_pingFromLinuxHostInNamespace(t *testing.T) {
 }
 
 // TestDaemon_ping6FromLinuxHostInNamespace: a daemon on net_af_packet
-// with an IPv6 address answers a Linux host's neighbour discovery and
-// ping -6; the Linux host's neighbour table then holds the daemon's MAC.
+// with an IPv6 address beside its IPv4 one, and one whose port is IPv6
+// only, answer a Linux host's neighbour discovery and ping -6; the Linux
+// host's neighbour table then holds their MACs.
 func TestDaemon_ping6FromLinuxHostInNamespace(t *testing.T) {
 	dpdktest.Need(t)
 	if _, err := exec.LookPath("ping"); err != nil {
@@ -178,26 +179,30 @@ func TestDaemon_ping6FromLinuxHostInNamespace(t *testing.T) {
 	bin := buildDaemon(t)
 	n := newTestNet(t)
 	nsA := n.addHost("a", "")
+	nsB := n.addHost("b", "")
 	nsC := n.addHost("c", "")
 	sh(t, "ip", "-n", nsC, "-6", "addr", "add", "2001:db8:77::3/64", "dev", "eth0", "nodad")
 	startDaemonProcess6(t, bin, nsA, "10.77.0.1/24", "2001:db8:77::1/64", 1)
-	var out []byte
-	var err error
-	for try := 0; try < 30; try++ { // the daemon takes a moment to start
-		out, err = exec.Command("ip", "netns", "exec", nsC, "ping", "-6", "-c", "3", "-i", "0.2", "-W", "1", "2001:db8:77::1").CombinedOutput()
-		if err == nil {
-			break
+	startDaemonProcess(t, bin, nsB, "2001:db8:77::2/64", 1) // an IPv6-only port
+	for _, ip := range []string{"2001:db8:77::1", "2001:db8:77::2"} {
+		var out []byte
+		var err error
+		for try := 0; try < 30; try++ { // the daemons take a moment to start
+			out, err = exec.Command("ip", "netns", "exec", nsC, "ping", "-6", "-c", "3", "-i", "0.2", "-W", "1", ip).CombinedOutput()
+			if err == nil {
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
 		}
-		time.Sleep(500 * time.Millisecond)
+		if err != nil || !strings.Contains(string(out), "3 received") {
+			t.Fatalf("ping -6 %s from a Linux host: %v\n%s", ip, err, out)
+		}
+		neigh, _ := exec.Command("ip", "-n", nsC, "-6", "neigh", "show", ip).CombinedOutput()
+		if !strings.Contains(string(neigh), "lladdr") {
+			t.Errorf("the Linux host did not learn %s's link address: %q", ip, neigh)
+		}
+		t.Logf("%s%s", out, neigh)
 	}
-	if err != nil || !strings.Contains(string(out), "3 received") {
-		t.Fatalf("ping -6 from a Linux host: %v\n%s", err, out)
-	}
-	neigh, _ := exec.Command("ip", "-n", nsC, "-6", "neigh", "show", "2001:db8:77::1").CombinedOutput()
-	if !strings.Contains(string(neigh), "lladdr") {
-		t.Errorf("the Linux host did not learn the daemon's link address: %q", neigh)
-	}
-	t.Logf("%s%s", out, neigh)
 }
 
 // TestDaemon_rpcsBetweenNamespacesOverVeth: two daemons on net_af_packet in

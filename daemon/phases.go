@@ -183,9 +183,9 @@ func (d *Daemon) hostConfigFor(i int, clock func() int64, wallOff int64) (host.C
 		ec.Incast.Budget = 0
 	}
 	hc := host.Config{
-		Port: p, Pool: d.pools[i], IP: pfx.Addr().As4(), MAC: wire.MAC(hwaddr), PrioMap: pm,
+		Port: p, Pool: d.pools[i], MAC: wire.MAC(hwaddr), PrioMap: pm,
 		LinkBps: rate, Engine: ec, Static: map[[4]byte]wire.MAC{}, Static6: map[[16]byte]wire.MAC{}, Capture: d.capture, CapIf: i,
-		Subnet: pfx.Masked(), Offloads: st.Offloads, PCP: ps.Marking == "pcp", VLAN: uint16(ps.VLAN),
+		Offloads: st.Offloads, PCP: ps.Marking == "pcp", VLAN: uint16(ps.VLAN),
 		Burst: 32, Clock: clock, WallOff: wallOff,
 		ARP: host.ARPConfig{Timeout: d.spec.ARP.Timeout, Aging: d.spec.ARP.Aging, Retries: d.spec.ARP.Retries},
 		Faults: host.Faults{Drop: d.spec.Faults.Drop, Duplicate: d.spec.Faults.Duplicate,
@@ -197,8 +197,14 @@ func (d *Daemon) hostConfigFor(i int, clock func() int64, wallOff int64) (host.C
 	if ps.Gateway.IsValid() {
 		hc.Gateway = ps.Gateway.As4()
 	}
-	if ps.Address6.IsValid() {
-		hc.IP6, hc.Subnet6 = ps.Address6.Addr().As16(), ps.Address6.Masked()
+	p6 := ps.Address6
+	if pfx.Addr().Is4() {
+		hc.IP, hc.Subnet = pfx.Addr().As4(), pfx.Masked()
+	} else {
+		p6 = pfx // an IPv6-only port
+	}
+	if p6.IsValid() {
+		hc.IP6, hc.Subnet6 = p6.Addr().As16(), p6.Masked()
 		if ps.Gateway6.IsValid() {
 			hc.Gateway6 = ps.Gateway6.As16()
 		}

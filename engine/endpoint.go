@@ -405,7 +405,8 @@ func (e *Endpoint) ReceiveLink(l *wire.Link) {
 		e.m.drop(DropCause(r))
 		return
 	}
-	if f.IPv6 != nil && (f.IPv6.Dst() != e.cfg.IP6 || e.cfg.IP6 == [16]byte{}) || f.IPv4 != nil && f.IPv4.Dst() != e.cfg.IP {
+	if f.IPv6 != nil && (f.IPv6.Dst() != e.cfg.IP6 || e.cfg.IP6 == [16]byte{}) ||
+		f.IPv4 != nil && (f.IPv4.Dst() != e.cfg.IP || e.cfg.IP == [4]byte{} && e.cfg.IP6 != [16]byte{}) {
 		e.m.drop(DropNotForUs)
 		*f = wire.Frame{}
 		return

@@ -79,7 +79,7 @@ func New(c Config) (*Host, error) {
 		c.Burst = 32
 	}
 	if c.Clock == nil {
-		return nil, fmt.Errorf("host %v: no clock", netip.AddrFrom4(c.IP))
+		return nil, fmt.Errorf("host %v: no clock", c.addr())
 	}
 	sched, err := nicq.NewScheduler[*dpdk.Mbuf](nicq.Config{
 		Map: c.PrioMap, Capacity: txQueueCapacity, Burst: c.Burst, LinkBps: c.LinkBps, MaxNICQueue: int64(time.Millisecond),
@@ -149,7 +149,7 @@ func New(c Config) (*Host, error) {
 	}
 	h.now = c.Clock()
 	if h.ep, err = engine.New(ec, h.tx); err != nil {
-		return nil, fmt.Errorf("engine for %v: %w", netip.AddrFrom4(c.IP), err)
+		return nil, fmt.Errorf("engine for %v: %w", c.addr(), err)
 	}
 	h.neigh.onReady = func(ip [4]byte) { h.ep.NeighbourReady(netip.AddrFrom4(ip)) }
 	h.neigh.onFailed = func(ip [4]byte) { h.ep.NeighbourFailed(netip.AddrFrom4(ip)) }
@@ -171,6 +171,15 @@ func resolveTimeoutTicks(arp ARPConfig, ec engine.Config) int {
 		timeout = d.TimeoutTicks
 	}
 	return int(arp.Timeout.Nanoseconds()*int64(arp.Retries+1)/tick) + timeout
+}
+
+// addr is the host's address for messages: IPv4, or IPv6 on an
+// IPv6-only port.
+func (c *Config) addr() netip.Addr {
+	if c.IP == [4]byte{} && c.IP6 != [16]byte{} {
+		return netip.AddrFrom16(c.IP6)
+	}
+	return netip.AddrFrom4(c.IP)
 }
 
 // NewClock returns the data path's monotonic clock (ns) and the offset

@@ -101,8 +101,13 @@ func (h *Host) Endpoint() *engine.Endpoint { return h.ep }
 // IP is the host's IPv4 address.
 func (h *Host) IP() [4]byte { return h.me.ip }
 
-// Addr is the host's IPv4 address.
-func (h *Host) Addr() netip.Addr { return netip.AddrFrom4(h.me.ip) }
+// Addr is the host's IPv4 address, or its IPv6 one on an IPv6-only port.
+func (h *Host) Addr() netip.Addr {
+	if h.me.ip == [4]byte{} && h.me.ip6 != [16]byte{} {
+		return netip.AddrFrom16(h.me.ip6)
+	}
+	return netip.AddrFrom4(h.me.ip)
+}
 
 // Addr6 returns the host's IPv6 address, or the zero Addr when it has none.
 func (h *Host) Addr6() netip.Addr {

@@ -43,6 +43,10 @@ func handleARP(frame []byte, ethLen int, me hostAddr, n *neighbourTable[[4]byte]
 		c.Malformed++
 		return stackDrop
 	}
+	if me.ip == [4]byte{} { // an IPv6-only port has no IPv4 address to answer for
+		c.NotForUs++
+		return stackDrop
+	}
 	if a.TargetIP() != me.ip {
 		c.NotForUs++
 		return stackDrop
