@@ -170,6 +170,19 @@ func TestWorkers_echoOverMemifPair(t *testing.T) {
 	checkZeroCopy(t, p, hubs)
 }
 
+// Over IPv6 too the ring hands the workers' chained packets over as they
+// are, and each is parsed in its two pieces, never joined.
+func TestWorkers_echoOverRingPairIPv6(t *testing.T) {
+	p, hubs, dir := workerPair(t, false, 0)
+	echoWorkersTo(t, p, dir, p.Hosts[1].Addr6())
+	checkZeroCopy(t, p, hubs)
+	for _, h := range p.Hosts {
+		if s := h.Snapshot(); s.RxChainedInPlace == 0 || s.RxChainedJoined != 0 {
+			t.Errorf("%s: %d chained frames parsed in place, %d joined; want some, 0", h.Addr(), s.RxChainedInPlace, s.RxChainedJoined)
+		}
+	}
+}
+
 // The workers' RPCs over IPv6: the client sends to the server host's
 // IPv6 address (fd00::2, resolved by neighbour discovery), and the
 // server's worker answers the client's IPv6 address it was given.

@@ -32,6 +32,9 @@ var RxDropNames = [numRxDrops]string{"short_frame", "ethertype", "bad_ipv4", "no
 // hijack markers (kernel Homa's hijack_tcp framing).
 func isHoma(l *wire.Link) bool {
 	p := l.Payload
+	if l.Tail != nil {
+		return true // wire.SplitFits vouched for the protocol
+	}
 	if l.Type == wire.EtherTypeIPv6 {
 		ip, proto, off, r := wire.ParseIPv6(p)
 		return r == wire.DropNone && (proto == wire.IPProtoHoma ||

@@ -217,6 +217,46 @@ func parseSplitHomaIPv4(l *Link, f *Frame, verifyIPChecksum bool) DropReason {
 	return r
 }
 
+// parseSplitHomaIPv6 is parseSplitHomaIPv4 over IPv6: l.Payload must hold
+// the fixed IPv6 header and the whole Homa header right after it (no
+// extension headers), and the rest of the packet is in l.Tail.
+func parseSplitHomaIPv6(l *Link, f *Frame) DropReason {
+	p := l.Payload
+	switch {
+	case len(p) < IPv6HeaderLen:
+		return DropShortIPHeader
+	case p[0]>>4 != 6:
+		return DropBadIPVersion
+	}
+	ip := IPv6(p)
+	n := int(ip.PayloadLength())
+	if n == 0 || IPv6HeaderLen+n > len(p)+len(l.Tail) {
+		return DropBadTotalLength
+	}
+	homa := Common(p[IPv6HeaderLen:])
+	switch ip.NextHeader() {
+	case IPProtoHoma:
+	case IPProtoTCP:
+		if r := hijackCheck(homa); r != DropNone {
+			return r
+		}
+	case IPv6Fragment:
+		return DropIPFragment
+	default:
+		return DropSplitHeaders // an extension header, or not Homa: homa-dpdk splits neither
+	}
+	t, r := ParseHoma(homa)
+	if r == DropNone && (len(homa) != t.HeaderLen() || IPv6HeaderLen+n < len(p)) {
+		r = DropSplitHeaders
+	}
+	if r != DropNone {
+		return r
+	}
+	f.Ethernet, f.VLAN, f.IPv6, f.Homa = l.Ethernet, l.VLAN, ip, homa
+	f.Type, f.Payload, f.Hijacked = t, l.Tail[:IPv6HeaderLen+n-len(p)], ip.NextHeader() == IPProtoTCP
+	return DropNone
+}
+
 // SplitFits reports whether a frame in two pieces, l (decoded from the
 // first) and a second of tail bytes, can be parsed without joining them:
 // the first piece is exactly the link, IPv4 and Homa headers of a Homa
@@ -224,6 +264,15 @@ func parseSplitHomaIPv4(l *Link, f *Frame, verifyIPChecksum bool) DropReason {
 // protocol and the Homa type only; ParseHomaIPv4 validates the rest.
 func SplitFits(l *Link, tail int) bool {
 	p := l.Payload
+	if l.Type == EtherTypeIPv6 && tail > 0 && len(p) >= IPv6HeaderLen+CommonHeaderLen && p[0]>>4 == 6 {
+		// Homa right after the fixed header (homa-dpdk sends no extension headers).
+		c := Common(p[IPv6HeaderLen:])
+		if nh := IPv6(p).NextHeader(); nh != IPProtoHoma && !(nh == IPProtoTCP && c.IsHijacked()) {
+			return false
+		}
+		n := c.Type().HeaderLen()
+		return n != 0 && len(p) == IPv6HeaderLen+n
+	}
 	if l.Type != EtherTypeIPv4 || len(p) < IPv4MinHeaderLen || tail == 0 {
 		return false
 	}
@@ -371,7 +420,7 @@ func ParseHomaIP(l *Link, f *Frame, verifyIPChecksum bool) DropReason {
 	}
 	*f = Frame{}
 	if l.Tail != nil {
-		return DropSplitHeaders
+		return parseSplitHomaIPv6(l, f)
 	}
 	ip, proto, off, r := ParseIPv6(l.Payload)
 	if r != DropNone {

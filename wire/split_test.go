@@ -115,3 +115,55 @@ func FuzzParseSplit(f *testing.F) {
 		}
 	})
 }
+
+// splitData6 is splitData over IPv6 (the fixed header, then Homa).
+func splitData6(t *testing.T, payload []byte, proto uint8) (head, tail []byte) {
+	t.Helper()
+	hdr := make([]byte, DataHeaderLen)
+	(&DataFields{Common: CommonFields{SrcPort: 0x8000, DstPort: 99, SenderID: 2},
+		MessageLength: 100_000, Incoming: 100_000, Offset: 1404}).Encode(hdr)
+	whole := v6frame(append(hdr, payload...), proto)
+	n := EthernetHeaderLen + IPv6HeaderLen + DataHeaderLen
+	return whole[:n], whole[n:]
+}
+
+// Over IPv6 a frame in two pieces parses in place too, hijacked or not;
+// one whose first piece holds more than the headers, or a short second
+// piece, is refused.
+func TestParseHomaIP_splitFrameIPv6(t *testing.T) {
+	payload := bytes.Repeat([]byte{0x5a}, 1404)
+	for _, proto := range []uint8{IPProtoHoma, IPProtoTCP} {
+		head, tail := splitData6(t, payload, proto)
+		var l Link
+		if ParseLink(head, &l) != DropNone || !SplitFits(&l, len(tail)) {
+			t.Fatalf("proto %d: split frame not recognised", proto)
+		}
+		l.Tail = append(tail, 0, 0) // padding
+		var f Frame
+		if r := ParseHomaIP(&l, &f, true); r != DropNone || f.IPv6 == nil || f.Type != TypeData ||
+			!bytes.Equal(f.Payload, payload) || f.Src() != goldenV6Src || f.Hijacked != (proto == IPProtoTCP) {
+			t.Fatalf("proto %d: %v, %+v", proto, r, f)
+		}
+	}
+	head, tail := splitData6(t, payload, IPProtoHoma)
+	for _, c := range []struct {
+		name       string
+		head, tail []byte
+		fits       bool
+		want       DropReason
+	}{
+		{"headers and a byte", append(head[:len(head):len(head)], tail[0]), tail[1:], false, DropSplitHeaders},
+		{"short tail", head, tail[:len(tail)-1], true, DropBadTotalLength},
+	} {
+		var l Link
+		ParseLink(c.head, &l)
+		if got := SplitFits(&l, len(c.tail)); got != c.fits {
+			t.Errorf("%s: SplitFits = %v", c.name, got)
+		}
+		l.Tail = c.tail
+		var f Frame
+		if r := ParseHomaIP(&l, &f, true); r != c.want || f.Type != 0 {
+			t.Errorf("%s: %v, want %v", c.name, r, c.want)
+		}
+	}
+}
