@@ -91,13 +91,18 @@ func (t *mbufTx) Send(frame []byte, prio int) {
 	}
 	t.lent = nil
 	m.SetLen(len(frame))
-	if t.ipCksum {
+	if t.ipCksum && isIPv4(frame, t.l2Len) {
 		m.SetIPv4CksumOffload(t.l2Len, wire.IPv4MinHeaderLen) // the engine writes no IPv4 options
 	}
 	if !t.sched.Enqueue(m, prio, false) {
 		m.Free() // counted by nicq as a drop on that queue
 	}
 }
+
+// isIPv4 reports whether the engine's frame carries IPv4 (an IPv6 one
+// has no header checksum: marking it would have the NIC write into its
+// addresses).
+func isIPv4(frame []byte, l2Len int) bool { return len(frame) > l2Len && frame[l2Len]>>4 == 4 }
 
 // SendData is the engine's zero-copy send (engine.DataSender): the lent
 // mbuf carries the headers (frame) and a second mbuf, attached to payload
@@ -124,7 +129,7 @@ func (t *mbufTx) SendData(frame, payload []byte, ref engine.PayloadRef, prio int
 		return false
 	}
 	t.lent = nil
-	if t.ipCksum {
+	if t.ipCksum && isIPv4(frame, t.l2Len) {
 		m.SetIPv4CksumOffload(t.l2Len, wire.IPv4MinHeaderLen)
 	}
 	if !t.sched.Enqueue(m, prio, false) {

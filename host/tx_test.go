@@ -28,19 +28,35 @@ func TestMbufTx_checksumOffloadMarksEngineFramesOnly(t *testing.T) {
 	if len(b) < 1518 {
 		t.Fatalf("lent %d bytes, want a whole frame's room", len(b))
 	}
+	b[14] = 0x45 // IPv4
 	tx.Send(b[:100], 3)
+	b6 := tx.Buffer()
+	b6[14] = 0x60 // IPv6: no header checksum to offload
+	tx.Send(b6[:100], 3)
 	host := pool.Alloc()
 	host.Append(60)
 	host.SetOlFlags(1) // left over from RX
 	tx.enqueue(host)
 	sched.Fill(0)
 	burst := sched.Burst(0)
-	if len(burst) != 2 {
+	if len(burst) != 3 {
 		t.Fatalf("burst of %d", len(burst))
 	}
-	eng := burst[1] // priority 3 after the host stack's priority 7 (one queue, FIFO by arrival)
-	if burst[0] != host {
-		eng = burst[0]
+	var eng, eng6 *dpdk.Mbuf
+	for _, m := range burst {
+		switch {
+		case m == host:
+		case m.Data()[14] == 0x45:
+			eng = m
+		default:
+			eng6 = m
+		}
+	}
+	if eng == nil || eng6 == nil {
+		t.Fatal("frames missing from the burst")
+	}
+	if eng6.OlFlags() != 0 {
+		t.Errorf("IPv6 engine frame flags %#x, want none", eng6.OlFlags())
 	}
 	if eng.OlFlags()&(dpdk.TxIPv4|dpdk.TxIPCksum) != dpdk.TxIPv4|dpdk.TxIPCksum {
 		t.Errorf("engine frame flags %#x lack IPv4 checksum offload", eng.OlFlags())
