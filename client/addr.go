@@ -30,26 +30,10 @@ func ParseAddr(s string) (Addr, error) {
 // String returns "a.b.c.d:port" or "[v6]:port".
 func (a Addr) String() string { return netip.AddrPortFrom(a.IP, a.Port).String() }
 
-// peerFields is a's address as entries carry it: IPv4 in the 4-byte
-// field, IPv6 in the 16-byte one (both zero for no address).
-func (a Addr) peerFields() (ip [4]byte, ip6 [16]byte) {
-	switch u := a.IP.Unmap(); {
-	case !u.IsValid():
-	case u.Is4():
-		ip = u.As4()
-	default:
-		ip6 = u.As16()
-	}
-	return ip, ip6
-}
-
-// compPeer is the peer a completion names.
+// compPeer is the peer a completion names (the zero Addr for none).
 func compPeer(c *shm.Completion) Addr {
-	a := netip.AddrFrom4(c.PeerIP)
-	if c.PeerIP6 != [16]byte{} {
-		a = netip.AddrFrom16(c.PeerIP6)
-	} else if c.PeerIP == [4]byte{} {
-		return Addr{}
+	if a := shm.PeerAddr(c.PeerIP, c.PeerIP6); a.IsValid() {
+		return Addr{IP: a, Port: c.PeerPort}
 	}
-	return Addr{IP: a, Port: c.PeerPort}
+	return Addr{}
 }

@@ -3,6 +3,8 @@ package client
 import (
 	"net/netip"
 	"testing"
+
+	"github.com/homa-dpdk/homa-dpdk/shm"
 )
 
 func TestParseAddr(t *testing.T) {
@@ -18,7 +20,7 @@ func TestParseAddr(t *testing.T) {
 	}
 	if a, err := ParseAddr("[2001:db8::2]:99"); err != nil || a.String() != "[2001:db8::2]:99" || !a.IP.Is6() {
 		t.Errorf("IPv6: %v, %v", a, err)
-	} else if ip, ip6 := a.peerFields(); ip != [4]byte{} || ip6 != a.IP.As16() {
+	} else if ip, ip6 := shm.PeerFields(a.IP); ip != [4]byte{} || ip6 != a.IP.As16() {
 		t.Errorf("IPv6 entry fields %v %v", ip, ip6)
 	}
 	for _, bad := range []string{"", "10.0.0.2", "10.0.0.2:", "10.0.0.2:70000", "[fe80::1%eth0]:9", "host:9"} {

@@ -73,7 +73,7 @@ func (c *Client) send(dst Addr, msg []byte, room time.Time) (uint64, error) {
 		return 0, fmt.Errorf("client: send to %s: %w", dst, err)
 	}
 	s := shm.Submission{Op: shm.OpSend, PeerPort: dst.Port, Length: uint32(len(msg))}
-	s.PeerIP, s.PeerIP6 = dst.peerFields()
+	s.PeerIP, s.PeerIP6 = shm.PeerFields(dst.IP)
 	ans, err := c.submitStaged(&s, sp, &dst)
 	if err != nil {
 		return 0, fmt.Errorf("client: send to %s: %w", dst, err)
@@ -256,7 +256,7 @@ func (c *Client) reply(req *Message, resp []byte, async bool) error {
 	if err == nil {
 		s := shm.Submission{Op: shm.OpReply, RPCID: req.ID, PeerPort: req.Peer.Port,
 			Length: uint32(len(resp))}
-		s.PeerIP, s.PeerIP6 = req.Peer.peerFields()
+		s.PeerIP, s.PeerIP6 = shm.PeerFields(req.Peer.IP)
 		if async {
 			var cookie uint64
 			if cookie, err = c.pushStaged(&s, sp); err == nil {

@@ -218,7 +218,11 @@ func (ps *PortSpec) validate(p *problems, key string, addrs map[netip.Addr]strin
 			p.add(key+".address", "%s is also the address of %s", pfx.Addr(), other)
 		}
 		addrs[pfx.Addr()] = key
-		if gw := ps.Gateway; gw.IsValid() && !pfx.Masked().Contains(gw) {
+		switch gw := ps.Gateway; {
+		case !gw.IsValid():
+		case !gw.Is4():
+			p.add(key+".gateway", "%s is not an IPv4 address (an IPv6 next hop is gateway6)", gw)
+		case !pfx.Masked().Contains(gw):
 			p.add(key+".gateway", "%s is not on the port's subnet %s", gw, pfx.Masked())
 		}
 	}
@@ -242,9 +246,6 @@ func (ps *PortSpec) validate(p *problems, key string, addrs map[netip.Addr]strin
 		p.add(key+".gateway6", "set without an IPv6 address (ports[].address6, or an IPv6 address)")
 	case !gw.Is6() || !gw.IsLinkLocalUnicast() && !p6.Masked().Contains(gw):
 		p.add(key+".gateway6", "%s is neither link-local nor on the port's IPv6 prefix %s", gw, p6.Masked())
-	}
-	if gw := ps.Gateway; gw.IsValid() && !gw.Is4() {
-		p.add(key+".gateway", "%s is not an IPv4 address (an IPv6 next hop is gateway6)", gw)
 	}
 	if ps.MAC != nil && (len(ps.MAC) != 6 || ps.MAC[0]&1 == 1) {
 		p.add(key+".mac", "%s is not a unicast MAC address like 02:00:00:00:00:01", ps.MAC)

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -23,13 +24,8 @@ const interopRPCs = 150
 // whose checksums tshark finds good, and the project's dissector decodes
 // them as Homa.
 func TestMemifHosts_hijackedWithLoss(t *testing.T) {
-	requireTshark(t)
-	capture := filepath.Join(t.TempDir(), "hijacked.pcapng")
-	peers := "HOMA_TEST_YAML=peers:\n  - prefix: 0.0.0.0/0\n    hijack: true\n"
-	server, client := startMemifDaemons(t, interopRPCs, 0.02, "", "", []string{peers},
-		[]string{peers + "capture:\n  file: " + capture + "\n  snaplen: 9216\n"})
-	t.Log(client.expect(t, "done", 240*time.Second))
-	stopMemifDaemons(t, server, client)
+	peers := "peers:\n  - prefix: 0.0.0.0/0\n    hijack: true\n"
+	capture := exchangeCaptured(t, 9216, []string{"HOMA_TEST_YAML=" + peers}, nil, peers)
 
 	total := tsharkCount(t, capture, "ip", "")
 	tcp := tsharkCount(t, capture, "tcp.flags == 0x006 && tcp.urgent_pointer == 0xb97d", "")
@@ -51,12 +47,7 @@ func TestMemifHosts_hijackedWithLoss(t *testing.T) {
 // finds it out and sends it whole messages. Its capture shows no GRANT
 // or CUTOFFS from the server and only 36-byte RESENDs.
 func TestMemifHosts_upstreamServerWithLoss(t *testing.T) {
-	requireTshark(t)
-	capture := filepath.Join(t.TempDir(), "upstream.pcapng")
-	server, client := startMemifDaemons(t, interopRPCs, 0.02, "", "", []string{"HOMA_TEST_PROTOCOL=  variant: upstream"},
-		[]string{"HOMA_TEST_YAML=capture:\n  file: " + capture + "\n  snaplen: 128\n"})
-	t.Log(client.expect(t, "done", 240*time.Second))
-	stopMemifDaemons(t, server, client)
+	capture := exchangeCaptured(t, 128, []string{"HOMA_TEST_PROTOCOL=  variant: upstream"}, nil, "")
 
 	fromServer := "ip.src == 10.0.0.2 && "
 	if n := tsharkCount(t, capture, fromServer+"(homa.type == 0x11 || homa.type == 0x15)", "lua"); n != 0 {
@@ -78,12 +69,7 @@ func TestMemifHosts_upstreamServerWithLoss(t *testing.T) {
 // Homa over IPv6 only (and the solicitation and advertisement), which
 // tshark and the project's dissector decode.
 func TestMemifHosts_ipv6WithLoss(t *testing.T) {
-	requireTshark(t)
-	capture := filepath.Join(t.TempDir(), "ipv6.pcapng")
-	server, client := startMemifDaemons(t, interopRPCs, 0.02, "", "", []string{"HOMA_TEST_V6=1"},
-		[]string{"HOMA_TEST_V6=1", "HOMA_TEST_YAML=capture:\n  file: " + capture + "\n  snaplen: 128\n"})
-	t.Log(client.expect(t, "done", 240*time.Second))
-	stopMemifDaemons(t, server, client)
+	capture := exchangeCaptured(t, 128, []string{"HOMA_TEST_V6=1"}, []string{"HOMA_TEST_V6=1"}, "")
 
 	homa6 := tsharkCount(t, capture, "ipv6.nxt == 146 && homa.type", "lua")
 	homa4 := tsharkCount(t, capture, "ip.proto == 146", "")
@@ -101,6 +87,21 @@ func TestMemifHosts_ipv6OnlyWithLoss(t *testing.T) {
 	server, client := startMemifDaemons(t, interopRPCs/2, 0.02, "", "", []string{"HOMA_TEST_V6=only"}, []string{"HOMA_TEST_V6=only"})
 	t.Log(client.expect(t, "done", 240*time.Second))
 	stopMemifDaemons(t, server, client)
+}
+
+// exchangeCaptured runs interopRPCs RPCs between two memif daemons with
+// 2% loss, the server's environment serverEnv, the client's clientEnv
+// and clientYAML (top-level keys) plus a capture keeping snaplen bytes of
+// each packet, and returns the capture's path.
+func exchangeCaptured(t *testing.T, snaplen int, serverEnv, clientEnv []string, clientYAML string) string {
+	t.Helper()
+	requireTshark(t)
+	capture := filepath.Join(t.TempDir(), "client.pcapng")
+	clientYAML += fmt.Sprintf("capture:\n  file: %s\n  snaplen: %d\n", capture, snaplen)
+	server, client := startMemifDaemons(t, interopRPCs, 0.02, "", "", serverEnv, append(clientEnv, "HOMA_TEST_YAML="+clientYAML))
+	t.Log(client.expect(t, "done", 240*time.Second))
+	stopMemifDaemons(t, server, client)
+	return capture
 }
 
 func requireTshark(t *testing.T) {

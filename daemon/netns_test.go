@@ -149,19 +149,26 @@ func TestDaemon_pingFromLinuxHostInNamespace(t *testing.T) {
 	startDaemonProcess(t, bin, nsA, "10.77.0.1/24", 1)
 	startDaemonProcess(t, bin, nsB, "10.77.0.2/24", 1)
 	for _, ip := range []string{"10.77.0.1", "10.77.0.2"} {
-		var out []byte
-		var err error
-		for try := 0; try < 30; try++ { // the daemons take a moment to start
-			out, err = exec.Command("ip", "netns", "exec", nsC, "ping", "-c", "3", "-i", "0.2", "-W", "1", ip).CombinedOutput()
-			if err == nil {
-				break
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
-		if err != nil || !strings.Contains(string(out), "3 received") {
+		if out, err := pingUntilUp(nsC, ip); err != nil || !strings.Contains(string(out), "3 received") {
 			t.Errorf("ping %s from a Linux host: %v\n%s", ip, err, out)
 		}
 	}
+}
+
+// pingUntilUp pings ip three times from namespace ns (ping -6 for an
+// IPv6 address), trying again for up to 15 s while a daemon starts.
+func pingUntilUp(ns, ip string) (out []byte, err error) {
+	args := []string{"netns", "exec", ns, "ping", "-c", "3", "-i", "0.2", "-W", "1", ip}
+	if strings.Contains(ip, ":") {
+		args = append(args[:4], append([]string{"-6"}, args[4:]...)...)
+	}
+	for try := 0; try < 30; try++ {
+		if out, err = exec.Command("ip", args...).CombinedOutput(); err == nil {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return out, err
 }
 
 // TestDaemon_ping6FromLinuxHostInNamespace: a daemon on net_af_packet
@@ -185,15 +192,7 @@ func TestDaemon_ping6FromLinuxHostInNamespace(t *testing.T) {
 	startDaemonProcess6(t, bin, nsA, "10.77.0.1/24", "2001:db8:77::1/64", 1)
 	startDaemonProcess(t, bin, nsB, "2001:db8:77::2/64", 1) // an IPv6-only port
 	for _, ip := range []string{"2001:db8:77::1", "2001:db8:77::2"} {
-		var out []byte
-		var err error
-		for try := 0; try < 30; try++ { // the daemons take a moment to start
-			out, err = exec.Command("ip", "netns", "exec", nsC, "ping", "-6", "-c", "3", "-i", "0.2", "-W", "1", ip).CombinedOutput()
-			if err == nil {
-				break
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
+		out, err := pingUntilUp(nsC, ip)
 		if err != nil || !strings.Contains(string(out), "3 received") {
 			t.Fatalf("ping -6 %s from a Linux host: %v\n%s", ip, err, out)
 		}

@@ -120,6 +120,10 @@ func (d *Daemon) setupPort(i int) error {
 	return nil
 }
 
+// peerVariants maps peers[].variant to the engine's ("" and "auto":
+// VariantAuto; "homa-dpdk" runs the full protocol).
+var peerVariants = map[string]engine.Variant{"full": engine.VariantFull, "upstream": engine.VariantUpstream, "homa-dpdk": engine.VariantFull}
+
 // hostConfigFor builds port i's host settings from the Spec.
 func (d *Daemon) hostConfigFor(i int, clock func() int64, wallOff int64) (host.Config, error) {
 	ps, p, h, st := d.spec.Ports[i], d.ports[i], d.spec.Protocol, d.started[i]
@@ -167,8 +171,7 @@ func (d *Daemon) hostConfigFor(i int, clock func() int64, wallOff int64) (host.C
 		spec := d.spec
 		ec.PeerOptions = func(ip netip.Addr) engine.PeerOptions {
 			ps := spec.PeerFor(ip)
-			v := map[string]engine.Variant{"full": engine.VariantFull, "upstream": engine.VariantUpstream, "homa-dpdk": engine.VariantFull}[ps.Variant]
-			return engine.PeerOptions{Hijack: ps.Hijack, Variant: v, HomaDPDK: ps.Variant == "homa-dpdk"}
+			return engine.PeerOptions{Hijack: ps.Hijack, Variant: peerVariants[ps.Variant], HomaDPDK: ps.Variant == "homa-dpdk"}
 		}
 	}
 	if h.PacerThreshold == 0 {

@@ -154,9 +154,14 @@ func TestWorkers_echoOverRingPair(t *testing.T) {
 	p, hubs, dir := workerPair(t, false, 0)
 	echoWorkers(t, p, dir)
 	checkZeroCopy(t, p, hubs)
-	// The ring hands the chained packets over as they are: each arrives
-	// as headers and payload in two segments, parsed in place, never
-	// joined (copied) first.
+	checkChainedInPlace(t, p)
+}
+
+// checkChainedInPlace checks that the ring handed the chained packets
+// over as they are: each arrived as headers and payload in two segments,
+// parsed in place, never joined (copied) first.
+func checkChainedInPlace(t *testing.T, p *host.Pair) {
+	t.Helper()
 	for _, h := range p.Hosts {
 		if s := h.Snapshot(); s.RxChainedInPlace == 0 || s.RxChainedJoined != 0 {
 			t.Errorf("%s: %d chained frames parsed in place, %d joined; want some, 0", h.Addr(), s.RxChainedInPlace, s.RxChainedJoined)
@@ -176,11 +181,7 @@ func TestWorkers_echoOverRingPairIPv6(t *testing.T) {
 	p, hubs, dir := workerPair(t, false, 0)
 	echoWorkersTo(t, p, dir, p.Hosts[1].Addr6())
 	checkZeroCopy(t, p, hubs)
-	for _, h := range p.Hosts {
-		if s := h.Snapshot(); s.RxChainedInPlace == 0 || s.RxChainedJoined != 0 {
-			t.Errorf("%s: %d chained frames parsed in place, %d joined; want some, 0", h.Addr(), s.RxChainedInPlace, s.RxChainedJoined)
-		}
-	}
+	checkChainedInPlace(t, p)
 }
 
 // The workers' RPCs over IPv6: the client sends to the server host's

@@ -59,6 +59,9 @@ type Endpoint struct {
 	// maxHomaOff is the largest peer.homaOff: over IPv6 when Config.IP6
 	// is set. A transmit buffer must hold it and the largest header.
 	maxHomaOff int
+	// speaks4 and speaks6: the families the endpoint reaches peers in —
+	// IPv6 when Config.IP6 is set, IPv4 unless IPv6 is all it has.
+	speaks4, speaks6 bool
 
 	now int64 // ns: Clock at the start of the current call
 	// batch: between BeginBatch and EndBatch; grantsDue: a Receive in the
@@ -158,8 +161,10 @@ func newRPCTable() rpcTable {
 // v4 reports whether the key's address is an IPv4-mapped one.
 func (k *rpcKey) v4() bool { return [12]byte(k.ip[:12]) == [12]byte{10: 0xff, 11: 0xff} }
 
-func (k *rpcKey) server() serverKey {
-	return serverKey{id: k.id, ip: uint64(binary.LittleEndian.Uint32(k.ip[12:]))}
+func (k *rpcKey) server() serverKey { return serverKey4(k.id, [4]byte(k.ip[12:])) }
+
+func serverKey4(id uint64, ip [4]byte) serverKey {
+	return serverKey{id: id, ip: uint64(binary.LittleEndian.Uint32(ip[:]))}
 }
 
 func (k *rpcKey) server6() serverKey6 {
@@ -167,9 +172,7 @@ func (k *rpcKey) server6() serverKey6 {
 }
 
 // getServer4 is get for the server RPC id of IPv4 peer ip.
-func (t *rpcTable) getServer4(id uint64, ip [4]byte) *rpc {
-	return t.servers[serverKey{id: id, ip: uint64(binary.LittleEndian.Uint32(ip[:]))}]
-}
+func (t *rpcTable) getServer4(id uint64, ip [4]byte) *rpc { return t.servers[serverKey4(id, ip)] }
 
 func (t *rpcTable) get(k rpcKey) *rpc {
 	switch {
@@ -233,7 +236,9 @@ func New(cfg Config, tx Transmitter) (*Endpoint, error) {
 	}
 	e.homaOff = e.ipOff + wire.IPv4MinHeaderLen
 	e.maxHomaOff = e.homaOff
-	if cfg.IP6 != ([16]byte{}) {
+	e.speaks6 = cfg.IP6 != [16]byte{}
+	e.speaks4 = cfg.IP != [4]byte{} || !e.speaks6
+	if e.speaks6 {
 		e.maxHomaOff = e.ipOff + wire.IPv6HeaderLen
 	}
 	e.dataTx, _ = tx.(DataSender)
@@ -405,8 +410,7 @@ func (e *Endpoint) ReceiveLink(l *wire.Link) {
 		e.m.drop(DropCause(r))
 		return
 	}
-	if f.IPv6 != nil && (f.IPv6.Dst() != e.cfg.IP6 || e.cfg.IP6 == [16]byte{}) ||
-		f.IPv4 != nil && (f.IPv4.Dst() != e.cfg.IP || e.cfg.IP == [4]byte{} && e.cfg.IP6 != [16]byte{}) {
+	if f.IPv6 != nil && (!e.speaks6 || f.IPv6.Dst() != e.cfg.IP6) || f.IPv4 != nil && (!e.speaks4 || f.IPv4.Dst() != e.cfg.IP) {
 		e.m.drop(DropNotForUs)
 		*f = wire.Frame{}
 		return

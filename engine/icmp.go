@@ -82,12 +82,17 @@ func (e *Endpoint) ReceiveICMPv6(ip wire.IPv6, off int) {
 		e.m.drop(DropBadICMP)
 		return
 	}
-	dst := quoted.Dst()
-	dport := binary.BigEndian.Uint16(quoted[wire.IPv6HeaderLen+2:])
+	e.portUnreachable(quoted.Dst(), binary.BigEndian.Uint16(quoted[wire.IPv6HeaderLen+2:]))
+}
+
+// portUnreachable fails every client RPC to port dport at addr (IPv4
+// mapped) with ErrPortUnreachable: an ICMP or ICMPv6 port unreachable
+// came about one of our packets to it.
+func (e *Endpoint) portUnreachable(addr [16]byte, dport uint16) {
 	e.m.ICMPReceived++
 	for r := e.first; r != nil; {
 		next := r.next
-		if r.client && r.peer.v6 && r.peer.addr == dst && r.dport == dport {
+		if r.client && r.peer.addr == addr && r.dport == dport {
 			e.fail(r, ErrPortUnreachable)
 		}
 		r = next
@@ -127,14 +132,5 @@ func (e *Endpoint) receiveICMP(ip wire.IPv4) {
 		e.m.drop(DropBadICMP)
 		return
 	}
-	dst := quoted.Dst()
-	dport := binary.BigEndian.Uint16(quoted[quoted.HeaderLen()+2:])
-	e.m.ICMPReceived++
-	for r := e.first; r != nil; {
-		next := r.next
-		if r.client && !r.peer.v6 && r.peer.v4 == dst && r.dport == dport {
-			e.fail(r, ErrPortUnreachable)
-		}
-		r = next
-	}
+	e.portUnreachable(wire.MapIPv4(quoted.Dst()), binary.BigEndian.Uint16(quoted[quoted.HeaderLen()+2:]))
 }

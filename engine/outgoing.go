@@ -89,13 +89,7 @@ func (e *Endpoint) finishFrame(buf []byte, p *peer, prio, homaLen int, t wire.Pa
 // finishFrameQueue is finishFrame with the frame's IPv4 priority (prio)
 // and the one it is passed to the Transmitter at (queue) apart.
 func (e *Endpoint) finishFrameQueue(buf []byte, p *peer, prio, queue, homaLen int, t wire.PacketType) {
-	e.writeHeaders(buf, p, prio, homaLen)
-	if e.cfg.Upstream {
-		upstreamFields(buf[p.homaOff:])
-	}
-	if p.csum {
-		e.fillChecksum(buf[p.homaOff:p.homaOff+homaLen], nil, p)
-	}
+	e.finishHeaders(buf, p, prio, buf[p.homaOff:p.homaOff+homaLen], nil)
 	e.m.PacketsSent[t-wire.TypeData]++
 	e.tx.Send(buf[:p.homaOff+homaLen], queue)
 }
@@ -137,21 +131,24 @@ func (e *Endpoint) writeHeaders(buf []byte, p *peer, prio, homaLen int) {
 	}
 }
 
-// upstreamFields sets what the upstream subset sends as 0 in every
-// packet's common header (Config.Upstream): flags and urgent.
-func upstreamFields(homa []byte) {
+// finishHeaders writes the link and IP headers of a packet to p at prio
+// (writeHeaders) whose Homa header and first bytes are homa (in buf) and
+// whose other bytes are tail (a payload sent apart, or nil), and finishes
+// the Homa header: the upstream subset's zeroed flags and urgent
+// (Config.Upstream), the Homa checksum when p gets one.
+func (e *Endpoint) finishHeaders(buf []byte, p *peer, prio int, homa, tail []byte) {
+	e.writeHeaders(buf, p, prio, len(homa)+len(tail))
 	c := wire.Common(homa)
-	c.SetFlags(0)
-	c.SetUrgent(0)
-}
-
-// fillChecksum writes the Homa checksum of the packet to p whose header
-// and first bytes are homa and whose other bytes are tail.
-func (e *Endpoint) fillChecksum(homa, tail []byte, p *peer) {
-	n := uint32(p.pseudo) + uint32(len(homa)+len(tail))
-	n = n&0xffff + n>>16
-	n = n&0xffff + n>>16
-	wire.Common(homa).SetChecksum(wire.HomaChecksum(uint16(n), homa, tail))
+	if e.cfg.Upstream {
+		c.SetFlags(0)
+		c.SetUrgent(0)
+	}
+	if p.csum {
+		n := uint32(p.pseudo) + uint32(len(homa)+len(tail))
+		n = n&0xffff + n>>16
+		n = n&0xffff + n>>16
+		c.SetChecksum(wire.HomaChecksum(uint16(n), homa, tail))
+	}
 }
 
 // makeHeaders makes p's header template (see writeHeaders): IPv4 or IPv6,
@@ -277,13 +274,7 @@ func (e *Endpoint) xmitData(r *rpc, offset, limit, prio int, retransmit bool) in
 		queue = 0
 	}
 	if o.ref != 0 && e.dataTx != nil {
-		e.writeHeaders(buf, r.peer, prio, wire.DataHeaderLen+n)
-		if e.cfg.Upstream {
-			upstreamFields(homa)
-		}
-		if r.peer.csum {
-			e.fillChecksum(homa[:wire.DataHeaderLen], payload, r.peer)
-		}
+		e.finishHeaders(buf, r.peer, prio, homa[:wire.DataHeaderLen], payload)
 		if e.dataTx.SendData(buf[:r.peer.homaOff+wire.DataHeaderLen], payload, o.ref, queue) {
 			e.m.PacketsSent[0]++ // DATA
 			e.m.ZeroCopyPackets++

@@ -207,10 +207,10 @@ func (e *Endpoint) addPeer(addr [16]byte, n *Neighbour) *peer {
 	if e.cfg.PeerCutoffs != (sched.Cutoffs{}) {
 		p.cutoffs = e.cfg.PeerCutoffs
 	}
-	if e.cfg.KernelPeer != nil && p.maxMessage > wire.MaxMessageLength && e.cfg.KernelPeer(ip) {
-		p.maxMessage = wire.MaxMessageLength
-	}
 	kernel := e.cfg.KernelPeer != nil && e.cfg.KernelPeer(ip)
+	if kernel {
+		p.maxMessage = min(p.maxMessage, wire.MaxMessageLength)
+	}
 	p.homaDPDK = !kernel
 	if e.cfg.PeerOptions != nil {
 		o := e.cfg.PeerOptions(ip)

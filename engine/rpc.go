@@ -93,9 +93,7 @@ func (e *Endpoint) addrKey(a netip.Addr) ([16]byte, bool) {
 	if a.Is4In6() {
 		a = a.Unmap()
 	}
-	switch {
-	case a.Is4() && (e.cfg.IP != [4]byte{} || e.cfg.IP6 == [16]byte{}), // IPv4, unless IPv6 is all it has
-		a.Is6() && a.Zone() == "" && e.cfg.IP6 != [16]byte{}:
+	if a.Is4() && e.speaks4 || a.Is6() && a.Zone() == "" && e.speaks6 {
 		return a.As16(), true
 	}
 	return [16]byte{}, false

@@ -11,6 +11,9 @@ import (
 // ipProtocolOffset is where the protocol byte sits in an IPv4 header.
 const ipProtocolOffset = 9
 
+// ipv6NextOffset is where the next header byte lies in an IPv6 header.
+const ipv6NextOffset = 6
+
 // Receive-side drops of the host, by cause (the engine counts its own).
 const (
 	rxDropShort = iota
@@ -27,30 +30,24 @@ const (
 var RxDropNames = [numRxDrops]string{"short_frame", "ethertype", "bad_ipv4", "not_for_us", "ip_protocol", "fault_injected",
 	"chained_not_homa"}
 
-// isHoma reports whether a decoded link carries Homa: IPv4 protocol 146,
-// or IPv6 next header 146 (after any extension headers), or TCP with the
-// hijack markers (kernel Homa's hijack_tcp framing).
+// isHoma reports whether a decoded link carries Homa (wire.HomaUpper:
+// protocol 146, or TCP with the hijack markers, kernel Homa's hijack_tcp
+// framing) right after its IPv4 or fixed IPv6 header. It reads the
+// protocol byte (and the markers) only: the engine validates the rest. An
+// IPv6 packet whose extension headers come first goes the host stack's
+// way, which hands it on (stackFrame).
 func isHoma(l *wire.Link) bool {
 	p := l.Payload
-	if l.Tail != nil {
+	switch {
+	case l.Tail != nil:
 		return true // wire.SplitFits vouched for the protocol
-	}
-	if l.Type == wire.EtherTypeIPv6 {
-		ip, proto, off, r := wire.ParseIPv6(p)
-		return r == wire.DropNone && (proto == wire.IPProtoHoma ||
-			proto == wire.IPProtoTCP && len(ip) >= off+wire.CommonHeaderLen && wire.Common(ip[off:]).IsHijacked())
-	}
-	if l.Type != wire.EtherTypeIPv4 || len(p) <= ipProtocolOffset {
+	case l.Type == wire.EtherTypeIPv6:
+		return len(p) >= wire.IPv6HeaderLen && wire.HomaUpper(p[ipv6NextOffset], p[wire.IPv6HeaderLen:]) == wire.DropNone
+	case l.Type != wire.EtherTypeIPv4 || len(p) <= ipProtocolOffset:
 		return false
 	}
-	switch p[ipProtocolOffset] {
-	case wire.IPProtoHoma:
-		return true
-	case wire.IPProtoTCP:
-		hl := int(p[0]&0xf) * 4
-		return len(p) >= hl+wire.CommonHeaderLen && wire.Common(p[hl:]).IsHijacked()
-	}
-	return false
+	hl := min(int(p[0]&0xf)*4, len(p))
+	return wire.HomaUpper(p[ipProtocolOffset], p[hl:]) == wire.DropNone
 }
 
 // receiveBurst hands the burst that the pass's crossing received on
@@ -166,6 +163,10 @@ func (h *Host) stackFrame(d []byte, l *wire.Link) stackVerdict {
 			h.drops[rxDropBadIPv4]++
 			return stackDrop
 		}
+		if wire.HomaUpper(proto, ip[off:]) == wire.DropNone { // Homa after extension headers
+			h.ep.ReceiveLink(l)
+			return stackDrop
+		}
 		v := handleIPv6(d, ip, proto, off, h.me, h.neigh6, h.now, &h.stack)
 		if v == stackICMPv6Error {
 			h.ep.ReceiveICMPv6(ip, off)
@@ -197,16 +198,17 @@ func (h *Host) stackFrame(d []byte, l *wire.Link) stackVerdict {
 	return stackDrop
 }
 
-// resolve6 is resolve for an IPv6 address, by neighbour discovery.
-func (h *Host) resolve6(a netip.Addr) *engine.Neighbour {
-	hop, ok := h.nextHop6(a)
+// resolveHop is resolve in one family's table t: the entry of next hop
+// hop (none when !ok: no route), ask sending a request when resolution
+// starts.
+func resolveHop[K comparable](h *Host, t *neighbourTable[K], hop K, ok bool, ask func(K)) *engine.Neighbour {
 	if !ok {
 		h.noRoute++
 		return nil
 	}
-	n, request := h.neigh6.Resolve(hop, h.now)
+	n, request := t.Resolve(hop, h.now)
 	if request {
-		h.sendSolicit(hop)
+		ask(hop)
 	}
 	return n
 }
@@ -258,23 +260,14 @@ func (h *Host) sendRequest(room int, build func(b []byte, tci uint16) int) {
 // resolve is the engine's Resolve: the neighbour entry of ip's next hop
 // — ip itself on the port's subnet, the gateway otherwise — with a
 // request sent when resolution starts, or nil when there is no route
-// (IPv4 by ARP; IPv6 by neighbour discovery, resolve6).
+// (IPv4 by ARP; IPv6 by neighbour discovery, nextHop6).
 func (h *Host) resolve(a netip.Addr) *engine.Neighbour {
-	a = a.Unmap()
-	if !a.Is4() {
-		return h.resolve6(a)
+	if a = a.Unmap(); a.Is4() {
+		hop, ok := h.nextHop(a.As4())
+		return resolveHop(h, h.neigh, hop, ok, h.sendARPRequest)
 	}
-	ip := a.As4()
-	hop, ok := h.nextHop(ip)
-	if !ok {
-		h.noRoute++
-		return nil
-	}
-	n, request := h.neigh.Resolve(hop, h.now)
-	if request {
-		h.sendARPRequest(hop)
-	}
-	return n
+	hop, ok := h.nextHop6(a)
+	return resolveHop(h, h.neigh6, hop, ok, h.sendSolicit)
 }
 
 // forget is the engine's Forget: it dropped its peer for ip, so an

@@ -247,7 +247,7 @@ func (ws *session) send(sub *shm.Submission) {
 	}
 	msg := ws.Arena[sub.Offset : sub.Offset+uint64(sub.Length)]
 	sr := sendRef{cookie: sub.Cookie, offset: sub.Offset, length: sub.Length, client: true}
-	id, err := ws.client.SendRef(engine.Addr{IP: subPeer(sub), Port: sub.PeerPort}, msg, ws.holdPayload(&sr))
+	id, err := ws.client.SendRef(engine.Addr{IP: shm.PeerAddr(sub.PeerIP, sub.PeerIP6), Port: sub.PeerPort}, msg, ws.holdPayload(&sr))
 	if err != nil {
 		ws.dropPayload(&sr)
 		ws.refuse(sub, errCode(err), true)
@@ -259,7 +259,7 @@ func (ws *session) send(sub *shm.Submission) {
 }
 
 func (ws *session) reply(sub *shm.Submission) {
-	ref := rpcRef{ip: subPeer(sub), id: sub.RPCID}
+	ref := rpcRef{ip: shm.PeerAddr(sub.PeerIP, sub.PeerIP6), id: sub.RPCID}
 	p := ws.requests[ref]
 	if p == nil {
 		ws.refuse(sub, shm.ErrCodeNoRPC, true)
@@ -267,7 +267,7 @@ func (ws *session) reply(sub *shm.Submission) {
 	}
 	msg := ws.Arena[sub.Offset : sub.Offset+uint64(sub.Length)]
 	sr := sendRef{cookie: sub.Cookie, offset: sub.Offset, length: sub.Length}
-	err := p.ReplyRef(engine.Message{ID: sub.RPCID, Peer: engine.Addr{IP: subPeer(sub), Port: sub.PeerPort}, Request: true}, msg, ws.holdPayload(&sr))
+	err := p.ReplyRef(engine.Message{ID: sub.RPCID, Peer: engine.Addr{IP: shm.PeerAddr(sub.PeerIP, sub.PeerIP6), Port: sub.PeerPort}, Request: true}, msg, ws.holdPayload(&sr))
 	if errors.Is(err, engine.ErrMessageLength) {
 		// Too long for the client (a peer that may run kernel Homa):
 		// the request is still in service, for a shorter reply.
@@ -348,7 +348,7 @@ func (ws *session) deliver(m engine.Message, port uint16) {
 	if m.Err != nil { // a client RPC failed
 		ws.outst--
 		c := shm.Completion{Op: shm.CompError, RPCID: m.ID, Err: errCode(m.Err), PeerPort: m.Peer.Port}
-		c.PeerIP, c.PeerIP6 = peerFields(m.Peer.IP)
+		c.PeerIP, c.PeerIP6 = shm.PeerFields(m.Peer.IP)
 		if ref, ok := ws.sends[rpcRef{id: m.ID}]; ok { // OutDone already released the range
 			c.Cookie = ref.cookie
 			delete(ws.sends, rpcRef{id: m.ID})
@@ -360,7 +360,7 @@ func (ws *session) deliver(m engine.Message, port uint16) {
 	ws.Pages.Deliver(page, pages)
 	c := shm.Completion{RPCID: m.ID, PeerPort: m.Peer.Port,
 		Length: uint32(len(m.Data)), Page: uint32(page), Pages: uint32(pages)}
-	c.PeerIP, c.PeerIP6 = peerFields(m.Peer.IP)
+	c.PeerIP, c.PeerIP6 = shm.PeerFields(m.Peer.IP)
 	if m.Request {
 		c.Op = shm.CompRequest
 		c.Port = port
@@ -481,21 +481,4 @@ func errCode(err error) shm.ErrCode {
 		return shm.ErrCodeBadLength
 	}
 	return shm.ErrCodeClosed
-}
-
-// subPeer is a submission's peer, of either family.
-func subPeer(s *shm.Submission) netip.Addr {
-	if s.PeerIP6 != [16]byte{} {
-		return netip.AddrFrom16(s.PeerIP6)
-	}
-	return netip.AddrFrom4(s.PeerIP)
-}
-
-// peerFields is a peer's address as entries carry it: IPv4 in the 4-byte
-// field, IPv6 in the 16-byte one.
-func peerFields(a netip.Addr) (ip [4]byte, ip6 [16]byte) {
-	if a = a.Unmap(); a.Is4() {
-		return a.As4(), ip6
-	}
-	return ip, a.As16()
 }

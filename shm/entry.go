@@ -2,6 +2,7 @@ package shm
 
 import (
 	"encoding/binary"
+	"net/netip"
 	"strconv"
 )
 
@@ -431,4 +432,29 @@ func ParseCompletion(src *Slot, lim *Limits) (Completion, ErrCode) {
 		}
 	}
 	return c, ErrCodeNone
+}
+
+// PeerFields returns a as entries carry a peer: an IPv4 address (or an
+// IPv4-mapped one) in the 4-byte field, an IPv6 one in the 16-byte field;
+// both zero for the zero Addr.
+func PeerFields(a netip.Addr) (ip [4]byte, ip6 [16]byte) {
+	switch a = a.Unmap(); {
+	case a.Is4():
+		ip = a.As4()
+	case a.Is6():
+		ip6 = a.As16()
+	}
+	return ip, ip6
+}
+
+// PeerAddr is PeerFields' inverse: the peer an entry's fields name, or
+// the zero Addr when both are zero.
+func PeerAddr(ip [4]byte, ip6 [16]byte) netip.Addr {
+	switch {
+	case ip6 != [16]byte{}:
+		return netip.AddrFrom16(ip6)
+	case ip != [4]byte{}:
+		return netip.AddrFrom4(ip)
+	}
+	return netip.Addr{}
 }

@@ -2,6 +2,7 @@ package shm
 
 import (
 	"encoding/hex"
+	"net/netip"
 	"strings"
 	"testing"
 )
@@ -226,5 +227,19 @@ func TestEntry_allocs(t *testing.T) {
 		ParseCompletion(&slot, &testLimits)
 	}); n != 0 {
 		t.Fatalf("%v allocations per encode/parse", n)
+	}
+}
+
+// A peer address goes into the field of its family and comes back.
+func TestPeerFields_roundTrip(t *testing.T) {
+	for _, s := range []string{"10.0.0.2", "::ffff:10.0.0.2", "2001:db8::2"} {
+		a := netip.MustParseAddr(s)
+		ip, ip6 := PeerFields(a)
+		if got := PeerAddr(ip, ip6); got != a.Unmap() || (ip == [4]byte{}) == a.Unmap().Is4() || !onePeer(ip, ip6) {
+			t.Errorf("%s: fields %v %v, back %v", s, ip, ip6, got)
+		}
+	}
+	if ip, ip6 := PeerFields(netip.Addr{}); ip != [4]byte{} || ip6 != [16]byte{} || PeerAddr(ip, ip6).IsValid() {
+		t.Error("the zero Addr")
 	}
 }

@@ -64,12 +64,18 @@ func fold(s uint32) uint16 {
 func HomaChecksum(pseudo uint16, homa, tail []byte) uint16 {
 	s := uint32(Checksum(homa[:commonChecksum], pseudo))
 	s += uint32(Checksum(homa[commonChecksum+2:], 0))
+	return ^fold(s + uint32(tailSum(homa, tail)))
+}
+
+// tailSum is the sum of tail as the bytes that follow head: when head is
+// of odd length they sit at odd offsets, and the sum is byte-swapped
+// (RFC 1071 §2(B)).
+func tailSum(head, tail []byte) uint16 {
 	t := Checksum(tail, 0)
-	if len(homa)%2 == 1 { // tail's bytes sit at odd offsets: swap its sum (RFC 1071 §2(B))
+	if len(head)%2 == 1 {
 		t = t<<8 | t>>8
 	}
-	s += uint32(t)
-	return ^fold(s)
+	return t
 }
 
 // IsHomaChecksumValid reports whether the checksum field of the Homa
@@ -77,10 +83,5 @@ func HomaChecksum(pseudo uint16, homa, tail []byte) uint16 {
 // and the pseudo-header sum to 0xffff, so that 0x0000 and 0xffff are the
 // same one's-complement value, as a TCP receiver takes them.
 func IsHomaChecksumValid(pseudo uint16, homa, tail []byte) bool {
-	s := uint32(Checksum(homa, pseudo))
-	t := Checksum(tail, 0)
-	if len(homa)%2 == 1 {
-		t = t<<8 | t>>8
-	}
-	return fold(s+uint32(t)) == 0xffff
+	return fold(uint32(Checksum(homa, pseudo))+uint32(tailSum(homa, tail))) == 0xffff
 }

@@ -234,16 +234,13 @@ func parseSplitHomaIPv6(l *Link, f *Frame) DropReason {
 		return DropBadTotalLength
 	}
 	homa := Common(p[IPv6HeaderLen:])
-	switch ip.NextHeader() {
-	case IPProtoHoma:
-	case IPProtoTCP:
-		if r := hijackCheck(homa); r != DropNone {
-			return r
-		}
-	case IPv6Fragment:
+	switch r := HomaUpper(ip.NextHeader(), homa); {
+	case ip.NextHeader() == IPv6Fragment:
 		return DropIPFragment
-	default:
+	case r == DropNotHoma:
 		return DropSplitHeaders // an extension header, or not Homa: homa-dpdk splits neither
+	case r != DropNone:
+		return r
 	}
 	t, r := ParseHoma(homa)
 	if r == DropNone && (len(homa) != t.HeaderLen() || IPv6HeaderLen+n < len(p)) {
@@ -267,18 +264,15 @@ func SplitFits(l *Link, tail int) bool {
 	if l.Type == EtherTypeIPv6 && tail > 0 && len(p) >= IPv6HeaderLen+CommonHeaderLen && p[0]>>4 == 6 {
 		// Homa right after the fixed header (homa-dpdk sends no extension headers).
 		c := Common(p[IPv6HeaderLen:])
-		if nh := IPv6(p).NextHeader(); nh != IPProtoHoma && !(nh == IPProtoTCP && c.IsHijacked()) {
-			return false
-		}
 		n := c.Type().HeaderLen()
-		return n != 0 && len(p) == IPv6HeaderLen+n
+		return HomaUpper(IPv6(p).NextHeader(), c) == DropNone && n != 0 && len(p) == IPv6HeaderLen+n
 	}
 	if l.Type != EtherTypeIPv4 || len(p) < IPv4MinHeaderLen || tail == 0 {
 		return false
 	}
 	ip := IPv4(p)
 	hl := ip.HeaderLen()
-	if ip.Protocol() != IPProtoHoma && ip.Protocol() != IPProtoTCP || hl < IPv4MinHeaderLen || len(p) < hl+CommonHeaderLen {
+	if hl < IPv4MinHeaderLen || len(p) < hl+CommonHeaderLen || HomaUpper(ip.Protocol(), p[hl:]) != DropNone {
 		return false
 	}
 	n := Common(p[hl:]).Type().HeaderLen()
@@ -340,12 +334,23 @@ func ipChecks(ip IPv4, verifyChecksum bool) DropReason {
 		return DropBadIPChecksum
 	case ip.IsFragment():
 		return DropIPFragment
-	case ip.Protocol() == IPProtoHoma:
-		return DropNone
-	case ip.Protocol() != IPProtoTCP:
-		return DropNotHoma
 	}
-	return hijackCheck(ip[ip.HeaderLen():])
+	return HomaUpper(ip.Protocol(), ip[ip.HeaderLen():])
+}
+
+// HomaUpper checks that an IP packet's upper layer, protocol (or IPv6
+// next header) proto whose segment starts seg, is Homa: protocol 146, or
+// 6 (TCP) with the hijack markers. It returns DropNone, DropNotHoma
+// (another protocol), DropNotHijacked (real TCP), or DropShortHomaHeader
+// (a TCP segment too short to tell). It reads seg only for TCP.
+func HomaUpper(proto uint8, seg []byte) DropReason {
+	switch proto {
+	case IPProtoHoma:
+		return DropNone
+	case IPProtoTCP:
+		return hijackCheck(seg)
+	}
+	return DropNotHoma
 }
 
 // hijackCheck checks that a TCP segment (from its header on) is a hijacked
@@ -412,8 +417,9 @@ func (f *Frame) Dst() [16]byte {
 // ParseHomaIP is ParseHomaIPv4 for either family: an IPv6 link
 // (EtherTypeIPv6) is validated with ParseIPv6, its upper layer Homa (next
 // header 146) or a hijacked TCP segment (6), and f.IPv6 set instead of
-// f.IPv4; a frame in two pieces over IPv6 is refused (DropSplitHeaders:
-// hosts join those). Other EtherTypes give DropNotIPv4.
+// f.IPv4; a frame in two pieces over IPv6 (SplitFits) is parsed in place
+// as over IPv4, when Homa follows the fixed header directly. Other
+// EtherTypes give DropNotIPv4.
 func ParseHomaIP(l *Link, f *Frame, verifyIPChecksum bool) DropReason {
 	if l.Type != EtherTypeIPv6 {
 		return ParseHomaIPv4(l, f, verifyIPChecksum)
@@ -426,14 +432,8 @@ func ParseHomaIP(l *Link, f *Frame, verifyIPChecksum bool) DropReason {
 	if r != DropNone {
 		return r
 	}
-	switch proto {
-	case IPProtoHoma:
-	case IPProtoTCP:
-		if r = hijackCheck(ip[off:]); r != DropNone {
-			return r
-		}
-	default:
-		return DropNotHoma
+	if r = HomaUpper(proto, ip[off:]); r != DropNone {
+		return r
 	}
 	homa := Common(ip[off:])
 	t, r := ParseHoma(homa)
