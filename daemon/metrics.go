@@ -88,6 +88,8 @@ var families = []family{
 	{"homa_worker_corrupt_rings_total", "Sessions ended because a ring index was corrupt.", nil, true},
 	{"homa_worker_wakeups_total", "Eventfd writes that woke a sleeping worker.", nil, true},
 	{"homa_worker_zero_copy_messages_total", "Messages sent from a worker's arena as external buffers (no copy).", nil, true},
+	{"homa_worker_quiet_accepts_total", "Sends and replies accepted without an Accepted completion (the worker asked for none).", nil, true},
+	{"homa_worker_pages_on_submit_total", "Runs of receive-pool pages given back on a send or reply instead of a ReturnPages entry.", nil, true},
 	{"homa_worker_sessions", "Worker sessions attached now.", nil, true},
 	{"homa_worker_outstanding_rpcs", "Workers' RPCs outstanding now (client RPCs in flight and requests not yet answered).", nil, true},
 	{"homa_worker_pool_pages", "Receive-pool pages of the workers, by state: held (by messages) or free.", []string{"state"}, true},
@@ -230,6 +232,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			hc("homa_worker_corrupt_rings_total", w.CorruptRings)
 			hc("homa_worker_wakeups_total", w.Wakeups)
 			hc("homa_worker_zero_copy_messages_total", w.ZeroCopyMessages)
+			hc("homa_worker_quiet_accepts_total", w.QuietAccepts)
+			hc("homa_worker_pages_on_submit_total", w.PagesOnSubmit)
 			hg("homa_worker_sessions", float64(w.ActiveSessions))
 			hg("homa_worker_outstanding_rpcs", float64(w.OutstandingRPCs))
 			hg("homa_worker_pool_pages", float64(w.HeldPages), "held")

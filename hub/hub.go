@@ -123,6 +123,8 @@ type Counters struct {
 	Wakeups              uint64 // eventfd writes
 	CorruptRings         uint64 // sessions ended because a ring index was corrupt
 	ZeroCopyMessages     uint64 // messages sent from the arena as external buffers (no copy)
+	QuietAccepts         uint64 // Sends and Replies accepted without an Accepted completion (SubFlagQuiet)
+	PagesOnSubmit        uint64 // page runs given back on a Send or Reply (FeatureReturnOnSubmit)
 	ActiveSessions       uint64
 	OutstandingRPCs      uint64
 	HeldPages, FreePages uint64

@@ -192,6 +192,15 @@ func (ws *session) refuse(sub *shm.Submission, code shm.ErrCode, counted bool) {
 }
 
 func (ws *session) handle(sub *shm.Submission) {
+	// Pages riding on a Send or Reply go back first, and stay back
+	// whatever becomes of the message (FeatureReturnOnSubmit).
+	if sub.Pages != 0 && sub.Op != shm.OpReturnPages {
+		if !ws.Pages.Return(sub.Page, sub.Pages) {
+			ws.refuse(sub, shm.ErrCodeBadPage, true)
+			return
+		}
+		ws.hub.counters.PagesOnSubmit++
+	}
 	switch sub.Op {
 	case shm.OpBind:
 		ws.bind(sub)
@@ -255,7 +264,7 @@ func (ws *session) send(sub *shm.Submission) {
 	}
 	ws.outst++
 	ws.sends[rpcRef{id: id}] = sr
-	ws.complete(shm.Completion{Op: shm.CompAccepted, Cookie: sub.Cookie, RPCID: id})
+	ws.accept(sub, id)
 }
 
 func (ws *session) reply(sub *shm.Submission) {
@@ -283,7 +292,16 @@ func (ws *session) reply(sub *shm.Submission) {
 		return
 	}
 	ws.sends[ref] = sr
-	ws.complete(shm.Completion{Op: shm.CompAccepted, Cookie: sub.Cookie, RPCID: sub.RPCID})
+	ws.accept(sub, sub.RPCID)
+}
+
+// accept answers an accepted Send or Reply, unless it asked to be quiet.
+func (ws *session) accept(sub *shm.Submission, id uint64) {
+	if sub.Flags&shm.SubFlagQuiet != 0 {
+		ws.hub.counters.QuietAccepts++
+		return
+	}
+	ws.complete(shm.Completion{Op: shm.CompAccepted, Cookie: sub.Cookie, RPCID: id})
 }
 
 func (ws *session) abort(sub *shm.Submission) {

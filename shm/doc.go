@@ -124,6 +124,15 @@
 //	AbortAll                → Accepted, after the Error(Aborted) of each client RPC
 //	ReturnPages(Page, Pages) → nothing | Error(BadPage) when the worker does not hold them all
 //
+// Two features (the header's Features, layout.go) cut what an exchange
+// costs: a Send or Reply with SubFlagQuiet gets no Accepted (its outcome
+// and its Released are all that come back; a quiet Send learns its RPC id
+// from them), and a Send or Reply may give back a run of receive pages in
+// its Page and Pages fields instead of a ReturnPages entry (entry.go,
+// "Quiet submissions"). With both, a request/response exchange of a few
+// KB costs the client Send, Released, Response and the server Request,
+// Reply, Released: six entries, from ten.
+//
 // A message is at most the header's MaxMessage bytes (layout.go):
 // 1,000,000 by default, kernel Homa's limit; a daemon configured for
 // longer ones (up to 2^31 − 1 bytes) sizes its arenas and pools for them

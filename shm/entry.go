@@ -10,7 +10,7 @@ import (
 //
 //	off size field      submission (worker → engine)       completion (engine → worker)
 //	  0  1   op         Op                                  CompOp
-//	  1  1   flags      0 (none defined)                    CompFlag bits
+//	  1  1   flags      SubFlag bits (Send, Reply)          CompFlag bits
 //	  2  2   port       Bind: server port to bind           local port the entry concerns
 //	  4  4   length     Send/Reply: message bytes           message bytes / released bytes
 //	  8  8   cookie     any value, echoed in completions    the submission's cookie
@@ -20,8 +20,9 @@ import (
 //	 28  2   peer port  Send: server port; Reply: client's
 //	 30  2   error      0                                   CompError: ErrCode
 //	 32  8   offset     Send/Reply: first byte in arena     CompReleased: arena offset
-//	 40  4   page       ReturnPages: first pool page        Request/Response: first pool page
-//	 44  4   pages      ReturnPages: page count             Request/Response: page count
+//	 40  4   page       ReturnPages, Send, Reply: first     Request/Response: first pool page
+//	                    pool page to give back
+//	 44  4   pages      ReturnPages, Send, Reply: count     Request/Response: page count
 //	 48 16   peer ip6   Send/Reply: IPv6, network order     the other end of the RPC (IPv6)
 //
 // A peer is IPv4 (peer ip set, peer ip6 zero) or IPv6 (peer ip zero,
@@ -30,7 +31,22 @@ import (
 //
 // A received message lies in pages consecutive pool pages starting at
 // page: byte i of the message is at pool offset page*PageSize+i. The
-// worker gives them back with ReturnPages when it has read them.
+// worker gives them back with ReturnPages when it has read them, or,
+// where the header has FeatureReturnOnSubmit, in the Page and Pages of
+// its next Send or Reply (both zero: none). Such a run is given back
+// before the Send or Reply is carried out, and even when that is then
+// refused with an RPC error (16 and up); an entry refused as malformed
+// (1..15: BadPage when the worker does not hold the run) gives back
+// nothing.
+//
+// Quiet submissions. Where the header has FeatureQuietAccept, a Send or
+// Reply with SubFlagQuiet is not answered with Accepted: a quiet Send's
+// first completion is its outcome (Response or Error, with its cookie
+// and its RPC id) and any Released; a quiet Reply's is its Released (or
+// an Error, if refused). So a request and its response cost each side
+// two entries when pages ride on submissions and the copy is released
+// with the outcome: Send, Response; Request, Reply (plus Released where
+// the engine reads the arena until the RPC ends).
 const (
 	entOp         = 0
 	entFlags      = 1
@@ -71,6 +87,14 @@ func (o Op) String() string {
 	}
 	return "op(" + strconv.Itoa(int(o)) + ")"
 }
+
+// SubFlag bits in a submission's flags (Send and Reply only).
+const (
+	// SubFlagQuiet: no Accepted when the engine accepts it (needs
+	// FeatureQuietAccept; see "Quiet submissions" above).
+	SubFlagQuiet  uint8 = 1 << iota
+	subFlagsKnown       = SubFlagQuiet
+)
 
 // CompOp is what a completion reports.
 type CompOp uint8
@@ -294,27 +318,29 @@ const (
 
 var opUses = [opEnd]uint8{
 	OpBind:        usePort,
-	OpSend:        usePeer | useOffset | useLength,
-	OpReply:       useRPC | usePeer | useOffset | useLength,
+	OpSend:        usePeer | useOffset | useLength | usePages,
+	OpReply:       useRPC | usePeer | useOffset | useLength | usePages,
 	OpAbort:       useRPC,
 	OpAbortAll:    0,
 	OpReturnPages: usePages,
 }
 
-// Validate checks every field of s against lim: the op is known, no flags
-// are set, fields the op does not use are zero, ports are in range (a
+// Validate checks every field of s against lim: the op is known, flags
+// are known and on an op that takes them (SubFlagQuiet: Send and Reply),
+// fields the op does not use are zero, ports are in range (a
 // server port 1..0x7fff for Bind and Send's destination, nonzero for a
 // Reply's client), the peer address is not 0.0.0.0, the length is
 // 1..MaxMessage and [Offset, Offset+Length) lies inside the arena, the
 // RPC id has the right parity (Reply: odd server id; Abort: even nonzero
-// client id), and [Page, Page+Pages) is a nonempty range of the pool.
+// client id), and [Page, Page+Pages) is a nonempty range of the pool
+// (ReturnPages; Send and Reply: unless both are zero).
 // What it cannot check (ports bound, RPCs that exist, pages the worker
 // really holds) is the engine's.
 func (s *Submission) Validate(lim *Limits) ErrCode {
 	if s.Op == 0 || s.Op >= opEnd {
 		return ErrCodeBadOp
 	}
-	if s.Flags != 0 {
+	if s.Flags&^subFlagsKnown != 0 || (s.Flags != 0 && s.Op != OpSend && s.Op != OpReply) {
 		return ErrCodeBadFlags
 	}
 	use := opUses[s.Op]
@@ -346,7 +372,7 @@ func (s *Submission) Validate(lim *Limits) ErrCode {
 			return ErrCodeBadRPC
 		}
 	}
-	if use&usePages != 0 && !inPool(s.Page, s.Pages, lim) {
+	if use&usePages != 0 && !inPool(s.Page, s.Pages, lim) && (s.Op == OpReturnPages || s.Page != 0 || s.Pages != 0) {
 		return ErrCodeBadPage
 	}
 	return ErrCodeNone

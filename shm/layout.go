@@ -26,7 +26,8 @@ import (
 //	 88  4   EntrySize    bytes per ring slot, 64
 //	 92  4   PageSize     bytes per receive-pool page, 65536
 //	 96  4   MaxMessage   largest message the entries carry, bytes (see below)
-//	100 ...  reserved     zero up to HeaderSize
+//	100  4   Features     Feature bits: what the daemon's side does beyond version 1's entries
+//	104 ...  reserved     zero up to HeaderSize
 //
 // Every offset is a multiple of CacheLine, every part lies inside
 // RegionSize, and no two parts (header included) overlap. NewLayout puts
@@ -58,7 +59,8 @@ const (
 	hdrEntrySize   = 88
 	hdrPageSize    = 92
 	hdrMaxMessage  = 96
-	hdrUsed        = 100 // bytes of the header that carry fields
+	hdrFeatures    = 100
+	hdrUsed        = 104 // bytes of the header that carry fields
 )
 
 const (
@@ -85,6 +87,25 @@ const (
 	MaxMessageLimit = 1<<31 - 1
 	// partAlign is where NewLayout starts each part.
 	partAlign = 4096
+)
+
+// Feature bits of the header's Features field: what the engine side of a
+// region does beyond version 1's entries. A worker uses a feature only
+// when the header names it (a daemon from before the field writes 0
+// there), and one that needs a feature the daemon lacks says so at
+// attach, so an old daemon and a new worker meet with a clear error,
+// never a misread entry (as io_uring's feature bits do).
+const (
+	// FeatureQuietAccept: a Send or Reply may carry SubFlagQuiet; once
+	// accepted it is then answered by nothing but its outcome (entry.go).
+	FeatureQuietAccept uint32 = 1 << iota
+	// FeatureReturnOnSubmit: a Send or Reply may carry a run of receive
+	// pages to give back (its Page and Pages fields), sparing a
+	// ReturnPages entry.
+	FeatureReturnOnSubmit
+	// Features are the bits this package's engine side implements (hub/
+	// and shmtest/ both).
+	Features = FeatureQuietAccept | FeatureReturnOnSubmit
 )
 
 // ErrLayout is wrapped by every *LayoutError (errors.Is(err, ErrLayout)).
@@ -133,6 +154,7 @@ type Layout struct {
 	PoolOffset  uint64
 	PoolPages   uint64
 	MaxMessage  uint32 // largest message in bytes (see the table)
+	Features    uint32 // Feature bits of the engine side (NewLayout: Features)
 }
 
 // NewLayout places the parts of a region for p and checks the result.
@@ -157,7 +179,7 @@ func NewLayout(p Params) (Layout, error) {
 		return Layout{}, err
 	}
 	l := Layout{SQEntries: p.SQEntries, CQEntries: p.CQEntries, ArenaSize: p.ArenaSize, PoolPages: p.PoolPages,
-		MaxMessage: p.MaxMessage}
+		MaxMessage: p.MaxMessage, Features: Features}
 	if l.MaxMessage == 0 {
 		l.MaxMessage = DefaultMaxMessage
 	}
@@ -284,6 +306,7 @@ func (l *Layout) WriteHeader(region []byte) error {
 	le.PutUint32(h[hdrEntrySize:], EntrySize)
 	le.PutUint32(h[hdrPageSize:], PageSize)
 	le.PutUint32(h[hdrMaxMessage:], l.MaxMessage)
+	le.PutUint32(h[hdrFeatures:], l.Features)
 	return nil
 }
 
@@ -322,6 +345,7 @@ func ParseHeader(region []byte) (Layout, error) {
 		PoolOffset:  le.Uint64(h[hdrPoolOffset:]),
 		PoolPages:   le.Uint64(h[hdrPoolPages:]),
 		MaxMessage:  le.Uint32(h[hdrMaxMessage:]),
+		Features:    le.Uint32(h[hdrFeatures:]), // unknown bits are the daemon's; a worker uses those it knows
 	}
 	if l.MaxMessage == 0 {
 		l.MaxMessage = DefaultMaxMessage // a daemon from before the field

@@ -41,7 +41,7 @@ func TestNewLayout_placesParts(t *testing.T) {
 		ArenaOffset: 61440, ArenaSize: 1 << 20,
 		PoolOffset: 61440 + 1<<20, PoolPages: 16,
 		RegionSize: 61440 + 1<<20 + 16*PageSize,
-		MaxMessage: DefaultMaxMessage,
+		MaxMessage: DefaultMaxMessage, Features: Features,
 	}
 	if l != want {
 		t.Fatalf("layout\n got %+v\nwant %+v", l, want)

@@ -110,6 +110,7 @@ type session struct {
 	waiting []uint64   // client RPCs whose requests wait here for free pages, oldest first
 
 	submissions, badSubmissions, wakeups uint64
+	quiet, pagesOnSubmit                 uint64 // see SessionInfo
 }
 
 // defaultHost is Config.Host's zero value: 127.0.0.1.

@@ -262,3 +262,63 @@ func TestRingStart_wraps(t *testing.T) {
 		t.Errorf("session %+v", info)
 	}
 }
+
+// Quiet Sends and Replies get no Accepted: only their outcome, and their
+// Released in every Release mode (where "flag" would have flagged the
+// Accepted, a Released stands alone). Pages given back on a Send or Reply
+// return to the pool as a ReturnPages would.
+func TestQuiet_modesAndPagesOnSubmit(t *testing.T) {
+	for _, tc := range []struct {
+		mode   string
+		client string // the client's completions of its Send, after the Reply
+		server string // the server's, after its Reply
+	}{
+		{"end", `released c2 3@0; response c2 "PONG" from 9`, `released c3 4@0`},
+		{"separate", `released c2 3@0; response c2 "PONG" from 9`, `released c3 4@0`},
+		{"flag", `released c2 3@0; response c2 "PONG" from 9`, `released c3 4@0`},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			mode, err := ParseRelease(tc.mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := start(t, Config{Release: mode})
+			srv, cl := attach(t, e), attach(t, e)
+			srv.submit(shm.Submission{Op: shm.OpBind, Cookie: 9, Port: 9})
+			if got, _ := srv.read(1); got != "accepted c9" {
+				t.Fatalf("bind: %s", got)
+			}
+			copy(cl.a.Layout.Arena(cl.a.Region), "req")
+			cl.submit(shm.Submission{Op: shm.OpSend, Flags: shm.SubFlagQuiet, Cookie: 2, PeerIP: here, PeerPort: 9, Length: 3})
+			got, req := srv.read(1)
+			if got != `request c0 "req" from 32770` {
+				t.Fatalf("request: %s", got)
+			}
+			copy(srv.a.Layout.Arena(srv.a.Region), "PONG")
+			srv.submit(shm.Submission{Op: shm.OpReply, Flags: shm.SubFlagQuiet, Cookie: 3, RPCID: req.RPCID,
+				PeerIP: req.PeerIP, PeerPort: req.PeerPort, Length: 4, Page: req.Page, Pages: req.Pages})
+			got, resp := cl.read(lines(tc.client))
+			if got != tc.client {
+				t.Errorf("client:\n got %s\nwant %s", got, tc.client)
+			}
+			if got, _ := srv.read(lines(tc.server)); got != tc.server {
+				t.Errorf("server:\n got %s\nwant %s", got, tc.server)
+			}
+			// The response's pages ride on the next Send, to a port nobody bound.
+			cl.submit(shm.Submission{Op: shm.OpSend, Flags: shm.SubFlagQuiet, Cookie: 4, PeerIP: here, PeerPort: 5,
+				Length: 3, Page: resp.Page, Pages: resp.Pages})
+			if got, _ := cl.read(2); got != "released c4 3@0; error c4 port unreachable" {
+				t.Errorf("send to an unbound port: %s", got)
+			}
+			cl.idle()
+			srv.idle()
+			for _, w := range []int{0, 1} {
+				info, _ := e.Session(w)
+				if info.PagesHeld != 0 || info.Quiet == 0 || info.PagesOnSubmit != 1 {
+					t.Errorf("session %d: %d pages held, %d quiet, %d page runs on submit; want 0, >0, 1",
+						w, info.PagesHeld, info.Quiet, info.PagesOnSubmit)
+				}
+			}
+		})
+	}
+}

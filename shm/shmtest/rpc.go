@@ -32,6 +32,14 @@ func (e *Engine) handle(ws *session, slot *shm.Slot) {
 		e.emit(ws, c)
 		return
 	}
+	if s.Pages != 0 && s.Op != shm.OpReturnPages { // pages riding on a Send or Reply
+		if !ws.side.Pages.Return(s.Page, s.Pages) {
+			e.emit(ws, shm.Completion{Op: shm.CompError, Flags: shm.CompFlagReleased, Cookie: s.Cookie,
+				RPCID: s.RPCID, Err: shm.ErrCodeBadPage})
+			return
+		}
+		ws.pagesOnSubmit++
+	}
 	switch s.Op {
 	case shm.OpBind:
 		e.bind(ws, &s)
@@ -120,9 +128,19 @@ func (e *Engine) send(ws *session, s *shm.Submission) {
 }
 
 // accept acknowledges a Send (atEnd: its range is released when its RPC
-// ends) or a Reply, releasing the range as the Release mode says.
+// ends) or a Reply, releasing the range as the Release mode says. A quiet
+// one (SubFlagQuiet) is not acknowledged: only its range is released, on
+// its own, where the Release mode would have flagged the Accepted.
 func (e *Engine) accept(ws *session, s *shm.Submission, id uint64, atEnd bool) {
 	c := shm.Completion{Op: shm.CompAccepted, Cookie: s.Cookie, RPCID: id}
+	released := shm.Completion{Op: shm.CompReleased, Cookie: s.Cookie, Offset: s.Offset, Length: s.Length}
+	if s.Flags&shm.SubFlagQuiet != 0 {
+		ws.quiet++
+		if e.cfg.Release != ReleaseAtEnd || !atEnd {
+			e.emit(ws, released)
+		}
+		return
+	}
 	switch {
 	case e.cfg.Release == ReleaseWithAccept:
 		c.Flags = shm.CompFlagReleased
@@ -131,7 +149,7 @@ func (e *Engine) accept(ws *session, s *shm.Submission, id uint64, atEnd bool) {
 		e.emit(ws, c)
 	default:
 		e.emit(ws, c)
-		e.emit(ws, shm.Completion{Op: shm.CompReleased, Cookie: s.Cookie, Offset: s.Offset, Length: s.Length})
+		e.emit(ws, released)
 	}
 }
 
