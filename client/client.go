@@ -51,7 +51,8 @@ type Client struct {
 	inflight map[uint64]sent       // cookie → arena range the engine may still read
 	rpcs     map[uint64]clientRPC  // client RPC id → its Send, until its result is dispatched
 	queue    []*Message            // requests and RPC results not yet taken, oldest first
-	toReturn []pageRun             // pages to give back, found while dispatching
+	toReturn []pageRun             // pages to give back: released Messages' and those dispatch refused
+	features uint32                // the header's Feature bits this client uses
 	replies  map[uint64]asyncReply // cookie → ReplyAsync not yet answered
 
 	awaiting  uint64         // cookie whose Accepted/Error a call waits for; 0: none
@@ -71,10 +72,13 @@ type Client struct {
 }
 
 // sent is an arena range under a submission: the range taken and the
-// message's length in it.
+// message's length in it, and the pages that rode on the submission
+// (FeatureReturnOnSubmit), which are ours again if the daemon refuses the
+// entry as malformed.
 type sent struct {
 	span   arenaSpan
 	length uint32
+	rode   pageRun
 }
 
 // clientRPC is what Send knows of an RPC it started.
@@ -84,10 +88,12 @@ type clientRPC struct {
 	abandoned bool // Call gave up on it: drop its result
 }
 
-// asyncReply is a ReplyAsync awaiting the daemon's answer.
+// asyncReply is a ReplyAsync awaiting the daemon's answer (quiet: it asked
+// for none; its Released, or an Error, is the answer).
 type asyncReply struct {
-	id   uint64
-	peer Addr
+	id    uint64
+	peer  Addr
+	quiet bool
 }
 
 // pageRun is a run of receive-pool pages.
@@ -107,6 +113,7 @@ type Stats struct {
 	BadCompletions uint64 // completions that failed validation, skipped
 	Stray          uint64 // valid completions matching nothing this client did; skipped, pages given back
 	RingCorrupt    uint64 // out-of-range ring indices seen (either ring): the daemon is broken
+	PagesOnSubmit  uint64 // page runs given back on a Send or Reply instead of a ReturnPages entry
 	ArenaFree      uint64 // gauge: free bytes in the transmit arena
 	PagesHeld      uint64 // gauge: pool pages held by Messages not yet released
 }
@@ -148,6 +155,7 @@ func Dial(path string, opt Options) (*Client, error) {
 		rpcs:     make(map[uint64]clientRPC),
 		replies:  make(map[uint64]asyncReply),
 		queue:    make([]*Message, 0, 64),
+		features: l.Features & (shm.FeatureQuietAccept | shm.FeatureReturnOnSubmit),
 	}, nil
 }
 

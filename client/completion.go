@@ -19,6 +19,7 @@ func (c *Client) submit(s *shm.Submission) (uint64, error) {
 	}
 	c.cookie++
 	s.Cookie = c.cookie
+	c.ride(s)
 	s.Encode(&c.sub)
 	if c.sq.Push(&c.sub) {
 		return s.Cookie, nil
@@ -28,6 +29,7 @@ func (c *Client) submit(s *shm.Submission) (uint64, error) {
 	for !c.sq.Push(&c.sub) {
 		now := time.Now()
 		if now.After(end) {
+			c.unride(s)
 			return 0, ErrNoAnswer
 		}
 		if c.daemonGone(now) {
@@ -37,6 +39,27 @@ func (c *Client) submit(s *shm.Submission) (uint64, error) {
 		runtime.Gosched()
 	}
 	return s.Cookie, nil
+}
+
+// ride puts a run of pages to give back on s, a Send or Reply, where the
+// daemon takes them there (FeatureReturnOnSubmit): one entry fewer.
+func (c *Client) ride(s *shm.Submission) {
+	if c.features&shm.FeatureReturnOnSubmit == 0 || len(c.toReturn) == 0 || (s.Op != shm.OpSend && s.Op != shm.OpReply) {
+		return
+	}
+	r := c.toReturn[len(c.toReturn)-1]
+	c.toReturn = c.toReturn[:len(c.toReturn)-1]
+	s.Page, s.Pages = r.page, r.pages
+	c.stats.PagesOnSubmit++
+}
+
+// unride takes back the pages ride put on s, which was never submitted.
+func (c *Client) unride(s *shm.Submission) {
+	if s.Pages != 0 && s.Op != shm.OpReturnPages {
+		c.toReturn = append(c.toReturn, pageRun{s.Page, s.Pages})
+		c.stats.PagesOnSubmit--
+		s.Page, s.Pages = 0, 0
+	}
 }
 
 // await waits for the Accepted or Error that answers the submission with
@@ -61,13 +84,22 @@ func (c *Client) await(cookie uint64, sendTo *Addr) (shm.Completion, error) {
 	return c.answer, nil
 }
 
-// progress reads and dispatches what the completion ring holds, then
-// gives back the pages dispatch set aside. It returns the completions read.
+// progress reads and dispatches what the completion ring holds and
+// returns the completions read. Pages to give back wait in toReturn for
+// the next Send or Reply (ride) where the daemon takes them there, until
+// a wait finds nothing (waitCQ), or until holdRuns of them wait;
+// otherwise they go back at once.
 func (c *Client) progress() int {
 	n := c.reap()
-	c.flush()
+	if c.features&shm.FeatureReturnOnSubmit == 0 || len(c.toReturn) >= holdRuns {
+		c.flush()
+	}
 	return n
 }
+
+// holdRuns bounds the page runs a client keeps back for its next Send or
+// Reply.
+const holdRuns = 16
 
 // reap pops completions in bursts until the ring is empty, or a ring's
 // worth has been read (an engine that keeps pushing cannot hold it here),
@@ -115,12 +147,16 @@ func (c *Client) dispatch(slot *shm.Slot) {
 	switch comp.Op {
 	case shm.CompReleased:
 		c.released(comp.Cookie, comp.Offset, comp.Length)
+		if r, ok := c.replies[comp.Cookie]; ok && r.quiet { // a quiet ReplyAsync accepted, and done
+			delete(c.replies, comp.Cookie)
+			c.stats.Replies++
+		}
 	case shm.CompAccepted, shm.CompError:
 		if comp.Op == shm.CompError {
 			c.stats.Errors++
 		}
 		if comp.Flags&shm.CompFlagReleased != 0 {
-			c.releasedAll(comp.Cookie)
+			c.releasedAll(comp.Cookie, comp.Op == shm.CompError && comp.Err < shm.ErrCodeTimeout)
 		}
 		switch {
 		case c.awaiting != 0 && comp.Cookie == c.awaiting:
@@ -172,11 +208,13 @@ func (c *Client) released(cookie, off uint64, length uint32) {
 		c.stats.Stray++ // not ours, or not the range we gave: freeing it could corrupt the arena
 		return
 	}
-	c.releasedAll(cookie)
+	c.releasedAll(cookie, false)
 }
 
-// releasedAll frees the arena range of cookie's message.
-func (c *Client) releasedAll(cookie uint64) {
+// releasedAll frees the arena range of cookie's message; malformed: the
+// daemon refused the entry as malformed, so pages that rode on it are
+// still ours to give back.
+func (c *Client) releasedAll(cookie uint64, malformed bool) {
 	s, ok := c.inflight[cookie]
 	if !ok {
 		c.stats.Stray++
@@ -184,6 +222,9 @@ func (c *Client) releasedAll(cookie uint64) {
 	}
 	delete(c.inflight, cookie)
 	c.arena.release(s.span)
+	if malformed && s.rode.pages != 0 {
+		c.toReturn = append(c.toReturn, s.rode)
+	}
 }
 
 // rpcEnded queues the failure of a client RPC.

@@ -165,6 +165,7 @@ func checkNoLeak(t *testing.T, f *shmtest.Engine, cs []*Client, sessions []int) 
 	for i, c := range cs {
 		waitFor(t, fmt.Sprintf("client %d's arena to be free", i), func() bool {
 			c.progress()
+			c.flush() // an idle client gives its pages back before it sleeps
 			return c.Stats().ArenaFree == c.arena.size
 		})
 		if st := c.Stats(); st.PagesHeld != 0 || st.BadCompletions != 0 || st.RingCorrupt != 0 {

@@ -139,7 +139,7 @@ func (c *Client) pushStaged(s *shm.Submission, sp arenaSpan) (uint64, error) {
 	}
 	// Nothing was read since the push: the range is recorded before any
 	// completion could release it.
-	c.inflight[cookie] = sent{span: sp, length: s.Length}
+	c.inflight[cookie] = sent{span: sp, length: s.Length, rode: pageRun{s.Page, s.Pages}}
 	return cookie, nil
 }
 
@@ -236,7 +236,8 @@ func (c *Client) Reply(req *Message, resp []byte) error { return c.reply(req, re
 // server can answer a burst of requests within one pass of the daemon's
 // loop instead of one pass each. The daemon's answer is read later, by
 // any call that reads completions: an acceptance counts in
-// Stats.Replies; a refusal (the RPC has ended: its client aborted or
+// Stats.Replies (where the daemon takes quiet submissions, the reply asks
+// for no Accepted, and it counts when its arena range comes back); a refusal (the RPC has ended: its client aborted or
 // timed out, or it was never ours) counts in Stats.Errors and
 // Stats.ReplyRefused and is queued as a Message for Receive, with req's
 // ID and Peer, Request false and Err set — the reply is not lost
@@ -258,9 +259,13 @@ func (c *Client) reply(req *Message, resp []byte, async bool) error {
 			Length: uint32(len(resp))}
 		s.PeerIP, s.PeerIP6 = shm.PeerFields(req.Peer.IP)
 		if async {
+			quiet := c.features&shm.FeatureQuietAccept != 0
+			if quiet {
+				s.Flags = shm.SubFlagQuiet // accepted: its Released says so; refused: an Error
+			}
 			var cookie uint64
 			if cookie, err = c.pushStaged(&s, sp); err == nil {
-				c.replies[cookie] = asyncReply{id: req.ID, peer: req.Peer}
+				c.replies[cookie] = asyncReply{id: req.ID, peer: req.Peer, quiet: quiet}
 			}
 		} else if _, err = c.submitStaged(&s, sp, nil); err == nil {
 			c.stats.Replies++

@@ -74,12 +74,16 @@ func (c *Client) waitCQ(end time.Time) error {
 		left := time.Duration(-1)
 		if !end.IsZero() {
 			if left = end.Sub(now); left <= 0 {
+				c.flush() // empty-handed: pages kept back for a Send or Reply go now
 				if c.daemonGone(now) {
 					return c.lastLook()
 				}
 				return errEnd
 			}
 		}
+		// Pages kept back for a Send or Reply go now: the client may
+		// sleep long.
+		c.flush()
 		// Say we are about to sleep, then look once more: either the
 		// engine sees the flag after pushing, or we see what it pushed.
 		c.cq.SetWaiting(true)

@@ -214,7 +214,7 @@ func TestCall_allocs(t *testing.T) {
 	t.Logf("%v allocations per Call", n)
 }
 
-// With the engine stalled, releases fill a small submission ring; the
+// With the engine stalled, page returns fill a small submission ring; the
 // client yields until the engine drains it, and nothing is lost.
 func TestSubmit_ringFullWaits(t *testing.T) {
 	p := testParams()
@@ -233,7 +233,10 @@ func TestSubmit_ringFullWaits(t *testing.T) {
 	f.Pause() // the engine's loop stops between passes
 	time.AfterFunc(20*time.Millisecond, f.Resume)
 	for _, m := range ms {
-		m.Release() // ReturnPages: the fifth finds the ring full
+		m.Release() // given back at the next call that reads completions
+	}
+	if _, err := c.Receive(time.Millisecond); err != ErrWaitTimeout { // ReturnPages: the fifth finds the ring full
+		t.Fatalf("receive: %v", err)
 	}
 	if st := c.Stats(); st.SQFull == 0 {
 		t.Errorf("stats %+v: the ring never filled", st)

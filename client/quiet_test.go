@@ -1,0 +1,65 @@
+package client
+
+import (
+	"bytes"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+// Where the daemon takes them, pages ride on the next Send or Reply and
+// ReplyAsync asks for no Accepted: each side of an echo submits one entry
+// per exchange (the server's Bind and a last page return aside), and
+// nothing is lost.
+func TestEcho_oneSubmissionPerExchange(t *testing.T) {
+	f := newFake(t, testParams())
+	srv := dial(t, f, Options{})
+	if err := srv.Bind(99); err != nil {
+		t.Fatal(err)
+	}
+	cl := dial(t, f, Options{})
+	dst := Addr{IP: netip.AddrFrom4(host), Port: 99}
+	const rounds = 50
+	for i := range rounds {
+		msg := pattern(100+i, byte(i))
+		id, err := cl.Send(dst, msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := srv.Receive(time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.ReplyAsync(req, req.Data); err != nil {
+			t.Fatal(err)
+		}
+		req.Release()
+		m, err := cl.Wait(id, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(m.Data, msg) {
+			t.Fatalf("round %d: echo differs", i)
+		}
+		m.Release()
+	}
+	if _, err := srv.Receive(time.Millisecond); err != ErrWaitTimeout { // empty-handed: the last request's pages go back
+		t.Fatal(err)
+	}
+	checkNoLeak(t, f, []*Client{cl, srv}, []int{0, 1})
+	waitFor(t, "the server's replies to be done", func() bool {
+		srv.progress()
+		return srv.Stats().Replies == rounds
+	})
+	si, _ := f.Session(0)
+	ci, _ := f.Session(1)
+	if si.Quiet != rounds || ci.Quiet != 0 {
+		t.Errorf("quiet submissions: server %d, client %d; want %d, 0 (Send waits for its RPC id)", si.Quiet, ci.Quiet, rounds)
+	}
+	if si.PagesOnSubmit != rounds-1 || ci.PagesOnSubmit != rounds-1 { // each run but the last rides on the next
+		t.Errorf("page runs on submissions: server %d, client %d; want %d each", si.PagesOnSubmit, ci.PagesOnSubmit, rounds-1)
+	}
+	if si.Submissions != rounds+2 || ci.Submissions != rounds+1 { // + Bind and ReturnPages; + ReturnPages
+		t.Errorf("submissions: server %d, client %d; want %d, %d", si.Submissions, ci.Submissions, rounds+2, rounds+1)
+	}
+}
