@@ -23,6 +23,9 @@ type GoalInputs struct {
 	Throughput *ThroughputResult
 	Cost       *CostResult
 	Starts     *StartsResult
+	// Collectives are perf collectives' jobs (nil: it did not run; its
+	// rows then have no figures).
+	Collectives []CollectivesFigures
 }
 
 func atLeast(g *Goal, v, want float64) {
@@ -125,6 +128,8 @@ func Goals(in GoalInputs) []Goal {
 		}
 		gs = append(gs, g)
 	}
+	// The PyTorch backend against gloo (goals_collectives.go).
+	gs = append(gs, CollectivesGoals(in.Collectives)...)
 	return gs
 }
 
