@@ -1,12 +1,15 @@
 // Package collectives is `homa-dpdk perf collectives`: the PyTorch
-// backend (python/homa_dpdk/torch.py) against gloo, kernel TCP, in the
-// same jobs. It serves the demo's hosts in this process (one worker
-// socket each, joined by the ring switch), runs
-// python/examples/collectives_bench.py as a job of 2 and of 4 ranks (one
-// Python process per rank, env:// rendezvous), and turns what rank 0
-// reports (all_reduce latency and bus bandwidth from 4 B to 64 MiB,
-// send/recv ping-pong, homa's ring and recursive doubling at every size)
-// into tables, the goal rows and plots.
+// backend "homa" (whichever implementation registers it) against gloo,
+// kernel TCP, in the same jobs. It serves the demo's hosts in this
+// process (one worker socket each, joined by the ring switch), runs
+// python/examples/collectives_bench.py and then
+// python/examples/ddp_bench.py as jobs of 2 and of 4 ranks (one Python
+// process per rank, env:// rendezvous), and turns what rank 0 reports
+// (all_reduce latency and bus bandwidth from 4 B to 64 MiB, send/recv
+// ping-pong, homa's ring and recursive doubling at every size; DDP
+// training steps over homa, over gloo and without communication, and
+// whether homa's trajectory is gloo's) into tables, the goal rows and
+// plots.
 package collectives
 
 import (
@@ -26,6 +29,7 @@ import (
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/demo"
+	"github.com/homa-dpdk/homa-dpdk/perf"
 )
 
 // Config is one run.
@@ -33,6 +37,13 @@ type Config struct {
 	Ranks      []int  // job sizes, each a job of its own (2 and 4)
 	Quick      bool   // sizes up to 1 MiB, fewer repetitions (the bench's --quick)
 	Algorithms bool   // also homa's ring and recursive doubling at every size
+	DDP        bool   // also the DDP training step (ddp_bench.py)
+	DDPOnly    bool   // the DDP training step alone, no collectives_bench.py
+	DDPSteps   int    // timed steps per variant
+	DDPWarmup  int    // untimed steps per variant before
+	DDPBatch   int    // samples per rank per step
+	DDPWidth   int    // the MLP's input and hidden width (1024: ~10 MiB of gradients)
+	DDPOut     int    // the MLP's output width
 	Python     string // the interpreter with torch (Debian's /usr/bin/python3)
 	Root       string // the repository: python/ and python/examples/collectives_bench.py
 	Dir        string // results directory: collectives.json, the plots, each rank's log
@@ -42,7 +53,15 @@ type Config struct {
 
 // DefaultConfig is the full run.
 func DefaultConfig() Config {
-	return Config{Ranks: []int{2, 4}, Algorithms: true, Python: "/usr/bin/python3", Root: ".", Timeout: 20 * time.Minute}
+	return Config{Ranks: []int{2, 4}, Algorithms: true, DDP: true, DDPSteps: 50, DDPWarmup: 5, DDPBatch: 1, DDPWidth: 1024, DDPOut: 512,
+		Python: "/usr/bin/python3", Root: ".", Timeout: 20 * time.Minute}
+}
+
+// Smoke makes c the smoke size (CI): sizes up to 1 MiB, and a few DDP
+// steps of a small model (0.6 MiB of gradients).
+func (c *Config) Smoke() {
+	c.Quick = true
+	c.DDPSteps, c.DDPWarmup, c.DDPWidth, c.DDPOut = 5, 2, 256, 128
 }
 
 // Validate checks cfg before anything starts.
@@ -58,14 +77,34 @@ func (c Config) Validate() error {
 	if c.Timeout <= 0 {
 		return fmt.Errorf("--timeout %v: want a positive duration", c.Timeout)
 	}
-	script := filepath.Join(c.Root, "python", "examples", "collectives_bench.py")
-	if _, err := os.Stat(script); err != nil {
-		return fmt.Errorf("the benchmark script: %w (run from the repository's root, or give --root)", err)
+	if c.DDPOnly && !c.DDP {
+		return errors.New("--ddp-only with --no-ddp: nothing to run")
+	}
+	if c.DDP && (c.DDPSteps < 1 || c.DDPWarmup < 0 || c.DDPBatch < 1 || c.DDPWidth < 1 || c.DDPOut < 1) {
+		return fmt.Errorf("DDP: %d steps, %d warm-up, batch %d, width %d, out %d; want steps, batch and widths >= 1",
+			c.DDPSteps, c.DDPWarmup, c.DDPBatch, c.DDPWidth, c.DDPOut)
+	}
+	for _, s := range c.scripts() {
+		if _, err := os.Stat(filepath.Join(c.Root, "python", "examples", s)); err != nil {
+			return fmt.Errorf("the benchmark script: %w (run from the repository's root, or give --root)", err)
+		}
 	}
 	if err := exec.Command(c.Python, "-c", "import torch.distributed").Run(); err != nil {
 		return fmt.Errorf("%s cannot import torch.distributed (%v): scripts/setup.sh installs python3-torch", c.Python, err)
 	}
 	return nil
+}
+
+// scripts are the per-rank scripts the run needs.
+func (c Config) scripts() []string {
+	var s []string
+	if !c.DDPOnly {
+		s = append(s, "collectives_bench.py")
+	}
+	if c.DDP {
+		s = append(s, "ddp_bench.py")
+	}
+	return s
 }
 
 // Point is one size of a measurement: microseconds per call and bus
@@ -78,21 +117,14 @@ type Job struct {
 	Ranks     int     `json:"ranks"`
 	AllReduce []Point `json:"all_reduce"`
 	PingPong  []Point `json:"ping_pong"`
+	DDP       *DDP    `json:"ddp,omitempty"`
 	Seconds   float64 `json:"seconds"`
 }
 
 // Result is the run.
 type Result struct {
-	Jobs  []Job  `json:"jobs"`
-	Goals []Goal `json:"goals"`
-}
-
-// Goal is one of issue's goal rows with this run's figure.
-type Goal struct {
-	What string  `json:"what"`
-	Want string  `json:"want"`
-	Got  float64 `json:"got"`
-	Met  bool    `json:"met"`
+	Jobs  []Job       `json:"jobs"`
+	Goals []perf.Goal `json:"goals"` // every collectives goal of the issue, with this run's figure or why none
 }
 
 // Run serves max(Ranks) hosts and runs one job per entry of Ranks.
@@ -143,7 +175,6 @@ func Run(cfg Config) (*Result, error) {
 	}
 	res := &Result{}
 	for _, n := range cfg.Ranks {
-		fmt.Fprintf(cfg.Out, "collectives: %d ranks, homa and gloo ...\n", n)
 		start := time.Now()
 		job, err := runJob(cfg, root, sockets, n)
 		if err != nil {
@@ -155,28 +186,83 @@ func Run(cfg Config) (*Result, error) {
 	if err := stopDemo(); err != nil {
 		return nil, err
 	}
-	res.Goals = goals(res)
+	res.Goals = perf.CollectivesGoals(Figures(res))
 	return res, nil
 }
 
-// runJob runs the bench as a job of n ranks and reads rank 0's JSON.
+// runJob runs the benches as jobs of n ranks, one after the other
+// (collectives_bench.py unless DDPOnly, then ddp_bench.py with DDP), and
+// reads rank 0's JSON.
 func runJob(cfg Config, root, sockets string, n int) (*Job, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
 	logDir := filepath.Join(cfg.Dir, fmt.Sprintf("ranks-%d", n))
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, err
 	}
-	out := filepath.Join(logDir, "bench.json")
-	args := []string{filepath.Join(root, "python", "examples", "collectives_bench.py"), "--json", out}
-	if cfg.Quick {
-		args = append(args, "--quick")
+	job := &Job{Ranks: n}
+	if !cfg.DDPOnly {
+		fmt.Fprintf(cfg.Out, "collectives: %d ranks, homa and gloo ...\n", n)
+		out := filepath.Join(logDir, "bench.json")
+		args := []string{"--json", out}
+		if cfg.Quick {
+			args = append(args, "--quick")
+		}
+		if cfg.Algorithms {
+			args = append(args, "--algorithms")
+		}
+		if err := launch(cfg, root, sockets, n, "collectives_bench.py", args, logDir, "rank"); err != nil {
+			return nil, err
+		}
+		if err := readJSON(out, job); err != nil {
+			return nil, err
+		}
+		if job.Ranks != n || len(job.AllReduce) == 0 {
+			return nil, fmt.Errorf("%s: %d ranks, %d sizes; want %d ranks", out, job.Ranks, len(job.AllReduce), n)
+		}
 	}
-	if cfg.Algorithms {
-		args = append(args, "--algorithms")
+	if cfg.DDP {
+		fmt.Fprintf(cfg.Out, "collectives: %d ranks, DDP training steps over homa, gloo and none ...\n", n)
+		start := time.Now()
+		out := filepath.Join(logDir, "ddp.json")
+		args := []string{"--json", out, "--steps", strconv.Itoa(cfg.DDPSteps), "--warmup", strconv.Itoa(cfg.DDPWarmup),
+			"--batch", strconv.Itoa(cfg.DDPBatch), "--width", strconv.Itoa(cfg.DDPWidth), "--out", strconv.Itoa(cfg.DDPOut)}
+		if err := launch(cfg, root, sockets, n, "ddp_bench.py", args, logDir, "ddp-rank"); err != nil {
+			return nil, err
+		}
+		var d DDP
+		if err := readJSON(out, &d); err != nil {
+			return nil, err
+		}
+		if err := d.validate(n); err != nil {
+			return nil, fmt.Errorf("%s: %w", out, err)
+		}
+		d.Summarize()
+		d.Seconds = time.Since(start).Seconds()
+		job.DDP = &d
 	}
+	return job, nil
+}
+
+// readJSON reads rank 0's results from path into v.
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("rank 0 wrote no results: %w", err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// launch runs python/examples/script with args as a job of n ranks (a
+// process each, env:// rendezvous on a free port), each rank's output in
+// logDir/<log>-<rank>.log and rank 0's progress lines to cfg.Out as well.
+func launch(cfg Config, root, sockets string, n int, script string, args []string, logDir, log string) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	args = append([]string{filepath.Join(root, "python", "examples", script)}, args...)
 	pyPath := filepath.Join(root, "python")
 	if p := os.Getenv("PYTHONPATH"); p != "" {
 		pyPath += ":" + p
@@ -189,9 +275,9 @@ func runJob(cfg Config, root, sockets string, n int) (*Job, error) {
 		c.Env = append(os.Environ(), "MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port),
 			fmt.Sprintf("RANK=%d", r), fmt.Sprintf("WORLD_SIZE=%d", n), fmt.Sprintf("LOCAL_RANK=%d", r),
 			"HOMA_DPDK_SOCKET_DIR="+sockets, "PYTHONPATH="+pyPath, "OMP_NUM_THREADS=1", "PYTHONDONTWRITEBYTECODE=1")
-		f, err := os.Create(filepath.Join(logDir, fmt.Sprintf("rank-%d.log", r)))
+		f, err := os.Create(filepath.Join(logDir, fmt.Sprintf("%s-%d.log", log, r)))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		files[r] = f
 		c.Stdout = f
@@ -205,7 +291,7 @@ func runJob(cfg Config, root, sockets string, n int) (*Job, error) {
 				for sc.Scan() {
 					line := sc.Text()
 					fmt.Fprintln(f, line)
-					if strings.HasPrefix(line, "all_reduce ") || strings.HasPrefix(line, "ping_pong ") {
+					if strings.HasPrefix(line, "all_reduce ") || strings.HasPrefix(line, "ping_pong ") || strings.HasPrefix(line, "ddp") {
 						fmt.Fprintf(cfg.Out, "  %d ranks: %s\n", n, line)
 					}
 				}
@@ -215,7 +301,7 @@ func runJob(cfg Config, root, sockets string, n int) (*Job, error) {
 			c.Stderr = f
 		}
 		if err := c.Start(); err != nil {
-			return nil, err
+			return err
 		}
 		cmds[r] = c
 	}
@@ -237,20 +323,9 @@ func runJob(cfg Config, root, sockets string, n int) (*Job, error) {
 		files[r].Close()
 	}
 	if len(failed) > 0 {
-		return nil, fmt.Errorf("the %d-rank job failed: %s", n, strings.Join(failed, "; "))
+		return fmt.Errorf("the %d-rank job of %s failed: %s", n, script, strings.Join(failed, "; "))
 	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		return nil, fmt.Errorf("rank 0 wrote no results: %w", err)
-	}
-	var job Job
-	if err := json.Unmarshal(b, &job); err != nil {
-		return nil, fmt.Errorf("%s: %w", out, err)
-	}
-	if job.Ranks != n || len(job.AllReduce) == 0 {
-		return nil, fmt.Errorf("%s: %d ranks, %d sizes; want %d ranks", out, job.Ranks, len(job.AllReduce), n)
-	}
-	return &job, nil
+	return nil
 }
 
 // freePort is a TCP port of 127.0.0.1 free now, for the job's store.
@@ -263,34 +338,31 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// goals are the issue's goal rows: all_reduce latency at least 10x
-// lower than gloo's for tensors up to 64 KiB (the worst size of each
-// job), and gloo's bus bandwidth or better at the largest size.
-func goals(r *Result) []Goal {
-	var out []Goal
+// Figures are the run's figures for the goal rows
+// (perf.CollectivesGoals): per job, homa's all_reduce time over gloo's and
+// its bus bandwidth over gloo's at each size, and its DDP step over
+// gloo's (none when the trajectories differ).
+func Figures(r *Result) []perf.CollectivesFigures {
+	out := make([]perf.CollectivesFigures, 0, len(r.Jobs))
 	for _, j := range r.Jobs {
-		worst, have := 0.0, false
+		f := perf.CollectivesFigures{Ranks: j.Ranks, LatencyRatio: map[int]float64{}, BusBWRatio: map[int]float64{}}
 		for _, p := range j.AllReduce {
-			if p["bytes"] > 64<<10 || p["homa_us"] <= 0 {
-				continue
+			size := int(p["bytes"])
+			if p["homa_us"] > 0 && p["gloo_us"] > 0 {
+				f.LatencyRatio[size] = p["homa_us"] / p["gloo_us"]
 			}
-			ratio := p["gloo_us"] / p["homa_us"]
-			if !have || ratio < worst {
-				worst, have = ratio, true
-			}
-		}
-		if have {
-			out = append(out, Goal{What: fmt.Sprintf("all_reduce latency up to 64 KiB, gloo over homa (worst size), %d ranks", j.Ranks),
-				Want: ">= 10", Got: worst, Met: worst >= 10})
-		}
-		if n := len(j.AllReduce); n > 0 {
-			p := j.AllReduce[n-1]
-			if p["gloo_busbw_gbps"] > 0 {
-				ratio := p["homa_busbw_gbps"] / p["gloo_busbw_gbps"]
-				out = append(out, Goal{What: fmt.Sprintf("all_reduce bus bandwidth at %s, homa over gloo, %d ranks", SizeName(p["bytes"]), j.Ranks),
-					Want: ">= 1.00", Got: ratio, Met: ratio >= 1})
+			if p["homa_busbw_gbps"] > 0 && p["gloo_busbw_gbps"] > 0 {
+				f.BusBWRatio[size] = p["homa_busbw_gbps"] / p["gloo_busbw_gbps"]
 			}
 		}
+		if d := j.DDP; d != nil {
+			if d.Differ != "" {
+				f.DDPAbsent = "homa's trajectory differs from gloo's"
+			} else {
+				f.DDPStepRatio = d.StepRatio()
+			}
+		}
+		out = append(out, f)
 	}
 	return out
 }

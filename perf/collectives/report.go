@@ -50,15 +50,15 @@ func Tables(r *Result) []NamedTable {
 	if len(al.Rows) > 0 {
 		out = append(out, NamedTable{"homa's all_reduce algorithms at every size (the backend switches to the ring at HOMA_DPDK_TORCH_RING_BYTES, 1 MiB)", al})
 	}
-	g := perf.Table{Header: []string{"goal", "want", "got", "met"}}
-	for _, x := range r.Goals {
-		met := "no"
-		if x.Met {
-			met = "yes"
+	out = append(out, ddpTables(r)...)
+	met := 0
+	for _, g := range r.Goals {
+		if g.Met {
+			met++
 		}
-		g.Rows = append(g.Rows, []string{x.What, x.Want, fmt.Sprintf("%.2f", x.Got), met})
 	}
-	return append(out, NamedTable{"goals", g})
+	return append(out, NamedTable{fmt.Sprintf("goals: the issue's targets for the PyTorch backend against gloo, this run's figures (%d of %d met)",
+		met, len(r.Goals)), perf.GoalsSection(r.Goals).Tables[0]})
 }
 
 // NamedTable is a table with its title.
@@ -78,6 +78,9 @@ func Report(r *Result, w io.Writer) {
 // Markdown writes the tables as markdown to w.
 func Markdown(r *Result, w io.Writer) {
 	fmt.Fprintln(w, "# perf collectives: the PyTorch backend \"homa\" against gloo, same jobs")
+	if m := ddpMethod(r); m != "" {
+		fmt.Fprintf(w, "\n%s\n", m)
+	}
 	for _, t := range Tables(r) {
 		fmt.Fprintf(w, "\n## %s\n\n", t.Title)
 		t.Markdown(w)
@@ -100,6 +103,7 @@ var colors = map[string]color.Color{
 	"gloo":          color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
 	"homa_ring":     color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
 	"homa_doubling": color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+	"compute":       color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff},
 }
 
 // dashes tell the jobs apart: solid for the first job size, dashed for
@@ -167,7 +171,11 @@ func Plot(r *Result, dir string) ([]string, error) {
 		}
 		paths = append(paths, path)
 	}
-	return paths, nil
+	ddp, err := plotDDP(r, dir)
+	if err != nil {
+		return nil, err
+	}
+	return append(paths, ddp...), nil
 }
 
 // binaryTicks marks a log axis of power-of-two sizes: a labelled tick

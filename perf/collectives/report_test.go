@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/homa-dpdk/homa-dpdk/perf"
 )
 
 // A run's results (as the bench writes them) become the tables, the goal
@@ -20,30 +22,40 @@ func TestReport_tablesGoalsAndPlots(t *testing.T) {
 			j.PingPong = append(j.PingPong, Point{"bytes": size, "homa_us": 15, "gloo_us": 200})
 		}
 	}
-	job4.AllReduce[1]["gloo_us"] = 100 // 5x at 64 KiB: the 4-rank latency goal is not met
+	job4.AllReduce[1]["gloo_us"] = 100 // 0.2x at 64 KiB: the 4-rank goal (0.25x) is met, the 2-rank one (0.1x) would not be
+	job2.DDP, job4.DDP = testDDP(2, 30, 40), testDDP(4, 50, 40)
 	r := &Result{Jobs: []Job{job2, job4}}
-	r.Goals = goals(r)
-	want := []bool{true, true, false, true}
-	if len(r.Goals) != len(want) {
+	r.Goals = perf.CollectivesGoals(Figures(r))
+	met := map[string]bool{
+		"all_reduce latency at 4 B, 2 ranks, homa over gloo":          true, // 20/250
+		"all_reduce latency at 64 KiB, 4 ranks, homa over gloo":       true, // 20/100
+		"all_reduce bus bandwidth at 64 MiB, 2 ranks, homa over gloo": true, // 6/5
+		"DDP training step time, 2 ranks, homa over gloo":             true, // 30/40
+		"DDP training step time, 4 ranks, homa over gloo":             false,
+		"all_reduce latency at 1 KiB, 2 ranks, homa over gloo":        false, // no 1 KiB size: absent
+		"all_reduce bus bandwidth at 64 MiB, 4 ranks, homa over gloo": true,
+		"all_reduce latency at 4 B, 4 ranks, homa over gloo":          true,
+		"all_reduce latency at 64 KiB, 2 ranks, homa over gloo":       true,
+		"all_reduce latency at 1 KiB, 4 ranks, homa over gloo":        false,
+	}
+	if len(r.Goals) != len(met) {
 		t.Fatalf("goals %+v", r.Goals)
 	}
-	for i, g := range r.Goals {
-		if g.Met != want[i] {
-			t.Errorf("goal %q: got %.2f, met %v; want met %v", g.What, g.Got, g.Met, want[i])
+	for _, g := range r.Goals {
+		if want, ok := met[g.Goal]; !ok || g.Met != want {
+			t.Errorf("goal %q: got %.2f, met %v, absent %q; want met %v", g.Goal, g.Figure, g.Met, g.Absent, want)
 		}
-	}
-	if g := r.Goals[2]; g.Got != 5 {
-		t.Errorf("4-rank latency goal: %.2f, want the worst size's 5", g.Got)
 	}
 	var text, md bytes.Buffer
 	Report(r, &text)
 	Markdown(r, &md)
-	for _, s := range []string{"64 MiB", "64 KiB", "12.50", "doubling/ring"} {
+	for _, s := range []string{"64 MiB", "64 KiB", "12.50", "doubling/ring", "homa/gloo", "0.75", "50%", "equal", "7 of 10 met",
+		"no all_reduce at 1 KiB"} {
 		if !strings.Contains(text.String(), s) {
 			t.Errorf("report lacks %q:\n%s", s, text.String())
 		}
 	}
-	if !strings.Contains(md.String(), "| ranks |") {
+	if !strings.Contains(md.String(), "| ranks |") || !strings.Contains(md.String(), "under no_sync()") {
 		t.Errorf("markdown has no table:\n%s", md.String())
 	}
 	dir := t.TempDir()
@@ -51,8 +63,8 @@ func TestReport_tablesGoalsAndPlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(paths) != 4 {
-		t.Fatalf("plots %v; want 4", paths)
+	if len(paths) != 6 {
+		t.Fatalf("plots %v; want 6", paths)
 	}
 	for _, p := range paths {
 		if st, err := os.Stat(p); err != nil || st.Size() < 1000 {
