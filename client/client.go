@@ -114,6 +114,7 @@ type Stats struct {
 	Stray          uint64 // valid completions matching nothing this client did; skipped, pages given back
 	RingCorrupt    uint64 // out-of-range ring indices seen (either ring): the daemon is broken
 	PagesOnSubmit  uint64 // page runs given back on a Send or Reply instead of a ReturnPages entry
+	Doorbells      uint64 // submissions that found the daemon's loop asleep and rang its doorbell
 	ArenaFree      uint64 // gauge: free bytes in the transmit arena
 	PagesHeld      uint64 // gauge: pool pages held by Messages not yet released
 }
@@ -126,6 +127,12 @@ func Dial(path string, opt Options) (*Client, error) {
 	a, err := shm.Dial(path)
 	if err != nil {
 		return nil, err
+	}
+	if a.Layout.Features&shm.FeatureDoorbell != 0 {
+		if err := a.AskDoorbell(); err != nil { // the daemon offered it: not getting it is a broken daemon
+			a.Close()
+			return nil, fmt.Errorf("client: %w", err)
+		}
 	}
 	l := &a.Layout
 	sq, err := shm.NewProducer(l.SQ(a.Region), l.SQEntries)

@@ -22,6 +22,7 @@ func (c *Client) submit(s *shm.Submission) (uint64, error) {
 	c.ride(s)
 	s.Encode(&c.sub)
 	if c.sq.Push(&c.sub) {
+		c.ringIfAsleep()
 		return s.Cookie, nil
 	}
 	c.stats.SQFull++
@@ -35,10 +36,21 @@ func (c *Client) submit(s *shm.Submission) (uint64, error) {
 		if c.daemonGone(now) {
 			return 0, ErrDaemonGone
 		}
+		c.ringIfAsleep() // a full ring may be waiting for a sleeping loop
 		c.reap()
 		runtime.Gosched()
 	}
+	c.ringIfAsleep()
 	return s.Cookie, nil
+}
+
+// ringIfAsleep rings the daemon's doorbell if its loop went to sleep with
+// our submission ring's wait flag raised; a plain load when it did not.
+func (c *Client) ringIfAsleep() {
+	if c.att.Doorbell >= 0 && c.sq.TakeWaiter() {
+		shm.RingFD(c.att.Doorbell)
+		c.stats.Doorbells++
+	}
 }
 
 // ride puts a run of pages to give back on s, a Send or Reply, where the

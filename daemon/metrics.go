@@ -95,6 +95,8 @@ var families = []family{
 	{"homa_worker_pool_pages", "Receive-pool pages of the workers, by state: held (by messages) or free.", []string{"state"}, true},
 	{"homa_worker_backlogged_completions", "Completions waiting in the daemon for room in a completion ring now.", nil, true},
 	{"homa_loop_passes_total", "Passes of the polling loop.", nil, true},
+	{"homa_loop_doorbell_wakeups_total", "Idle sleeps of the loop ended early by a worker's doorbell (a submission to a sleeping loop), or an attach or detach.", nil, true},
+	{"homa_loop_sleeps_refrained_total", "Idle sleeps not taken: arming the doorbell found a submission waiting.", nil, true},
 	{"homa_loop_busy_passes_total", "Passes of the polling loop that found work.", nil, true},
 	{"homa_loop_packets_total", "Packets the polling loop received.", nil, true},
 	{"homa_loop_sleeps_total", "Times the idle polling loop slept.", nil, true},
@@ -246,6 +248,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			hc("homa_loop_busy_passes_total", ls.BusyPasses)
 			hc("homa_loop_packets_total", ls.Packets)
 			hc("homa_loop_sleeps_total", ls.Sleeps)
+			hc("homa_loop_doorbell_wakeups_total", ls.Rung)
+			hc("homa_loop_sleeps_refrained_total", ls.Refrained)
 			hg("homa_loop_max_pass_gap_seconds", ls.MaxGap.Seconds())
 		}
 		if ps, err := h.Port().Stats(); err == nil {

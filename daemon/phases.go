@@ -309,6 +309,9 @@ func (d *Daemon) launchLoops(idle lcore.Idle) error {
 		// loop's previous host prepared and receives its own burst.
 		pipe := host.NewPipeline(hosts...)
 		cfg := lcore.Config{Name: hosts[0].String(), Pass: pipe.Pass, Flush: pipe.Flush, Drain: pipe.Drain, Idle: idle}
+		if idle.Kind == lcore.Adaptive { // workers wake the loop instead of waiting out its sleeps
+			cfg.Doorbell = pipe.Doorbell()
+		}
 		if len(hosts) > 1 {
 			cfg.Name = "hosts " + strings.Join(names, ", ")
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/host"
 	"github.com/homa-dpdk/homa-dpdk/host/hosttest"
 	"github.com/homa-dpdk/homa-dpdk/hub"
+	"github.com/homa-dpdk/homa-dpdk/lcore"
 	"github.com/homa-dpdk/homa-dpdk/perf"
 	"github.com/homa-dpdk/homa-dpdk/shm"
 )
@@ -329,5 +331,89 @@ func TestServeWorkers_fourHostsAllPairs(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "10.0.0.4 on a ring switch") {
 		t.Errorf("demo printed:\n%s", out.String())
+	}
+}
+
+// On a loop that sleeps when idle (adaptive, up to 300 ms a sleep here),
+// a worker's submission rings the loop's doorbell instead of waiting out
+// the sleep: idle pauses between RPCs put the loop to sleep, and every
+// RPC still completes, the workers having rung.
+func TestWorkers_doorbellWakesASleepingLoop(t *testing.T) {
+	pc := host.PairConfig{TxQueues: 2}
+	p := hosttest.Pair(t, pc)
+	dir := t.TempDir()
+	lim := hub.Config{MaxOutstanding: 64, Params: shm.Params{SQEntries: 64, CQEntries: 64, ArenaSize: 4 << 20, PoolPages: 64}}
+	hubs, err := ServeOnPair(p, dir, lim)
+	if err != nil {
+		closeHubs(hubs)
+		t.Fatal(err)
+	}
+	bell := p.Doorbell()
+	if bell == nil || len(bell.FDs) != 2 {
+		closeHubs(hubs)
+		t.Fatalf("doorbell %+v: want one per hub", bell)
+	}
+	cpu := runtime.NumCPU() - 1
+	loop, err := lcore.Go(cpu, lcore.Config{Name: "pair", Pass: p.Pass, Flush: p.Flush, Drain: p.Drain, Doorbell: bell,
+		Idle: lcore.Idle{Kind: lcore.Adaptive, SpinPasses: 1000, MinSleep: 300 * time.Millisecond, MaxSleep: 300 * time.Millisecond}})
+	if err != nil {
+		closeHubs(hubs)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := loop.Stop(5 * time.Second); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Cleanup(func() { closeHubs(hubs) }) // first: workers detach while the loop runs
+	sock := func(h *host.Host) string { return filepath.Join(dir, h.Addr().String()+".sock") }
+	srv, err := client.Dial(sock(p.Hosts[1]), client.Options{Spin: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if err := srv.Bind(99); err != nil {
+		t.Fatal(err)
+	}
+	cli, err := client.Dial(sock(p.Hosts[0]), client.Options{Spin: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	dst := client.Addr{IP: p.Hosts[1].Addr(), Port: 99}
+	const rpcs = 5
+	for i := range rpcs {
+		waitSleeps(t, loop, loop.Stats().Sleeps+1) // the loop is asleep, or has slept since the last RPC
+		id, err := cli.Send(dst, []byte{byte(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := srv.Receive(10 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Reply(req, req.Data); err != nil {
+			t.Fatal(err)
+		}
+		req.Release()
+		resp, err := cli.Wait(id, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Release()
+	}
+	st := loop.Stats()
+	if rung := cli.Stats().Doorbells + srv.Stats().Doorbells; rung == 0 || st.Rung == 0 {
+		t.Errorf("workers rang %d times, the loop woke %d times by its doorbell (%+v); want both", rung, st.Rung, st)
+	}
+}
+
+// waitSleeps waits until the loop has slept at least n times.
+func waitSleeps(t *testing.T, l *lcore.Loop, n uint64) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); l.Stats().Sleeps < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the loop did not sleep: %+v", l.Stats())
+		}
 	}
 }

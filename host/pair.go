@@ -6,6 +6,7 @@ import (
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/engine"
+	"github.com/homa-dpdk/homa-dpdk/lcore"
 	"github.com/homa-dpdk/homa-dpdk/nicq"
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
@@ -204,6 +205,10 @@ func (rp *Pair) makeHosts(c PairConfig) error {
 func (rp *Pair) Pass() int {
 	return rp.pipe.Pass()
 }
+
+// Doorbell is the doorbell of the pair's Sleeper applications
+// (Pipeline.Doorbell), for a loop that sleeps between passes.
+func (rp *Pair) Doorbell() *lcore.Doorbell { return rp.pipe.Doorbell() }
 
 // Flush sends what 10.0.0.2 prepared in the last Pass (Pipeline.Flush):
 // for a loop that sleeps between passes (lcore.Config.Flush).

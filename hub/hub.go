@@ -89,6 +89,12 @@ type Hub struct {
 	draining []*session // gone, waiting for the packets still sending from their arenas
 	slots    []shm.Slot // PopBurst buffer
 
+	// bell is the loop's doorbell, which workers ring when they find
+	// their submission ring's wait flag raised (doorbell.go).
+	bell      *shm.Doorbell
+	bellUsers atomic.Int32 // Close and Stop still to come (letGoBell)
+	closeOnce atomic.Bool
+
 	counters    Counters
 	box         snapshotBox // counters published for other threads
 	nextPublish int64
@@ -163,12 +169,19 @@ func New(h Host, c Config) (*Hub, error) {
 		stopped: make(chan struct{}),
 		slots:   make([]shm.Slot, 32),
 	}
+	bell, err := shm.NewDoorbell()
+	if err != nil {
+		return nil, fmt.Errorf("workers: %w", err)
+	}
+	hub.bell = bell
+	hub.bellUsers.Store(2)
 	srv, err := shm.Listen(shm.ServerConfig{
-		Path: c.Path, AllowUIDs: c.AllowUIDs, AllowGIDs: c.AllowGIDs, Params: c.Params,
+		Path: c.Path, AllowUIDs: c.AllowUIDs, AllowGIDs: c.AllowGIDs, Params: c.Params, Doorbell: bell.FD(),
 		SocketGroup: c.SocketGroup, MaxSessionsPerUID: c.MaxSessionsPerUID,
 		OnAttach: hub.onAttach, OnDetach: hub.onDetach, OnRefuse: c.OnRefuse,
 	})
 	if err != nil {
+		bell.Close()
 		return nil, err
 	}
 	hub.srv = srv

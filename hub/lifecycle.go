@@ -62,6 +62,7 @@ func (hub *Hub) onAttach(s *shm.Session) error {
 	}
 	select {
 	case hub.events <- event{ws: ws}:
+		hub.ring() // a sleeping loop takes the session now, before the worker submits
 		return nil
 	case <-hub.stopped:
 		return errStopping
@@ -78,6 +79,7 @@ func (hub *Hub) onDetach(s *shm.Session) {
 	}
 	select {
 	case hub.events <- event{ws: ws, detach: true}:
+		hub.ring()
 	case <-hub.stopped:
 		return
 	}
@@ -174,6 +176,9 @@ func (hub *Hub) Close() error {
 	if err := hub.srv.CloseWithin(hub.lim.CloseWait); err != nil {
 		return fmt.Errorf("workers: %w", err)
 	}
+	if !hub.closeOnce.Swap(true) {
+		hub.letGoBell() // no control goroutine rings it any more
+	}
 	return nil
 }
 
@@ -193,4 +198,5 @@ func (hub *Hub) Stop() {
 	}
 	hub.sessions, hub.draining = nil, nil
 	close(hub.stopped)
+	hub.letGoBell() // the loop has stopped: it polls the doorbell no more
 }

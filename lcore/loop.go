@@ -96,6 +96,23 @@ type Config struct {
 	// follows at once.
 	Flush func() int
 	Idle  Idle
+	// Doorbell, when set, lets other processes end the loop's idle
+	// sleeps (Adaptive): see Doorbell.
+	Doorbell *Doorbell
+}
+
+// Doorbell lets others wake a sleeping loop, as io_uring's SQPOLL thread
+// is woken: before it sleeps the loop calls Arm, which raises the flags
+// its producers read after they publish work (the workers' submission
+// rings' wait flags) and says whether work arrived meanwhile (false: do
+// not sleep). Armed, the loop sleeps in poll(2) on FDs for the sleep's
+// length; a producer that finds the flag raised writes one of them. On
+// waking the loop drains the readable descriptors and calls Disarm (it
+// calls Disarm after an Arm that found work, too). Stop rings FDs[0].
+type Doorbell struct {
+	FDs    []int       // non-blocking eventfds the producers write
+	Arm    func() bool // raise the flags; false if work is already there
+	Disarm func()      // lower them
 }
 
 // Stats are a loop's counters. While the loop runs they are published
@@ -106,6 +123,8 @@ type Stats struct {
 	BusyPasses uint64 // passes whose Pass returned > 0
 	Packets    uint64 // sum of what Pass returned
 	Sleeps     uint64 // sleeps taken (Adaptive)
+	Rung       uint64 // of Sleeps: sleeps a doorbell ended early
+	Refrained  uint64 // sleeps not taken: Doorbell.Arm found work
 	// MaxGap is the longest time the loop took for gapEvery (8)
 	// consecutive passes, not counting its own idle sleeps: a pass that
 	// ran long, or the thread stopped by the garbage collector or the
@@ -134,6 +153,7 @@ type Loop struct {
 	exited atomic.Bool
 
 	passes, busy, packets, sleeps atomic.Uint64
+	rung, refrained               atomic.Uint64
 	maxGap                        atomic.Int64 // ns
 }
 
@@ -278,12 +298,15 @@ func (l *Loop) run() {
 	empty := 0
 	sleep := idle.MinSleep
 	var maxGap int64
+	bell := newBell(l.cfg.Doorbell)
 	publish := func() {
 		l.passes.Store(passes)
 		l.busy.Store(busy)
 		l.packets.Store(packets)
 		l.sleeps.Store(sleeps)
 		l.maxGap.Store(maxGap)
+		l.rung.Store(bell.rung)
+		l.refrained.Store(bell.refrained)
 	}
 	last := nanotime()
 	for !l.stop.Load() {
@@ -311,8 +334,10 @@ func (l *Loop) run() {
 					maxGap = gap
 				}
 				publish()
-				ts := unix.NsecToTimespec(int64(sleep))
-				_ = unix.Nanosleep(&ts, nil)
+				if !bell.sleep(sleep) { // work came as the doorbell was armed
+					empty, sleep = 0, idle.MinSleep
+					continue
+				}
 				last = nanotime() // a sleep the loop chose is not a gap
 				sleeps++
 				if sleep *= 2; sleep > idle.MaxSleep {
@@ -350,6 +375,9 @@ var ErrStopTimeout = errors.New("loop did not stop in time")
 // exit, and returns the error it exited with (a panic in Pass or Drain).
 func (l *Loop) Stop(timeout time.Duration) error {
 	l.stop.Store(true)
+	if d := l.cfg.Doorbell; d != nil && len(d.FDs) > 0 { // a loop asleep on its doorbell stops now
+		_, _ = unix.Write(d.FDs[0], []byte{1, 0, 0, 0, 0, 0, 0, 0})
+	}
 	select {
 	case <-l.done:
 		return l.err
@@ -377,6 +405,8 @@ func (l *Loop) Stats() Stats {
 		BusyPasses: l.busy.Load(),
 		Packets:    l.packets.Load(),
 		Sleeps:     l.sleeps.Load(),
+		Rung:       l.rung.Load(),
+		Refrained:  l.refrained.Load(),
 		MaxGap:     time.Duration(l.maxGap.Load()),
 	}
 }

@@ -49,6 +49,11 @@ type ServerConfig struct {
 	// attached worker closes, before the region is freed. Both run on the
 	// connection's goroutine, one after the other: a session's OnDetach
 	// never starts before its OnAttach has returned.
+	// Doorbell, when above 2, is the eventfd (non-blocking) that wakes
+	// the daemon's sleeping loop: regions then carry FeatureDoorbell, and
+	// a worker that asks ("doorbell\n") gets a copy of it ("doorbell\n"
+	// with the descriptor), once per session.
+	Doorbell int
 	OnAttach func(*Session) error
 	OnDetach func(*Session)
 	// OnRefuse, when set, hears of every worker refused before it
@@ -195,7 +200,7 @@ func (s *Server) serve(c *net.UnixConn) {
 		return
 	}
 	defer s.unreserve(uid) // last: after the region is freed
-	sess, err := newSession(s.cfg.Params, cred, c)
+	sess, err := newSession(s.cfg.Params, s.cfg.Doorbell > 2, cred, c)
 	if err != nil {
 		c.Write([]byte("error " + err.Error() + "\n"))
 		return
@@ -215,12 +220,7 @@ func (s *Server) serve(c *net.UnixConn) {
 	}
 	rights := unix.UnixRights(sess.fd, sess.efd)
 	if _, _, err := c.WriteMsgUnix([]byte("ok\n"), rights, nil); err == nil {
-		buf := make([]byte, 64)
-		for { // idle until the worker goes away
-			if _, err := c.Read(buf); err != nil {
-				break
-			}
-		}
+		s.requests(c) // until the worker goes away
 	}
 	if s.cfg.OnDetach != nil {
 		s.cfg.OnDetach(sess)
@@ -302,7 +302,7 @@ func (s *Server) remove(sess *Session) {
 // newSession makes a worker's region: a memfd of the layout's size, on
 // hugetlb pages when possible, mapped and resident, with header and rings
 // initialised.
-func newSession(p Params, cred *unix.Ucred, c *net.UnixConn) (*Session, error) {
+func newSession(p Params, doorbell bool, cred *unix.Ucred, c *net.UnixConn) (*Session, error) {
 	huge := p
 	huge.RegionAlign = 2 << 20
 	for _, try := range []struct {
@@ -312,6 +312,9 @@ func newSession(p Params, cred *unix.Ucred, c *net.UnixConn) (*Session, error) {
 		l, err := NewLayout(try.p)
 		if err != nil {
 			return nil, err
+		}
+		if doorbell {
+			l.Features |= FeatureDoorbell
 		}
 		fd, err := unix.MemfdCreate("homa-worker", unix.MFD_CLOEXEC|try.flags)
 		if err != nil {
@@ -442,7 +445,10 @@ type Attach struct {
 	Layout  Layout
 	Region  []byte
 	EventFD int // the wake-up eventfd (non-blocking); Close closes it
-	conn    *net.UnixConn
+	// Doorbell is the daemon's doorbell eventfd once AskDoorbell got it,
+	// -1 before; Close closes it.
+	Doorbell int
+	conn     *net.UnixConn
 }
 
 // Dial attaches to the daemon's control socket at path.
@@ -504,7 +510,42 @@ func Dial(path string) (*Attach, error) {
 		c.Close()
 		return nil, err
 	}
-	return &Attach{Layout: l, Region: region, EventFD: efd, conn: c}, nil
+	return &Attach{Layout: l, Region: region, EventFD: efd, Doorbell: -1, conn: c}, nil
+}
+
+// AskDoorbell asks the daemon for its doorbell (FeatureDoorbell must be in
+// the header) and keeps it in a.Doorbell. Call it right after Dial, before
+// anything else reads the control connection.
+func (a *Attach) AskDoorbell() error {
+	if a.Layout.Features&FeatureDoorbell == 0 {
+		return errors.New("attach: the daemon offers no doorbell")
+	}
+	if a.Doorbell >= 0 {
+		return nil
+	}
+	if _, err := a.conn.Write([]byte(DoorbellRequest)); err != nil {
+		return fmt.Errorf("attach: ask for the doorbell: %w", err)
+	}
+	a.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	defer a.conn.SetReadDeadline(time.Time{})
+	buf := make([]byte, 64)
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := a.conn.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return fmt.Errorf("attach: ask for the doorbell: %w", err)
+	}
+	var fds []int
+	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(msgs) == 1 {
+		fds, _ = unix.ParseUnixRights(&msgs[0])
+	}
+	if string(buf[:n]) != DoorbellRequest || len(fds) != 1 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return fmt.Errorf("attach: ask for the doorbell: daemon says %q with %d descriptors", buf[:n], len(fds))
+	}
+	a.Doorbell = fds[0]
+	return nil
 }
 
 // SyscallConn gives access to the control connection's descriptor, which
@@ -524,5 +565,50 @@ func (a *Attach) Close() error {
 		unix.Close(a.EventFD)
 		a.EventFD = -1
 	}
+	if a.Doorbell >= 0 {
+		unix.Close(a.Doorbell)
+		a.Doorbell = -1
+	}
 	return a.conn.Close()
+}
+
+// DoorbellRequest is what a worker writes on its control connection to get
+// the daemon's doorbell (FeatureDoorbell); the answer is the same line with
+// the eventfd, or "error <text>\n".
+const DoorbellRequest = "doorbell\n"
+
+// requests serves what an attached worker writes on its control
+// connection until it closes: one doorbell request; anything else, or a
+// second request, is answered with an error line and otherwise ignored.
+// A worker can make it write at most one line per line it writes.
+func (s *Server) requests(c *net.UnixConn) {
+	buf := make([]byte, 64)
+	var line []byte
+	given := false
+	for {
+		n, err := c.Read(buf)
+		if err != nil {
+			return
+		}
+		for _, b := range buf[:n] {
+			if b != '\n' {
+				if len(line) < len(buf) {
+					line = append(line, b)
+				}
+				continue
+			}
+			switch {
+			case string(line)+"\n" != DoorbellRequest:
+				c.Write([]byte("error unknown request\n"))
+			case s.cfg.Doorbell <= 2:
+				c.Write([]byte("error this daemon has no doorbell\n"))
+			case given:
+				c.Write([]byte("error the doorbell was given already\n"))
+			default:
+				given = true
+				c.WriteMsgUnix([]byte(DoorbellRequest), unix.UnixRights(s.cfg.Doorbell), nil)
+			}
+			line = line[:0]
+		}
+	}
 }

@@ -99,7 +99,8 @@
 // <text>\n" when the worker's uid holds as many sessions as the daemon
 // allows one uid), and then closes. After "ok" the worker maps the whole
 // memfd (its size from fstat) shared, read-write, and checks the header.
-// The connection stays open, idle, for the session's life: when it
+// The connection stays open for the session's life, idle but for the
+// doorbell request ("Waiting" below): when it
 // closes (the worker exits, crashes or calls Close) the daemon aborts
 // the worker's RPCs, unbinds its ports and frees the region. The daemon
 // closes it too when the worker breaks the protocol (a corrupt ring
@@ -191,7 +192,17 @@
 // be spurious; a worker always rechecks the ring.
 //
 // The engine never sleeps on a worker: its polling loop reads every
-// submission ring on each pass.
+// submission ring on each pass. The loop itself may sleep when idle (the
+// daemon's runtime.idle: adaptive); then, where the header has
+// FeatureDoorbell, the same protocol runs the other way round: before it
+// sleeps the loop stores 1 in the wait flag of each submission ring and
+// looks at the rings once more; a worker that pushes a submission then
+// swaps the flag to 0 and, if it was 1, writes its copy of the loop's
+// doorbell eventfd, which the loop sleeps on. A worker gets that copy by
+// writing "doorbell\n" on its control connection after "ok"; the daemon
+// answers "doorbell\n" with the descriptor (once per session) or
+// "error <text>\n". A worker that does not ask is served as before, by
+// the loop's next pass after its sleep (at most idle_max_sleep_us).
 //
 // # What is validated
 //
