@@ -7,6 +7,10 @@ import "fmt"
 // whether this run met it. A row whose scenario failed or did not run
 // says so instead of a figure.
 
+// WorkerRTTGoalUs is the most the worker path may add to the in-daemon
+// round trip's median (issue 29).
+const WorkerRTTGoalUs = 0.5
+
 // Goal is one row of the goals table.
 type Goal struct {
 	Goal   string  `json:"goal"`
@@ -23,6 +27,7 @@ type GoalInputs struct {
 	Throughput *ThroughputResult
 	Cost       *CostResult
 	Starts     *StartsResult
+	WorkerRTT  *WorkerRTTResult
 	// Collectives are perf collectives' jobs (nil: it did not run; its
 	// rows then have no figures).
 	Collectives []CollectivesFigures
@@ -128,6 +133,14 @@ func Goals(in GoalInputs) []Goal {
 		}
 		gs = append(gs, g)
 	}
+	// What the shared-memory worker path adds to a round trip.
+	wr := Goal{Goal: "worker RTT P50 minus in-daemon RTT P50, µs (100 B)", Source: "worker-rtt",
+		Absent: "worker-rtt did not run at 100 B"}
+	if in.WorkerRTT != nil && in.WorkerRTT.Size == 100 && len(in.WorkerRTT.Paths) > 0 {
+		atMost(&wr, in.WorkerRTT.AddedMedianUs, WorkerRTTGoalUs)
+		wr.Absent = ""
+	}
+	gs = append(gs, wr)
 	// The PyTorch backend against gloo (goals_collectives.go).
 	gs = append(gs, CollectivesGoals(in.Collectives)...)
 	return gs

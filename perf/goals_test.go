@@ -46,7 +46,9 @@ func TestGoals_eachRowFromItsScenario(t *testing.T) {
 		{Goal: goalBimodal, Link: "memif", Value: 0.50, Limit: 0.15}, // not the goal's link
 		{Goal: goalWarmup, Link: "ring", Value: 1.6, Limit: 1.5},
 	}}
+	in.WorkerRTT = &WorkerRTTResult{Size: 100, Paths: []WorkerRTTPath{{Path: "in-daemon"}, {Path: "worker (shm)"}}, AddedMedianUs: 0.7}
 	g := goalsByName(Goals(in))
+	check(t, g, "worker RTT P50 minus in-daemon RTT P50, µs (100 B)", 0.7, false)
 	check(t, g, goalBimodal, 0.05, true)
 	check(t, g, goalWarmup, 1.6, false)
 	check(t, g, "1 MB streaming throughput, Homa over TCP", 1.2, true)

@@ -286,7 +286,8 @@ func All(o Options) error {
 	}
 
 	// The goals table leads the report.
-	all.Goals = perf.Goals(perf.GoalInputs{RTT: all.RTT, Throughput: all.Throughput, Cost: all.Cost, Starts: all.Starts})
+	all.Goals = perf.Goals(perf.GoalInputs{RTT: all.RTT, Throughput: all.Throughput, Cost: all.Cost, Starts: all.Starts,
+		WorkerRTT: all.WorkerRTT})
 	secs = append([]perf.Section{perf.GoalsSection(all.Goals)}, secs...)
 
 	all.Seconds = time.Since(all.Started).Seconds()
