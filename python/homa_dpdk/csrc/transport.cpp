@@ -1,0 +1,630 @@
+// transport.cpp: see transport.hpp.
+#include "transport.hpp"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace homa_torch {
+
+namespace {
+
+// A receive that has waited this long probes its source, and again as
+// long: a rank that is gone (its port unbound, its host down) fails the
+// probe, and so the group, instead of leaving the others waiting until the
+// group's timeout.
+constexpr int64_t kProbeAfterNs = 1'000'000'000;
+// How often the driver looks at posted receives (timeouts, probes).
+constexpr int64_t kCheckEveryNs = 50'000'000;
+// The progress thread's longest single wait in libhoma while idle.
+constexpr int64_t kIdlePumpNs = 50'000'000;
+constexpr int kBurst = 64;
+
+int64_t env_int(const char* name, int64_t def) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == 0) return def;
+  char* end = nullptr;
+  long long x = std::strtoll(v, &end, 10);
+  if (end == v || *end != 0)
+    throw std::invalid_argument(std::string("homa_dpdk.torch: ") + name + "=" + v + " is not an integer");
+  return x;
+}
+
+std::string str_status(int rc) { return homa_strerror(rc); }
+
+thread_local bool tl_driving = false;
+
+// Driving marks the calling thread as the driver while it holds drive_mu_.
+struct Driving {
+  Driving() { tl_driving = true; }
+  ~Driving() { tl_driving = false; }
+};
+
+}  // namespace
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+Config config_from_env(int rank, int size, int64_t timeout_ns) {
+  Config c;
+  c.rank = rank;
+  c.size = size;
+  c.timeout_ns = timeout_ns > 0 ? timeout_ns : c.timeout_ns;
+  c.local_rank = int(env_int("LOCAL_RANK", rank));
+  if (const char* d = std::getenv("HOMA_DPDK_SOCKET_DIR"); d && *d) c.socket_dir = d;
+  c.port_base = int(env_int("HOMA_DPDK_PORT_BASE", c.port_base));
+  c.part_bytes = std::max<int64_t>(1, env_int("HOMA_DPDK_TORCH_PART_BYTES", c.part_bytes));
+  c.ring_bytes = env_int("HOMA_DPDK_TORCH_RING_BYTES", c.ring_bytes);
+  c.max_unexpected = env_int("HOMA_DPDK_TORCH_MAX_UNEXPECTED", c.max_unexpected);
+  c.inline_bytes = env_int("HOMA_DPDK_TORCH_INLINE_BYTES", c.inline_bytes);
+  c.grace_ns = env_int("HOMA_DPDK_TORCH_GRACE_US", c.grace_ns / 1000) * 1000;
+  int64_t spin = env_int("HOMA_DPDK_SPIN_US", -1);
+  c.spin_ns = spin < 0 ? -1 : spin * 1000;
+  return c;
+}
+
+// ------------------------------------------------------------------ set-up
+
+Transport::Transport(const Config& cfg, const std::function<void(const std::string&, const std::string&)>& publish,
+                     const std::function<std::string(const std::string&)>& lookup)
+    : cfg_(cfg), msgs_(kBurst) {
+  std::string ip;
+  attach(&ip);
+  try {
+    bind_port();
+    uint64_t mm = homa_max_message(c_);
+    part_ = std::min<uint64_t>(uint64_t(cfg_.part_bytes), mm > sizeof(Header) ? mm - sizeof(Header) : 1);
+    inflight_max_bytes_ = std::max<uint64_t>(homa_arena_size(c_) / 2, part_ + sizeof(Header));
+    publish("homa_dpdk/" + std::to_string(cfg_.rank), ip + ":" + std::to_string(port_));
+    peers_.resize(cfg_.size);
+    for (int r = 0; r < cfg_.size; r++) {
+      std::string v = lookup("homa_dpdk/" + std::to_string(r));
+      auto colon = v.rfind(':');
+      if (colon == std::string::npos) throw std::runtime_error("homa_dpdk.torch: bad address of rank " + std::to_string(r) + ": " + v);
+      int rc = homa_addr_parse(v.substr(0, colon).c_str(), uint16_t(std::stoi(v.substr(colon + 1))), &peers_[r]);
+      if (rc != 0) throw std::runtime_error("homa_dpdk.torch: bad address of rank " + std::to_string(r) + ": " + v);
+    }
+  } catch (...) {
+    homa_destroy(c_);
+    c_ = nullptr;
+    throw;
+  }
+  last_call_ns_ = now_ns();
+  thread_ = std::thread([this] { progress_loop(); });
+}
+
+Transport::~Transport() {
+  close();
+  if (c_ != nullptr) homa_destroy(c_);
+}
+
+void Transport::close() {
+  if (stop_.exchange(true)) return;
+  {
+    std::lock_guard<std::mutex> lk(q_mu_);
+  }
+  q_cv_.notify_all();
+  homa_wake(c_);
+  if (thread_.joinable()) thread_.join();
+  homa_close(c_);
+}
+
+// attach connects to the (local_rank mod hosts)-th <ipv4>.sock of the
+// socket directory, in address order, and says which host that is.
+void Transport::attach(std::string* ip) {
+  DIR* d = opendir(cfg_.socket_dir.c_str());
+  if (d == nullptr)
+    throw std::runtime_error("homa_dpdk.torch: cannot list the daemon's sockets in " + cfg_.socket_dir +
+                             " (HOMA_DPDK_SOCKET_DIR): " + std::strerror(errno));
+  std::vector<std::pair<uint32_t, std::string>> hosts;
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n.size() <= 5 || n.compare(n.size() - 5, 5, ".sock") != 0) continue;
+    in_addr a;
+    std::string h = n.substr(0, n.size() - 5);
+    if (inet_pton(AF_INET, h.c_str(), &a) == 1) hosts.emplace_back(ntohl(a.s_addr), h);
+  }
+  closedir(d);
+  if (hosts.empty())
+    throw std::runtime_error("homa_dpdk.torch: no host sockets (<ip>.sock) in " + cfg_.socket_dir +
+                             " (HOMA_DPDK_SOCKET_DIR)");
+  std::sort(hosts.begin(), hosts.end());
+  *ip = hosts[size_t(cfg_.local_rank) % hosts.size()].second;
+  std::string path = cfg_.socket_dir + "/" + *ip + ".sock";
+  homa_options o;
+  homa_options_init(&o);
+  if (cfg_.spin_ns >= 0) o.spin_ns = cfg_.spin_ns;
+  o.op_timeout_ns = cfg_.timeout_ns;
+  o.max_sleep_ns = 100'000'000;
+  char err[256] = {0};
+  int rc = homa_attach(path.c_str(), &o, &c_, err, sizeof err);
+  if (rc != 0)
+    throw std::runtime_error("homa_dpdk.torch: rank " + std::to_string(cfg_.rank) + ": cannot attach to " + path +
+                             ": " + str_status(rc) + (err[0] ? std::string(": ") + err : std::string()));
+}
+
+// bind_port binds the first free port from port_base + rank on (another
+// group of this job on the same host may hold it): the port published is
+// the one bound, so no rank needs to guess another's.
+void Transport::bind_port() {
+  int first = cfg_.port_base + cfg_.rank;
+  for (int p = first; p < std::min(first + 1024, HOMA_MAX_SERVER_PORT + 1); p++) {
+    int rc = homa_bind(c_, uint16_t(p));
+    if (rc == 0) {
+      port_ = uint16_t(p);
+      return;
+    }
+    if (rc != HOMA_ERR_PORT_IN_USE)
+      throw std::runtime_error("homa_dpdk.torch: bind port " + std::to_string(p) + ": " + str_status(rc));
+  }
+  throw std::runtime_error("homa_dpdk.torch: no free server port in " + std::to_string(first) + ".." +
+                           std::to_string(first + 1023) + " (HOMA_DPDK_PORT_BASE)");
+}
+
+// ------------------------------------------------------------ who drives
+
+void Transport::submit(std::function<void()> op) {
+  {
+    std::lock_guard<std::mutex> lk(q_mu_);
+    queue_.push_back(std::move(op));
+    queued_++;
+  }
+  n_queued++;
+  last_call_ns_ = now_ns();
+  q_cv_.notify_one();
+  homa_wake(c_);  // the progress thread may wait in libhoma
+}
+
+bool Transport::driving_here() { return tl_driving; }
+
+bool Transport::try_inline(const std::function<void()>& op) {
+  last_call_ns_ = now_ns();
+  // tl_driving: an operation issued from a callback the driver runs; it
+  // goes after what is queued.
+  if (tl_driving || queued_.load() != 0 || !drive_mu_.try_lock()) return false;
+  if (queued_.load() != 0) {
+    drive_mu_.unlock();
+    return false;
+  }
+  {
+    Driving d;
+    op();
+  }
+  drive_mu_.unlock();
+  n_inline++;
+  last_call_ns_ = now_ns();
+  return true;
+}
+
+void Transport::drive_until(const std::function<bool()>& done) {
+  if (!done() && tl_driving)
+    throw std::runtime_error("homa_dpdk.torch: a Work waited for inside a callback that the group's driver runs "
+                             "(it would wait for itself)");
+  while (!done()) {
+    want_++;
+    homa_wake(c_);
+    {
+      std::lock_guard<std::mutex> dl(drive_mu_);
+      Driving d;
+      want_--;
+      run_queued();
+      int64_t now = now_ns();
+      if (!done() && !failed_) {
+        if (now >= next_check_ns_) check_posted(now);
+        pump(std::min<int64_t>(10'000'000, std::max<int64_t>(0, next_check_ns_ - now)));
+      }
+    }
+    last_call_ns_ = now_ns();
+    if (failed_ && !done()) {
+      // The group failed: what is queued fails at once; a Work not queued
+      // (a posted receive) was failed by fail().
+      std::lock_guard<std::mutex> dl(drive_mu_);
+      Driving d;
+      run_queued();
+      if (!done()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+}
+
+bool Transport::run_queued() {
+  bool any = false;
+  for (;;) {
+    std::function<void()> op;
+    {
+      std::lock_guard<std::mutex> lk(q_mu_);
+      if (queue_.empty()) return any;
+      op = std::move(queue_.front());
+      queue_.pop_front();
+      queued_--;
+    }
+    op();
+    any = true;
+  }
+}
+
+// progress_loop is the group's progress thread: it runs queued operations
+// and, while no caller has been in for grace_ns, answers requests, takes
+// data and fills posted receives (what an irecv's Work, waited for from
+// C++, needs), and notices failures. While callers come back to back it
+// stays out of their way, so that each runs its small operations inline.
+void Transport::progress_loop() {
+  while (!stop_) {
+    {
+      std::unique_lock<std::mutex> lk(q_mu_);
+      for (;;) {
+        if (stop_) return;
+        if (want_.load() > 0) {
+          q_cv_.wait_for(lk, std::chrono::milliseconds(1));
+          continue;
+        }
+        if (!queue_.empty()) break;
+        int64_t idle = now_ns() - last_call_ns_.load();
+        if (!failed_ && idle >= cfg_.grace_ns) break;
+        q_cv_.wait_for(lk, std::chrono::nanoseconds(failed_ ? 100'000'000 : cfg_.grace_ns - idle));
+      }
+    }
+    std::lock_guard<std::mutex> dl(drive_mu_);
+    Driving d;
+    if (run_queued()) last_call_ns_ = now_ns();
+    if (failed_ || stop_ || want_.load() > 0 || queued_.load() > 0) continue;
+    int64_t now = now_ns();
+    if (now >= next_check_ns_) check_posted(now);
+    pump(std::max<int64_t>(0, std::min(kIdlePumpNs, next_check_ns_ - now)));
+  }
+}
+
+// --------------------------------------------------------------- failure
+
+std::string Transport::failure() const {
+  std::lock_guard<std::mutex> lk(fail_mu_);
+  return failure_;
+}
+
+void Transport::check_failed() {
+  if (failed_) throw std::runtime_error(failure());
+}
+
+void Transport::fail_and_throw(const std::string& why) {
+  fail(why);
+  throw std::runtime_error(failure());
+}
+
+void Transport::fail(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lk(fail_mu_);
+    if (failure_.empty()) failure_ = why;
+  }
+  failed_ = true;
+  std::string f = failure();
+  std::vector<RecvPtr> all;
+  for (auto& kv : bound_) all.push_back(kv.second);
+  for (auto& r : any_) all.push_back(r);
+  bound_.clear();
+  any_.clear();
+  early_.clear();
+  early_bytes_ = 0;
+  for (auto& r : all) complete(r, nullptr, f);
+}
+
+std::string Transport::who(const homa_addr& a) const {
+  for (int r = 0; r < cfg_.size; r++)
+    if (peers_[r].family == a.family && std::memcmp(peers_[r].ip, a.ip, 16) == 0 && peers_[r].port == a.port)
+      return "rank " + std::to_string(r);
+  char buf[64];
+  const char* s = homa_addr_format(&a, buf, sizeof buf);
+  return std::string(s ? s : "?") + ":" + std::to_string(a.port);
+}
+
+// ------------------------------------------------------------- receiving
+
+int Transport::pump(int64_t timeout_ns) {
+  if (failed_) return 0;
+  int n = homa_receive_burst(c_, msgs_.data(), int(msgs_.size()), timeout_ns);
+  if (n == HOMA_ETIMEDOUT) return 0;
+  if (n < 0) {
+    if (stop_ && n == HOMA_ECLOSED) return 0;
+    fail("homa_dpdk.torch: rank " + std::to_string(cfg_.rank) + ": the session has ended (" + str_status(n) +
+         "): the daemon stopped, or ended this worker");
+    return n;
+  }
+  for (int i = 0; i < n; i++) take(msgs_[i]);
+  return n;
+}
+
+void Transport::take(homa_msg& m) {
+  switch (m.kind) {
+    case HOMA_MSG_REQUEST: {
+      Header h;
+      if (m.length >= sizeof h) {
+        std::memcpy(&h, m.data, sizeof h);
+        const homa_addr& p = h.src < uint32_t(cfg_.size) ? peers_[h.src] : m.peer;
+        if (h.magic == kMagic && h.src < uint32_t(cfg_.size) && p.family == m.peer.family &&
+            std::memcmp(p.ip, m.peer.ip, 16) == 0) {
+          // A request comes from its sender's client port, not the port
+          // the rank bound: the host is what is checked.
+          n_received++;
+          on_data(h, m.data + sizeof h, m.length - sizeof h);
+        } else if (h.magic != kProbe) {
+          n_dropped++;
+        }
+      } else {
+        n_dropped++;
+      }
+      if (!failed_) answer(m);
+      homa_msg_release(c_, &m);
+      return;
+    }
+    case HOMA_MSG_RESPONSE:
+      if (m.tag != 0) {
+        inflight_bytes_ -= std::min<uint64_t>(inflight_bytes_, m.tag & 0xffffffffu);
+        if (inflight_msgs_) inflight_msgs_--;
+      }
+      homa_msg_release(c_, &m);
+      return;
+    case HOMA_MSG_FAILED:
+      if (m.refused == 2) {
+        n_dropped++;  // our answer to a request was refused: its sender is gone
+      } else {
+        if (m.tag != 0) {
+          inflight_bytes_ -= std::min<uint64_t>(inflight_bytes_, m.tag & 0xffffffffu);
+          if (inflight_msgs_) inflight_msgs_--;
+        }
+        on_failed(m);
+      }
+      homa_msg_release(c_, &m);
+      return;
+    default:
+      n_dropped++;
+      homa_msg_release(c_, &m);
+  }
+}
+
+void Transport::answer(const homa_msg& m) {
+  static const uint8_t one = 0;
+  iovec iov{const_cast<uint8_t*>(&one), 1};
+  int rc = homa_reply(c_, &m, &iov, 1, HOMA_REPLY_DETACHED);
+  if (rc < 0 && rc != HOMA_EREPLIED)
+    fail("homa_dpdk.torch: rank " + std::to_string(cfg_.rank) + ": an answer to " + who(m.peer) + ": " +
+         str_status(rc) + (rc == HOMA_EDEAD || rc == HOMA_ECLOSED ? " (the session has ended)" : ""));
+}
+
+void Transport::on_failed(const homa_msg& m) {
+  int dst = int(m.tag >> 32) - 1;
+  std::string to = dst >= 0 && dst < cfg_.size ? "rank " + std::to_string(dst) : who(m.peer);
+  fail("homa_dpdk.torch: rank " + std::to_string(cfg_.rank) + ": a message to " + to + " failed (" +
+       str_status(m.err) + "): is that rank gone?");
+}
+
+void Transport::on_data(const Header& h, const uint8_t* p, uint64_t n) {
+  int src = int(h.src);
+  if (h.offset > h.total || n > h.total - h.offset) {
+    fail("homa_dpdk.torch: rank " + std::to_string(cfg_.rank) + ": rank " + std::to_string(src) + " sent bytes [" +
+         std::to_string(h.offset) + ", +" + std::to_string(n) + ") of a " + std::to_string(h.total) + "-byte message");
+    return;
+  }
+  Key k{src, h.tag, h.seq};
+  RecvPtr r;
+  auto it = bound_.find(k);
+  if (it != bound_.end()) {
+    r = it->second;
+  } else if (!any_.empty()) {
+    auto s = recv_seq_.find(Stream{src, h.tag});
+    if ((s == recv_seq_.end() ? 0 : s->second) == h.seq) r = bind_any(src, h.tag, h.seq);
+  }
+  if (r) {
+    fill(r, k, h.offset, h.total, p, n);
+    return;
+  }
+  if (early_bytes_ + n > uint64_t(cfg_.max_unexpected)) {
+    fail("homa_dpdk.torch: rank " + std::to_string(cfg_.rank) + ": more than " + std::to_string(cfg_.max_unexpected) +
+         " bytes arrived for receives not yet posted (HOMA_DPDK_TORCH_MAX_UNEXPECTED)");
+    return;
+  }
+  Early& e = early_[k];
+  e.total = h.total;
+  e.got += n;
+  e.parts.emplace_back(h.offset, std::vector<uint8_t>(p, p + n));
+  early_bytes_ += n;
+  n_unexpected++;
+}
+
+RecvPtr Transport::bind_any(int src, int64_t tag, uint64_t seq) {
+  for (auto it = any_.begin(); it != any_.end(); ++it) {
+    if ((*it)->tag != tag) continue;
+    RecvPtr r = *it;
+    any_.erase(it);
+    r->src = src;
+    r->seq = seq;
+    recv_seq_[Stream{src, tag}] = seq + 1;
+    bound_[Key{src, tag, seq}] = r;
+    return r;
+  }
+  return nullptr;
+}
+
+void Transport::fill(const RecvPtr& r, const Key& k, uint64_t off, uint64_t total, const uint8_t* p, uint64_t n) {
+  if (total != r->nbytes) {
+    complete(r, &k,
+             "homa_dpdk.torch: rank " + std::to_string(cfg_.rank) + ": rank " + std::to_string(k.src) + " sent " +
+                 std::to_string(total) + " bytes for a receive of " + std::to_string(r->nbytes) + " (tag " +
+                 std::to_string(k.tag) + ")");
+    return;
+  }
+  if (n) std::memcpy(r->dst + off, p, n);
+  r->got += n;
+  if (r->got >= total) complete(r, &k, "");
+}
+
+void Transport::complete(const RecvPtr& r, const Key* k, const std::string& error) {
+  if (k != nullptr) bound_.erase(*k);
+  r->error = error;
+  posted_--;
+  if (r->on_done) r->on_done(*r);
+  r->done.store(true, std::memory_order_release);
+}
+
+void Transport::post(const RecvPtr& r) {
+  posted_++;
+  if (failed_) {
+    complete(r, nullptr, failure());
+    return;
+  }
+  int64_t now = now_ns();
+  r->deadline_ns = now + cfg_.timeout_ns;
+  if (r->src == kAnySource) {
+    for (int s = 0; s < cfg_.size && r->src == kAnySource; s++) {
+      auto it = recv_seq_.find(Stream{s, r->tag});
+      if (early_.count(Key{s, r->tag, it == recv_seq_.end() ? 0 : it->second})) r->src = s;
+    }
+    if (r->src == kAnySource) {
+      any_.push_back(r);
+      return;
+    }
+  }
+  r->probe_at_ns = now + kProbeAfterNs;
+  uint64_t& next = recv_seq_[Stream{r->src, r->tag}];
+  r->seq = next++;
+  Key k{r->src, r->tag, r->seq};
+  bound_[k] = r;
+  auto e = early_.find(k);
+  if (e == early_.end()) return;
+  Early early = std::move(e->second);
+  early_.erase(e);
+  early_bytes_ -= early.got;
+  for (auto& part : early.parts) {
+    if (r->done || bound_.find(k) == bound_.end()) break;
+    fill(r, k, part.first, early.total, part.second.data(), part.second.size());
+  }
+}
+
+RecvPtr Transport::post(int src, int64_t tag, void* dst, uint64_t nbytes, std::shared_ptr<void> keep) {
+  auto r = std::make_shared<Recv>();
+  r->src = src;
+  r->tag = tag;
+  r->dst = static_cast<uint8_t*>(dst);
+  r->nbytes = nbytes;
+  r->keep = std::move(keep);
+  post(r);
+  return r;
+}
+
+void Transport::wait(const RecvPtr& r, const char* what) {
+  for (;;) {
+    if (r->done.load(std::memory_order_acquire)) {
+      if (!r->error.empty()) throw std::runtime_error(r->error);
+      return;
+    }
+    check_failed();
+    int64_t now = now_ns();
+    if (now >= next_check_ns_) {
+      check_posted(now);
+      continue;
+    }
+    pump(next_check_ns_ - now);
+  }
+  (void)what;
+}
+
+void Transport::check_posted(int64_t now) {
+  next_check_ns_ = now + kCheckEveryNs;
+  std::vector<std::pair<Key, RecvPtr>> late;
+  for (auto& kv : bound_) {
+    RecvPtr r = kv.second;
+    if (now > r->deadline_ns) {
+      late.emplace_back(kv.first, r);
+    } else if (r->src >= 0 && now > r->probe_at_ns) {
+      r->probe_at_ns = now + kProbeAfterNs;
+      probe(r->src);
+    }
+  }
+  for (auto& kv : late)
+    complete(kv.second, &kv.first,
+             "homa_dpdk.torch: rank " + std::to_string(cfg_.rank) + ": a receive from rank " +
+                 std::to_string(kv.first.src) + " (tag " + std::to_string(kv.first.tag) + ") did not complete within " +
+                 std::to_string(cfg_.timeout_ns / 1'000'000'000) + " s");
+  for (auto it = any_.begin(); it != any_.end();) {
+    if (now > (*it)->deadline_ns) {
+      RecvPtr r = *it;
+      it = any_.erase(it);
+      complete(r, nullptr,
+               "homa_dpdk.torch: rank " + std::to_string(cfg_.rank) + ": a receive from any rank (tag " +
+                   std::to_string(r->tag) + ") did not complete within " +
+                   std::to_string(cfg_.timeout_ns / 1'000'000'000) + " s");
+    } else {
+      ++it;
+    }
+  }
+}
+
+void Transport::forget_tag(int64_t tag) {
+  for (int p = 0; p < cfg_.size; p++) {
+    send_seq_.erase(Stream{p, tag});
+    recv_seq_.erase(Stream{p, tag});
+  }
+}
+
+// --------------------------------------------------------------- sending
+
+void Transport::probe(int dst) {
+  Header h{kProbe, uint32_t(cfg_.rank), 0, 0, 0, 0};
+  try {
+    send_part(dst, h, nullptr, 0);
+  } catch (const std::runtime_error&) {
+    // fail() has the reason; the waiter sees it.
+  }
+}
+
+void Transport::send(int dst, int64_t tag, const void* data, uint64_t nbytes) {
+  check_failed();
+  uint64_t seq = send_seq_[Stream{dst, tag}]++;
+  Header h{kMagic, uint32_t(cfg_.rank), tag, seq, 0, nbytes};
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  if (nbytes == 0) {
+    send_part(dst, h, nullptr, 0);
+    return;
+  }
+  for (uint64_t off = 0; off < nbytes; off += part_) {
+    h.offset = off;
+    send_part(dst, h, p + off, std::min(part_, nbytes - off));
+  }
+  n_sent++;
+}
+
+// send_part sends one part as a detached request. Its arena range comes
+// back once the response has come: while too much is in flight the driver
+// takes what arrives (answering the peers, whose responses free ours), so
+// that two ranks sending to each other never both wait for arena space.
+void Transport::send_part(int dst, const Header& h, const void* data, uint64_t n) {
+  uint64_t len = sizeof h + n;
+  if (inflight_msgs_ >= inflight_max_msgs_ || (inflight_bytes_ > 0 && inflight_bytes_ + len > inflight_max_bytes_)) {
+    int64_t deadline = now_ns() + cfg_.timeout_ns;
+    while (inflight_msgs_ >= inflight_max_msgs_ ||
+           (inflight_bytes_ > 0 && inflight_bytes_ + len > inflight_max_bytes_)) {
+      check_failed();
+      if (now_ns() > deadline)
+        fail_and_throw("homa_dpdk.torch: rank " + std::to_string(cfg_.rank) + ": sends to rank " +
+                       std::to_string(dst) + " were not answered within the timeout: is that rank gone?");
+      pump(10'000'000);
+    }
+  }
+  iovec iov[2] = {{const_cast<Header*>(&h), sizeof h}, {const_cast<void*>(data), size_t(n)}};
+  uint64_t tag = (uint64_t(dst + 1) << 32) | len;
+  int rc = homa_send(c_, &peers_[dst], iov, n ? 2 : 1, tag, HOMA_SEND_DETACHED, nullptr);
+  if (rc != 0) {
+    std::string why = str_status(rc);
+    if (rc == HOMA_EDEAD || rc == HOMA_ECLOSED) why += ": the session has ended";
+    fail_and_throw("homa_dpdk.torch: rank " + std::to_string(cfg_.rank) + ": a send to rank " + std::to_string(dst) +
+                   ": " + why);
+  }
+  inflight_bytes_ += len;
+  inflight_msgs_++;
+}
+
+}  // namespace homa_torch

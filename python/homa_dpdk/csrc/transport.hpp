@@ -1,0 +1,225 @@
+// transport.hpp: the messages of the "homa" torch.distributed backend over
+// libhoma (native/include/homa.h), and who drives them.
+//
+// A message is one logical transfer of bytes from one rank to another on a
+// tag; it travels as one or more Homa RPCs ("parts"), each a request whose
+// bytes are a Header and up to part_bytes of the message. The receiver
+// copies a part straight from the receive pool into the posted buffer (or,
+// if none is posted yet, into a bounded store of unexpected parts), gives
+// the pool pages back and answers with a one-byte detached reply. Homa
+// delivers RPCs in any order: messages of one (source, tag) stream carry
+// sequence numbers, and a receive is matched to (source, tag, seq).
+//
+// Nothing here knows torch's ProcessGroup: the collectives (collectives.cpp)
+// and the c10d surface (process_group.cpp) sit on top.
+//
+// Threads: every libhoma call and all state below is owned by whoever holds
+// the driver lock (drive_mu_): the group's progress thread, or a caller that
+// runs a small operation inline or drives its own wait (Driver). Only
+// submit(), wake() and the counters are safe from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "homa.h"
+
+namespace homa_torch {
+
+// Config is what a group is made from: the job's facts and the
+// environment's knobs (see config_from_env).
+struct Config {
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;
+  int64_t timeout_ns = 300'000'000'000;  // a receive fails after this long
+  std::string socket_dir = "/run/homa-dpdk/demo";  // HOMA_DPDK_SOCKET_DIR
+  int port_base = 1000;                  // HOMA_DPDK_PORT_BASE
+  int64_t part_bytes = 1 << 20;          // HOMA_DPDK_TORCH_PART_BYTES
+  int64_t ring_bytes = 256 << 10;        // HOMA_DPDK_TORCH_RING_BYTES: all_reduce's ring from here up
+  int64_t max_unexpected = int64_t(1) << 31;  // HOMA_DPDK_TORCH_MAX_UNEXPECTED
+  int64_t inline_bytes = 256 << 10;      // HOMA_DPDK_TORCH_INLINE_BYTES: callers run ops up to this inline
+  int64_t grace_ns = 1'000'000;          // HOMA_DPDK_TORCH_GRACE_US: progress thread stays out after a call
+  int64_t spin_ns = -1;                  // HOMA_DPDK_SPIN_US: libhoma's spin before it sleeps (-1: its default)
+  int64_t wait_spin_ns = 20'000;         // HOMA_DPDK_TORCH_WAIT_SPIN_US: Work::wait spins before it sleeps
+};
+
+// config_from_env fills the knobs from the environment; an unparsable
+// value throws std::invalid_argument naming the variable.
+Config config_from_env(int rank, int size, int64_t timeout_ns);
+
+// The header of every part, little-endian, 40 bytes.
+struct __attribute__((packed)) Header {
+  uint32_t magic;   // kMagic (data) or kProbe
+  uint32_t src;     // the sending rank
+  int64_t tag;      // the application's tag (>= 0) or a collective's (< 0)
+  uint64_t seq;     // the message's number in the (src, tag) stream
+  uint64_t offset;  // of this part in the message's bytes
+  uint64_t total;   // the message's length in bytes
+};
+constexpr uint32_t kMagic = 0x484F4D41;  // "HOMA"
+constexpr uint32_t kProbe = 0x50524F42;  // "PROB": are you there? (answered, then ignored)
+constexpr int kAnySource = -1;
+
+// Recv is a posted receive. Created by whoever posts it; filled and
+// completed by the driver. dst points into memory that `keep` owns.
+struct Recv {
+  int src = kAnySource;     // kAnySource until a message binds it
+  int64_t tag = 0;
+  uint64_t seq = 0;
+  uint8_t* dst = nullptr;
+  uint64_t nbytes = 0;
+  uint64_t got = 0;
+  std::shared_ptr<void> keep;  // what owns dst (a tensor's storage)
+  std::atomic<bool> done{false};  // set last, by the driver
+  std::string error;           // non-empty: failed (read after done)
+  int64_t deadline_ns = 0;     // fails past this
+  int64_t probe_at_ns = 0;     // probes its source at this time
+  std::function<void(Recv&)> on_done;  // run by the driver when done or failed
+};
+using RecvPtr = std::shared_ptr<Recv>;
+
+int64_t now_ns();
+
+class Transport {
+ public:
+  // Attaches to this rank's host, binds a port, publishes "ip:port" with
+  // publish(key, value) and reads every rank's with lookup(key) (the job's
+  // store), and starts the progress thread. Throws std::runtime_error.
+  Transport(const Config& cfg, const std::function<void(const std::string&, const std::string&)>& publish,
+            const std::function<std::string(const std::string&)>& lookup);
+  ~Transport();
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  const Config& config() const { return cfg_; }
+  int rank() const { return cfg_.rank; }
+  int size() const { return cfg_.size; }
+  uint64_t part_bytes() const { return part_; }
+
+  // ---- any thread
+  // submit queues op for the driver (the progress thread, or a caller
+  // driving a wait); ops run one at a time, in submission order.
+  void submit(std::function<void()> op);
+  // try_inline runs op now in the calling thread if nothing is queued or
+  // running and the driver lock is free; false if it did not.
+  bool try_inline(const std::function<void()>& op);
+  // drive_until drives progress in the calling thread (taking turns with
+  // the progress thread) until done() is true; spins spin_ns first.
+  void drive_until(const std::function<bool()>& done);
+  // driving_here: the calling thread holds the driver lock (it runs an
+  // operation, or a future's callback that the driver runs).
+  static bool driving_here();
+  // The group's failure, empty while it works.
+  std::string failure() const;
+  void close();
+
+  // ---- the driver only
+  void send(int dst, int64_t tag, const void* data, uint64_t nbytes);
+  // post posts r (its src, tag, dst, nbytes, keep, on_done set): bound to
+  // the next message of (src, tag), or from any source to the first to come.
+  void post(const RecvPtr& r);
+  RecvPtr post(int src, int64_t tag, void* dst, uint64_t nbytes, std::shared_ptr<void> keep = nullptr);
+  // wait drives progress until r is done; throws std::runtime_error (what
+  // it was, for the message) if r or the group failed.
+  void wait(const RecvPtr& r, const char* what);
+  // forget_tag drops the stream counters of a tag no message will use again.
+  void forget_tag(int64_t tag);
+  [[noreturn]] void fail_and_throw(const std::string& why);
+  void fail(const std::string& why);
+  void check_failed();
+
+  // Counters (read from any thread; approximate).
+  std::atomic<uint64_t> n_sent{0}, n_received{0}, n_unexpected{0}, n_inline{0}, n_queued{0}, n_dropped{0};
+
+ private:
+  struct Key {
+    int src;
+    int64_t tag;
+    uint64_t seq;
+    bool operator==(const Key& o) const { return src == o.src && tag == o.tag && seq == o.seq; }
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<int64_t>()(k.tag) * 31 + std::hash<uint64_t>()(k.seq) * 131 + size_t(k.src);
+    }
+  };
+  struct Stream {
+    int peer;
+    int64_t tag;
+    bool operator==(const Stream& o) const { return peer == o.peer && tag == o.tag; }
+  };
+  struct StreamHash {
+    size_t operator()(const Stream& s) const { return std::hash<int64_t>()(s.tag) * 31 + size_t(s.peer); }
+  };
+  // Parts that arrived before their receive was posted.
+  struct Early {
+    uint64_t total = 0;
+    uint64_t got = 0;
+    std::vector<std::pair<uint64_t, std::vector<uint8_t>>> parts;
+  };
+
+  void attach(std::string* ip);
+  void bind_port();
+  void progress_loop();
+  bool run_queued();
+  int pump(int64_t timeout_ns);
+  void take(homa_msg& m);
+  void on_data(const Header& h, const uint8_t* bytes, uint64_t n);
+  void on_failed(const homa_msg& m);
+  void fill(const RecvPtr& r, const Key& k, uint64_t off, uint64_t total, const uint8_t* p, uint64_t n);
+  void complete(const RecvPtr& r, const Key* k, const std::string& error);
+  RecvPtr bind_any(int src, int64_t tag, uint64_t seq);
+  void check_posted(int64_t now);
+  void probe(int dst);
+  void send_part(int dst, const Header& h, const void* data, uint64_t n);
+  void answer(const homa_msg& m);
+  std::string who(const homa_addr& a) const;
+
+  Config cfg_;
+  homa_client* c_ = nullptr;
+  uint64_t part_ = 0;          // bytes of a tensor per part
+  uint16_t port_ = 0;
+  std::vector<homa_addr> peers_;
+
+  // The driver's state.
+  std::unordered_map<Stream, uint64_t, StreamHash> send_seq_, recv_seq_;
+  std::unordered_map<Key, RecvPtr, KeyHash> bound_;
+  std::deque<RecvPtr> any_;
+  std::unordered_map<Key, Early, KeyHash> early_;
+  uint64_t early_bytes_ = 0;
+  uint64_t inflight_bytes_ = 0;  // sent, response not yet come
+  uint64_t inflight_msgs_ = 0;
+  uint64_t inflight_max_bytes_ = 0;
+  uint64_t inflight_max_msgs_ = 256;
+  int64_t next_check_ns_ = 0;
+  std::vector<homa_msg> msgs_;
+
+  // Shared between threads.
+  std::mutex drive_mu_;           // who drives
+  std::atomic<int> want_{0};      // callers waiting for drive_mu_
+  std::mutex q_mu_;
+  std::condition_variable q_cv_;
+  std::deque<std::function<void()>> queue_;
+  std::atomic<int> queued_{0};
+  std::atomic<int> posted_{0};    // receives posted, not done
+  std::atomic<int64_t> last_call_ns_{0};
+  std::atomic<bool> stop_{false};
+  mutable std::mutex fail_mu_;
+  std::string failure_;
+  std::atomic<bool> failed_{false};
+  std::thread thread_;
+};
+
+}  // namespace homa_torch
