@@ -118,6 +118,7 @@ type Job struct {
 	AllReduce []Point `json:"all_reduce"`
 	PingPong  []Point `json:"ping_pong"`
 	DDP       *DDP    `json:"ddp,omitempty"`
+	DDPError  string  `json:"ddp_error,omitempty"` // why the DDP job gave no results
 	Seconds   float64 `json:"seconds"`
 }
 
@@ -220,26 +221,37 @@ func runJob(cfg Config, root, sockets string, n int) (*Job, error) {
 		}
 	}
 	if cfg.DDP {
-		fmt.Fprintf(cfg.Out, "collectives: %d ranks, DDP training steps over homa, gloo and none ...\n", n)
-		start := time.Now()
-		out := filepath.Join(logDir, "ddp.json")
-		args := []string{"--json", out, "--steps", strconv.Itoa(cfg.DDPSteps), "--warmup", strconv.Itoa(cfg.DDPWarmup),
-			"--batch", strconv.Itoa(cfg.DDPBatch), "--width", strconv.Itoa(cfg.DDPWidth), "--out", strconv.Itoa(cfg.DDPOut)}
-		if err := launch(cfg, root, sockets, n, "ddp_bench.py", args, logDir, "ddp-rank"); err != nil {
-			return nil, err
+		d, err := runDDP(cfg, root, sockets, n, logDir)
+		if err != nil { // the job's other results stand; Check fails the run
+			fmt.Fprintf(cfg.Out, "  %d ranks: the DDP job failed: %v\n", n, err)
+			job.DDPError = err.Error()
 		}
-		var d DDP
-		if err := readJSON(out, &d); err != nil {
-			return nil, err
-		}
-		if err := d.validate(n); err != nil {
-			return nil, fmt.Errorf("%s: %w", out, err)
-		}
-		d.Summarize()
-		d.Seconds = time.Since(start).Seconds()
-		job.DDP = &d
+		job.DDP = d
 	}
 	return job, nil
+}
+
+// runDDP runs ddp_bench.py as a job of n ranks and reads and summarizes
+// rank 0's JSON.
+func runDDP(cfg Config, root, sockets string, n int, logDir string) (*DDP, error) {
+	fmt.Fprintf(cfg.Out, "collectives: %d ranks, DDP training steps over homa, gloo and none ...\n", n)
+	start, load := time.Now(), loadAvg()
+	out := filepath.Join(logDir, "ddp.json")
+	args := []string{"--json", out, "--steps", strconv.Itoa(cfg.DDPSteps), "--warmup", strconv.Itoa(cfg.DDPWarmup),
+		"--batch", strconv.Itoa(cfg.DDPBatch), "--width", strconv.Itoa(cfg.DDPWidth), "--out", strconv.Itoa(cfg.DDPOut)}
+	if err := launch(cfg, root, sockets, n, "ddp_bench.py", args, logDir, "ddp-rank"); err != nil {
+		return nil, err
+	}
+	var d DDP
+	if err := readJSON(out, &d); err != nil {
+		return nil, err
+	}
+	if err := d.validate(n); err != nil {
+		return nil, fmt.Errorf("%s: %w", out, err)
+	}
+	d.Summarize()
+	d.Seconds, d.LoadAvg = time.Since(start).Seconds(), load
+	return &d, nil
 }
 
 // readJSON reads rank 0's results from path into v.
@@ -354,6 +366,9 @@ func Figures(r *Result) []perf.CollectivesFigures {
 			if p["homa_busbw_gbps"] > 0 && p["gloo_busbw_gbps"] > 0 {
 				f.BusBWRatio[size] = p["homa_busbw_gbps"] / p["gloo_busbw_gbps"]
 			}
+		}
+		if j.DDPError != "" {
+			f.DDPAbsent = "the DDP job failed"
 		}
 		if d := j.DDP; d != nil {
 			if d.Differ != "" {

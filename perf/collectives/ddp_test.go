@@ -54,9 +54,9 @@ func TestDDP_differ(t *testing.T) {
 	}{
 		"losses":       {func(d *DDP) { d.LossMaxRelDiff = 1e-3 }, "losses differ"},
 		"NaN loss":     {func(d *DDP) { d.LossMaxRelDiff = math.NaN() }, "losses differ"},
-		"parameters":   {func(d *DDP) { d.ParamMaxAbsDiff = 1e-4 }, "parameters differ"},
+		"parameters":   {func(d *DDP) { d.ParamMaxAbsDiff = 1e-6 }, "parameters differ"},
 		"no training":  {func(d *DDP) { d.ParamMaxUpdate = 0 }, "moved no parameter"},
-		"homa replica": {func(d *DDP) { d.ReplicaMaxAbsDiff["homa"] = 1e-3 }, "homa's replicas"},
+		"homa replica": {func(d *DDP) { d.ReplicaMaxAbsDiff["homa"] = 1e-6 }, "homa's replicas"},
 	} {
 		d := testDDP(4, 30, 40)
 		c.mod(d)
@@ -72,6 +72,30 @@ func TestDDP_differ(t *testing.T) {
 		if f[0].DDPStepRatio != 0 || f[0].DDPAbsent == "" {
 			t.Errorf("%s: figures %+v", name, f[0])
 		}
+	}
+}
+
+// A DDP job that failed leaves the job's other results, a row that says
+// so, no figure for its goal, and a failed run.
+func TestDDP_jobFailed(t *testing.T) {
+	r := &Result{Jobs: []Job{
+		{Ranks: 2, DDP: testDDP(2, 30, 40)},
+		{Ranks: 4, AllReduce: []Point{{"bytes": 4, "homa_us": 20, "gloo_us": 250}}, DDPError: "rank 3: exit status 1"},
+	}}
+	if err := r.Check(); err == nil || !strings.Contains(err.Error(), "4 ranks: the job failed: rank 3") {
+		t.Errorf("check %v", err)
+	}
+	if f := Figures(r); f[1].DDPAbsent != "the DDP job failed" || f[1].LatencyRatio[4] != 0.08 {
+		t.Errorf("figures %+v", f[1])
+	}
+	var text strings.Builder
+	Report(r, &text)
+	if !strings.Contains(text.String(), "JOB FAILED: rank 3") || !strings.Contains(text.String(), "0.75") {
+		t.Errorf("report:\n%s", text.String())
+	}
+	r.Jobs = r.Jobs[1:] // every DDP job failed: the trajectory table alone
+	if ts := ddpTables(r); len(ts) != 1 || !strings.Contains(ts[0].Title, "trajectory") {
+		t.Errorf("tables %+v", ts)
 	}
 }
 

@@ -16,20 +16,23 @@ import (
 // times and communication shares, and the trajectory check.
 func ddpTables(r *Result) []NamedTable {
 	st := perf.Table{Header: []string{"ranks", "model", "gradients", "batch", "steps", "homa ms", "homa p90", "gloo ms", "gloo p90",
-		"homa/gloo", "compute ms", "homa comm", "gloo comm"}}
+		"homa/gloo", "compute ms", "homa comm", "gloo comm", "load before"}}
 	tr := perf.Table{Header: []string{"ranks", "loss max rel diff", "param max abs diff", "of largest update", "homa replicas", "gloo replicas",
 		"final loss homa", "final loss gloo", "trajectories"}}
-	steps, warmup := 0, 0
+	nSteps, warmup := 0, 0
 	for _, j := range r.Jobs {
 		d := j.DDP
+		if j.DDPError != "" {
+			tr.Rows = append(tr.Rows, []string{fmt.Sprint(j.Ranks), "-", "-", "-", "-", "-", "-", "-", "JOB FAILED: " + j.DDPError})
+		}
 		if d == nil {
 			continue
 		}
-		steps, warmup = d.Steps, d.Warmup
+		nSteps, warmup = d.Steps, d.Warmup
 		h, g, c := d.Stats["homa"], d.Stats["gloo"], d.Stats["compute"]
 		st.Rows = append(st.Rows, []string{fmt.Sprint(j.Ranks), d.Model, fmt.Sprintf("%.1f MiB", float64(d.GradBytes)/(1<<20)),
 			fmt.Sprint(d.Batch), fmt.Sprint(d.Steps), ms(h.Median), ms(h.P90), ms(g.Median), ms(g.P90), ratio(h.Median, g.Median),
-			ms(c.Median), share(d.CommShare, "homa"), share(d.CommShare, "gloo")})
+			ms(c.Median), share(d.CommShare, "homa"), share(d.CommShare, "gloo"), orUnknown(d.LoadAvg)})
 		verdict := "equal"
 		if d.Differ != "" {
 			verdict = "DIFFER: " + d.Differ
@@ -42,15 +45,17 @@ func ddpTables(r *Result) []NamedTable {
 			sci(d.ReplicaMaxAbsDiff["homa"]), sci(d.ReplicaMaxAbsDiff["gloo"]),
 			fmt.Sprintf("%.6f", d.FinalLoss["homa"]), fmt.Sprintf("%.6f", d.FinalLoss["gloo"]), verdict})
 	}
-	if len(st.Rows) == 0 {
+	if len(tr.Rows) == 0 {
 		return nil
 	}
-	return []NamedTable{
-		{fmt.Sprintf("DDP training step (SGD, MSE on random data): median and p90 of %d steps after %d warm-up, each the slowest rank's; "+
-			"compute: the same step under no_sync() (no all_reduce); comm = 1 - compute/step", steps, warmup), st},
-		{fmt.Sprintf("DDP: homa's trajectory against gloo's, same seeds and batches (tolerances: losses %.0e relative; "+
-			"parameters and replicas %.0e of the largest update)", LossTolerance, ParamTolerance), tr},
+	steps := NamedTable{fmt.Sprintf("DDP training step (SGD, MSE on random data): median and p90 of %d steps after %d warm-up, each the slowest rank's; "+
+		"compute: the same step under no_sync() (no all_reduce); comm = 1 - compute/step", nSteps, warmup), st}
+	traj := NamedTable{fmt.Sprintf("DDP: homa's trajectory against gloo's, same seeds and batches (tolerances: losses %.0e relative; "+
+		"parameters and replicas %.0e of the largest update)", LossTolerance, ParamTolerance), tr}
+	if len(st.Rows) == 0 { // every DDP job failed
+		return []NamedTable{traj}
 	}
+	return []NamedTable{steps, traj}
 }
 
 // ddpMethod is how the DDP step was measured, for the markdown ("" without
