@@ -69,6 +69,7 @@ static void wake(fake *f)
 	homa_destroy(c);
 	/* shutdown: lock-free, then every blocking call is ECLOSED */
 	c = attach_or_die(f, &o);
+	w.c = c;
 	CHECK(pthread_create(&t, NULL, receive_forever, &w) == 0);
 	usleep(50000);
 	homa_shutdown(c);
