@@ -24,6 +24,9 @@ bash python/tests/install.sh
 echo "== pure-Go packages without cgo"
 CGO_ENABLED=0 go test -count=1 $(go list ./... | grep -E '/(wire|engine|sched|nicq|shm|hub|client|config)(/|$)' || true) 2>&1 | grep -v 'no test files' || true
 
+echo "== native/: libhoma's tests, then under ASan/UBSan"
+make -C native test asan
+
 echo "== all tests (HOMA_REQUIRE_DPDK=${HOMA_REQUIRE_DPDK:-0})"
 log=$(mktemp)
 set +e
