@@ -18,7 +18,7 @@ root=yes
 # 1. Packages.
 missing=()
 pkgs=(libdpdk-dev dpdk-dev pkg-config gcc make tshark iproute2 iputils-ping
-	python3 python3-numpy python3-venv python3-pip python3-setuptools
+	python3 python3-dev python3-numpy python3-venv python3-pip python3-setuptools
 	prometheus systemd groff-base python3-torch)
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
