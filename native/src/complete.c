@@ -22,7 +22,10 @@ static hm_sub *sub_find(homa_client *c, uint64_t cookie)
 	if (cookie & HM_RETURN_TAG)
 		return NULL;
 	int64_t i = hm_map_get(&c->sub_map, cookie);
-	return i < 0 ? NULL : hm_slab_at(&c->subs, (uint32_t)i);
+	if (i < 0)
+		return NULL;
+	hm_sub *s = hm_slab_at(&c->subs, (uint32_t)i);
+	return s->pushed ? s : NULL; /* a cookie not submitted yet: nothing can answer it */
 }
 
 static uint32_t rpc_index(homa_client *c, const hm_rpc *r)

@@ -44,7 +44,8 @@ typedef struct hm_sub {
 	uint8_t quiet;    /* sent with SubFlagQuiet: no Accepted comes */
 	uint8_t has_range; /* holds [off, off+take) of the arena */
 	uint8_t aborted;  /* quiet detached Send whose outcome abort_all dropped */
-	uint8_t awaited;  /* a call waits for its answer: the record stays until it looked */
+	uint8_t awaited;  /* a call waits for its answer (or is still staging it): the record stays */
+	uint8_t pushed;   /* on the submission ring: completions may name its cookie */
 	uint16_t err;     /* SUB_FAILED: the code */
 	uint16_t port;    /* Bind */
 	uint32_t length;  /* message bytes */

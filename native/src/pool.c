@@ -28,6 +28,19 @@ void hm_mark_held(homa_client *c, uint32_t page, uint32_t pages)
 /* Queues [page, +pages) (held) to go back, merged with the last run when
  * adjacent; the pages are marked returning. 0, or -1 out of memory (they
  * stay held). */
+static int append_run(homa_client *c, hm_run r)
+{
+	if (c->nreturns == c->returns_cap) {
+		hm_run *n = realloc(c->returns, 2 * c->returns_cap * sizeof(*n));
+		if (!n)
+			return -1;
+		c->returns = n;
+		c->returns_cap *= 2;
+	}
+	c->returns[c->nreturns++] = r;
+	return 0;
+}
+
 int hm_return_later(homa_client *c, uint32_t page, uint32_t pages)
 {
 	if (c->nreturns) {
@@ -42,14 +55,8 @@ int hm_return_later(homa_client *c, uint32_t page, uint32_t pages)
 			goto mark;
 		}
 	}
-	if (c->nreturns == c->returns_cap) {
-		hm_run *n = realloc(c->returns, 2 * c->returns_cap * sizeof(*n));
-		if (!n)
-			return -1;
-		c->returns = n;
-		c->returns_cap *= 2;
-	}
-	c->returns[c->nreturns++] = (hm_run){page, pages};
+	if (append_run(c, (hm_run){page, pages}))
+		return -1;
 mark:
 	memset(c->pages + page, PAGE_RETURNING, pages);
 	return 0;
@@ -113,15 +120,17 @@ int hm_flush_returns(homa_client *c, int all)
 		if (n < k) {
 			/* the ring is full: one at a time through hm_push, which reads
 			 * completions and waits for room */
-			hm_run r = c->returns[c->nreturns - 1];
+			hm_run r = c->returns[--c->nreturns]; /* taken first: hm_push reads completions, which may queue runs */
 			hm_entry e = {.op = HM_OP_RETURN_PAGES,
 				      .cookie = HM_RETURN_TAG | (uint64_t)r.page << 32 | r.pages,
 				      .page = r.page,
 				      .pages = r.pages};
 			int rc = hm_push(c, &e);
-			if (rc)
+			if (rc) {
+				if (append_run(c, r)) /* no memory: the run stays marked returning, lost to both sides */
+					c->st.page_return_errors++;
 				return rc;
-			c->nreturns--;
+			}
 			memset(c->pages + r.page, PAGE_DAEMON, r.pages);
 			c->st.page_returns++;
 		}

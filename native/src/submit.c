@@ -23,6 +23,7 @@ hm_sub *hm_new_sub(homa_client *c, uint8_t kind, uint32_t *idx)
 	s->cookie = c->next_cookie;
 	s->kind = kind;
 	s->state = SUB_WAITING;
+	s->awaited = 1; /* until pushed and, if a call awaits it, answered */
 	if (hm_map_put(&c->sub_map, s->cookie, (uint32_t)i)) {
 		hm_slab_put(&c->subs, (uint32_t)i);
 		return NULL;
@@ -189,9 +190,10 @@ HM_EXPORT int homa_bind(homa_client *c, uint16_t port)
 	s->port = port;
 	hm_entry e = {.op = HM_OP_BIND, .port = port, .cookie = s->cookie};
 	if ((rc = hm_push(c, &e)) != 0) {
-		unsubmit(c, s);
+		unsubmit(c, hm_slab_at(&c->subs, idx));
 		goto out;
 	}
+	((hm_sub *)hm_slab_at(&c->subs, idx))->pushed = 1;
 	hm_sub got;
 	rc = await(c, idx, &got);
 out:
@@ -254,7 +256,10 @@ HM_EXPORT int homa_send(homa_client *c, const homa_addr *dst, const struct iovec
 		unsubmit(c, s);
 		goto out;
 	}
+	s = hm_slab_at(&c->subs, idx);
+	s->pushed = 1;
 	if (detached) {
+		s->awaited = 0;
 		c->st.sends++;
 		goto out;
 	}
@@ -323,8 +328,12 @@ HM_EXPORT int homa_reply(homa_client *c, const homa_msg *req, const struct iovec
 		hm_map_del(&c->req_map, req->id);
 		hm_slab_put(&c->reqs, (uint32_t)ri);
 	}
-	if (detached)
+	s = hm_slab_at(&c->subs, idx);
+	s->pushed = 1;
+	if (detached) {
+		s->awaited = 0;
 		goto out;
+	}
 	hm_sub got;
 	rc = await(c, idx, &got);
 	if (rc == 0)
@@ -364,9 +373,10 @@ HM_EXPORT int homa_abort(homa_client *c, uint64_t rpc_id)
 	s->rpc_id = rpc_id;
 	hm_entry e = {.op = HM_OP_ABORT, .rpc = rpc_id, .cookie = s->cookie};
 	if ((rc = hm_push(c, &e)) != 0) {
-		unsubmit(c, s);
+		unsubmit(c, hm_slab_at(&c->subs, idx));
 		goto out;
 	}
+	((hm_sub *)hm_slab_at(&c->subs, idx))->pushed = 1;
 	hm_sub got;
 	rc = await(c, idx, &got);
 	if (rc == HOMA_ERR_NO_RPC) {
@@ -397,9 +407,10 @@ HM_EXPORT int homa_abort_all(homa_client *c)
 	}
 	hm_entry e = {.op = HM_OP_ABORT_ALL, .cookie = s->cookie};
 	if ((rc = hm_push(c, &e)) != 0) {
-		unsubmit(c, s);
+		unsubmit(c, hm_slab_at(&c->subs, idx));
 		goto out;
 	}
+	((hm_sub *)hm_slab_at(&c->subs, idx))->pushed = 1;
 	hm_sub got;
 	rc = await(c, idx, &got);
 	if (rc == 0)

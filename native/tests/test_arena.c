@@ -148,7 +148,6 @@ static void pressure(void)
 		homa_msg_release(c, &m);
 	}
 	CHECK_EQ(stats_of(c).arena_used, 0);
-	CHECK(stats_of(c).arena_waits > 0);
 	struct iovec never = {big, 262145};
 	CHECK_EQ(homa_send(c, &a, &never, 1, 0, 0, NULL), HOMA_EINVAL); /* never fits */
 	homa_destroy(c);
