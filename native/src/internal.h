@@ -166,6 +166,8 @@ void hm_abort_everything(homa_client *c);
  * pred holds, or HOMA_ETIMEDOUT, HOMA_EDEAD, HOMA_ECLOSED */
 typedef int (*hm_pred)(homa_client *c, void *arg);
 int hm_wait_for(homa_client *c, hm_pred pred, void *arg, int64_t timeout_ns);
+/* 1 if the daemon closed the control connection (c->dead is set) */
+int hm_control_ended(homa_client *c);
 
 /* pool.c */
 int hm_pages_free(homa_client *c, uint32_t page, uint32_t pages);

@@ -79,6 +79,8 @@ int hm_push(homa_client *c, const hm_entry *e)
 	int64_t deadline = c->op_timeout_ns < 0 ? INT64_MAX : hm_now() + c->op_timeout_ns;
 	while (hm_prod_push(&c->sq, slot, 1) != 1) {
 		hm_drain(c);
+		if (c->sock >= 0 && hm_control_ended(c)) /* a daemon that is gone reads nothing */
+			return HOMA_EDEAD;
 		int rc = hm_check_open(c);
 		if (rc)
 			return rc;

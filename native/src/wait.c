@@ -25,7 +25,7 @@
 
 /* The control connection is readable or hung up: anything but "would
  * block" means the daemon closed it. 1 if the session has ended. */
-static int control_ended(homa_client *c)
+int hm_control_ended(homa_client *c)
 {
 	char buf[256];
 	ssize_t n = recv(c->sock, buf, sizeof(buf), MSG_DONTWAIT);
@@ -62,7 +62,7 @@ static int sleep_until(homa_client *c, int64_t deadline)
 		if (read(efd, &v, sizeof(v)) == sizeof(v))
 			c->st.wakeups++;
 	}
-	if (p[1].revents && control_ended(c))
+	if (p[1].revents && hm_control_ended(c))
 		return HOMA_EDEAD;
 	return 0;
 }

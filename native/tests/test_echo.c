@@ -1,7 +1,9 @@
 /*
  * test_echo: round trips through an echo server (another client) of 1 B
  * to 1,000,000 B, send + wait and detached sends collected by receive,
- * many outstanding at once; pages and arena ranges all come back.
+ * many outstanding at once; pages and arena ranges all come back. Twice:
+ * with the header's features (quiet detached submissions, pages riding on
+ * sends and replies), then as a version-1 worker without them.
  */
 #include <string.h>
 #include <unistd.h>
@@ -16,7 +18,7 @@ static void fill(uint8_t *b, size_t n, unsigned seed)
 		b[i] = (uint8_t)(i * 31 + seed);
 }
 
-int main(void)
+static void run(void)
 {
 	fake f;
 	fake_start(&f, NULL);
@@ -107,8 +109,22 @@ int main(void)
 	const char *ans = fake_cmd(&f, "session 1");
 	CHECK_EQ(json_int(ans, "pages_held"), 0);
 	CHECK_EQ(json_int(ans, "bad_submissions"), 0);
+	if (attach_features) { /* detached sends went quiet, released pages rode on sends */
+		CHECK(json_int(ans, "quiet") > 0);
+		CHECK(json_int(ans, "pages_on_submit") > 0);
+	} else {
+		CHECK_EQ(json_int(ans, "quiet"), 0);
+		CHECK_EQ(json_int(ans, "pages_on_submit"), 0);
+	}
 	homa_destroy(c);
 	echo_stop(srv);
 	fake_stop(&f);
+}
+
+int main(void)
+{
+	run();
+	attach_features = 0; /* again as a version-1 worker: Accepted for every submission, ReturnPages entries */
+	run();
 	return 0;
 }

@@ -234,6 +234,42 @@ static void attach_errors(fake *f)
 	homa_destroy(c);
 }
 
+/* the submission ring full while the engine is paused: HOMA_ESQFULL after
+ * op_timeout; once the daemon has ended the session, HOMA_EDEAD */
+static void sq_full(void)
+{
+	fake f;
+	const char *flags[] = {"-sq", "4", NULL};
+	fake_start(&f, flags);
+	homa_options o;
+	homa_options_init(&o);
+	o.op_timeout_ns = 100000000;
+	homa_client *c = attach_or_die(&f, &o);
+	homa_addr a = addr("127.0.0.1", 99);
+	struct iovec x = {"x", 1};
+	fake_cmd(&f, "pause");
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ(homa_send(c, &a, &x, 1, 0, HOMA_SEND_DETACHED, NULL), 0);
+	int64_t t0 = now_ns();
+	CHECK_EQ(homa_send(c, &a, &x, 1, 0, HOMA_SEND_DETACHED, NULL), HOMA_ESQFULL);
+	CHECK(now_ns() - t0 >= 100000000);
+	homa_stats s = stats_of(c);
+	CHECK_EQ(s.sq_full_waits, 1);
+	CHECK_EQ(s.arena_used, 4 * 64); /* the refused one's range is free again */
+	fake_cmd(&f, "kill 0");
+	fake_cmd(&f, "resume");
+	t0 = now_ns();
+	int rc = homa_send(c, &a, &x, 1, 0, HOMA_SEND_DETACHED, NULL);
+	CHECK(rc == HOMA_EDEAD || rc == 0); /* the daemon may have drained the ring before it ended the session */
+	homa_msg m;
+	while (rc == 0)
+		rc = homa_receive(c, &m, 5000000000ll);
+	CHECK_EQ(rc, HOMA_EDEAD);
+	CHECK(now_ns() - t0 < 2000000000ll);
+	homa_destroy(c);
+	fake_stop(&f);
+}
+
 int main(void)
 {
 	fake f;
@@ -244,5 +280,6 @@ int main(void)
 	fake_stop(&f);
 	bad_entry();
 	refusals();
+	sq_full();
 	return 0;
 }

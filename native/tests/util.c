@@ -3,6 +3,8 @@
  */
 #include "util.h"
 
+#include "internal.h"
+
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -95,6 +97,8 @@ long long json_int(const char *ans, const char *key)
 	return strtoll(p + strlen(k), NULL, 10);
 }
 
+unsigned attach_features = ~0u;
+
 homa_client *attach_or_die(fake *f, const homa_options *o)
 {
 	homa_client *c = NULL;
@@ -104,6 +108,7 @@ homa_client *attach_or_die(fake *f, const homa_options *o)
 		fprintf(stderr, "attach: %s: %s\n", homa_strerror(rc), err);
 		exit(1);
 	}
+	c->features &= attach_features;
 	return c;
 }
 

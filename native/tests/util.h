@@ -31,6 +31,9 @@ const char *fake_cmd(fake *f, const char *fmt, ...) __attribute__((format(printf
 long long json_int(const char *ans, const char *key);
 
 homa_client *attach_or_die(fake *f, const homa_options *o);
+/* attach_or_die keeps only these of the header's feature bits (tests of
+ * the version-1 paths: no quiet submissions, no pages riding on them). */
+extern unsigned attach_features;
 /* Echo server thread: binds port on its own client and answers every
  * request with its bytes until its client is closed. */
 typedef struct echo echo;
