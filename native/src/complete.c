@@ -216,7 +216,7 @@ static void on_accepted(homa_client *c, const hm_entry *e)
 		r->tag = s->tag;
 		r->peer = s->peer;
 		r->has_outcome = 0;
-		r->aborted = 0;
+		r->aborted = s->aborted; /* abort_all came after this Send: its end is dropped */
 		s->rpc_id = e->rpc;
 		break;
 	}
@@ -440,8 +440,8 @@ void hm_abort_everything(homa_client *c)
 	for (uint32_t i = 0; i < c->sub_map.cap; i++)
 		if (c->sub_map.keys[i]) {
 			hm_sub *s = hm_slab_at(&c->subs, c->sub_map.vals[i]);
-			if (s->kind == HM_OP_SEND && s->quiet && s->state == SUB_WAITING)
-				s->aborted = 1;
+			if (s->kind == HM_OP_SEND && s->state == SUB_WAITING)
+				s->aborted = 1; /* quiet: its outcome is dropped; else its RPC is born aborted */
 		}
 	/* outcomes of quiet sends already queued */
 	for (uint32_t k = 0; k < c->ready_len; k++) {

@@ -43,7 +43,7 @@ typedef struct hm_sub {
 	uint8_t detached; /* no call awaits it: its refusal goes to the ready queue */
 	uint8_t quiet;    /* sent with SubFlagQuiet: no Accepted comes */
 	uint8_t has_range; /* holds [off, off+take) of the arena */
-	uint8_t aborted;  /* quiet detached Send whose outcome abort_all dropped */
+	uint8_t aborted;  /* a Send not answered yet when abort_all came: its outcome is dropped */
 	uint8_t awaited;  /* a call waits for its answer (or is still staging it): the record stays */
 	uint8_t pushed;   /* on the submission ring: completions may name its cookie */
 	uint16_t err;     /* SUB_FAILED: the code */

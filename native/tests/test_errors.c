@@ -276,6 +276,9 @@ int main(void)
 	fake_start(&f, NULL);
 	failures(&f);
 	aborts(&f);
+	attach_features = 0; /* as a version-1 worker: the detached send is not quiet */
+	aborts(&f);
+	attach_features = ~0u;
 	attach_errors(&f);
 	fake_stop(&f);
 	bad_entry();
