@@ -5,13 +5,14 @@
         with c.call(("10.0.0.2", 99), b"hello", timeout=5.0) as msg:
             print(bytes(msg.data))
 
-Standard library only. Runs on CPython on x86-64 (see homa_dpdk.ring for
-why). The byte layouts are those of the Go package shm/ (layout.go,
-ring.go, entry.go), which is their source of truth.
+A thin binding (_native, the CPython C API) over libhoma, the worker
+protocol's one C implementation (native/include/homa.h), shipped in the
+package as libhoma.so.1. The protocol is the Go package shm/'s
+(layout.go, ring.go, entry.go), its source of truth.
 """
 
 from .client import DEFAULT_SOCKET, Client, Message
-from .entry import COMP_FLAG_RELEASED, ENTRY_SIZE, PAGE_SIZE, CompOp, ErrCode, Op
+from .codes import COMP_FLAG_RELEASED, ENTRY_SIZE, PAGE_SIZE, CompOp, ErrCode, Op
 from .errors import (ArenaFull, AttachError, BadEntry, HomaError, LayoutError, RefusedError, RingGeometryError,
                      RPCError, UnsupportedPlatform, WaitTimeout)
 from .layout import Layout, parse_header

@@ -3,7 +3,7 @@
 Every exception the package raises on purpose derives from HomaError.
 """
 
-from .entry import ErrCode, err_name
+from .codes import ErrCode, err_name
 
 __all__ = [
     "HomaError",
@@ -48,7 +48,7 @@ class RingGeometryError(HomaError, ValueError):
 
 
 class UnsupportedPlatform(HomaError, RuntimeError):
-    """The shared-memory rings need x86-64 and CPython (see homa_dpdk.ring)."""
+    """libhoma does not run the rings on this machine (HOMA_EPLATFORM)."""
 
 
 class WaitTimeout(HomaError, TimeoutError):

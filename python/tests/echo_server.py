@@ -16,7 +16,8 @@ import os
 import signal
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this tree's homa_dpdk
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import support  # noqa: E402,F401  this tree's homa_dpdk, built in place when stale
 
 import homa_dpdk  # noqa: E402
 
