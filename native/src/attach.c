@@ -160,7 +160,10 @@ HM_EXPORT int homa_attach(const char *path, const homa_options *opts, homa_clien
 		rc = fail(err, errlen, HOMA_EATTACH, "attach to %s: %s", path, strerror(errno));
 		goto out;
 	}
-	ssize_t n = greet(s, g, sizeof(g), fds, &nfds, &ctrunc, o.op_timeout_ns);
+	/* the daemon makes the region before it answers (hugetlb, resident): give it
+	 * op_timeout, but never less than 10 s */
+	int64_t greet_ns = o.op_timeout_ns < 0 || o.op_timeout_ns > 10000000000ll ? o.op_timeout_ns : 10000000000ll;
+	ssize_t n = greet(s, g, sizeof(g), fds, &nfds, &ctrunc, greet_ns);
 	if (n < 0) {
 		rc = fail(err, errlen, HOMA_EATTACH, "attach to %s: %s", path, strerror(errno));
 		goto out;
