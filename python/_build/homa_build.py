@@ -17,14 +17,15 @@ python/ (an sdist, which carries a copy).
 
 If _build/torch_ext.py exists, the build also calls
 torch_ext.build(build_dir, pkg_dir, libhoma_path): build_dir is a scratch
-directory, pkg_dir the package directory the build fills (its files go
-into the wheel, or stay in the tree for --inplace and editable installs),
-libhoma_path the libhoma.so.1 built there.
+directory (python/build/torch_ext, kept, for builds in place), pkg_dir the
+package directory the build fills (its files go into the wheel, or stay in
+the tree for --inplace and editable installs), libhoma_path the
+libhoma.so.1 built there.
 
 In a source tree, `python3 python/_build/homa_build.py --inplace` builds
-the two libraries (and, through the hook, the torch extension) into
-python/homa_dpdk/ for the interpreter that runs it; nothing when the two
-are newer than their sources (native/, _native.c, this file).
+the two libraries into python/homa_dpdk/ for the interpreter that runs it
+(nothing when they are newer than their sources: native/, _native.c, this
+file), then calls the torch hook (--no-torch: not).
 """
 
 import base64
@@ -91,7 +92,7 @@ def _inputs(nd):
     files += sorted(glob.glob(os.path.join(nd, "include", "*.h")))
     files += [p for p in [os.path.join(nd, "libhoma.map")] if os.path.exists(p)]
     files += [os.path.join(PKG_DIR, "_native.c"), os.path.abspath(__file__)]
-    return files  # not the torch extension's: torch_ext.py --inplace rebuilds it after its own changes
+    return files  # not the torch extension's: its hook decides what it rebuilds
 
 
 def _cc():
@@ -108,11 +109,10 @@ def _run(cmd, quiet):
         print(r.stdout, file=sys.stderr, end="")
 
 
-def build_libs(out_dir, build_dir, quiet=False, torch=True):
-    """Builds libhoma.so.1 and _native<EXT_SUFFIX> (and, through
-    _build/torch_ext.py if present and torch is true, the torch extension)
-    into out_dir; build_dir is scratch space. Each file is moved into place
-    whole. Returns the paths made."""
+def build_core(out_dir, build_dir, quiet=False):
+    """Builds libhoma.so.1 and _native<EXT_SUFFIX> into out_dir; build_dir
+    is scratch space. Each file is moved into place whole. Returns the
+    paths made."""
     nd = native_dir()
     cc = _cc()
     flags = ["-O2", "-fPIC", "-Wall", "-pthread"]
@@ -142,15 +142,21 @@ def build_libs(out_dir, build_dir, quiet=False, torch=True):
         os.chmod(dst + ".tmp", 0o755)
         os.replace(dst + ".tmp", dst)  # a process that has the old one mapped keeps it
         made.append(dst)
-    hook = os.path.join(BUILD_DIR, "torch_ext.py")
-    if torch and os.path.exists(hook):
-        sys.path.insert(0, BUILD_DIR)
-        try:
-            import torch_ext
-        finally:
-            sys.path.remove(BUILD_DIR)
-        torch_ext.build(build_dir, out_dir, os.path.join(out_dir, LIBHOMA))
     return made
+
+
+def build_torch(build_dir, out_dir):
+    """The torch extension's hook: torch_ext.build(build_dir, out_dir,
+    libhoma_path) when _build/torch_ext.py exists (its errors are the
+    build's)."""
+    if not os.path.exists(os.path.join(BUILD_DIR, "torch_ext.py")):
+        return None
+    sys.path.insert(0, BUILD_DIR)
+    try:
+        import torch_ext
+    finally:
+        sys.path.remove(BUILD_DIR)
+    return torch_ext.build(build_dir, out_dir, os.path.join(out_dir, LIBHOMA))
 
 
 @contextlib.contextmanager
@@ -176,15 +182,20 @@ def up_to_date():
 
 
 def build_inplace(force=False, quiet=False, torch=True):
-    """Builds the libraries into python/homa_dpdk/ unless they are up to
-    date; returns True if it built. torch: call the torch extension's hook
-    too (the package's own tests do without: it takes a minute)."""
+    """Builds libhoma and _native into python/homa_dpdk/ unless they are up
+    to date, and then, if torch, the torch extension through its hook, in
+    python/build/torch_ext (kept, so that it recompiles only what changed,
+    as torch_ext.py --inplace does). Returns True if it built the first two.
+    The package's own tests pass torch=False (the extension takes minutes)."""
     with _locked():
-        if not force and up_to_date():
-            return False
-        with tempfile.TemporaryDirectory(prefix="homa-build-") as tmp:
-            build_libs(PKG_DIR, tmp, quiet, torch)
-        return True
+        built = False
+        if force or not up_to_date():
+            with tempfile.TemporaryDirectory(prefix="homa-build-") as tmp:
+                build_core(PKG_DIR, tmp, quiet)
+            built = True
+        if torch:
+            build_torch(os.path.join(HERE, "build", "torch_ext"), PKG_DIR)
+        return built
 
 
 # ------------------------------------------------------------ the wheel
@@ -297,7 +308,8 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
         out = os.path.join(tmp, PACKAGE)
         scratch = os.path.join(tmp, "build")
         os.makedirs(scratch)
-        build_libs(out, scratch, quiet=True)
+        build_core(out, scratch, quiet=True)
+        build_torch(scratch, out)
         for path, full in _walk_built(out):
             with open(full, "rb") as f:
                 entries.append((PACKAGE + "/" + path, f.read(), 0o755))

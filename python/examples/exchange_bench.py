@@ -6,17 +6,22 @@ same run, interleaved.
 Two Clients attach to the Go fake engine (shm/shmtest/cmd/shmfake, built
 with go; tests/fakeengine.py), each in a process of its own: a server that
 binds and echoes every request with receive() and reply_async(), and a
-client that sends 100 bytes and waits for the response (send, wait). Each
-process counts its own CPU time (time.process_time) over a round of N
-exchanges; the figure is CPU per exchange, each end and both together.
-Rounds alternate between the two implementations; the table shows the
-median of the rounds.
+client that sends 100 bytes and waits for the response (send, wait; or,
+with --window W > 1, keeps W requests in flight with send_async and takes
+the responses with receive). Each process counts its own CPU time, in user
+space and in the kernel (getrusage), over a round of N exchanges; the
+figure is CPU per exchange, each end and both together. Rounds alternate
+between the two implementations; the tables show the median of the rounds,
+one table per window and spin_us.
 
-    python3 python/examples/exchange_bench.py [-n 5000] [--rounds 5] [--spin-us 0 50] [--size 100]
+    python3 python/examples/exchange_bench.py [-n 5000] [--rounds 5] [--window 1 16] [--spin-us 0 50]
 
-The old client is taken from git (--old-rev; default: the last commit
-whose python/homa_dpdk/ had the pure-Python ring code) with git archive
-into a temporary directory; nothing in the checkout changes.
+With spin_us 0 a wait sleeps at once, so the kernel's sleep and wake-up
+show as system time; with spinning, the CPU also counts the spinning while
+the other end works. The old client is taken from git (--old-rev; default:
+the last commit whose python/homa_dpdk/ had the pure-Python ring code)
+with git archive into a temporary directory; nothing in the checkout
+changes.
 """
 
 import argparse
@@ -87,7 +92,7 @@ def old_tree(rev, dest):
         else:
             gone = subprocess.run(["git", "log", "-1", "--format=%H", "--", "python/homa_dpdk/ring.py"], cwd=REPO,
                                   capture_output=True, text=True, check=True).stdout.strip()
-            rev = gone + "^"
+            rev = gone[:12] + "^"
     arch = subprocess.run(["git", "archive", "--format=tar", rev, "python/homa_dpdk"], cwd=REPO,
                           capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", dest], input=arch, check=True)
@@ -206,7 +211,7 @@ def report(res, pairs, spin, window, args):
     how = "send + wait, one at a time" if window <= 1 else f"{window} in flight (send_async + receive)"
     print(f"\n{args.size} B exchanges through the Go fake engine, {how}, spin_us={spin:g}; median of "
           f"{args.rounds} rounds of {args.n}; Python {sys.version.split()[0]}; CPU per exchange, us (user+sys)")
-    print(f"{'client':<30} {'server':>15} {'client':>15} {'both ends':>15} {'wall':>8}")
+    print(f"{'client':<30} {'server':>15} {'client':>15} {'both ends':>17} {'wall':>8}")
     both = {}
     for p in pairs:
         rs = res[p.name]
@@ -214,8 +219,6 @@ def report(res, pairs, spin, window, args):
         def med(f):
             return statistics.median(f(r) for r in rs) / 1e3
 
-        s = med(lambda r: r[0] + r[1])
-        c = med(lambda r: r[2] + r[3])
         b = med(lambda r: r[0] + r[1] + r[2] + r[3])
         bu = med(lambda r: r[0] + r[2])
         bs = med(lambda r: r[1] + r[3])
@@ -223,8 +226,7 @@ def report(res, pairs, spin, window, args):
         both[p.name] = b
         cell = f"{med(lambda r: r[0]):.1f}+{med(lambda r: r[1]):.1f}"
         cell2 = f"{med(lambda r: r[2]):.1f}+{med(lambda r: r[3]):.1f}"
-        print(f"{p.name:<30} {cell:>15} {cell2:>15} {f'{bu:.1f}+{bs:.1f}={b:.1f}':>15} {w:>8.1f}")
-        del s, c
+        print(f"{p.name:<30} {cell:>15} {cell2:>15} {f'{bu:.1f}+{bs:.1f}={b:.1f}':>17} {w:>8.1f}")
     if len(both) == 2:
         a, b = list(both.values())
         print(f"both ends' CPU, binding over pure Python: {a / b:.3f}x")
