@@ -161,7 +161,11 @@ void homa_destroy(homa_client *c);
 
 /* Makes a wait in progress in another thread (homa_wait, homa_receive, ...)
  * return HOMA_ETIMEDOUT as if its timeout had passed -- or, if none is in
- * progress, the next one, once. */
+ * progress, the next one, once. The waits it ends are those for outcomes
+ * (homa_wait, homa_receive, homa_receive_burst); a call that waits for the
+ * daemon's answer to its own submission (homa_bind, homa_send without
+ * HOMA_SEND_DETACHED, homa_reply, homa_abort, homa_abort_all) or for arena
+ * room is not ended by it and leaves the wake-up to the next such wait. */
 void homa_wake(homa_client *c);
 
 /* The wake-up eventfd (readable when the daemon woke a sleeping wait). */

@@ -163,9 +163,11 @@ void hm_reopen_request(homa_client *c, uint64_t id, const homa_addr *peer);
 void hm_abort_everything(homa_client *c);
 
 /* wait.c: processes completions until pred(c, arg) or the timeout; 0 when
- * pred holds, or HOMA_ETIMEDOUT, HOMA_EDEAD, HOMA_ECLOSED */
+ * pred holds, or HOMA_ETIMEDOUT, HOMA_EDEAD, HOMA_ECLOSED. wakeable: a
+ * homa_wake ends it (the waits for outcomes); the waits for a
+ * submission's answer or arena room leave the wake-up to the next one. */
 typedef int (*hm_pred)(homa_client *c, void *arg);
-int hm_wait_for(homa_client *c, hm_pred pred, void *arg, int64_t timeout_ns);
+int hm_wait_for(homa_client *c, hm_pred pred, void *arg, int64_t timeout_ns, int wakeable);
 /* 1 if the daemon closed the control connection (c->dead is set) */
 int hm_control_ended(homa_client *c);
 

@@ -126,7 +126,7 @@ static int stage(homa_client *c, hm_sub *s, const struct iovec *iov, int iovcnt)
 	struct arena_want w = {.n = n};
 	if (!arena_room(c, &w)) {
 		c->st.arena_waits++;
-		int rc = hm_wait_for(c, arena_room, &w, c->op_timeout_ns);
+		int rc = hm_wait_for(c, arena_room, &w, c->op_timeout_ns, 0);
 		if (rc == HOMA_ETIMEDOUT)
 			return HOMA_EARENA;
 		if (rc)
@@ -163,7 +163,7 @@ static int await(homa_client *c, uint32_t idx, hm_sub *out)
 	hm_sub *s = hm_slab_at(&c->subs, idx);
 	struct awaited a = {idx, s->gen};
 	s->awaited = 1; /* the handlers keep the record until it is looked at here */
-	int rc = hm_wait_for(c, answered, &a, c->op_timeout_ns);
+	int rc = hm_wait_for(c, answered, &a, c->op_timeout_ns, 0);
 	s = hm_slab_at(&c->subs, idx);
 	*out = *s;
 	s->awaited = 0;

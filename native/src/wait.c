@@ -67,7 +67,7 @@ static int sleep_until(homa_client *c, int64_t deadline)
 	return 0;
 }
 
-int hm_wait_for(homa_client *c, hm_pred pred, void *arg, int64_t timeout_ns)
+int hm_wait_for(homa_client *c, hm_pred pred, void *arg, int64_t timeout_ns, int wakeable)
 {
 	int64_t deadline = timeout_ns < 0 ? INT64_MAX : hm_now() + timeout_ns;
 	for (;;) {
@@ -81,7 +81,7 @@ int hm_wait_for(homa_client *c, hm_pred pred, void *arg, int64_t timeout_ns)
 			return 0;
 		if ((rc = hm_check_open(c)) != 0)
 			return rc;
-		if (atomic_exchange(&c->woken, 0)) /* homa_wake: return as at the deadline */
+		if (wakeable && atomic_exchange(&c->woken, 0)) /* homa_wake: return as at the deadline */
 			return HOMA_ETIMEDOUT;
 		int64_t now = hm_now();
 		if (now >= deadline) {
@@ -95,7 +95,7 @@ int hm_wait_for(homa_client *c, hm_pred pred, void *arg, int64_t timeout_ns)
 				arrived = 1;
 				break;
 			}
-			if ((i & 63) == 0 && (hm_now() >= end || atomic_load_explicit(&c->woken, memory_order_relaxed) ||
+			if ((i & 63) == 0 && (hm_now() >= end || (wakeable && atomic_load_explicit(&c->woken, memory_order_relaxed)) ||
 					      atomic_load_explicit(&c->closing, memory_order_relaxed) ||
 					      atomic_load_explicit(&c->rel_pending, memory_order_relaxed)))
 				break;
@@ -105,7 +105,7 @@ int hm_wait_for(homa_client *c, hm_pred pred, void *arg, int64_t timeout_ns)
 			c->st.spins++;
 			continue;
 		}
-		if (atomic_load_explicit(&c->woken, memory_order_relaxed) ||
+		if ((wakeable && atomic_load_explicit(&c->woken, memory_order_relaxed)) ||
 		    atomic_load_explicit(&c->closing, memory_order_relaxed) ||
 		    atomic_load_explicit(&c->rel_pending, memory_order_relaxed) || hm_now() >= deadline)
 			continue; /* one more look, then the answer */
@@ -144,7 +144,7 @@ HM_EXPORT int homa_wait(homa_client *c, uint64_t rpc_id, homa_msg *m, int64_t ti
 	}
 	hm_rpc *r = hm_slab_at(&c->rpcs, (uint32_t)i);
 	struct rpc_wait w = {rpc_id, (uint32_t)i, r->gen};
-	if (!r->aborted && (rc = hm_wait_for(c, rpc_ended, &w, timeout_ns)) != 0)
+	if (!r->aborted && (rc = hm_wait_for(c, rpc_ended, &w, timeout_ns, 1)) != 0)
 		goto out;
 	r = hm_slab_at(&c->rpcs, w.idx);
 	if (r->gen != w.gen) { /* dropped meanwhile (abort of its outcome) */
@@ -180,7 +180,7 @@ HM_EXPORT int homa_receive_burst(homa_client *c, homa_msg *m, int n, int64_t tim
 	int rc = hm_check_open(c);
 	if (rc)
 		goto out;
-	if ((rc = hm_wait_for(c, ready, NULL, timeout_ns)) != 0)
+	if ((rc = hm_wait_for(c, ready, NULL, timeout_ns, 1)) != 0)
 		goto out;
 	int k = 0;
 	while (k < n && hm_ready_pop(c, &m[k]) >= 0)

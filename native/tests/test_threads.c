@@ -53,6 +53,13 @@ static void wake(fake *f)
 	t0 = now_ns();
 	CHECK_EQ(homa_receive(c, &m, 30000000), HOMA_ETIMEDOUT);
 	CHECK(now_ns() - t0 >= 30000000);
+	/* a call waiting for its submission's answer is not ended by a wake:
+	 * it leaves it to the next wait for an outcome */
+	homa_wake(c);
+	CHECK_EQ(homa_bind(c, 23), 0);
+	t0 = now_ns();
+	CHECK_EQ(homa_receive(c, &m, 5000000000ll), HOMA_ETIMEDOUT);
+	CHECK(now_ns() - t0 < 1000000000ll);
 	CHECK(homa_fd(c) >= 0);
 	homa_stats s = stats_of(c);
 	CHECK(s.sleeps >= 1);
