@@ -168,10 +168,7 @@ HM_EXPORT int homa_stats_get(homa_client *c, homa_stats *s)
 	t.arena_ranges = c->arena.ranges;
 	t.arena_largest_free = hm_arena_largest_free(&c->arena);
 	t.pool_pages = c->lay.pool_pages;
-	uint64_t held = 0;
-	for (uint64_t i = 0; i < c->lay.pool_pages; i++)
-		held += c->pages[i] != PAGE_DAEMON;
-	t.pool_pages_held = held;
+	t.pool_pages_held = c->pages_held;
 	t.messages_alive = c->messages_alive;
 	uint64_t out = 0, pend = 0, ready = 0;
 	for (uint32_t i = 0; i < c->rpc_map.cap; i++)

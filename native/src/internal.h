@@ -121,6 +121,7 @@ struct homa_client {
 	hm_item *ready;
 	uint32_t ready_cap, ready_head, ready_len; /* a ring of ready_cap (power of two) */
 	uint8_t *pages;       /* PAGE_* per pool page */
+	uint64_t pages_held;  /* pages not PAGE_DAEMON */
 	hm_run *returns;      /* runs to give back */
 	uint32_t nreturns, returns_cap;
 	uint8_t bound[HOMA_MAX_SERVER_PORT / 8 + 1]; /* ports bound (bitmap) */

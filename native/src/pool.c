@@ -22,7 +22,8 @@ int hm_pages_free(homa_client *c, uint32_t page, uint32_t pages)
 
 void hm_mark_held(homa_client *c, uint32_t page, uint32_t pages)
 {
-	memset(c->pages + page, PAGE_HELD, pages);
+	memset(c->pages + page, PAGE_HELD, pages); /* callers found them the daemon's */
+	c->pages_held += pages;
 }
 
 /* Queues [page, +pages) (held) to go back, merged with the last run when
@@ -114,13 +115,15 @@ int hm_flush_returns(homa_client *c, int all)
 		for (unsigned i = 0; i < n; i++) {
 			hm_run r = c->returns[--c->nreturns];
 			memset(c->pages + r.page, PAGE_DAEMON, r.pages);
+			c->pages_held -= r.pages;
 			c->st.page_returns++;
 		}
 		c->st.submissions += n;
 		if (n < k) {
 			/* the ring is full: one at a time through hm_push, which reads
 			 * completions and waits for room */
-			hm_run r = c->returns[--c->nreturns]; /* taken first: hm_push reads completions, which may queue runs */
+			/* taken off first: hm_push reads completions, which may queue runs */
+			hm_run r = c->returns[--c->nreturns];
 			hm_entry e = {.op = HM_OP_RETURN_PAGES,
 				      .cookie = HM_RETURN_TAG | (uint64_t)r.page << 32 | r.pages,
 				      .page = r.page,
@@ -132,6 +135,7 @@ int hm_flush_returns(homa_client *c, int all)
 				return rc;
 			}
 			memset(c->pages + r.page, PAGE_DAEMON, r.pages);
+			c->pages_held -= r.pages;
 			c->st.page_returns++;
 		}
 	}
@@ -148,6 +152,7 @@ void hm_ride(homa_client *c, hm_entry *e, hm_sub *s)
 	s->ride_page = r.page;
 	s->ride_pages = r.pages;
 	memset(c->pages + r.page, PAGE_DAEMON, r.pages);
+	c->pages_held -= r.pages;
 	c->st.page_returns++;
 }
 
