@@ -4,8 +4,13 @@
  * exchanges through a fake engine whose rings start 300 entries before
  * 2^64, with 16 slots each.
  */
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "layout.h"
 #include "ring.h"
@@ -131,6 +136,79 @@ static void wait_flag(void)
 	free(m);
 }
 
+/* The lost wake-up race: a producer thread pushes bursts and wakes the
+ * consumer only when it finds the wait flag raised after its push (as the
+ * engine does: tail store, full fence, flag swap); the consumer sleeps
+ * (hm_cons_prepare_sleep: flag, fence, one more look) with a 10 s poll.
+ * A lost wake-up would stall it: the test bounds the whole run. */
+struct race {
+	hm_ring p;
+	int efd;
+	uint64_t n;
+	atomic_ulong wakes;
+};
+
+static void *produce(void *arg)
+{
+	struct race *r = arg;
+	uint8_t b[4 * HM_ENTRY_SIZE];
+	uint64_t next = 0;
+	while (next < r->n) {
+		unsigned k = (unsigned)(next % 4) + 1;
+		if (k > r->n - next)
+			k = (unsigned)(r->n - next);
+		for (unsigned i = 0; i < k; i++)
+			entry(b + i * HM_ENTRY_SIZE, next + i);
+		unsigned done = hm_prod_push(&r->p, b, k);
+		next += done;
+		atomic_thread_fence(memory_order_seq_cst); /* the tail before the flag */
+		if (atomic_load_explicit((_Atomic uint32_t *)r->p.wait, memory_order_relaxed) &&
+		    atomic_exchange((_Atomic uint32_t *)r->p.wait, 0)) {
+			uint64_t one = 1;
+			CHECK(write(r->efd, &one, 8) == 8);
+			atomic_fetch_add(&r->wakes, 1);
+		}
+		if (next % 64 == 0)
+			usleep(1); /* let the consumer go to sleep now and then */
+	}
+	return NULL;
+}
+
+static void lost_wakeup(void)
+{
+	uint8_t *m = ring_mem(16, 0);
+	struct race r = {.n = 200000};
+	hm_ring c;
+	CHECK_EQ(hm_ring_attach(&r.p, m, 16, 1), 0);
+	CHECK_EQ(hm_ring_attach(&c, m, 16, 0), 0);
+	r.efd = eventfd(0, EFD_NONBLOCK);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, produce, &r) == 0);
+	uint8_t out[16 * HM_ENTRY_SIZE];
+	uint64_t want = 0, sleeps = 0;
+	int64_t t0 = now_ns();
+	while (want < r.n) {
+		unsigned got = hm_cons_pop(&c, out, 16);
+		for (unsigned i = 0; i < got; i++)
+			CHECK_EQ(value(out + i * HM_ENTRY_SIZE), want++);
+		if (got || !hm_cons_prepare_sleep(&c))
+			continue;
+		sleeps++;
+		struct pollfd p = {.fd = r.efd, .events = POLLIN};
+		CHECK(poll(&p, 1, 10000) == 1); /* a lost wake-up: 10 s of nothing */
+		uint64_t v;
+		CHECK(read(r.efd, &v, 8) == 8);
+		hm_cons_wake_up(&c);
+	}
+	pthread_join(t, NULL);
+	CHECK(now_ns() - t0 < 20000000000ll);
+	CHECK_EQ(c.corrupt + r.p.corrupt, 0);
+	printf("lost wake-up race: %llu entries, %llu sleeps, %lu wake-ups\n", (unsigned long long)r.n,
+	       (unsigned long long)sleeps, atomic_load(&r.wakes));
+	close(r.efd);
+	free(m);
+}
+
 static void across_2_64(void)
 {
 	fake f;
@@ -175,6 +253,7 @@ int main(void)
 	round_trip(UINT64_MAX - 20);
 	corrupt();
 	wait_flag();
+	lost_wakeup();
 	across_2_64();
 	return 0;
 }
