@@ -24,7 +24,7 @@ libhoma.so.1 built there.
 
 In a source tree, `python3 python/_build/homa_build.py --inplace` builds
 the two libraries into python/homa_dpdk/ for the interpreter that runs it
-(nothing when they are newer than their sources: native/, _native.c, this
+(nothing when they are newer than their sources: native/, _native*.c, this
 file), then calls the torch hook (--no-torch: not).
 """
 
@@ -79,7 +79,7 @@ def native_dir():
                        % (HERE, os.path.dirname(HERE)))
 
 
-def _native_sources(nd):
+def _libhoma_sources(nd):
     srcs = sorted(glob.glob(os.path.join(nd, "src", "*.c")))
     if not srcs:
         raise RuntimeError("homa_build: no libhoma sources in %s/src" % nd)
@@ -88,11 +88,16 @@ def _native_sources(nd):
 
 def _inputs(nd):
     """Every file the two libraries are built from."""
-    files = _native_sources(nd) + sorted(glob.glob(os.path.join(nd, "src", "*.h")))
+    files = _libhoma_sources(nd) + sorted(glob.glob(os.path.join(nd, "src", "*.h")))
     files += sorted(glob.glob(os.path.join(nd, "include", "*.h")))
     files += [p for p in [os.path.join(nd, "libhoma.map")] if os.path.exists(p)]
-    files += [os.path.join(PKG_DIR, "_native.c"), os.path.abspath(__file__)]
+    files += _binding_sources() + [os.path.join(PKG_DIR, "_native.h"), os.path.abspath(__file__)]
     return files  # not the torch extension's: its hook decides what it rebuilds
+
+
+def _binding_sources():
+    """The binding's C files (homa_dpdk/_native*.c; _native.h says which does what)."""
+    return sorted(glob.glob(os.path.join(PKG_DIR, "_native*.c")))
 
 
 def _cc():
@@ -120,7 +125,7 @@ def build_core(out_dir, build_dir, quiet=False):
     # as native/Makefile builds it: only what HM_EXPORT marks (and the version script lists) is exported
     cmd = cc + flags + ["-std=c11", "-D_GNU_SOURCE", "-fvisibility=hidden", "-shared", "-I",
                         os.path.join(nd, "include"), "-I", os.path.join(nd, "src")]
-    cmd += _native_sources(nd) + ["-Wl,-soname," + LIBHOMA, "-o", lib_tmp]
+    cmd += _libhoma_sources(nd) + ["-Wl,-soname," + LIBHOMA, "-o", lib_tmp]
     vs = os.path.join(nd, "libhoma.map")
     if os.path.exists(vs):
         cmd.append("-Wl,--version-script=" + vs)
@@ -130,9 +135,9 @@ def build_core(out_dir, build_dir, quiet=False):
     pyinc = sysconfig.get_paths()["include"]
     if not os.path.exists(os.path.join(pyinc, "Python.h")):
         raise RuntimeError("homa_build: Python.h not found in %s (Debian: apt-get install python3-dev)" % pyinc)
-    cmd = cc + flags + ["-std=gnu11", "-shared", "-I", pyinc, "-I", os.path.join(nd, "include"),
-                        os.path.join(PKG_DIR, "_native.c"),
-                        lib_tmp, "-Wl,-rpath,$ORIGIN", "-o", ext_tmp]
+    # only PyInit__native is exported (PyMODINIT_FUNC); libhoma is found beside the module
+    cmd = cc + flags + ["-std=gnu11", "-fvisibility=hidden", "-shared", "-I", pyinc, "-I", os.path.join(nd, "include"),
+                        "-I", PKG_DIR] + _binding_sources() + [lib_tmp, "-Wl,-rpath,$ORIGIN", "-o", ext_tmp]
     _run(cmd, quiet)
     os.makedirs(out_dir, exist_ok=True)
     made = []

@@ -7,8 +7,8 @@ Two Clients attach to the Go fake engine (shm/shmtest/cmd/shmfake, built
 with go; tests/fakeengine.py), each in a process of its own: a server that
 binds and echoes every request with receive() and reply_async(), and a
 client that sends 100 bytes and waits for the response (send, wait; or,
-with --window W > 1, keeps W requests in flight with send_async and takes
-the responses with receive). Each process counts its own CPU time, in user
+with --window W > 1, or --detached, keeps W requests in flight with
+send_async and takes the responses with receive). Each process counts its own CPU time, in user
 space and in the kernel (getrusage), over a round of N exchanges; the
 figure is CPU per exchange, each end and both together. Rounds alternate
 between the two implementations; the tables show the median of the rounds,
@@ -62,11 +62,11 @@ def worker(args):
                 m = c.receive()
                 c.reply_async(m, m.data)
                 m.release()
-        elif args.window <= 1:  # one exchange at a time: send, wait
+        elif args.window <= 1 and not args.detached:  # one exchange at a time: send, wait
             for _ in range(n):
                 m = c.wait(c.send(addr, payload))
                 m.release()
-        else:  # window exchanges in flight: send_async, and the responses through receive
+        else:  # window exchanges in flight (1 with --detached): send_async, and the responses through receive
             for _ in range(min(n, args.window)):
                 c.send_async(addr, payload)
             for i in range(n):
@@ -102,10 +102,12 @@ def old_tree(rev, dest):
 class Pair:
     """A server and a client process of one implementation."""
 
-    def __init__(self, name, impl, socket, spin_us, size, port, window):
+    def __init__(self, name, impl, socket, spin_us, size, port, window, detached):
         self.name = name
         base = [sys.executable, os.path.abspath(__file__), "--worker", "--impl", impl, "--socket", socket,
                 "--spin-us", str(spin_us), "--size", str(size), "--port", str(port), "--window", str(window)]
+        if detached:
+            base.append("--detached")
         env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
         self.server = subprocess.Popen(base + ["--role", "server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                        text=True, env=env)
@@ -152,6 +154,8 @@ def main():
     ap.add_argument("--window", type=int, nargs="+", default=[1, 16],
                     help="exchanges in flight; one table per value (1: send and wait, one at a time; more: "
                          "send_async and receive, so that waits mostly find work and the CPU is that of the calls)")
+    ap.add_argument("--detached", action="store_true",
+                    help="a window of 1 too with send_async and receive (no wait for the daemon's acceptance)")
     ap.add_argument("--old-rev", default=None, help="git revision of the pure-Python client")
     ap.add_argument("--no-old", action="store_true", help="measure this tree's binding only")
     # the worker side
@@ -185,7 +189,7 @@ def main():
                     pairs = []
                     for name, impl in impls:
                         port += 1
-                        pairs.append(Pair(name, impl, sock, spin, args.size, port, window))
+                        pairs.append(Pair(name, impl, sock, spin, args.size, port, window, args.detached))
                     try:
                         res = measure(pairs, args)
                     finally:
@@ -208,7 +212,10 @@ def measure(pairs, args):
 
 
 def report(res, pairs, spin, window, args):
-    how = "send + wait, one at a time" if window <= 1 else f"{window} in flight (send_async + receive)"
+    if window <= 1 and not args.detached:
+        how = "send + wait, one at a time"
+    else:
+        how = f"{window} in flight (send_async + receive)"
     print(f"\n{args.size} B exchanges through the Go fake engine, {how}, spin_us={spin:g}; median of "
           f"{args.rounds} rounds of {args.n}; Python {sys.version.split()[0]}; CPU per exchange, us (user+sys)")
     print(f"{'client':<30} {'server':>15} {'client':>15} {'both ends':>17} {'wall':>8}")

@@ -664,6 +664,46 @@ class TestMemory(ClientTest):
             c.send((IP, PORT), b"x")
 
 
+class TestBinding(ClientTest):
+    """What the binding over libhoma adds: the GIL let go while a call
+    blocks, buffers over the pool that outlive their Client, read-only
+    data."""
+
+    def test_gil_released_while_waiting(self):
+        c = self.client()
+        t = threading.Thread(target=lambda: self.assertRaises(WaitTimeout, c.receive, timeout=1.0))
+        t.start()
+        time.sleep(0.05)
+        t0 = time.monotonic()
+        n = 0
+        while time.monotonic() - t0 < 0.2:  # runs only while the waiting thread lets go of the GIL
+            n += 1
+        self.assertTrue(t.is_alive())
+        self.assertGreater(n, 1000)
+        t.join(5)
+
+    def test_data_outlives_the_client(self):
+        self.echo()
+        c = homa_dpdk.Client(self.path)
+        m = c.call((IP, PORT), b"still here", timeout=5)
+        d = m.data[6:]
+        self.assertTrue(repr(m).startswith(f"<homa_dpdk.Message response id={m.id} peer=('{IP}', {PORT})"), repr(m))
+        c.close()
+        del c, m
+        gc.collect()
+        self.assertEqual(d.tobytes(), b"here")  # the mapping goes with the last buffer over it
+
+    def test_data_read_only(self):
+        self.echo()
+        c = self.client()
+        with c.call((IP, PORT), b"ro", timeout=5) as m:
+            with self.assertRaises(TypeError):
+                m.data[0] = 1
+            self.assertEqual((len(m), m.length, bytes(m.data)), (2, 2, b"ro"))
+        with self.assertRaises(ValueError):
+            m.tobytes()
+
+
 class TestBadCompletions(ClientTest):
     def test_counted_and_skipped(self):
         self.echo()
