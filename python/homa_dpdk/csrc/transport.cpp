@@ -113,7 +113,28 @@ void Transport::close() {
   q_cv_.notify_all();
   homa_wake(c_);
   if (thread_.joinable()) thread_.join();
+  drain();
   homa_close(c_);
+}
+
+// drain lets this rank's last messages finish before the session ends:
+// the daemon aborts a closing worker's RPCs, and a reply still on the
+// submission ring, or a request not yet answered, would then fail the
+// peer's RPC ("port unreachable") although its bytes were taken. It takes
+// what arrives until every send is answered and every arena range (our
+// replies' too) is released, for at most kDrainNs.
+void Transport::drain() {
+  constexpr int64_t kDrainNs = 2'000'000'000;
+  std::lock_guard<std::mutex> dl(drive_mu_);
+  int64_t deadline = now_ns() + kDrainNs;
+  while (!failed_ && now_ns() < deadline) {
+    homa_stats st;
+    std::memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    if (homa_stats_get(c_, &st) != 0) return;
+    if (inflight_msgs_ == 0 && st.arena_used == 0 && st.submissions_pending == 0) return;
+    if (pump(1'000'000) < 0) return;
+  }
 }
 
 // attach connects to the (local_rank mod hosts)-th <ipv4>.sock of the
@@ -329,7 +350,7 @@ int Transport::pump(int64_t timeout_ns) {
   int n = homa_receive_burst(c_, msgs_.data(), int(msgs_.size()), timeout_ns);
   if (n == HOMA_ETIMEDOUT) return 0;
   if (n < 0) {
-    if (stop_ && n == HOMA_ECLOSED) return 0;
+    if (stop_ && (n == HOMA_ECLOSED || n == HOMA_EDEAD)) return n;
     fail("homa_dpdk.torch: rank " + std::to_string(cfg_.rank) + ": the session has ended (" + str_status(n) +
          "): the daemon stopped, or ended this worker");
     return n;

@@ -173,6 +173,7 @@ class Transport {
   void attach(std::string* ip);
   void bind_port();
   void progress_loop();
+  void drain();
   bool run_queued();
   int pump(int64_t timeout_ns);
   void take(homa_msg& m);
