@@ -104,6 +104,7 @@ HM_EXPORT void homa_close(homa_client *c)
 		close(fd);
 	clear_ready(c);
 	c->nreturns = 0;
+	c->returns_pages = 0;
 	pthread_mutex_unlock(&c->mu);
 }
 

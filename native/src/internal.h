@@ -124,6 +124,7 @@ struct homa_client {
 	uint64_t pages_held;  /* pages not PAGE_DAEMON */
 	hm_run *returns;      /* runs to give back */
 	uint32_t nreturns, returns_cap;
+	uint64_t returns_pages; /* pages in returns[] */
 	uint8_t bound[HOMA_MAX_SERVER_PORT / 8 + 1]; /* ports bound (bitmap) */
 	homa_stats st;
 	uint64_t messages_alive;

@@ -39,6 +39,7 @@ static int append_run(homa_client *c, hm_run r)
 		c->returns_cap *= 2;
 	}
 	c->returns[c->nreturns++] = r;
+	c->returns_pages += r.pages;
 	return 0;
 }
 
@@ -48,11 +49,13 @@ int hm_return_later(homa_client *c, uint32_t page, uint32_t pages)
 		hm_run *last = &c->returns[c->nreturns - 1];
 		if (last->page + last->pages == page && (uint64_t)last->pages + pages < (1u << 30)) {
 			last->pages += pages;
+			c->returns_pages += pages;
 			goto mark;
 		}
 		if (page + pages == last->page && (uint64_t)last->pages + pages < (1u << 30)) {
 			last->page = page;
 			last->pages += pages;
+			c->returns_pages += pages;
 			goto mark;
 		}
 	}
@@ -98,7 +101,10 @@ int hm_flush_returns(homa_client *c, int all)
 {
 	if (!c->nreturns || c->closed || c->dead)
 		return 0;
-	if (!all && (c->features & HM_FEATURE_RETURN_ON_SUBMIT) && c->nreturns < HM_HOLD_RUNS)
+	/* runs wait for a Send or Reply to ride on, but not many, and never a
+	 * quarter of the pool: a small pool must not starve on pages held back */
+	if (!all && (c->features & HM_FEATURE_RETURN_ON_SUBMIT) && c->nreturns < HM_HOLD_RUNS &&
+	    c->returns_pages * 4 < c->lay.pool_pages)
 		return 0;
 	while (c->nreturns) {
 		uint8_t slots[16 * HM_ENTRY_SIZE];
@@ -114,6 +120,7 @@ int hm_flush_returns(homa_client *c, int all)
 		unsigned n = hm_prod_push(&c->sq, slots, k);
 		for (unsigned i = 0; i < n; i++) {
 			hm_run r = c->returns[--c->nreturns];
+			c->returns_pages -= r.pages;
 			memset(c->pages + r.page, PAGE_DAEMON, r.pages);
 			c->pages_held -= r.pages;
 			c->st.page_returns++;
@@ -124,6 +131,7 @@ int hm_flush_returns(homa_client *c, int all)
 			 * completions and waits for room */
 			/* taken off first: hm_push reads completions, which may queue runs */
 			hm_run r = c->returns[--c->nreturns];
+			c->returns_pages -= r.pages;
 			hm_entry e = {.op = HM_OP_RETURN_PAGES,
 				      .cookie = HM_RETURN_TAG | (uint64_t)r.page << 32 | r.pages,
 				      .page = r.page,
@@ -147,6 +155,7 @@ void hm_ride(homa_client *c, hm_entry *e, hm_sub *s)
 	if (!(c->features & HM_FEATURE_RETURN_ON_SUBMIT) || !c->nreturns)
 		return;
 	hm_run r = c->returns[--c->nreturns];
+	c->returns_pages -= r.pages;
 	e->page = r.page;
 	e->pages = r.pages;
 	s->ride_page = r.page;

@@ -88,6 +88,8 @@ int hm_wait_for(homa_client *c, hm_pred pred, void *arg, int64_t timeout_ns, int
 			hm_flush_returns(c, 1);
 			return HOMA_ETIMEDOUT;
 		}
+		if ((rc = hm_flush_returns(c, 1)) != 0) /* nothing to do: give back what waits */
+			return rc;
 		int64_t end = deadline - now < c->spin_ns ? deadline : now + c->spin_ns;
 		int arrived = 0;
 		for (unsigned i = 0;; i++) {
@@ -109,7 +111,7 @@ int hm_wait_for(homa_client *c, hm_pred pred, void *arg, int64_t timeout_ns, int
 		    atomic_load_explicit(&c->closing, memory_order_relaxed) ||
 		    atomic_load_explicit(&c->rel_pending, memory_order_relaxed) || hm_now() >= deadline)
 			continue; /* one more look, then the answer */
-		if ((rc = hm_flush_returns(c, 1)) != 0) /* nothing to do: give back what waits */
+		if ((rc = hm_flush_returns(c, 1)) != 0) /* released while it spun (another thread) */
 			return rc;
 		if ((rc = sleep_until(c, deadline)) != 0)
 			return rc;
