@@ -39,6 +39,57 @@ static void *bind42(void *arg)
 	return NULL;
 }
 
+struct reply_arg {
+	homa_client *c;
+	homa_msg *req;
+	int rc;
+};
+
+static void *reply_once(void *arg)
+{
+	struct reply_arg *r = arg;
+	struct iovec iov = {"too long", 8};
+	r->rc = homa_reply(r->c, r->req, &iov, 1, 0);
+	return NULL;
+}
+
+/* a reply refused with PEER_MESSAGE_LENGTH (injected: the fake has no
+ * kernel-Homa peers) leaves the request open for another reply */
+static void peer_message_length(void)
+{
+	fake f;
+	fake_start(&f, NULL);
+	homa_client *srv = attach_or_die(&f, NULL); /* session 0: cookie 1 binds */
+	CHECK_EQ(homa_bind(srv, 50), 0);
+	homa_client *c = attach_or_die(&f, NULL);
+	homa_addr a;
+	homa_addr_parse("127.0.0.1", 50, &a);
+	struct iovec q = {"q", 1};
+	uint64_t id;
+	CHECK_EQ(homa_send(c, &a, &q, 1, 0, 0, &id), 0);
+	homa_msg req;
+	CHECK_EQ(homa_receive(srv, &req, 5000000000ll), 0);
+	fake_cmd(&f, "pause");
+	struct reply_arg r = {srv, &req, -100};
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, reply_once, &r) == 0);
+	usleep(50000);
+	hm_entry e = {.op = HM_COMP_ERROR, .flags = HM_COMP_FLAG_RELEASED, .cookie = 2, .rpc = req.id,
+		      .err = HOMA_ERR_PEER_MESSAGE_LENGTH};
+	inject(&f, 0, &e, 0); /* delivered before the engine reads the reply once it resumes */
+	fake_cmd(&f, "resume");
+	pthread_join(t, NULL);
+	CHECK_EQ(r.rc, HOMA_ERR_PEER_MESSAGE_LENGTH);
+	struct iovec ok = {"ok", 2};
+	int rc = homa_reply(srv, &req, &ok, 1, 0); /* open again: the engine answers (it took the first) */
+	CHECK(rc != HOMA_EREPLIED);
+	CHECK_EQ(homa_reply(srv, &req, &ok, 1, 0), HOMA_EREPLIED);
+	homa_msg_release(srv, &req);
+	homa_destroy(c);
+	homa_destroy(srv);
+	fake_stop(&f);
+}
+
 int main(void)
 {
 	fake f;
@@ -139,5 +190,6 @@ int main(void)
 	homa_destroy(c);
 	echo_stop(e);
 	fake_stop(&f);
+	peer_message_length();
 	return 0;
 }
