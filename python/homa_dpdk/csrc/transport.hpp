@@ -51,8 +51,8 @@ struct Config {
   int64_t max_unexpected = int64_t(1) << 31;  // HOMA_DPDK_TORCH_MAX_UNEXPECTED
   int64_t inline_bytes = 256 << 10;      // HOMA_DPDK_TORCH_INLINE_BYTES: callers run ops up to this inline
   int64_t grace_ns = 1'000'000;          // HOMA_DPDK_TORCH_GRACE_US: progress thread stays out after a call
-  int64_t spin_ns = -1;                  // HOMA_DPDK_SPIN_US: libhoma's spin before it sleeps (-1: its default)
-  int64_t wait_spin_ns = 20'000;         // HOMA_DPDK_TORCH_WAIT_SPIN_US: Work::wait spins before it sleeps
+  int64_t spin_ns = -1;                  // HOMA_DPDK_SPIN_US: libhoma's spin before it sleeps (-1: its default;
+                                         // unset: 0 on machines of 4 CPUs or fewer)
 };
 
 // config_from_env fills the knobs from the environment; an unparsable
@@ -210,6 +210,7 @@ class Transport {
   // Shared between threads.
   std::mutex drive_mu_;           // who drives
   std::atomic<int> want_{0};      // callers waiting for drive_mu_
+  std::atomic<int> callers_in_{0};  // callers in drive_until
   std::mutex q_mu_;
   std::condition_variable q_cv_;
   std::deque<std::function<void()>> queue_;
