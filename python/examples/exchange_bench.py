@@ -86,7 +86,8 @@ def worker(args):
 def old_tree(rev, dest):
     """python/homa_dpdk of rev, extracted under dest; returns the directory to put on sys.path."""
     if rev is None:
-        have = subprocess.run(["git", "cat-file", "-e", "HEAD:python/homa_dpdk/ring.py"], cwd=REPO).returncode == 0
+        have = subprocess.run(["git", "cat-file", "-e", "HEAD:python/homa_dpdk/ring.py"], cwd=REPO,
+                              stderr=subprocess.DEVNULL).returncode == 0
         if have:
             rev = "HEAD"
         else:
