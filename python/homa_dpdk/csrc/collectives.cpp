@@ -270,25 +270,35 @@ void Collectives::ring_allreduce(at::Tensor& flat, Reduce op, int64_t tag) {
   auto seg_len = [&](int i) { return base + (i < rem ? 1 : 0); };
   int64_t ce = std::max<int64_t>(1, int64_t(t_.part_bytes()) / es);  // elements per part
   auto chunks = [&](int i) { return std::max<int64_t>(1, (seg_len(i) + ce - 1) / ce); };
-  int64_t slot = base + 1;
-  at::Tensor tmp = at::empty({slot * (n - 1)}, flat.options());
   uint8_t* fb = static_cast<uint8_t*>(flat.data_ptr());
-  uint8_t* tb = static_cast<uint8_t*>(tmp.data_ptr());
   // A part j of segment i: elements [seg_off(i) + j*ce, +len).
   auto part = [&](int i, int64_t j, int64_t* off, int64_t* len) {
     *off = j * ce;
     *len = std::max<int64_t>(0, std::min(ce, seg_len(i) - j * ce));
   };
-  // Post every receive first: reduce-scatter step s into tmp's slot s,
-  // all-gather step s straight into its segment (its bytes can only come
+  // Post every receive first. A reduce-scatter part is reduced into its
+  // segment straight from the receive pool as it comes (no staging copy;
+  // this rank sends that segment on only after it waited for the part);
+  // an all-gather part is copied into its segment (its bytes can only come
   // after this rank sent its share of that segment: no overwrite).
   std::vector<std::vector<RecvPtr>> rs(n - 1), ag(n - 1);
+  auto options = flat.options();
   for (int s = 0; s < n - 1; s++) {
     int in = (me - s - 1 + 2 * n) % n;
     for (int64_t j = 0; j < chunks(in); j++) {
       int64_t off, len;
       part(in, j, &off, &len);
-      rs[s].push_back(t_.post(left, tag, tb + (s * slot + off) * es, len * es));
+      int64_t first = seg_off(in) + off;
+      auto sink = [flat, first, es, op, options](uint64_t boff, const uint8_t* p, uint64_t nb) {
+        if (nb == 0) return;
+        at::Tensor a = flat.narrow(0, first + int64_t(boff) / es, int64_t(nb) / es);
+        at::Tensor x = at::from_blob(const_cast<uint8_t*>(p), {int64_t(nb) / es}, options);
+        // The pool's bytes follow a 40-byte header: 8-aligned. Wider
+        // elements (complex128 is 16) get an aligned copy first.
+        if (reinterpret_cast<uintptr_t>(p) % uintptr_t(es) != 0) x = x.clone();
+        combine(a, x, op);
+      };
+      rs[s].push_back(t_.post(left, tag, fb + first * es, len * es, nullptr, sink));
     }
   }
   for (int s = 0; s < n - 1; s++) {
@@ -309,9 +319,7 @@ void Collectives::ring_allreduce(at::Tensor& flat, Reduce op, int64_t tag) {
     for (int64_t j = 0; j < chunks(in); j++) {
       int64_t off, len;
       part(in, j, &off, &len);
-      t_.wait(rs[s][j], "all_reduce (ring)");
-      at::Tensor a = flat.narrow(0, seg_off(in) + off, len);
-      combine(a, tmp.narrow(0, s * slot + off, len), op);
+      t_.wait(rs[s][j], "all_reduce (ring)");  // reduced as it came
       t_.send(right, tag, fb + (seg_off(in) + off) * es, len * es);  // its next step, or the all-gather's first
     }
   }

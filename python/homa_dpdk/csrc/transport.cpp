@@ -313,14 +313,18 @@ void Transport::progress_loop() {
     }
     std::lock_guard<std::mutex> dl(drive_mu_);
     Driving d;
-    if (run_queued()) {
-      last_call_ns_ = now_ns();
-      continue;  // callers may come back at once: let them run inline
+    try {
+      if (run_queued()) {
+        last_call_ns_ = now_ns();
+        continue;  // callers may come back at once: let them run inline
+      }
+      if (failed_ || stop_ || want_.load() > 0 || queued_.load() > 0 || callers_in_.load() > 0) continue;
+      int64_t now = now_ns();
+      if (now >= next_check_ns_) check_posted(now);
+      pump(std::max<int64_t>(0, std::min(kIdlePumpNs, next_check_ns_ - now)));
+    } catch (const std::exception& e) {  // a future's callback that threw, say: the group cannot go on
+      fail("homa_dpdk.torch: rank " + std::to_string(cfg_.rank) + ": the progress thread: " + e.what());
     }
-    if (failed_ || stop_ || want_.load() > 0 || queued_.load() > 0 || callers_in_.load() > 0) continue;
-    int64_t now = now_ns();
-    if (now >= next_check_ns_) check_posted(now);
-    pump(std::max<int64_t>(0, std::min(kIdlePumpNs, next_check_ns_ - now)));
   }
 }
 
@@ -501,7 +505,10 @@ void Transport::fill(const RecvPtr& r, const Key& k, uint64_t off, uint64_t tota
                  std::to_string(k.tag) + ")");
     return;
   }
-  if (n) std::memcpy(r->dst + off, p, n);
+  if (r->sink)
+    r->sink(off, p, n);
+  else if (n)
+    std::memcpy(r->dst + off, p, n);
   r->got += n;
   if (r->got >= total) complete(r, &k, "");
 }
@@ -548,8 +555,10 @@ void Transport::post(const RecvPtr& r) {
   }
 }
 
-RecvPtr Transport::post(int src, int64_t tag, void* dst, uint64_t nbytes, std::shared_ptr<void> keep) {
+RecvPtr Transport::post(int src, int64_t tag, void* dst, uint64_t nbytes, std::shared_ptr<void> keep,
+                        std::function<void(uint64_t, const uint8_t*, uint64_t)> sink) {
   auto r = std::make_shared<Recv>();
+  r->sink = std::move(sink);
   r->src = src;
   r->tag = tag;
   r->dst = static_cast<uint8_t*>(dst);

@@ -87,6 +87,10 @@ struct Recv {
   int64_t deadline_ns = 0;     // fails past this
   int64_t probe_at_ns = 0;     // probes its source at this time
   std::function<void(Recv&)> on_done;  // run by the driver when done or failed
+  // sink, when set, takes each part's bytes instead of a copy into dst
+  // (offset in the message, the bytes, their length): the ring all_reduce
+  // reduces straight from the receive pool.
+  std::function<void(uint64_t, const uint8_t*, uint64_t)> sink;
 };
 using RecvPtr = std::shared_ptr<Recv>;
 
@@ -130,7 +134,8 @@ class Transport {
   // post posts r (its src, tag, dst, nbytes, keep, on_done set): bound to
   // the next message of (src, tag), or from any source to the first to come.
   void post(const RecvPtr& r);
-  RecvPtr post(int src, int64_t tag, void* dst, uint64_t nbytes, std::shared_ptr<void> keep = nullptr);
+  RecvPtr post(int src, int64_t tag, void* dst, uint64_t nbytes, std::shared_ptr<void> keep = nullptr,
+               std::function<void(uint64_t, const uint8_t*, uint64_t)> sink = nullptr);
   // wait drives progress until r is done; throws std::runtime_error (what
   // it was, for the message) if r or the group failed.
   void wait(const RecvPtr& r, const char* what);
