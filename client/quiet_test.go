@@ -3,8 +3,12 @@ package client
 import (
 	"bytes"
 	"net/netip"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/shm"
+	"github.com/homa-dpdk/homa-dpdk/shm/shmtest"
 )
 
 // Where the daemon takes them, pages ride on the next Send or Reply and
@@ -61,5 +65,33 @@ func TestEcho_oneSubmissionPerExchange(t *testing.T) {
 	}
 	if si.Submissions != rounds+2 || ci.Submissions != rounds+1 { // + Bind and ReturnPages; + ReturnPages
 		t.Errorf("submissions: server %d, client %d; want %d, %d", si.Submissions, ci.Submissions, rounds+2, rounds+1)
+	}
+}
+
+// An engine whose loop sleeps (300 ms at a time here) with its doorbell
+// armed: each Call rings it and completes without waiting out the sleep.
+func TestCall_ringsASleepingEngine(t *testing.T) {
+	eng, err := shmtest.Start(shmtest.Config{Path: filepath.Join(t.TempDir(), "s"), Params: testParams(),
+		Doorbell: true, IdleSleep: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	eng.Script(7, shm.ErrCodeNone)
+	c := dial(t, eng, Options{Spin: -1})
+	if c.att.Doorbell < 0 {
+		t.Fatal("the client did not take the engine's doorbell")
+	}
+	dst := Addr{IP: netip.AddrFrom4([4]byte{127, 0, 0, 1}), Port: 7}
+	for i := range 5 {
+		time.Sleep(5 * time.Millisecond) // the engine's loop goes to sleep after 200 µs idle
+		m, err := c.Call(dst, pattern(100, byte(i)), 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Release()
+	}
+	if rung, woke := c.Stats().Doorbells, eng.DoorbellWakeups(); rung == 0 || woke == 0 {
+		t.Errorf("the client rang %d times, the engine woke %d times; want both", rung, woke)
 	}
 }

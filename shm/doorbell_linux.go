@@ -2,6 +2,7 @@ package shm
 
 import (
 	"fmt"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,6 +35,19 @@ func (d *Doorbell) Close() {
 		unix.Close(d.fd)
 		d.fd = -1
 	}
+}
+
+// Wait sleeps until the doorbell rings or d passes, and reports whether
+// it rang (the eventfd is read back to zero).
+func (d *Doorbell) Wait(timeout time.Duration) bool {
+	ts := unix.NsecToTimespec(int64(timeout))
+	p := []unix.PollFd{{Fd: int32(d.fd), Events: unix.POLLIN}}
+	if n, _ := unix.Ppoll(p, &ts, nil); n <= 0 {
+		return false
+	}
+	var b [8]byte
+	_, _ = unix.Read(d.fd, b[:])
+	return true
 }
 
 var one = []byte{1, 0, 0, 0, 0, 0, 0, 0}

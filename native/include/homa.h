@@ -311,6 +311,7 @@ typedef struct homa_stats {
 	uint64_t pool_pages, pool_pages_held, messages_alive;
 	uint64_t rpcs_outstanding, ready, submissions_pending;
 	uint64_t submissions, completions; /* ring entries pushed and read, all kinds */
+	uint64_t doorbells; /* submissions that found the daemon's loop asleep and rang its doorbell */
 } homa_stats;
 
 /* Fills *s (s->size must be set by the caller to sizeof(*s) or less). */

@@ -131,6 +131,29 @@ static int setup(homa_client *c, const homa_options *o, char *err, size_t errlen
 
 void hm_free_state(homa_client *c);
 
+/* ask_doorbell writes "doorbell\n" on the control connection and takes the
+ * eventfd that comes back with the same line. */
+static int ask_doorbell(homa_client *c, int s, int64_t timeout_ns, char *err, size_t errlen)
+{
+	static const char req[] = "doorbell\n";
+	if (send(s, req, sizeof(req) - 1, MSG_NOSIGNAL) != (ssize_t)(sizeof(req) - 1))
+		return fail(err, errlen, HOMA_EATTACH, "ask for the daemon's doorbell: %s", strerror(errno));
+	char g[128];
+	int fds[2] = {-1, -1}, nfds = 0, ctrunc = 0;
+	ssize_t n = greet(s, g, sizeof(g), fds, &nfds, &ctrunc, timeout_ns);
+	if (n < 0 || strcmp(g, req) != 0 || nfds != 1 || ctrunc) {
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		char *nl = n > 0 ? strchr(g, '\n') : NULL;
+		if (nl)
+			*nl = 0;
+		return fail(err, errlen, HOMA_EATTACH, "ask for the daemon's doorbell: it says '%s' with %d descriptors",
+			    n > 0 ? g : strerror(errno), nfds);
+	}
+	c->bell = fds[0];
+	return 0;
+}
+
 HM_EXPORT int homa_attach(const char *path, const homa_options *opts, homa_client **out, char *err, size_t errlen)
 {
 	homa_options o;
@@ -219,10 +242,19 @@ HM_EXPORT int homa_attach(const char *path, const homa_options *opts, homa_clien
 	c->region_len = len;
 	c->lay = lay;
 	c->sock = -1;
+	c->bell = -1;
 	atomic_init(&c->efd, -1);
 	if ((rc = setup(c, &o, err, errlen)) != 0) {
 		hm_free_state(c);
 		goto out;
+	}
+	if (hm_layout_features(c->region) & HM_FEATURE_DOORBELL) {
+		/* the daemon's loop may sleep: ask for its doorbell, which a push
+		 * rings when it finds the loop asleep (shm/doc.go, "Waiting") */
+		if ((rc = ask_doorbell(c, s, greet_ns, err, errlen)) != 0) {
+			hm_free_state(c);
+			goto out;
+		}
 	}
 	fcntl(fds[1], F_SETFL, fcntl(fds[1], F_GETFL) | O_NONBLOCK);
 	fcntl(s, F_SETFL, fcntl(s, F_GETFL) | O_NONBLOCK);

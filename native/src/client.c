@@ -97,6 +97,9 @@ HM_EXPORT void homa_close(homa_client *c)
 	if (c->sock >= 0)
 		close(c->sock);
 	c->sock = -1;
+	if (c->bell >= 0) /* pushes ring it under the lock: none runs now */
+		close(c->bell);
+	c->bell = -1;
 	int fd = atomic_exchange(&c->efd, -1);
 	while (atomic_load(&c->efd_users)) /* a waker between its load and its write */
 		sched_yield();
@@ -121,6 +124,8 @@ void hm_free_state(homa_client *c)
 	free(c->pages);
 	free(c->returns);
 	free(c->rel_runs);
+	if (c->bell >= 0) /* an attach that failed after it got the doorbell */
+		close(c->bell);
 	if (c->region)
 		munmap(c->region, c->region_len);
 	free(c);

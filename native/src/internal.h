@@ -102,6 +102,7 @@ struct homa_client {
 	int64_t spin_ns, op_timeout_ns, max_sleep_ns;
 	uint8_t *arena_mem, *pool_mem;
 	int sock; /* the control connection; -1 once closed */
+	int bell; /* the daemon's doorbell eventfd (FeatureDoorbell), -1: none */
 
 	/* lock-free flags and the eventfd (homa_wake, homa_shutdown) */
 	atomic_int efd;      /* -1 once closed */
@@ -187,5 +188,9 @@ void hm_take_remote_releases(homa_client *c);
 void hm_addr_from_entry(homa_addr *a, const uint8_t ip[4], const uint8_t ip6[16], uint16_t port);
 void hm_addr_to_entry(const homa_addr *a, uint8_t ip[4], uint8_t ip6[16]);
 void hm_bad(homa_client *c, const char *kind, const char *why, const hm_entry *e);
+
+/* hm_ring_bell rings the daemon's doorbell after a push if its loop went
+ * to sleep (hm_prod_take_waiter); a fence and a load otherwise. */
+void hm_ring_bell(homa_client *c);
 
 #endif

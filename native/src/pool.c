@@ -126,6 +126,8 @@ int hm_flush_returns(homa_client *c, int all)
 			c->st.page_returns++;
 		}
 		c->st.submissions += n;
+		if (n)
+			hm_ring_bell(c);
 		if (n < k) {
 			/* the ring is full: one at a time through hm_push, which reads
 			 * completions and waits for room */

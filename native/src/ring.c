@@ -74,6 +74,15 @@ unsigned hm_prod_push(hm_ring *r, const uint8_t *src, unsigned n)
 	return n;
 }
 
+int hm_prod_take_waiter(hm_ring *r)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	_Atomic uint32_t *w = (_Atomic uint32_t *)r->wait;
+	if (atomic_load_explicit(w, memory_order_relaxed) == 0) /* the common case: no locked op */
+		return 0;
+	return atomic_exchange_explicit(w, 0, memory_order_seq_cst) != 0;
+}
+
 uint64_t hm_prod_free(hm_ring *r)
 {
 	prod_refresh(r);

@@ -47,6 +47,12 @@ void hm_ring_init(void *mem, uint64_t entries, uint64_t start);
 /* Producer: pushes as many of the n entries of src (64 bytes each) as fit,
  * with one release store of the tail; returns how many. */
 unsigned hm_prod_push(hm_ring *r, const uint8_t *src, unsigned n);
+/* Producer, after a push: whether the consumer (the daemon's loop) went
+ * to sleep with its wait flag raised, which this call lowers: then the
+ * caller rings the doorbell. A seq_cst fence orders the tail's store
+ * before the flag's load, as the loop orders its flag's store before its
+ * last look at the tail (shm/doc.go, "Waiting"). */
+int hm_prod_take_waiter(hm_ring *r);
 /* Producer: slots free now (reloads the head). */
 uint64_t hm_prod_free(hm_ring *r);
 

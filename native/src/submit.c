@@ -7,6 +7,7 @@
  */
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -73,6 +74,7 @@ int hm_push(homa_client *c, const hm_entry *e)
 	hm_entry_encode(e, slot);
 	if (hm_prod_push(&c->sq, slot, 1) == 1) {
 		c->st.submissions++;
+		hm_ring_bell(c);
 		return 0;
 	}
 	c->st.sq_full_waits++;
@@ -86,10 +88,22 @@ int hm_push(homa_client *c, const hm_entry *e)
 			return rc;
 		if (hm_now() > deadline)
 			return HOMA_ESQFULL;
+		hm_ring_bell(c); /* a full ring may wait for a sleeping loop */
 		nap(50000);
 	}
 	c->st.submissions++;
+	hm_ring_bell(c);
 	return 0;
+}
+
+void hm_ring_bell(homa_client *c)
+{
+	static const uint64_t one = 1;
+	if (c->bell >= 0 && hm_prod_take_waiter(&c->sq)) {
+		ssize_t w = write(c->bell, &one, sizeof(one)); /* EAGAIN: the counter is full, as good as a ring */
+		(void)w;
+		c->st.doorbells++;
+	}
 }
 
 /* Undoes hm_new_sub and the staging of a submission that was never pushed. */

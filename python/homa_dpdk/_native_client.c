@@ -609,7 +609,7 @@ static const struct {
 	F(bad_completions), F(unexpected_completions), F(page_returns), F(page_return_errors), F(spins), F(sleeps),
 	F(wakeups), F(arena_waits), F(sq_full_waits), F(sq_corrupt), F(cq_corrupt), F(arena_size), F(arena_used),
 	F(arena_ranges), F(arena_largest_free), F(pool_pages), F(pool_pages_held), F(messages_alive),
-	F(rpcs_outstanding), F(ready), F(submissions_pending), F(submissions), F(completions),
+	F(rpcs_outstanding), F(ready), F(submissions_pending), F(submissions), F(completions), F(doorbells),
 #undef F
 };
 

@@ -67,6 +67,10 @@ type Config struct {
 	// have found nothing for 200 µs (until then the loop spins, yielding).
 	// Zero: 100 µs; negative: the loop never sleeps.
 	IdleSleep time.Duration
+	// Doorbell gives the engine a doorbell (shm.FeatureDoorbell): its idle
+	// sleeps raise the submission rings' wait flags and end when a
+	// worker rings, as the daemon's adaptive loop does.
+	Doorbell bool
 	// Logf, when set, is told of every malformed submission.
 	Logf func(format string, args ...any)
 }
@@ -90,6 +94,9 @@ type Engine struct {
 	nextID   uint64                 // the next client RPC id
 	maxRPCs  int                    // outstanding client RPCs per session; 0: no limit
 	bad      int                    // malformed submissions, all sessions
+	bell     *shm.Doorbell          // Config.Doorbell's; nil without
+	rung     atomic.Uint64          // idle sleeps the doorbell ended
+	armed    bool                   // the loop sleeps with the wait flags raised
 }
 
 // session is one attached worker, as the engine sees it. The loop owns
@@ -133,11 +140,22 @@ func Start(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, done: make(chan struct{}), ports: map[uint16]*session{},
 		scripted: map[uint16]shm.ErrCode{}, rpcs: map[uint64]rpc{}, nextID: 2}
-	srv, err := shm.Listen(shm.ServerConfig{Path: cfg.Path, Params: cfg.Params,
+	bellFD := 0
+	if cfg.Doorbell {
+		b, err := shm.NewDoorbell()
+		if err != nil {
+			return nil, fmt.Errorf("shmtest: %w", err)
+		}
+		e.bell, bellFD = b, b.FD()
+	}
+	srv, err := shm.Listen(shm.ServerConfig{Path: cfg.Path, Params: cfg.Params, Doorbell: bellFD,
 		AllowUIDs: []int{os.Getuid()}, AllowGIDs: []int{os.Getgid()},
 		Admit:    func(int, int, int) bool { return !e.refuse.Load() },
 		OnAttach: e.attach, OnDetach: e.detach})
 	if err != nil {
+		if e.bell != nil {
+			e.bell.Close()
+		}
 		return nil, fmt.Errorf("shmtest: %w", err)
 	}
 	e.srv = srv
@@ -157,7 +175,11 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	<-e.done
-	return e.srv.Close()
+	err := e.srv.Close()
+	if e.bell != nil {
+		e.bell.Close() // the loop and the control goroutines are done with it
+	}
+	return err
 }
 
 // attach runs on the shm server's goroutine before the worker gets its
@@ -180,6 +202,9 @@ func (e *Engine) attach(s *shm.Session) error {
 	ws := &session{s: s, side: side, layout: s.Layout, index: n, port: clientPort(n), left: make(chan struct{})}
 	e.live = append(e.live, ws)
 	e.all = append(e.all, ws)
+	if e.armed {
+		ws.side.SQ.SetWaiting(true) // the loop sleeps: the worker's first push rings
+	}
 	return nil
 }
 
@@ -237,11 +262,44 @@ func (e *Engine) run() {
 			idle = time.Now()
 		case e.cfg.IdleSleep < 0 || time.Since(idle) < 200*time.Microsecond:
 			runtime.Gosched()
+		case e.bell != nil:
+			e.sleepArmed()
 		default:
 			time.Sleep(e.cfg.IdleSleep)
 		}
 	}
 }
+
+// sleepArmed is an idle sleep that a worker's doorbell ends: the wait
+// flags of the submission rings raised, a last look at them, the sleep,
+// the flags lowered (shm/doc.go, "Waiting").
+func (e *Engine) sleepArmed() {
+	e.mu.Lock()
+	if e.paused {
+		e.mu.Unlock()
+		time.Sleep(e.cfg.IdleSleep)
+		return
+	}
+	work := false
+	e.armed = true
+	for _, ws := range e.live {
+		ws.side.SQ.SetWaiting(true)
+		work = work || ws.side.SQ.Len() > 0
+	}
+	e.mu.Unlock()
+	if !work && e.bell.Wait(e.cfg.IdleSleep) {
+		e.rung.Add(1)
+	}
+	e.mu.Lock()
+	e.armed = false
+	for _, ws := range e.live {
+		ws.side.SQ.SetWaiting(false)
+	}
+	e.mu.Unlock()
+}
+
+// DoorbellWakeups counts the idle sleeps a worker's doorbell ended.
+func (e *Engine) DoorbellWakeups() uint64 { return e.rung.Load() }
 
 // pass reads every submission ring once, hands waiting requests the
 // pages that came back, then pushes what is pending and wakes sleepers.

@@ -63,7 +63,7 @@ func command(e *shmtest.Engine, w []string) (any, error) {
 		e.Refuse(w[1] == "on")
 		return ok, nil
 	case w[0] == "sessions" && len(w) == 1:
-		return map[string]int{"attached": e.Sessions()}, nil
+		return map[string]uint64{"attached": uint64(e.Sessions()), "doorbell_wakeups": e.DoorbellWakeups()}, nil
 	case w[0] == "max-rpcs" && len(w) == 2:
 		n, err := strconv.Atoi(w[1])
 		if err != nil || n < 0 {

@@ -34,7 +34,7 @@ func TestCommand_answers(t *testing.T) {
 		{"script 8 24", `{}`},
 		{"script 8 x", `{"error":"script: want echo or an error code, not \"x\""}`},
 		{"max-rpcs 3", `{}`},
-		{"sessions", `{"attached":1}`},
+		{"sessions", `{"attached":1,"doorbell_wakeups":0}`},
 		{"hold -1 2", `{"page":0}`},
 		{"hold 0 9", `{"error":"hold: no live session, or no run of free pages"}`},
 		{"inject 0 " + slot, `{}`},

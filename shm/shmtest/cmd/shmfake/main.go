@@ -3,7 +3,7 @@
 // the real control socket and rings of shm, on a loopback host. It is a
 // test peer, not the daemon.
 //
-//	shmfake -socket /tmp/fake.sock [-ip 127.0.0.1] [-echo 7] [-control]
+//	shmfake -socket /tmp/fake.sock [-ip 127.0.0.1] [-echo 7] [-control] [-idle 20us] [-doorbell]
 //
 // It prints "shmfake: ready on PATH" once it listens. It ends on SIGINT or
 // SIGTERM, or, with -control, at the end of its standard input, which
@@ -18,7 +18,8 @@
 //	script PORT echo|CODE        the engine answers PORT itself         → {}
 //	max-rpcs N                   outstanding client RPCs per session    → {}
 //	session N                    what the engine knows of session N     → {"index": ..., "layout": {...}, ...}
-//	sessions                     sessions attached now                  → {"attached": N}
+//	sessions                     sessions attached now, and the idle    → {"attached": N, "doorbell_wakeups": M}
+//	                             sleeps a doorbell ended (-doorbell)
 //
 // Sessions are numbered from 0 in the order they attached; -1 is the last.
 package main
@@ -69,6 +70,7 @@ func main() {
 	abortEnds := flag.Bool("abort-ends-server", false, "an abort ends the RPC at its server too (its reply is refused)")
 	maxRPCs := flag.Int("max-rpcs", 0, "outstanding client RPCs per session (0: no limit)")
 	idle := flag.Duration("idle", 20*time.Microsecond, "sleep of an idle pass (negative: never sleep)")
+	doorbell := flag.Bool("doorbell", false, "offer a doorbell that ends idle sleeps (FeatureDoorbell)")
 	control := flag.Bool("control", false, "read commands on stdin; exit at its end")
 	verbose := flag.Bool("v", false, "log malformed submissions to stderr")
 	flag.Var(&echo, "echo", "a port the engine echoes itself (repeatable)")
@@ -86,7 +88,7 @@ func main() {
 	cfg := shmtest.Config{Path: *path, Host: ip.As4(), MaxMessage: uint32(*maxMsg), RingStart: *ringStart,
 		Params: shm.Params{SQEntries: *sq, CQEntries: *cq, ArenaSize: *arena, PoolPages: *pool,
 			MaxMessage: uint32(*regionMax)},
-		Release: rel, AbortEndsServer: *abortEnds, IdleSleep: *idle}
+		Release: rel, AbortEndsServer: *abortEnds, IdleSleep: *idle, Doorbell: *doorbell}
 	if *verbose {
 		cfg.Logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, "shmfake: "+f+"\n", a...) }
 	}
