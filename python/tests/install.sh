@@ -21,7 +21,11 @@ for py in "${pythons[@]}"; do
 	echo "== $py ($("$v/bin/pip" --version | cut -d' ' -f1-2)): pip install --no-index ./python"
 	"$v/bin/pip" install -q --no-index "$here"
 	(cd "$work" && "$v/bin/python" -c 'import homa_dpdk, sys; assert homa_dpdk.__file__.startswith(sys.prefix), homa_dpdk.__file__; print("installed:", homa_dpdk.__file__)')
-	(cd "$work" && HOMA_TEST_INSTALLED=1 "$v/bin/python" -m unittest discover -s "$here/tests" -t "$here/tests" 2>&1 | tail -3)
+	if ! out=$(cd "$work" && HOMA_TEST_INSTALLED=1 "$v/bin/python" -m unittest discover -s "$here/tests" -t "$here/tests" 2>&1); then
+		echo "$out" # all of it: why, not only that it failed
+		exit 1
+	fi
+	echo "$out" | tail -3
 	"$v/bin/pip" uninstall -q -y homa-dpdk
 	echo "== $py: pip install --no-index -e ./python"
 	"$v/bin/pip" install -q --no-index -e "$here"

@@ -6,6 +6,7 @@ waiting, bad completions."""
 import array
 import gc
 import os
+import signal
 import struct
 import threading
 import time
@@ -681,6 +682,17 @@ class TestBinding(ClientTest):
         self.assertTrue(t.is_alive())
         self.assertGreater(n, 1000)
         t.join(5)
+
+    def test_signal_ends_a_wait(self):
+        c = self.client()
+        self.addCleanup(signal.signal, signal.SIGINT, signal.signal(signal.SIGINT, signal.default_int_handler))
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+        t0 = time.monotonic()
+        with self.assertRaises(KeyboardInterrupt):
+            c.receive(timeout=10)  # waits in slices, and sees the signal after one
+        self.assertLess(time.monotonic() - t0, 2)
+        with self.assertRaises(WaitTimeout):
+            c.receive(timeout=0)  # the client is still fine
 
     def test_data_outlives_the_client(self):
         self.echo()
