@@ -224,7 +224,7 @@ static int parse_timeout(const char *fn, PyObject *const *args, Py_ssize_t nargs
 /* homa_wait(rpc) (rpc != 0) or homa_receive (rpc == 0) until something
  * comes, the timeout passes (HOMA_ETIMEDOUT) or wake() is called (also
  * HOMA_ETIMEDOUT), in slices (see the file comment). Returns the status,
- * or HOMA_EINVAL - 100 with a Python exception set (a signal handler's). */
+ * or RAISED with a Python exception set (a signal handler's). */
 #define RAISED (-1000)
 static int wait_loop(ClientObject *o, uint64_t rpc, homa_msg *m, int64_t timeout)
 {
