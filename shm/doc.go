@@ -1,7 +1,8 @@
 // Package shm is the engine side of the worker interface: the layout of
 // the shared region a worker process maps, the single-producer
 // single-consumer rings inside it, and the entries those rings carry. The
-// Go client (client/) and the Python package read the same layout; this
+// Go client (client/) and libhoma (native/, the C library under every
+// other client: Python, the C++ torch backend) read the same layout; this
 // package is its source of truth. Start reading at layout.go (where things
 // are), then ring.go (how entries move), then entry.go (what they say).
 //
@@ -57,16 +58,15 @@
 // it. Across processes this holds because the atomics compile to the
 // hardware's ordered instructions (on amd64 a plain MOV load and an XCHG
 // store; on arm64 LDAR and STLR), which order accesses to shared memory
-// whoever mapped it. A non-Go peer must give the same guarantees. Python
-// has no atomics: on amd64 (TSO) it is enough that each index is written
-// with one aligned 8-byte store after the slot bytes, in program order;
-// a memoryview cast to 'Q' does that in practice but nothing promises it,
-// so the python/ package says how it ensures it (homa_dpdk/ring.py) and
-// refuses other machines. One step needs more than TSO: going to sleep
-// is a store (the wait flag) followed by a load (the tail), which x86 may
-// reorder, so a worker must fence between them (Go's atomic store is an
-// XCHG; the Python package calls a locked instruction through ctypes) —
-// otherwise both sides can miss each other and a wake-up is lost.
+// whoever mapped it. A non-Go peer must give the same guarantees: libhoma
+// stores its index with a C11 release store once per burst and loads the
+// other end's with an acquire load (native/src/ring.h). One step needs
+// more than release and acquire: going to sleep is a store (the wait
+// flag) followed by a load (the tail), which x86 may reorder, so a worker
+// must fence between them (Go's atomic store is an XCHG; libhoma issues a
+// seq_cst fence) — otherwise both sides can miss each other and a wake-up
+// is lost. The same holds for the doorbell the other way round: a push's
+// tail store, a fence, then the load of the wait flag.
 //
 // The indices are free-running u64 counters (entries ever pushed or
 // popped); slot = index mod Entries, so Entries is a power of two, and the

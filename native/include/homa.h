@@ -276,9 +276,11 @@ int homa_receive_burst(homa_client *c, homa_msg *m, int n, int64_t timeout_ns);
  * request unanswered: it may be answered again, shorter. */
 int homa_reply(homa_client *c, const homa_msg *req, const struct iovec *iov, int iovcnt, unsigned flags);
 
-/* Gives a message's pool pages back to the daemon (batched with the next
- * submissions, or at the latest by the next call that waits) and clears
- * *m. A FAILED message holds no pages; releasing it only clears it.
+/* Gives a message's pool pages back to the daemon and clears *m. The pages
+ * ride on the next send or reply where the daemon takes them there, or go
+ * back on their own when a wait finds nothing (as it sleeps, or as it
+ * returns at its deadline), or once 16 runs or a quarter of the pool wait:
+ * a client that calls nothing holds them meanwhile. A FAILED message holds no pages; releasing it only clears it.
  * Idempotent on a cleared message. */
 void homa_msg_release(homa_client *c, homa_msg *m);
 
