@@ -13,6 +13,8 @@
 // Nothing here knows torch's ProcessGroup: the collectives (collectives.cpp)
 // and the c10d surface (process_group.cpp) sit on top.
 //
+// transport.cpp has the messages, progress.cpp who drives them.
+//
 // Threads: every libhoma call and all state below is owned by whoever holds
 // the driver lock (drive_mu_): the group's progress thread, or a caller that
 // runs a small operation inline or drives its own wait (Driver). Only
@@ -48,6 +50,8 @@ struct Config {
   int port_base = 1000;                  // HOMA_DPDK_PORT_BASE
   int64_t part_bytes = 1 << 20;          // HOMA_DPDK_TORCH_PART_BYTES
   int64_t ring_bytes = 256 << 10;        // HOMA_DPDK_TORCH_RING_BYTES: all_reduce's ring from here up
+  int64_t ring_parts = 1;                // HOMA_DPDK_TORCH_RING_PARTS: the ring's parts per segment, at least
+                                         // (more measured no faster: 2 ranks, 1-16 MiB)
   int64_t max_unexpected = int64_t(1) << 31;  // HOMA_DPDK_TORCH_MAX_UNEXPECTED
   int64_t inline_bytes = 256 << 10;      // HOMA_DPDK_TORCH_INLINE_BYTES: callers run ops up to this inline
   int64_t grace_ns = 1'000'000;          // HOMA_DPDK_TORCH_GRACE_US: progress thread stays out after a call
