@@ -87,7 +87,7 @@ void Transport::drive_until(const std::function<bool()>& done) {
       int64_t now = now_ns();
       if (!done() && !failed_) {
         if (now >= next_check_ns_) check_posted(now);
-        pump(std::min<int64_t>(10'000'000, std::max<int64_t>(0, next_check_ns_ - now)));
+        pump_patiently(std::min<int64_t>(10'000'000, std::max<int64_t>(0, next_check_ns_ - now)));
       }
     }
     last_call_ns_ = now_ns();

@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <sched.h>
 #include <sys/uio.h>
 
 #include <algorithm>
@@ -57,6 +58,7 @@ Config config_from_env(int rank, int size, int64_t timeout_ns) {
   c.max_unexpected = env_int("HOMA_DPDK_TORCH_MAX_UNEXPECTED", c.max_unexpected);
   c.inline_bytes = env_int("HOMA_DPDK_TORCH_INLINE_BYTES", c.inline_bytes);
   c.grace_ns = env_int("HOMA_DPDK_TORCH_GRACE_US", c.grace_ns / 1000) * 1000;
+  c.yield_ns = env_int("HOMA_DPDK_TORCH_YIELD_US", c.yield_ns / 1000) * 1000;
   // A wait spins before it sleeps only where a core is to spare: on a
   // small machine (the daemon's polling core, and the ranks sharing what
   // is left) a spinning rank keeps its peer from running, and a round trip
@@ -405,9 +407,25 @@ void Transport::wait(const RecvPtr& r, const char* what) {
       check_posted(now);
       continue;
     }
-    pump(next_check_ns_ - now);
+    pump_patiently(next_check_ns_ - now);
   }
   (void)what;
+}
+
+// pump_patiently is pump for a waiter: for up to yield_ns it looks without
+// sleeping and yields the CPU between looks (a peer rank on the same core
+// then runs at once and its message is seen without an eventfd wake-up,
+// which costs tens of microseconds here), then waits in libhoma.
+int Transport::pump_patiently(int64_t timeout_ns) {
+  if (cfg_.yield_ns > 0 && timeout_ns > 0) {
+    int64_t end = now_ns() + std::min(cfg_.yield_ns, timeout_ns);
+    do {
+      int n = pump(0);
+      if (n != 0) return n;
+      sched_yield();
+    } while (now_ns() < end);
+  }
+  return pump(timeout_ns);
 }
 
 void Transport::check_posted(int64_t now) {

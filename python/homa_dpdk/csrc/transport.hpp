@@ -55,6 +55,7 @@ struct Config {
   int64_t max_unexpected = int64_t(1) << 31;  // HOMA_DPDK_TORCH_MAX_UNEXPECTED
   int64_t inline_bytes = 256 << 10;      // HOMA_DPDK_TORCH_INLINE_BYTES: callers run ops up to this inline
   int64_t grace_ns = 1'000'000;          // HOMA_DPDK_TORCH_GRACE_US: progress thread stays out after a call
+  int64_t yield_ns = 100'000;            // HOMA_DPDK_TORCH_YIELD_US: a waiter looks and yields this long first
   int64_t spin_ns = -1;                  // HOMA_DPDK_SPIN_US: libhoma's spin before it sleeps (-1: its default;
                                          // unset: 0 on machines of 4 CPUs or fewer)
 };
@@ -185,6 +186,7 @@ class Transport {
   void drain();
   bool run_queued();
   int pump(int64_t timeout_ns);
+  int pump_patiently(int64_t timeout_ns);
   void take(homa_msg& m);
   void on_data(const Header& h, const uint8_t* bytes, uint64_t n);
   void on_failed(const homa_msg& m);
