@@ -141,6 +141,10 @@ def build(build_dir, pkg_dir, libhoma_path=None):
         shutil.copy2(libhoma_path, lib_in_pkg + ".tmp")
         os.replace(lib_in_pkg + ".tmp", lib_in_pkg)
     out = os.path.join(pkg_dir, NAME + sysconfig.get_config_var("EXT_SUFFIX"))
+    if not jobs and os.path.exists(out) and os.path.getmtime(out) >= max(
+            os.path.getmtime(p) for p in objs + [lib_in_pkg]):
+        _say(os.path.basename(out) + " is up to date")
+        return out
     ldflags = ["-shared", "-Wl,-rpath,$ORIGIN", "-Wl,--no-as-needed", lib_in_pkg]
     if libdir:
         ldflags += ["-L" + libdir, "-Wl,-rpath," + libdir]
