@@ -2,7 +2,9 @@
 # Set-up for homa-dpdk on Debian 12: installs DPDK 22.11 (libdpdk-dev, and
 # dpdk-dev for dpdk-testpmd), pkg-config and gcc, and the tools the tests
 # use (tshark reads captures back, iproute2 and ping make test hosts in
-# network namespaces) when missing, then reserves
+# network namespaces) when missing, the compilers and headers the native
+# parts build with (make, g++, python3-dev; libtorch-dev and pybind11-dev
+# for the C++ torch backend), then reserves
 # 2 MB hugepages and mounts hugetlbfs when the kernel allows. Where it
 # cannot, homa-dpdk falls back to --no-huge by itself; this script says so.
 # Safe to run again: it only does what is missing.
@@ -19,7 +21,7 @@ root=yes
 missing=()
 pkgs=(libdpdk-dev dpdk-dev pkg-config gcc make tshark iproute2 iputils-ping
 	python3 python3-dev python3-numpy python3-venv python3-pip python3-setuptools
-	prometheus systemd groff-base python3-torch)
+	prometheus systemd groff-base python3-torch g++ libtorch-dev pybind11-dev)
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
