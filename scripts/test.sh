@@ -27,6 +27,12 @@ CGO_ENABLED=0 go test -count=1 $(go list ./... | grep -E '/(wire|engine|sched|ni
 echo "== native/: libhoma's tests, then under ASan/UBSan"
 make -C native test asan
 
+# The Go tests run the Python package from the source tree (PYTHONPATH) with
+# Debian's python3: its libraries (libhoma, the binding, the C++ torch
+# backend) are built there first, as the scripts that run it do.
+echo "== the Python package's native libraries, built in place"
+/usr/bin/python3 python/_build/homa_build.py --inplace --quiet
+
 echo "== all tests (HOMA_REQUIRE_DPDK=${HOMA_REQUIRE_DPDK:-0})"
 log=$(mktemp)
 set +e
