@@ -44,7 +44,11 @@ are away; small operations (up to ``HOMA_DPDK_TORCH_INLINE_BYTES``,
 256 KiB) run inline in the caller when nothing else is queued, larger ones
 go to the progress thread and return at once (DDP overlaps them with
 backward), and Work.wait drives progress itself when it can. The thread
-stays out for ``HOMA_DPDK_TORCH_GRACE_US`` (1000) after a call.
+stays out for ``HOMA_DPDK_TORCH_GRACE_US`` (1000) after a call. A waiter
+first looks and yields the CPU for ``HOMA_DPDK_TORCH_YIELD_US`` (100), then
+sleeps in libhoma, which spins ``HOMA_DPDK_SPIN_US`` first (0 on machines
+of 4 CPUs or fewer, where a spinning rank keeps its peer off the CPU).
+The ring's parts: ``HOMA_DPDK_TORCH_RING_PARTS`` (1) per segment at least.
 
 Failures fail the group instead of hanging: a message to a rank that is
 gone fails (its port unbound), a receive that waits probes its source
