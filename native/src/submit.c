@@ -187,6 +187,28 @@ static int await(homa_client *c, uint32_t idx, hm_sub *out)
 	return out->state == SUB_FAILED ? out->err : 0;
 }
 
+/* control submits a Bind, Abort or AbortAll (e's op; port and rpc are
+ * recorded for the answer's checks) and waits for its answer (await). The
+ * caller holds the lock. */
+static int control(homa_client *c, hm_entry *e)
+{
+	uint32_t idx;
+	hm_sub *s = hm_new_sub(c, e->op, &idx);
+	if (!s)
+		return HOMA_ENOMEM;
+	s->port = e->port;
+	s->rpc_id = e->rpc;
+	e->cookie = s->cookie;
+	int rc = hm_push(c, e);
+	if (rc != 0) {
+		unsubmit(c, hm_slab_at(&c->subs, idx));
+		return rc;
+	}
+	((hm_sub *)hm_slab_at(&c->subs, idx))->pushed = 1;
+	hm_sub got;
+	return await(c, idx, &got);
+}
+
 HM_EXPORT int homa_bind(homa_client *c, uint16_t port)
 {
 	if (!c)
@@ -195,24 +217,10 @@ HM_EXPORT int homa_bind(homa_client *c, uint16_t port)
 		return HOMA_EINVAL;
 	hm_lock(c);
 	int rc = hm_check_open(c);
-	if (rc)
-		goto out;
-	uint32_t idx;
-	hm_sub *s = hm_new_sub(c, HM_OP_BIND, &idx);
-	if (!s) {
-		rc = HOMA_ENOMEM;
-		goto out;
+	if (rc == 0) {
+		hm_entry e = {.op = HM_OP_BIND, .port = port};
+		rc = control(c, &e);
 	}
-	s->port = port;
-	hm_entry e = {.op = HM_OP_BIND, .port = port, .cookie = s->cookie};
-	if ((rc = hm_push(c, &e)) != 0) {
-		unsubmit(c, hm_slab_at(&c->subs, idx));
-		goto out;
-	}
-	((hm_sub *)hm_slab_at(&c->subs, idx))->pushed = 1;
-	hm_sub got;
-	rc = await(c, idx, &got);
-out:
 	hm_unlock(c);
 	return rc;
 }
@@ -380,21 +388,8 @@ HM_EXPORT int homa_abort(homa_client *c, uint64_t rpc_id)
 		goto out;
 	}
 	r->aborted = 1;
-	uint32_t idx;
-	hm_sub *s = hm_new_sub(c, HM_OP_ABORT, &idx);
-	if (!s) {
-		rc = HOMA_ENOMEM;
-		goto out;
-	}
-	s->rpc_id = rpc_id;
-	hm_entry e = {.op = HM_OP_ABORT, .rpc = rpc_id, .cookie = s->cookie};
-	if ((rc = hm_push(c, &e)) != 0) {
-		unsubmit(c, hm_slab_at(&c->subs, idx));
-		goto out;
-	}
-	((hm_sub *)hm_slab_at(&c->subs, idx))->pushed = 1;
-	hm_sub got;
-	rc = await(c, idx, &got);
+	hm_entry e = {.op = HM_OP_ABORT, .rpc = rpc_id};
+	rc = control(c, &e);
 	if (rc == HOMA_ERR_NO_RPC) {
 		rc = 0;
 	} else if (rc == 0) {
@@ -415,20 +410,8 @@ HM_EXPORT int homa_abort_all(homa_client *c)
 	if (rc)
 		goto out;
 	hm_abort_everything(c);
-	uint32_t idx;
-	hm_sub *s = hm_new_sub(c, HM_OP_ABORT_ALL, &idx);
-	if (!s) {
-		rc = HOMA_ENOMEM;
-		goto out;
-	}
-	hm_entry e = {.op = HM_OP_ABORT_ALL, .cookie = s->cookie};
-	if ((rc = hm_push(c, &e)) != 0) {
-		unsubmit(c, hm_slab_at(&c->subs, idx));
-		goto out;
-	}
-	((hm_sub *)hm_slab_at(&c->subs, idx))->pushed = 1;
-	hm_sub got;
-	rc = await(c, idx, &got);
+	hm_entry e = {.op = HM_OP_ABORT_ALL};
+	rc = control(c, &e);
 	if (rc == 0)
 		c->st.aborts++;
 out:
