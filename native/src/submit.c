@@ -236,6 +236,51 @@ static int check_dst(const homa_addr *a)
 	return memcmp(a->ip, zero, 16) != 0 && memcmp(a->ip, mapped, 12) != 0;
 }
 
+/* message stages a Send or Reply (kind) of iov's bytes to or from peer
+ * (rpc_id: the request a Reply answers) and pushes it, quiet when detached
+ * and the daemon allows, with pages riding where it takes them. 0 and the
+ * record's index in *idx, or a status (nothing is left behind). The
+ * caller holds the lock. */
+static int message(homa_client *c, uint8_t kind, const homa_addr *peer, uint64_t rpc_id, const struct iovec *iov,
+		   int iovcnt, int detached, uint32_t *idx)
+{
+	hm_sub *s = hm_new_sub(c, kind, idx);
+	if (!s)
+		return HOMA_ENOMEM;
+	s->rpc_id = rpc_id;
+	s->peer = *peer;
+	s->detached = (uint8_t)detached;
+	/* a detached one asks for no Accepted where the daemon allows: its
+	 * outcome (with its RPC id) and its Released are all that come back */
+	s->quiet = detached && (c->features & HM_FEATURE_QUIET_ACCEPT);
+	int rc = stage(c, s, iov, iovcnt);
+	s = hm_slab_at(&c->subs, *idx); /* staging may wait, and the slab grow */
+	if (rc) {
+		unsubmit(c, s);
+		return rc;
+	}
+	hm_entry e = {.op = kind,
+		      .flags = s->quiet ? HM_SUB_FLAG_QUIET : 0,
+		      .length = s->length,
+		      .cookie = s->cookie,
+		      .rpc = rpc_id,
+		      .peer_port = peer->port,
+		      .offset = s->off};
+	hm_addr_to_entry(peer, e.ip, e.ip6);
+	hm_ride(c, &e, s);
+	if ((rc = hm_push(c, &e)) != 0) {
+		s = hm_slab_at(&c->subs, *idx);
+		hm_unride(c, &e, s);
+		unsubmit(c, s);
+		return rc;
+	}
+	s = hm_slab_at(&c->subs, *idx);
+	s->pushed = 1;
+	if (detached)
+		s->awaited = 0;
+	return 0;
+}
+
 HM_EXPORT int homa_send(homa_client *c, const homa_addr *dst, const struct iovec *iov, int iovcnt, uint64_t tag,
 			unsigned flags, uint64_t *rpc_id)
 {
@@ -249,41 +294,10 @@ HM_EXPORT int homa_send(homa_client *c, const homa_addr *dst, const struct iovec
 	if (rc)
 		goto out;
 	uint32_t idx;
-	hm_sub *s = hm_new_sub(c, HM_OP_SEND, &idx);
-	if (!s) {
-		rc = HOMA_ENOMEM;
+	if ((rc = message(c, HM_OP_SEND, dst, 0, iov, iovcnt, detached, &idx)) != 0)
 		goto out;
-	}
-	s->tag = tag;
-	s->peer = *dst;
-	s->detached = (uint8_t)detached;
-	/* a detached send asks for no Accepted where the daemon allows: its
-	 * outcome (with its RPC id) and its Released are all that come back */
-	s->quiet = detached && (c->features & HM_FEATURE_QUIET_ACCEPT);
-	rc = stage(c, s, iov, iovcnt);
-	s = hm_slab_at(&c->subs, idx); /* staging may wait, and the slab grow */
-	if (rc) {
-		unsubmit(c, s);
-		goto out;
-	}
-	hm_entry e = {.op = HM_OP_SEND,
-		      .flags = s->quiet ? HM_SUB_FLAG_QUIET : 0,
-		      .length = s->length,
-		      .cookie = s->cookie,
-		      .peer_port = dst->port,
-		      .offset = s->off};
-	hm_addr_to_entry(dst, e.ip, e.ip6);
-	hm_ride(c, &e, s);
-	if ((rc = hm_push(c, &e)) != 0) {
-		s = hm_slab_at(&c->subs, idx);
-		hm_unride(c, &e, s);
-		unsubmit(c, s);
-		goto out;
-	}
-	s = hm_slab_at(&c->subs, idx);
-	s->pushed = 1;
+	((hm_sub *)hm_slab_at(&c->subs, idx))->tag = tag;
 	if (detached) {
-		s->awaited = 0;
 		c->st.sends++;
 		goto out;
 	}
@@ -316,48 +330,16 @@ HM_EXPORT int homa_reply(homa_client *c, const homa_msg *req, const struct iovec
 	hm_req *rq = hm_slab_at(&c->reqs, (uint32_t)ri);
 	homa_addr peer = rq->peer;
 	uint32_t idx;
-	hm_sub *s = hm_new_sub(c, HM_OP_REPLY, &idx);
-	if (!s) {
-		rc = HOMA_ENOMEM;
+	if ((rc = message(c, HM_OP_REPLY, &peer, req->id, iov, iovcnt, detached, &idx)) != 0)
 		goto out;
-	}
-	s->rpc_id = req->id;
-	s->peer = peer;
-	s->detached = (uint8_t)detached;
-	s->quiet = detached && (c->features & HM_FEATURE_QUIET_ACCEPT);
-	rc = stage(c, s, iov, iovcnt);
-	s = hm_slab_at(&c->subs, idx);
-	if (rc) {
-		unsubmit(c, s);
-		goto out;
-	}
-	hm_entry e = {.op = HM_OP_REPLY,
-		      .flags = s->quiet ? HM_SUB_FLAG_QUIET : 0,
-		      .length = s->length,
-		      .cookie = s->cookie,
-		      .rpc = req->id,
-		      .peer_port = peer.port,
-		      .offset = s->off};
-	hm_addr_to_entry(&peer, e.ip, e.ip6);
-	hm_ride(c, &e, s);
-	if ((rc = hm_push(c, &e)) != 0) {
-		s = hm_slab_at(&c->subs, idx);
-		hm_unride(c, &e, s);
-		unsubmit(c, s);
-		goto out;
-	}
 	/* answered: a refusal for PEER_MESSAGE_LENGTH opens it again */
 	ri = hm_map_get(&c->req_map, req->id);
 	if (ri >= 0) {
 		hm_map_del(&c->req_map, req->id);
 		hm_slab_put(&c->reqs, (uint32_t)ri);
 	}
-	s = hm_slab_at(&c->subs, idx);
-	s->pushed = 1;
-	if (detached) {
-		s->awaited = 0;
+	if (detached)
 		goto out;
-	}
 	hm_sub got;
 	rc = await(c, idx, &got);
 	if (rc == 0)
