@@ -113,6 +113,21 @@ func (c *Client) progress() int {
 // Reply.
 const holdRuns = 16
 
+// keepBack reports whether released run may wait for the next Send or
+// Reply: the daemon takes pages there, fewer than holdRuns runs wait, and
+// the pages waiting would stay within a quarter of the pool, so that the
+// next message, a long one above all, still finds room.
+func (c *Client) keepBack(run pageRun) bool {
+	if c.features&shm.FeatureReturnOnSubmit == 0 || len(c.toReturn) >= holdRuns {
+		return false
+	}
+	waiting := uint64(run.pages)
+	for _, r := range c.toReturn {
+		waiting += uint64(r.pages)
+	}
+	return waiting <= c.lim.PoolPages/4
+}
+
 // reap pops completions in bursts until the ring is empty, or a ring's
 // worth has been read (an engine that keeps pushing cannot hold it here),
 // and dispatches each. It submits nothing, so submit may call it.

@@ -1,7 +1,5 @@
 package client
 
-import "github.com/homa-dpdk/homa-dpdk/shm"
-
 // Message is a received request, the response of a client RPC, or the
 // failure of one.
 type Message struct {
@@ -27,8 +25,10 @@ type Message struct {
 // Release gives the message's receive-pool pages back to the daemon: on
 // the client's next Send or Reply where the daemon takes pages there
 // (FeatureReturnOnSubmit), or at the latest when a wait of its finds
-// nothing (before it sleeps, or as it returns empty-handed) or once 16
-// runs wait; with older daemons at once (ReturnPages). After it, Data is nil and must not be used through any
+// nothing (before it sleeps, or as it returns empty-handed); at once
+// when 16 runs or a quarter of the pool would wait so (a long message's
+// pages are what the next one needs), and with older daemons
+// (ReturnPages). After it, Data is nil and must not be used through any
 // earlier copy of the slice. Releasing twice, releasing a failure, or
 // releasing after the Client's Close or the daemon's end (ErrDaemonGone)
 // does nothing. Like the Client, it must not run concurrently with the
@@ -43,7 +43,7 @@ func (m *Message) Release() {
 	if c.closed || c.gone {
 		return
 	}
-	if c.features&shm.FeatureReturnOnSubmit != 0 && len(c.toReturn) < holdRuns {
+	if c.keepBack(run) {
 		c.toReturn = append(c.toReturn, run) // on the next Send or Reply, or before the client sleeps
 		return
 	}

@@ -95,3 +95,27 @@ func TestCall_ringsASleepingEngine(t *testing.T) {
 		t.Errorf("the client rang %d times, the engine woke %d times; want both", rung, woke)
 	}
 }
+
+// A long message's pages go back as soon as it is released, without
+// waiting for the next Send or Reply: held back, they are the room the
+// next long message needs (a 64 MB echo timed out so, its request dropped
+// for want of pages at a server that kept the last one's back).
+func TestRelease_longMessageGoesBackAtOnce(t *testing.T) {
+	f := newFake(t, testParams()) // 40 pages: a quarter is 10
+	f.Script(7, shm.ErrCodeNone)
+	c := dial(t, f, Options{})
+	small, err := c.Call(Addr{IP: netip.AddrFrom4(host), Port: 7}, pattern(100, 1), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long, err := c.Call(Addr{IP: netip.AddrFrom4(host), Port: 7}, pattern(1_000_000, 2), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small.Release() // one page: kept back for the next submission
+	long.Release()  // 16 pages: back at once, and the small one's with them
+	waitFor(t, "the long message's pages back at the engine", func() bool {
+		info, _ := f.Session(0)
+		return info.PagesHeld == 0
+	})
+}
