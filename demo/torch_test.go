@@ -31,6 +31,13 @@ func TestTorch_backendAgainstGlooTwoAndFourRanks(t *testing.T) {
 			t.Fatalf("%d ranks, rank %d: %v\n%s", n, r, err, log)
 		}
 	})
+	// Several operations in flight, waited for through their futures as
+	// DDP's reducer does (python/tests/torch_async.py).
+	runRanks(t, py, filepath.Join(root, "python/tests/torch_async.py"), dir, 6, func(n, r int, err error, log string) {
+		if err != nil || !strings.Contains(log, "async checks passed") {
+			t.Fatalf("%d ranks, rank %d (async): %v\n%s", n, r, err, log)
+		}
+	})
 	// A rank that dies: the others' collectives fail with an error that
 	// names it, within seconds (python/tests/torch_kill.py).
 	for i, args := range [][]string{nil, {"--irecv"}} {
