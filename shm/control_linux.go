@@ -513,41 +513,6 @@ func Dial(path string) (*Attach, error) {
 	return &Attach{Layout: l, Region: region, EventFD: efd, Doorbell: -1, conn: c}, nil
 }
 
-// AskDoorbell asks the daemon for its doorbell (FeatureDoorbell must be in
-// the header) and keeps it in a.Doorbell. Call it right after Dial, before
-// anything else reads the control connection.
-func (a *Attach) AskDoorbell() error {
-	if a.Layout.Features&FeatureDoorbell == 0 {
-		return errors.New("attach: the daemon offers no doorbell")
-	}
-	if a.Doorbell >= 0 {
-		return nil
-	}
-	if _, err := a.conn.Write([]byte(DoorbellRequest)); err != nil {
-		return fmt.Errorf("attach: ask for the doorbell: %w", err)
-	}
-	a.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	defer a.conn.SetReadDeadline(time.Time{})
-	buf := make([]byte, 64)
-	oob := make([]byte, unix.CmsgSpace(4))
-	n, oobn, _, _, err := a.conn.ReadMsgUnix(buf, oob)
-	if err != nil {
-		return fmt.Errorf("attach: ask for the doorbell: %w", err)
-	}
-	var fds []int
-	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(msgs) == 1 {
-		fds, _ = unix.ParseUnixRights(&msgs[0])
-	}
-	if string(buf[:n]) != DoorbellRequest || len(fds) != 1 {
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
-		return fmt.Errorf("attach: ask for the doorbell: daemon says %q with %d descriptors", buf[:n], len(fds))
-	}
-	a.Doorbell = fds[0]
-	return nil
-}
-
 // SyscallConn gives access to the control connection's descriptor, which
 // the daemon never writes to after the greeting: it becomes readable, at
 // end of file, when the daemon closes the connection (it exited, was
@@ -570,45 +535,4 @@ func (a *Attach) Close() error {
 		a.Doorbell = -1
 	}
 	return a.conn.Close()
-}
-
-// DoorbellRequest is what a worker writes on its control connection to get
-// the daemon's doorbell (FeatureDoorbell); the answer is the same line with
-// the eventfd, or "error <text>\n".
-const DoorbellRequest = "doorbell\n"
-
-// requests serves what an attached worker writes on its control
-// connection until it closes: one doorbell request; anything else, or a
-// second request, is answered with an error line and otherwise ignored.
-// A worker can make it write at most one line per line it writes.
-func (s *Server) requests(c *net.UnixConn) {
-	buf := make([]byte, 64)
-	var line []byte
-	given := false
-	for {
-		n, err := c.Read(buf)
-		if err != nil {
-			return
-		}
-		for _, b := range buf[:n] {
-			if b != '\n' {
-				if len(line) < len(buf) {
-					line = append(line, b)
-				}
-				continue
-			}
-			switch {
-			case string(line)+"\n" != DoorbellRequest:
-				c.Write([]byte("error unknown request\n"))
-			case s.cfg.Doorbell <= 2:
-				c.Write([]byte("error this daemon has no doorbell\n"))
-			case given:
-				c.Write([]byte("error the doorbell was given already\n"))
-			default:
-				given = true
-				c.WriteMsgUnix([]byte(DoorbellRequest), unix.UnixRights(s.cfg.Doorbell), nil)
-			}
-			line = line[:0]
-		}
-	}
 }

@@ -1,7 +1,9 @@
 package shm
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -54,3 +56,79 @@ var one = []byte{1, 0, 0, 0, 0, 0, 0, 0}
 
 // RingFD adds 1 to eventfd fd, as a worker rings a daemon's doorbell.
 func RingFD(fd int) { _, _ = unix.Write(fd, one) }
+
+// DoorbellRequest is what a worker writes on its control connection to get
+// the daemon's doorbell (FeatureDoorbell); the answer is the same line with
+// the eventfd, or "error <text>\n".
+const DoorbellRequest = "doorbell\n"
+
+// requests serves what an attached worker writes on its control
+// connection until it closes: one doorbell request; anything else, or a
+// second request, is answered with an error line and otherwise ignored.
+// A worker can make it write at most one line per line it writes.
+func (s *Server) requests(c *net.UnixConn) {
+	buf := make([]byte, 64)
+	var line []byte
+	given := false
+	for {
+		n, err := c.Read(buf)
+		if err != nil {
+			return
+		}
+		for _, b := range buf[:n] {
+			if b != '\n' {
+				if len(line) < len(buf) {
+					line = append(line, b)
+				}
+				continue
+			}
+			switch {
+			case string(line)+"\n" != DoorbellRequest:
+				c.Write([]byte("error unknown request\n"))
+			case s.cfg.Doorbell <= 2:
+				c.Write([]byte("error this daemon has no doorbell\n"))
+			case given:
+				c.Write([]byte("error the doorbell was given already\n"))
+			default:
+				given = true
+				c.WriteMsgUnix([]byte(DoorbellRequest), unix.UnixRights(s.cfg.Doorbell), nil)
+			}
+			line = line[:0]
+		}
+	}
+}
+
+// AskDoorbell asks the daemon for its doorbell (FeatureDoorbell must be in
+// the header) and keeps it in a.Doorbell. Call it right after Dial, before
+// anything else reads the control connection.
+func (a *Attach) AskDoorbell() error {
+	if a.Layout.Features&FeatureDoorbell == 0 {
+		return errors.New("attach: the daemon offers no doorbell")
+	}
+	if a.Doorbell >= 0 {
+		return nil
+	}
+	if _, err := a.conn.Write([]byte(DoorbellRequest)); err != nil {
+		return fmt.Errorf("attach: ask for the doorbell: %w", err)
+	}
+	a.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	defer a.conn.SetReadDeadline(time.Time{})
+	buf := make([]byte, 64)
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := a.conn.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return fmt.Errorf("attach: ask for the doorbell: %w", err)
+	}
+	var fds []int
+	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(msgs) == 1 {
+		fds, _ = unix.ParseUnixRights(&msgs[0])
+	}
+	if string(buf[:n]) != DoorbellRequest || len(fds) != 1 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return fmt.Errorf("attach: ask for the doorbell: daemon says %q with %d descriptors", buf[:n], len(fds))
+	}
+	a.Doorbell = fds[0]
+	return nil
+}
