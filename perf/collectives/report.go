@@ -48,7 +48,7 @@ func Tables(r *Result) []NamedTable {
 		{"send/recv ping-pong between ranks 0 and 1: median round trip", pp},
 	}
 	if len(al.Rows) > 0 {
-		out = append(out, NamedTable{"homa's all_reduce algorithms at every size (the backend switches to the ring at HOMA_DPDK_TORCH_RING_BYTES, 1 MiB)", al})
+		out = append(out, NamedTable{"homa's all_reduce algorithms at every size (the backend switches to the ring at HOMA_DPDK_TORCH_RING_BYTES, 256 KiB by default)", al})
 	}
 	out = append(out, ddpTables(r)...)
 	met := 0
