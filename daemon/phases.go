@@ -358,6 +358,7 @@ func (d *Daemon) openWorkers() error {
 	hc := hub.Config{SocketGroup: ws.SocketGroup, AllowUIDs: ws.AllowUIDs, AllowGIDs: ws.AllowGIDs, MaxOutstanding: ws.MaxOutstanding,
 		MaxBacklog: ws.MaxBacklog, MaxSessionsPerUID: ws.MaxSessionsPerUID,
 		OnRefuse: refusalLog(d.Log, time.Second),
+		Doorbell: d.spec.Runtime.Idle != "busy", // a busy loop never sleeps: its workers need not look
 		Params: shm.Params{
 			SQEntries: uint64(ws.RingEntries), CQEntries: uint64(ws.RingEntries),
 			ArenaSize: uint64(ws.MaxBytes), PoolPages: uint64(ws.PoolBytes / shm.PageSize),

@@ -342,7 +342,8 @@ func TestWorkers_doorbellWakesASleepingLoop(t *testing.T) {
 	pc := host.PairConfig{TxQueues: 2}
 	p := hosttest.Pair(t, pc)
 	dir := t.TempDir()
-	lim := hub.Config{MaxOutstanding: 64, Params: shm.Params{SQEntries: 64, CQEntries: 64, ArenaSize: 4 << 20, PoolPages: 64}}
+	lim := hub.Config{MaxOutstanding: 64, Params: shm.Params{SQEntries: 64, CQEntries: 64, ArenaSize: 4 << 20, PoolPages: 64},
+		Doorbell: true}
 	hubs, err := ServeOnPair(p, dir, lim)
 	if err != nil {
 		closeHubs(hubs)

@@ -9,8 +9,14 @@ package hub
 // submits to a polling loop costs the loop nothing. The control goroutines
 // ring it too when a worker attaches or detaches.
 
-// DoorbellFD is the doorbell's eventfd (host.Sleeper).
-func (hub *Hub) DoorbellFD() int { return hub.bell.FD() }
+// DoorbellFD is the doorbell's eventfd (host.Sleeper), -1 without one
+// (Config.Doorbell).
+func (hub *Hub) DoorbellFD() int {
+	if hub.bell == nil {
+		return -1
+	}
+	return hub.bell.FD()
+}
 
 // ArmDoorbell raises the sessions' submission-ring wait flags and reports
 // whether the loop may sleep: no submission waits to be read, no attach or
@@ -39,14 +45,18 @@ func (hub *Hub) DisarmDoorbell() {
 	}
 }
 
-// ring wakes the loop from another goroutine.
-func (hub *Hub) ring() { hub.bell.Ring() }
+// ring wakes the loop from another goroutine, if it has a doorbell.
+func (hub *Hub) ring() {
+	if hub.bell != nil {
+		hub.bell.Ring()
+	}
+}
 
 // letGoBell closes the doorbell once both its users are done with it: the
 // loop (Stop) and the control goroutines (Close). Closed earlier, its
 // descriptor number could be reused and written to, or polled, by mistake.
 func (hub *Hub) letGoBell() {
-	if hub.bellUsers.Add(-1) == 0 {
+	if hub.bell != nil && hub.bellUsers.Add(-1) == 0 {
 		hub.bell.Close()
 	}
 }

@@ -58,6 +58,10 @@ type Config struct {
 	// CloseWait bounds how long Close waits for the loop to let the
 	// sessions go (0: DefaultCloseWait).
 	CloseWait time.Duration
+	// Doorbell gives the hub a doorbell (doorbell.go): set it where the
+	// loop sleeps when idle. Without it the regions offer none, and
+	// workers never look at their submission rings' wait flags.
+	Doorbell bool
 }
 
 // DefaultCloseWait is Config.CloseWait's zero value.
@@ -169,19 +173,24 @@ func New(h Host, c Config) (*Hub, error) {
 		stopped: make(chan struct{}),
 		slots:   make([]shm.Slot, 32),
 	}
-	bell, err := shm.NewDoorbell()
-	if err != nil {
-		return nil, fmt.Errorf("workers: %w", err)
+	bellFD := 0
+	if c.Doorbell {
+		bell, err := shm.NewDoorbell()
+		if err != nil {
+			return nil, fmt.Errorf("workers: %w", err)
+		}
+		hub.bell, bellFD = bell, bell.FD()
+		hub.bellUsers.Store(2)
 	}
-	hub.bell = bell
-	hub.bellUsers.Store(2)
 	srv, err := shm.Listen(shm.ServerConfig{
-		Path: c.Path, AllowUIDs: c.AllowUIDs, AllowGIDs: c.AllowGIDs, Params: c.Params, Doorbell: bell.FD(),
+		Path: c.Path, AllowUIDs: c.AllowUIDs, AllowGIDs: c.AllowGIDs, Params: c.Params, Doorbell: bellFD,
 		SocketGroup: c.SocketGroup, MaxSessionsPerUID: c.MaxSessionsPerUID,
 		OnAttach: hub.onAttach, OnDetach: hub.onDetach, OnRefuse: c.OnRefuse,
 	})
 	if err != nil {
-		bell.Close()
+		if hub.bell != nil {
+			hub.bell.Close()
+		}
 		return nil, err
 	}
 	hub.srv = srv

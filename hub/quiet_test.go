@@ -2,6 +2,7 @@ package hub
 
 import (
 	"bytes"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -127,5 +128,26 @@ func TestHub_sendWithPagesNotHeldRefused(t *testing.T) {
 	var s shm.Slot
 	if srv.cq.Pop(&s) {
 		t.Errorf("the server got a completion: % x", s[:8])
+	}
+}
+
+// A hub made without Config.Doorbell (its loop never sleeps) offers no
+// doorbell: its workers never look at their submission rings' wait flags.
+func TestHub_noDoorbellUnlessTheLoopSleeps(t *testing.T) {
+	a, _, sockA, _, _ := workerHostsCalls(t, Config{})
+	w := attachRaw(t, sockA)
+	if w.at.Layout.Features&shm.FeatureDoorbell != 0 || a.hub.DoorbellFD() != -1 {
+		t.Errorf("features %#x, doorbell %d: want none", w.at.Layout.Features, a.hub.DoorbellFD())
+	}
+	n := newTestNet(t)
+	h, err := New(n.hosts[0], Config{Path: filepath.Join(t.TempDir(), "w.sock"), MaxOutstanding: 8,
+		Params: testWorkerParams, Doorbell: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Stop()
+	defer h.Close()
+	if h.DoorbellFD() < 0 {
+		t.Error("a hub made with Config.Doorbell has no doorbell")
 	}
 }
