@@ -2,6 +2,7 @@ package collectives
 
 import (
 	"fmt"
+	"image/color"
 	"path/filepath"
 
 	"gonum.org/v1/plot"
@@ -122,59 +123,29 @@ func plotDDP(r *Result, dir string) ([]string, error) {
 // plotDDPBars draws a group of bars per job, one per variant (homa, gloo,
 // compute), each labelled with its median and p90.
 func plotDDPBars(jobs []Job, path string) error {
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("DDP training step, %.1f MiB of gradients: median (labels: median / p90)", float64(jobs[0].DDP.GradBytes)/(1<<20))
-	p.Y.Label.Text = "ms per step"
-	p.Add(plotter.NewGrid())
-	w := vg.Points(36)
-	n := len(ddpVariants)
-	top := 0.0
-	groups := make([]string, len(jobs))
-	for i, j := range jobs {
-		groups[i] = fmt.Sprintf("%d ranks", j.Ranks)
+	g := perf.GroupedBars{
+		Title:    fmt.Sprintf("DDP training step, %.1f MiB of gradients: median (labels: median / p90)", float64(jobs[0].DDP.GradBytes)/(1<<20)),
+		YLabel:   "ms per step",
+		Color:    func(i int) color.Color { return colors[ddpVariants[i]] },
+		BarWidth: vg.Points(36),
 	}
-	for vi, k := range ddpVariants {
-		vals := make(plotter.Values, len(jobs))
-		var xys plotter.XYs
-		var labels []string
-		for i, j := range jobs {
-			s := j.DDP.Stats[k]
-			vals[i] = s.Median
-			top = max(top, s.Median)
-			if s.Median > 0 {
-				xys = append(xys, plotter.XY{X: float64(i), Y: s.Median})
-				labels = append(labels, fmt.Sprintf("%.1f / %.1f", s.Median, s.P90))
-			}
-		}
-		b, err := plotter.NewBarChart(vals, w)
-		if err != nil {
-			return err
-		}
-		b.Color, b.LineStyle.Width = colors[k], 0
-		b.Offset = w * vg.Length(float64(vi)-float64(n-1)/2)
-		p.Add(b)
+	for _, j := range jobs {
+		g.Groups = append(g.Groups, fmt.Sprintf("%d ranks", j.Ranks))
+	}
+	for _, k := range ddpVariants {
 		name := k
 		if k == "compute" {
 			name = "compute (no_sync, no all_reduce)"
 		}
-		p.Legend.Add(name, b)
-		if len(xys) == 0 {
-			continue
+		vals := make([]float64, len(jobs))
+		labels := make([]string, len(jobs))
+		for i, j := range jobs {
+			s := j.DDP.Stats[k]
+			vals[i], labels[i] = s.Median, fmt.Sprintf("%.1f / %.1f", s.Median, s.P90)
 		}
-		l, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
-		if err != nil {
-			return err
-		}
-		for i := range l.TextStyle {
-			l.TextStyle[i].Font.Size = vg.Points(7)
-		}
-		l.Offset = vg.Point{X: b.Offset - w/2, Y: vg.Points(2)}
-		p.Add(l)
+		g.Series, g.Values, g.Labels = append(g.Series, name), append(g.Values, vals), append(g.Labels, labels)
 	}
-	p.NominalX(groups...)
-	p.X.Min, p.X.Max = -0.6, float64(len(jobs))-0.4
-	p.Y.Min, p.Y.Max = 0, top*1.15+1e-9 // room for the labels
-	return perf.SaveLegendBeside(p, max(8*vg.Inch, vg.Length(len(jobs)*n)*w*1.4+3*vg.Inch), 4*vg.Inch, path)
+	return g.Save(path)
 }
 
 // plotDDPSteps draws every timed step's time, a line per job and
