@@ -107,6 +107,9 @@ type Endpoint struct {
 	// reqHead, reqTail: the incoming requests, by their last DATA, oldest
 	// first (rpc.reqPrev, reqNext; incoming.go).
 	reqHead, reqTail *rpc
+	// heldHead, heldTail: the committed requests still arriving, by their
+	// last DATA, oldest first (rpc.heldPrev, heldNext; recvpool.go).
+	heldHead, heldTail *rpc
 
 	// Memory for incoming messages (recvbuf.go): commitBytes of a
 	// message arrive before it is committed; until then its first

@@ -241,6 +241,9 @@ func endpointConsistent(e *Endpoint) error {
 	if err := requestsConsistent(e); err != nil {
 		return err
 	}
+	if err := heldConsistent(e); err != nil {
+		return err
+	}
 	if incast != e.incast.Backlog() {
 		return fmt.Errorf("incast backlog %d, rpcs account for %d", e.incast.Backlog(), incast)
 	}
@@ -463,6 +466,39 @@ func requestsConsistent(e *Endpoint) error {
 	}
 	if prev != e.reqTail || want != 0 {
 		return fmt.Errorf("request list: tail ok %v, %d requests off it", prev == e.reqTail, want)
+	}
+	return nil
+}
+
+// heldConsistent checks the list of held requests (recvpool.go):
+// exactly the incoming requests with a buffer and bytes still to come,
+// oldest DATA first, each peer's heldIn the sum of its requests' held.
+func heldConsistent(e *Endpoint) error {
+	want, sums := 0, map[*peer]int{}
+	for r := e.first; r != nil; r = r.next {
+		if !r.client && r.state == stateIncoming && r.in.buf != nil && r.in.g.Received < r.in.length {
+			want++
+			if r.held != heldSize(r.port, r.in.length) {
+				return fmt.Errorf("request %d: held %d, want %d", r.id, r.held, heldSize(r.port, r.in.length))
+			}
+			sums[r.peer] += r.held
+		}
+	}
+	var prev *rpc
+	for r := e.heldHead; r != nil; r = r.heldNext {
+		if r.heldPrev != prev || r.held == 0 || (prev != nil && prev.lastData > r.lastData) {
+			return fmt.Errorf("held list broken at %d", r.id)
+		}
+		prev = r
+		want--
+	}
+	if prev != e.heldTail || want != 0 {
+		return fmt.Errorf("held list: tail ok %v, %d held requests off it", prev == e.heldTail, want)
+	}
+	for _, p := range allPeers(e) {
+		if p.heldIn != sums[p] {
+			return fmt.Errorf("peer %v: heldIn %d, its requests hold %d", p.ip, p.heldIn, sums[p])
+		}
 	}
 	return nil
 }

@@ -197,6 +197,7 @@ func (e *Endpoint) requestData(r *rpc) {
 	r.lastData = e.ticks
 	e.unlinkRequest(r)
 	e.pushRequest(r)
+	e.heldData(r)
 }
 
 // evictStaleRequest ends the incoming request silent longest, other than
@@ -261,9 +262,12 @@ func (e *Endpoint) placeSegment(r *rpc, offset int, payload []byte) bool {
 		return false
 	}
 	if in.buf == nil {
-		if e.commitsAt(in.length, in.g.Received+len(payload)) {
+		if got := in.g.Received + len(payload); e.commitsAt(r.port, in.length, got) {
 			if !e.commit(r) {
 				return false
+			}
+			if r.reqListed && got < in.length { // a request that holds its buffer until whole
+				e.noteHeld(r, heldSize(r.port, in.length))
 			}
 		} else if !e.stageRoom(r, offset, end) {
 			return false
@@ -399,6 +403,7 @@ func (e *Endpoint) complete(r *rpc) {
 	} else {
 		e.m.RequestsReceived++
 		e.unlinkRequest(r)
+		e.unlinkHeld(r)
 		r.state = stateInService
 		m.Request = true
 		r.port.deliver(m, false)

@@ -158,6 +158,14 @@ type Metrics struct {
 	// ended to make room for a new request (at MaxServerRPCs) or for
 	// staging (MaxStagingBytes spent) (requests_evicted).
 	RequestsEvicted uint64
+	// RecvEvictionsStale and RecvEvictionsShare count committed requests
+	// still arriving ended to make room in their receive memory (a
+	// worker's pool, or MaxRecvHeapBytes) for a message that found none:
+	// silent for ResendTicks, or of a peer holding more of it than the
+	// message's peer would (recvpool.go) (recv_evictions_stale,
+	// recv_evictions_share).
+	RecvEvictionsStale uint64
+	RecvEvictionsShare uint64
 	// ResponsesWaitingForBuffer counts responses that found no receive
 	// buffer but can fit once memory comes free (PortHooks.RecvBufFits,
 	// or within MaxRecvHeapBytes): the packet was dropped and the RPC
@@ -241,6 +249,8 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("resends_deferred", m.ResendsDeferred)
 	fn("resends_limited", m.ResendsLimited)
 	fn("requests_evicted", m.RequestsEvicted)
+	fn("recv_evictions_stale", m.RecvEvictionsStale)
+	fn("recv_evictions_share", m.RecvEvictionsShare)
 	fn("responses_waiting_for_buffer", m.ResponsesWaitingForBuffer)
 	fn("upstream_peers_detected", m.UpstreamPeersDetected)
 	for c, v := range m.Drops {
@@ -281,6 +291,8 @@ var CounterHelp = map[string]string{
 	"resends_deferred":              "Missing ranges a resend check left for a later one (max_resends_per_rpc).",
 	"resends_limited":               "RESENDs not wholly answered because the RPC had retransmitted max_resend_bytes in the interval.",
 	"requests_evicted":              "Incoming requests silent for resend_ticks ended to make room (max_server_rpcs or staging).",
+	"recv_evictions_stale":          "Requests still arriving, silent for resend_ticks, ended to give their receive buffer (a worker's pool pages, or heap) to a message that found none.",
+	"recv_evictions_share":          "Requests still arriving ended to give their receive buffer to a message that found none: their peer held more of that memory than the message's peer would.",
 	"responses_waiting_for_buffer":  "Responses refused a receive buffer that can fit once memory comes free: the packet was dropped, the RPC asks for it again.",
 	"upstream_peers_detected":       "Peers found to run the upstream Linux subset (a 36-byte RESEND, or DATA with incoming 0): sent whole messages, no GRANT or CUTOFFS.",
 }

@@ -73,6 +73,7 @@ type peer struct {
 	cutoffsSentVersion uint16
 
 	serverRPCs int // live server RPCs of requests from the peer (≤ Config.MaxServerRPCsPerPeer)
+	heldIn     int // bytes of receive memory the peer's committed requests still arriving hold (recvpool.go)
 
 	// hdr is the Ethernet and IPv4 headers of every frame to the peer,
 	// made (hdrOK) for the MAC hdrMAC, with priority 0 and total length,

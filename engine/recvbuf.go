@@ -23,22 +23,31 @@ import "github.com/homa-dpdk/homa-dpdk/wire"
 //     than that is committed by its last byte, a longer one once its
 //     sender has sent that much (its unscheduled bytes, or as many,
 //     whatever was lost). It is committed sooner, saving the staging
-//     copy, once a full packet's payload has arrived and its length is
-//     at most earlyCommitRatio times the bytes that have: the memory a
-//     peer makes the endpoint commit that way stays within that many
-//     times the bytes it sent (commitBytes lets a 1,000,000-byte message
-//     commit after 40,000 bytes at the defaults: 25 times). Committing asks
-//     the port's PortHooks.RecvBuf for length bytes (or allocates them on
-//     the heap, within Config.MaxRecvHeapBytes), copies the staged bytes
-//     in and frees the chunks; the packet that commits, and every later
-//     one, is written straight into the buffer.
+//     copy, once a full packet's payload has arrived and the memory it
+//     takes (heldSize: its length, or for a worker's pool its length in
+//     whole 64 KB pages, PortHooks.RecvBufUnit) is at most
+//     earlyCommitRatio times the bytes that have: a 64 KB page, after
+//     4,096 bytes (the third full packet). Counting pages matters: by
+//     bytes, one packet claiming 16 packets' length took a page, 45
+//     times the packet. Committing asks the port's PortHooks.RecvBuf for
+//     length bytes (or allocates them on the heap, within
+//     Config.MaxRecvHeapBytes), copies the staged bytes in and frees the
+//     chunks; the packet that commits, and every later one, is written
+//     straight into the buffer.
 //
 // So a peer holds at most a chunk per packet it sends (and the staging
-// pool bounds them all), and makes the endpoint commit a message's length
-// only by sending it commitBytes of real bytes first; Config.MaxServerRPCs
-// and MaxServerRPCsPerPeer bound how many messages it may start. When the
-// pool is spent, a request silent for ResendTicks gives up its chunks
-// (evictStaleRequest), so requests that never finish cannot hold it.
+// pool bounds them all), and makes the endpoint commit a message's
+// memory only by sending real bytes first: at most earlyCommitRatio (16)
+// times them, or heldSize(length) / commitBytes times when it waits for
+// commitBytes, which is largest for the longest message: 25.4 times at
+// the defaults (a 1,000,000-byte message's 16 pages after 41,296 bytes,
+// 29 packets; more only from peers allowed longer messages, which
+// Config.KernelPeer does not name).
+// Config.MaxServerRPCs and MaxServerRPCsPerPeer bound how many messages
+// it may start. When the pool is spent, a request silent for ResendTicks
+// gives up its chunks (evictStaleRequest), so requests that never finish
+// cannot hold it; when a committed buffer finds no memory, requests that
+// hold some without finishing give it up (recvpool.go).
 
 // stageChunkSize is the size of one staging chunk, bytes.
 const stageChunkSize = 2048
@@ -68,19 +77,20 @@ func (e *Endpoint) initRecvMem() {
 	e.maxChunks = e.cfg.MaxStagingBytes / stageChunkSize
 }
 
-// earlyCommitRatio: a message at most this many times longer than the
-// bytes of it that have arrived (a full packet's payload at least) is
-// committed without waiting for commitAt bytes.
+// earlyCommitRatio: a message whose receive memory (heldSize: its
+// length, or its pool pages) is at most this many times the bytes of it
+// that have arrived (a full packet's payload at least) is committed
+// without waiting for commitAt bytes.
 const earlyCommitRatio = 16
 
 // commitAt is how many bytes of a message of n bytes must arrive before
 // it is committed at the latest.
 func (e *Endpoint) commitAt(n int) int { return min(n, e.commitBytes) }
 
-// commitsAt reports whether a message of n bytes is committed once got
-// of its bytes have arrived.
-func (e *Endpoint) commitsAt(n, got int) bool {
-	return got >= e.commitAt(n) || got >= e.payload && n <= earlyCommitRatio*got
+// commitsAt reports whether a message of n bytes to port p is committed
+// once got of its bytes have arrived.
+func (e *Endpoint) commitsAt(p *Port, n, got int) bool {
+	return got >= e.commitAt(n) || got >= e.payload && heldSize(p, n) <= earlyCommitRatio*got
 }
 
 // stageRoom makes sure staging chunks hold [offset, end) of r's incoming
@@ -135,32 +145,26 @@ func stageCopy(in *inMsg, offset int, payload []byte) {
 // commit gives r's incoming message its buffer: length bytes from the
 // port's RecvBuf, or from the heap within Config.MaxRecvHeapBytes; the
 // staged bytes are copied in and their chunks freed. When there is no
-// buffer, counted in DropNoRecvSpace or DropRecvHeapFull, commit reports
-// false and the packet is dropped: a request ends (its client retries),
-// a response that can fit once memory comes free waits (its RPC asks for
-// the bytes again by RESEND, as after a loss, and commit is tried again
-// when they come), and one that cannot fails with ErrNoBufferSpace.
+// buffer, a held request makes room if one may (evictForBuffer,
+// recvpool.go). When there is still none, counted in DropNoRecvSpace or
+// DropRecvHeapFull, commit reports false and the packet is dropped: a
+// request ends (its client retries), a response that can fit once memory
+// comes free waits (its RPC asks for the bytes again by RESEND, as after
+// a loss, and commit is tried again when they come), and one that cannot
+// fails with ErrNoBufferSpace.
 func (e *Endpoint) commit(r *rpc) bool {
 	in := &r.in
 	n := in.length
-	var buf []byte
-	if get := r.port.hooks.RecvBuf; get != nil {
-		b, ok := get(n)
-		if !ok || len(b) < n {
-			if ok && r.port.hooks.FreeRecvBuf != nil {
-				r.port.hooks.FreeRecvBuf(b)
-			}
-			fits := r.port.hooks.RecvBufFits
-			return e.refuseIn(r, DropNoRecvSpace, fits != nil && fits(n))
-		}
-		buf = b[:n:n]
-	} else {
-		if e.recvHeap+n > e.cfg.MaxRecvHeapBytes {
+	buf, heap := e.takeBuf(r, n)
+	for i := 0; buf == nil && i < maxEvictScan && e.evictForBuffer(r, n); i++ {
+		buf, heap = e.takeBuf(r, n)
+	}
+	if buf == nil {
+		if r.port.hooks.RecvBuf == nil {
 			return e.refuseIn(r, DropRecvHeapFull, n <= e.cfg.MaxRecvHeapBytes)
 		}
-		buf = make([]byte, n)
-		e.recvHeap += n
-		in.heap = true
+		fits := r.port.hooks.RecvBufFits
+		return e.refuseIn(r, DropNoRecvSpace, fits != nil && fits(n))
 	}
 	for i, c := range in.stage {
 		if c != nil {
@@ -171,8 +175,30 @@ func (e *Endpoint) commit(r *rpc) bool {
 		}
 	}
 	e.freeStage(in)
-	in.buf = buf
+	in.buf, in.heap = buf, heap
 	return true
+}
+
+// takeBuf returns a buffer of n bytes for r's incoming message from its
+// port's RecvBuf, or from the heap (heap) within MaxRecvHeapBytes; nil
+// when there is none.
+func (e *Endpoint) takeBuf(r *rpc, n int) (buf []byte, heap bool) {
+	h := &r.port.hooks
+	if h.RecvBuf == nil {
+		if e.recvHeap+n > e.cfg.MaxRecvHeapBytes {
+			return nil, false
+		}
+		e.recvHeap += n
+		return make([]byte, n), true
+	}
+	b, ok := h.RecvBuf(n)
+	if !ok || len(b) < n {
+		if ok && h.FreeRecvBuf != nil {
+			h.FreeRecvBuf(b)
+		}
+		return nil, false
+	}
+	return b[:n:n], false
 }
 
 // refuseIn counts that r's incoming message found no buffer (cause) and

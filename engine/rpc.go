@@ -84,6 +84,11 @@ type rpc struct {
 	reqPrev, reqNext *rpc
 	reqListed        bool
 	lastData         uint64
+	// server, committed and still arriving: place in the endpoint's list
+	// of held requests (recvpool.go), and the receive memory it holds
+	// (bytes; 0: not listed).
+	heldPrev, heldNext *rpc
+	held               int
 }
 
 // addrKey returns a as the peer tables hold it (IPv6, IPv4 mapped), and
@@ -161,11 +166,16 @@ type PortHooks struct {
 	// Config.UnschedBytes (at most 64 KiB) rounded up to whole packets:
 	// a message of at most C bytes when its last byte arrives, so a
 	// single-packet message at once; a longer one once C of its bytes
-	// have arrived. At that call the staged bytes are copied into the
+	// have arrived; either sooner, once a full packet has and n (in
+	// whole RecvBufUnit) is at most 16 times the bytes that have. When
+	// RecvBuf refuses, a request of the same memory (RecvPool) still
+	// arriving may be ended to make room, and RecvBuf asked again
+	// (recvpool.go). At that call the staged bytes are copied into the
 	// buffer, the committing packet's and all later ones are written into
 	// it in place, and the buffer is handed over whole (Deliver) once the
 	// last byte has arrived. A peer can thus make the port commit n bytes
-	// only by first sending min(n, C) bytes of the message.
+	// only by first sending min(n, C) bytes of the message, or 1/16 of n
+	// in units.
 	RecvBuf func(n int) ([]byte, bool)
 	// RecvBufFits reports whether RecvBuf can ever have n bytes (the
 	// owner's whole memory is that large), so that a response it refuses
@@ -174,6 +184,14 @@ type PortHooks struct {
 	// FreeRecvBuf takes back a buffer from RecvBuf whose message ended
 	// before it was delivered.
 	FreeRecvBuf func(buf []byte)
+	// RecvBufUnit is the unit, bytes, in which RecvBuf gives memory (a
+	// worker pool's 64 KB page): a message of n bytes holds n rounded up
+	// to it, and the early-commit rule counts that (0 or 1: n bytes).
+	// RecvPool names the memory RecvBuf takes from: ports with the same
+	// non-nil RecvPool share it, so a held request of one may be evicted
+	// for a message of another (recvpool.go); nil: the port's own.
+	RecvBufUnit int
+	RecvPool    any
 	// OutDone reports that the engine no longer reads msg, the outgoing
 	// message of RPC id (with peer: the other end) given to Send or
 	// Reply: the client RPC ended, or the server RPC's response was
@@ -466,6 +484,7 @@ func (e *Endpoint) end(r *rpc) {
 	}
 	r.prev, r.next = nil, nil
 	e.unlinkRequest(r)
+	e.unlinkHeld(r)
 	e.stopWaiting(r)
 	e.grants.Remove(&r.in.g)
 	e.sendq.Remove(&r.out.sq)

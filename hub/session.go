@@ -318,14 +318,21 @@ func (ws *session) abort(sub *shm.Submission) {
 // A server port's hooks carry its number (server); a client port's, 0.
 //
 // The engine asks RecvBuf only when a message is committed (its first
-// min(length, unscheduled bytes) have arrived), never for a length a
-// packet merely claims; and a request counts toward MaxOutstanding from
-// that moment, filling or delivered, until it is answered or ends. So a
-// stranger's packets reserve no pages until it has sent real bytes, and
-// then at most MaxOutstanding requests' worth, until they time out.
+// min(length, unscheduled bytes) have arrived, or 1/16 of the pages it
+// takes: RecvBufUnit), never for a length a packet merely claims; and a
+// request counts toward MaxOutstanding from that moment, filling or
+// delivered, until it is answered or ends. So a stranger's packets
+// reserve no pages until it has sent real bytes, at most 16 times them
+// in pages (25.4 times for a 1 MB request: 16 pages once its 41,296
+// unscheduled bytes are in), and at most MaxOutstanding requests'
+// worth; when the pool is short, its requests that have gone silent, or
+// that hold more of the pool than a newcomer's peer, give their pages
+// up (RecvPool: every port of the session shares the pool).
 func (ws *session) hooks(server uint16) engine.PortHooks {
 	return engine.PortHooks{
-		Deliver: func(m engine.Message) { ws.deliver(m, server) },
+		RecvBufUnit: shm.PageSize,
+		RecvPool:    ws,
+		Deliver:     func(m engine.Message) { ws.deliver(m, server) },
 		RecvBuf: func(n int) ([]byte, bool) {
 			if server != 0 && (ws.outst >= ws.hub.lim.MaxOutstanding || ws.backlogFull()) {
 				ws.hub.counters.LimitRefusals++
