@@ -67,11 +67,15 @@ var families = []family{
 	{"homa_txq_dropped_packets_total", "Packets dropped because a TX queue was full.", []string{"queue"}, true},
 	{"homa_capture_dropped_packets_total", "Packets not captured: the writer was behind, or the capture stopped at capture.max_bytes.", nil, true},
 	{"homa_rx_chained_frames_total", "Chained frames received, by how: parsed in place, or joined into one buffer (a copy).", []string{"how"}, true},
-	{"homa_neighbour_requests_sent_total", "ARP requests sent to resolve a peer.", nil, true},
+	{"homa_neighbour_requests_sent_total", "ARP requests and neighbour solicitations sent to resolve or probe a peer.", nil, true},
 	{"homa_neighbour_resolution_failures_total", "Neighbour resolutions that gave up.", nil, true},
 	{"homa_neighbour_entries_expired_total", "Neighbour entries aged out.", nil, true},
-	{"homa_neighbour_table_full_total", "Neighbour entries refused at the table's bound.", nil, true},
+	{"homa_neighbour_table_full_total", "Neighbour entries refused at the table's bound: every entry held by a peer of the engine.", nil, true},
 	{"homa_neighbour_entries_forgotten_total", "Neighbour entries dropped once unused.", nil, true},
+	{"homa_neighbour_unsolicited_total", "ARP replies and neighbour advertisements for an address with no entry: discarded.", nil, true},
+	{"homa_neighbour_override_refused_total", "Neighbour advertisements without Override whose MAC differed from a valid entry's: the MAC was kept.", nil, true},
+	{"homa_neighbour_entries_evicted_total", "Neighbour entries heard from a request, unused, evicted to make room for a new one.", nil, true},
+	{"homa_neighbour_entries_collected_total", "Neighbour entries heard from a request, unused, dropped an aging period after last heard.", nil, true},
 	{"homa_port_link_events_total", "Link changes as the loop saw them: down, up, redials (restarts while down) and failed redials.", []string{"event"}, true},
 	{"homa_port_link_down_dropped_packets_total", "Packets dropped because the link was down.", nil, true},
 	{"homa_port_link_up", "1 while the port's link is up (at its loop's last check, every 10 ms).", nil, true},
@@ -205,6 +209,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		hc("homa_neighbour_entries_expired_total", nb.Expired)
 		hc("homa_neighbour_table_full_total", nb.Full)
 		hc("homa_neighbour_entries_forgotten_total", nb.Forgotten)
+		hc("homa_neighbour_unsolicited_total", nb.Unsolicited)
+		hc("homa_neighbour_override_refused_total", nb.NoOverride)
+		hc("homa_neighbour_entries_evicted_total", nb.Evicted)
+		hc("homa_neighbour_entries_collected_total", nb.Collected)
 		l := s.Link
 		hc("homa_port_link_events_total", l.Downs, "down")
 		hc("homa_port_link_events_total", l.Ups, "up")

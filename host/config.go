@@ -116,9 +116,7 @@ func New(c Config) (*Host, error) {
 	for ip, mac := range c.Static6 {
 		h.neigh6.AddStatic(ip, mac)
 	}
-	// The table holds what the engine's peers hold, and a little more for
-	// entries still answering probes once their peer went.
-	h.neigh.maxEntries = 2 * max(c.Engine.MaxPeers, engine.DefaultConfig().MaxPeers)
+	h.neigh.maxEntries = neighbourBound(c.Engine)
 	h.neigh6.maxEntries = h.neigh.maxEntries
 	h.rxBufs = make([][]*dpdk.Mbuf, max(c.Port.RxQueues(), 1))
 	for q := range h.rxBufs {
@@ -156,6 +154,14 @@ func New(c Config) (*Host, error) {
 	h.neigh6.onReady = func(ip [16]byte) { h.ep.NeighbourReady(netip.AddrFrom16(ip)) }
 	h.neigh6.onFailed = func(ip [16]byte) { h.ep.NeighbourFailed(netip.AddrFrom16(ip)) }
 	return h, nil
+}
+
+// neighbourBound is the most dynamic entries each neighbour table holds:
+// what the engine's peers hold (stranger's peers at most MaxPeers, the
+// application's own beyond them), and as many again for entries heard
+// from requests aimed at us, which make room for held ones (evicted).
+func neighbourBound(ec engine.Config) int {
+	return 2 * max(ec.MaxPeers, engine.DefaultConfig().MaxPeers)
 }
 
 // resolveTimeoutTicks is the engine's backstop for an RPC waiting on ARP:

@@ -53,13 +53,13 @@ func TestNeighbourTable_resolveRetryFailAndRetryLater(t *testing.T) {
 	}
 }
 
-// A learned entry that ages is probed while it stays reachable (frames
+// A held learned entry that ages is probed while it stays reachable (frames
 // keep going to its MAC); unanswered, it fails; answered, it stays.
 func TestNeighbourTable_agingProbesThenFails(t *testing.T) {
 	nt := newNeighbourTable[[4]byte](100, 1000, 2)
 	var log tableLog
 	log.attach(nt)
-	nt.Learn(peer.ip, peer.mac, 0)
+	nt.Heard(peer.ip, peer.mac, 0) // its ARP request for us
 	n, _ := nt.Resolve(peer.ip, 0)
 	var asked []int64
 	for now := int64(0); now <= 1500; now += 10 {
@@ -71,7 +71,7 @@ func TestNeighbourTable_agingProbesThenFails(t *testing.T) {
 	if len(asked) != 2 || asked[0] != 1000 || asked[1] != 1100 || nt.Expired != 1 {
 		t.Errorf("probes at %v (expired %d), want [1000 1100]", asked, nt.Expired)
 	}
-	if n.State != engine.LinkUnreachable || len(log) != 2 || log[1] != "failed 10.0.0.2" {
+	if n.State != engine.LinkUnreachable || len(log) != 1 || log[0] != "failed 10.0.0.2" { // heard: nobody waited, nothing announced
 		t.Errorf("unanswered probes: %v, announced %v", n.State, log)
 	}
 	// A peer whose MAC changed answers the next resolution: the same

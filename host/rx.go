@@ -272,17 +272,17 @@ func (h *Host) resolve(a netip.Addr) *engine.Neighbour {
 
 // forget is the engine's Forget: it dropped its peer for ip, so an
 // on-link entry for ip is no longer held (a gateway's entry stays: other
-// peers may share it).
+// peers may share it, the gateway's own address as a peer too).
 func (h *Host) forget(a netip.Addr) {
 	a = a.Unmap()
 	if !a.Is4() {
-		if hop, ok := h.nextHop6(a); ok && hop == a.As16() {
+		if hop, ok := h.nextHop6(a); ok && hop == a.As16() && hop != h.gateway6 {
 			h.neigh6.Forget(hop)
 		}
 		return
 	}
 	ip := a.As4()
-	if hop, ok := h.nextHop(ip); ok && hop == ip {
+	if hop, ok := h.nextHop(ip); ok && hop == ip && ip != h.gateway {
 		h.neigh.Forget(ip)
 	}
 }

@@ -25,10 +25,9 @@ type Snapshot struct {
 	// Chained frames received: parsed in place (headers and payload in
 	// two segments, nothing copied), or joined into one buffer first.
 	RxChainedInPlace, RxChainedJoined uint64
-	// Neighbours are the neighbour table's counters: ARP requests sent,
-	// resolutions that failed, learned entries that aged, new entries
-	// refused at the table's bound, entries dropped once no peer held them.
-	Neighbours struct{ Requests, Failures, Expired, Full, Forgotten uint64 }
+	// Neighbours are the neighbour tables' counters, IPv4 (ARP) and IPv6
+	// (neighbour discovery) together.
+	Neighbours NeighbourCounters
 	Link       LinkCounters
 }
 
@@ -81,9 +80,7 @@ func (h *Host) publish() {
 	if h.cap != nil {
 		s.CapDropped = h.cap.Dropped()
 	}
-	n := h.neigh
-	s.Neighbours.Requests, s.Neighbours.Failures, s.Neighbours.Expired = n.Requests, n.Failures, n.Expired
-	s.Neighbours.Full, s.Neighbours.Forgotten = n.Full, n.Forgotten
+	s.Neighbours = h.neigh.NeighbourCounters.add(h.neigh6.NeighbourCounters)
 	s.Link = h.portLink.LinkCounters
 	h.box.mu.Unlock()
 }

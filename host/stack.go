@@ -7,7 +7,8 @@ import (
 // The daemon's IPv4 host duties besides Homa: answer ARP for its address
 // and ICMP echo (so that ping and arping from a Linux host work), and learn
 // neighbours from the ARP traffic it sees. Each answer is built in place,
-// in the frame that asked: the loop sends back the same mbuf.
+// in the frame that asked: the loop sends back the same mbuf. What the
+// table keeps of strangers' ARP is bounded and ages out (neighbourTable).
 
 // hostAddr is one port's own addresses.
 type hostAddr struct {
@@ -35,8 +36,9 @@ type StackCounters struct {
 }
 
 // handleARP processes an ARP packet (the frame's payload after an Ethernet
-// header of ethLen bytes): it learns the sender when the packet concerns
-// us, and turns a request for our address into the reply.
+// header of ethLen bytes) aimed at our address: a reply updates its
+// sender's entry if there is one (neighbourTable.Learn), a request updates
+// or makes one (Heard) and is turned into the reply.
 func handleARP(frame []byte, ethLen int, me hostAddr, n *neighbourTable[[4]byte], now int64, c *StackCounters) stackVerdict {
 	a := wire.ARP(frame[ethLen:])
 	if !a.IsValid() {
@@ -51,16 +53,19 @@ func handleARP(frame []byte, ethLen int, me hostAddr, n *neighbourTable[[4]byte]
 		c.NotForUs++
 		return stackDrop
 	}
-	if src := a.SenderIP(); src != [4]byte{} {
-		n.Learn(src, a.SenderMAC(), now)
-		c.ARPLearned++
-	}
+	src := a.SenderIP()
 	switch a.Op() {
-	case wire.ARPReply:
+	case wire.ARPReply: // an answer: for an entry we have, or discarded (the table counts it)
 		c.ARPReplies++
+		if src != [4]byte{} && n.Learn(src, a.SenderMAC(), now) {
+			c.ARPLearned++
+		}
 		return stackLearn
-	case wire.ARPRequest:
+	case wire.ARPRequest: // its sender is about to send to us: updated, or an unheld entry
 		c.ARPRequests++
+		if src != [4]byte{} && n.Heard(src, a.SenderMAC(), now) {
+			c.ARPLearned++
+		}
 		reply := wire.ARPFields{Op: wire.ARPReply, SenderMAC: me.mac, SenderIP: me.ip, TargetMAC: a.SenderMAC(), TargetIP: a.SenderIP()}
 		reply.Encode(a)
 		e := wire.Ethernet(frame)

@@ -7,8 +7,10 @@ import (
 // The host's IPv6 duties besides Homa, as ARP and ICMP echo are for IPv4:
 // answer neighbour solicitations for its address and ICMPv6 echo (so that
 // ping -6 and a Linux host's neighbour discovery work), learn neighbours
-// from the solicitations and advertisements that concern it, and solicit
-// the neighbours the engine needs. Answers are built in place.
+// from the solicitations aimed at it (neighbourTable.Heard) and from
+// advertisements for entries it has (Advert: RFC 4861 §7.2.5, unsolicited
+// ones discarded), and solicit the neighbours the engine needs. Answers
+// are built in place.
 
 // handleIPv6 processes an IPv6 frame that is not Homa (ip is the frame's
 // IPv6 packet, validated by ParseIPv6, its upper layer proto at off).
@@ -53,7 +55,7 @@ func handleIPv6(frame []byte, ip wire.IPv6, proto uint8, off int, me hostAddr, n
 		if src == ([16]byte{}) { // duplicate address detection: answer all nodes, unsolicited
 			dst, dmac, flags = allNodes, wire.MulticastMAC(allNodes), wire.NDPFlagOverride
 		} else if mac, ok := m.LinkAddr(wire.NDPOptSourceLinkAddr); ok {
-			n.Learn(src, mac, now)
+			n.Heard(src, mac, now)
 			dmac = mac
 		}
 		if len(m) < wire.NDPMessageLen {
@@ -77,7 +79,8 @@ func handleIPv6(frame []byte, ip wire.IPv6, proto uint8, off int, me hostAddr, n
 			return stackDrop
 		}
 		c.NeighborAdverts++
-		n.Learn(m.Target(), mac, now)
+		flags := m.NDPFlags()
+		n.Advert(m.Target(), mac, flags&wire.NDPFlagSolicited != 0, flags&wire.NDPFlagOverride != 0, now)
 		return stackLearn
 	}
 	c.Unsupported++

@@ -72,11 +72,13 @@ func TestHandleIPv6_solicitationAnswered(t *testing.T) {
 	}
 }
 
-// An advertisement teaches the table; echo is answered; what is not for
-// us, or routed (hop limit below 255), is dropped and counted.
+// An advertisement answering our solicitation teaches the table; echo is
+// answered; what is not for us, or routed (hop limit below 255), is
+// dropped and counted.
 func TestHandleIPv6_advertEchoAndRefusals(t *testing.T) {
 	nt := newNeighbourTable[[16]byte](100, 1000, 3)
 	var c StackCounters
+	nt.Resolve(peer6.ip6, 0)
 	na := v6Frame(peer6, me6.mac, peer6.ip6, me6.ip6, 255,
 		ndp(wire.NDPFields{Type: wire.ICMPv6NeighborAdvert, Flags: wire.NDPFlagSolicited, Target: peer6.ip6, MAC: peer6.mac}, peer6.ip6, me6.ip6))
 	if v := run(t, na, nt, &c); v != stackLearn || c.NeighborAdverts != 1 {

@@ -62,15 +62,25 @@ func TestHandleARP_notForUsAndMalformedDropped(t *testing.T) {
 	}
 }
 
+// A reply to our request is learned; one for an address we never asked
+// about is discarded, counted.
 func TestHandleARP_replyLearned(t *testing.T) {
 	nt := newNeighbourTable[[4]byte](100, 1000, 3)
 	var c StackCounters
+	n, _ := nt.Resolve(peer.ip, 0)
 	f := arpFrame(wire.ARPReply, peer, me.mac, me.ip)
 	if v := handleARP(f, 14, me, nt, 5, &c); v != stackLearn {
 		t.Fatalf("verdict %v", v)
 	}
-	if n, _ := nt.Resolve(peer.ip, 6); n.State != engine.LinkReachable || n.MAC != peer.mac {
-		t.Errorf("resolve after reply: %+v", *n)
+	if n.State != engine.LinkReachable || n.MAC != peer.mac {
+		t.Errorf("entry after reply: %+v", *n)
+	}
+	stranger := hostAddr{ip: other, mac: wire.MAC{2, 0, 0, 0, 0, 9}}
+	if v := handleARP(arpFrame(wire.ARPReply, stranger, me.mac, me.ip), 14, me, nt, 6, &c); v != stackLearn {
+		t.Fatalf("unsolicited reply: verdict %v", v)
+	}
+	if len(nt.entries) != 1 || nt.Unsolicited != 1 || c.ARPLearned != 1 || c.ARPReplies != 2 {
+		t.Errorf("%d entries, %d unsolicited, counters %+v; want 1, 1", len(nt.entries), nt.Unsolicited, c)
 	}
 }
 
