@@ -231,7 +231,7 @@ func ServeWorkers(cfg WorkersConfig) error {
 	}
 	if sw != nil {
 		st := sw.Stats()
-		fmt.Fprintf(cfg.Out, "ring switch: %d frames switched, %d flooded (%d copies), %d dropped\n", st.Switched, st.Flooded, st.Copies, st.Dropped)
+		fmt.Fprintf(cfg.Out, "ring switch: %d frames switched, %d flooded (%d copies), %d dropped, %d MACs forgotten\n", st.Switched, st.Flooded, st.Copies, st.Dropped, st.Evicted)
 	}
 	return dm.StopPorts()
 }

@@ -15,7 +15,8 @@ import (
 // frame to a MAC not seen yet, or to a broadcast or multicast address
 // (ARP requests), goes to every other port, as copies from the switch's
 // pool. The mbufs of unicast frames change hands, as on a ring pair: no
-// copy.
+// copy. It remembers switchMACs source MACs at most, forgetting the
+// oldest learned first.
 //
 // It runs as an in-loop application (Host.AddApp) of one of the hosts
 // it joins, so that it is polled once per pass of their loop; a frame
@@ -26,7 +27,11 @@ type RingSwitch struct {
 	tx    []*dpdk.Ring // per port: what its TX queues enqueue
 	rx    []*dpdk.Ring // per port: what its RX queue dequeues
 	pool  *dpdk.Mempool
-	learn map[wire.MAC]int // source MAC → port it came from
+	learn map[wire.MAC]int // source MAC → port it came from; at most switchMACs
+	// order holds the learned MACs in the order they were first learned,
+	// a ring once switchMACs are: order[oldest] is the next forgotten.
+	order  []wire.MAC
+	oldest int
 
 	burst []*dpdk.Mbuf   // one port's dequeued frames
 	out   [][]*dpdk.Mbuf // per port: frames for its RX ring this pass
@@ -41,7 +46,14 @@ type SwitchStats struct {
 	Flooded  uint64 // frames sent to every other port (broadcast, multicast, unknown destination)
 	Copies   uint64 // mbufs copied for flooding
 	Dropped  uint64 // frames dropped: an RX ring full, no mbuf for a copy, or a runt
+	Evicted  uint64 // learned MACs forgotten, the oldest first, to learn a new one past switchMACs
 }
+
+// switchMACs bounds the source MACs a switch remembers: far more than the
+// hosts one process joins (the demo's 16 at most), so only frames from
+// made-up source addresses make it forget one; a MAC forgotten costs
+// floods until its host sends again.
+const switchMACs = 1024
 
 // switchRingSize is the entries of each of the switch's rings.
 const switchRingSize = 4096
@@ -54,7 +66,7 @@ func NewRingSwitch(name string, n, txQueues int, pool *dpdk.Mempool) (*RingSwitc
 	if n < 2 {
 		return nil, fmt.Errorf("ring switch %s: %d ports, want at least 2", name, n)
 	}
-	s := &RingSwitch{pool: pool, learn: map[wire.MAC]int{},
+	s := &RingSwitch{pool: pool, learn: make(map[wire.MAC]int, switchMACs), order: make([]wire.MAC, 0, switchMACs),
 		burst: make([]*dpdk.Mbuf, 64), out: make([][]*dpdk.Mbuf, n), one: make([]*dpdk.Mbuf, 1)}
 	for i := range n {
 		tx, err := dpdk.NewRing(fmt.Sprintf("%stx%d", name, i), switchRingSize, dpdk.SocketIDAny, 0) // several TX queues enqueue
@@ -135,9 +147,7 @@ func (s *RingSwitch) forward(from int, m *dpdk.Mbuf) {
 	copy(dst[:], b[0:6])
 	copy(src[:], b[6:12])
 	if src[0]&1 == 0 {
-		if at, ok := s.learn[src]; !ok || at != from { // a map write only when a MAC moves
-			s.learn[src] = from
-		}
+		s.learnMAC(src, from)
 	}
 	if to, ok := s.learn[dst]; ok && dst[0]&1 == 0 {
 		if to == from {
@@ -159,6 +169,27 @@ func (s *RingSwitch) forward(from int, m *dpdk.Mbuf) {
 		}
 	}
 	m.Free()
+}
+
+// learnMAC records that src was seen coming from port from: a map write
+// only when a MAC is new or moves; a new one past switchMACs takes the
+// place of the oldest learned (counted in Evicted).
+func (s *RingSwitch) learnMAC(src wire.MAC, from int) {
+	if at, ok := s.learn[src]; ok {
+		if at != from {
+			s.learn[src] = from
+		}
+		return
+	}
+	if len(s.order) < switchMACs {
+		s.order = append(s.order, src)
+	} else {
+		delete(s.learn, s.order[s.oldest])
+		s.stats.Evicted++
+		s.order[s.oldest] = src
+		s.oldest = (s.oldest + 1) % switchMACs
+	}
+	s.learn[src] = from
 }
 
 // copyOf is a copy of m's bytes in an mbuf of the switch's pool, or nil

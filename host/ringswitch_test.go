@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/dpdk/dpdktest"
 	"github.com/homa-dpdk/homa-dpdk/engine"
 	"github.com/homa-dpdk/homa-dpdk/nicq"
@@ -106,5 +107,66 @@ func TestRingSwitch_fourHostsAllPairs(t *testing.T) {
 	}
 	if st.Flooded == 0 || st.Copies == 0 || st.Switched < uint64(4*n*(n-1)) || st.Dropped != 0 {
 		t.Errorf("switch counters %+v", st)
+	}
+}
+
+// The switch's MAC table is bounded (issue 30, finding 7): 65,536 frames
+// from as many made-up source MACs leave switchMACs learned, the oldest
+// forgotten first and counted; a host that sends again is learned again
+// and its frames are switched, not flooded.
+func TestRingSwitch_macTableBounded(t *testing.T) {
+	dpdktest.Need(t)
+	pool := dpdktest.Pool(t, "rswb", 8192, wire.BufferRoom(1500))
+	sw, err := NewRingSwitch("rswb", 2, 1, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sw.Stop()
+		for _, p := range sw.Ports() {
+			p.Close()
+		}
+		sw.Close()
+	})
+	known := wire.MAC{2, 0, 10, 0, 0, 2}
+	bufs := make([]*dpdk.Mbuf, 64)
+	// send puts n frames from port `from` to dst on its TX ring, the i-th
+	// from src(i), switches them, and frees what reached either RX ring.
+	send := func(from, n int, dst wire.MAC, src func(i int) wire.MAC) {
+		t.Helper()
+		for i := 0; i < n; i += len(bufs) {
+			b := bufs[:min(len(bufs), n-i)]
+			if err := pool.AllocBulk(b); err != nil {
+				t.Fatal(err)
+			}
+			for k, m := range b {
+				eth := wire.EthernetFields{Dst: dst, Src: src(i + k), Type: wire.EtherTypeIPv4}
+				eth.Encode(m.Append(60))
+			}
+			if k := sw.tx[from].EnqueueMbufs(b); k != len(b) {
+				t.Fatalf("switch TX ring took %d of %d", k, len(b))
+			}
+			sw.Poll(0)
+			for _, r := range sw.rx {
+				for k := r.DequeueMbufs(bufs); k > 0; k = r.DequeueMbufs(bufs) {
+					dpdk.FreeBulk(bufs[:k])
+				}
+			}
+		}
+	}
+	fromKnown := func(int) wire.MAC { return known }
+	send(1, 1, wire.BroadcastMAC, fromKnown)
+	const flood = 65_536
+	send(0, flood, known, func(i int) wire.MAC { return wire.MAC{2, 0xee, 0, byte(i >> 16), byte(i >> 8), byte(i)} })
+	st := sw.Stats()
+	t.Logf("after %d made-up sources: %d MACs learned, %+v", flood, len(sw.learn), st)
+	if len(sw.learn) != switchMACs || st.Evicted != flood+1-switchMACs {
+		t.Errorf("%d MACs learned, %d forgotten; want %d, %d", len(sw.learn), st.Evicted, switchMACs, flood+1-switchMACs)
+	}
+	send(1, 1, wire.BroadcastMAC, fromKnown) // the known host sends again
+	before := sw.Stats()
+	send(0, 10, known, func(int) wire.MAC { return wire.MAC{2, 0, 10, 0, 0, 1} })
+	if st := sw.Stats(); st.Switched-before.Switched != 10 || st.Flooded != before.Flooded {
+		t.Errorf("frames to a host learned again: %d switched, %d flooded; want 10, 0", st.Switched-before.Switched, st.Flooded-before.Flooded)
 	}
 }
