@@ -171,6 +171,11 @@ type Metrics struct {
 	// or within MaxRecvHeapBytes): the packet was dropped and the RPC
 	// asks for it again (responses_waiting_for_buffer).
 	ResponsesWaitingForBuffer uint64
+	// ClosedPortResends counts RESENDs for an RPC we have no state for
+	// to a server port no port is bound to (its server closed), answered
+	// ICMP port unreachable instead of RPC_UNKNOWN (closed_port_resends;
+	// in icmp_port_unreachable_sent too).
+	ClosedPortResends uint64
 	// UpstreamPeersDetected counts peers found to run the upstream
 	// subset (a 36-byte RESEND, a DATA with incoming 0) under
 	// VariantAuto (upstream_peers_detected).
@@ -240,6 +245,7 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("acks_received", m.AcksReceived)
 	fn("icmp_port_unreachable_sent", m.ICMPPortUnreach)
 	fn("icmp_port_unreachable_rcvd", m.ICMPReceived)
+	fn("closed_port_resends", m.ClosedPortResends)
 	fn("timer_ticks_skipped", m.TimerTicksSkipped)
 	fn("zero_copy_data_packets", m.ZeroCopyPackets)
 	fn("tx_deferred", m.TxDeferred)
@@ -280,8 +286,9 @@ var CounterHelp = map[string]string{
 	"throttle_list_adds":            "Messages the pacer deferred.",
 	"grant_keepalives":              "GRANTs repeating an offset to keep a silent sender from timing out.",
 	"acks_received":                 "Server RPCs freed by an ACK from their client.",
-	"icmp_port_unreachable_sent":    "ICMP port unreachable sent for DATA to an unbound port.",
+	"icmp_port_unreachable_sent":    "ICMP port unreachable sent for DATA to an unbound port, or a RESEND for an RPC of a closed server port.",
 	"icmp_port_unreachable_rcvd":    "ICMP port unreachable received.",
+	"closed_port_resends":           "RESENDs for an RPC this endpoint no longer has, to a server port nobody binds (its server closed): answered ICMP port unreachable, not RPC_UNKNOWN.",
 	"timer_ticks_skipped":           "Timer ticks not run because the loop called late.",
 	"zero_copy_data_packets":        "DATA packets sent from the message's own memory, without a copy.",
 	"tx_deferred":                   "DATA packets and GRANTs the transmit side lent no buffer for: kept and sent on a later pass.",

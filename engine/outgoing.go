@@ -389,8 +389,9 @@ func (e *Endpoint) handleGrant(f *wire.Frame) {
 }
 
 // handleResend retransmits a range of r's outgoing message. Unknown RPC:
-// RPC_UNKNOWN. Nothing to resend yet (no outgoing message, or the range
-// not transmitted yet): BUSY.
+// RPC_UNKNOWN, or ICMP port unreachable when it names a server port no
+// port is bound to (closedPortResend). Nothing to resend yet (no
+// outgoing message, or the range not transmitted yet): BUSY.
 //
 // A RESEND is a request for bytes already sent, never a grant: it makes
 // the sender transmit nothing it has not sent before (kernel Homa's
@@ -409,7 +410,7 @@ func (e *Endpoint) handleResend(f *wire.Frame) {
 	r := e.lookup(f)
 	if r == nil {
 		e.m.UnknownRPCs++
-		if p := e.peerFromFrame(f); p != nil {
+		if p := e.peerFromFrame(f); p != nil && !e.closedPortResend(f, p) {
 			e.sendControl(p, wire.TypeRPCUnknown, replyCommon(f.Homa))
 		}
 		return
@@ -462,6 +463,24 @@ func (e *Endpoint) handleResend(f *wire.Frame) {
 		off += n
 	}
 	e.xmitReady(r)
+}
+
+// closedPortResend answers f, a RESEND for an RPC we have no state for,
+// with ICMP port unreachable when the server port it names is bound to no
+// port (its server closed: Port.Shut, or it never was), and reports
+// whether it did (ClosedPortResends). RPC_UNKNOWN would tell the client
+// we restarted (ErrPeerRestarted once its response has started); the
+// client of a closed port learns that instead (ErrPortUnreachable), as
+// its restarted request would. A client port's RESEND (a server asking
+// for request bytes) is answered RPC_UNKNOWN as before.
+func (e *Endpoint) closedPortResend(f *wire.Frame, p *peer) bool {
+	port := f.Homa.DstPort()
+	if port == 0 || port >= clientPortMin || e.ports[port] != nil {
+		return false
+	}
+	e.m.ClosedPortResends++
+	e.sendPortUnreachable(f, p)
+	return true
 }
 
 // replyCommon returns common fields answering packet c for an RPC we have

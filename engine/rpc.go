@@ -132,7 +132,8 @@ type Port struct {
 	e       *Endpoint
 	num     uint16
 	server  bool
-	closed  bool
+	closed  bool                // Shut or Close: the number is free, nothing new starts
+	ended   bool                // Close: every RPC of the port has ended
 	queue   []Message           // delivered, not yet taken by Receive
 	head    int                 // first untaken entry of queue
 	private map[uint64]*Message // results of private RPCs, by id (nil = pending)
@@ -414,15 +415,50 @@ func (p *Port) AbortAll() {
 }
 
 // Close aborts the port's RPCs, discards undelivered messages and frees
-// the port number.
+// the port number: Shut, then the responses Shut let go on end too.
 func (p *Port) Close() {
+	p.Shut()
+	if p.ended {
+		return
+	}
+	p.ended = true
+	p.AbortAll() // after Shut: only server RPCs sending their responses
+}
+
+// Shut closes the port as a TCP close does, delivering what was
+// written: the responses it is sending (or whose acks it awaits) go on,
+// and everything else ends. Its client RPCs fail with ErrAborted
+// (delivered), its requests still arriving or waiting for Reply are
+// dropped, undelivered messages are discarded and the port number is
+// freed, so a request to it now is answered ICMP port unreachable, as is
+// a RESEND for an RPC of it the endpoint no longer has (handleResend):
+// its clients learn that the server closed (ErrPortUnreachable), not
+// that it restarted. Send then fails with ErrClosed, and Reply to a
+// request it dropped with ErrNoRPC. Close ends the responses still
+// going, and must follow Shut in any case; the owner learns of each
+// response's end from PortHooks.OutDone.
+func (p *Port) Shut() {
 	if p.closed {
 		return
 	}
-	p.AbortAll()
+	e := p.e
+	for r := e.first; r != nil; {
+		next := r.next
+		if r.port == p {
+			switch {
+			case r.client:
+				e.fail(r, ErrAborted)
+			case r.state != stateOutgoing:
+				e.end(r)
+			}
+		}
+		r = next
+	}
 	p.closed = true
 	p.queue, p.head, p.private = nil, 0, nil
-	delete(p.e.ports, p.num)
+	if e.ports[p.num] == p { // another port may hold the number by now
+		delete(e.ports, p.num)
+	}
 }
 
 // deliver hands m to the application: to Wait for a private RPC, else to

@@ -117,9 +117,11 @@ func TestRPC_unknownDuringResponseIsPeerRestarted(t *testing.T) {
 	n.drop = func(l string) bool { return l == "s: xmit DATA 1000@1000 p6" }
 	srv.Reply(receive(t, srv), msg(2500, 1))
 	n.flush()
-	// The server restarts mid-response.
+	// The server restarts mid-response, and its application binds the
+	// port again (a port nobody binds answers ICMP port unreachable:
+	// TestHandleResend_closedPortAnsweredPortUnreachable).
 	n.hosts = n.hosts[:1]
-	n.addHost("s", 2, smallPackets)
+	n.addHost("s", 2, smallPackets).e.Bind(99)
 	n.advance(5_000_000)
 	m := receive(t, cli)
 	if m.Err != ErrPeerRestarted || c.e.NumRPCs() != 0 {
