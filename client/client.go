@@ -167,7 +167,11 @@ func Dial(path string, opt Options) (*Client, error) {
 }
 
 // Close detaches: the daemon aborts this worker's RPCs, unbinds its ports
-// and frees the region. The region is unmapped, so the Data of every
+// and frees the region. The replies it accepted, or that Reply and
+// ReplyAsync left on the submission ring, still go out, as a TCP close
+// delivers what was written: the daemon keeps them until each is acked,
+// for its workers.linger at most (their clients then fail with
+// ErrPortUnreachable). The region is unmapped, so the Data of every
 // Message not yet released becomes invalid. Later calls return ErrClosed;
 // Release becomes a no-op. Closing twice, or after the daemon has gone,
 // is not an error.

@@ -54,9 +54,9 @@ func TestLoad_defaultsAreKernelHoma(t *testing.T) {
 	if got := h.UnschedCutoffs; len(got) != 4 || got[0] != 200 || got[3] != 1_000_000 {
 		t.Errorf("cutoffs %v", got)
 	}
-	if w := s.Workers; w.MaxBacklog != 4096 || w.MaxBacklog < 2*w.MaxOutstanding || w.MaxSessionsPerUID != 32 {
-		t.Errorf("workers.max_backlog %d (max_outstanding %d), max_sessions_per_uid %d; want 4096, 32",
-			w.MaxBacklog, w.MaxOutstanding, w.MaxSessionsPerUID)
+	if w := s.Workers; w.MaxBacklog != 4096 || w.MaxBacklog < 2*w.MaxOutstanding || w.MaxSessionsPerUID != 32 || w.Linger != 2*time.Second {
+		t.Errorf("workers.max_backlog %d (max_outstanding %d), max_sessions_per_uid %d, linger %v; want 4096, 32, 2s",
+			w.MaxBacklog, w.MaxOutstanding, w.MaxSessionsPerUID, w.Linger)
 	}
 	p := s.Ports[0]
 	if p.MTU != 1500 || p.Marking != "dscp" || p.RxDesc != 1024 || p.LinkSpeed != 0 {
@@ -190,6 +190,7 @@ func TestLoad_errorsNameTheKey(t *testing.T) {
 		{"bad socket group", minimal + "workers:\n  socket_group: \"ml workers\"\n", nil, []string{"workers.socket_group", "neither a group name nor a numeric gid"}},
 		{"no session cap", minimal + "workers:\n  max_sessions_per_uid: 0\n", nil, []string{"workers.max_sessions_per_uid: 0 is out of range"}},
 		{"no backlog", minimal + "workers:\n  max_backlog: 0\n", nil, []string{"workers.max_backlog: 0 is out of range"}},
+		{"linger past a minute", minimal + "workers:\n  linger: 2m\n", nil, []string{"workers.linger: 2m0s is out of range"}},
 		{"backlog under the outstanding RPCs", minimal + "workers:\n  max_outstanding: 1024\n  max_backlog: 2000\n", nil,
 			[]string{"workers.max_backlog: 2000 is under twice workers.max_outstanding (1024)", "at least 2048"}},
 		{"yaml syntax", "ports: [\n", nil, []string{"homa.yaml"}},

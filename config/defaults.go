@@ -74,6 +74,7 @@ var defaults = map[string]any{
 	"workers.ring_entries":         1024,
 	"workers.max_backlog":          4096,
 	"workers.max_sessions_per_uid": 32,
+	"workers.linger":               2 * time.Second,
 	"workers.enabled":              true,
 
 	"arp.timeout": 100 * time.Millisecond,

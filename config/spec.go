@@ -265,6 +265,12 @@ type WorkersSpec struct {
 	// worker's submission ring and drops requests to its ports; a
 	// completion still owed past it ends the session.
 	MaxBacklog int `mapstructure:"max_backlog"`
+	// Linger bounds how long the replies a worker submitted still go out
+	// after it closes or dies, until each is acked; then the rest are
+	// abandoned (0: none, its replies end with it). The session, its
+	// region included, is held that long and counts under
+	// MaxSessionsPerUID.
+	Linger time.Duration `mapstructure:"linger"`
 }
 
 // ARPSpec configures neighbour resolution.

@@ -149,6 +149,7 @@ func (s *Spec) Validate() error {
 	}
 	p.intRange("workers.max_backlog", s.Workers.MaxBacklog, 1, 1<<22)
 	p.intRange("workers.max_sessions_per_uid", s.Workers.MaxSessionsPerUID, 1, 1<<16)
+	p.duration("workers.linger", s.Workers.Linger, 0, time.Minute)
 	if b, o := s.Workers.MaxBacklog, s.Workers.MaxOutstanding; b >= 1 && b < 2*o {
 		p.add("workers.max_backlog", "%d is under twice workers.max_outstanding (%d): a worker that pauses while its RPCs end (a response and a release each) would lose its session; raise it to at least %d", b, o, 2*o)
 	}

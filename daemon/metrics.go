@@ -94,6 +94,10 @@ var families = []family{
 	{"homa_worker_zero_copy_messages_total", "Messages sent from a worker's arena as external buffers (no copy).", nil, true},
 	{"homa_worker_quiet_accepts_total", "Sends and replies accepted without an Accepted completion (the worker asked for none).", nil, true},
 	{"homa_worker_pages_on_submit_total", "Runs of receive-pool pages given back on a send or reply instead of a ReturnPages entry.", nil, true},
+	{"homa_worker_replies_after_close_total", "Replies taken from a worker's submission ring after it closed or died (they go out as the others).", nil, true},
+	{"homa_worker_replies_lingered_total", "Replies still going when their worker closed or died, kept (with its session) until acked or workers.linger.", nil, true},
+	{"homa_worker_replies_abandoned_total", "Replies of a closed worker ended unacked at workers.linger (their clients hear the port closed).", nil, true},
+	{"homa_worker_lingering_sessions", "Sessions whose workers left while their replies still go out.", nil, true},
 	{"homa_worker_sessions", "Worker sessions attached now.", nil, true},
 	{"homa_worker_outstanding_rpcs", "Workers' RPCs outstanding now (client RPCs in flight and requests not yet answered).", nil, true},
 	{"homa_worker_pool_pages", "Receive-pool pages of the workers, by state: held (by messages) or free.", []string{"state"}, true},
@@ -244,6 +248,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			hc("homa_worker_zero_copy_messages_total", w.ZeroCopyMessages)
 			hc("homa_worker_quiet_accepts_total", w.QuietAccepts)
 			hc("homa_worker_pages_on_submit_total", w.PagesOnSubmit)
+			hc("homa_worker_replies_after_close_total", w.RepliesAfterClose)
+			hc("homa_worker_replies_lingered_total", w.LingeredReplies)
+			hc("homa_worker_replies_abandoned_total", w.AbandonedReplies)
+			hg("homa_worker_lingering_sessions", float64(w.LingeringSessions))
 			hg("homa_worker_sessions", float64(w.ActiveSessions))
 			hg("homa_worker_outstanding_rpcs", float64(w.OutstandingRPCs))
 			hg("homa_worker_pool_pages", float64(w.HeldPages), "held")

@@ -348,6 +348,15 @@ func refusalLog(log zerolog.Logger, every time.Duration) func(uid, gid, pid int,
 	}
 }
 
+// lingerOf is workers.linger as hub.Config.Linger: 0 (none) is negative
+// there, where 0 is the default.
+func lingerOf(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
 // openWorkers opens the worker control socket of each host that has one.
 func (d *Daemon) openWorkers() error {
 	ws := d.spec.Workers
@@ -357,6 +366,7 @@ func (d *Daemon) openWorkers() error {
 	}
 	hc := hub.Config{SocketGroup: ws.SocketGroup, AllowUIDs: ws.AllowUIDs, AllowGIDs: ws.AllowGIDs, MaxOutstanding: ws.MaxOutstanding,
 		MaxBacklog: ws.MaxBacklog, MaxSessionsPerUID: ws.MaxSessionsPerUID,
+		Linger:   lingerOf(ws.Linger),
 		OnRefuse: refusalLog(d.Log, time.Second),
 		Doorbell: d.spec.Runtime.Idle != "busy", // a busy loop never sleeps: its workers need not look
 		Params: shm.Params{

@@ -58,6 +58,11 @@ type Config struct {
 	// CloseWait bounds how long Close waits for the loop to let the
 	// sessions go (0: DefaultCloseWait).
 	CloseWait time.Duration
+	// Linger bounds how long the replies of a worker that left (closed
+	// its connection, or died) still go out: until each is acked, or
+	// this long, when the rest are abandoned (linger.go). 0:
+	// DefaultLinger; negative: none, its replies end with it.
+	Linger time.Duration
 	// Doorbell gives the hub a doorbell (doorbell.go): set it where the
 	// loop sleeps when idle. Without it the regions offer none, and
 	// workers never look at their submission rings' wait flags.
@@ -66,6 +71,10 @@ type Config struct {
 
 // DefaultCloseWait is Config.CloseWait's zero value.
 const DefaultCloseWait = 5 * time.Second
+
+// DefaultLinger is Config.Linger's zero value: 20 times the engine's
+// default RPC timeout (100 ms), under DefaultCloseWait.
+const DefaultLinger = 2 * time.Second
 
 // DefaultMaxBacklog is Config.MaxBacklog's zero value: room for a Response
 // and a Released of every RPC the worker may have outstanding, plus a
@@ -92,6 +101,9 @@ type Hub struct {
 	sessions []*session
 	draining []*session // gone, waiting for the packets still sending from their arenas
 	slots    []shm.Slot // PopBurst buffer
+	// lingering are the sessions whose workers left while their replies
+	// still go out (linger.go).
+	lingering []*session
 
 	// bell is the loop's doorbell, which workers ring when they find
 	// their submission ring's wait flag raised (doorbell.go).
@@ -139,6 +151,13 @@ type Counters struct {
 	OutstandingRPCs      uint64
 	HeldPages, FreePages uint64
 	Backlogged           uint64 // completions waiting in the daemon for CQ room now
+	// Closing workers (linger.go): replies taken from a worker's ring
+	// after it left; replies still going when it left, kept until acked
+	// (lingered); and of those, the ones ended at Config.Linger
+	// (abandoned). LingeringSessions is a gauge: sessions whose replies
+	// still go out after their workers left.
+	RepliesAfterClose, LingeredReplies, AbandonedReplies uint64
+	LingeringSessions                                    uint64
 }
 
 // New opens the control socket at c.Path for workers of h. Give the hub
@@ -159,6 +178,9 @@ func New(h Host, c Config) (*Hub, error) {
 	}
 	if c.CloseWait <= 0 {
 		c.CloseWait = DefaultCloseWait
+	}
+	if c.Linger == 0 {
+		c.Linger = DefaultLinger
 	}
 	ep := h.Endpoint()
 	if c.Params.MaxMessage == 0 {
@@ -204,6 +226,9 @@ func (hub *Hub) Poll(now int64) int {
 	hub.now = now
 	before := hub.counters.Submissions
 	hub.takeEvents()
+	if len(hub.lingering) > 0 {
+		hub.linger()
+	}
 	hub.drain()
 	for i := 0; i < len(hub.sessions); i++ {
 		ws := hub.sessions[i]
@@ -253,6 +278,7 @@ func (hub *Hub) counts() Counters {
 	c.CredentialRefusals = hub.srv.Refused()
 	c.SessionLimitRefusals = hub.srv.SessionLimitRefusals()
 	c.ActiveSessions = uint64(len(hub.sessions))
+	c.LingeringSessions = uint64(len(hub.lingering))
 	for _, ws := range hub.sessions {
 		c.OutstandingRPCs += uint64(ws.outst)
 		c.HeldPages += uint64(ws.Pages.Held())

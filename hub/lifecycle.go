@@ -15,8 +15,12 @@ import (
 // before its attach. The loop alone moves a session through its states
 // after the attach is sent:
 //
-//	queued ──attach──▶ live ──detach, corrupt ring, backlog overflow──▶ draining ──last packet left──▶ gone
+//	queued ──attach──▶ live ──detach──▶ lingering ──replies acked, or linger passed──▶ draining ──last packet left──▶ gone
+//	                        └──corrupt ring, backlog overflow (or no reply to finish)──────▶ draining
 //	                             (no packet sending from the arena: straight to gone)
+//
+// A detach is the worker's close, or its death: either way the replies
+// it submitted go out before the session ends (linger.go).
 //
 // Reaching gone closes ws.gone, which lets the control goroutine's
 // onDetach return and the shm server free the region. Stop (the loop's
@@ -27,10 +31,11 @@ import (
 type sessionState uint8
 
 const (
-	stateQueued   sessionState = iota // sent to the loop, not taken yet
-	stateLive                         // in hub.sessions: its rings are served
-	stateDraining                     // let go, in hub.draining: packets still send from its arena
-	stateGone                         // ws.gone is closed: the region may be freed
+	stateQueued    sessionState = iota // sent to the loop, not taken yet
+	stateLive                          // in hub.sessions: its rings are served
+	stateLingering                     // its worker left, in hub.lingering: its replies still go out (linger.go)
+	stateDraining                      // let go, in hub.draining: packets still send from its arena
+	stateGone                          // ws.gone is closed: the region may be freed
 )
 
 // event is one step of a session's life on hub.events.
@@ -106,7 +111,7 @@ func (hub *Hub) takeEvents() {
 	for len(hub.events) > 0 {
 		ev := <-hub.events
 		if ev.detach {
-			hub.remove(ev.ws)
+			hub.detach(ev.ws)
 		} else {
 			hub.add(ev.ws)
 		}
@@ -132,9 +137,13 @@ func (hub *Hub) remove(ws *session) {
 	switch ws.state {
 	case stateQueued:
 		ws.finish()
-	case stateLive:
-		hub.sessions = deleteSession(hub.sessions, ws)
-		hub.counters.Detached++
+	case stateLive, stateLingering:
+		if ws.state == stateLive {
+			hub.sessions = deleteSession(hub.sessions, ws)
+			hub.counters.Detached++
+		} else {
+			hub.lingering = deleteSession(hub.lingering, ws)
+		}
 		ws.release()
 		if ws.releases() {
 			ws.finish()
@@ -188,15 +197,19 @@ func (hub *Hub) Stop() {
 	if hub.stopOnce.Swap(true) {
 		return
 	}
-	for _, ws := range hub.sessions {
+	for _, ws := range hub.lingering {
+		hub.counters.AbandonedReplies += uint64(ws.replying)
+	}
+	all := append(append(hub.draining, hub.sessions...), hub.lingering...)
+	for _, ws := range all {
 		ws.release()
 	}
 	// The loop has stopped: queued packets were sent or freed (the host
 	// drains its queues before its workers), so nothing reads the arenas.
-	for _, ws := range append(hub.draining, hub.sessions...) {
+	for _, ws := range all {
 		ws.finish()
 	}
-	hub.sessions, hub.draining = nil, nil
+	hub.sessions, hub.draining, hub.lingering = nil, nil, nil
 	close(hub.stopped)
 	hub.letGoBell() // the loop has stopped: it polls the doorbell no more
 }

@@ -29,7 +29,10 @@ type session struct {
 	// is the range Released.
 	releasing []sendRef
 	pushed    bool
-	closing   bool
+	closing   bool          // its worker left or it is let go: nothing more goes to its completion ring
+	released  bool          // release ran: its ports are closed
+	replying  int           // replies the engine sends or awaits acks for (sends of server RPCs)
+	lingerEnd int64         // lingering: when its replies still going are abandoned (ns, the loop's clock)
 	outst     int           // client RPCs in flight plus requests committed (filling or unanswered)
 	state     sessionState  // where it is in its life (lifecycle.go)
 	gone      chan struct{} // closed when the loop has let the session go
@@ -51,10 +54,10 @@ type sendRef struct {
 // release aborts the session's RPCs and closes its ports. The region is
 // freed after finish, once no packet still sends from it.
 func (ws *session) release() {
-	if ws.closing {
+	if ws.released {
 		return
 	}
-	ws.closing = true
+	ws.released, ws.closing = true, true
 	if ws.client != nil {
 		ws.client.Close()
 	}
@@ -292,6 +295,7 @@ func (ws *session) reply(sub *shm.Submission) {
 		return
 	}
 	ws.sends[ref] = sr
+	ws.replying++
 	ws.accept(sub, sub.RPCID)
 }
 
@@ -413,6 +417,7 @@ func (ws *session) outDone(id uint64, peer engine.Addr, _ []byte) {
 	}
 	if !s.client {
 		delete(ws.sends, ref) // a client's entry stays for its result's cookie
+		ws.replying--
 	}
 	if s.ref != 0 { // packets may still be sending from the arena
 		ws.hub.h.LetGoPayload(s.ref)

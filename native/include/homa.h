@@ -144,8 +144,10 @@ typedef struct homa_client homa_client;
 int homa_attach(const char *path, const homa_options *o, homa_client **out, char *err, size_t errlen);
 
 /* Ends the session: closes the control connection (the daemon aborts this
- * worker's RPCs and unbinds its ports) and the eventfd; waits in other
- * threads return HOMA_ECLOSED. Messages the caller still holds stay
+ * worker's RPCs and unbinds its ports; the replies it submitted, those
+ * still in the submission ring too, still go out until acked or the
+ * daemon's workers.linger, as a TCP close delivers what was written) and
+ * the eventfd; waits in other threads return HOMA_ECLOSED. Messages the caller still holds stay
  * readable until homa_destroy(). Idempotent. */
 void homa_close(homa_client *c);
 

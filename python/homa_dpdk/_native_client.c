@@ -590,7 +590,8 @@ static PyObject *client_wake(ClientObject *o, PyObject *unused)
 PyDoc_STRVAR(close_doc,
 "close()\n\n"
 "Detach: the daemon ends the session (aborts our RPCs, unbinds our ports,\n"
-"frees its side of the region). Messages the caller still holds stay\n"
+"frees its side of the region); the replies we submitted still go out\n"
+"until acked, or for the daemon's workers.linger at most. Messages the caller still holds stay\n"
 "readable until released or dropped. From another thread, close()\n"
 "interrupts a wait in progress, which raises hn_HomaError.");
 
