@@ -44,7 +44,8 @@ func TestPython_workersAgainstTheDaemon(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // it binds
 
 	cmd := exec.Command(py, "-m", "unittest", "discover", "-s", filepath.Join(root, "python/tests"), "-v")
-	cmd.Env = append(env, "HOMA_SOCKET="+sockA, "HOMA_PEER=10.0.0.2:99", "HOMA_PEER6=fd00::2:99", "HOMA_RPC_TIMEOUT=30")
+	// HOMA_SERVER_SOCKET: test_closing.py's servers attach to 10.0.0.2.
+	cmd.Env = append(env, "HOMA_SOCKET="+sockA, "HOMA_SERVER_SOCKET="+sockB, "HOMA_PEER=10.0.0.2:99", "HOMA_PEER6=fd00::2:99", "HOMA_RPC_TIMEOUT=30")
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	t.Logf("python tests:\n%s", out)
@@ -57,6 +58,9 @@ func TestPython_workersAgainstTheDaemon(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "(test_integration.TestDaemonIPv6.test_sizes) ... ok") {
 		t.Error("the round trips over IPv6 (TestDaemonIPv6) did not pass")
+	}
+	if !strings.Contains(string(out), "(test_closing.TestClosingServers.test_replies_survive_the_close) ... ok") {
+		t.Error("the closing servers (test_closing) did not pass")
 	}
 	if !strings.Contains(string(out), "test_integration") {
 		t.Error("the daemon round trips (test_integration) did not run")
