@@ -61,7 +61,7 @@ func (e *Endpoint) handleData(f *wire.Frame) {
 			return
 		}
 	}
-	r.silentTicks = 0
+	e.heardFrom(r)
 	if d.CutoffVersion() != e.cutoffVersion && !p.upstream {
 		e.maybeSendCutoffs(r)
 	}
@@ -418,7 +418,7 @@ func (e *Endpoint) handleBusy(f *wire.Frame) {
 		e.unknown()
 		return
 	}
-	r.silentTicks = 0
+	e.heardFrom(r)
 	if in := &r.in; r.state == stateIncoming && in.length != 0 && in.recvEnd < in.g.Granted && in.g.Granted > in.unsched {
 		// Alive, but not sending bytes we granted: our GRANT may have
 		// been lost, and a RESEND is no grant. Repeat it.

@@ -73,6 +73,18 @@ const (
 	// DropPeerTableFull: a frame from a new address while the peer table
 	// holds Config.MaxPeers peers, none of them idle.
 	DropPeerTableFull
+	// DropICMPSpoofed: a port unreachable that quotes no packet we could
+	// have sent: its source is not the address the quoted packet went
+	// to, or the quote's source is not ours, or its framing (protocol
+	// 146, or 6 TCP-hijacked) not the one we send that peer (icmp.go).
+	// DropICMPNoRPC: one that could be ours but names no live client RPC
+	// (its sender id, or at port level its client and server ports): a
+	// late copy for an RPC already failed, or a guess. DropICMPIgnoredLive:
+	// one about client RPCs that heard from that server within
+	// ResendTicks + ResendInterval ticks, none of which it failed.
+	DropICMPSpoofed
+	DropICMPNoRPC
+	DropICMPIgnoredLive
 
 	// NumDropCauses sizes per-cause arrays.
 	NumDropCauses
@@ -83,6 +95,7 @@ var engineDropNames = [...]string{
 	"no_port", "unknown_rpc", "stale_data", "tx_no_buffer", "bad_icmp",
 	"rx_no_space", "tx_unresolved", "too_many_gaps", "server_rpc_limit", "peer_rpc_limit",
 	"rx_staging_full", "rx_past_staging", "rx_heap_full", "peer_table_full",
+	"icmp_spoofed", "icmp_no_rpc", "icmp_ignored_live",
 }
 
 // String returns the cause as a snake_case metric label.
@@ -127,7 +140,7 @@ type Metrics struct {
 	GrantKeepalives   uint64 // grant_keepalives: GRANTs repeating an offset to a silent sender
 	AcksReceived      uint64 // acks_received: server RPCs freed by an ack
 	ICMPPortUnreach   uint64 // icmp_port_unreachable_sent
-	ICMPReceived      uint64 // icmp_port_unreachable_rcvd
+	ICMPReceived      uint64 // icmp_port_unreachable_rcvd: believed or not (drops icmp_*: not)
 	TimerTicksSkipped uint64 // timer_ticks_skipped: ticks not run because Run came late
 	ZeroCopyPackets   uint64 // zero_copy_data_packets: DATA sent from the message's memory (DataSender)
 	// RPCsWaitingResolution counts the times an RPC's packets had to
@@ -180,6 +193,11 @@ type Metrics struct {
 	// subset (a 36-byte RESEND, a DATA with incoming 0) under
 	// VariantAuto (upstream_peers_detected).
 	UpstreamPeersDetected uint64
+	// ICMPLiveRPCsSpared counts client RPCs a port unreachable named
+	// (by id, or at port level) and did not fail because they had heard
+	// from the server within ResendTicks + ResendInterval ticks
+	// (icmp_live_rpcs_spared).
+	ICMPLiveRPCsSpared uint64
 
 	Drops [NumDropCauses]uint64 // drops_<cause>
 
@@ -245,6 +263,7 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("acks_received", m.AcksReceived)
 	fn("icmp_port_unreachable_sent", m.ICMPPortUnreach)
 	fn("icmp_port_unreachable_rcvd", m.ICMPReceived)
+	fn("icmp_live_rpcs_spared", m.ICMPLiveRPCsSpared)
 	fn("closed_port_resends", m.ClosedPortResends)
 	fn("timer_ticks_skipped", m.TimerTicksSkipped)
 	fn("zero_copy_data_packets", m.ZeroCopyPackets)
@@ -287,7 +306,8 @@ var CounterHelp = map[string]string{
 	"grant_keepalives":              "GRANTs repeating an offset to keep a silent sender from timing out.",
 	"acks_received":                 "Server RPCs freed by an ACK from their client.",
 	"icmp_port_unreachable_sent":    "ICMP port unreachable sent for DATA to an unbound port, or a RESEND for an RPC of a closed server port.",
-	"icmp_port_unreachable_rcvd":    "ICMP port unreachable received.",
+	"icmp_port_unreachable_rcvd":    "ICMP and ICMPv6 port unreachables received, believed or not (those not believed are in drops: icmp_spoofed, icmp_no_rpc, icmp_ignored_live).",
+	"icmp_live_rpcs_spared":         "Client RPCs a port unreachable named but did not fail: they had heard from the server within resend_ticks + resend_interval ticks.",
 	"closed_port_resends":           "RESENDs for an RPC this endpoint no longer has, to a server port nobody binds (its server closed): answered ICMP port unreachable, not RPC_UNKNOWN.",
 	"timer_ticks_skipped":           "Timer ticks not run because the loop called late.",
 	"zero_copy_data_packets":        "DATA packets sent from the message's own memory, without a copy.",

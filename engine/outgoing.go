@@ -378,7 +378,7 @@ func (e *Endpoint) handleGrant(f *wire.Frame) {
 		e.unknown()
 		return
 	}
-	r.silentTicks = 0
+	e.heardFrom(r)
 	g := wire.Grant(f.Homa)
 	o := &r.out
 	o.schedPrio = min(int(g.Priority()), wire.NumPriorities-1)
@@ -415,7 +415,7 @@ func (e *Endpoint) handleResend(f *wire.Frame) {
 		}
 		return
 	}
-	r.silentTicks = 0
+	e.heardFrom(r)
 	o := &r.out
 	if !rs.HasPriority() && e.markUpstream(r.peer) && o.length > 0 && o.granted < o.length {
 		o.granted = o.length // found out mid-message: it will never grant the rest

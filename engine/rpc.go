@@ -63,9 +63,12 @@ type rpc struct {
 	out outMsg // request (client) or response (server)
 	in  inMsg  // response (client) or request (server)
 
-	silentTicks int  // ticks since the peer was last heard from for this RPC
-	waiting     bool // its packets wait for the peer's link address (in peer.waiting)
-	waitTicks   int  // ticks spent waiting so far, while waiting
+	silentTicks int // ticks since the peer was last heard from for this RPC
+	// heard is 1 + the endpoint's tick of the last DATA, GRANT, RESEND
+	// or BUSY from the peer for this RPC (0: none yet): for icmpLive.
+	heard     uint64
+	waiting   bool // its packets wait for the peer's link address (in peer.waiting)
+	waitTicks int  // ticks spent waiting so far, while waiting
 	// bufWaitFrom is 1 + the tick its response was first refused a
 	// receive buffer (0: never), for Config.BufferWaitTicks.
 	bufWaitFrom uint64

@@ -125,7 +125,10 @@ func TestHandleResend_closedPortAnsweredPortUnreachable(t *testing.T) {
 		}
 		n.advance(10_000_000)
 		m := receive(t, cli)
-		want, resends := ErrPortUnreachable, uint64(1)
+		// The first RESEND's unreachable comes 5 ticks after the
+		// response's last DATA, within ResendTicks + ResendInterval: not
+		// believed (icmpLive); the second's is.
+		want, resends := ErrPortUnreachable, uint64(2)
 		if rebind {
 			want, resends = ErrPeerRestarted, 0
 		}
