@@ -127,6 +127,11 @@ type ProtocolSpec struct {
 	// one; 0.0.0.0/0 names every peer.
 	LongMessagePeers []netip.Prefix `mapstructure:"long_message_peers"`
 
+	// BusyTimeoutTicks bounds how long an RPC lives without progress
+	// while its peer keeps answering (BUSY): 0 is 100 x timeout_ticks, -1
+	// none (kernel Homa's behaviour; engine Config.BusyTimeoutTicks).
+	BusyTimeoutTicks int `mapstructure:"busy_timeout_ticks"`
+
 	// Bounds on what a remote peer can make the engine hold (each refusal
 	// is counted in the engine's drops_* metrics).
 	MaxGaps              int `mapstructure:"max_gaps"`                 // missing ranges one incoming message may have

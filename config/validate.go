@@ -309,6 +309,9 @@ func (h *ProtocolSpec) validate(p *problems) {
 	if h.TimeoutTicks <= h.ResendTicks {
 		p.add("protocol.timeout_ticks", "%d must exceed protocol.resend_ticks (%d), or no RESEND is ever sent", h.TimeoutTicks, h.ResendTicks)
 	}
+	if b := h.BusyTimeoutTicks; b != 0 && b != -1 && (b < h.TimeoutTicks || b > 1<<30) {
+		p.add("protocol.busy_timeout_ticks", "%d: want 0 (100 x timeout_ticks), -1 (none) or from protocol.timeout_ticks (%d) to %d", b, h.TimeoutTicks, 1<<30)
+	}
 	p.intRange("protocol.request_ack_ticks", h.RequestAckTick, 1, 1000)
 	p.duration("protocol.max_nic_queue", h.MaxNICQueue, 100*time.Nanosecond, 10*time.Millisecond)
 	p.intRange("protocol.pacer_threshold", h.PacerThreshold, 0, h.MaxMessage)

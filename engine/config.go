@@ -173,6 +173,17 @@ type Config struct {
 	// Restarts are at least ResendInterval ticks apart and do not reset
 	// the RPC's silence. 0 takes TimeoutTicks / ResendInterval (20).
 	MaxRestarts int
+	// BusyTimeoutTicks bounds how long an RPC waiting on its peer (a
+	// client RPC, or a server RPC receiving its request) lives without
+	// progress (no new bytes of its incoming message, no more of its
+	// outgoing one granted) while the peer keeps answering: BUSY, GRANTs
+	// repeating an offset, DATA repeating bytes. Then a client RPC fails
+	// with ErrBusyTimeout (errors.Is ErrTimeout) and a server RPC is
+	// dropped (BusyTimeouts). Kernel Homa has no such bound: a server
+	// that answers every RESEND with BUSY keeps its client waiting for
+	// ever. 0 takes 100 × TimeoutTicks (10 s at the defaults); below 0,
+	// none.
+	BusyTimeoutTicks int
 
 	LinkBps       int64 // link rate for the pacer, bits/s; 0 = unpaced
 	MaxNICQueueNs int64 // pacer's NIC backlog limit, ns (5,000)
@@ -269,6 +280,7 @@ func (c Config) withDefaults() Config {
 	setInt(&c.BufferWaitTicks, 10*c.TimeoutTicks)
 	setInt(&c.RequestAckTicks, d.RequestAckTicks)
 	setInt(&c.MaxRestarts, max(c.TimeoutTicks/c.ResendInterval, 1))
+	setInt(&c.BusyTimeoutTicks, 100*c.TimeoutTicks)
 	setInt(&c.PacerFIFOFraction, d.PacerFIFOFraction)
 	setInt(&c.PacerThreshold, d.PacerThreshold)
 	setInt(&c.AllowanceTicks, d.AllowanceTicks)

@@ -68,8 +68,9 @@
 // incoming messages, committed as their bytes arrive and never from the
 // length claimed (MaxStagingBytes, MaxRecvHeapBytes; recvbuf.go), the
 // peers (MaxPeers, PeerIdleTicks), the bytes a RESEND makes us
-// retransmit (MaxResendBytes) and the restarts RPC_UNKNOWN makes
-// (MaxRestarts).
+// retransmit (MaxResendBytes), the restarts RPC_UNKNOWN makes
+// (MaxRestarts) and how long an RPC lives without progress while its peer
+// answers BUSY (BusyTimeoutTicks).
 //
 // Silence is handled by a timer every TickNs: the side expecting bytes
 // sends RESEND after ResendTicks and every ResendInterval; the peer
@@ -82,8 +83,10 @@
 // RPC fails with ErrTimeout, as does one whose packets waited
 // ResolveTimeoutTicks for the peer's link address, or that restarted
 // MaxRestarts times; RPC_UNKNOWN is not hearing from the peer. BUSY is:
-// a server that says it is working on a request keeps its client waiting
-// as long as it says so (Abort ends the wait), as in kernel Homa.
+// a server that says it is working on a request keeps its client waiting,
+// but not past BusyTimeoutTicks without progress (no new response bytes,
+// no more of the request granted), after which the client RPC fails with
+// ErrBusyTimeout; kernel Homa waits as long as the server says so.
 //
 // Ports, RPCs and peers belong to one goroutine: no method is safe for
 // concurrent use.

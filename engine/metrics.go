@@ -130,6 +130,11 @@ type Metrics struct {
 	// restarts (client_rpc_restarts_exhausted; in RPCTimeouts too).
 	RPCRestartsLimited   uint64
 	RPCRestartsExhausted uint64
+	// BusyTimeouts counts RPCs ended after Config.BusyTimeoutTicks
+	// without progress while their peer kept answering (BUSY): client
+	// RPCs failed with ErrBusyTimeout (in RPCTimeouts too), server RPCs
+	// dropped (in ServerRPCDiscards too) (busy_timeouts).
+	BusyTimeouts uint64
 	// StaleUnknowns counts RPC_UNKNOWNs ignored by a client RPC whose
 	// response was arriving: they answered an older packet
 	// (client_rpc_stale_unknowns).
@@ -265,6 +270,7 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("icmp_port_unreachable_rcvd", m.ICMPReceived)
 	fn("icmp_live_rpcs_spared", m.ICMPLiveRPCsSpared)
 	fn("closed_port_resends", m.ClosedPortResends)
+	fn("busy_timeouts", m.BusyTimeouts)
 	fn("timer_ticks_skipped", m.TimerTicksSkipped)
 	fn("zero_copy_data_packets", m.ZeroCopyPackets)
 	fn("tx_deferred", m.TxDeferred)
@@ -309,6 +315,7 @@ var CounterHelp = map[string]string{
 	"icmp_port_unreachable_rcvd":    "ICMP and ICMPv6 port unreachables received, believed or not (those not believed are in drops: icmp_spoofed, icmp_no_rpc, icmp_ignored_live).",
 	"icmp_live_rpcs_spared":         "Client RPCs a port unreachable named but did not fail: they had heard from the server within resend_ticks + resend_interval ticks.",
 	"closed_port_resends":           "RESENDs for an RPC this endpoint no longer has, to a server port nobody binds (its server closed): answered ICMP port unreachable, not RPC_UNKNOWN.",
+	"busy_timeouts":                 "RPCs ended after busy_timeout_ticks without progress while their peer kept answering (BUSY, repeated packets): client RPCs failed with a timeout, server RPCs dropped.",
 	"timer_ticks_skipped":           "Timer ticks not run because the loop called late.",
 	"zero_copy_data_packets":        "DATA packets sent from the message's own memory, without a copy.",
 	"tx_deferred":                   "DATA packets and GRANTs the transmit side lent no buffer for: kept and sent on a later pass.",

@@ -92,6 +92,12 @@ type rpc struct {
 	// (bytes; 0: not listed).
 	heldPrev, heldNext *rpc
 	held               int
+
+	// stallTicks: ticks since this RPC last progressed (timer.go's
+	// stalled), for Config.BusyTimeoutTicks; stallIn and stallOut are its
+	// incoming message's received bytes and its outgoing message's
+	// granted bytes then.
+	stallTicks, stallIn, stallOut int
 }
 
 // addrKey returns a as the peer tables hold it (IPv6, IPv4 mapped), and

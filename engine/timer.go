@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/homa-dpdk/homa-dpdk/wire"
+import (
+	"fmt"
+
+	"github.com/homa-dpdk/homa-dpdk/wire"
+)
 
 // tick runs once per Config.TickNs: it ages every live RPC and asks for
 // retransmission, keeps senders alive, requests acks, and times RPCs
@@ -26,6 +30,10 @@ func (e *Endpoint) tick() {
 
 // checkRPC applies the timer to one RPC.
 func (e *Endpoint) checkRPC(r *rpc) {
+	if e.stalled(r) {
+		e.busyTimeout(r)
+		return
+	}
 	o, in := &r.out, &r.in
 	switch {
 	case r.waiting:
@@ -102,4 +110,42 @@ func (e *Endpoint) awaitAck(r *rpc) {
 	if r.doneTicks%e.cfg.RequestAckTicks == 0 {
 		e.sendControl(r.peer, wire.TypeNeedAck, r.common())
 	}
+}
+
+// stalled ages r's stall and reports whether it has lasted
+// BusyTimeoutTicks. The stall is how long an RPC waiting on its peer (a
+// client RPC, or a server RPC receiving its request) has gone without
+// progress: no new bytes of its incoming message, and no grant of more of
+// its outgoing one. What resets its silence without being progress (BUSY,
+// a GRANT repeating an offset, DATA repeating bytes) leaves the stall
+// running, so a peer that answers every RESEND with BUSY for ever (kernel
+// Homa's design: the client waits as long as the server says it works)
+// holds the RPC, and its memory, BusyTimeoutTicks at most. Ticks where the
+// ball is in our court (the link address pending, granted bytes still to
+// send, every granted byte here) are no stall.
+func (e *Endpoint) stalled(r *rpc) bool {
+	if e.cfg.BusyTimeoutTicks < 0 || !r.client && r.state != stateIncoming {
+		return false
+	}
+	o, in := &r.out, &r.in
+	ours := r.waiting || r.state == stateOutgoing && o.next < o.granted ||
+		r.state == stateIncoming && in.length != 0 && in.g.Received >= in.g.Granted
+	if in.g.Received != r.stallIn || o.granted != r.stallOut || ours {
+		r.stallIn, r.stallOut, r.stallTicks = in.g.Received, o.granted, 0
+		return false
+	}
+	r.stallTicks++
+	return r.stallTicks >= e.cfg.BusyTimeoutTicks
+}
+
+// ErrBusyTimeout is the error of a client RPC ended by BusyTimeoutTicks:
+// errors.Is(err, ErrTimeout) holds (a worker is told timeout).
+var ErrBusyTimeout = fmt.Errorf("%w: no progress for busy_timeout_ticks, though the server answered (BUSY)", ErrTimeout)
+
+// busyTimeout ends r, stalled for BusyTimeoutTicks: a client RPC fails
+// with ErrBusyTimeout (in RPCTimeouts too), a server RPC is dropped
+// (in ServerRPCDiscards too).
+func (e *Endpoint) busyTimeout(r *rpc) {
+	e.m.BusyTimeouts++
+	e.giveUp(r, ErrBusyTimeout, &e.m.RPCTimeouts, &e.m.ServerRPCDiscards)
 }
