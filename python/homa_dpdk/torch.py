@@ -22,16 +22,22 @@ Each rank attaches to one of the daemon's hosts (``HOMA_DPDK_SOCKET_DIR``,
 default ``/run/homa-dpdk/demo``, holds a socket per host, ``<ip>.sock``;
 rank r takes the (LOCAL_RANK mod hosts)-th in address order), binds port
 ``HOMA_DPDK_PORT_BASE`` (1000) + rank (or the next free one), and publishes
-``ip:port`` in the job's store. A message is one or more Homa RPCs whose
-requests carry a header (magic, source rank, tag, sequence number in the
-(source, tag) stream, offset, length) and up to
+``ip:port:key`` in the job's store (key: 64 random bits). A message is one
+or more Homa RPCs whose requests carry a header (magic, source rank, tag,
+sequence number in the (source, tag) stream, offset, length, the source's
+key) and up to
 ``HOMA_DPDK_TORCH_PART_BYTES`` (1 MiB, at most the daemon's largest
 message less the header) of the tensor, copied once into the transmit
 arena; the receiver copies each part once from the receive pool into the
 posted tensor (or, when none is posted yet, keeps a copy: at most
-``HOMA_DPDK_TORCH_MAX_UNEXPECTED`` bytes, 2 GiB, past which the group
-fails) and answers with a one-byte detached reply. Homa delivers RPCs in
-any order: sequence numbers put a stream back in order.
+``HOMA_DPDK_TORCH_MAX_UNEXPECTED`` bytes, 2 GiB, and
+``HOMA_DPDK_TORCH_MAX_UNEXPECTED_MSGS`` messages per rank, 65,536, past
+which the group fails) and answers with a one-byte detached reply. Homa
+delivers RPCs in any order: sequence numbers put a stream back in order.
+A request is believed only from the rank it names (that rank's address,
+its key, the client port of its first message); any other is answered,
+dropped and counted (``pg.stats()["dropped_stranger"]``), never failing
+the group.
 
 Algorithms: all_reduce by recursive doubling (2 ranks: one exchange)
 below ``HOMA_DPDK_TORCH_RING_BYTES`` (256 KiB), the ring (reduce-scatter

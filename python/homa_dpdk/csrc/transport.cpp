@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <sstream>
 
 namespace homa_torch {
@@ -56,6 +57,7 @@ Config config_from_env(int rank, int size, int64_t timeout_ns) {
   c.ring_bytes = env_int("HOMA_DPDK_TORCH_RING_BYTES", c.ring_bytes);
   c.ring_parts = env_int("HOMA_DPDK_TORCH_RING_PARTS", c.ring_parts);
   c.max_unexpected = env_int("HOMA_DPDK_TORCH_MAX_UNEXPECTED", c.max_unexpected);
+  c.max_unexpected_msgs = env_int("HOMA_DPDK_TORCH_MAX_UNEXPECTED_MSGS", c.max_unexpected_msgs);
   c.inline_bytes = env_int("HOMA_DPDK_TORCH_INLINE_BYTES", c.inline_bytes);
   c.grace_ns = env_int("HOMA_DPDK_TORCH_GRACE_US", c.grace_ns / 1000) * 1000;
   c.yield_ns = env_int("HOMA_DPDK_TORCH_YIELD_US", c.yield_ns / 1000) * 1000;
@@ -80,14 +82,29 @@ Transport::Transport(const Config& cfg, const std::function<void(const std::stri
     uint64_t mm = homa_max_message(c_);
     part_ = std::min<uint64_t>(uint64_t(cfg_.part_bytes), mm > sizeof(Header) ? mm - sizeof(Header) : 1);
     inflight_max_bytes_ = std::max<uint64_t>(homa_arena_size(c_) / 2, part_ + sizeof(Header));
-    publish("homa_dpdk/" + std::to_string(cfg_.rank), ip + ":" + std::to_string(port_));
+    std::random_device rd;  // the kernel's random bytes
+    key_ = uint64_t(rd()) << 32 | rd();
+    char key[17];
+    std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(key_));
+    publish("homa_dpdk/" + std::to_string(cfg_.rank), ip + ":" + std::to_string(port_) + ":" + key);
     peers_.resize(cfg_.size);
+    keys_.resize(cfg_.size);
+    cports_.assign(cfg_.size, 0);
+    early_msgs_.assign(cfg_.size, 0);
     for (int r = 0; r < cfg_.size; r++) {
+      // "ip:port:key"
       std::string v = lookup("homa_dpdk/" + std::to_string(r));
-      auto colon = v.rfind(':');
-      if (colon == std::string::npos) throw std::runtime_error("homa_dpdk.torch: bad address of rank " + std::to_string(r) + ": " + v);
-      int rc = homa_addr_parse(v.substr(0, colon).c_str(), uint16_t(std::stoi(v.substr(colon + 1))), &peers_[r]);
-      if (rc != 0) throw std::runtime_error("homa_dpdk.torch: bad address of rank " + std::to_string(r) + ": " + v);
+      auto bad = [&]() { return std::runtime_error("homa_dpdk.torch: bad address of rank " + std::to_string(r) + ": " + v); };
+      auto k = v.rfind(':');
+      auto colon = k == std::string::npos || k == 0 ? std::string::npos : v.rfind(':', k - 1);
+      if (colon == std::string::npos) throw bad();
+      try {
+        keys_[r] = std::stoull(v.substr(k + 1), nullptr, 16);
+        int rc = homa_addr_parse(v.substr(0, colon).c_str(), uint16_t(std::stoi(v.substr(colon + 1, k - colon - 1))), &peers_[r]);
+        if (rc != 0) throw bad();
+      } catch (const std::logic_error&) {
+        throw bad();
+      }
     }
   } catch (...) {
     homa_destroy(c_);
@@ -185,6 +202,7 @@ void Transport::fail(const std::string& why) {
   any_.clear();
   early_.clear();
   early_bytes_ = 0;
+  std::fill(early_msgs_.begin(), early_msgs_.end(), 0);
   for (auto& r : all) complete(r, nullptr, f);
 }
 
@@ -216,23 +234,17 @@ int Transport::pump(int64_t timeout_ns) {
 void Transport::take(homa_msg& m) {
   switch (m.kind) {
     case HOMA_MSG_REQUEST: {
-      Header h;
-      if (m.length >= sizeof h) {
-        std::memcpy(&h, m.data, sizeof h);
-        const homa_addr& p = h.src < uint32_t(cfg_.size) ? peers_[h.src] : m.peer;
-        if (h.magic == kMagic && h.src < uint32_t(cfg_.size) && p.family == m.peer.family &&
-            std::memcmp(p.ip, m.peer.ip, 16) == 0) {
-          // A request comes from its sender's client port, not the port
-          // the rank bound: the host is what is checked.
-          n_received++;
-          on_data(h, m.data + sizeof h, m.length - sizeof h);
-        } else if (h.magic != kProbe) {
-          n_dropped++;
-        }
-      } else {
-        n_dropped++;
-      }
-      if (!failed_) answer(m);
+      Header h{};
+      bool real = m.length >= sizeof h;
+      if (real) std::memcpy(&h, m.data, sizeof h);
+      real = real && believe(h, m);
+      if (!real) {
+        n_stranger++;
+      } else if (h.magic == kMagic) {
+        n_received++;
+        on_data(h, m.data + sizeof h, m.length - sizeof h);
+      }  // a rank's probe: answered, then ignored
+      if (!failed_) answer(m, !real);
       homa_msg_release(c_, &m);
       return;
     }
@@ -261,10 +273,29 @@ void Transport::take(homa_msg& m) {
   }
 }
 
-void Transport::answer(const homa_msg& m) {
+// believe says whether request m, whose header is h, is rank h.src's: a
+// kMagic or kProbe header, a rank of the group, that rank's key, from that
+// rank's host, and from the client port its first believed request came
+// from (a request comes from its sender's client port, not the port the
+// rank bound, and a session keeps one client port).
+bool Transport::believe(const Header& h, const homa_msg& m) {
+  if (h.magic != kMagic && h.magic != kProbe) return false;
+  if (h.src >= uint32_t(cfg_.size) || h.key != keys_[h.src]) return false;
+  const homa_addr& p = peers_[h.src];
+  if (p.family != m.peer.family || std::memcmp(p.ip, m.peer.ip, 16) != 0) return false;
+  uint16_t& cport = cports_[h.src];
+  if (cport == 0) cport = m.peer.port;
+  return cport == m.peer.port;
+}
+
+// answer ends request m with a one-byte detached reply. A stranger's
+// request is answered too (its RPC would otherwise stay in this session),
+// but an answer to it that fails does not fail the group.
+void Transport::answer(const homa_msg& m, bool stranger) {
   static const uint8_t one = 0;
   iovec iov{const_cast<uint8_t*>(&one), 1};
   int rc = homa_reply(c_, &m, &iov, 1, HOMA_REPLY_DETACHED);
+  if (rc < 0 && stranger && rc != HOMA_EDEAD && rc != HOMA_ECLOSED) return;
   if (rc < 0 && rc != HOMA_EREPLIED)
     fail("homa_dpdk.torch: rank " + std::to_string(cfg_.rank) + ": an answer to " + who(m.peer) + ": " +
          str_status(rc) + (rc == HOMA_EDEAD || rc == HOMA_ECLOSED ? " (the session has ended)" : ""));
@@ -289,6 +320,9 @@ void Transport::on_data(const Header& h, const uint8_t* p, uint64_t n) {
   auto it = bound_.find(k);
   if (it != bound_.end()) {
     r = it->second;
+  } else if (stale(k)) {
+    n_stale++;  // a receive that completed (or failed) already: a copy
+    return;
   } else if (!any_.empty()) {
     auto s = recv_seq_.find(Stream{src, h.tag});
     if ((s == recv_seq_.end() ? 0 : s->second) == h.seq) r = bind_any(src, h.tag, h.seq);
@@ -297,12 +331,39 @@ void Transport::on_data(const Header& h, const uint8_t* p, uint64_t n) {
     fill(r, k, h.offset, h.total, p, n);
     return;
   }
+  keep_early(k, h, p, n);
+}
+
+// stale: k is for no posted receive, and its stream has passed it (the
+// receive for it completed or failed), or its collective has ended.
+bool Transport::stale(const Key& k) const {
+  if (k.tag < 0 && k.tag >= coll_done_) return true;
+  auto s = recv_seq_.find(Stream{k.src, k.tag});
+  return s != recv_seq_.end() && k.seq < s->second;
+}
+
+// keep_early keeps a part for a receive not posted yet, within
+// max_unexpected bytes (all ranks) and max_unexpected_msgs messages of
+// its rank: past either the group fails, naming the rank.
+void Transport::keep_early(const Key& k, const Header& h, const uint8_t* p, uint64_t n) {
+  std::string rank = "homa_dpdk.torch: rank " + std::to_string(cfg_.rank) + ": ";
   if (early_bytes_ + n > uint64_t(cfg_.max_unexpected)) {
-    fail("homa_dpdk.torch: rank " + std::to_string(cfg_.rank) + ": more than " + std::to_string(cfg_.max_unexpected) +
-         " bytes arrived for receives not yet posted (HOMA_DPDK_TORCH_MAX_UNEXPECTED)");
+    fail(rank + "more than " + std::to_string(cfg_.max_unexpected) +
+         " bytes arrived for receives not yet posted, the last from rank " + std::to_string(k.src) +
+         " (HOMA_DPDK_TORCH_MAX_UNEXPECTED)");
     return;
   }
-  Early& e = early_[k];
+  auto it = early_.find(k);
+  if (it == early_.end()) {
+    if (early_msgs_[k.src] >= uint64_t(cfg_.max_unexpected_msgs)) {
+      fail(rank + "more than " + std::to_string(cfg_.max_unexpected_msgs) + " messages from rank " +
+           std::to_string(k.src) + " arrived for receives not yet posted (HOMA_DPDK_TORCH_MAX_UNEXPECTED_MSGS)");
+      return;
+    }
+    early_msgs_[k.src]++;
+    it = early_.emplace(k, Early{}).first;
+  }
+  Early& e = it->second;
   e.total = h.total;
   e.got += n;
   e.parts.emplace_back(h.offset, std::vector<uint8_t>(p, p + n));
@@ -376,6 +437,7 @@ void Transport::post(const RecvPtr& r) {
   Early early = std::move(e->second);
   early_.erase(e);
   early_bytes_ -= early.got;
+  early_msgs_[k.src]--;
   for (auto& part : early.parts) {
     if (r->done || bound_.find(k) == bound_.end()) break;
     fill(r, k, part.first, early.total, part.second.data(), part.second.size());
@@ -460,6 +522,7 @@ void Transport::check_posted(int64_t now) {
 }
 
 void Transport::forget_tag(int64_t tag) {
+  if (tag < 0) coll_done_ = std::min(coll_done_, tag);  // later parts for it are stale
   for (int p = 0; p < cfg_.size; p++) {
     send_seq_.erase(Stream{p, tag});
     recv_seq_.erase(Stream{p, tag});
@@ -469,7 +532,7 @@ void Transport::forget_tag(int64_t tag) {
 // --------------------------------------------------------------- sending
 
 void Transport::probe(int dst) {
-  Header h{kProbe, uint32_t(cfg_.rank), 0, 0, 0, 0};
+  Header h{kProbe, uint32_t(cfg_.rank), 0, 0, 0, 0, key_};
   try {
     send_part(dst, h, nullptr, 0);
   } catch (const std::runtime_error&) {
@@ -480,7 +543,7 @@ void Transport::probe(int dst) {
 void Transport::send(int dst, int64_t tag, const void* data, uint64_t nbytes) {
   check_failed();
   uint64_t seq = send_seq_[Stream{dst, tag}]++;
-  Header h{kMagic, uint32_t(cfg_.rank), tag, seq, 0, nbytes};
+  Header h{kMagic, uint32_t(cfg_.rank), tag, seq, 0, nbytes, key_};
   const uint8_t* p = static_cast<const uint8_t*>(data);
   if (nbytes == 0) {
     send_part(dst, h, nullptr, 0);

@@ -10,6 +10,19 @@
 // delivers RPCs in any order: messages of one (source, tag) stream carry
 // sequence numbers, and a receive is matched to (source, tag, seq).
 //
+// Who may send: a rank's part is believed only if it comes from that rank's
+// host address (published at rendezvous), carries that rank's key (64 random
+// bits each rank publishes with its address in the job's store) and comes
+// from the client port that rank's first believed message came from (a
+// session keeps one client port). Anything else -- a stranger on a rank's
+// host, another session of the same daemon -- is answered (its RPC ends) and
+// dropped, counted in n_stranger, and never fails the group. A believed part
+// is checked before use: its bytes inside its message, and not for a receive
+// that has completed already (n_stale). Unexpected parts are bounded in bytes
+// (max_unexpected, all ranks) and messages (max_unexpected_msgs, per rank);
+// a real rank past either, or a real rank's part past its message's end,
+// fails the group with an error that names it.
+//
 // Nothing here knows torch's ProcessGroup: the collectives (collectives.cpp)
 // and the c10d surface (process_group.cpp) sit on top.
 //
@@ -52,7 +65,8 @@ struct Config {
   int64_t ring_bytes = 256 << 10;        // HOMA_DPDK_TORCH_RING_BYTES: all_reduce's ring from here up
   int64_t ring_parts = 1;                // HOMA_DPDK_TORCH_RING_PARTS: the ring's parts per segment, at least
                                          // (more measured no faster: 2 ranks, 1-16 MiB)
-  int64_t max_unexpected = int64_t(1) << 31;  // HOMA_DPDK_TORCH_MAX_UNEXPECTED
+  int64_t max_unexpected = int64_t(1) << 31;  // HOMA_DPDK_TORCH_MAX_UNEXPECTED: bytes, all ranks
+  int64_t max_unexpected_msgs = 65536;        // HOMA_DPDK_TORCH_MAX_UNEXPECTED_MSGS: messages, per rank
   int64_t inline_bytes = 256 << 10;      // HOMA_DPDK_TORCH_INLINE_BYTES: callers run ops up to this inline
   int64_t grace_ns = 1'000'000;          // HOMA_DPDK_TORCH_GRACE_US: progress thread stays out after a call
   int64_t yield_ns = 100'000;            // HOMA_DPDK_TORCH_YIELD_US: a waiter looks and yields this long first
@@ -64,7 +78,7 @@ struct Config {
 // value throws std::invalid_argument naming the variable.
 Config config_from_env(int rank, int size, int64_t timeout_ns);
 
-// The header of every part, little-endian, 40 bytes.
+// The header of every part, little-endian, 48 bytes.
 struct __attribute__((packed)) Header {
   uint32_t magic;   // kMagic (data) or kProbe
   uint32_t src;     // the sending rank
@@ -72,6 +86,7 @@ struct __attribute__((packed)) Header {
   uint64_t seq;     // the message's number in the (src, tag) stream
   uint64_t offset;  // of this part in the message's bytes
   uint64_t total;   // the message's length in bytes
+  uint64_t key;     // the sending rank's key, from the job's store
 };
 constexpr uint32_t kMagic = 0x484F4D41;  // "HOMA"
 constexpr uint32_t kProbe = 0x50524F42;  // "PROB": are you there? (answered, then ignored)
@@ -152,6 +167,9 @@ class Transport {
 
   // Counters (read from any thread; approximate).
   std::atomic<uint64_t> n_sent{0}, n_received{0}, n_unexpected{0}, n_inline{0}, n_queued{0}, n_dropped{0};
+  // Requests not believed (see the top of this file), and believed parts
+  // for receives already completed or collectives already ended.
+  std::atomic<uint64_t> n_stranger{0}, n_stale{0};
 
  private:
   struct Key {
@@ -188,7 +206,10 @@ class Transport {
   int pump(int64_t timeout_ns);
   int pump_patiently(int64_t timeout_ns);
   void take(homa_msg& m);
+  bool believe(const Header& h, const homa_msg& m);
   void on_data(const Header& h, const uint8_t* bytes, uint64_t n);
+  bool stale(const Key& k) const;
+  void keep_early(const Key& k, const Header& h, const uint8_t* p, uint64_t n);
   void on_failed(const homa_msg& m);
   void fill(const RecvPtr& r, const Key& k, uint64_t off, uint64_t total, const uint8_t* p, uint64_t n);
   void complete(const RecvPtr& r, const Key* k, const std::string& error);
@@ -196,14 +217,17 @@ class Transport {
   void check_posted(int64_t now);
   void probe(int dst);
   void send_part(int dst, const Header& h, const void* data, uint64_t n);
-  void answer(const homa_msg& m);
+  void answer(const homa_msg& m, bool stranger);
   std::string who(const homa_addr& a) const;
 
   Config cfg_;
   homa_client* c_ = nullptr;
   uint64_t part_ = 0;          // bytes of a tensor per part
   uint16_t port_ = 0;
-  std::vector<homa_addr> peers_;
+  uint64_t key_ = 0;               // this rank's key, in every header it sends
+  std::vector<homa_addr> peers_;   // each rank's host and bound port, from the store
+  std::vector<uint64_t> keys_;     // each rank's key, from the store
+  std::vector<uint16_t> cports_;   // each rank's client port, from its first believed part (0: none yet)
 
   // The driver's state.
   std::unordered_map<Stream, uint64_t, StreamHash> send_seq_, recv_seq_;
@@ -211,6 +235,8 @@ class Transport {
   std::deque<RecvPtr> any_;
   std::unordered_map<Key, Early, KeyHash> early_;
   uint64_t early_bytes_ = 0;
+  std::vector<uint64_t> early_msgs_;  // entries of early_ by source rank
+  int64_t coll_done_ = 0;             // the last collective tag forgotten (collectives end in order)
   uint64_t inflight_bytes_ = 0;  // sent, response not yet come
   uint64_t inflight_msgs_ = 0;
   uint64_t inflight_max_bytes_ = 0;
