@@ -84,7 +84,7 @@ func TestHandleARP_replyLearned(t *testing.T) {
 	}
 }
 
-func echoFrame(t *testing.T, dst [4]byte, icmpType uint8) []byte {
+func echoFrame(t testing.TB, dst [4]byte, icmpType uint8) []byte {
 	t.Helper()
 	payload := []byte{icmpType, 0, 0, 0, 0x12, 0x34, 0, 7, 'p', 'i', 'n', 'g'}
 	wire.ICMP(payload).UpdateChecksum()
