@@ -25,8 +25,12 @@ type inMsg struct {
 	g sched.GrantMsg
 
 	// unsched is what the sender sends unscheduled: the first incoming
-	// field, believed up to Config.UnschedBytes in whole packets.
-	unsched int
+	// field, believed up to Config.UnschedBytes in whole packets (all of
+	// it when the RPC is upstream). awaitsGrants: that field was above 0
+	// and below the length, so the sender runs the full protocol and
+	// sends the rest only when granted (awaitsWithheldGrants).
+	unsched      int
+	awaitsGrants bool
 
 	// grantOwed: the GRANT for g.Granted could not be sent; the RPC is in
 	// the endpoint's owedGrants and Run sends it.
@@ -44,10 +48,6 @@ func (e *Endpoint) handleData(f *wire.Frame) {
 	if p == nil {
 		return
 	}
-	e.noteAllowance(p, d)
-	if d.Incoming() == 0 {
-		e.markUpstream(p) // the full protocol always says how far it will send
-	}
 	if a := d.Ack(); a.ClientID() != 0 {
 		e.ackRPC(p, a.ClientID(), a.ServerPort())
 	}
@@ -62,7 +62,18 @@ func (e *Endpoint) handleData(f *wire.Frame) {
 		}
 	}
 	e.heardFrom(r)
-	if d.CutoffVersion() != e.cutoffVersion && !p.upstream {
+	switch {
+	case r.client && samePorts(r, d.Common()):
+		// Our RPC, by its id: what the response says of its sender is
+		// evidence, as nothing a stranger sends is (variant.go).
+		e.noteAllowance(p, d)
+		if r.in.length == 0 {
+			e.noteVariant(r, d.Incoming() == 0) // the full protocol always says how far it will send
+		}
+	case !r.client && samePorts(r, d.Common()):
+		e.noteRequestAllowance(r, d)
+	}
+	if d.CutoffVersion() != e.cutoffVersion && !r.upstream {
 		e.maybeSendCutoffs(r)
 	}
 	switch {
@@ -92,7 +103,7 @@ func (e *Endpoint) handleData(f *wire.Frame) {
 	if inc := min(int(d.Incoming()), in.length, max(e.unschedLimit, int(offset)+len(payload))); inc > in.g.Granted {
 		in.g.Granted = inc
 	}
-	if p.upstream {
+	if r.upstream {
 		in.g.Granted = in.length // it sends the whole message unscheduled, and takes no GRANT
 	}
 	e.updateIncast(r)
@@ -141,6 +152,7 @@ func (e *Endpoint) newServerRPC(f *wire.Frame, p *peer) *rpc {
 	}
 	r := e.newRPC()
 	r.id, r.port, r.peer, r.dport, r.state = wire.LocalID(c.SenderID()), port, p, c.SrcPort(), stateIncoming
+	r.upstream = e.sendsUpstream(p, d)
 	p.serverRPCs++
 	e.numServerRPCs++
 	e.insert(r.key(), r)
@@ -232,7 +244,8 @@ func (e *Endpoint) startIn(r *rpc, d wire.Data) bool {
 	in := &r.in
 	in.length = n
 	in.unsched = min(int(d.Incoming()), n, e.unschedLimit)
-	if r.peer.upstream {
+	in.awaitsGrants = d.Incoming() != 0 && int(d.Incoming()) < n
+	if r.upstream {
 		in.unsched = n
 	}
 	in.g = sched.GrantMsg{Length: n, Granted: in.unsched, Unsched: in.unsched, Owner: r}
@@ -411,14 +424,19 @@ func (e *Endpoint) complete(r *rpc) {
 	e.scheduleGrants() // room under MaxIncoming may have opened
 }
 
-// handleBusy: the peer is alive and working on r.
+// handleBusy: the peer is alive and working on r (no progress, though,
+// where r awaitsWithheldGrants: variant.go).
 func (e *Endpoint) handleBusy(f *wire.Frame) {
 	r := e.lookup(f)
 	if r == nil {
 		e.unknown()
 		return
 	}
-	e.heardFrom(r)
+	if r.awaitsWithheldGrants() {
+		e.heardWithoutProgress(r) // one end waits for grants the other withholds
+	} else {
+		e.heardFrom(r)
+	}
 	if in := &r.in; r.state == stateIncoming && in.length != 0 && in.recvEnd < in.g.Granted && in.g.Granted > in.unsched {
 		// Alive, but not sending bytes we granted: our GRANT may have
 		// been lost, and a RESEND is no grant. Repeat it.

@@ -195,9 +195,27 @@ type Metrics struct {
 	// in icmp_port_unreachable_sent too).
 	ClosedPortResends uint64
 	// UpstreamPeersDetected counts peers found to run the upstream
-	// subset (a 36-byte RESEND, a DATA with incoming 0) under
-	// VariantAuto (upstream_peers_detected).
+	// subset under VariantAuto, by a packet for one of our requests to
+	// them (a 36-byte RESEND, a response with incoming 0)
+	// (upstream_peers_detected); UpstreamPeersReverted those taken for
+	// the full protocol again the same way (a GRANT, a RESEND naming a
+	// priority, a response with incoming) (upstream_peers_reverted).
 	UpstreamPeersDetected uint64
+	UpstreamPeersReverted uint64
+	// VariantMismatches counts RPCs whose two ends disagree on the
+	// variant, so that a message needing grants never gets them: a
+	// 36-byte RESEND for an RPC we do not speak the subset on, or a
+	// message taken whole from a sender of the full protocol timed out
+	// (variant_mismatches). Their BUSYs and RESENDs are then no progress:
+	// the RPC times out (variant.go).
+	VariantMismatches uint64
+	// HomaDPDKPeersDetected counts VariantAuto peers found to run
+	// homa-dpdk by the allowance in a response to one of our requests
+	// (homa_dpdk_peers_detected); AllowancesClamped allowances
+	// advertised below the least we believe, raised to it
+	// (allowances_clamped; peer.go's allowanceFloor).
+	HomaDPDKPeersDetected uint64
+	AllowancesClamped     uint64
 	// ICMPLiveRPCsSpared counts client RPCs a port unreachable named
 	// (by id, or at port level) and did not fail because they had heard
 	// from the server within ResendTicks + ResendInterval ticks
@@ -284,6 +302,10 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("recv_evictions_share", m.RecvEvictionsShare)
 	fn("responses_waiting_for_buffer", m.ResponsesWaitingForBuffer)
 	fn("upstream_peers_detected", m.UpstreamPeersDetected)
+	fn("upstream_peers_reverted", m.UpstreamPeersReverted)
+	fn("variant_mismatches", m.VariantMismatches)
+	fn("homa_dpdk_peers_detected", m.HomaDPDKPeersDetected)
+	fn("allowances_clamped", m.AllowancesClamped)
 	for c, v := range m.Drops {
 		if c != 0 {
 			fn("drops_"+DropCause(c).String(), v)
@@ -328,5 +350,9 @@ var CounterHelp = map[string]string{
 	"recv_evictions_stale":          "Requests still arriving, silent for resend_ticks, ended to give their receive buffer (a worker's pool pages, or heap) to a message that found none.",
 	"recv_evictions_share":          "Requests still arriving ended to give their receive buffer to a message that found none: their peer held more of that memory than the message's peer would.",
 	"responses_waiting_for_buffer":  "Responses refused a receive buffer that can fit once memory comes free: the packet was dropped, the RPC asks for it again.",
-	"upstream_peers_detected":       "Peers found to run the upstream Linux subset (a 36-byte RESEND, or DATA with incoming 0): sent whole messages, no GRANT or CUTOFFS.",
+	"upstream_peers_detected":       "Peers found to run the upstream Linux subset by a packet for one of our requests to them (a 36-byte RESEND, a response with incoming 0): sent whole requests, no GRANT or CUTOFFS.",
+	"upstream_peers_reverted":       "Peers taken for the upstream subset found to run the full protocol by a packet for one of our requests to them (a GRANT, a RESEND naming a priority, a response with incoming).",
+	"variant_mismatches":            "RPCs whose two ends disagree on the Homa variant (a 36-byte RESEND for an RPC not of the subset, or a message taken whole from a full-protocol sender timed out): a message needing grants never gets them; the RPC times out.",
+	"homa_dpdk_peers_detected":      "Peers found to run homa-dpdk by the incast allowance in a response to one of our requests: our DATA to them carries ours.",
+	"allowances_clamped":            "Incast allowances a peer advertised below the least believed (our incast min_allowance), raised to it.",
 }

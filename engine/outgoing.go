@@ -197,7 +197,7 @@ func (r *rpc) common() wire.CommonFields {
 // counted (DropTxUnresolved), and repeated when the address resolves
 // (regrant) or by the timer.
 func (e *Endpoint) sendGrant(r *rpc, offset, prio int) bool {
-	if r.peer.upstream {
+	if r.upstream {
 		return true // it has no GRANT: its messages come whole
 	}
 	if !r.peer.reachable() {
@@ -224,7 +224,7 @@ func (e *Endpoint) sendResend(r *rpc, offset, length uint32, prio int) {
 	if buf == nil {
 		return
 	}
-	f := wire.ResendFields{Common: r.common(), Offset: offset, Length: length, Priority: uint8(prio), Upstream: r.peer.upstream}
+	f := wire.ResendFields{Common: r.common(), Offset: offset, Length: length, Priority: uint8(prio), Upstream: r.upstream}
 	n := f.Encode(buf[r.peer.homaOff:])
 	e.finishFrame(buf, r.peer, controlPriority, n, wire.TypeResend)
 }
@@ -260,7 +260,7 @@ func (e *Endpoint) xmitData(r *rpc, offset, limit, prio int, retransmit bool) in
 	if !r.client {
 		allow = e.incast.Allowance()
 	}
-	if r.peer.homaDPDK {
+	if r.peer.homaDPDK || r.extension() {
 		f.Pad = sched.EncodeAllowance(allow) // never to a kernel host: the pad bytes are its to use
 	}
 	if e.cfg.Upstream { // what the subset does not have
@@ -379,6 +379,9 @@ func (e *Endpoint) handleGrant(f *wire.Frame) {
 		return
 	}
 	e.heardFrom(r)
+	if samePorts(r, f.Homa) {
+		e.noteVariant(r, false) // the subset has no GRANT
+	}
 	g := wire.Grant(f.Homa)
 	o := &r.out
 	o.schedPrio = min(int(g.Priority()), wire.NumPriorities-1)
@@ -405,6 +408,11 @@ func (e *Endpoint) handleGrant(f *wire.Frame) {
 // ids can be guessed or seen (random starts only make it harder; see
 // Config.IDSeed), so this bound is what limits what RESENDs can make an
 // RPC send.
+//
+// A RESEND for one of our requests shows which Homa its server runs
+// (noteVariant); a 36-byte one for an RPC we do not speak the subset on
+// shows that the two ends disagree (mismatchResend), after which it is no
+// progress.
 func (e *Endpoint) handleResend(f *wire.Frame) {
 	rs := wire.Resend(f.Homa)
 	r := e.lookup(f)
@@ -415,10 +423,20 @@ func (e *Endpoint) handleResend(f *wire.Frame) {
 		}
 		return
 	}
-	e.heardFrom(r)
 	o := &r.out
-	if !rs.HasPriority() && e.markUpstream(r.peer) && o.length > 0 && o.granted < o.length {
+	if samePorts(r, f.Homa) {
+		e.noteVariant(r, !rs.HasPriority()) // only the subset's RESEND names no priority
+	}
+	switch {
+	case r.upstream && o.length > 0 && o.granted < o.length:
 		o.granted = o.length // found out mid-message: it will never grant the rest
+	case !rs.HasPriority() && !r.upstream:
+		e.mismatchResend(r)
+	}
+	if r.awaitsWithheldGrants() {
+		e.heardWithoutProgress(r) // a RESEND is no grant, and it will send none
+	} else {
+		e.heardFrom(r)
 	}
 	if o.length == 0 {
 		e.sendControl(r.peer, wire.TypeBusy, r.common())

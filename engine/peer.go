@@ -55,8 +55,9 @@ type peer struct {
 	acks    [wire.MaxAcks]wire.AckEntryFields
 	numAcks int
 
-	// allowance is the unscheduled byte allowance the peer advertised
-	// (bytes; 0 = none), valid until tick allowanceUntil.
+	// allowance is the unscheduled byte allowance the peer advertised in
+	// a response to us (bytes; 0 = none; noteAllowance), valid until tick
+	// allowanceUntil.
 	allowance      int
 	allowanceUntil uint64
 
@@ -86,7 +87,7 @@ type peer struct {
 
 	// variant is what Config.PeerOptions said the peer runs; upstream
 	// is set when it runs the upstream subset (configured, or found out
-	// under VariantAuto: markUpstream). hijack sends its packets as
+	// under VariantAuto: noteVariant), for our requests to it. hijack sends its packets as
 	// TCP-hijacked framing; csum fills the Homa checksum of every packet
 	// to it (Config.Checksum, or hijack), from pseudo, the sum of its
 	// pseudo-header without the length. Set when the peer is created.
@@ -95,8 +96,9 @@ type peer struct {
 	hijack   bool
 	csum     bool
 	pseudo   uint16
-	// homaDPDK says the peer runs homa-dpdk (PeerOptions.HomaDPDK): DATA
-	// to it carries our incast allowance in the pad bytes.
+	// homaDPDK says the peer runs homa-dpdk (PeerOptions.HomaDPDK, or
+	// found out: noteAllowance): DATA to it carries our incast allowance
+	// in the pad bytes.
 	homaDPDK bool
 
 	// maxMessage is the largest message sent to or accepted from the
@@ -365,16 +367,77 @@ func (e *Endpoint) unschedBytes(p *peer) int {
 	return n
 }
 
-// noteAllowance records the allowance carried in a DATA header's pad
-// bytes, if any.
+// noteAllowance records the allowance carried in the pad bytes of d, a
+// DATA of the response to one of our requests to p (matched by its id
+// and ports: a stranger's packet from p's address is not believed), if
+// it carries one: at least allowanceFloor, for AllowanceTicks. Only
+// homa-dpdk writes the extension, so a VariantAuto peer is homa-dpdk
+// from then on (HomaDPDKPeersDetected); a peer configured as kernel Homa
+// (its variant set, not as homa-dpdk) never is.
 func (e *Endpoint) noteAllowance(p *peer, d wire.Data) {
-	a, ok := sched.DecodeAllowance(d.Pad())
+	a, ok := e.allowanceOf(d)
 	if !ok {
 		return
 	}
-	p.homaDPDK = true // only homa-dpdk writes the extension
-	p.allowance = max(a, 1)
+	if !p.homaDPDK && p.variant == VariantAuto {
+		p.homaDPDK = true
+		e.m.HomaDPDKPeersDetected++
+	}
+	p.allowance = a
 	p.allowanceUntil = e.ticks + uint64(e.cfg.AllowanceTicks)
+}
+
+// noteRequestAllowance takes the allowance in d, a DATA of server RPC
+// r's request. A request says what its sender reserved for its response,
+// a fresher word of its allowance than its last response to us, which
+// incast control needs (the slowdown and hostile scenarios lose without
+// it); but its id is the sender's to choose, so a stranger can make one
+// up from any address. It is believed for r's peer (raised to
+// allowanceFloor) for weakAllowanceTicks only, not AllowanceTicks: a
+// made-up request cuts the next bursts to that peer for at most that
+// long. It also makes r's response carry our allowance (extension).
+func (e *Endpoint) noteRequestAllowance(r *rpc, d wire.Data) {
+	a, ok := e.allowanceOf(d)
+	if !ok {
+		return
+	}
+	r.peerAllowance = a
+	p := r.peer
+	p.allowance = a
+	p.allowanceUntil = e.ticks + weakAllowanceTicks
+}
+
+// weakAllowanceTicks is how long an allowance a request advertised holds
+// for its peer: the tick it came in and the next.
+const weakAllowanceTicks = 1
+
+// extension reports whether DATA of r carries our allowance though r's
+// peer is not known to run homa-dpdk: the response to a request that
+// carried one, to a peer not configured as kernel Homa.
+func (r *rpc) extension() bool {
+	return r.peerAllowance > 0 && r.peer.variant == VariantAuto
+}
+
+// allowanceOf decodes the allowance in d's pad bytes, raised to
+// allowanceFloor (AllowancesClamped).
+func (e *Endpoint) allowanceOf(d wire.Data) (int, bool) {
+	a, ok := sched.DecodeAllowance(d.Pad())
+	if !ok {
+		return 0, false
+	}
+	if floor := e.allowanceFloor(); a < floor {
+		e.m.AllowancesClamped++
+		a = floor
+	}
+	return a, true
+}
+
+// allowanceFloor is the least allowance a peer is believed to advertise:
+// our own Config.Incast.MinAllowance (a homa-dpdk peer configured alike
+// advertises no less), in whole AllowanceUnits, and at least 1 byte (one
+// packet goes).
+func (e *Endpoint) allowanceFloor() int {
+	return max(e.cfg.Incast.MinAllowance/sched.AllowanceUnit*sched.AllowanceUnit, 1)
 }
 
 // popAck removes and returns one buffered ack (zero if none).

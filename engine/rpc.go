@@ -71,10 +71,13 @@ type rpc struct {
 	waitTicks int  // ticks spent waiting so far, while waiting
 	// bufWaitFrom is 1 + the tick its response was first refused a
 	// receive buffer (0: never), for Config.BufferWaitTicks.
-	bufWaitFrom uint64
-	doneTicks   int // server: ticks since the response was fully sent
-	incastBytes int // bytes this RPC adds to the endpoint's expected unscheduled backlog
-	allowance   int // client: unscheduled bytes the response may bring, advertised in the request
+	bufWaitFrom   uint64
+	doneTicks     int // server: ticks since the response was fully sent
+	incastBytes   int // bytes this RPC adds to the endpoint's expected unscheduled backlog
+	allowance     int // client: unscheduled bytes the response may bring, advertised in the request
+	peerAllowance int // server: the allowance its request advertised (bytes, 0: none); the response carries ours (extension)
+	// upstream: it speaks the upstream subset (noteVariant, sendsUpstream); mismatch: a 36-byte RESEND came though not (mismatchResend)
+	upstream, mismatch bool
 	// client: times the request was restarted after RPC_UNKNOWN (at most
 	// Config.MaxRestarts), and the endpoint's tick of the last restart.
 	restarts    int
@@ -299,6 +302,7 @@ func (p *Port) send(dst Addr, msg []byte, ref PayloadRef, private bool) (uint64,
 	r := e.newRPC()
 	r.id, r.port, r.peer, r.dport, r.client, r.private = e.nextID, p, pe, dst.Port, true, private
 	r.startNs = e.now
+	r.upstream = pe.upstream
 	e.nextID += 2
 	if e.nextID == 0 {
 		e.nextID = 2 // 0 means "no RPC" in an ack
@@ -357,7 +361,7 @@ func (e *Endpoint) startOut(r *rpc, msg []byte, ref PayloadRef) {
 	// Unscheduled bytes end on a packet boundary (as in the kernel).
 	u := e.unschedBytes(r.peer)
 	o.unsched = min(o.length, roundUp(u, r.peer.payload))
-	if r.peer.upstream {
+	if r.upstream {
 		o.unsched = o.length // the upstream subset never grants: the whole message goes unscheduled
 	}
 	o.granted = o.unsched

@@ -81,6 +81,9 @@ func (e *Endpoint) checkRPC(r *rpc) {
 // timeout ends r after TimeoutTicks: a client RPC fails with ErrTimeout,
 // a server RPC is dropped.
 func (e *Endpoint) timeout(r *rpc) {
+	if r.awaitsWithheldGrants() && !r.mismatch {
+		e.m.VariantMismatches++ // taken whole, from a sender that waited for grants (variant.go)
+	}
 	e.giveUp(r, ErrTimeout, &e.m.RPCTimeouts, &e.m.ServerRPCDiscards)
 }
 

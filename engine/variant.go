@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/homa-dpdk/homa-dpdk/wire"
+
 // What kind of Homa a peer speaks, and how to frame packets to it.
 
 // PeerOptions is how the endpoint speaks to one peer (Config.PeerOptions).
@@ -17,8 +19,12 @@ type PeerOptions struct {
 	// homa-dpdk's incast allowance in the header's pad bytes, which
 	// kernel Homa ignores today but may use one day, so they go only to
 	// peers known to be homa-dpdk: named here, not named by
-	// Config.KernelPeer, or found out when their own DATA carries the
-	// extension.
+	// Config.KernelPeer, or, under VariantAuto, found out when the
+	// response to one of our requests carries the extension
+	// (Metrics.HomaDPDKPeersDetected; noteAllowance). The response to a
+	// request that carried it carries ours too (that RPC only). A peer
+	// whose Variant is set (VariantFull or VariantUpstream) without
+	// HomaDPDK runs kernel Homa: nothing it sends makes it homa-dpdk.
 	HomaDPDK bool
 }
 
@@ -28,10 +34,17 @@ type Variant uint8
 const (
 	// VariantAuto (the zero value) takes the peer to run the full
 	// protocol (the kernel module, or homa-dpdk) until it shows it runs
-	// the upstream subset: a 36-byte RESEND, or a DATA packet whose
-	// incoming field is 0 (the full protocol's never is). The peer is
-	// then treated as VariantUpstream from that packet on
-	// (Metrics.UpstreamPeersDetected).
+	// the upstream subset on one of our own RPCs to it, whose id is ours
+	// (random) and which a stranger cannot name: a 36-byte RESEND for the
+	// request, or a response whose DATA says incoming 0 (the full
+	// protocol's never does). Our requests to it then go as to
+	// VariantUpstream (Metrics.UpstreamPeersDetected), until it shows the
+	// full protocol the same way: a GRANT, a RESEND naming a priority, or
+	// a response with incoming (Metrics.UpstreamPeersReverted). A request
+	// from it is no evidence (its id is the sender's to choose): each
+	// request is taken as its own first DATA shows (incoming 0: whole,
+	// never granted, and answered as the subset is; else granted, as the
+	// full protocol is), and so is each response (sendsUpstream).
 	VariantAuto Variant = iota
 	// VariantFull: the full protocol, never taken for the subset.
 	VariantFull
@@ -76,13 +89,87 @@ func (c ChecksumCheck) String() string {
 	return "hijacked"
 }
 
-// markUpstream records that p runs the upstream subset (VariantAuto
-// peers only) and reports whether p is taken for it now.
-func (e *Endpoint) markUpstream(p *peer) bool {
-	if p.upstream || p.variant != VariantAuto {
-		return p.upstream
+// noteVariant takes what a packet for client RPC r, matched by its id
+// (ours) and ports (samePorts), shows of r's peer: upstream, the subset (a
+// 36-byte RESEND for the request, a response whose DATA says incoming 0),
+// or else the full protocol (a GRANT, a RESEND naming a priority, a
+// response with incoming). Only a VariantAuto peer is taken for either,
+// and only such a packet changes what it is taken for, counted
+// (UpstreamPeersDetected, UpstreamPeersReverted). r speaks what the
+// packet shows if its response has not started.
+func (e *Endpoint) noteVariant(r *rpc, upstream bool) {
+	p := r.peer
+	if !r.client || p.variant != VariantAuto || e.cfg.Upstream {
+		return
 	}
-	p.upstream = true
-	e.m.UpstreamPeersDetected++
-	return true
+	if r.in.length == 0 {
+		r.upstream = upstream
+	}
+	if p.upstream == upstream {
+		return
+	}
+	p.upstream = upstream
+	if upstream {
+		e.m.UpstreamPeersDetected++
+	} else {
+		e.m.UpstreamPeersReverted++
+	}
+}
+
+// sendsUpstream reports whether the message whose first DATA d came from
+// p is sent as the upstream subset sends: whole, without grants, and
+// answered in the subset's terms. Configuration decides for a peer whose
+// variant is set, and for an endpoint that speaks the subset itself
+// (Config.Upstream); otherwise the message's own incoming field does, 0
+// only in the subset's DATA. A stranger who makes up a request decides
+// for that request alone.
+func (e *Endpoint) sendsUpstream(p *peer, d wire.Data) bool {
+	switch {
+	case e.cfg.Upstream || p.variant == VariantUpstream:
+		return true
+	case p.variant == VariantFull:
+		return false
+	}
+	return d.Incoming() == 0
+}
+
+// samePorts reports whether packet c has r's ports: from the peer's port
+// of r to ours.
+func samePorts(r *rpc, c wire.Common) bool {
+	return c.SrcPort() == r.dport && c.DstPort() == r.port.num
+}
+
+// The two ends of an RPC may disagree on the variant by configuration
+// (one takes the other for the subset, which it is not), and then a
+// message that needs grants never gets them: the end that takes it whole
+// never grants, the sender never sends what was not granted, and each
+// answers the other (RESEND, BUSY) for ever. Such packets are no
+// progress: they show the peer alive (heardFrom) but leave the RPC's
+// silence running, so that it times out after TimeoutTicks.
+
+// mismatchResend notes a 36-byte RESEND for r, which we do not send as
+// the subset does: its peer takes r's outgoing message for the subset's
+// and will never grant it (VariantMismatches, once per RPC).
+func (e *Endpoint) mismatchResend(r *rpc) {
+	if !r.mismatch {
+		r.mismatch = true
+		e.m.VariantMismatches++
+	}
+}
+
+// awaitsWithheldGrants reports whether r's peer waits for grants we never
+// send: r's outgoing message waits for the grants its peer showed it will
+// not send (mismatchResend), or r's incoming message, taken whole, came
+// from a sender of the full protocol whose first DATA said it sends only
+// part unscheduled.
+func (r *rpc) awaitsWithheldGrants() bool {
+	return r.mismatch || r.upstream && r.state == stateIncoming && r.in.awaitsGrants
+}
+
+// heardWithoutProgress notes a BUSY or RESEND for r, which
+// awaitsWithheldGrants: the peer is alive, but r's silence runs on.
+func (e *Endpoint) heardWithoutProgress(r *rpc) {
+	silent := r.silentTicks
+	e.heardFrom(r)
+	r.silentTicks = silent
 }

@@ -293,18 +293,39 @@ func TestExtension_onlyToHomaDPDKPeers(t *testing.T) {
 			}
 		})
 	}
-	// A kernel-named peer that sends the extension is homa-dpdk after all.
+	// A peer Config.KernelPeer names (it may run kernel Homa) that sends
+	// the extension in a request has it in that request's response only:
+	// a request's id is its sender's to choose, so it says nothing of the
+	// address (issue 30 finding 5). One that sends it in the response to
+	// our own request is homa-dpdk after all.
 	n := newTestNet(t)
 	kernel := func(cfg *Config) { cfg.KernelPeer = func(netip.Addr) bool { return true } }
 	c := n.addHost("c", 1, kernel)
 	s := n.addHost("s", 2, nil) // it sends the extension to c
+	csrv, _ := c.e.Bind(99)
+	ssrv, _ := s.e.Bind(99)
 	sc, _ := s.e.OpenClient()
 	sc.Send(Addr{IP: netip.AddrFrom4(c.ip), Port: 99}, msg(100, 3)) // s → c first: c hears the extension
-	c.e.Bind(99)
+	n.flush()
+	csrv.Reply(receive(t, csrv), msg(100, 4))
+	if _, has := sched.DecodeAllowance(pad(c.out[len(c.out)-1].frame)); !has {
+		t.Error("no extension in the response to a request that carried one")
+	}
 	n.flush()
 	cli, _ := c.e.OpenClient()
 	cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, msg(100, 1))
+	if _, has := sched.DecodeAllowance(pad(c.out[len(c.out)-1].frame)); has {
+		t.Error("a request's extension made its sender homa-dpdk")
+	}
+	n.flush()
+	ssrv.Reply(receive(t, ssrv), msg(100, 5))
+	n.flush()
+	receive(t, cli)
+	cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, msg(100, 1))
 	if _, has := sched.DecodeAllowance(pad(c.out[len(c.out)-1].frame)); !has {
-		t.Error("no extension to a peer that sent one")
+		t.Error("no extension to a peer whose response carried one")
+	}
+	if got := c.e.Metrics().HomaDPDKPeersDetected; got != 1 {
+		t.Errorf("homa_dpdk_peers_detected %d, want 1", got)
 	}
 }
