@@ -211,7 +211,7 @@ type Metrics struct {
 	VariantMismatches uint64
 	// HomaDPDKPeersDetected counts VariantAuto peers found to run
 	// homa-dpdk by the allowance in a response to one of our requests
-	// (homa_dpdk_peers_detected); AllowancesClamped allowances
+	// (dpdk_peers_detected); AllowancesClamped allowances
 	// advertised below the least we believe, raised to it
 	// (allowances_clamped; peer.go's allowanceFloor).
 	HomaDPDKPeersDetected uint64
@@ -304,7 +304,7 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("upstream_peers_detected", m.UpstreamPeersDetected)
 	fn("upstream_peers_reverted", m.UpstreamPeersReverted)
 	fn("variant_mismatches", m.VariantMismatches)
-	fn("homa_dpdk_peers_detected", m.HomaDPDKPeersDetected)
+	fn("dpdk_peers_detected", m.HomaDPDKPeersDetected)
 	fn("allowances_clamped", m.AllowancesClamped)
 	for c, v := range m.Drops {
 		if c != 0 {
@@ -353,6 +353,6 @@ var CounterHelp = map[string]string{
 	"upstream_peers_detected":       "Peers found to run the upstream Linux subset by a packet for one of our requests to them (a 36-byte RESEND, a response with incoming 0): sent whole requests, no GRANT or CUTOFFS.",
 	"upstream_peers_reverted":       "Peers taken for the upstream subset found to run the full protocol by a packet for one of our requests to them (a GRANT, a RESEND naming a priority, a response with incoming).",
 	"variant_mismatches":            "RPCs whose two ends disagree on the Homa variant (a 36-byte RESEND for an RPC not of the subset, or a message taken whole from a full-protocol sender timed out): a message needing grants never gets them; the RPC times out.",
-	"homa_dpdk_peers_detected":      "Peers found to run homa-dpdk by the incast allowance in a response to one of our requests: our DATA to them carries ours.",
+	"dpdk_peers_detected":           "Peers found to run homa-dpdk by the incast allowance in a response to one of our requests: our DATA to them carries ours.",
 	"allowances_clamped":            "Incast allowances a peer advertised below the least believed (our incast min_allowance), raised to it.",
 }
