@@ -31,7 +31,7 @@
 //     transmit side understands) from their own memory.
 //
 // Where to start reading: config.go (Config: every knob and bound, with
-// its default), endpoint.go (New, ReceiveLink's dispatch, Run), then rpc.go (the RPC life cycle and the application's Port API),
+// its default), endpoint.go (New, ReceiveLink's dispatch, Run), then port.go (the application's Port API) and rpc.go (the RPC life cycle),
 // outgoing.go (segmentation, pacing, GRANT and RESEND handling),
 // incoming.go (reassembly, server RPC creation, acks, RPC_UNKNOWN),
 // recvbuf.go (memory for incoming messages: staging, commit),
