@@ -113,15 +113,30 @@ func fuzzIPv6(t *testing.T, frame []byte, fix bool, nt *neighbourTable[[16]byte]
 	if r != wire.DropNone || wire.HomaUpper(proto, ip[off:]) == wire.DropNone {
 		return
 	}
-	src, askerMAC, size := ip.Src(), wire.Ethernet(frame).Src(), len(frame)
+	// The answer goes to the asker: its Ethernet source, or for a
+	// solicitation the link address it gives (RFC 4861 §7.2.4), or all
+	// nodes for duplicate address detection (from the unspecified address).
+	src, askerMAC := ip.Src(), wire.Ethernet(frame).Src()
+	if m := wire.ParseICMPv6(ip, off); m != nil && m.Type() == wire.ICMPv6NeighborSolicit {
+		if mac, ok := m.LinkAddr(wire.NDPOptSourceLinkAddr); ok {
+			askerMAC = mac
+		}
+		if src == ([16]byte{}) {
+			src, askerMAC = allNodes, wire.MulticastMAC(allNodes)
+		}
+	}
 	if handleIPv6(frame, ip, proto, off, me6, nt, now, c) != stackReply {
 		return
 	}
 	e := wire.Ethernet(frame)
-	if len(frame) != size || e.Src() != me.mac || e.Dst() != askerMAC || ip.Src() != me6.ip6 || ip.Dst() != src {
+	if e.Src() != me.mac || e.Dst() != askerMAC || ip.Src() != me6.ip6 || ip.Dst() != src {
 		t.Fatalf("IPv6 answer: eth %v->%v ip %v->%v, asker %v at %v", e.Src(), e.Dst(), ip.Src(), ip.Dst(), askerMAC, src)
 	}
-	if m := wire.ICMPv6(ip[off:]); m.Checksum() != wire.ICMPv6Checksum(ip.Src(), ip.Dst(), m) {
+	end := wire.IPv6HeaderLen + int(ip.PayloadLength())
+	if end > len(ip) || end < off {
+		t.Fatalf("IPv6 answer: payload length %d in a packet of %d bytes", ip.PayloadLength(), len(ip))
+	}
+	if m := wire.ICMPv6(ip[off:end]); m.Checksum() != wire.ICMPv6Checksum(ip.Src(), ip.Dst(), m) {
 		t.Fatalf("IPv6 answer: ICMPv6 checksum %#04x, want %#04x", m.Checksum(), wire.ICMPv6Checksum(ip.Src(), ip.Dst(), m))
 	}
 }
