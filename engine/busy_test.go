@@ -23,22 +23,7 @@ type busyNet struct {
 func newBusyNet(t *testing.T, linkBps float64) *busyNet {
 	b := &busyNet{net: memnet.New(memnet.Config{Seed: 7, LinkBps: linkBps})}
 	mk := func(last byte) *mnHost {
-		ip := [4]byte{10, 0, 7, last}
-		h := &mnHost{mh: b.net.AddHost(ip), buf: make([]byte, 2048)}
-		b.neigh.Add(netip.AddrFrom4(ip), h.mh.MAC())
-		cfg := DefaultConfig()
-		cfg.IP, cfg.MAC, cfg.Clock = ip, h.mh.MAC(), b.net.Now
-		cfg.Resolve = b.neigh.Resolve
-		cfg.IDSeed = uint64(last) << 32
-		e, err := New(cfg, h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.e = e
-		h.srv, _ = e.Bind(99)
-		h.cli, _ = e.OpenClient()
-		h.mh.SetReceive(e.Receive)
-		return h
+		return newMNHost(t, b.net, [4]byte{10, 0, 7, last}, &b.neigh, uint64(last)<<32)
 	}
 	b.c, b.s = mk(1), mk(2)
 	b.c.cli.SetHooks(PortHooks{OutDone: func(uint64, Addr, []byte) { b.outDone++ }})

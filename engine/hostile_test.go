@@ -49,22 +49,7 @@ func newHostileMix(t *testing.T, total int) *hostileMix {
 	x := &hostileMix{t: t, net: memnet.New(memnet.Config{Seed: 5}), rng: rand.New(rand.NewPCG(5, 6)),
 		total: total, inFlight: make(map[uint64]uint64), freshID: 2}
 	mk := func(last byte) *mnHost {
-		ip := [4]byte{10, 0, 5, last}
-		h := &mnHost{mh: x.net.AddHost(ip), buf: make([]byte, 2048)}
-		x.neigh.Add(netip.AddrFrom4(ip), h.mh.MAC())
-		cfg := DefaultConfig()
-		cfg.IP, cfg.MAC, cfg.Clock = ip, h.mh.MAC(), x.net.Now
-		cfg.Resolve = x.neigh.Resolve // spoofed addresses have no route
-		cfg.IDSeed = uint64(last) << 40
-		e, err := New(cfg, h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.e = e
-		h.srv, _ = e.Bind(99)
-		h.cli, _ = e.OpenClient()
-		h.mh.SetReceive(e.Receive)
-		return h
+		return newMNHost(t, x.net, [4]byte{10, 0, 5, last}, &x.neigh, uint64(last)<<40)
 	}
 	x.c, x.s = mk(1), mk(2)
 	x.h = x.net.AddHost([4]byte{10, 0, 5, 3})

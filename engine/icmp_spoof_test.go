@@ -106,23 +106,7 @@ func arriving(e *Endpoint) []uint64 {
 func TestReceiveICMP_blindSpoofFailsNoRPC(t *testing.T) {
 	net := memnet.New(memnet.Config{Seed: 7})
 	var neigh StaticNeighbours
-	mk := func(last byte) *mnHost {
-		ip := [4]byte{10, 0, 6, last}
-		h := &mnHost{mh: net.AddHost(ip), buf: make([]byte, 2048)}
-		neigh.Add(netip.AddrFrom4(ip), h.mh.MAC())
-		cfg := DefaultConfig()
-		cfg.IP, cfg.MAC, cfg.Clock, cfg.Resolve = ip, h.mh.MAC(), net.Now, neigh.Resolve
-		cfg.IDSeed = uint64(last) << 40
-		e, err := New(cfg, h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.e = e
-		h.srv, _ = e.Bind(99)
-		h.cli, _ = e.OpenClient()
-		h.mh.SetReceive(e.Receive)
-		return h
-	}
+	mk := func(last byte) *mnHost { return newMNHost(t, net, [4]byte{10, 0, 6, last}, &neigh, uint64(last)<<40) }
 	c, s := mk(1), mk(2)
 	h := net.AddHost([4]byte{10, 0, 6, 3})
 	const total = 50

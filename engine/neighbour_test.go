@@ -20,7 +20,32 @@ type mnHost struct {
 	srv, cli *Port
 }
 
-func (h *mnHost) Buffer() []byte           { return h.buf }
+func (h *mnHost) Buffer() []byte { return h.buf }
+
+// newMNHost makes an endpoint on net at ip, with server port 99 and a
+// client port, its RPC ids from idSeed. With shared nil it resolves
+// through its own table (mnHost.neigh, empty: the test fills it);
+// otherwise through shared, where its own address is added.
+func newMNHost(t testing.TB, net *memnet.Network, ip [4]byte, shared *StaticNeighbours, idSeed uint64) *mnHost {
+	t.Helper()
+	h := &mnHost{mh: net.AddHost(ip), buf: make([]byte, 2048)}
+	cfg := DefaultConfig()
+	cfg.IP, cfg.MAC, cfg.Clock, cfg.IDSeed = ip, h.mh.MAC(), net.Now, idSeed
+	cfg.Resolve = h.neigh.Resolve
+	if shared != nil {
+		shared.Add(netip.AddrFrom4(ip), h.mh.MAC())
+		cfg.Resolve = shared.Resolve
+	}
+	e, err := New(cfg, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.e = e
+	h.srv, _ = e.Bind(99)
+	h.cli, _ = e.OpenClient()
+	h.mh.SetReceive(e.Receive)
+	return h
+}
 func (h *mnHost) Send(frame []byte, _ int) { h.mh.Send(frame) }
 
 // mnPair is a client (10.0.3.1) and a server (10.0.3.2, port 99) on
@@ -34,23 +59,7 @@ type mnPair struct {
 func newMNPair(t *testing.T) *mnPair {
 	t.Helper()
 	p := &mnPair{net: memnet.New(memnet.Config{Seed: 1})}
-	mk := func(last byte) *mnHost {
-		ip := [4]byte{10, 0, 3, last}
-		h := &mnHost{mh: p.net.AddHost(ip), buf: make([]byte, 2048)}
-		cfg := DefaultConfig()
-		cfg.IP, cfg.MAC, cfg.Clock = ip, h.mh.MAC(), p.net.Now
-		cfg.Resolve = h.neigh.Resolve
-		cfg.IDSeed = uint64(last) << 32
-		e, err := New(cfg, h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.e = e
-		h.srv, _ = e.Bind(99)
-		h.cli, _ = e.OpenClient()
-		h.mh.SetReceive(e.Receive)
-		return h
-	}
+	mk := func(last byte) *mnHost { return newMNHost(t, p.net, [4]byte{10, 0, 3, last}, nil, uint64(last)<<32) }
 	p.c, p.s = mk(1), mk(2)
 	return p
 }
