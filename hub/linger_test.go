@@ -30,6 +30,18 @@ func lingerPattern(r, i int) []byte {
 	return b
 }
 
+// dialClient attaches a worker to the daemon at sock, closed when the
+// test ends (a second Close of one the test closed does nothing).
+func dialClient(t *testing.T, sock string) *client.Client {
+	t.Helper()
+	c, err := client.Dial(sock, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // serveAndClose is one server: it binds port, takes lingerCalls requests,
 // answers each with its pattern (Reply, or ReplyAsync when async) and
 // closes at once. ready is closed once it is bound.
@@ -98,11 +110,7 @@ func callRound(t *testing.T, c *client.Client, dst client.Addr, round int) (whol
 func TestHub_closingServersLoseNoReply(t *testing.T) {
 	const rounds = 1000
 	a, b, sockA, sockB, calls := workerHostsCalls(t, Config{MaxOutstanding: 64})
-	c, err := client.Dial(sockA, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialClient(t, sockA)
 	lost, start := 0, time.Now()
 	var firstErrs []string
 	for r := range rounds {
@@ -146,20 +154,12 @@ func TestHub_closingServersLoseNoReply(t *testing.T) {
 // unread, and the client's RPCs failed.
 func TestHub_repliesLeftInTheRingAtCloseAreSent(t *testing.T) {
 	_, b, sockA, sockB, calls := workerHostsCalls(t, Config{})
-	c, err := client.Dial(sockA, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	s, err := client.Dial(sockB, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	c, s := dialClient(t, sockA), dialClient(t, sockB)
 	if err := s.Bind(7); err != nil {
 		t.Fatal(err)
 	}
 	var ids [lingerCalls]uint64
+	var err error
 	for i := range ids {
 		if ids[i], err = c.Send(client.Addr{IP: netip.AddrFrom4(b.ip), Port: 7}, []byte{byte(i)}); err != nil {
 			t.Fatal(err)
@@ -226,16 +226,7 @@ func dropAfter(h *testHost, n int) (pass func()) {
 func TestHub_lingerBoundAbandonsRepliesAndSaysClosed(t *testing.T) {
 	n := newTestNetWith(t, func(c *engine.Config) { c.TimeoutTicks = 2000 }) // the client outlives the linger
 	a, b, sockA, sockB, calls := serveWorkers(t, n, Config{MaxSessionsPerUID: 1, Linger: 200 * time.Millisecond})
-	c, err := client.Dial(sockA, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	s, err := client.Dial(sockB, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	c, s := dialClient(t, sockA), dialClient(t, sockB)
 	if err := s.Bind(7); err != nil {
 		t.Fatal(err)
 	}
