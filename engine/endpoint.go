@@ -25,6 +25,23 @@ type Transmitter interface {
 	Send(frame []byte, priority int)
 }
 
+// TxProgress is a Transmitter that can tell which of the frames it was
+// given have left the host. The engine asks before it answers a RESEND:
+// DATA of the RPC still waiting in the host's transmit queues (behind
+// higher priorities, or behind a long backlog) is not lost, and a copy
+// would only join the queue behind it, so the RESEND is answered BUSY
+// (kernel Homa's homa_resend_data skips a packet whose buffer the NIC
+// still holds). A Transmitter without it gets retransmissions as before.
+type TxProgress interface {
+	// TxDone returns how many of the frames passed to Send (or SendData)
+	// at priority have left the host: put on the wire, or dropped. Frames
+	// of one priority must leave in the order they were passed. Counts
+	// start at zero when the transmit side is made; an engine given one
+	// that has counted frames already merely retransmits as it would
+	// without.
+	TxDone(priority int) uint64
+}
+
 // PayloadRef names a message's memory to the transmit side (a
 // DataSender), which owns whatever it stands for (on DPDK, an
 // external-buffer descriptor). 0 means none: the engine copies the
@@ -50,12 +67,17 @@ type DataSender interface {
 // NeighbourReady and NeighbourFailed, and the Port methods; the time
 // comes from Config.Clock, and packets leave through the Transmitter.
 type Endpoint struct {
-	cfg     Config      // validated, defaults filled; read-only after New
-	tx      Transmitter // transmit side
-	dataTx  DataSender  // tx, when it can send payloads without a copy
-	payload int         // message bytes per DATA packet over IPv4 (a peer's own: peer.payload)
-	ipOff   int         // offset of the IP header in a frame: 14, or 18 with an 802.1Q tag
-	homaOff int         // offset of the Homa header in a frame over IPv4 (a peer's own: peer.homaOff)
+	cfg    Config      // validated, defaults filled; read-only after New
+	tx     Transmitter // transmit side
+	dataTx DataSender  // tx, when it can send payloads without a copy
+	txProg TxProgress  // tx, when it tells which frames have left (nil: it does not)
+	// txSent counts the frames passed to tx by priority (the queue
+	// argument of Send and SendData), as TxProgress.TxDone counts those
+	// that left.
+	txSent  [wire.NumPriorities]uint64
+	payload int // message bytes per DATA packet over IPv4 (a peer's own: peer.payload)
+	ipOff   int // offset of the IP header in a frame: 14, or 18 with an 802.1Q tag
+	homaOff int // offset of the Homa header in a frame over IPv4 (a peer's own: peer.homaOff)
 	// maxHomaOff is the largest peer.homaOff: over IPv6 when Config.IP6
 	// is set. A transmit buffer must hold it and the largest header.
 	maxHomaOff int
@@ -68,7 +90,19 @@ type Endpoint struct {
 	// batch left grant decisions to EndBatch.
 	batch, grantsDue bool
 	ticks            uint64 // timer ticks run so far
-	nextTick         int64  // ns: when the next tick is due
+	// rxPrio is 1 + the highest priority of the DATA frames received
+	// since the current tick began (0: none); rxPrioLast is its value
+	// over the tick before (tick moves it). A message whose missing bytes
+	// have a lower priority may be queued behind them in the switch, so
+	// it is not asked to resend (checkRPC). rxBy and rxByLast: the RPC
+	// whose frames alone set them (nil: several); compared, never
+	// dereferenced.
+	rxPrio, rxPrioLast uint8
+	rxBy, rxByLast     *rpc
+	// rxBytes and rxBytesLast: the Homa bytes of those DATA frames, in
+	// the current tick and the one before.
+	rxBytes, rxBytesLast int64
+	nextTick             int64 // ns: when the next tick is due
 
 	ports          map[uint16]*Port // bound server ports and open client ports
 	nextClientPort uint16           // next client port to try (≥ 0x8000)
@@ -245,6 +279,7 @@ func New(cfg Config, tx Transmitter) (*Endpoint, error) {
 		e.maxHomaOff = e.ipOff + wire.IPv6HeaderLen
 	}
 	e.dataTx, _ = tx.(DataSender)
+	e.txProg, _ = tx.(TxProgress)
 	e.initRecvMem()
 	e.now = cfg.Clock()
 	e.nextTick = e.now + cfg.TickNs

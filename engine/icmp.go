@@ -70,7 +70,7 @@ func (e *Endpoint) sendPortUnreachable(f *wire.Frame, p *peer) {
 	ip.NoChecksum = e.cfg.IPChecksumOffload
 	ip.Encode(buf[e.ipOff:])
 	e.m.ICMPPortUnreach++
-	e.tx.Send(buf[:e.homaOff+len(icmp)], controlPriority)
+	e.send(buf[:e.homaOff+len(icmp)], controlPriority)
 }
 
 func (e *Endpoint) sendPortUnreachable6(f *wire.Frame, p *peer) {
@@ -91,7 +91,7 @@ func (e *Endpoint) sendPortUnreachable6(f *wire.Frame, p *peer) {
 		NextHeader: wire.IPProtoICMPv6, HopLimit: wire.DefaultHopLimit, Src: e.cfg.IP6, Dst: p.addr}
 	ip.Encode(buf[e.ipOff:])
 	e.m.ICMPPortUnreach++
-	e.tx.Send(buf[:p.homaOff+len(m)], controlPriority)
+	e.send(buf[:p.homaOff+len(m)], controlPriority)
 }
 
 // unreachable is a port unreachable as read from its quote. Its slices

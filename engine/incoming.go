@@ -62,6 +62,7 @@ func (e *Endpoint) handleData(f *wire.Frame) {
 		}
 	}
 	e.heardFrom(r)
+	e.noteRxPriority(f, r)
 	switch {
 	case r.client && samePorts(r, d.Common()):
 		// Our RPC, by its id: what the response says of its sender is

@@ -172,6 +172,14 @@ type Metrics struct {
 	// retransmitted because the RPC had retransmitted MaxResendBytes in
 	// the current ResendInterval (resends_limited).
 	ResendsLimited uint64
+	// ResendsBusy counts RESENDs answered BUSY instead of with data: the
+	// bytes asked for were not sent yet, or (ResendsQueued, a part of
+	// it) a DATA frame of the message still waited in the host's
+	// transmit queues (TxProgress) (resends_busy, resends_queued).
+	ResendsBusy, ResendsQueued uint64
+	// ResentBytes counts the message bytes of ResentPackets
+	// (resent_bytes).
+	ResentBytes uint64
 	// RequestsEvicted counts incoming requests silent for ResendTicks
 	// ended to make room for a new request (at MaxServerRPCs) or for
 	// staging (MaxStagingBytes spent) (requests_evicted).
@@ -297,6 +305,9 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("server_responses_unresolved", m.ServerResponsesUnresolved)
 	fn("resends_deferred", m.ResendsDeferred)
 	fn("resends_limited", m.ResendsLimited)
+	fn("resends_busy", m.ResendsBusy)
+	fn("resends_queued", m.ResendsQueued)
+	fn("resent_bytes", m.ResentBytes)
 	fn("requests_evicted", m.RequestsEvicted)
 	fn("recv_evictions_stale", m.RecvEvictionsStale)
 	fn("recv_evictions_share", m.RecvEvictionsShare)
@@ -346,6 +357,9 @@ var CounterHelp = map[string]string{
 	"server_responses_unresolved":   "Responses discarded because the client's address has no route or did not resolve.",
 	"resends_deferred":              "Missing ranges a resend check left for a later one (max_resends_per_rpc).",
 	"resends_limited":               "RESENDs not wholly answered because the RPC had retransmitted max_resend_bytes in the interval.",
+	"resends_busy":                  "RESENDs answered BUSY: the bytes were not sent yet, or still waited in the host's transmit queues.",
+	"resends_queued":                "RESENDs answered BUSY because a DATA frame of the message still waited in the host's transmit queues.",
+	"resent_bytes":                  "Message bytes of the DATA packets retransmitted for RESENDs.",
 	"requests_evicted":              "Incoming requests silent for resend_ticks ended to make room (max_server_rpcs or staging).",
 	"recv_evictions_stale":          "Requests still arriving, silent for resend_ticks, ended to give their receive buffer (a worker's pool pages, or heap) to a message that found none.",
 	"recv_evictions_share":          "Requests still arriving ended to give their receive buffer to a message that found none: their peer held more of that memory than the message's peer would.",

@@ -35,6 +35,34 @@ type outMsg struct {
 	// resendTick − 1 (0: none began yet).
 	resendLeft int
 	resendTick uint64
+
+	// txMark is, by priority (Send's queue), the endpoint's txSent
+	// count just after this message's last DATA frame at that priority:
+	// while TxProgress.TxDone is below it, a frame of the message still
+	// waits in the host's transmit queue (dataQueued). 0: none sent.
+	txMark [wire.NumPriorities]uint64
+}
+
+// send passes frame to the transmit side at queue (0..7), counted in
+// txSent.
+func (e *Endpoint) send(frame []byte, queue int) {
+	e.txSent[queue&(wire.NumPriorities-1)]++
+	e.tx.Send(frame, queue)
+}
+
+// dataQueued reports whether a DATA frame of o still waits in the host's
+// transmit queues, as far as the transmit side tells (TxProgress; false
+// when it does not).
+func (e *Endpoint) dataQueued(o *outMsg) bool {
+	if e.txProg == nil {
+		return false
+	}
+	for q, mark := range o.txMark {
+		if mark != 0 && e.txProg.TxDone(q) < mark {
+			return true
+		}
+	}
+	return false
 }
 
 // startControl borrows a transmit buffer for a control packet to p that
@@ -91,7 +119,7 @@ func (e *Endpoint) finishFrame(buf []byte, p *peer, prio, homaLen int, t wire.Pa
 func (e *Endpoint) finishFrameQueue(buf []byte, p *peer, prio, queue, homaLen int, t wire.PacketType) {
 	e.finishHeaders(buf, p, prio, buf[p.homaOff:p.homaOff+homaLen], nil)
 	e.m.PacketsSent[t-wire.TypeData]++
-	e.tx.Send(buf[:p.homaOff+homaLen], queue)
+	e.send(buf[:p.homaOff+homaLen], queue)
 }
 
 // writeHeaders writes the Ethernet and IP headers for homaLen bytes of
@@ -276,6 +304,8 @@ func (e *Endpoint) xmitData(r *rpc, offset, limit, prio int, retransmit bool) in
 	if o.ref != 0 && e.dataTx != nil {
 		e.finishHeaders(buf, r.peer, prio, homa[:wire.DataHeaderLen], payload)
 		if e.dataTx.SendData(buf[:r.peer.homaOff+wire.DataHeaderLen], payload, o.ref, queue) {
+			e.txSent[queue&(wire.NumPriorities-1)]++
+			o.txMark[queue&(wire.NumPriorities-1)] = e.txSent[queue&(wire.NumPriorities-1)]
 			e.m.PacketsSent[0]++ // DATA
 			e.m.ZeroCopyPackets++
 			e.pacer.Sent(e.now, r.peer.homaOff+wire.DataHeaderLen+n)
@@ -284,6 +314,7 @@ func (e *Endpoint) xmitData(r *rpc, offset, limit, prio int, retransmit bool) in
 	}
 	copy(homa[wire.DataHeaderLen:], payload)
 	e.finishFrameQueue(buf, r.peer, prio, queue, wire.DataHeaderLen+n, wire.TypeData)
+	o.txMark[queue&(wire.NumPriorities-1)] = e.txSent[queue&(wire.NumPriorities-1)]
 	e.pacer.Sent(e.now, r.peer.homaOff+wire.DataHeaderLen+n)
 	return n
 }
@@ -439,6 +470,7 @@ func (e *Endpoint) handleResend(f *wire.Frame) {
 		e.heardFrom(r)
 	}
 	if o.length == 0 {
+		e.m.ResendsBusy++
 		e.sendControl(r.peer, wire.TypeBusy, r.common())
 		return
 	}
@@ -457,8 +489,15 @@ func (e *Endpoint) handleResend(f *wire.Frame) {
 		e.xmitReady(r)
 		return
 	}
-	if start >= o.next {
-		// Not sent yet: it will be when the pacer allows.
+	if start >= o.next || e.dataQueued(o) {
+		// Not sent yet: it will be when the pacer allows. Or sent, but a
+		// frame of the message still waits in our transmit queues (behind
+		// higher priorities): the silence is ours, nothing was lost that
+		// we can tell, and a copy would wait behind it.
+		e.m.ResendsBusy++
+		if start < o.next {
+			e.m.ResendsQueued++
+		}
 		e.sendControl(r.peer, wire.TypeBusy, r.common())
 		e.xmitReady(r)
 		return
@@ -477,6 +516,7 @@ func (e *Endpoint) handleResend(f *wire.Frame) {
 			break
 		}
 		e.m.ResentPackets++
+		e.m.ResentBytes += uint64(n)
 		o.resendLeft -= n
 		off += n
 	}

@@ -11,6 +11,8 @@ import (
 // out (kernel homa_timer).
 func (e *Endpoint) tick() {
 	e.ticks++
+	e.rxPrioLast, e.rxPrio, e.rxByLast, e.rxBy = e.rxPrio, 0, e.rxBy, nil
+	e.rxBytesLast, e.rxBytes = e.rxBytes, 0
 	for r := e.first; r != nil; {
 		next := r.next // r may end
 		e.checkRPC(r)
@@ -70,12 +72,32 @@ func (e *Endpoint) checkRPC(r *rpc) {
 		e.timeout(r)
 		return
 	}
+	if r.state == stateIncoming && in.length != 0 && r.silentTicks < e.cfg.ResendTicks+e.cfg.ResendInterval && e.outranked(r) {
+		// DATA of another message at a higher priority came in the
+		// last tick: our link was busy, and the bytes we wait for may be
+		// queued behind it in the switch (the lowest granted message
+		// waits while those granted above it flow). No RESEND: a copy
+		// would queue behind them too. Only the first RESEND waits so
+		// (loss recovery under load is one ResendInterval later at
+		// most); the timeout runs on.
+		return
+	}
 	if r.silentTicks < e.cfg.ResendTicks || (r.silentTicks-e.cfg.ResendTicks)%e.cfg.ResendInterval != 0 {
 		return
 	}
 	if r.state == stateIncoming || r.client {
 		e.requestRetransmit(r)
 	}
+}
+
+// outranked reports whether, in the last tick, DATA of another message
+// at a higher priority than that of the bytes r's incoming message waits
+// for arrived, and DATA kept our link at least half busy (so bytes of
+// lower priority can have waited in the switch). Without Config.LinkBps
+// the link's load is unknown: never.
+func (e *Endpoint) outranked(r *rpc) bool {
+	busy := e.cfg.LinkBps > 0 && e.rxBytesLast*8*10_000_000_000 >= 9*e.cfg.LinkBps*e.cfg.TickNs
+	return busy && int(e.rxPrioLast) > e.resendPriority(r)+1 && e.rxByLast != r
 }
 
 // timeout ends r after TimeoutTicks: a client RPC fails with ErrTimeout,
@@ -151,4 +173,22 @@ var ErrBusyTimeout = fmt.Errorf("%w: no progress for busy_timeout_ticks, though 
 func (e *Endpoint) busyTimeout(r *rpc) {
 	e.m.BusyTimeouts++
 	e.giveUp(r, ErrBusyTimeout, &e.m.RPCTimeouts, &e.m.ServerRPCDiscards)
+}
+
+// noteRxPriority records the priority of DATA frame f, of r, in rxPrio.
+func (e *Endpoint) noteRxPriority(f *wire.Frame, r *rpc) {
+	var prio uint8
+	switch {
+	case f.IPv4 != nil:
+		prio = f.IPv4.Priority()
+	case f.IPv6 != nil:
+		prio = wire.PriorityFromTOS(f.IPv6.TrafficClass())
+	}
+	e.rxBytes += int64(len(f.Homa))
+	switch {
+	case prio+1 > e.rxPrio:
+		e.rxPrio, e.rxBy = prio+1, r
+	case prio+1 == e.rxPrio && e.rxBy != r:
+		e.rxBy = nil
+	}
 }

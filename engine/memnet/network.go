@@ -45,6 +45,11 @@ type Host struct {
 	recv      func(frame []byte) // SetReceive, or nil
 	onRestart func()             // OnRestart, or nil
 
+	// txDone counts, by the queue given to SendQueue (Send: the
+	// frame's IPv4 priority), the frames that left the NIC: serialized,
+	// or dropped by a Restart (TxDone).
+	txDone [MaxQueues]uint64
+
 	epoch       uint32 // bumped by Restart
 	partitioned bool   // Partition: drop everything to and from the host
 	rack        int    // with a fabric: the host's rack
@@ -142,6 +147,27 @@ func (h *Host) Send(frame []byte) { h.send(frame, -1) }
 // queue per frame. The switches still go by the IPv4 priority.
 func (h *Host) SendQueue(frame []byte, queue int) { h.send(frame, min(max(queue, 0), MaxQueues-1)) }
 
+// TxDone returns how many frames sent at queue (SendQueue's queue, or
+// Send's IPv4 priority) have left the host's NIC: their last bit
+// serialized, or dropped by a Restart. Frames of one queue leave in the
+// order sent. It is engine.TxProgress for a transmit side that sends
+// through SendQueue.
+func (h *Host) TxDone(queue int) uint64 {
+	if queue < 0 || queue >= MaxQueues {
+		return 0
+	}
+	return h.txDone[queue]
+}
+
+// left counts p, sent by h, as having left h's NIC (TxDone).
+func (h *Host) left(p *packet) {
+	q := int(p.prio)
+	if p.nicq >= 0 {
+		q = int(p.nicq)
+	}
+	h.txDone[q]++
+}
+
 func (h *Host) send(frame []byte, queue int) {
 	n := h.net
 	p := n.alloc(frame)
@@ -160,6 +186,7 @@ func (h *Host) send(frame []byte, queue int) {
 // nicEnter queues p on h's NIC and starts it if idle.
 func (n *Network) nicEnter(h *Host, p *packet) {
 	if p.fromEpoch != h.epoch {
+		h.left(p)
 		n.drop(p, DropRestart)
 		return
 	}
@@ -192,6 +219,7 @@ func (n *Network) uplinkStart(h *Host) {
 func (n *Network) uplinkDone(h *Host) {
 	p := h.nic.cur
 	h.nic.unhold(p)
+	h.left(p)
 	if p.fromEpoch != h.epoch {
 		n.drop(p, DropRestart)
 	} else {

@@ -174,7 +174,7 @@ func (n *Network) Restart(ip [4]byte) {
 	}
 	h.epoch++
 	dropRestart := func(p *packet) { n.drop(p, DropRestart) }
-	h.nic.drain(dropRestart)
+	h.nic.drain(func(p *packet) { h.left(p); n.drop(p, DropRestart) })
 	h.egress.drain(dropRestart)
 	if h.onRestart != nil {
 		h.onRestart()

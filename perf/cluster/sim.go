@@ -40,6 +40,10 @@ type host struct {
 func (h *host) Buffer() []byte              { return h.buf }
 func (h *host) Send(frame []byte, prio int) { h.mh.SendQueue(frame, prio) } // the TX queue of that priority, as host does
 
+// TxDone is engine.TxProgress: the NIC tells the engine which of its
+// frames left, so a RESEND for bytes still queued is answered BUSY.
+func (h *host) TxDone(prio int) uint64 { return h.mh.TxDone(prio) }
+
 // msgKey names a message: its client's host and client RPC id.
 type msgKey struct {
 	src int
