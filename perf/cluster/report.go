@@ -24,7 +24,7 @@ func Summary(r *Result, w io.Writer) {
 
 // Table is the runs' headline table.
 func Table(results []*Result) perf.Table {
-	t := perf.Table{Header: []string{"workload", "load", "variant", "P99 <=1KB", "P50 <=1KB", "P99 largest", "peak queue B", "offered Gb/s", "carried", "keeps up", "wasted bw", "drain ms", "sim ms", "wall s"}}
+	t := perf.Table{Header: []string{"workload", "load", "variant", "P99 <=1KB", "P50 <=1KB", "P99 largest", "peak queue B", "offered Gb/s", "carried", "keeps up", "wasted bw", "resent pkts", "resent B", "resends BUSY", "drain ms", "sim ms", "wall s"}}
 	for _, r := range results {
 		s99, s50, l99 := "-", "-", "-"
 		if r.Short != nil {
@@ -35,7 +35,8 @@ func Table(results []*Result) perf.Table {
 		}
 		t.Rows = append(t.Rows, []string{r.Workload, fmt.Sprintf("%.0f%%", 100*r.Load), string(r.Variant), s99, s50, l99,
 			fmt.Sprint(r.Queues.Max()), fmt.Sprintf("%.2f", r.OfferedGbps), fmt.Sprintf("%.3f", r.Carried),
-			yesNo(r.KeepsUp), fmt.Sprintf("%.1f%%", 100*r.WastedBandwidth), fmt.Sprintf("%.1f", r.DrainMs), fmt.Sprintf("%.1f", float64(r.SimNs)/1e6), fmt.Sprintf("%.1f", r.WallSeconds)})
+			yesNo(r.KeepsUp), fmt.Sprintf("%.1f%%", 100*r.WastedBandwidth),
+			fmt.Sprint(r.Resent), fmt.Sprint(r.ResentBytes), fmt.Sprint(r.ResendsBusy), fmt.Sprintf("%.1f", r.DrainMs), fmt.Sprintf("%.1f", float64(r.SimNs)/1e6), fmt.Sprintf("%.1f", r.WallSeconds)})
 	}
 	return t
 }

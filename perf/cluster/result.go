@@ -61,6 +61,14 @@ type Result struct {
 	Queues  Queues   `json:"queues"`  // peak queues
 	Drops   uint64   `json:"drops"`   // frames the network dropped (BufferBytes)
 	Resent  uint64   `json:"resent"`  // DATA packets retransmitted
+	// ResentBytes is the message bytes of those packets: waste on a
+	// network that loses nothing (Drops 0), where it should be 0.
+	ResentBytes uint64 `json:"resent_bytes"`
+	// ResendsBusy counts RESENDs answered BUSY rather than with copies:
+	// the bytes not sent yet, or (ResendsQueued of them) still waiting
+	// in the sender's NIC queue (engine TxProgress).
+	ResendsBusy   uint64 `json:"resends_busy"`
+	ResendsQueued uint64 `json:"resends_queued"`
 	// Cutoffs are the unscheduled priority cutoffs the hosts used, bytes
 	// by priority (0 where a priority takes no unscheduled bytes).
 	Cutoffs [8]uint32 `json:"cutoffs"`
@@ -162,7 +170,11 @@ func (s *sim) result(cfg Config, wl *slowdown.Workload, end int64, wall time.Dur
 	fs := s.net.FabricStats()
 	r.Queues.Uplink, r.Queues.Downlink = maxOf(fs.Up), maxOf(fs.Down)
 	for _, h := range s.hosts {
-		r.Resent += h.e.Metrics().ResentPackets
+		m := h.e.Metrics()
+		r.Resent += m.ResentPackets
+		r.ResentBytes += m.ResentBytes
+		r.ResendsBusy += m.ResendsBusy
+		r.ResendsQueued += m.ResendsQueued
 	}
 	r.Cutoffs = s.cutoffs
 	var activeNs, activeBytes int64
