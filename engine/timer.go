@@ -97,7 +97,11 @@ func (e *Endpoint) checkRPC(r *rpc) {
 // the link's load is unknown: never.
 func (e *Endpoint) outranked(r *rpc) bool {
 	busy := e.cfg.LinkBps > 0 && e.rxBytesLast*8*10_000_000_000 >= 9*e.cfg.LinkBps*e.cfg.TickNs
-	return busy && int(e.rxPrioLast) > e.resendPriority(r)+1 && e.rxByLast != r
+	prio := e.resendPriority(r)
+	if len(r.in.gaps) > 0 {
+		prio = 0 // bytes granted earlier, at a priority perhaps below today's
+	}
+	return busy && int(e.rxPrioLast) > prio+1 && e.rxByLast != r
 }
 
 // timeout ends r after TimeoutTicks: a client RPC fails with ErrTimeout,
