@@ -94,7 +94,7 @@ func TestTimer_resendsAreTheKernels(t *testing.T) {
 	cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, req)
 	n.drop = dropOnce("c: xmit DATA 1000@1000 p6")
 	n.flush()
-	n.takeLog()
+	t.Log(n.takeLog())
 	n.advance(5_000_000)
 	wantLog(t, n, `
 		c: xmit RESEND 0+all@7
@@ -232,5 +232,47 @@ func TestTimer_lateRunRunsOneTick(t *testing.T) {
 	n.flush()
 	if r := receive(t, cli); r.ID != id || r.Err != nil || !bytes.Equal(r.Data, req) {
 		t.Fatalf("result %+v", r)
+	}
+}
+
+// fakeProgress is a TxProgress whose frames leave when the test says.
+type fakeProgress struct{ done [8]uint64 }
+
+func (p *fakeProgress) TxDone(prio int) uint64 { return p.done[prio] }
+
+// A RESEND for bytes the transmit side still holds (TxProgress) is
+// answered BUSY, not with copies that would queue behind them; once they
+// have left, it is answered with the bytes (issue 31).
+func TestHandleResend_stillQueuedAnsweredBusy(t *testing.T) {
+	n := newTestNet(t)
+	c := n.addHost("c", 1, smallPackets)
+	s := n.addHost("s", 2, smallPackets)
+	prog := &fakeProgress{}
+	c.e.txProg = prog // nothing has left the client's NIC
+	srv, _ := s.e.Bind(99)
+	cli, _ := c.e.OpenClient()
+	req := msg(2500, 1)
+	n.drop = dropOnce("c: xmit DATA 1000@1000 p6")
+	cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, req)
+	n.flush()
+	n.takeLog()
+	n.advance(5_000_000)
+	wantLog(t, n, `
+		c: xmit RESEND 0+all@7
+		s: xmit RESEND 1000+1000@7
+		s: xmit BUSY
+		c: xmit BUSY`)
+	if m := c.e.Metrics(); m.ResendsQueued != 1 || m.ResentPackets != 0 {
+		t.Fatalf("resends_queued %d, resent %d", m.ResendsQueued, m.ResentPackets)
+	}
+	prog.done = c.e.txSent // every frame has left
+	n.advance(5_000_000)
+	wantLog(t, n, `
+		c: xmit RESEND 0+all@7
+		s: xmit RESEND 1000+1000@7
+		s: xmit BUSY
+		c: xmit DATA 1000@1000 retx p7`)
+	if m := receive(t, srv); !bytes.Equal(m.Data, req) {
+		t.Fatal("bytes differ")
 	}
 }
