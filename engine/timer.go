@@ -72,13 +72,13 @@ func (e *Endpoint) checkRPC(r *rpc) {
 		e.timeout(r)
 		return
 	}
-	if r.state == stateIncoming && in.length != 0 && r.silentTicks < e.cfg.ResendTicks+e.cfg.ResendInterval && e.outranked(r) {
+	if r.state == stateIncoming && in.length != 0 && r.silentTicks < e.cfg.ResendTicks+2*e.cfg.ResendInterval && e.outranked(r) {
 		// DATA of another message at a higher priority came in the
 		// last tick: our link was busy, and the bytes we wait for may be
 		// queued behind it in the switch (the lowest granted message
 		// waits while those granted above it flow). No RESEND: a copy
-		// would queue behind them too. Only the first RESEND waits so
-		// (loss recovery under load is one ResendInterval later at
+		// would queue behind them too. Only the first two RESENDs wait so
+		// (loss recovery under load is two ResendIntervals later at
 		// most); the timeout runs on.
 		return
 	}
