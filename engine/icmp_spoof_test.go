@@ -25,17 +25,10 @@ func quotedHoma(sport, dport uint16, id uint64, n int) []byte {
 func unreachable4(src, dst, qsrc, qdst [4]byte, proto uint8, homa []byte) []byte {
 	q := wire.HomaIPv4Fields(qsrc, qdst, 6, wire.DataHeaderLen+1000)
 	q.Protocol = proto
-	m := wire.ICMP(make([]byte, wire.ICMPHeaderLen+wire.IPv4MinHeaderLen+len(homa)))
-	q.Encode(m[wire.ICMPHeaderLen:])
-	copy(m[wire.ICMPHeaderLen+wire.IPv4MinHeaderLen:], homa)
-	m[0], m[1] = wire.ICMPDestUnreachable, wire.ICMPPortUnreachable
-	m.UpdateChecksum()
-	ipf := wire.HomaIPv4Fields(src, dst, 0, len(m))
-	ipf.Protocol = wire.IPProtoICMP
-	ip := make([]byte, wire.IPv4MinHeaderLen+len(m))
-	ipf.Encode(ip)
-	copy(ip[wire.IPv4MinHeaderLen:], m)
-	return frameOf(ip)
+	quoted := make([]byte, wire.IPv4MinHeaderLen+len(homa))
+	q.Encode(quoted)
+	copy(quoted[wire.IPv4MinHeaderLen:], homa)
+	return frameOf(icmpUnreachable4(src, dst, quoted))
 }
 
 // unreachable6 is unreachable4 for ICMPv6, in an Ethernet frame.

@@ -16,7 +16,13 @@ func portUnreachable(src, dst [4]byte, dport uint16) wire.IPv4 {
 	q.Encode(quoted)
 	binary.BigEndian.PutUint16(quoted[wire.IPv4MinHeaderLen:], 0x8000)
 	binary.BigEndian.PutUint16(quoted[wire.IPv4MinHeaderLen+2:], dport)
-	m := wire.ICMP(append(make([]byte, wire.ICMPHeaderLen), quoted[:wire.ICMPErrorQuoteLen]...))
+	return icmpUnreachable4(src, dst, quoted)
+}
+
+// icmpUnreachable4 returns the IPv4 packet of an ICMP port unreachable
+// from src to dst quoting the bytes quoted.
+func icmpUnreachable4(src, dst [4]byte, quoted []byte) wire.IPv4 {
+	m := wire.ICMP(append(make([]byte, wire.ICMPHeaderLen), quoted...))
 	m[0], m[1] = wire.ICMPDestUnreachable, wire.ICMPPortUnreachable
 	m.UpdateChecksum()
 	ipf := wire.HomaIPv4Fields(src, dst, 0, len(m))
