@@ -100,18 +100,68 @@ func (h *Histogram) Reset() { *h = Histogram{} }
 
 // ComputeCutoffs divides the unscheduled bytes implied by h (each message
 // sends min(length, unschedBytes) unscheduled) into levels equal shares,
-// shorter messages on higher priorities, using the top levels 7, 6, ...
-// The last level's cutoff is maxLength so every message has a level. With
-// an empty histogram it returns DefaultCutoffs. levels is clamped to
-// 1..NumPriorities-1.
+// shorter messages on higher priorities, using the top levels 7, 6, ...:
+// kernel Homa's rule (util/homa_prio). The last level's cutoff is
+// maxLength so every message has a level. With an empty histogram it
+// returns DefaultCutoffs. levels is clamped to 1..NumPriorities-1.
 func ComputeCutoffs(h *Histogram, unschedBytes, levels, maxLength int) Cutoffs {
+	return ComputeCutoffsBy(h, levels, maxLength, UnschedBytesWeight(unschedBytes), 1)
+}
+
+// CutoffWeight is what one message of a length counts toward its level's
+// share when cutoffs are computed.
+type CutoffWeight func(length int) float64
+
+// UnschedBytesWeight counts a message's unscheduled message bytes (the
+// kernel's rule).
+func UnschedBytesWeight(unschedBytes int) CutoffWeight {
+	return func(n int) float64 { return float64(min(n, unschedBytes)) }
+}
+
+// UnschedWireWeight counts a message's unscheduled bytes as the wire
+// carries them: each packet of payload message bytes costs overhead more
+// (headers, preamble, FCS, gap). Where most messages are a few hundred
+// bytes the headers are most of the load: the top level, with most of the
+// messages, carries far more than its share of the link by message bytes
+// alone, and every level below it waits behind that (the Homa paper's
+// simulator counts wire bytes for this reason).
+func UnschedWireWeight(unschedBytes, payload, overhead int) CutoffWeight {
+	payload = max(payload, 1)
+	return func(n int) float64 {
+		u := min(n, unschedBytes)
+		return float64(u + (u+payload-1)/payload*overhead)
+	}
+}
+
+// CountWeight counts messages: every level takes an equal share of them.
+func CountWeight(int) float64 { return 1 }
+
+// ComputeCutoffsBy divides the messages of h into levels levels by weight,
+// shorter messages on higher priorities (7, 6, ...); otherwise as
+// ComputeCutoffs. Each level takes skew times the share of the level
+// above it (the Homa paper simulator's unschedPrioUsageWeight): 1 gives
+// equal shares, below 1 the higher levels carry more.
+func ComputeCutoffsBy(h *Histogram, levels, maxLength int, weight CutoffWeight, skew float64) Cutoffs {
 	if h.total == 0 {
 		return DefaultCutoffs()
 	}
 	levels = min(max(levels, 1), NumPriorities-1)
 	var total float64
 	for b, n := range h.counts {
-		total += float64(n) * float64(min(histUpper(b), uint64(unschedBytes)))
+		if n != 0 {
+			total += float64(n) * weight(int(min(histUpper(b), math.MaxInt32)))
+		}
+	}
+	if !(skew > 0) {
+		skew = 1
+	}
+	// ends[k] is the cumulative share at the end of level k (0 the top).
+	var ends [NumPriorities]float64
+	sum, w := 0.0, 1.0
+	for k := range levels {
+		sum += w
+		ends[k] = sum
+		w *= skew
 	}
 	var c Cutoffs
 	level, cum := 0, 0.0
@@ -119,8 +169,8 @@ func ComputeCutoffs(h *Histogram, unschedBytes, levels, maxLength int) Cutoffs {
 		if n == 0 || level >= levels-1 {
 			continue
 		}
-		cum += float64(n) * float64(min(histUpper(b), uint64(unschedBytes)))
-		if cum >= total*float64(level+1)/float64(levels) {
+		cum += float64(n) * weight(int(min(histUpper(b), math.MaxInt32)))
+		if cum >= total*ends[level]/sum {
 			c[NumPriorities-1-level] = uint32(min(histUpper(b), uint64(maxLength)))
 			level++
 		}

@@ -82,7 +82,35 @@ type Config struct {
 	// UnschedBytes is the engine's unscheduled bytes (rttBytes); 0: 10 KB,
 	// the paper's at 10 Gb/s.
 	UnschedBytes int
+	// Cutoffs is the rule the unscheduled priority cutoffs are computed
+	// by (CutoffRules); "" is DefaultCutoffRule.
+	Cutoffs string
+	// UnschedLevels is how many priority levels take unscheduled bytes;
+	// 0: the workload's share of unscheduled bytes of eight levels.
+	UnschedLevels int
+	// CutoffSkew is each lower level's share of the one above
+	// (sched.ComputeCutoffsBy); 0 is 1.
+	CutoffSkew float64
 }
+
+// The rules unscheduled cutoffs can be computed by: equal unscheduled
+// message bytes per level (kernel Homa's util/homa_prio), equal bytes on
+// the wire (headers per packet counted: the Homa paper's simulator), or
+// an equal number of messages per level.
+const (
+	CutoffsBytes = "bytes"
+	CutoffsWire  = "wire"
+	CutoffsCount = "count"
+	// CutoffsBalanced balances each level's wait against its messages'
+	// own time at the run's load (sched.ComputeCutoffsBalanced).
+	CutoffsBalanced = "balanced"
+)
+
+// CutoffRules lists the rules.
+var CutoffRules = []string{CutoffsBytes, CutoffsWire, CutoffsCount, CutoffsBalanced}
+
+// DefaultCutoffRule is the rule the hosts use unless told otherwise.
+const DefaultCutoffRule = CutoffsBalanced
 
 // DefaultConfig is the paper's cluster: 144 hosts, W4 at 80%, homa, the
 // messages of 100 ms of arrivals (at most 500,000).
@@ -120,6 +148,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%d messages, %d ns, at most %d: want a number of messages or a duration", c.Messages, c.Duration, c.MaxMessages)
 	case c.UnschedBytes < 0:
 		return errors.New("unscheduled bytes must not be negative")
+	case c.Cutoffs != "" && !slices.Contains(CutoffRules, c.Cutoffs):
+		return fmt.Errorf("cutoff rule %q: want one of %s", c.Cutoffs, strings.Join(CutoffRules, ", "))
+	case c.UnschedLevels < 0 || c.UnschedLevels > 7:
+		return fmt.Errorf("%d unscheduled levels: want 0 (from the workload) or 1..7", c.UnschedLevels)
 	case !slices.Contains(Variants, c.Variant):
 		return fmt.Errorf("variant %q: want one of %s", c.Variant, variantNames())
 	}

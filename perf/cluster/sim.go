@@ -114,7 +114,7 @@ func engineConfig(cfg Config, wl *slowdown.Workload, i int, mh *memnet.Host, now
 	g := sched.DefaultGrantConfig()
 	g.MaxIncoming, g.Increment, g.FIFOIncrement = unsched*10, max(unsched/4, 1), unsched*5/4
 	c.Grant = g
-	c.Cutoffs = cutoffsFor(wl, unsched)
+	c.Cutoffs = cutoffsFor(wl, unsched, cfg.Cutoffs, cfg.UnschedLevels, cfg.CutoffSkew, cfg.Load)
 	c.PeerCutoffs = c.Cutoffs // every host has the same: no warm-up at priority 6 per pair
 	c.ScheduledDataQueue = cfg.ScheduledDataQueue
 	c.MessagePriorityResends = cfg.MessagePriorityResends
@@ -136,11 +136,16 @@ func engineConfig(cfg Config, wl *slowdown.Workload, i int, mh *memnet.Host, now
 	return c
 }
 
+// responseBytes is the length of every response.
+const responseBytes = 1
+
 // cutoffsFor divides the priorities as Homa does for a workload: the
-// unscheduled levels take the share of the levels that unscheduled bytes
-// have of all bytes (at least one, leaving one for scheduled bytes), each
-// carrying an equal share of the unscheduled bytes, shortest first.
-func cutoffsFor(wl *slowdown.Workload, unsched int) sched.Cutoffs {
+// unscheduled levels take the share of the eight levels that unscheduled
+// bytes have of all bytes on the wire (at least one, leaving one for
+// scheduled bytes; levels, where not 0, instead), and the cutoffs between
+// them follow rule (CutoffRules), shortest messages highest; skew is
+// sched.ComputeCutoffsBy's.
+func cutoffsFor(wl *slowdown.Workload, unsched int, rule string, levels int, skew, load float64) sched.Cutoffs {
 	var h sched.Histogram
 	prev := 0.0
 	for i, size := range wl.Sizes {
@@ -150,10 +155,25 @@ func cutoffsFor(wl *slowdown.Workload, unsched int) sched.Cutoffs {
 			h.Record(size)
 		}
 	}
-	u := wl.Mean(func(n int) float64 { return float64(min(n, unsched)) })
-	all := wl.Mean(func(n int) float64 { return float64(n) })
-	levels := min(max(int(math.Round(float64(sched.NumPriorities)*u/all)), 1), sched.NumPriorities-1)
-	return sched.ComputeCutoffs(&h, unsched, levels, max(wl.Max(), 1))
+	payload := wire.PayloadPerPacket(1500, wire.IPv4MinHeaderLen)
+	overhead := 14 + wire.IPv4MinHeaderLen + wire.DataHeaderLen + sched.WireOverhead
+	onWire := sched.UnschedWireWeight(math.MaxInt32, payload, overhead)
+	if levels == 0 {
+		u := wl.Mean(func(n int) float64 { return onWire(min(n, unsched)) })
+		all := wl.Mean(func(n int) float64 { return onWire(n) })
+		levels = min(max(int(math.Round(float64(sched.NumPriorities)*u/all)), 1), sched.NumPriorities-1)
+	}
+	weight := sched.UnschedBytesWeight(unsched)
+	switch rule {
+	case CutoffsWire:
+		weight = sched.UnschedWireWeight(unsched, payload, overhead)
+	case CutoffsCount:
+		weight = sched.CountWeight
+	case CutoffsBalanced, "":
+		return sched.ComputeCutoffsBalanced(&h, levels, max(wl.Max(), 1),
+			sched.BalancedCutoffs{UnschedBytes: unsched, Payload: payload, Overhead: overhead, Load: load})
+	}
+	return sched.ComputeCutoffsBy(&h, levels, max(wl.Max(), 1), weight, skew)
 }
 
 func newSim(cfg Config) (*sim, error) {
@@ -260,7 +280,7 @@ func (h *host) serve() {
 				s.samples = append(s.samples, Sample{Size: st.size, Ns: now - st.t, IdleNs: s.idle.ns(st.size, cross)})
 			}
 		}
-		if err := h.srv.Reply(m, s.payload[:1]); err != nil {
+		if err := h.srv.Reply(m, s.payload[:responseBytes]); err != nil {
 			s.fail("host %d: Reply: %v", h.idx, err)
 		}
 	}
