@@ -75,6 +75,11 @@ func Plot(results []*Result, dir string) ([]string, error) {
 			return nil, err
 		}
 		paths = append(paths, path)
+		if path, err := plotBacklog(groups[k], dir); err != nil {
+			return nil, err
+		} else if path != "" {
+			paths = append(paths, path)
+		}
 	}
 	// Offered against delivered: where each variant stops keeping up.
 	wls := map[string][]*Result{}
@@ -130,4 +135,38 @@ func Plot(results []*Result, dir string) ([]string, error) {
 		paths = append(paths, path)
 	}
 	return paths, nil
+}
+
+// plotBacklog writes the bytes outstanding over time of one workload and
+// load, one line per variant ("" where no run has two samples): a flat
+// line keeps up, a rising one does not.
+func plotBacklog(runs []*Result, dir string) (string, error) {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%s at %.0f%% load: requests sent and not yet delivered", runs[0].Workload, 100*runs[0].Load)
+	p.X.Label.Text = "simulated time (ms)"
+	p.Y.Label.Text = "backlog (MB, all hosts)"
+	p.Add(plotter.NewGrid())
+	lines := 0
+	for _, r := range runs {
+		if len(r.Backlog) < 2 {
+			continue
+		}
+		xys := make(plotter.XYs, len(r.Backlog))
+		for i, b := range r.Backlog {
+			xys[i] = plotter.XY{X: b.Ms, Y: float64(b.Bytes) / 1e6}
+		}
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return "", err
+		}
+		l.Color, l.Width = variantColors[r.Variant], vg.Points(1.5)
+		p.Add(l)
+		p.Legend.Add(fmt.Sprintf("%s (growth %+.3f)", r.Variant, r.BacklogGrowth), l)
+		lines++
+	}
+	if lines == 0 {
+		return "", nil
+	}
+	path := filepath.Join(dir, fmt.Sprintf("cluster-%s-%02.0f-backlog.png", runs[0].Workload, 100*runs[0].Load))
+	return path, perf.SaveLegendBeside(p, 9*vg.Inch, 5*vg.Inch, path)
 }

@@ -24,7 +24,7 @@ func Summary(r *Result, w io.Writer) {
 
 // Table is the runs' headline table.
 func Table(results []*Result) perf.Table {
-	t := perf.Table{Header: []string{"workload", "load", "variant", "P99 <=1KB", "P50 <=1KB", "P99 largest", "peak queue B", "offered Gb/s", "carried", "keeps up", "wasted bw", "resent pkts", "resent B", "resends BUSY", "drain ms", "sim ms", "wall s"}}
+	t := perf.Table{Header: []string{"workload", "load", "variant", "P99 <=1KB", "P50 <=1KB", "P99 largest", "peak queue B", "offered Gb/s", "carried", "backlog growth", "keeps up", "wasted bw", "resent pkts", "resent B", "resends BUSY", "drain ms", "sim ms", "wall s"}}
 	for _, r := range results {
 		s99, s50, l99 := "-", "-", "-"
 		if r.Short != nil {
@@ -35,7 +35,7 @@ func Table(results []*Result) perf.Table {
 		}
 		t.Rows = append(t.Rows, []string{r.Workload, fmt.Sprintf("%.0f%%", 100*r.Load), string(r.Variant), s99, s50, l99,
 			fmt.Sprint(r.Queues.Max()), fmt.Sprintf("%.2f", r.OfferedGbps), fmt.Sprintf("%.3f", r.Carried),
-			yesNo(r.KeepsUp), fmt.Sprintf("%.1f%%", 100*r.WastedBandwidth),
+			fmt.Sprintf("%+.3f", r.BacklogGrowth), yesNo(r.KeepsUp), fmt.Sprintf("%.1f%%", 100*r.WastedBandwidth),
 			fmt.Sprint(r.Resent), fmt.Sprint(r.ResentBytes), fmt.Sprint(r.ResendsBusy), fmt.Sprintf("%.1f", r.DrainMs), fmt.Sprintf("%.1f", float64(r.SimNs)/1e6), fmt.Sprintf("%.1f", r.WallSeconds)})
 	}
 	return t
@@ -66,13 +66,29 @@ type Goal struct {
 	Met  bool   `json:"met"`
 }
 
-// ShortGoal is the short messages' P99 slowdown at 80% load the goal
-// allows.
-const ShortGoal = 2.2
+// ShortGoals are the goals for homa's P99 slowdown of short messages at
+// 80% load: messages up to 1 KB, or, where a workload has none (W5), its
+// smallest size bucket. The Homa paper's simulation put W1's "within
+// 2.2x"; these ask a little more of each workload.
+var ShortGoals = map[string]float64{"W1": 2.0, "W2": 2.0, "W3": 2.0, "W4": 1.8, "W5": 1.6}
 
-// Goals are the goal rows the results allow: homa's P99 slowdown of
-// messages up to 1 KB at 80% load within ShortGoal for each workload, and
-// homa keeping up at 90% where the baselines do not (per workload).
+// ShortOf is what the short-message goal is judged on: r.Short, or the
+// smallest size bucket where the workload has no message up to 1 KB; its
+// name says which.
+func ShortOf(r *Result) (*Bucket, string) {
+	if r.Short != nil {
+		return r.Short, "messages <= 1 KB"
+	}
+	if len(r.Buckets) > 0 {
+		b := r.Buckets[0]
+		return &b, fmt.Sprintf("its smallest messages (%d-%d B, n=%d)", b.MinSize, b.MaxSize, b.Count)
+	}
+	return nil, ""
+}
+
+// Goals are the goal rows the results allow: homa's P99 slowdown of short
+// messages at 80% load within ShortGoals for each workload, and homa
+// keeping up at 90% where the baselines do not (per workload).
 func Goals(results []*Result) []Goal {
 	var out []Goal
 	find := func(wl string, load float64, v Variant) *Result {
@@ -90,9 +106,12 @@ func Goals(results []*Result) []Goal {
 		}
 	}
 	for _, w := range wls {
-		if r := find(w, 0.8, Homa); r != nil && r.Short != nil {
-			out = append(out, Goal{What: fmt.Sprintf("%s at 80%%: homa's P99 slowdown of messages <= 1 KB", w),
-				Want: fmt.Sprintf("<= %.1f", ShortGoal), Got: fmt.Sprintf("%.2f", r.Short.P99), Met: r.Short.P99 <= ShortGoal})
+		if r := find(w, 0.8, Homa); r != nil {
+			want, ok := ShortGoals[w]
+			if b, what := ShortOf(r); ok && b != nil {
+				out = append(out, Goal{What: fmt.Sprintf("%s at 80%%: homa's P99 slowdown of %s", w, what),
+					Want: fmt.Sprintf("<= %.1f", want), Got: fmt.Sprintf("%.2f", b.P99), Met: b.P99 <= want})
+			}
 		}
 		h := find(w, 0.9, Homa)
 		if h == nil {
@@ -104,7 +123,7 @@ func Goals(results []*Result) []Goal {
 				fell = append(fell, string(v))
 			}
 		}
-		got := "homa keeps up: " + yesNo(h.KeepsUp)
+		got := fmt.Sprintf("homa keeps up: %s (backlog growth %+.3f)", yesNo(h.KeepsUp), h.BacklogGrowth)
 		if len(fell) > 0 {
 			got += "; behind: " + strings.Join(fell, ", ")
 		} else {

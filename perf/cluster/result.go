@@ -37,14 +37,23 @@ type Result struct {
 	// host over the offered period (the arrivals' span). Carried is, over
 	// the period's second half, the DATA frame bytes the network
 	// delivered over those offered (requests and responses, headers
-	// included): where a variant keeps up its backlog is stationary and
-	// the two match (what was in flight at the half's start makes up for
-	// what is at its end); where it cannot, the backlog grows and it
-	// carries only what the links let through. KeepsUp: Carried >=
-	// KeepUpFraction.
-	OfferedGbps float64 `json:"offered_gbps_per_host"`
-	Carried     float64 `json:"carried"`
-	KeepsUp     bool    `json:"keeps_up"`
+	// included).
+	//
+	// Backlog is the bytes of the requests sent and not yet delivered,
+	// every ms of the arrivals, and BacklogGrowth the least-squares slope
+	// of it over the period's second half as a share of the bytes offered
+	// per unit time: where a variant keeps up its backlog is stationary
+	// and the slope near 0; where it cannot, the backlog grows by what the
+	// links do not carry, and the slope is that share. A run must be long
+	// against its workload's longest messages for either to settle (a
+	// 29 MB message of W5 takes 23 ms alone on an idle 10 Gb/s link):
+	// the backlog plot shows whether it did. KeepsUp: BacklogGrowth <=
+	// 1 - KeepUpFraction.
+	OfferedGbps   float64        `json:"offered_gbps_per_host"`
+	Carried       float64        `json:"carried"`
+	Backlog       []BacklogPoint `json:"backlog"`
+	BacklogGrowth float64        `json:"backlog_growth"`
+	KeepsUp       bool           `json:"keeps_up"`
 	DrainMs     float64 `json:"drain_ms"` // after the last arrival, until all was delivered
 
 	// WastedBandwidth is the Homa paper simulator's receiver metric: over
@@ -74,9 +83,32 @@ type Result struct {
 	Cutoffs [8]uint32 `json:"cutoffs"`
 }
 
-// KeepUpFraction is the least share of the offered DATA bytes that a
-// variant keeping up carries (Result.Carried).
+// KeepUpFraction is the least share of the offered bytes that a variant
+// keeping up delivers (Result.BacklogGrowth).
 const KeepUpFraction = 0.95
+
+// BacklogPoint is the backlog at one moment.
+type BacklogPoint struct {
+	Ms    float64 `json:"ms"`
+	Bytes int64   `json:"bytes"`
+}
+
+// growth is the least-squares slope of the points from half the period
+// on, in bytes per ns, over rate (bytes per ns); 0 with fewer than 3.
+func growth(points []BacklogPoint, periodMs, rate float64) float64 {
+	var n, sx, sy, sxx, sxy float64
+	for _, p := range points {
+		if p.Ms < periodMs/2 {
+			continue
+		}
+		x, y := p.Ms*1e6, float64(p.Bytes)
+		n, sx, sy, sxx, sxy = n+1, sx+x, sy+y, sxx+x*x, sxy+x*y
+	}
+	if n < 3 || rate <= 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / (n*sxx - sx*sx) / rate
+}
 
 // Bucket is the slowdown of one size range.
 type Bucket struct {
@@ -145,7 +177,9 @@ func (s *sim) result(cfg Config, wl *slowdown.Workload, end int64, wall time.Dur
 		if s.offeredFrames > 0 {
 			r.Carried = float64(s.dataCarried) / float64(s.offeredFrames)
 		}
-		r.KeepsUp = r.Carried >= KeepUpFraction
+		r.Backlog = s.backlog
+		r.BacklogGrowth = growth(s.backlog, float64(end)/1e6, float64(s.offeredBytes)/float64(end))
+		r.KeepsUp = r.BacklogGrowth <= 1-KeepUpFraction
 	}
 	r.DrainMs = float64(s.net.Now()-end) / 1e6
 	r.Buckets = Buckets(s.samples)

@@ -80,6 +80,10 @@ type sim struct {
 	// period, and those offered in it (requests and their responses)
 	dataCarried, offeredFrames int64
 	end                        int64 // the last arrival, ns
+	// backlogBytes is the bytes of the requests sent and not yet
+	// delivered; backlog samples it every ms of the arrivals.
+	backlogBytes int64
+	backlog      []BacklogPoint
 	responses, failedRPCs      int
 }
 
@@ -274,6 +278,7 @@ func (h *host) serve() {
 			s.fail("host %d: request %v of %d bytes for host %d; sent %d bytes to host %d", h.idx, k, len(m.Data), h.idx, st.size, st.dst)
 		default:
 			delete(s.inflight, k)
+			s.backlogBytes -= int64(st.size)
 			s.delivered++
 			if st.measured {
 				cross := s.hosts[src].mh.Rack() != h.mh.Rack()
@@ -349,6 +354,7 @@ func (s *sim) send(a arrival, measured bool) {
 	s.inflight[msgKey{a.src, id}] = started{t: s.net.Now(), size: a.size, dst: a.dst, measured: measured}
 	s.offered++
 	s.offeredBytes += int64(a.size)
+	s.backlogBytes += int64(a.size)
 	if now := s.net.Now(); now > s.end/2 {
 		s.offeredFrames += frameBytes(a.size) + frameBytes(1)
 	}
@@ -397,6 +403,9 @@ func Run(cfg Config, progress Progress) (*Result, error) {
 	lastReport := time.Now()
 	for s.net.Now() < limit {
 		s.net.RunUntil(s.net.Now() + 1_000_000)
+		if s.net.Now() <= end {
+			s.backlog = append(s.backlog, BacklogPoint{Ms: float64(s.net.Now()) / 1e6, Bytes: s.backlogBytes})
+		}
 		if s.net.Now() > end && next == len(arr) && len(s.inflight) == 0 && s.responses+s.failedRPCs >= s.offered {
 			break
 		}

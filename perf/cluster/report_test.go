@@ -1,0 +1,45 @@
+package cluster
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+// Every workload's short-message goal row: up to 1 KB where it has such
+// messages, its smallest bucket where not (W5), against its own goal.
+func TestGoals_shortRowPerWorkload(t *testing.T) {
+	r1 := &Result{Workload: "W1", Load: 0.8, Variant: Homa, Short: &Bucket{P99: 2.05}, Buckets: []Bucket{{MinSize: 8, MaxSize: 9, P99: 1.7}}}
+	r5 := &Result{Workload: "W5", Load: 0.8, Variant: Homa, Buckets: []Bucket{{MinSize: 1430, MaxSize: 1430, Count: 23, P99: 1.55}, {MinSize: 2860, MaxSize: 2860, P99: 9}}}
+	g := Goals([]*Result{r1, r5})
+	if len(g) != 2 {
+		t.Fatalf("%d goal rows: %+v", len(g), g)
+	}
+	if g[0].Met || g[0].Want != "<= 2.0" || g[0].Got != "2.05" || !strings.Contains(g[0].What, "<= 1 KB") {
+		t.Errorf("W1 row %+v: want 2.05 against <= 2.0, not met", g[0])
+	}
+	if !g[1].Met || g[1].Want != "<= 1.6" || g[1].Got != "1.55" || !strings.Contains(g[1].What, "1430-1430 B, n=23") {
+		t.Errorf("W5 row %+v: want its smallest bucket, 1.55 against <= 1.6, met", g[1])
+	}
+}
+
+// The backlog's growth is its slope over the period's second half as a
+// share of the offered rate: a backlog rising by a tenth of what is
+// offered gives 0.1 whatever the first half did.
+func TestGrowth_slopeOfSecondHalf(t *testing.T) {
+	var pts []BacklogPoint
+	rate := 1e3 // bytes per ns
+	for ms := 1.0; ms <= 100; ms++ {
+		b := 5e9 * math.Min(ms, 50) / 50 // the first half fills
+		if ms > 50 {
+			b += 0.1 * rate * (ms - 50) * 1e6
+		}
+		pts = append(pts, BacklogPoint{Ms: ms, Bytes: int64(b)})
+	}
+	if g := growth(pts, 100, rate); math.Abs(g-0.1) > 1e-6 {
+		t.Fatalf("growth %v, want 0.1", g)
+	}
+	if g := growth(pts[:2], 100, rate); g != 0 {
+		t.Fatalf("two points: %v, want 0", g)
+	}
+}
