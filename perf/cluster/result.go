@@ -54,7 +54,7 @@ type Result struct {
 	Backlog       []BacklogPoint `json:"backlog"`
 	BacklogGrowth float64        `json:"backlog_growth"`
 	KeepsUp       bool           `json:"keeps_up"`
-	DrainMs     float64 `json:"drain_ms"` // after the last arrival, until all was delivered
+	DrainMs       float64        `json:"drain_ms"` // after the last arrival, until all was delivered
 
 	// WastedBandwidth is the Homa paper simulator's receiver metric: over
 	// the measured window, the share of the time a host had a message

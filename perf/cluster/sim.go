@@ -82,9 +82,9 @@ type sim struct {
 	end                        int64 // the last arrival, ns
 	// backlogBytes is the bytes of the requests sent and not yet
 	// delivered; backlog samples it every ms of the arrivals.
-	backlogBytes int64
-	backlog      []BacklogPoint
-	responses, failedRPCs      int
+	backlogBytes          int64
+	backlog               []BacklogPoint
+	responses, failedRPCs int
 }
 
 // Sample is one delivered message of the measured window.
