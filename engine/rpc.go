@@ -64,6 +64,9 @@ type rpc struct {
 	in  inMsg  // response (client) or request (server)
 
 	silentTicks int // ticks since the peer was last heard from for this RPC
+	// outrankedRun counts the consecutive silent ticks in which our link
+	// was kept busy by higher-priority DATA of other messages (outranked).
+	outrankedRun int
 	// heard is 1 + the endpoint's tick of the last DATA, GRANT, RESEND
 	// or BUSY from the peer for this RPC (0: none yet): for icmpLive.
 	heard     uint64

@@ -72,15 +72,26 @@ func (e *Endpoint) checkRPC(r *rpc) {
 		e.timeout(r)
 		return
 	}
-	if r.state == stateIncoming && in.length != 0 && r.silentTicks < e.cfg.ResendTicks+2*e.cfg.ResendInterval && e.outranked(r) {
+	if r.state == stateIncoming && in.length != 0 {
+		if e.outranked(r) {
+			r.outrankedRun++
+		} else {
+			r.outrankedRun = 0
+		}
 		// DATA of another message at a higher priority came in the
 		// last tick: our link was busy, and the bytes we wait for may be
 		// queued behind it in the switch (the lowest granted message
 		// waits while those granted above it flow). No RESEND: a copy
-		// would queue behind them too. Only the first two RESENDs wait so
+		// would queue behind them too. The first two RESENDs wait so
 		// (loss recovery under load is two ResendIntervals later at
-		// most); the timeout runs on.
-		return
+		// most), and any later one while the link has been so busy in
+		// every tick of the silence (a strict-priority queue serves
+		// ours in the first tick it has room), up to half the timeout;
+		// the timeout runs on.
+		if r.outrankedRun > 0 && (r.silentTicks < e.cfg.ResendTicks+2*e.cfg.ResendInterval ||
+			r.outrankedRun >= r.silentTicks && r.silentTicks < e.cfg.TimeoutTicks/2) {
+			return
+		}
 	}
 	if r.silentTicks < e.cfg.ResendTicks || (r.silentTicks-e.cfg.ResendTicks)%e.cfg.ResendInterval != 0 {
 		return
@@ -92,7 +103,7 @@ func (e *Endpoint) checkRPC(r *rpc) {
 
 // outranked reports whether, in the last tick, DATA of another message
 // at a higher priority than that of the bytes r's incoming message waits
-// for arrived, and DATA kept our link at least half busy (so bytes of
+// for arrived, and DATA kept our link at least 90% busy (so bytes of
 // lower priority can have waited in the switch). Without Config.LinkBps
 // the link's load is unknown: never.
 func (e *Endpoint) outranked(r *rpc) bool {

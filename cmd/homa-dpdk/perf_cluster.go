@@ -145,6 +145,8 @@ SRPT, one priority), homa-no-incast (homa-dpdk's incast allowance off).`,
 	f.BoolVar(&cfg.ScheduledDataQueue, "sched-queue", cfg.ScheduledDataQueue, "hosts send scheduled DATA from their lowest NIC queue, in the sender's SRPT order (engine ScheduledDataQueue; =false: every priority its own strict-priority NIC queue)")
 	f.StringVar(&cfg.Cutoffs, "cutoffs", cluster.DefaultCutoffRule, "rule of the unscheduled priority cutoffs: "+strings.Join(cluster.CutoffRules, ", ")+" (equal unscheduled message bytes per level, as kernel Homa; equal bytes on the wire, headers counted, as the Homa paper's simulator; equal message counts; balanced: the least predicted P99 slowdown by load and delay)")
 	f.Float64Var(&cfg.CutoffSkew, "cutoff-skew", 1, "with --cutoffs bytes, wire or count: each lower unscheduled level's share of the level above it (1: equal shares; below 1: higher levels carry more)")
+	f.IntVar(&cfg.MaxIncoming, "max-incoming", 0, "receivers' bound on granted, unreceived bytes (0: ten times the 10 KB unscheduled bytes, the kernel's ratio)")
+	f.IntVar(&cfg.MaxOvercommit, "max-overcommit", 0, "messages a receiver grants to at once (0: the engine's default, 8)")
 	f.IntVar(&cfg.UnschedLevels, "unsched-levels", 0, "priority levels for unscheduled bytes, 1..7 (0: the workload's share of unscheduled wire bytes of the 8 levels)")
 	f.BoolVar(&cfg.MessagePriorityResends, "message-priority-resends", false, "RESENDs name the message's own priority, not kernel Homa's 7 (engine MessagePriorityResends)")
 	f.BoolVar(&cfg.ECMP, "ecmp", false, "one core per pair of hosts (hash) instead of per-packet spraying")

@@ -82,6 +82,12 @@ type Config struct {
 	// UnschedBytes is the engine's unscheduled bytes (rttBytes); 0: 10 KB,
 	// the paper's at 10 Gb/s.
 	UnschedBytes int
+	// MaxIncoming is the receivers' bound on granted, unreceived bytes
+	// (sched.GrantConfig.MaxIncoming); 0: ten times UnschedBytes.
+	MaxIncoming int
+	// MaxOvercommit is how many messages a receiver grants to at once
+	// (sched.GrantConfig.MaxOvercommit); 0: the engine's default, 8.
+	MaxOvercommit int
 	// Cutoffs is the rule the unscheduled priority cutoffs are computed
 	// by (CutoffRules); "" is DefaultCutoffRule.
 	Cutoffs string
@@ -146,8 +152,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("load %g: want 0 < load < 1", c.Load)
 	case c.Messages < 0 || c.Messages == 0 && (c.Duration <= 0 || c.MaxMessages < 1):
 		return fmt.Errorf("%d messages, %d ns, at most %d: want a number of messages or a duration", c.Messages, c.Duration, c.MaxMessages)
-	case c.UnschedBytes < 0:
-		return errors.New("unscheduled bytes must not be negative")
+	case c.UnschedBytes < 0 || c.MaxIncoming < 0 || c.MaxOvercommit < 0:
+		return errors.New("unscheduled and incoming bytes must not be negative")
 	case c.Cutoffs != "" && !slices.Contains(CutoffRules, c.Cutoffs):
 		return fmt.Errorf("cutoff rule %q: want one of %s", c.Cutoffs, strings.Join(CutoffRules, ", "))
 	case c.UnschedLevels < 0 || c.UnschedLevels > 7:

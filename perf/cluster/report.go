@@ -151,6 +151,7 @@ func Markdown(results []*Result, w io.Writer) {
 	Table(results).Markdown(w)
 	fmt.Fprint(w, "\n## Goals\n\n")
 	GoalTable(Goals(results)).Markdown(w)
+	paperMarkdown(results, w)
 	fmt.Fprint(w, "\n## Slowdown by size (P50 / P99), per run\n\n")
 	for _, r := range results {
 		fmt.Fprintf(w, "\n### %s at %.0f%%, %s (%d messages measured of %d)\n\n", r.Workload, 100*r.Load, r.Variant, r.Measured, r.Offered)

@@ -117,6 +117,12 @@ func engineConfig(cfg Config, wl *slowdown.Workload, i int, mh *memnet.Host, now
 	c.UnschedBytes = unsched
 	g := sched.DefaultGrantConfig()
 	g.MaxIncoming, g.Increment, g.FIFOIncrement = unsched*10, max(unsched/4, 1), unsched*5/4
+	if cfg.MaxIncoming > 0 {
+		g.MaxIncoming = cfg.MaxIncoming
+	}
+	if cfg.MaxOvercommit > 0 {
+		g.MaxOvercommit = cfg.MaxOvercommit
+	}
 	c.Grant = g
 	c.Cutoffs = cutoffsFor(wl, unsched, cfg.Cutoffs, cfg.UnschedLevels, cfg.CutoffSkew, cfg.Load)
 	c.PeerCutoffs = c.Cutoffs // every host has the same: no warm-up at priority 6 per pair
