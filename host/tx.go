@@ -39,10 +39,29 @@ type mbufTx struct {
 
 	NoBuffer uint64 // Buffer calls refused: the pool was empty
 	Busy     uint64 // Buffer calls refused: the TX queues were backed up
+	// unsent counts, by priority, frames Send was given without a lent
+	// mbuf (none went out): they have left as far as TxDone says.
+	unsent [nicq.NumPriorities]uint64
 }
 
-// mbufTx is the engine's transmit side, with zero-copy DATA.
-var _ engine.DataSender = (*mbufTx)(nil)
+// mbufTx is the engine's transmit side, with zero-copy DATA, and tells the
+// engine which of its frames still wait in the software TX queues.
+var (
+	_ engine.DataSender = (*mbufTx)(nil)
+	_ engine.TxProgress = (*mbufTx)(nil)
+)
+
+// TxDone is engine.TxProgress: the frames of priority prio that left the
+// software queues (nicq.Scheduler.Done: taken by their NIC queue, or
+// dropped). A frame the NIC queue holds counts as gone; the software
+// queues, served in strict priority, are where a low priority waits. The
+// host stack's own frames (ARP, ICMP) count at the highest priority: the
+// engine then takes a little early that a frame of its own has left,
+// and retransmits as it would without TxDone.
+func (t *mbufTx) TxDone(prio int) uint64 {
+	prio = min(max(prio, 0), nicq.NumPriorities-1)
+	return t.sched.Done(prio) + t.unsent[prio]
+}
 
 func newMbufTx(pool *dpdk.Mempool, sched *nicq.Scheduler[*dpdk.Mbuf], burst, highWater int) *mbufTx {
 	return &mbufTx{pool: pool, sched: sched, stash: make([]*dpdk.Mbuf, burst), highWater: highWater}
@@ -87,6 +106,7 @@ func (t *mbufTx) Buffer() []byte {
 func (t *mbufTx) Send(frame []byte, prio int) {
 	m := t.lent
 	if m == nil {
+		t.unsent[min(max(prio, 0), nicq.NumPriorities-1)]++
 		return
 	}
 	t.lent = nil

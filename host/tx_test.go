@@ -91,3 +91,47 @@ func TestHostLoop_nextHopUsesGatewayOffSubnet(t *testing.T) {
 		t.Errorf("resolve off-link without gateway: %v (no_route %d), want no route", n, l.noRoute)
 	}
 }
+
+// TxDone tells the engine which of its frames still wait in the software
+// TX queues: a frame counts once its NIC queue took it (or it was
+// dropped), not while it waits behind higher priorities; one sent without
+// a lent mbuf counts at once.
+func TestMbufTx_txDoneCountsFramesThatLeft(t *testing.T) {
+	dpdktest.Need(t)
+	pool, err := dpdk.NewPktMbufPool("txdone", 256, 0, 2048+uint16(dpdk.PktmbufHeadroom), dpdk.SocketIDAny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Free()
+	pm, _ := nicq.NewMap(2)
+	sched, err := nicq.NewScheduler[*dpdk.Mbuf](nicq.Config{Map: pm, Capacity: 16, Burst: 4, LinkBps: 1e9, MaxNICQueue: 1e6},
+		func(m *dpdk.Mbuf) int { return m.PktLen() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := newMbufTx(pool, sched, 4, 8)
+	for range 3 {
+		b := tx.Buffer()
+		tx.Send(b[:100], 0)
+	}
+	tx.Send(make([]byte, 100), 6) // nothing lent: counts as gone
+	if tx.TxDone(0) != 0 || tx.TxDone(6) != 1 {
+		t.Fatalf("queued: TxDone(0) %d, TxDone(6) %d; want 0, 1", tx.TxDone(0), tx.TxDone(6))
+	}
+	sched.Fill(0)
+	q := pm.Queue(0)
+	burst := append([]*dpdk.Mbuf(nil), sched.Burst(q)...)
+	sched.Taken(q, 2, 0, func(m *dpdk.Mbuf) { m.Free() })
+	dpdk.FreeBulk(burst[:2]) // "sent"
+	if tx.TxDone(0) != 2 {
+		t.Fatalf("2 of 3 taken: TxDone(0) %d", tx.TxDone(0))
+	}
+	sched.Drain(func(m *dpdk.Mbuf) { m.Free() })
+	if tx.TxDone(0) != 3 {
+		t.Fatalf("after Drain: TxDone(0) %d, want 3", tx.TxDone(0))
+	}
+	tx.close()
+	if pool.InUse() != 0 {
+		t.Errorf("%d mbufs in use", pool.InUse())
+	}
+}

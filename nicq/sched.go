@@ -37,11 +37,18 @@ type Scheduler[T any] struct {
 	size    func(T) int
 	queues  []ring[T]
 	bursts  [][]T
-	bpaced  [][]bool     // per burst, in step with bursts: the packets' paced flags
-	paced   []ring[bool] // per queue, in step with queues: does the packet wait for the backlog?
+	bmeta   [][]uint8     // per burst, in step with bursts: the packets' meta
+	meta    []ring[uint8] // per queue, in step with queues: priority | metaPaced
 	backlog Backlog
 	stats   []QueueStats
+	// done counts, by priority, the packets that left: taken by a NIC
+	// queue, or dropped (Done).
+	done [NumPriorities]uint64
 }
+
+// metaPaced marks a packet that waits for the NIC backlog; the low bits
+// of its meta are its priority.
+const metaPaced = 0x80
 
 // NewScheduler makes a scheduler for cfg.Map.Queues() TX queues.
 func NewScheduler[T any](cfg Config, size func(T) int) (*Scheduler[T], error) {
@@ -62,17 +69,17 @@ func NewScheduler[T any](cfg Config, size func(T) int) (*Scheduler[T], error) {
 		cfg:     cfg,
 		size:    size,
 		queues:  make([]ring[T], n),
-		paced:   make([]ring[bool], n),
+		meta:    make([]ring[uint8], n),
 		bursts:  make([][]T, n),
-		bpaced:  make([][]bool, n),
+		bmeta:   make([][]uint8, n),
 		backlog: NewBacklog(cfg.LinkBps),
 		stats:   make([]QueueStats, n),
 	}
 	for q := range n {
 		s.queues[q] = newRing[T](cfg.Capacity)
-		s.paced[q] = newRing[bool](cfg.Capacity)
+		s.meta[q] = newRing[uint8](cfg.Capacity)
 		s.bursts[q] = make([]T, 0, cfg.Burst)
-		s.bpaced[q] = make([]bool, 0, cfg.Burst)
+		s.bmeta[q] = make([]uint8, 0, cfg.Burst)
 	}
 	return s, nil
 }
@@ -83,12 +90,18 @@ func NewScheduler[T any](cfg Config, size func(T) int) (*Scheduler[T], error) {
 // a paced one waits for room. It returns false, and counts a drop, when
 // the queue is full: the caller frees the packet.
 func (s *Scheduler[T]) Enqueue(p T, prio int, paced bool) bool {
+	prio = min(max(prio, 0), NumPriorities-1)
 	q := s.cfg.Map.Queue(prio)
 	if !s.queues[q].pushBack(p) {
 		s.stats[q].Dropped++
+		s.done[prio]++
 		return false
 	}
-	s.paced[q].pushBack(paced)
+	m := uint8(prio)
+	if paced {
+		m |= metaPaced
+	}
+	s.meta[q].pushBack(m)
 	st := &s.stats[q]
 	st.Enqueued++
 	st.MaxDepth = max(st.MaxDepth, s.queues[q].len())
@@ -101,10 +114,10 @@ func (s *Scheduler[T]) Enqueue(p T, prio int, paced bool) bool {
 func (s *Scheduler[T]) Fill(now int64) {
 	blocked := false
 	for q := range s.queues {
-		b, bp := s.bursts[q][:0], s.bpaced[q][:0]
-		r, pr := &s.queues[q], &s.paced[q]
+		b, bp := s.bursts[q][:0], s.bmeta[q][:0]
+		r, pr := &s.queues[q], &s.meta[q]
 		for r.len() > 0 && len(b) < s.cfg.Burst {
-			if pr.peek() && (blocked || !s.backlog.Room(now, s.cfg.MaxNICQueue)) {
+			if pr.peek()&metaPaced != 0 && (blocked || !s.backlog.Room(now, s.cfg.MaxNICQueue)) {
 				blocked = true
 				s.stats[q].Deferred++
 				break
@@ -114,7 +127,7 @@ func (s *Scheduler[T]) Fill(now int64) {
 			s.backlog.Sent(now, s.size(p))
 			b = append(b, p)
 		}
-		s.bursts[q], s.bpaced[q] = b, bp
+		s.bursts[q], s.bmeta[q] = b, bp
 	}
 }
 
@@ -130,19 +143,24 @@ func (s *Scheduler[T]) Taken(q, n int, now int64, drop func(T)) {
 	b := s.bursts[q]
 	n = min(max(n, 0), len(b))
 	s.stats[q].Sent += uint64(n)
+	bm := s.bmeta[q]
+	for _, m := range bm[:n] {
+		s.done[m&^metaPaced]++
+	}
 	for i := len(b) - 1; i >= n; i-- {
 		s.backlog.busyUntil -= s.backlog.WireTime(s.size(b[i]))
 		if !s.queues[q].pushFront(b[i]) {
 			s.stats[q].Dropped++
+			s.done[bm[i]&^metaPaced]++
 			drop(b[i])
 			continue
 		}
-		s.paced[q].pushFront(s.bpaced[q][i])
+		s.meta[q].pushFront(bm[i])
 		s.stats[q].Returned++
 	}
 	s.backlog.busyUntil = max(s.backlog.busyUntil, now)
 	clear(b)
-	s.bursts[q], s.bpaced[q] = b[:0], s.bpaced[q][:0]
+	s.bursts[q], s.bmeta[q] = b[:0], bm[:0]
 }
 
 // Map is the priority → TX queue map the scheduler uses.
@@ -163,6 +181,13 @@ func (s *Scheduler[T]) Queued(q int) int { return s.queues[q].len() }
 // Backlog is the NIC backlog estimate at now, in ns of link time.
 func (s *Scheduler[T]) Backlog(now int64) int64 { return s.backlog.Queued(now) }
 
+// Done returns how many packets enqueued at priority prio have left the
+// software queues: taken by their NIC queue, or dropped (at Enqueue, at
+// Taken, by Drain). Packets of one priority leave in the order they were
+// enqueued (one queue per priority, FIFO), so the engine can tell whether
+// a packet it sent is still queued (engine.TxProgress).
+func (s *Scheduler[T]) Done(prio int) uint64 { return s.done[min(max(prio, 0), NumPriorities-1)] }
+
 // Stats returns TX queue q's counters.
 func (s *Scheduler[T]) Stats(q int) QueueStats { return s.stats[q] }
 
@@ -171,7 +196,7 @@ func (s *Scheduler[T]) Drain(free func(T)) {
 	for q := range s.queues {
 		for s.queues[q].len() > 0 {
 			free(s.queues[q].popFront())
-			s.paced[q].popFront()
+			s.done[s.meta[q].popFront()&^metaPaced]++
 		}
 	}
 }

@@ -193,3 +193,35 @@ func TestScheduler_steadyStateNoAllocs(t *testing.T) {
 		t.Errorf("a pass allocates %.1f times", allocs)
 	}
 }
+
+// Done counts, by priority, the packets that left: those the NIC queue
+// took, those dropped, and not those returned to wait for the next pass,
+// though several priorities share one queue.
+func TestScheduler_doneByPriority(t *testing.T) {
+	s := newTestScheduler(t, 1, 1e9) // every priority on queue 0
+	for i, prio := range []int{2, 5, 2, 5} {
+		if !s.Enqueue(pkt{fmt.Sprint(i), 100}, prio, false) {
+			t.Fatal("refused")
+		}
+	}
+	s.Fill(0)
+	s.Taken(0, 3, 0, func(pkt) {}) // 2, 5, 2 went; the last 5 returns
+	if s.Done(2) != 2 || s.Done(5) != 1 {
+		t.Fatalf("after 3 of 4 taken: done %d at 2, %d at 5; want 2, 1", s.Done(2), s.Done(5))
+	}
+	for range 8 { // the queue holds 8: one is still there, so one of these drops
+		s.Enqueue(pkt{"x", 100}, 7, false)
+	}
+	if s.Done(7) != 1 {
+		t.Fatalf("one dropped at Enqueue: done %d at 7, want 1", s.Done(7))
+	}
+	s.Fill(0)
+	s.Taken(0, 1, 0, func(pkt) {})
+	if s.Done(5) != 2 || s.Done(7) != 1 {
+		t.Fatalf("the returned 5 taken: done %d at 5, %d at 7; want 2, 1", s.Done(5), s.Done(7))
+	}
+	s.Drain(func(pkt) {})
+	if s.Done(7) != 8 || s.Done(-1) != s.Done(0) || s.Done(99) != s.Done(7) {
+		t.Fatalf("after Drain: done %d at 7, want 8", s.Done(7))
+	}
+}
