@@ -48,7 +48,7 @@ func TestLoad_defaultsAreKernelHoma(t *testing.T) {
 	if h.UnschedBytes != 40000 || h.MaxIncoming != 400000 || h.MaxOvercommit != 8 || h.Window != 0 ||
 		h.GrantFIFOFraction != 0.05 || h.FIFOGrantIncrement != 50000 ||
 		h.ResendTicks != 5 || h.ResendInterval != 5 || h.TimeoutTicks != 100 || h.RequestAckTick != 2 ||
-		h.MaxMessage != 1_000_000 || h.PacerThreshold != 1000 || h.ScheduledDataQueue {
+		h.MaxMessage != 1_000_000 || h.PacerThreshold != 1000 || !h.ScheduledDataQueue {
 		t.Errorf("protocol defaults %+v", h)
 	}
 	if got := h.UnschedCutoffs; len(got) != 4 || got[0] != 200 || got[3] != 1_000_000 {
@@ -64,15 +64,15 @@ func TestLoad_defaultsAreKernelHoma(t *testing.T) {
 	}
 }
 
-// protocol.scheduled_data_queue (off by default) is read from the file
-// and from HOMA_PROTOCOL_SCHEDULED_DATA_QUEUE.
+// protocol.scheduled_data_queue (on by default) is turned off from the
+// file and from HOMA_PROTOCOL_SCHEDULED_DATA_QUEUE.
 func TestLoad_scheduledDataQueue(t *testing.T) {
-	s, err := Load(Source{File: writeFile(t, minimal+"protocol:\n  scheduled_data_queue: true\n")})
-	if err != nil || !s.Protocol.ScheduledDataQueue {
+	s, err := Load(Source{File: writeFile(t, minimal+"protocol:\n  scheduled_data_queue: false\n")})
+	if err != nil || s.Protocol.ScheduledDataQueue {
 		t.Fatalf("from the file: %v, %v", err, err == nil && s.Protocol.ScheduledDataQueue)
 	}
-	t.Setenv("HOMA_PROTOCOL_SCHEDULED_DATA_QUEUE", "true")
-	if s, err = Load(Source{File: writeFile(t, minimal)}); err != nil || !s.Protocol.ScheduledDataQueue {
+	t.Setenv("HOMA_PROTOCOL_SCHEDULED_DATA_QUEUE", "false")
+	if s, err = Load(Source{File: writeFile(t, minimal)}); err != nil || s.Protocol.ScheduledDataQueue {
 		t.Fatalf("from the environment: %v", err)
 	}
 }

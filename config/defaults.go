@@ -27,7 +27,7 @@ var defaults = map[string]any{
 	"protocol.max_message":              1_000_000,
 	"protocol.long_message_peers":       []string{},
 	"protocol.incast_control":           true,
-	"protocol.scheduled_data_queue":     false,
+	"protocol.scheduled_data_queue":     true,
 	"protocol.variant":                  "full",
 	"protocol.checksum":                 false,
 	"protocol.verify_checksum":          "hijacked",

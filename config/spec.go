@@ -101,7 +101,8 @@ type ProtocolSpec struct {
 	// ScheduledDataQueue sends scheduled DATA from the lowest TX queue
 	// (the IPv4 priority unchanged), so that a NIC's strict priority
 	// between its queues cannot hold one message's queued packets behind
-	// the host's other messages (engine Config.ScheduledDataQueue).
+	// the host's other messages (engine Config.ScheduledDataQueue; on by
+	// default, README).
 	ScheduledDataQueue bool `mapstructure:"scheduled_data_queue"`
 	// Variant is the Homa this host speaks: "full" (the kernel module's
 	// protocol) or "upstream" (only the upstream Linux subset, as a host

@@ -198,7 +198,8 @@ type Config struct {
 	// carries that one, for the switches): those packets then leave in the
 	// pacer's SRPT order instead of a NIC's strict priority between its
 	// queues overtaking one message's queued packets with another's for as
-	// long as it sends (found in the cluster simulation; off by default).
+	// long as it sends (found in the cluster simulation; off in
+	// DefaultConfig, on in the daemon's and perf cluster's defaults).
 	ScheduledDataQueue bool
 
 	// Incast configures the unscheduled allowance this endpoint
