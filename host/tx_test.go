@@ -9,20 +9,27 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/nicq"
 )
 
-func TestMbufTx_checksumOffloadMarksEngineFramesOnly(t *testing.T) {
+// newTestTx makes a transmit side on a pool of 256 mbufs (freed when the
+// test ends) and a scheduler of queues TX queues.
+func newTestTx(t *testing.T, name string, queues int) (*dpdk.Mempool, nicq.Map, *nicq.Scheduler[*dpdk.Mbuf], *mbufTx) {
+	t.Helper()
 	dpdktest.Need(t)
-	pool, err := dpdk.NewPktMbufPool("txside", 256, 0, 2048+uint16(dpdk.PktmbufHeadroom), dpdk.SocketIDAny)
+	pool, err := dpdk.NewPktMbufPool(name, 256, 0, 2048+uint16(dpdk.PktmbufHeadroom), dpdk.SocketIDAny)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pool.Free()
-	pm, _ := nicq.NewMap(1)
+	t.Cleanup(pool.Free)
+	pm, _ := nicq.NewMap(queues)
 	sched, err := nicq.NewScheduler[*dpdk.Mbuf](nicq.Config{Map: pm, Capacity: 16, Burst: 4, LinkBps: 1e9, MaxNICQueue: 1e6},
 		func(m *dpdk.Mbuf) int { return m.PktLen() })
 	if err != nil {
 		t.Fatal(err)
 	}
-	tx := newMbufTx(pool, sched, 4, 8)
+	return pool, pm, sched, newMbufTx(pool, sched, 4, 8)
+}
+
+func TestMbufTx_checksumOffloadMarksEngineFramesOnly(t *testing.T) {
+	pool, _, sched, tx := newTestTx(t, "txside", 1)
 	tx.ipCksum, tx.l2Len = true, 14
 	b := tx.Buffer()
 	if len(b) < 1518 {
@@ -97,19 +104,7 @@ func TestHostLoop_nextHopUsesGatewayOffSubnet(t *testing.T) {
 // dropped), not while it waits behind higher priorities; one sent without
 // a lent mbuf counts at once.
 func TestMbufTx_txDoneCountsFramesThatLeft(t *testing.T) {
-	dpdktest.Need(t)
-	pool, err := dpdk.NewPktMbufPool("txdone", 256, 0, 2048+uint16(dpdk.PktmbufHeadroom), dpdk.SocketIDAny)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Free()
-	pm, _ := nicq.NewMap(2)
-	sched, err := nicq.NewScheduler[*dpdk.Mbuf](nicq.Config{Map: pm, Capacity: 16, Burst: 4, LinkBps: 1e9, MaxNICQueue: 1e6},
-		func(m *dpdk.Mbuf) int { return m.PktLen() })
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := newMbufTx(pool, sched, 4, 8)
+	pool, pm, sched, tx := newTestTx(t, "txdone", 2)
 	for range 3 {
 		b := tx.Buffer()
 		tx.Send(b[:100], 0)

@@ -3,7 +3,6 @@ package cluster
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/homa-dpdk/homa-dpdk/perf"
@@ -40,21 +39,11 @@ func paperMarkdown(results []*Result, w io.Writer) {
 		"Its slowdown is a size's P99 latency over the least latency measured for that size; ours is each message's "+
 		"completion time over its idle time from link math (idle.go), which is a little lower than a measured least.\n\n", paperSimSource)
 	t := perf.Table{Header: []string{"workload", "paper: short P99 at 80%", "homa-dpdk: short P99 at 80%", "paper: utilization", "homa-dpdk at 90%: backlog growth, keeps up", "paper: scheduled levels / granted at once", "homa-dpdk: scheduled levels / granted at once"}}
-	find := func(wl string, load float64) *Result {
-		for _, r := range results {
-			if r.Workload == wl && r.Load == load && r.Variant == Homa {
-				return r
-			}
+	find := func(wl string, load float64) *Result { return findRun(results, wl, load, Homa) }
+	for _, wl := range workloads(results) {
+		if find(wl, 0.8) == nil && find(wl, 0.9) == nil {
+			continue
 		}
-		return nil
-	}
-	var wls []string
-	for _, r := range results {
-		if r.Variant == Homa && !slices.Contains(wls, r.Workload) {
-			wls = append(wls, r.Workload)
-		}
-	}
-	for _, wl := range wls {
 		short, keep, levels := "-", "-", "-"
 		if r := find(wl, 0.8); r != nil {
 			if b, what := ShortOf(r); b != nil {

@@ -91,21 +91,8 @@ func ShortOf(r *Result) (*Bucket, string) {
 // keeping up at 90% where the baselines do not (per workload).
 func Goals(results []*Result) []Goal {
 	var out []Goal
-	find := func(wl string, load float64, v Variant) *Result {
-		for _, r := range results {
-			if r.Workload == wl && r.Load == load && r.Variant == v {
-				return r
-			}
-		}
-		return nil
-	}
-	var wls []string
-	for _, r := range results {
-		if !slices.Contains(wls, r.Workload) {
-			wls = append(wls, r.Workload)
-		}
-	}
-	for _, w := range wls {
+	find := func(wl string, load float64, v Variant) *Result { return findRun(results, wl, load, v) }
+	for _, w := range workloads(results) {
 		if r := find(w, 0.8, Homa); r != nil {
 			want, ok := ShortGoals[w]
 			if b, what := ShortOf(r); ok && b != nil {
@@ -133,6 +120,27 @@ func Goals(results []*Result) []Goal {
 			Want: "homa yes, a baseline no", Got: got, Met: h.KeepsUp && len(fell) > 0})
 	}
 	return out
+}
+
+// findRun returns the run of workload wl at load with variant v, or nil.
+func findRun(results []*Result, wl string, load float64, v Variant) *Result {
+	for _, r := range results {
+		if r.Workload == wl && r.Load == load && r.Variant == v {
+			return r
+		}
+	}
+	return nil
+}
+
+// workloads returns the results' workloads in the order they first come.
+func workloads(results []*Result) []string {
+	var wls []string
+	for _, r := range results {
+		if !slices.Contains(wls, r.Workload) {
+			wls = append(wls, r.Workload)
+		}
+	}
+	return wls
 }
 
 // GoalTable is the goal rows as a table.
