@@ -36,10 +36,10 @@ func TestGrowth_slopeOfSecondHalf(t *testing.T) {
 		}
 		pts = append(pts, BacklogPoint{Ms: ms, Bytes: int64(b)})
 	}
-	if g := growth(pts, 100, rate); math.Abs(g-0.1) > 1e-6 {
-		t.Fatalf("growth %v, want 0.1", g)
+	if g, ok := growth(pts, 100, rate); !ok || math.Abs(g-0.1) > 1e-6 {
+		t.Fatalf("growth %v %v, want 0.1", g, ok)
 	}
-	if g := growth(pts[:2], 100, rate); g != 0 {
-		t.Fatalf("two points: %v, want 0", g)
+	if _, ok := growth(pts[:2], 100, rate); ok {
+		t.Fatal("two points: want no growth (cannot tell)")
 	}
 }

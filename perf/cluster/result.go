@@ -40,7 +40,7 @@ type Result struct {
 	// included).
 	//
 	// Backlog is the bytes of the requests sent and not yet delivered,
-	// every ms of the arrivals, and BacklogGrowth the least-squares slope
+	// 200 times over the arrivals (every 10 µs at least), and BacklogGrowth the least-squares slope
 	// of it over the period's second half as a share of the bytes offered
 	// per unit time: where a variant keeps up its backlog is stationary
 	// and the slope near 0; where it cannot, the backlog grows by what the
@@ -94,8 +94,9 @@ type BacklogPoint struct {
 }
 
 // growth is the least-squares slope of the points from half the period
-// on, in bytes per ns, over rate (bytes per ns); 0 with fewer than 3.
-func growth(points []BacklogPoint, periodMs, rate float64) float64 {
+// on, in bytes per ns, over rate (bytes per ns); false with fewer than 3
+// (too short a run to tell).
+func growth(points []BacklogPoint, periodMs, rate float64) (float64, bool) {
 	var n, sx, sy, sxx, sxy float64
 	for _, p := range points {
 		if p.Ms < periodMs/2 {
@@ -105,9 +106,9 @@ func growth(points []BacklogPoint, periodMs, rate float64) float64 {
 		n, sx, sy, sxx, sxy = n+1, sx+x, sy+y, sxx+x*x, sxy+x*y
 	}
 	if n < 3 || rate <= 0 {
-		return 0
+		return 0, false
 	}
-	return (n*sxy - sx*sy) / (n*sxx - sx*sx) / rate
+	return (n*sxy - sx*sy) / (n*sxx - sx*sx) / rate, true
 }
 
 // Bucket is the slowdown of one size range.
@@ -178,8 +179,9 @@ func (s *sim) result(cfg Config, wl *slowdown.Workload, end int64, wall time.Dur
 			r.Carried = float64(s.dataCarried) / float64(s.offeredFrames)
 		}
 		r.Backlog = s.backlog
-		r.BacklogGrowth = growth(s.backlog, float64(end)/1e6, float64(s.offeredBytes)/float64(end))
-		r.KeepsUp = r.BacklogGrowth <= 1-KeepUpFraction
+		var ok bool
+		r.BacklogGrowth, ok = growth(s.backlog, float64(end)/1e6, float64(s.offeredBytes)/float64(end))
+		r.KeepsUp = ok && r.BacklogGrowth <= 1-KeepUpFraction
 	}
 	r.DrainMs = float64(s.net.Now()-end) / 1e6
 	r.Buckets = Buckets(s.samples)

@@ -81,7 +81,7 @@ type sim struct {
 	dataCarried, offeredFrames int64
 	end                        int64 // the last arrival, ns
 	// backlogBytes is the bytes of the requests sent and not yet
-	// delivered; backlog samples it every ms of the arrivals.
+	// delivered; backlog samples it over the arrivals.
 	backlogBytes          int64
 	backlog               []BacklogPoint
 	responses, failedRPCs int
@@ -404,14 +404,22 @@ func Run(cfg Config, progress Progress) (*Result, error) {
 		}
 	}
 	feed()
+	// The backlog, 200 times over the offered period (every 10 µs at
+	// least), so that a run of a few ms has its growth too.
+	every := max(end/200, 10_000)
+	var sample func()
+	sample = func() {
+		s.backlog = append(s.backlog, BacklogPoint{Ms: float64(s.net.Now()) / 1e6, Bytes: s.backlogBytes})
+		if s.net.Now()+every <= end {
+			s.net.At(s.net.Now()+every, sample)
+		}
+	}
+	s.net.At(every, sample)
 	start := time.Now()
 	limit := end + 10*end + 1_000_000_000 // the offered period, then ten times it (or 1 s) to drain
 	lastReport := time.Now()
 	for s.net.Now() < limit {
 		s.net.RunUntil(s.net.Now() + 1_000_000)
-		if s.net.Now() <= end {
-			s.backlog = append(s.backlog, BacklogPoint{Ms: float64(s.net.Now()) / 1e6, Bytes: s.backlogBytes})
-		}
 		if s.net.Now() > end && next == len(arr) && len(s.inflight) == 0 && s.responses+s.failedRPCs >= s.offered {
 			break
 		}
