@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -41,6 +42,11 @@ brings up EAL (with the arguments after --, or the config's eal list), sets up t
 ports, waits for their links and launches one polling loop per port. It answers ARP
 and ping, speaks Homa on protocol 146, and stops cleanly on SIGINT or SIGTERM.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if file == "" {
+				// Lists come only from a file, so no environment or
+				// flag can give the ports: say which flag does.
+				return daemon.InPhase("config", fmt.Errorf("no port is configured: give --config FILE, a YAML file with the ports (every key is in %s); ports come only from a file, not from HOMA_* variables or flags (homa-dpdk demo runs two hosts without one)", config.ExampleFile))
+			}
 			given := map[string]*pflag.Flag{}
 			for k, f := range flags {
 				if f.Changed {

@@ -62,6 +62,19 @@ func TestRun_badConfigAndFlagsNameTheKey(t *testing.T) {
 	}
 }
 
+// run without --config names the flag: ports come only from a file.
+func TestRun_noConfigNamesTheFlag(t *testing.T) {
+	err := runArgs(t, "run")
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, w := range []string{"start-up phase config", "no port is configured", "give --config FILE", "config/example.yaml", "homa-dpdk demo"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not say %q", err, w)
+		}
+	}
+}
+
 func TestConfigCheck_validFileSummarised(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "ok.yaml")
 	if err := os.WriteFile(p, []byte("ports:\n  - device: net_null0\n    address: 10.0.0.1/24\n"), 0o644); err != nil {
