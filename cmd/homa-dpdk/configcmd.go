@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/homa-dpdk/homa-dpdk/config"
 	"github.com/homa-dpdk/homa-dpdk/daemon"
@@ -23,7 +24,7 @@ environment), validates every key, and checks what it names on this machine that
 run would otherwise find wanting only after EAL is up (capture.file writable). It
 prints every problem and exits 1, or prints a summary and exits 0. The devices
 themselves are checked by EAL at run time.`,
-		Args: cobra.ExactArgs(1),
+		Args: oneFile("the config file to check"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			spec, err := config.Load(config.Source{File: args[0]})
 			if err != nil {
@@ -48,4 +49,24 @@ themselves are checked by EAL at run time.`,
 		},
 	})
 	return c
+}
+
+// oneFile accepts exactly one argument, FILE (what it is: what), and
+// otherwise says what is wrong with the command's usage line (the root
+// silences cobra's own usage print).
+func oneFile(what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch len(args) {
+		case 1:
+			return nil
+		case 0:
+			return fmt.Errorf("%s: missing FILE, %s\nusage: %s", nameOf(cmd), what, cmd.UseLine())
+		}
+		return fmt.Errorf("%s: takes one FILE, got %d arguments\nusage: %s", nameOf(cmd), len(args), cmd.UseLine())
+	}
+}
+
+// nameOf is cmd's path without the program's name: "config check".
+func nameOf(cmd *cobra.Command) string {
+	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
 }
