@@ -261,6 +261,29 @@ func TestLoad_typedValues(t *testing.T) {
 	}
 }
 
+// A YAML syntax error names the file's line that holds it, not the line
+// before the construct around it (yaml.v3's context mark, 0-based).
+func TestLoad_yamlSyntaxErrorAtItsLine(t *testing.T) {
+	head := "log:\n  level: info\nports:\n  - device: net_null0\n    address: 10.0.0.1/24\n"
+	for _, tc := range []struct{ name, line6, want string }{
+		{"dedented key", "   mtu: 1500", "line 6: did not find expected '-' indicator"},
+		{"unclosed list", "protocol: {unsched_bytes: [1", "line 6: did not find expected ',' or ']'"},
+		{"tab", "\tmtu: 1500", "line 6: found a tab character that violates indentation"},
+		{"no colon", "    mtu 1500", "line 6: could not find expected ':'"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := writeFile(t, head+tc.line6+"\nlcores: [1]\n")
+			_, err := Load(Source{File: file})
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if want := "config file " + file + ": " + tc.want; !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("got %q, want it to start %q", err, want)
+			}
+		})
+	}
+}
+
 func TestLoad_missingFileNamed(t *testing.T) {
 	_, err := Load(Source{File: "/nonexistent/homa.yaml"})
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/homa.yaml") {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -36,15 +37,20 @@ func Load(src Source) (*Spec, error) {
 		v.SetDefault(k, val)
 	}
 	if src.File != "" {
-		f, err := os.Open(src.File)
+		data, err := os.ReadFile(src.File)
 		if err != nil {
 			return nil, fmt.Errorf("config file: %w", err)
 		}
-		defer f.Close()
-		if err := v.ReadConfig(f); err != nil {
+		if err := yamlSyntax(data); err != nil {
+			return nil, fmt.Errorf("config file %s: %w", src.File, err)
+		}
+		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
 			return nil, fmt.Errorf("config file %s: %w", src.File, err)
 		}
 	} else if src.YAML != "" {
+		if err := yamlSyntax([]byte(src.YAML)); err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
 		if err := v.ReadConfig(strings.NewReader(src.YAML)); err != nil {
 			return nil, fmt.Errorf("config: %w", err)
 		}
