@@ -284,6 +284,25 @@ func TestLoad_yamlSyntaxErrorAtItsLine(t *testing.T) {
 	}
 }
 
+// A typo'd key in the file is named with the key it is nearest, as a
+// typo'd HOMA_ variable is, at its own level of the config.
+func TestLoad_unknownKeyDidYouMean(t *testing.T) {
+	for _, tc := range []struct{ name, body, want string }{
+		{"nested", minimal + "protocol:\n  unsched_bytez: 10\n", "unknown key protocol.unsched_bytez: did you mean protocol.unsched_bytes?"},
+		{"top", minimal + "protocl:\n  unsched_bytes: 10\n", "unknown key protocl: did you mean protocol?"},
+		{"in a list", minimal + "    mtuu: 1500\n", "unknown key ports[0].mtuu: did you mean ports[0].mtu?"},
+		{"nothing near", minimal + "protocol:\n  frobnicate: 1\n", "unknown key protocol.frobnicate (see "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := writeFile(t, tc.body)
+			_, err := Load(Source{File: file})
+			if want := "config " + file + ": " + tc.want; err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("got %v, want it to start %q", err, want)
+			}
+		})
+	}
+}
+
 func TestLoad_missingFileNamed(t *testing.T) {
 	_, err := Load(Source{File: "/nonexistent/homa.yaml"})
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/homa.yaml") {

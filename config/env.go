@@ -72,12 +72,21 @@ func checkEnv(env []string) error {
 // nearestEnv is the known variable closest to name by edit distance, if
 // within a third of its length; "" otherwise.
 func nearestEnv(name string, known map[string]string) string {
-	best, bestD := "", len(name)/3+1
 	names := make([]string, 0, len(known))
 	for k := range known {
 		names = append(names, k)
 	}
+	return nearest(name, names)
+}
+
+// nearest is the one of names closest to name by edit distance (the first
+// in sorted order of those as close), if within a third of name's length;
+// "" otherwise. It says "did you mean" for HOMA_ variables and the file's
+// keys alike.
+func nearest(name string, names []string) string {
+	names = append([]string(nil), names...)
 	sort.Strings(names)
+	best, bestD := "", len(name)/3+1
 	for _, k := range names {
 		if d := editDistance(name, k); d < bestD {
 			best, bestD = k, d

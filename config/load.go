@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -142,12 +143,11 @@ func decodeError(file string, err error) error {
 			continue
 		}
 		if m := invalidKeys.FindStringSubmatch(line); m != nil {
+			// Unknown keys come from the file: a HOMA_ variable naming
+			// none was refused by checkEnv.
+			fileBlamed = true
 			for _, k := range strings.Split(m[2], ", ") {
-				key := k
-				if m[1] != "" {
-					key = m[1] + "." + k
-				}
-				msgs = append(msgs, fmt.Sprintf("unknown key %s (see %s for the keys)", key, ExampleFile))
+				msgs = append(msgs, unknownKey(m[1], k))
 			}
 			continue
 		}
@@ -171,6 +171,63 @@ func decodeError(file string, err error) error {
 		file = ""
 	}
 	return fmt.Errorf("%s: %w", where(file), errors.New(strings.Join(msgs, "; ")))
+}
+
+// unknownKey says that key k under parent ("protocol", "ports[0]"; "" at
+// the top) is none of the config's, with the nearest one at its level.
+func unknownKey(parent, k string) string {
+	join := func(k string) string {
+		if parent == "" {
+			return k
+		}
+		return parent + "." + k
+	}
+	msg := "unknown key " + join(k)
+	if near := nearest(k, keysAt(parent)); near != "" {
+		msg += ": did you mean " + join(near) + "?"
+	}
+	return fmt.Sprintf("%s (see %s for the keys)", msg, ExampleFile)
+}
+
+// listIndex is a list element's index in a key: the [0] of ports[0].
+var listIndex = regexp.MustCompile(`\[[0-9]+\]`)
+
+// keysAt lists the keys of the Spec under path ("protocol", "ports[0]";
+// "" for the top level): the mapstructure names of that struct's fields.
+func keysAt(path string) []string {
+	t := reflect.TypeOf(Spec{})
+	if path != "" {
+		for _, part := range strings.Split(listIndex.ReplaceAllString(path, ""), ".") {
+			f, ok := fieldTagged(t, part)
+			if !ok {
+				return nil
+			}
+			t = f.Type
+			for t.Kind() == reflect.Slice || t.Kind() == reflect.Pointer {
+				t = t.Elem()
+			}
+			if t.Kind() != reflect.Struct {
+				return nil
+			}
+		}
+	}
+	keys := make([]string, 0, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		if tag := t.Field(i).Tag.Get("mapstructure"); tag != "" {
+			keys = append(keys, tag)
+		}
+	}
+	return keys
+}
+
+// fieldTagged is t's field whose mapstructure name is name.
+func fieldTagged(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		if t.Field(i).Tag.Get("mapstructure") == name {
+			return t.Field(i), true
+		}
+	}
+	return reflect.StructField{}, false
 }
 
 // onlyEnv reports whether every problem in a Validate error is about a
