@@ -303,6 +303,30 @@ func TestLoad_unknownKeyDidYouMean(t *testing.T) {
 	}
 }
 
+// A single value in the file where a list is meant is refused, not
+// taken as a one-element list: lcores: 2 may mean two lcores. The
+// environment gives lists comma-separated, so HOMA_LCORES=2 is [2].
+func TestLoad_scalarForListRefused(t *testing.T) {
+	for _, tc := range []struct{ name, body, want string }{
+		{"lcores", "lcores: 1\n" + minimal, "lcores: 1 is one value, not a list; write a YAML list, e.g. lcores: [1]"},
+		{"eal", "eal: -l 0-1\n" + minimal, `eal: "-l 0-1" is one value, not a list; write a YAML list, e.g. eal: ["-l", "0-1", "--no-pci"]`},
+		{"nested", minimal + "protocol:\n  unsched_cutoffs: 1000\n", "protocol.unsched_cutoffs: 1000 is one value, not a list; write a YAML list, e.g. protocol.unsched_cutoffs: [1000]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := writeFile(t, tc.body)
+			_, err := Load(Source{File: file})
+			if want := "config file " + file + ": " + tc.want; err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("got %v, want it to start %q", err, want)
+			}
+		})
+	}
+	t.Setenv("HOMA_LCORES", "2")
+	s, err := Load(Source{File: writeFile(t, "lcores: [1]\n"+minimal)})
+	if err != nil || len(s.Lcores) != 1 || s.Lcores[0] != 2 {
+		t.Fatalf("HOMA_LCORES=2: %v, lcores %v", err, s.Lcores)
+	}
+}
+
 func TestLoad_missingFileNamed(t *testing.T) {
 	_, err := Load(Source{File: "/nonexistent/homa.yaml"})
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/homa.yaml") {

@@ -42,14 +42,22 @@ func Load(src Source) (*Spec, error) {
 		if err != nil {
 			return nil, fmt.Errorf("config file: %w", err)
 		}
-		if err := yamlSyntax(data); err != nil {
+		doc, err := parseYAML(data)
+		if err == nil {
+			err = listsAreLists(doc)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("config file %s: %w", src.File, err)
 		}
 		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
 			return nil, fmt.Errorf("config file %s: %w", src.File, err)
 		}
 	} else if src.YAML != "" {
-		if err := yamlSyntax([]byte(src.YAML)); err != nil {
+		doc, err := parseYAML([]byte(src.YAML))
+		if err == nil {
+			err = listsAreLists(doc)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("config: %w", err)
 		}
 		if err := v.ReadConfig(strings.NewReader(src.YAML)); err != nil {

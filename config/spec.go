@@ -6,7 +6,9 @@
 // Precedence, highest first: flags, environment, file, defaults. Every
 // scalar key can come from the environment as HOMA_ followed by the key in
 // capitals with dots as underscores (protocol.max_incoming is
-// HOMA_PROTOCOL_MAX_INCOMING). Lists (ports, neighbours) come from the file.
+// HOMA_PROTOCOL_MAX_INCOMING). Lists (ports, neighbours) come from the file,
+// as YAML lists: a single value (lcores: 1) is refused, not taken as a
+// one-element list.
 //
 // Errors name the key (ports[0].address, protocol.unsched_bytes) and the
 // values it allows. example.yaml beside this file documents every key.
