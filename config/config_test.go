@@ -322,8 +322,40 @@ func TestLoad_scalarForListRefused(t *testing.T) {
 	}
 	t.Setenv("HOMA_LCORES", "2")
 	s, err := Load(Source{File: writeFile(t, "lcores: [1]\n"+minimal)})
-	if err != nil || len(s.Lcores) != 1 || s.Lcores[0] != 2 {
-		t.Fatalf("HOMA_LCORES=2: %v, lcores %v", err, s.Lcores)
+	if err != nil {
+		t.Fatalf("HOMA_LCORES=2: %v", err)
+	}
+	if len(s.Lcores) != 1 || s.Lcores[0] != 2 {
+		t.Fatalf("HOMA_LCORES=2: lcores %v", s.Lcores)
+	}
+}
+
+// A bad number names the key, the value and what is wanted, not
+// strconv's words.
+func TestLoad_badNumberNamesKeyAndValue(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		env        map[string]string
+		want       string
+	}{
+		{"file", minimal + "protocol:\n  unsched_bytes: 10k\n", nil, `protocol.unsched_bytes: "10k" is not an integer`},
+		{"environment", minimal, map[string]string{"HOMA_PROTOCOL_UNSCHED_BYTES": "10k"},
+			`protocol.unsched_bytes (set by HOMA_PROTOCOL_UNSCHED_BYTES): "10k" is not an integer`},
+		{"fraction", minimal + "protocol:\n  max_incoming: 1.5\n", nil, "protocol.max_incoming: 1.5 is not an integer"},
+		{"too large", minimal + "faults:\n  seed: \"99999999999999999999\"\n", nil, `faults.seed: "99999999999999999999" is out of range for an integer`},
+		{"negative lcore", minimal, map[string]string{"HOMA_LCORES": "-1"}, `lcores[0] (set by HOMA_LCORES): "-1" is not a non-negative integer`},
+		{"number", minimal + "faults:\n  drop: lots\n", nil, `faults.drop: "lots" is not a number`},
+		{"bool", minimal + "protocol:\n  checksum: maybe\n", nil, `protocol.checksum: "maybe" is not true or false`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			_, err := Load(Source{File: writeFile(t, tc.body)})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "strconv") {
+				t.Errorf("got %v, want it to say %q (and not strconv)", err, tc.want)
+			}
+		})
 	}
 }
 

@@ -116,10 +116,15 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// fromEnv reports which variable set key, or "" when none did.
+// fromEnv reports which variable set key, or "" when none did; an
+// element of a list (lcores[0]) is set by the list's variable.
 func fromEnv(key string) string {
-	if _, ok := os.LookupEnv(envName(key)); ok {
-		return envName(key)
+	name := envName(strings.TrimSuffix(key, listIndex.FindString(key)))
+	if !strings.HasSuffix(key, "]") {
+		name = envName(key)
+	}
+	if _, ok := os.LookupEnv(name); ok {
+		return name
 	}
 	return ""
 }

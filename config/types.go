@@ -1,11 +1,15 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"reflect"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-viper/mapstructure/v2"
 )
@@ -98,9 +102,64 @@ func typedHook(from, to reflect.Type, data any) (any, error) {
 	return data, nil
 }
 
-// decodeHook is viper's default hooks with typedHook first.
+var durationType = reflect.TypeOf(time.Duration(0))
+
+// numberHook parses integers, numbers and booleans from strings as
+// mapstructure's weak typing would (base prefixes allowed, "" left to it),
+// but fails with the value and what is wanted ("10k" is not an integer),
+// not strconv's words; and refuses a fraction where an integer is wanted,
+// which mapstructure would truncate.
+func numberHook(from, to reflect.Type, data any) (any, error) {
+	if to == durationType {
+		return data, nil
+	}
+	if f, ok := data.(float64); ok && isInt(to.Kind()) && f != math.Trunc(f) {
+		return nil, fmt.Errorf("%v is not an integer", f)
+	}
+	s, ok := data.(string)
+	if !ok || from.Kind() != reflect.String || s == "" {
+		return data, nil
+	}
+	var err error
+	switch k := to.Kind(); {
+	case k >= reflect.Int && k <= reflect.Int64:
+		if _, err = strconv.ParseInt(s, 0, to.Bits()); err != nil {
+			return nil, numberError(s, "an integer", err)
+		}
+	case k >= reflect.Uint && k <= reflect.Uint64:
+		if _, err = strconv.ParseUint(s, 0, to.Bits()); err != nil {
+			return nil, numberError(s, "a non-negative integer", err)
+		}
+	case k == reflect.Float32 || k == reflect.Float64:
+		if _, err = strconv.ParseFloat(s, to.Bits()); err != nil {
+			return nil, numberError(s, "a number", err)
+		}
+	case k == reflect.Bool:
+		if _, err = strconv.ParseBool(s); err != nil {
+			return nil, fmt.Errorf("%q is not true or false", s)
+		}
+	}
+	return data, nil
+}
+
+func isInt(k reflect.Kind) bool {
+	return k >= reflect.Int && k <= reflect.Int64 || k >= reflect.Uint && k <= reflect.Uint64
+}
+
+// numberError says why s is not what (a strconv error, err).
+func numberError(s, what string, err error) error {
+	if errors.Is(err, strconv.ErrRange) {
+		return fmt.Errorf("%q is out of range for %s", s, what)
+	}
+	return fmt.Errorf("%q is not %s", s, what)
+}
+
+// decodeHook is viper's default hooks with typedHook and numberHook
+// first (typedHook's types, Bytes and Rate, are numbers from strings of
+// their own).
 var decodeHook = mapstructure.ComposeDecodeHookFunc(
 	typedHook,
+	numberHook,
 	mapstructure.StringToTimeDurationHookFunc(),
 	mapstructure.StringToSliceHookFunc(","),
 )
