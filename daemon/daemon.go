@@ -9,12 +9,14 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -80,12 +82,29 @@ type Daemon struct {
 // DPDK's pool names are process-wide).
 var daemonSeq atomic.Int64
 
+// ErrStopped is the error of a start-up that its context stopped (a
+// SIGTERM or SIGINT to homa-dpdk run): wrapped, beside the context's
+// cause, in the PhaseError of the phase it stopped in.
+var ErrStopped = errors.New("stopped during start-up")
+
 // Start turns a Spec into live objects, phase by phase; on failure,
 // what was started is stopped again.
 func Start(spec *config.Spec, log zerolog.Logger, opts Options) (*Daemon, error) {
+	return StartContext(context.Background(), spec, log, opts)
+}
+
+// StartContext is Start that ctx can stop: between phases, and within
+// the wait for the links (at once, not after its 10 s). What the phases
+// made so far is then released (see abort) and a log line names the
+// phase; the error wraps ErrStopped. A ctx done after the last phase is
+// the caller's to see: the daemon is returned running.
+func StartContext(ctx context.Context, spec *config.Spec, log zerolog.Logger, opts Options) (*Daemon, error) {
 	d := &Daemon{spec: spec, Log: log, opts: opts, seq: daemonSeq.Add(1)}
 	if err := Preflight(spec); err != nil {
 		return nil, InPhase("config", err)
+	}
+	if ctx.Err() != nil {
+		return nil, d.abort(ctx, "config")
 	}
 	applyRuntime(spec.Runtime, distinctLcores(spec))
 	for _, sock := range memifServerSockets(spec) {
@@ -102,23 +121,38 @@ func Start(spec *config.Spec, log zerolog.Logger, opts Options) (*Daemon, error)
 			return nil, InPhase("EAL", err)
 		}
 		log.Info().Strs("eal", spec.EAL).Msg("EAL up")
+		if ctx.Err() != nil {
+			return nil, d.abort(ctx, "EAL")
+		}
 	}
 	if err := d.validate(); err != nil {
 		return nil, InPhase("validate", err)
 	}
+	if ctx.Err() != nil {
+		return nil, d.abort(ctx, "validate")
+	}
 	if err := d.makePools(); err != nil {
 		d.Stop()
 		return nil, InPhase("mempools", err)
+	}
+	if ctx.Err() != nil {
+		return nil, d.abort(ctx, "mempools")
 	}
 	for i := range spec.Ports {
 		if err := d.setupPort(i); err != nil {
 			d.Stop()
 			return nil, InPhase("ports", err)
 		}
+		if ctx.Err() != nil {
+			return nil, d.abort(ctx, "ports")
+		}
 	}
-	err := host.WaitLinks(d.ports, 10*time.Second, func(i int, l dpdk.Link) {
+	err := host.WaitLinksContext(ctx, d.ports, 10*time.Second, func(i int, l dpdk.Link) {
 		d.Log.Info().Str("port", d.ports[i].Name).Str("link", l.String()).Msg("link up")
 	})
+	if ctx.Err() != nil {
+		return nil, d.abort(ctx, "link")
+	}
 	if err != nil {
 		d.Stop()
 		return nil, InPhase("link", err)
@@ -129,6 +163,34 @@ func Start(spec *config.Spec, log zerolog.Logger, opts Options) (*Daemon, error)
 		return nil, InPhase("launch", err)
 	}
 	return d, nil
+}
+
+// abort ends a start-up that ctx stopped in phase: it stops what was
+// started, as Stop does after start-up, and, when the daemon brought EAL
+// up itself, closes the ports of EAL's vdevs too, for a net_memif
+// server removes its socket file only when its port closes (a stop after
+// start-up leaves it, for the next start to remove as stale). It logs the
+// phase and returns the error that wraps ErrStopped.
+func (d *Daemon) abort(ctx context.Context, phase string) error {
+	cause := context.Cause(ctx)
+	start := time.Now()
+	err := d.Stop()
+	if !d.opts.SkipEAL && dpdk.Initialized() {
+		for _, v := range ealVdevs(d.spec.EAL) {
+			name, _, _ := strings.Cut(v, ",")
+			if p, perr := dpdk.PortByName(name); perr == nil {
+				if cerr := d.timed("close port "+name, p.Close); cerr != nil && err == nil {
+					err = fmt.Errorf("close %s: %w", name, cerr)
+				}
+			}
+		}
+	}
+	ev := d.Log.Info()
+	if err != nil {
+		ev = d.Log.Warn().Err(err)
+	}
+	ev.Str("phase", phase).Str("reason", cause.Error()).Dur("took", time.Since(start)).Msg("stopped during start-up")
+	return InPhase(phase, fmt.Errorf("%w: %w", ErrStopped, cause))
 }
 
 // Preflight checks, before EAL and the ports are up, what the config

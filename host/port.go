@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -275,7 +276,15 @@ func LinkRate(p *dpdk.Port, def float64) float64 {
 
 // WaitLinks waits until every port's link is up, or timeout.
 func WaitLinks(ports []*dpdk.Port, timeout time.Duration, up func(i int, l dpdk.Link)) error {
+	return WaitLinksContext(context.Background(), ports, timeout, up)
+}
+
+// WaitLinksContext is WaitLinks that gives up, within one 10 ms poll,
+// when ctx is done: it then returns ctx's cause.
+func WaitLinksContext(ctx context.Context, ports []*dpdk.Port, timeout time.Duration, up func(i int, l dpdk.Link)) error {
 	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for i, p := range ports {
 		for {
 			l, err := p.Link()
@@ -288,7 +297,11 @@ func WaitLinks(ports []*dpdk.Port, timeout time.Duration, up func(i int, l dpdk.
 			if time.Now().After(deadline) {
 				return fmt.Errorf("link of %s still down after %v (is the peer up?)", p.Name, timeout)
 			}
-			time.Sleep(10 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			case <-tick.C:
+			}
 		}
 	}
 	return nil

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -40,8 +42,15 @@ func runCmd() *cobra.Command {
 		Long: `run starts the daemon: it reads the config (file, HOMA_* environment, flags),
 brings up EAL (with the arguments after --, or the config's eal list), sets up the
 ports, waits for their links and launches one polling loop per port. It answers ARP
-and ping, speaks Homa on protocol 146, and stops cleanly on SIGINT or SIGTERM.`,
+and ping, speaks Homa on protocol 146, and stops cleanly on SIGINT or SIGTERM,
+during start-up too (the wait for the links included): the log names the phase,
+what it made so far is released (its sockets removed), and it exits 0.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// SIGINT and SIGTERM stop the daemon from here on: a
+			// start-up phase (the wait for the links too) as well as
+			// the running daemon.
+			ctx, stop := signalContext()
+			defer stop()
 			if file == "" {
 				// Lists come only from a file, so no environment or
 				// flag can give the ports: say which flag does.
@@ -60,14 +69,15 @@ and ping, speaks Homa on protocol 146, and stops cleanly on SIGINT or SIGTERM.`,
 			if cmd.ArgsLenAtDash() >= 0 {
 				spec.EAL = args[cmd.ArgsLenAtDash():]
 			}
-			d, err := daemon.Start(spec, newLogger(spec.Log), daemon.Options{})
+			d, err := daemon.StartContext(ctx, spec, newLogger(spec.Log), daemon.Options{})
+			if errors.Is(err, daemon.ErrStopped) {
+				return nil // logged, with its phase: a clean stop, as after start-up
+			}
 			if err != nil {
 				return err
 			}
-			sig := make(chan os.Signal, 1)
-			signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-			s := <-sig
-			d.Log.Info().Str("signal", s.String()).Msg("stopping")
+			<-ctx.Done()
+			d.Log.Info().Str("signal", signalOf(ctx)).Msg("stopping")
 			return d.Stop()
 		},
 	}
@@ -78,4 +88,34 @@ and ping, speaks Homa on protocol 146, and stops cleanly on SIGINT or SIGTERM.`,
 
 func newLogger(ls config.LogSpec) zerolog.Logger {
 	return daemon.NewLogger(os.Stderr, ls.Format, ls.Level)
+}
+
+// signalError is the cause of a context that a signal ended.
+type signalError struct{ sig os.Signal }
+
+func (e signalError) Error() string { return "signal " + e.sig.String() }
+
+// signalContext is a context that SIGINT or SIGTERM ends, its cause a
+// signalError; stop releases the signals.
+func signalContext() (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-sig:
+			cancel(signalError{s})
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { signal.Stop(sig); cancel(nil) }
+}
+
+// signalOf names the signal that ended ctx ("terminated"), or its cause.
+func signalOf(ctx context.Context) string {
+	var se signalError
+	if errors.As(context.Cause(ctx), &se) {
+		return se.sig.String()
+	}
+	return context.Cause(ctx).Error()
 }
