@@ -154,7 +154,11 @@ func StartContext(ctx context.Context, spec *config.Spec, log zerolog.Logger, op
 		return nil, d.abort(ctx, "link")
 	}
 	if err != nil {
+		if hint := memifLinkHint(spec, func(i int) bool { l, lerr := d.ports[i].Link(); return lerr == nil && l.Up }); hint != "" {
+			err = fmt.Errorf("%w; %s", err, hint)
+		}
 		d.Stop()
+		d.closeVdevPorts() // a memif server's socket file goes with its port
 		return nil, InPhase("link", err)
 	}
 	d.linkMemoryResident()
@@ -175,15 +179,8 @@ func (d *Daemon) abort(ctx context.Context, phase string) error {
 	cause := context.Cause(ctx)
 	start := time.Now()
 	err := d.Stop()
-	if !d.opts.SkipEAL && dpdk.Initialized() {
-		for _, v := range ealVdevs(d.spec.EAL) {
-			name, _, _ := strings.Cut(v, ",")
-			if p, perr := dpdk.PortByName(name); perr == nil {
-				if cerr := d.timed("close port "+name, p.Close); cerr != nil && err == nil {
-					err = fmt.Errorf("close %s: %w", name, cerr)
-				}
-			}
-		}
+	if cerr := d.closeVdevPorts(); err == nil {
+		err = cerr
 	}
 	ev := d.Log.Info()
 	if err != nil {
@@ -191,6 +188,25 @@ func (d *Daemon) abort(ctx context.Context, phase string) error {
 	}
 	ev.Str("phase", phase).Str("reason", cause.Error()).Dur("took", time.Since(start)).Msg("stopped during start-up")
 	return InPhase(phase, fmt.Errorf("%w: %w", ErrStopped, cause))
+}
+
+// closeVdevPorts closes the ports of the vdevs EAL was given, where the
+// daemon brought EAL up itself: a memif server deletes its socket file
+// only when its port is closed. It returns the first error.
+func (d *Daemon) closeVdevPorts() error {
+	if d.opts.SkipEAL || !dpdk.Initialized() {
+		return nil
+	}
+	var err error
+	for _, v := range ealVdevs(d.spec.EAL) {
+		name, _, _ := strings.Cut(v, ",")
+		if p, perr := dpdk.PortByName(name); perr == nil {
+			if cerr := d.timed("close port "+name, p.Close); cerr != nil && err == nil {
+				err = fmt.Errorf("close %s: %w", name, cerr)
+			}
+		}
+	}
+	return err
 }
 
 // Preflight checks, before EAL and the ports are up, what the config

@@ -120,3 +120,27 @@ func removeStaleSocket(path string) bool {
 	}
 	return os.Remove(path) == nil
 }
+
+// memifLinkHint says, for the memif ports among spec's whose links are
+// not up (up(i) false), what their links wait for; "" when none is.
+func memifLinkHint(spec *config.Spec, up func(i int) bool) string {
+	var hints []string
+	for i := range spec.Ports {
+		m, ok := memifOf(spec, i)
+		if !ok || up(i) {
+			continue
+		}
+		name, _ := vdevOf(spec, i)
+		where := m.socket
+		if m.abstract {
+			where += " (abstract)"
+		}
+		peer := "client"
+		if m.role == "client" {
+			peer = "server"
+		}
+		hints = append(hints, name+" is a memif "+m.role+" on "+where+": its link comes up when a memif "+peer+
+			" opens the same socket (another homa-dpdk run whose port is net_memif with role="+peer+" there, or any memif application); homa-dpdk demo runs a pair of hosts without one")
+	}
+	return strings.Join(hints, "; ")
+}

@@ -511,3 +511,33 @@ func stopMemifDaemons(t *testing.T, server, client *memifProc) {
 func TestMemifHosts_thousandRPCsByteExact(t *testing.T) { runMemifPair(t, 1000, 0) }
 
 func TestMemifHosts_thousandRPCsWithLoss(t *testing.T) { runMemifPair(t, 1000, 0.02) }
+
+// A memif port whose link never came up is explained: its role, its
+// socket, and what must open it (the shipped example is a memif server
+// that waits for a client); a port whose link is up, or not memif, is not.
+func TestMemifLinkHint_namesThePeerItWaitsFor(t *testing.T) {
+	spec := &config.Spec{
+		EAL: []string{"-l", "0-1", "--vdev", "net_memif0,role=server,socket=/run/homa-dpdk/memif.sock,socket-abstract=no"},
+		Ports: []config.PortSpec{{Device: "net_memif0"}, {Device: "net_memif1,role=client,id=1"}, {Device: "net_null0"}},
+	}
+	down := func(int) bool { return false }
+	h := memifLinkHint(spec, down)
+	for _, want := range []string{
+		"net_memif0 is a memif server on /run/homa-dpdk/memif.sock: its link comes up when a memif client opens the same socket",
+		"net_memif1 is a memif client on /run/memif.sock (abstract): its link comes up when a memif server opens the same socket",
+		"homa-dpdk demo",
+	} {
+		if !strings.Contains(h, want) {
+			t.Errorf("hint %q lacks %q", h, want)
+		}
+	}
+	if strings.Contains(h, "net_null0") {
+		t.Errorf("hint %q names a port that is not memif", h)
+	}
+	if h := memifLinkHint(spec, func(i int) bool { return i != 1 }); strings.Contains(h, "net_memif0") || !strings.Contains(h, "net_memif1") {
+		t.Errorf("with net_memif0 up: %q", h)
+	}
+	if h := memifLinkHint(&config.Spec{Ports: []config.PortSpec{{Device: "net_null0"}}}, down); h != "" {
+		t.Errorf("no memif port: %q", h)
+	}
+}
