@@ -517,7 +517,7 @@ func TestMemifHosts_thousandRPCsWithLoss(t *testing.T) { runMemifPair(t, 1000, 0
 // that waits for a client); a port whose link is up, or not memif, is not.
 func TestMemifLinkHint_namesThePeerItWaitsFor(t *testing.T) {
 	spec := &config.Spec{
-		EAL: []string{"-l", "0-1", "--vdev", "net_memif0,role=server,socket=/run/homa-dpdk/memif.sock,socket-abstract=no"},
+		EAL:   []string{"-l", "0-1", "--vdev", "net_memif0,role=server,socket=/run/homa-dpdk/memif.sock,socket-abstract=no"},
 		Ports: []config.PortSpec{{Device: "net_memif0"}, {Device: "net_memif1,role=client,id=1"}, {Device: "net_null0"}},
 	}
 	down := func(int) bool { return false }
