@@ -11,10 +11,7 @@ type BalancedCutoffs struct {
 	Load                            float64
 }
 
-func (b BalancedCutoffs) wire(n int) float64 {
-	p := max(b.Payload, 1)
-	return float64(n + (n+p-1)/p*b.Overhead)
-}
+func (b BalancedCutoffs) wire(n int) float64 { return wireBytes(n, b.Payload, b.Overhead) }
 
 // ComputeCutoffsBalanced chooses the cutoffs of levels unscheduled levels
 // by load and delay together: those that minimize the predicted 99th

@@ -126,11 +126,14 @@ func UnschedBytesWeight(unschedBytes int) CutoffWeight {
 // alone, and every level below it waits behind that (the Homa paper's
 // simulator counts wire bytes for this reason).
 func UnschedWireWeight(unschedBytes, payload, overhead int) CutoffWeight {
+	return func(n int) float64 { return wireBytes(min(n, unschedBytes), payload, overhead) }
+}
+
+// wireBytes is the wire bytes of n message bytes in packets of payload
+// bytes that cost overhead more each.
+func wireBytes(n, payload, overhead int) float64 {
 	payload = max(payload, 1)
-	return func(n int) float64 {
-		u := min(n, unschedBytes)
-		return float64(u + (u+payload-1)/payload*overhead)
-	}
+	return float64(n + (n+payload-1)/payload*overhead)
 }
 
 // CountWeight counts messages: every level takes an equal share of them.

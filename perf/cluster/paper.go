@@ -56,7 +56,7 @@ func paperMarkdown(results []*Result, w io.Writer) {
 		for _, r := range results {
 			if r.Workload == wl && r.Variant == Homa {
 				c := sched.Cutoffs(r.Cutoffs)
-				levels = fmt.Sprintf("%d / %d", c.MaxSchedPrio()+1, sched.DefaultGrantConfig().MaxOvercommit)
+				levels = fmt.Sprintf("%d / %d", c.MaxSchedPrio()+1, r.MaxOvercommit)
 				break
 			}
 		}

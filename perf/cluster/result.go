@@ -78,6 +78,8 @@ type Result struct {
 	// in the sender's NIC queue (engine TxProgress).
 	ResendsBusy   uint64 `json:"resends_busy"`
 	ResendsQueued uint64 `json:"resends_queued"`
+	// MaxOvercommit is how many messages the receivers granted to at once.
+	MaxOvercommit int `json:"max_overcommit"`
 	// Cutoffs are the unscheduled priority cutoffs the hosts used, bytes
 	// by priority (0 where a priority takes no unscheduled bytes).
 	Cutoffs [8]uint32 `json:"cutoffs"`
@@ -184,6 +186,7 @@ func (s *sim) result(cfg Config, wl *slowdown.Workload, end int64, wall time.Dur
 		r.KeepsUp = ok && r.BacklogGrowth <= 1-KeepUpFraction
 	}
 	r.DrainMs = float64(s.net.Now()-end) / 1e6
+	r.MaxOvercommit = s.overcommit
 	r.Buckets = Buckets(s.samples)
 	if len(r.Buckets) > 0 {
 		b := r.Buckets[len(r.Buckets)-1]

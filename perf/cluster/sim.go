@@ -68,11 +68,12 @@ type sim struct {
 	idle    *idle
 	neigh   engine.StaticNeighbours
 
-	cutoffs  [8]uint32 // the hosts' (for the result)
-	inflight map[msgKey]started
-	samples  []Sample
-	errs     []string // conservation failures (the first few)
-	nerrs    int
+	cutoffs    [8]uint32 // the hosts' (for the result)
+	overcommit int       // the hosts' MaxOvercommit (for the result)
+	inflight   map[msgKey]started
+	samples    []Sample
+	errs       []string // conservation failures (the first few)
+	nerrs      int
 	// counts
 	offered, delivered, measured int
 	offeredBytes                 int64
@@ -165,12 +166,10 @@ func cutoffsFor(wl *slowdown.Workload, unsched int, rule string, levels int, ske
 			h.Record(size)
 		}
 	}
-	payload := wire.PayloadPerPacket(1500, wire.IPv4MinHeaderLen)
-	overhead := 14 + wire.IPv4MinHeaderLen + wire.DataHeaderLen + sched.WireOverhead
-	onWire := sched.UnschedWireWeight(math.MaxInt32, payload, overhead)
+	payload, overhead := perPacket, dataHeaders+sched.WireOverhead // as WireBytes counts
 	if levels == 0 {
-		u := wl.Mean(func(n int) float64 { return onWire(min(n, unsched)) })
-		all := wl.Mean(func(n int) float64 { return onWire(n) })
+		u := wl.Mean(func(n int) float64 { return WireBytes(min(n, unsched)) })
+		all := wl.Mean(WireBytes)
 		levels = min(max(int(math.Round(float64(sched.NumPriorities)*u/all)), 1), sched.NumPriorities-1)
 	}
 	weight := sched.UnschedBytesWeight(unsched)
@@ -215,7 +214,7 @@ func newSim(cfg Config) (*sim, error) {
 	for i, h := range s.hosts {
 		ec := engineConfig(cfg, wl, i, h.mh, s.net.Now)
 		ec.Resolve = s.neigh.Resolve
-		s.cutoffs = ec.Cutoffs
+		s.cutoffs, s.overcommit = ec.Cutoffs, ec.Grant.MaxOvercommit
 		e, err := engine.New(ec, h)
 		if err != nil {
 			return nil, fmt.Errorf("host %d: %w", i, err)
