@@ -126,6 +126,7 @@ func StartContext(ctx context.Context, spec *config.Spec, log zerolog.Logger, op
 		}
 	}
 	if err := d.validate(); err != nil {
+		d.Stop() // EAL's vdevs are up: a memif server's socket file goes with its port
 		return nil, InPhase("validate", err)
 	}
 	if ctx.Err() != nil {
@@ -158,7 +159,6 @@ func StartContext(ctx context.Context, spec *config.Spec, log zerolog.Logger, op
 			err = fmt.Errorf("%w; %s", err, hint)
 		}
 		d.Stop()
-		d.closeVdevPorts() // a memif server's socket file goes with its port
 		return nil, InPhase("link", err)
 	}
 	d.linkMemoryResident()
@@ -170,18 +170,13 @@ func StartContext(ctx context.Context, spec *config.Spec, log zerolog.Logger, op
 }
 
 // abort ends a start-up that ctx stopped in phase: it stops what was
-// started, as Stop does after start-up, and, when the daemon brought EAL
-// up itself, closes the ports of EAL's vdevs too, for a net_memif
-// server removes its socket file only when its port closes (a stop after
-// start-up leaves it, for the next start to remove as stale). It logs the
-// phase and returns the error that wraps ErrStopped.
+// started, as Stop does after start-up (EAL's vdev ports closed with
+// the rest, a memif server's socket file too). It logs the phase and
+// returns the error that wraps ErrStopped.
 func (d *Daemon) abort(ctx context.Context, phase string) error {
 	cause := context.Cause(ctx)
 	start := time.Now()
 	err := d.Stop()
-	if cerr := d.closeVdevPorts(); err == nil {
-		err = cerr
-	}
 	ev := d.Log.Info()
 	if err != nil {
 		ev = d.Log.Warn().Err(err)
@@ -191,8 +186,9 @@ func (d *Daemon) abort(ctx context.Context, phase string) error {
 }
 
 // closeVdevPorts closes the ports of the vdevs EAL was given, where the
-// daemon brought EAL up itself: a memif server deletes its socket file
-// only when its port is closed. It returns the first error.
+// daemon brought EAL up itself: a net_memif server deletes its socket
+// file only when its port is closed (stopped, it keeps the file, and a
+// process that exits so leaves it behind). It returns the first error.
 func (d *Daemon) closeVdevPorts() error {
 	if d.opts.SkipEAL || !dpdk.Initialized() {
 		return nil
@@ -298,7 +294,9 @@ func applyRuntime(rs config.RuntimeSpec, loops int) {
 }
 
 // Stop stops the loops (each drains on its own thread), then the ports,
-// and closes the capture. The mbuf pools stay until the process exits:
+// closes the ports of EAL's vdevs where the daemon brought EAL up itself
+// (a memif server's socket file goes with its port), and closes the
+// capture. The mbuf pools stay until the process exits:
 // ports the daemon did not make (the demo's rings, a caller's) may hold
 // mbufs of them in their queues until their owner closes them; each
 // daemon's pools have names of their own, so another daemon can start in
@@ -372,8 +370,9 @@ func (d *Daemon) StopLoops() error {
 	return first
 }
 
-// StopPorts stops the ports, closes the capture and logs each host's
-// counters.
+// StopPorts stops the ports, removes the vdevs the daemon made, closes
+// the ports of EAL's vdevs where the daemon brought EAL up itself
+// (closeVdevPorts), closes the capture and logs each host's counters.
 func (d *Daemon) StopPorts() error {
 	var first error
 	for _, p := range d.ports {
@@ -388,6 +387,9 @@ func (d *Daemon) StopPorts() error {
 		}
 	}
 	d.ports, d.vdevs = nil, nil
+	if err := d.closeVdevPorts(); err != nil && first == nil {
+		first = err
+	}
 	if d.capture != nil {
 		if err := d.capture.Close(); err != nil && first == nil {
 			first = err

@@ -452,3 +452,17 @@ func TestMemifPeerKilled_workersDaemonStopsAtOnce(t *testing.T) {
 	}
 	t.Logf("worker: %d RPCs completed, %d failed", ok.Load(), failed.Load())
 }
+
+// A memif server stopped by SIGTERM once it is up (its client connected,
+// RPCs flowing) removes its socket file, as a stop during start-up does:
+// net_memif deletes it only when its port is closed, and a daemon that
+// only stopped the port left it for the next start to find stale.
+func TestStop_memifServerRemovesItsSocket(t *testing.T) {
+	k := newKilledPeer(t, "server")
+	k.waitRPCs(0, 10, "before the stop")
+	k.daemon.terminate(t, "the daemon", 5*time.Second)
+	if _, err := os.Lstat(k.sock); err == nil {
+		t.Errorf("the memif server's socket %s is left after its stop", k.sock)
+	}
+	k.peer.terminate(t, "the peer", 5*time.Second)
+}
