@@ -44,7 +44,9 @@ func main() {
 	}
 	defer c.Close()
 	if role == "server" {
-		err = serve(c, uint16(*port))
+		stop := make(chan os.Signal, 1)
+		signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
+		err = serve(c, uint16(*port), stop)
 	} else {
 		err = call(c, *to, *n, *size)
 	}
@@ -54,14 +56,12 @@ func main() {
 	}
 }
 
-// serve answers requests until interrupted (SIGINT or SIGTERM).
-func serve(c *client.Client, port uint16) error {
+// serve answers requests until stop receives (SIGINT or SIGTERM).
+func serve(c *client.Client, port uint16, stop <-chan os.Signal) error {
 	if err := c.Bind(port); err != nil {
 		return err
 	}
 	fmt.Printf("echo server on port %d\n", port)
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
 	served := 0
 	for {
 		select {

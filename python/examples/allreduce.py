@@ -18,7 +18,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--backend", default="homa", choices=["homa", "gloo"])
     args = ap.parse_args()
-    dist.init_process_group(args.backend)
+    # #region use
+    dist.init_process_group(args.backend)  # "homa" once homa_dpdk.torch is imported; env:// as torchrun sets up
     rank, size = dist.get_rank(), dist.get_world_size()
     lines = []
     for name, op in [("sum", dist.ReduceOp.SUM), ("max", dist.ReduceOp.MAX), ("min", dist.ReduceOp.MIN), ("product", dist.ReduceOp.PRODUCT)]:
@@ -27,6 +28,7 @@ def main():
         lines.append(f"all_reduce {name:8s} of (1..5) x (rank+1): {t.tolist()}")
     x = torch.full((1024, 1024), float(rank))  # 4 MB
     dist.all_reduce(x)
+    # #endregion
     lines.append(f"all_reduce sum of a 4 MB float tensor of each rank's number: every element {x[0, 0].item()}, total {x.sum().item()}")
     b = torch.tensor([rank * 10.0])
     dist.broadcast(b, src=size - 1)

@@ -1,6 +1,8 @@
-"""examples/param_server.py runs and is deterministic: two runs against
-fresh servers print the same checksum line (the Go fake engine of
-fakeengine.py, processes)."""
+"""The examples run, against the Go fake engine of fakeengine.py (as
+processes): python/examples/param_server.py is deterministic (two runs
+against fresh servers print the same checksum line), and
+python/examples/hello.py (docs' first Python example) gets its array
+echoed."""
 
 import os
 import subprocess
@@ -14,6 +16,7 @@ from support import HAVE_NUMPY, need_x86_64
 from test_integration import start_process, stop_process
 
 EXAMPLE = os.path.join(support.ROOT, "examples", "param_server.py")
+HELLO = os.path.join(support.ROOT, "examples", "hello.py")
 
 
 @need_x86_64
@@ -43,6 +46,20 @@ class TestParamServer(unittest.TestCase):
         second = self.run_once(path, 5001)
         self.assertEqual(first, second)
         self.assertIn("version 5 steps 5 dim 4096", first)
+
+
+@need_x86_64
+@need_go
+@unittest.skipUnless(HAVE_NUMPY, "numpy is not installed (the example needs it)")
+class TestHello(unittest.TestCase):
+    def test_echoed(self):
+        path = support.socket_path("homa.sock")
+        d = start_process(fakeengine.command(path, "-echo", "99"), "ready")
+        self.addCleanup(stop_process, d)
+        r = subprocess.run([sys.executable, HELLO, "--socket", path, "--to", "127.0.0.1:99"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "127.0.0.1:99 answered [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]\n")
 
 
 if __name__ == "__main__":
