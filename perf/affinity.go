@@ -7,11 +7,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// daemonLoopCPU is the CPU of the daemon's polling loop: demo --workers
+// DaemonLoopCPU is the CPU of the daemon's polling loop: demo --workers
 // runs it on lcore 1, and EAL's lcore 1 is CPU 1 (-l 0,1).
-const daemonLoopCPU = 1
+const DaemonLoopCPU = 1
 
-// harnessOffCPU moves every thread of this process off cpu and returns
+// HarnessOffCPU moves every thread of this process off cpu and returns
 // the function that gives them back the CPUs they had. The harness calls
 // it while a daemon runs, for the daemon's loop CPU: left alone, the
 // kernel runs the harness's own runtime threads (the Go scheduler's, its
@@ -24,7 +24,7 @@ const daemonLoopCPU = 1
 // it ran — the "bimodal starts" of issue 14. Threads made later inherit
 // their creator's CPUs, so one pass holds. With one CPU, or none left but
 // cpu, it does nothing.
-func harnessOffCPU(cpu int) (restore func()) {
+func HarnessOffCPU(cpu int) (restore func()) {
 	var all unix.CPUSet
 	if unix.SchedGetaffinity(0, &all) != nil || !all.IsSet(cpu) || all.Count() < 2 {
 		return func() {}

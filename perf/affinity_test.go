@@ -34,16 +34,16 @@ func threadsOn(t *testing.T, cpu int) (on, all int) {
 // afterwards every thread has its CPUs back.
 func TestHarnessOffCPU(t *testing.T) {
 	var mine unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &mine); err != nil || mine.Count() < 2 || !mine.IsSet(daemonLoopCPU) {
-		t.Skipf("needs CPU %d and another (affinity %v, %v)", daemonLoopCPU, mine, err)
+	if err := unix.SchedGetaffinity(0, &mine); err != nil || mine.Count() < 2 || !mine.IsSet(DaemonLoopCPU) {
+		t.Skipf("needs CPU %d and another (affinity %v, %v)", DaemonLoopCPU, mine, err)
 	}
-	restore := harnessOffCPU(daemonLoopCPU)
-	if on, all := threadsOn(t, daemonLoopCPU); on != 0 {
+	restore := HarnessOffCPU(DaemonLoopCPU)
+	if on, all := threadsOn(t, DaemonLoopCPU); on != 0 {
 		restore()
-		t.Fatalf("%d of %d threads may still run on CPU %d", on, all, daemonLoopCPU)
+		t.Fatalf("%d of %d threads may still run on CPU %d", on, all, DaemonLoopCPU)
 	}
 	restore()
-	if on, all := threadsOn(t, daemonLoopCPU); on != all {
-		t.Errorf("after restore, %d of %d threads may run on CPU %d", on, all, daemonLoopCPU)
+	if on, all := threadsOn(t, DaemonLoopCPU); on != all {
+		t.Errorf("after restore, %d of %d threads may run on CPU %d", on, all, DaemonLoopCPU)
 	}
 }

@@ -119,7 +119,7 @@ func runDemo(self, logPath string, args []string) (DemoRun, error) {
 		err = werr
 	}
 	if err != nil {
-		return run, fmt.Errorf("%v: %w; its output ends: %s", args, err, tail(logPath, 5))
+		return run, fmt.Errorf("%v: %w; its output ends: %s", args, err, Tail(logPath, 5))
 	}
 	return parseDemo(run, out)
 }

@@ -147,7 +147,7 @@ func RunFloor(cfg FloorConfig) (*FloorResult, error) {
 	for _, mtu := range cfg.HomaMTUs {
 		tc := ThroughputConfig{Self: cfg.Self, Sizes: cfg.Sizes, Duration: cfg.HomaTime, WorkerCPU: 0, OutDir: cfg.OutDir,
 			Progress: cfg.Progress, Out: cfg.Out, Smoke: cfg.Smoke, MTU: mtu, Name: "floor-mtu" + strconv.Itoa(mtu)}
-		runs, loops, err := homaThroughput(tc, "memif", dir)
+		runs, loops, err := HomaStream(tc, "memif", dir)
 		res.Loops = append(res.Loops, loops...)
 		if err != nil {
 			return nil, fmt.Errorf("homa-memif at MTU %d: %w", mtu, err)
@@ -197,7 +197,7 @@ func runFloorPair(cfg FloorConfig, f FloorFrame, trial int, dir string) (FloorRu
 	}
 	if err := WaitForPath(sock, 30*time.Second); err != nil {
 		tx.kill()
-		return run, fmt.Errorf("the sender's memif socket: %w; its log: %s", err, tail(tx.log.Name(), 800))
+		return run, fmt.Errorf("the sender's memif socket: %w; its log: %s", err, Tail(tx.log.Name(), 800))
 	}
 	rx, err := startFloorPMD(cfg.Testpmd, floorArgs(cfg, f, false, sock), logName("receiver"))
 	if err != nil {
@@ -261,10 +261,10 @@ func measureFloor(cfg FloorConfig, run *FloorRun, tx, rx *floorPMD) error {
 		if p.c, err = rx.counters(); err != nil {
 			return p, err
 		}
-		if p.tx, err = procCPU(tx.Pid()); err != nil {
+		if p.tx, err = ProcCPU(tx.Pid()); err != nil {
 			return p, err
 		}
-		p.rx, err = procCPU(rx.Pid())
+		p.rx, err = ProcCPU(rx.Pid())
 		return p, err
 	}
 	a, err := take()

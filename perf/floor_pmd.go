@@ -72,7 +72,7 @@ func (p *floorPMD) await(match func(string) bool, timeout time.Duration) ([]stri
 		select {
 		case l, ok := <-p.lines:
 			if !ok {
-				return got, fmt.Errorf("testpmd exited (log: %s): %s", p.log.Name(), tail(p.log.Name(), 600))
+				return got, fmt.Errorf("testpmd exited (log: %s): %s", p.log.Name(), Tail(p.log.Name(), 600))
 			}
 			got = append(got, l)
 			if match(l) {
@@ -200,16 +200,16 @@ func (p *floorPMD) kill() {
 	p.log.Close()
 }
 
-// procCPU is a process's user and system CPU time so far (/proc/PID/stat,
+// ProcCPU is a process's user and system CPU time so far (/proc/PID/stat,
 // all its threads; 10 ms ticks).
-func procCPU(pid int) (time.Duration, error) {
+func ProcCPU(pid int) (time.Duration, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
 	}
-	c, err := parseProcStat(b)
+	c, err := ParseProcStat(b)
 	if err != nil {
 		return 0, err
 	}
-	return time.Duration(c.UTime+c.STime) * time.Second / clkTck, nil
+	return time.Duration(c.UTime+c.STime) * time.Second / ClkTck, nil
 }

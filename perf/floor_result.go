@@ -130,7 +130,7 @@ func FloorRatios(floors []FloorFigure, homa []ThroughputRun) []FloorRatio {
 		if mtu == 0 {
 			mtu = 1500
 		}
-		if h.Skipped != "" || (h.Transport != homaSeries("memif") && h.Transport != homaMTUSeries("memif", mtu)) {
+		if h.Skipped != "" || (h.Transport != HomaSeries("memif") && h.Transport != HomaMTUSeries("memif", mtu)) {
 			continue
 		}
 		i := slices.IndexFunc(floors, func(f FloorFigure) bool { return f.MTU == mtu })
@@ -170,7 +170,7 @@ func (r *FloorResult) RatioTable() Table {
 	t := Table{Header: []string{"Homa run (link: the daemon's memif pair)", "MTU", "message", "Homa Gbps", "floor Gbps (payload)",
 		"Homa / floor Gbps", "Homa CPU s/GB", "floor CPU s/GB (payload)", "Homa / floor CPU s/GB"}}
 	for _, x := range r.Ratios {
-		t.Rows = append(t.Rows, []string{x.Homa, fmt.Sprint(x.MTU), sizeName(x.Size), fmt.Sprintf("%.2f", x.HomaGbps),
+		t.Rows = append(t.Rows, []string{x.Homa, fmt.Sprint(x.MTU), SizeName(x.Size), fmt.Sprintf("%.2f", x.HomaGbps),
 			fmt.Sprintf("%.2f", x.FloorGbps), fmt.Sprintf("%.3f", x.Gbps), fmt.Sprintf("%.3f", x.HomaCPUPerGB),
 			fmt.Sprintf("%.3f", x.FloorCPUPerGB), fmt.Sprintf("%.2f", x.CPUPerGB)})
 	}
@@ -191,7 +191,7 @@ func (r *FloorResult) Print(w io.Writer) {
 		fmt.Fprintln(w, floorRatiosNote)
 		r.RatioTable().Text(w)
 	}
-	printLoops(w, r.Loops)
+	PrintLoops(w, r.Loops)
 }
 
 // FloorTitle is the report's heading of the floor scenario.
@@ -208,7 +208,7 @@ func (r *FloorResult) Section() Section {
 	s.Notes = append(s.Notes, "Link of each figure: rows of the first table are "+floorLink+
 		", two testpmd processes and one memif link; rows of the second are Homa workers through the daemon's two hosts "+
 		"on a net_memif pair (homa-memif), message bytes only.")
-	s.Notes = append(s.Notes, loopNotes(r.Loops)...)
+	s.Notes = append(s.Notes, LoopNotes(r.Loops)...)
 	return s
 }
 

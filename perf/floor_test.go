@@ -146,8 +146,8 @@ Done.`, "\n")
 	if r := (FloorRun{SenderSent: 25, SenderRefused: 75}); !near(r.RefusedShare(), 0.75) || (FloorRun{}).RefusedShare() != 0 {
 		t.Errorf("refused share %v", r.RefusedShare())
 	}
-	c, err := parseProcStat([]byte("4242 (dpdk-testpmd) R 1 4242 4242 0 -1 4194560 1000 0 0 0 250 50 0 0 20 0 3 0 123 0 0"))
-	if cpu := time.Duration(c.UTime+c.STime) * time.Second / clkTck; err != nil || cpu != 3*time.Second {
+	c, err := ParseProcStat([]byte("4242 (dpdk-testpmd) R 1 4242 4242 0 -1 4194560 1000 0 0 0 250 50 0 0 20 0 3 0 123 0 0"))
+	if cpu := time.Duration(c.UTime+c.STime) * time.Second / ClkTck; err != nil || cpu != 3*time.Second {
 		t.Errorf("/proc stat CPU %v (%v), want 3 s (300 ticks)", cpu, err)
 	}
 }

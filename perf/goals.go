@@ -33,10 +33,10 @@ type GoalInputs struct {
 	Collectives []CollectivesFigures
 }
 
-func atLeast(g *Goal, v, want float64) {
+func AtLeast(g *Goal, v, want float64) {
 	g.Figure, g.Met, g.Want = v, v >= want, fmt.Sprintf(">= %.2f", want)
 }
-func atMost(g *Goal, v, want float64) {
+func AtMost(g *Goal, v, want float64) {
 	g.Figure, g.Met, g.Want = v, v <= want, fmt.Sprintf("<= %.2f", want)
 }
 
@@ -66,22 +66,22 @@ func Goals(in GoalInputs) []Goal {
 		gs = append(gs, g)
 	}
 	tp("1 MB streaming throughput, Homa over TCP", func(r ThroughputRatio) (float64, func(*Goal, float64, float64), float64) {
-		return r.Gbps, atLeast, 1.0
+		return r.Gbps, AtLeast, 1.0
 	})
 	tp("1 MB streaming CPU per GB, Homa over TCP", func(r ThroughputRatio) (float64, func(*Goal, float64, float64), float64) {
-		return r.CPUPerGB, atMost, 1.5
+		return r.CPUPerGB, AtMost, 1.5
 	})
 	// RTT P50 at each size against TCP over veth.
 	for _, s := range []struct {
 		size int
 		want float64
 	}{{100, 3.5}, {1000, 3.5}, {10_000, 1}, {100_000, 1}, {1_000_000, 1}} {
-		g := Goal{Goal: "RTT P50 at " + sizeName(s.size) + ", TCP over Homa", Source: "rtt tcp-veth / " + goalLink}
+		g := Goal{Goal: "RTT P50 at " + SizeName(s.size) + ", TCP over Homa", Source: "rtt tcp-veth / " + goalLink}
 		found := false
 		if in.RTT != nil {
 			for _, r := range in.RTT.Ratios {
 				if r.Homa == goalLink && r.Size == s.size && r.VethP50 > 0 {
-					atLeast(&g, r.VethP50, s.want)
+					AtLeast(&g, r.VethP50, s.want)
 					found = true
 				}
 			}
@@ -102,18 +102,18 @@ func Goals(in GoalInputs) []Goal {
 	if in.Cost != nil {
 		for _, e := range in.Cost.Engine {
 			if e.Case == "stream1MB" {
-				atMost(&eng, e.NsPerPkt, CostGoalNs)
+				AtMost(&eng, e.NsPerPkt, CostGoalNs)
 				eng.Absent = ""
 			}
 		}
 		for _, d := range in.Cost.Demo {
 			switch d.Name {
 			case "1MB":
-				atMost(&demo1, d.NsPerPkt, CostGoalNs)
+				AtMost(&demo1, d.NsPerPkt, CostGoalNs)
 				demo1.Absent = ""
 			case "small":
-				atMost(&demoS, d.NsPerPkt, CostGoalNs)
-				atLeast(&rate, d.RPCsPerSec/CostBaselineRPCs, 3)
+				AtMost(&demoS, d.NsPerPkt, CostGoalNs)
+				AtLeast(&rate, d.RPCsPerSec/CostBaselineRPCs, 3)
 				demoS.Absent, rate.Absent = "", ""
 			}
 		}
@@ -125,8 +125,8 @@ func Goals(in GoalInputs) []Goal {
 		g := Goal{Goal: name, Source: "starts " + goalLink, Absent: "the starts scenario did not judge it on " + goalLink}
 		if in.Starts != nil {
 			for _, sg := range in.Starts.Goals {
-				if sg.Goal == name && homaSeries(sg.Link) == goalLink && sg.Why == "" {
-					atMost(&g, sg.Value, sg.Limit)
+				if sg.Goal == name && HomaSeries(sg.Link) == goalLink && sg.Why == "" {
+					AtMost(&g, sg.Value, sg.Limit)
 					g.Absent = ""
 				}
 			}
@@ -137,7 +137,7 @@ func Goals(in GoalInputs) []Goal {
 	wr := Goal{Goal: "worker RTT P50 minus in-daemon RTT P50, µs (100 B)", Source: "worker-rtt",
 		Absent: "worker-rtt did not run at 100 B"}
 	if in.WorkerRTT != nil && in.WorkerRTT.Size == 100 && len(in.WorkerRTT.Paths) > 0 {
-		atMost(&wr, in.WorkerRTT.AddedMedianUs, WorkerRTTGoalUs)
+		AtMost(&wr, in.WorkerRTT.AddedMedianUs, WorkerRTTGoalUs)
 		wr.Absent = ""
 	}
 	gs = append(gs, wr)

@@ -70,7 +70,7 @@ func CollectivesGoals(jobs []CollectivesFigures) []Goal {
 			g := Goal{Goal: fmt.Sprintf("all_reduce latency at %s, %d ranks, homa over gloo", binarySize(size), l.ranks),
 				Source: fmt.Sprintf("collectives all_reduce median µs, %d ranks", l.ranks)}
 			if j := find(l.ranks); j != nil && j.LatencyRatio[size] > 0 {
-				atMost(&g, j.LatencyRatio[size], l.want)
+				AtMost(&g, j.LatencyRatio[size], l.want)
 			} else {
 				g.Want = fmt.Sprintf("<= %.2f", l.want)
 				g.Absent = absent(l.ranks, "no all_reduce at "+binarySize(size)+" in this run")
@@ -82,7 +82,7 @@ func CollectivesGoals(jobs []CollectivesFigures) []Goal {
 		g := Goal{Goal: fmt.Sprintf("all_reduce bus bandwidth at %s, %d ranks, homa over gloo", binarySize(CollectivesBusBWBytes), n),
 			Source: fmt.Sprintf("collectives all_reduce bus bandwidth, %d ranks", n)}
 		if j := find(n); j != nil && j.BusBWRatio[CollectivesBusBWBytes] > 0 {
-			atLeast(&g, j.BusBWRatio[CollectivesBusBWBytes], 1)
+			AtLeast(&g, j.BusBWRatio[CollectivesBusBWBytes], 1)
 		} else {
 			g.Want = fmt.Sprintf(">= %.2f", 1.0)
 			g.Absent = absent(n, "no all_reduce at "+binarySize(CollectivesBusBWBytes)+" in this run")
@@ -93,7 +93,7 @@ func CollectivesGoals(jobs []CollectivesFigures) []Goal {
 		g := Goal{Goal: fmt.Sprintf("DDP training step time, %d ranks, homa over gloo", n),
 			Source: fmt.Sprintf("collectives ddp median step, %d ranks", n)}
 		if j := find(n); j != nil && j.DDPStepRatio > 0 {
-			atMost(&g, j.DDPStepRatio, CollectivesDDPGoal)
+			AtMost(&g, j.DDPStepRatio, CollectivesDDPGoal)
 		} else {
 			g.Want = fmt.Sprintf("<= %.2f", CollectivesDDPGoal)
 			why := "no DDP steps in this run"

@@ -17,7 +17,7 @@ var seriesColors = map[string]color.Color{
 	"tcp-veth":     color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
 }
 
-func colorOf(name string) color.Color {
+func ColorOf(name string) color.Color {
 	if c, ok := seriesColors[name]; ok {
 		return c
 	}
@@ -59,7 +59,7 @@ func PlotRTT(r *RTTResult, path string) error {
 			if err != nil {
 				return err
 			}
-			line.Color, points.Color = colorOf(s.Transport), colorOf(s.Transport)
+			line.Color, points.Color = ColorOf(s.Transport), ColorOf(s.Transport)
 			line.Dashes = q.dash
 			line.Width = vg.Points(1.5)
 			if q.dash != nil {
@@ -72,11 +72,11 @@ func PlotRTT(r *RTTResult, path string) error {
 	return SaveLegendBeside(p, 9*vg.Inch, 5*vg.Inch, path)
 }
 
-// plotGroupedBars draws a group of bars per group (the x axis: sizes),
+// PlotGroupedBars draws a group of bars per group (the x axis: sizes),
 // one bar per series in each (transports), coloured by series, with
 // each bar's value above it; values[i][j] is series i in group j (0: no
 // bar).
-func plotGroupedBars(title, ylabel string, groups, series []string, values [][]float64, path string) error {
+func PlotGroupedBars(title, ylabel string, groups, series []string, values [][]float64, path string) error {
 	return GroupedBars{Title: title, YLabel: ylabel, Groups: groups, Series: series, Values: values}.Save(path)
 }
 
@@ -114,7 +114,7 @@ func (g GroupedBars) Save(path string) error {
 		if err != nil {
 			return err
 		}
-		bars.Color = colorOf(name)
+		bars.Color = ColorOf(name)
 		if g.Color != nil {
 			bars.Color = g.Color(i)
 		}
@@ -157,14 +157,14 @@ func (g GroupedBars) Save(path string) error {
 
 // startsColor is the colour of a link's starts in the starts plots: that
 // of its rtt series.
-func startsColor(link string) color.Color { return colorOf(homaSeries(link)) }
+func startsColor(link string) color.Color { return ColorOf(HomaSeries(link)) }
 
 // plotStartsFirst draws each start's first RPCs, RTT against the RPC's
 // number (a line per start, coloured by link, log RTT), with each link's
 // median steady P50 dashed across.
 func plotStartsFirst(r *StartsResult, path string) error {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("First %d %s RPCs of each fresh daemon", r.FirstRPCs, sizeName(r.SmallSize))
+	p.Title.Text = fmt.Sprintf("First %d %s RPCs of each fresh daemon", r.FirstRPCs, SizeName(r.SmallSize))
 	p.X.Label.Text = "RPC of the start"
 	p.Y.Label.Text = "RTT (µs)"
 	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
@@ -188,7 +188,7 @@ func plotStartsFirst(r *StartsResult, path string) error {
 		p.Add(line)
 		if !named[x.Link] {
 			named[x.Link] = true
-			p.Legend.Add(homaSeries(x.Link)+" (a line per start)", line)
+			p.Legend.Add(HomaSeries(x.Link)+" (a line per start)", line)
 		}
 	}
 	for _, s := range r.Links {
@@ -201,7 +201,7 @@ func plotStartsFirst(r *StartsResult, path string) error {
 		}
 		line.Color, line.Width, line.Dashes = startsColor(s.Link), vg.Points(2), []vg.Length{vg.Points(6), vg.Points(3)}
 		p.Add(line)
-		p.Legend.Add(homaSeries(s.Link)+" steady P50 (median of the starts)", line)
+		p.Legend.Add(HomaSeries(s.Link)+" steady P50 (median of the starts)", line)
 	}
 	return SaveLegendBeside(p, 9.5*vg.Inch, 5*vg.Inch, path)
 }
@@ -210,7 +210,7 @@ func plotStartsFirst(r *StartsResult, path string) error {
 // series of points per link.
 func plotStartsLarge(r *StartsResult, path string) error {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s P50 of each fresh daemon", sizeName(r.LargeSize))
+	p.Title.Text = fmt.Sprintf("%s P50 of each fresh daemon", SizeName(r.LargeSize))
 	p.X.Label.Text = "start"
 	p.Y.Label.Text = "P50 RTT (µs)"
 	p.Add(plotter.NewGrid())
@@ -233,7 +233,7 @@ func plotStartsLarge(r *StartsResult, path string) error {
 		line.Color, points.Color = startsColor(s.Link), startsColor(s.Link)
 		line.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
 		p.Add(line, points)
-		p.Legend.Add(homaSeries(s.Link), line, points)
+		p.Legend.Add(HomaSeries(s.Link), line, points)
 	}
 	p.Y.Min, p.Y.Max = 0, top*1.1+1e-9 // from 0, so the spread reads as a fraction
 	return SaveLegendBeside(p, 8.5*vg.Inch, 4*vg.Inch, path)

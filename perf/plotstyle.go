@@ -27,10 +27,6 @@ func (SizeTicks) Ticks(min, max float64) []plot.Tick {
 	return ticks
 }
 
-// SizeName is a message size as the reports write it: 100 B, 10 KB, 1 MB
-// (KB 10^3 and MB 10^6 bytes; a size that is neither stays in bytes).
-func SizeName(n int) string { return sizeName(n) }
-
 // SaveLegendBeside writes p to path (PNG, or SVG by its extension) with
 // the legend in a column of its own on the right, so that it covers no
 // data; w is the whole image's width.

@@ -19,73 +19,73 @@ import (
 // and around each of a fresh daemon's first RPCs, as evidence for where
 // a slow start's time goes.
 
-// procCounters are the counters of /proc/PID/stat that the harness uses:
+// ProcCounters are the counters of /proc/PID/stat that the harness uses:
 // page faults (minor: the page was in memory or was made there, major:
 // it was read from storage) and CPU time in clock ticks, all threads.
-type procCounters struct {
+type ProcCounters struct {
 	MinFlt, MajFlt int64
 	UTime, STime   int64 // clock ticks (clkTck a second)
 }
 
-// clkTck is sysconf(_SC_CLK_TCK) on Linux.
-const clkTck = 100
+// ClkTck is sysconf(_SC_CLK_TCK) on Linux.
+const ClkTck = 100
 
-// parseProcStat reads the counters from the text of /proc/PID/stat.
+// ParseProcStat reads the counters from the text of /proc/PID/stat.
 // The fields after the command name are counted from the closing
 // parenthesis, since the name may hold spaces and parentheses itself.
-func parseProcStat(b []byte) (procCounters, error) {
+func ParseProcStat(b []byte) (ProcCounters, error) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return procCounters{}, fmt.Errorf("/proc/PID/stat: no command name")
+		return ProcCounters{}, fmt.Errorf("/proc/PID/stat: no command name")
 	}
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 13 {
-		return procCounters{}, fmt.Errorf("/proc/PID/stat: %d fields after the name", len(f))
+		return ProcCounters{}, fmt.Errorf("/proc/PID/stat: %d fields after the name", len(f))
 	}
 	// f[0] is field 3 (state): minflt is field 10, majflt 12, utime 14,
 	// stime 15.
-	var c procCounters
+	var c ProcCounters
 	var err error
 	for _, x := range []struct {
 		to    *int64
 		field int
 	}{{&c.MinFlt, 10}, {&c.MajFlt, 12}, {&c.UTime, 14}, {&c.STime, 15}} {
 		if *x.to, err = strconv.ParseInt(f[x.field-3], 10, 64); err != nil {
-			return procCounters{}, fmt.Errorf("/proc/PID/stat field %d: %w", x.field, err)
+			return ProcCounters{}, fmt.Errorf("/proc/PID/stat field %d: %w", x.field, err)
 		}
 	}
 	return c, nil
 }
 
-// statReader reads one process's /proc/PID/stat again and again through
+// StatReader reads one process's /proc/PID/stat again and again through
 // one open file (a pread each time), cheaply enough to read between two
 // RPCs.
-type statReader struct {
+type StatReader struct {
 	f   *os.File
 	buf [1024]byte
 }
 
-func openStat(pid int) (*statReader, error) {
+func OpenStat(pid int) (*StatReader, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return nil, err
 	}
-	return &statReader{f: f}, nil
+	return &StatReader{f: f}, nil
 }
 
-func (r *statReader) read() (procCounters, error) {
+func (r *StatReader) Read() (ProcCounters, error) {
 	n, err := r.f.ReadAt(r.buf[:], 0)
 	if err != nil && err != io.EOF {
-		return procCounters{}, err
+		return ProcCounters{}, err
 	}
-	return parseProcStat(r.buf[:n])
+	return ParseProcStat(r.buf[:n])
 }
 
-func (r *statReader) close() { r.f.Close() }
+func (r *StatReader) Close() { r.f.Close() }
 
-// hugepages are the machine's free 2 MB hugepages and how many of those
+// Hugepages are the machine's free 2 MB Hugepages and how many of those
 // are reserved (-1, -1: unreadable).
-func hugepages() (free, reserved int) {
+func Hugepages() (free, reserved int) {
 	free, reserved, err := ealargs.Hugepages()
 	if err != nil {
 		return -1, -1
@@ -93,11 +93,11 @@ func hugepages() (free, reserved int) {
 	return free, reserved
 }
 
-// loopThread is the thread of process pid that runs its polling loop:
+// LoopThread is the thread of process pid that runs its polling loop:
 // the EAL worker lcore's, the first thread named as EAL names them
 // (rte-worker-N; threads the Go runtime starts from it inherit the name,
 // but come later and have higher ids). ok is false when none is found.
-func loopThread(pid int) (tid int, ok bool) {
+func LoopThread(pid int) (tid int, ok bool) {
 	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
 		return 0, false
@@ -115,10 +115,10 @@ func loopThread(pid int) (tid int, ok bool) {
 	return tid, ok
 }
 
-// threadSwitches are a thread's context switches so far: voluntary (it
+// ThreadSwitches are a thread's context switches so far: voluntary (it
 // slept: a busy-polling loop's thread sleeps only when the Go scheduler
 // parks it) and involuntary (another thread took its CPU).
-func threadSwitches(pid, tid int) (voluntary, involuntary int64, err error) {
+func ThreadSwitches(pid, tid int) (voluntary, involuntary int64, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/status", pid, tid))
 	if err != nil {
 		return 0, 0, err
@@ -155,8 +155,8 @@ func parseSwitches(status string) (voluntary, involuntary int64, err error) {
 	return voluntary, involuntary, nil
 }
 
-// selfFaults are this process's minor and major page faults (getrusage).
-func selfFaults() (minor, major int64) {
+// SelfFaults are this process's minor and major page faults (getrusage).
+func SelfFaults() (minor, major int64) {
 	var ru unix.Rusage
 	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
 		return 0, 0
@@ -180,9 +180,9 @@ type RegionMem struct {
 // "/memfd:homa-worker (deleted)" (shm.newSession names its memfds so).
 const regionName = "memfd:homa-worker"
 
-// regionMemOf reads how process pid maps the worker regions; an error is
+// RegionMemOf reads how process pid maps the worker regions; an error is
 // kept in the result (smaps of another process needs root, or its owner).
-func regionMemOf(pid int) RegionMem {
+func RegionMemOf(pid int) RegionMem {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps", pid))
 	if err != nil {
 		return RegionMem{Error: err.Error()}

@@ -73,7 +73,7 @@ type RateRun struct {
 // CPU over the window, that something else ran on its busy loop's core
 // ("" otherwise): its figures are then low.
 func (x RateRun) starvedNote() string {
-	if !isHoma(x.Transport) || x.Skipped != "" || x.Seconds <= 0 || x.DaemonCPU >= 0.9*x.Seconds {
+	if !IsHoma(x.Transport) || x.Skipped != "" || x.Seconds <= 0 || x.DaemonCPU >= 0.9*x.Seconds {
 		return ""
 	}
 	return fmt.Sprintf("%s: the daemon had %.0f%% of a CPU over the window; its loop polls busily, so something else ran on its core, and the run's figures are low.",
@@ -194,7 +194,7 @@ const rateDistortions = `On a 2-vCPU virtual machine the "two daemons" are two H
 	`busy core for the daemon's loop whatever the load, and the workers spin on their rings, so Homa's CPU per RPC ` +
 	`falls as the rate rises; kernel TCP's goroutines block in epoll and use both CPUs as they need. Kernel TCP's ` +
 	`softirq work is charged to whatever task the CPU was running (usually the harness's threads); time in ` +
-	`ksoftirqd is not counted. ` + linkDistortions + ` While the attempt with the demo's config holds its RPCs, ` +
+	`ksoftirqd is not counted. ` + LinkDistortions + ` While the attempt with the demo's config holds its RPCs, ` +
 	`every client RPC silent for 5 ms asks its server with a RESEND every 5 ms and is answered BUSY: thousands of ` +
 	`control packets a millisecond on the one loop, which slow the sending of the rest and can overflow the ports' ` +
 	`TX queues, so that RPCs time out (the memory run sets protocol.resend_ticks long for that reason: raised_keys). ` +
@@ -209,11 +209,11 @@ const rateDistortions = `On a 2-vCPU virtual machine the "two daemons" are two H
 func rateRatios(runs []RateRun) []RateRatio {
 	var out []RateRatio
 	for _, h := range runs {
-		if !isHoma(h.Transport) || h.Skipped != "" || h.RPCsPerSec == 0 {
+		if !IsHoma(h.Transport) || h.Skipped != "" || h.RPCsPerSec == 0 {
 			continue
 		}
 		for _, x := range runs {
-			if isHoma(x.Transport) || x.Skipped != "" || x.RPCsPerSec == 0 || x.CPUPerM == 0 {
+			if IsHoma(x.Transport) || x.Skipped != "" || x.RPCsPerSec == 0 || x.CPUPerM == 0 {
 				continue
 			}
 			out = append(out, RateRatio{Homa: h.Transport, TCP: x.Transport,
@@ -349,14 +349,14 @@ func (r *RateResult) Print(w io.Writer) {
 			fmt.Fprintf(w, "%s: the daemon refused work during the run: %s\n", x.Transport, f)
 		}
 	}
-	printLoops(w, r.Loops)
+	PrintLoops(w, r.Loops)
 }
 
 // RateSteps is the number of progress steps of RunRate: per link its
 // daemon, the rate window, the demo config's attempt, the second daemon
 // and the memory run; TCP loopback; the veth pair and TCP veth.
 func RateSteps(cfg RateConfig) int {
-	n := 5*len(homaLinks(cfg.Links, "")) + 1
+	n := 5*len(LinksFor(cfg.Links, "")) + 1
 	if cfg.Veth {
 		n += 2
 	}
@@ -375,7 +375,7 @@ func RunRate(cfg RateConfig) (*RateResult, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	for _, link := range homaLinks(cfg.Links, "") {
+	for _, link := range LinksFor(cfg.Links, "") {
 		run, mem, loops, err := homaRate(cfg, link, dir)
 		res.Loops = append(res.Loops, loops...)
 		if err != nil {
@@ -385,16 +385,16 @@ func RunRate(cfg RateConfig) (*RateResult, error) {
 		res.Memory = append(res.Memory, mem)
 	}
 
-	paths := []tcpPath{{name: "tcp-loopback", listen: "127.0.0.1:0"}}
+	paths := []TCPPath{{name: "tcp-loopback", listen: "127.0.0.1:0"}}
 	vethSkip := "not asked for"
 	if cfg.Veth {
 		cfg.Progress.Step("make the veth pair")
-		if veth, err := newVethPair(); err != nil {
+		if veth, err := NewVethPair(); err != nil {
 			vethSkip = err.Error()
 		} else {
-			defer veth.remove()
+			defer veth.Remove()
 			vethSkip = ""
-			paths = append(paths, tcpPath{name: "tcp-veth", serverNS: veth.A, clientNS: veth.B, listen: veth.AddrA + ":0"})
+			paths = append(paths, TCPPath{name: "tcp-veth", serverNS: veth.A, clientNS: veth.B, listen: veth.AddrA + ":0"})
 		}
 	}
 	for _, p := range paths {

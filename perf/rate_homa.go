@@ -48,7 +48,7 @@ var errWorkersStuck = errors.New("workers did not end")
 // goroutine of its own (one at a time: the sessions are not safe for
 // concurrent use), the harness confined to one CPU (confine).
 type rateWorker struct {
-	*workerPair
+	*WorkerPair
 	msg  []byte       // every request's bytes; the echo's too
 	done atomic.Int64 // RPCs completed in echo phases (read by the coordinator)
 }
@@ -58,19 +58,19 @@ func dialRateWorkers(dir string, cfg RateConfig) ([]*rateWorker, error) {
 	var ws []*rateWorker
 	inFlight := max(cfg.PerWorker, heldShare(cfg.Held, cfg.Workers, 0)) * cfg.Size
 	for i := range cfg.Workers {
-		p, err := dialPairPort(dir, uint16(ratePortBase+i), cfg.Size, inFlight)
+		p, err := DialPairPort(dir, uint16(ratePortBase+i), cfg.Size, inFlight)
 		if err != nil {
 			closeRateWorkers(ws)
 			return nil, fmt.Errorf("worker %d: %w", i, err)
 		}
-		ws = append(ws, &rateWorker{workerPair: p, msg: payload(cfg.Size)})
+		ws = append(ws, &rateWorker{WorkerPair: p, msg: Payload(cfg.Size)})
 	}
 	return ws, nil
 }
 
 func closeRateWorkers(ws []*rateWorker) {
 	for _, w := range ws {
-		w.close()
+		w.Close()
 	}
 }
 

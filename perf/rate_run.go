@@ -105,7 +105,7 @@ func rateWindow(cfg RateConfig, name string, d *Daemon, done func() int64, s *ru
 			return run, err
 		}
 	}
-	w, err := startWindow(d)
+	w, err := StartWindow(d)
 	if err != nil {
 		return run, err
 	}
@@ -117,7 +117,7 @@ func rateWindow(cfg RateConfig, name string, d *Daemon, done func() int64, s *ru
 	run.RPCs = done() - n0
 	el := time.Since(w.t0)
 	run.Seconds = el.Seconds()
-	run.HarnessCPU = (cpuSelf() - w.self0).Seconds()
+	run.HarnessCPU = (CPUSelf() - w.self0).Seconds()
 	if d != nil {
 		c, err := d.CPU()
 		if err != nil {
@@ -258,7 +258,7 @@ func outstandingGauges(metrics string, held int) map[string]float64 {
 // demo's config).
 func withRateDaemon(cfg RateConfig, link, dir, raised string, env []string, loops *[]LoopStats,
 	f func(d *Daemon, ws []*rateWorker, m *daemonMetrics) error) error {
-	name, suffix, what := homaSeries(link), "", ""
+	name, suffix, what := HomaSeries(link), "", ""
 	if raised != "" {
 		suffix, what = "-raised", " ("+raised+")"
 	}
@@ -269,7 +269,7 @@ func withRateDaemon(cfg RateConfig, link, dir, raised string, env []string, loop
 	}
 	env = append(env, "HOMA_METRICS_ADDRESS="+metrics)
 	logPath := filepath.Join(cfg.OutDir, "rate-"+link+suffix+"-daemon.log")
-	d, err := StartDaemonEnv(cfg.Self, filepath.Join(dir, link+suffix), logPath, env, linkArgs(link, 0)...)
+	d, err := StartDaemonEnv(cfg.Self, filepath.Join(dir, link+suffix), logPath, env, LinkArgs(link, 0)...)
 	if err != nil {
 		return fmt.Errorf("%s%s: %w", name, what, err)
 	}
@@ -300,7 +300,7 @@ func withRateDaemon(cfg RateConfig, link, dir, raised string, env []string, loop
 // hold cfg.Held RPCs with the demo's config on one daemon, then the
 // memory run with its bounds and timers raised on a second.
 func homaRate(cfg RateConfig, link, dir string) (RateRun, RateMemory, []LoopStats, error) {
-	name := homaSeries(link)
+	name := HomaSeries(link)
 	run, mem := RateRun{Transport: name}, RateMemory{Transport: name}
 	var loops []LoopStats
 	held := fmt.Sprintf("%d outstanding", cfg.Held)

@@ -13,8 +13,8 @@ import (
 // (a goroutine per connection, over Go's epoll-based net package).
 
 // tcpRate measures RPCs per second over TCP along path p.
-func tcpRate(cfg RateConfig, p tcpPath) (RateRun, error) {
-	srv, err := startTCPServer(p.serverNS, p.listen)
+func tcpRate(cfg RateConfig, p TCPPath) (RateRun, error) {
+	srv, err := StartTCPServer(p.serverNS, p.listen)
 	if err != nil {
 		return RateRun{}, err
 	}
@@ -26,7 +26,7 @@ func tcpRate(cfg RateConfig, p tcpPath) (RateRun, error) {
 			}
 		}()
 		for range cfg.Outstanding() {
-			c, err := tcpDial(p.clientNS, srv.addr)
+			c, err := TCPDial(p.clientNS, srv.addr)
 			if err != nil {
 				return RateRun{}, fmt.Errorf("connection %d: %w", len(conns), err)
 			}
@@ -48,7 +48,7 @@ func tcpRate(cfg RateConfig, p tcpPath) (RateRun, error) {
 		}
 		return run, err
 	}()
-	if cerr := srv.close(); err == nil && cerr != nil {
+	if cerr := srv.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("server: %w", cerr)
 	}
 	return run, err
@@ -60,9 +60,9 @@ func tcpRateConn(c *net.TCPConn, size int, end time.Time, stop *atomic.Bool, don
 	if err := c.SetDeadline(end); err != nil {
 		return err
 	}
-	req, resp := tcpMessage(size, false), make([]byte, 4+size)
+	req, resp := TCPMessage(size, false), make([]byte, 4+size)
 	for !stop.Load() {
-		if err := tcpRPC(c, req, resp); err != nil {
+		if err := TCPRPC(c, req, resp); err != nil {
 			return err
 		}
 		if !bytes.Equal(req, resp) {

@@ -272,7 +272,7 @@ func TestRateReport(t *testing.T) {
 // counted in a window; nothing is timed but that it did some.
 func TestRateTCP_loopback(t *testing.T) {
 	cfg := RateConfig{Size: 100, Workers: 2, PerWorker: 4, Warmup: 20 * time.Millisecond, Duration: 50 * time.Millisecond}
-	run, err := tcpRate(cfg, tcpPath{name: "tcp-loopback", listen: "127.0.0.1:0"})
+	run, err := tcpRate(cfg, TCPPath{name: "tcp-loopback", listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestRate_smoke(t *testing.T) {
 			t.Errorf("%s skipped: %s", x.Transport, x.Skipped)
 			continue
 		}
-		if x.RPCs < 1 || x.RPCsPerSec <= 0 || x.CPUPerM <= 0 || isHoma(x.Transport) != (x.DaemonCPU > 0) {
+		if x.RPCs < 1 || x.RPCsPerSec <= 0 || x.CPUPerM <= 0 || IsHoma(x.Transport) != (x.DaemonCPU > 0) {
 			t.Errorf("%s: %+v", x.Transport, x)
 		}
 		if len(x.Refusals) > 0 {

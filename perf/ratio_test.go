@@ -143,7 +143,7 @@ func TestSteps(t *testing.T) {
 	if n := ThroughputSteps(tc); n != 2+1+2 {
 		t.Errorf("ThroughputSteps on ring alone: %d", n)
 	}
-	if l := homaLinks(nil, "dpdk-testpmd"); len(l) != 1 || l[0] != "memif" || homaSeries(l[0]) != "homa-memif" {
+	if l := LinksFor(nil, "dpdk-testpmd"); len(l) != 1 || l[0] != "memif" || HomaSeries(l[0]) != "homa-memif" {
 		t.Errorf("links through testpmd %v", l)
 	}
 }

@@ -163,7 +163,7 @@ func WriteReport(path, title string, meta []string, secs []Section) error {
 
 func oneLine(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", " ") }
 
-func loopNotes(loops []LoopStats) []string {
+func LoopNotes(loops []LoopStats) []string {
 	var out []string
 	for _, l := range loops {
 		if l.MaxGapFound {
@@ -175,9 +175,9 @@ func loopNotes(loops []LoopStats) []string {
 	return out
 }
 
-// linkNotes say what joins the daemon's hosts in each of Homa's series
+// LinkNotes say what joins the daemon's hosts in each of Homa's series
 // among transports.
-func linkNotes(transports []string) []string {
+func LinkNotes(transports []string) []string {
 	what := map[string]string{
 		"homa-memif": fmt.Sprintf("homa-memif: the daemon's two hosts on net_memif ports, each byte copied into and out of memif's shared rings; MTU %d.",
 			HomaLinkMTU["memif"]),
@@ -197,13 +197,13 @@ func linkNotes(transports []string) []string {
 // written by WriteFiles.
 func (r *RTTResult) Section(images []string) Section {
 	s := Section{Name: "rtt", Title: "rtt: unloaded round trip, Homa workers vs kernel TCP", Method: r.Method,
-		Distortions: r.Distortions, Tables: []Table{r.Table()}, Images: images, Notes: loopNotes(r.Loops)}
+		Distortions: r.Distortions, Tables: []Table{r.Table()}, Images: images, Notes: LoopNotes(r.Loops)}
 	var names []string
 	for _, x := range r.Series {
 		names = append(names, x.Transport)
 	}
 	s.Tables = append(s.Tables, r.RatioTable())
-	s.Notes = append(append([]string{"Ratios are TCP over each Homa series: above 1, Homa is faster."}, linkNotes(names)...), s.Notes...)
+	s.Notes = append(append([]string{"Ratios are TCP over each Homa series: above 1, Homa is faster."}, LinkNotes(names)...), s.Notes...)
 	for _, x := range r.Series {
 		if x.Skipped != "" {
 			s.Notes = append(s.Notes, fmt.Sprintf("%s skipped: %s", x.Transport, x.Skipped))
@@ -245,7 +245,7 @@ func (r *ThroughputResult) Section(images []string) Section {
 	for _, z := range r.Sizes {
 		sizes = append(sizes, z.Size)
 	}
-	s := Section{Name: "throughput", Title: throughputTitle(sizeList(sizes)), Method: r.Method,
+	s := Section{Name: "throughput", Title: throughputTitle(SizeList(sizes)), Method: r.Method,
 		Distortions: r.Distortions, Tables: []Table{r.Table(), r.RatioTable()}, Images: images}
 	s.Notes = append(s.Notes, "Messages and windows: "+r.sizesText()+".", throughputRatiosNote)
 	var names []string
@@ -254,13 +254,13 @@ func (r *ThroughputResult) Section(images []string) Section {
 			names = append(names, x.Transport)
 		}
 	}
-	s.Notes = append(s.Notes, linkNotes(names)...)
+	s.Notes = append(s.Notes, LinkNotes(names)...)
 	for _, x := range r.Runs {
 		if x.Skipped != "" {
 			s.Notes = append(s.Notes, fmt.Sprintf("%s skipped: %s", x.Transport, x.Skipped))
 		}
 	}
-	s.Notes = append(s.Notes, loopNotes(r.Loops)...)
+	s.Notes = append(s.Notes, LoopNotes(r.Loops)...)
 	if r.Smoke {
 		s.Notes = append(s.Notes, "Smoke run: 1 MB alone, one second per transport, the figures mean little.")
 	}
@@ -277,7 +277,7 @@ func (r *ThroughputResult) WriteFiles(dir string) ([]string, error) {
 	sizes := runSizes(r.Runs)
 	var groups, series []string
 	for _, size := range sizes {
-		groups = append(groups, sizeName(size))
+		groups = append(groups, SizeName(size))
 	}
 	for _, x := range r.Runs {
 		if x.Skipped == "" && !slices.Contains(series, x.Transport) {
@@ -294,10 +294,10 @@ func (r *ThroughputResult) WriteFiles(dir string) ([]string, error) {
 		}
 	}
 	title := "Throughput: " + r.sizesText()
-	if err := plotGroupedBars(title, "Gbps (payload)", groups, series, gbps, filepath.Join(dir, "throughput-gbps.png")); err != nil {
+	if err := PlotGroupedBars(title, "Gbps (payload)", groups, series, gbps, filepath.Join(dir, "throughput-gbps.png")); err != nil {
 		return nil, err
 	}
-	if err := plotGroupedBars("CPU per GB of payload", "CPU seconds per GB", groups, series, cpu, filepath.Join(dir, "throughput-cpu.png")); err != nil {
+	if err := PlotGroupedBars("CPU per GB of payload", "CPU seconds per GB", groups, series, cpu, filepath.Join(dir, "throughput-cpu.png")); err != nil {
 		return nil, err
 	}
 	return []string{"throughput-gbps.png", "throughput-cpu.png"}, nil
@@ -327,8 +327,8 @@ func (r *RateResult) Section(images []string) Section {
 			s.Notes = append(s.Notes, n)
 		}
 	}
-	s.Notes = append(s.Notes, linkNotes(names)...)
-	s.Notes = append(s.Notes, loopNotes(r.Loops)...)
+	s.Notes = append(s.Notes, LinkNotes(names)...)
+	s.Notes = append(s.Notes, LoopNotes(r.Loops)...)
 	if r.Smoke {
 		s.Notes = append(s.Notes, "Smoke run: half a second per transport, the figures mean little.")
 	}
@@ -350,11 +350,11 @@ func (r *RateResult) WriteFiles(dir string) ([]string, error) {
 			rate, cpu = append(rate, []float64{x.RPCsPerSec / 1e3}), append(cpu, []float64{x.CPUPerM})
 		}
 	}
-	group := []string{fmt.Sprintf("%s, %d outstanding", sizeName(r.Size), r.Outstanding)}
-	if err := plotGroupedBars("Small RPCs per second", "thousand RPCs per second", group, series, rate, filepath.Join(dir, "rate-rpcs.png")); err != nil {
+	group := []string{fmt.Sprintf("%s, %d outstanding", SizeName(r.Size), r.Outstanding)}
+	if err := PlotGroupedBars("Small RPCs per second", "thousand RPCs per second", group, series, rate, filepath.Join(dir, "rate-rpcs.png")); err != nil {
 		return nil, err
 	}
-	if err := plotGroupedBars("CPU per million RPCs", "CPU seconds per million RPCs", group, series, cpu, filepath.Join(dir, "rate-cpu.png")); err != nil {
+	if err := PlotGroupedBars("CPU per million RPCs", "CPU seconds per million RPCs", group, series, cpu, filepath.Join(dir, "rate-cpu.png")); err != nil {
 		return nil, err
 	}
 	return []string{"rate-rpcs.png", "rate-cpu.png"}, nil

@@ -83,7 +83,7 @@ type RTTResult struct {
 // rttMethod is how cfg measures.
 func rttMethod(cfg RTTConfig) string {
 	return `Unloaded round trip, one RPC at a time, request and response of the same size ` +
-		`(` + sizeList(cfg.Sizes) + `; MB is 10^6 bytes; --smoke stops at 1 MB). Messages above kernel Homa's 1,000,000 bytes ` +
+		`(` + SizeList(cfg.Sizes) + `; MB is 10^6 bytes; --smoke stops at 1 MB). Messages above kernel Homa's 1,000,000 bytes ` +
 		`go between the daemon's two hosts because its config lists both as long-message peers ` +
 		`(protocol.max_message 64 MiB, worker regions of 128 MiB arena and 128 MiB pool: demo/workers.yaml). Homa: the harness starts this program as a child process, ` +
 		"`homa-dpdk demo --workers DIR --link LINK`" + `, once per link: two Homa hosts, 10.0.0.1 and 10.0.0.2, ` +
@@ -103,7 +103,7 @@ func rttMethod(cfg RTTConfig) string {
 		fmt.Sprintf(`Per size and transport: a warm-up of up to %d round trips (after the first %d, for at most %v), then up to %d `+
 			`round trips or %v, whichever ends first (at least %d: the limits are checked after each round trip), so the points of `+
 			`the largest sizes hold few round trips (the count is in rtt.json) and their P99 is close to their maximum; `,
-			cfg.Warmup, minWarmup, cfg.MaxTime/4, cfg.Count, cfg.MaxTime, minRecorded) +
+			cfg.Warmup, MinWarmup, cfg.MaxTime/4, cfg.Count, cfg.MaxTime, MinRecorded) +
 		`P50 and P99 from an HdrHistogram (3 significant digits). Ratios are TCP over Homa, for each Homa series (above 1: Homa is faster).`
 }
 
@@ -116,11 +116,11 @@ func largest(sizes []int) int {
 	return m
 }
 
-// sizeList names sizes: "100 B, 1 KB and 1 MB".
-func sizeList(sizes []int) string {
+// SizeList names sizes: "100 B, 1 KB and 1 MB".
+func SizeList(sizes []int) string {
 	var names []string
 	for _, n := range sizes {
-		names = append(names, sizeName(n))
+		names = append(names, SizeName(n))
 	}
 	switch len(names) {
 	case 0:
@@ -135,7 +135,7 @@ const rttDistortions = `On a 2-vCPU virtual machine: the "two daemons" are two H
 	`process sharing one busy-polling core (two busy daemons plus the workers cannot share 2 CPUs), so each ` +
 	`submission waits on average half a pass of a loop that serves both hosts, which a daemon per host would ` +
 	`not. The workers' CPU 0 is also the CPU of the daemon's main thread, the Go runtime's threads and ` +
-	`everything else on the machine (a container build may be running): P99 is mostly that noise. ` + linkDistortions +
+	`everything else on the machine (a container build may be running): P99 is mostly that noise. ` + LinkDistortions +
 	` Kernel TCP on loopback or veth has no wire ` +
 	`either, runs its protocol work in the sender's and receiver's system calls and softirqs on both CPUs, and ` +
 	`uses 64 KB segments with no per-packet MTU (loopback) where Homa sends 1500-byte packets. Absolute ` +
@@ -151,9 +151,9 @@ const rttDistortions = `On a 2-vCPU virtual machine: the "two daemons" are two H
 	`worker regions' pages, each a page fault on the polling loop); the daemon now makes both resident before ` +
 	`they are used (perf starts measures a fresh daemon's first RPCs).`
 
-// linkDistortions is what rtt's and throughput's distortions say of the
+// LinkDistortions is what rtt's and throughput's distortions say of the
 // two links Homa is measured on.
-const linkDistortions = `The links: net_memif copies every byte of every packet into its shared-memory ` +
+const LinkDistortions = `The links: net_memif copies every byte of every packet into its shared-memory ` +
 	`ring on send and out of it on receive, both copies on the one polling core that also runs both Homa ` +
 	`stacks, so large messages pay for both ends' protocol work and the copies on one CPU. net_ring passes ` +
 	`the mbufs themselves from one host's port to the other's: no copy in the link, the analogue of a NIC's ` +
@@ -180,7 +180,7 @@ func RunRTT(cfg RTTConfig) (*RTTResult, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	for _, link := range homaLinks(cfg.Links, cfg.Testpmd) {
+	for _, link := range LinksFor(cfg.Links, cfg.Testpmd) {
 		s, loop, err := homaRTT(cfg, link, dir)
 		if loop != nil {
 			res.Loops = append(res.Loops, *loop)
@@ -192,16 +192,16 @@ func RunRTT(cfg RTTConfig) (*RTTResult, error) {
 	}
 
 	// Kernel TCP.
-	paths := []tcpPath{{name: "tcp-loopback", listen: "127.0.0.1:0"}}
-	var veth *vethPair
+	paths := []TCPPath{{name: "tcp-loopback", listen: "127.0.0.1:0"}}
+	var veth *VethPair
 	vethSkip := ""
 	if cfg.Veth {
 		cfg.Progress.Step("make the veth pair")
-		if veth, err = newVethPair(); err != nil {
+		if veth, err = NewVethPair(); err != nil {
 			vethSkip = err.Error()
 		} else {
-			defer veth.remove()
-			paths = append(paths, tcpPath{name: "tcp-veth", serverNS: veth.A, clientNS: veth.B, listen: veth.AddrA + ":0"})
+			defer veth.Remove()
+			paths = append(paths, TCPPath{name: "tcp-veth", serverNS: veth.A, clientNS: veth.B, listen: veth.AddrA + ":0"})
 		}
 	} else {
 		vethSkip = "not asked for"
@@ -226,34 +226,34 @@ func RunRTT(cfg RTTConfig) (*RTTResult, error) {
 // hosts on link, measures every size and stops the daemon, whose loop
 // statistics it returns once it was started.
 func homaRTT(cfg RTTConfig, link, dir string) (RTTSeries, *LoopStats, error) {
-	series := RTTSeries{Transport: homaSeries(link)}
-	d, logPath, done, err := startHomaDaemon(cfg.Self, cfg.Testpmd, link, dir, cfg.OutDir, "rtt", cfg.Progress, 0)
+	series := RTTSeries{Transport: HomaSeries(link)}
+	d, logPath, done, err := StartHomaDaemon(cfg.Self, cfg.Testpmd, link, dir, cfg.OutDir, "rtt", cfg.Progress, 0)
 	if err != nil {
 		return series, nil, fmt.Errorf("%s: %w", series.Transport, err)
 	}
 	defer done() // after the daemon's Stop below
-	err = onPinnedThread(cfg.WorkerCPU, "", func() error {
-		w, err := dialPair(d.Dir, largest(cfg.Sizes), largest(cfg.Sizes))
+	err = OnPinnedThread(cfg.WorkerCPU, "", func() error {
+		w, err := DialPair(d.Dir, largest(cfg.Sizes), largest(cfg.Sizes))
 		if err != nil {
 			return err
 		}
-		defer w.close()
+		defer w.Close()
 		for _, size := range cfg.Sizes {
-			cfg.Progress.Step(fmt.Sprintf("%s %s", series.Transport, sizeName(size)))
-			msg := payload(size)
+			cfg.Progress.Step(fmt.Sprintf("%s %s", series.Transport, SizeName(size)))
+			msg := Payload(size)
 			// The first RPC also waits for ARP between the hosts.
 			rt := func() error {
-				n, err := w.rpc(msg)
+				n, err := w.RPC(msg)
 				if err == nil && n != size {
 					err = fmt.Errorf("%d-byte response to a %d-byte request", n, size)
 				}
 				return err
 			}
-			h, err := measure(rt, cfg.Warmup, cfg.Count, cfg.MaxTime, cfg.Progress)
+			h, err := Measure(rt, cfg.Warmup, cfg.Count, cfg.MaxTime, cfg.Progress)
 			if err != nil {
-				return fmt.Errorf("%s: %w", sizeName(size), err)
+				return fmt.Errorf("%s: %w", SizeName(size), err)
 			}
-			series.Points = append(series.Points, point(size, h))
+			series.Points = append(series.Points, Point(size, h))
 		}
 		return nil
 	})
@@ -267,30 +267,30 @@ func homaRTT(cfg RTTConfig, link, dir string) (RTTSeries, *LoopStats, error) {
 	return series, &loop, nil
 }
 
-func tcpRTT(cfg RTTConfig, p tcpPath) (RTTSeries, error) {
+func tcpRTT(cfg RTTConfig, p TCPPath) (RTTSeries, error) {
 	series := RTTSeries{Transport: p.name}
-	srv, err := startTCPServer(p.serverNS, p.listen)
+	srv, err := StartTCPServer(p.serverNS, p.listen)
 	if err != nil {
 		return series, err
 	}
 	err = func() error {
-		c, err := tcpDial(p.clientNS, srv.addr)
+		c, err := TCPDial(p.clientNS, srv.addr)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
 		for _, size := range cfg.Sizes {
-			cfg.Progress.Step(fmt.Sprintf("%s %s", p.name, sizeName(size)))
-			req, resp := tcpMessage(size, false), make([]byte, 4+size)
-			h, err := measure(func() error { return tcpRPC(c, req, resp) }, cfg.Warmup, cfg.Count, cfg.MaxTime, cfg.Progress)
+			cfg.Progress.Step(fmt.Sprintf("%s %s", p.name, SizeName(size)))
+			req, resp := TCPMessage(size, false), make([]byte, 4+size)
+			h, err := Measure(func() error { return TCPRPC(c, req, resp) }, cfg.Warmup, cfg.Count, cfg.MaxTime, cfg.Progress)
 			if err != nil {
 				return fmt.Errorf("%s %d B: %w", p.name, size, err)
 			}
-			series.Points = append(series.Points, point(size, h))
+			series.Points = append(series.Points, Point(size, h))
 		}
 		return nil
 	}()
-	if cerr := srv.close(); err == nil && cerr != nil {
+	if cerr := srv.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("%s server: %w", p.name, cerr)
 	}
 	return series, err
@@ -298,7 +298,7 @@ func tcpRTT(cfg RTTConfig, p tcpPath) (RTTSeries, error) {
 
 // RTTSteps is the number of progress steps of RunRTT.
 func RTTSteps(cfg RTTConfig) int {
-	n := len(homaLinks(cfg.Links, cfg.Testpmd))*(1+len(cfg.Sizes)) + len(cfg.Sizes)
+	n := len(LinksFor(cfg.Links, cfg.Testpmd))*(1+len(cfg.Sizes)) + len(cfg.Sizes)
 	if cfg.Veth {
 		n += 1 + len(cfg.Sizes)
 	}
@@ -308,12 +308,12 @@ func RTTSteps(cfg RTTConfig) int {
 	return n
 }
 
-func point(size int, h *hdrhistogram.Histogram) RTTPoint {
+func Point(size int, h *hdrhistogram.Histogram) RTTPoint {
 	us := func(q float64) float64 { return float64(h.ValueAtQuantile(q)) / 1e3 }
 	return RTTPoint{Size: size, Count: h.TotalCount(), P50Us: us(50), P99Us: us(99), MaxUs: float64(h.Max()) / 1e3}
 }
 
-func payload(size int) []byte {
+func Payload(size int) []byte {
 	m := make([]byte, size)
 	for i := range m {
 		m[i] = byte(i*13 + 1)
@@ -321,7 +321,9 @@ func payload(size int) []byte {
 	return m
 }
 
-func sizeName(n int) string {
+// SizeName is a message size as the reports write it: 100 B, 10 KB, 1 MB
+// (KB 10^3 and MB 10^6 bytes; a size that is neither stays in bytes).
+func SizeName(n int) string {
 	switch {
 	case n >= 1_000_000 && n%1_000_000 == 0:
 		return fmt.Sprintf("%d MB", n/1_000_000)
@@ -336,7 +338,7 @@ func rttRatios(series []RTTSeries) []RTTRatio {
 	lo, veth := seriesPoints(series, "tcp-loopback"), seriesPoints(series, "tcp-veth")
 	var out []RTTRatio
 	for _, s := range series {
-		if !isHoma(s.Transport) {
+		if !IsHoma(s.Transport) {
 			continue
 		}
 		for _, h := range s.Points {
@@ -393,7 +395,7 @@ func (r *RTTResult) Table() Table {
 		}
 	}
 	for _, size := range r.sizes() {
-		row := []string{sizeName(size)}
+		row := []string{SizeName(size)}
 		for _, pts := range live {
 			if p, ok := pts[size]; ok {
 				row = append(row, fmt.Sprintf("%.1f", p.P50Us), fmt.Sprintf("%.1f", p.P99Us))
@@ -441,7 +443,7 @@ func (r *RTTResult) RatioTable() Table {
 		return fmt.Sprintf("%.2f", v)
 	}
 	for _, size := range sizes {
-		row := []string{sizeName(size)}
+		row := []string{SizeName(size)}
 		for _, h := range homas {
 			x := by[h][size] // zero, shown "-", where the series lacks the size
 			row = append(row, cell(x.LoopbackP50), cell(x.LoopbackP99))
@@ -471,10 +473,10 @@ func (r *RTTResult) Print(w io.Writer) {
 			fmt.Fprintf(w, "%s skipped: %s\n", s.Transport, s.Skipped)
 		}
 	}
-	printLoops(w, r.Loops)
+	PrintLoops(w, r.Loops)
 }
 
-func printLoops(w io.Writer, loops []LoopStats) {
+func PrintLoops(w io.Writer, loops []LoopStats) {
 	for _, l := range loops {
 		if l.MaxGapFound {
 			fmt.Fprintf(w, "polling loop %s: %d passes, longest gap between two passes %.1f µs\n", l.Loop, l.Passes, l.MaxGapUs)

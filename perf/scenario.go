@@ -48,20 +48,20 @@ var HomaLinks = []string{"memif", "ring"}
 // pair, both with 64 KB segments (GSO/GRO).
 var HomaLinkMTU = map[string]int{"memif": 1500, "ring": 9000}
 
-// homaSeries is the name of Homa's series on link: homa-memif, homa-ring.
-func homaSeries(link string) string { return "homa-" + link }
+// HomaSeries is the name of Homa's series on link: homa-memif, homa-ring.
+func HomaSeries(link string) string { return "homa-" + link }
 
-// homaMTUSeries is the name of Homa's series on link with its ports at an
+// HomaMTUSeries is the name of Homa's series on link with its ports at an
 // MTU other than 1500: homa-memif-mtu9000.
-func homaMTUSeries(link string, mtu int) string { return homaSeries(link) + "-mtu" + strconv.Itoa(mtu) }
+func HomaMTUSeries(link string, mtu int) string { return HomaSeries(link) + "-mtu" + strconv.Itoa(mtu) }
 
-// isHoma says whether a series or run is one of Homa's (homaSeries).
-func isHoma(transport string) bool { return strings.HasPrefix(transport, "homa-") }
+// IsHoma says whether a series or run is one of Homa's (homaSeries).
+func IsHoma(transport string) bool { return strings.HasPrefix(transport, "homa-") }
 
-// homaLinks are the links a scenario measures Homa on: links (nil:
+// LinksFor are the links a scenario measures Homa on: links (nil:
 // HomaLinks), or memif alone when the hosts are joined through
 // dpdk-testpmd, which forwards between memif ports.
-func homaLinks(links []string, testpmd string) []string {
+func LinksFor(links []string, testpmd string) []string {
 	switch {
 	case testpmd != "":
 		return []string{"memif"}
@@ -156,7 +156,7 @@ func StartDaemonEnv(self, dir, logPath string, env []string, extra ...string) (*
 	case err := <-d.done:
 		d.done <- err
 		log.Close()
-		return nil, fmt.Errorf("the daemon exited before it was up (%v); its log: %s\n%s", err, logPath, tail(logPath, 2000))
+		return nil, fmt.Errorf("the daemon exited before it was up (%v); its log: %s\n%s", err, logPath, Tail(logPath, 2000))
 	case <-time.After(60 * time.Second):
 		d.Stop()
 		return nil, fmt.Errorf("the daemon was not up within 60 s; its log: %s", logPath)
@@ -170,7 +170,7 @@ func StartDaemonEnv(self, dir, logPath string, env []string, extra ...string) (*
 	return d, nil
 }
 
-func tail(path string, n int) string {
+func Tail(path string, n int) string {
 	b, _ := os.ReadFile(path)
 	if len(b) > n {
 		b = b[len(b)-n:]
@@ -183,15 +183,15 @@ func (d *Daemon) Pid() int { return d.cmd.Process.Pid }
 
 // CPU is the daemon's user and system CPU time so far (/proc/PID/stat,
 // all its threads; resolution one clock tick, 10 ms).
-func (d *Daemon) CPU() (time.Duration, error) { return procCPU(d.Pid()) }
+func (d *Daemon) CPU() (time.Duration, error) { return ProcCPU(d.Pid()) }
 
-// counters reads the daemon's /proc/PID/stat.
-func (d *Daemon) counters() (procCounters, error) {
+// Counters reads the daemon's /proc/PID/stat.
+func (d *Daemon) Counters() (ProcCounters, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", d.Pid()))
 	if err != nil {
-		return procCounters{}, err
+		return ProcCounters{}, err
 	}
-	return parseProcStat(b)
+	return ParseProcStat(b)
 }
 
 // Stop sends SIGTERM, waits for the daemon to exit and returns its
@@ -236,11 +236,11 @@ func parseLoopLine(l string) (passes int64, gapUs float64, ok bool) {
 	return passes, float64(d.Nanoseconds()) / 1e3, true
 }
 
-// onPinnedThread runs f on a goroutine locked to a thread pinned to cpu,
+// OnPinnedThread runs f on a goroutine locked to a thread pinned to cpu,
 // inside network namespace netns when it is not "". The thread is never
 // unlocked, so it exits with the goroutine instead of going back to the
 // runtime pinned (or in another namespace).
-func onPinnedThread(cpu int, netns string, f func() error) error {
+func OnPinnedThread(cpu int, netns string, f func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -275,27 +275,27 @@ func enterNetns(name string) error {
 	return nil
 }
 
-// workerPair is the client worker on 10.0.0.1 and the server worker,
+// WorkerPair is the client worker on 10.0.0.1 and the server worker,
 // bound to port 99, on 10.0.0.2, both to be used from one goroutine.
-type workerPair struct {
+type WorkerPair struct {
 	cli, srv *client.Client
 	dst      client.Addr
 }
 
-// dialPair attaches both workers and checks that their regions take what
+// DialPair attaches both workers and checks that their regions take what
 // the scenario will send: messages of maxSize bytes (the region's
 // MaxMessage, from the daemon's protocol.max_message), inFlight bytes of
 // them at once in the client's transmit arena (workers.max_bytes) and one
 // in the server's. The receive
 // pool (workers.pool_bytes) is not visible to a worker: demo/workers.yaml
 // sizes it as the arena.
-func dialPair(dir string, maxSize, inFlight int) (*workerPair, error) {
-	return dialPairPort(dir, 99, maxSize, inFlight)
+func DialPair(dir string, maxSize, inFlight int) (*WorkerPair, error) {
+	return DialPairPort(dir, 99, maxSize, inFlight)
 }
 
-// dialPairPort is dialPair with the server worker bound to port (the
+// DialPairPort is dialPair with the server worker bound to port (the
 // rate scenario's workers each have a server port of their own).
-func dialPairPort(dir string, port uint16, maxSize, inFlight int) (*workerPair, error) {
+func DialPairPort(dir string, port uint16, maxSize, inFlight int) (*WorkerPair, error) {
 	// Spin for the whole wait, never sleep: a latency-critical worker
 	// does, and it keeps the eventfd sleep path out of the figures.
 	opt := client.Options{Spin: time.Hour}
@@ -308,17 +308,17 @@ func dialPairPort(dir string, port uint16, maxSize, inFlight int) (*workerPair, 
 		cli.Close()
 		return nil, err
 	}
-	w := &workerPair{cli: cli, srv: srv, dst: client.Addr{IP: netip.AddrFrom4([4]byte{10, 0, 0, 2}), Port: port}}
+	w := &WorkerPair{cli: cli, srv: srv, dst: client.Addr{IP: netip.AddrFrom4([4]byte{10, 0, 0, 2}), Port: port}}
 	if err := checkRegion(cli, maxSize, inFlight); err != nil {
-		w.close()
+		w.Close()
 		return nil, err
 	}
 	if err := checkRegion(srv, maxSize, maxSize); err != nil {
-		w.close()
+		w.Close()
 		return nil, err
 	}
 	if err := srv.Bind(port); err != nil {
-		w.close()
+		w.Close()
 		return nil, err
 	}
 	return w, nil
@@ -336,15 +336,15 @@ func checkRegion(c *client.Client, maxSize, inFlight int) error {
 	return nil
 }
 
-func (w *workerPair) close() {
+func (w *WorkerPair) Close() {
 	w.cli.Close()
 	w.srv.Close()
 }
 
-// rpc is one echo RPC of msg, one at a time on this goroutine: Send, the
+// RPC is one echo RPC of msg, one at a time on this goroutine: Send, the
 // server worker's Receive and Reply with the same bytes, the client's
 // Wait. It returns the response's length.
-func (w *workerPair) rpc(msg []byte) (int, error) {
+func (w *WorkerPair) RPC(msg []byte) (int, error) {
 	id, err := w.cli.Send(w.dst, msg)
 	if err != nil {
 		return 0, err
@@ -370,8 +370,8 @@ func (w *workerPair) rpc(msg []byte) (int, error) {
 	return n, nil
 }
 
-// cpuSelf is this process's user+system CPU time (getrusage).
-func cpuSelf() time.Duration {
+// CPUSelf is this process's user+system CPU time (getrusage).
+func CPUSelf() time.Duration {
 	var ru unix.Rusage
 	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
 		return 0
@@ -379,19 +379,19 @@ func cpuSelf() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// measure times rt warmup times unrecorded (for at most maxTime/4 after
+// Measure times rt warmup times unrecorded (for at most maxTime/4 after
 // the first minWarmup), then up to count times (at least min(count,
 // minRecorded), at most for maxTime) into a histogram. The time limits are
 // checked after every round trip: a 64 MB one takes tens of milliseconds,
 // so a size's point takes at most about 1.25 maxTime plus minWarmup +
 // minRecorded of its round trips.
-func measure(rt func() error, warmup, count int, maxTime time.Duration, prog *Progress) (*hdrhistogram.Histogram, error) {
+func Measure(rt func() error, warmup, count int, maxTime time.Duration, prog *Progress) (*hdrhistogram.Histogram, error) {
 	w0 := time.Now()
 	for i := range warmup {
 		if err := rt(); err != nil {
 			return nil, fmt.Errorf("warm-up round trip %d: %w", i, err)
 		}
-		if i+1 >= minWarmup && time.Since(w0) > maxTime/4 {
+		if i+1 >= MinWarmup && time.Since(w0) > maxTime/4 {
 			break
 		}
 	}
@@ -409,7 +409,7 @@ func measure(rt func() error, warmup, count int, maxTime time.Duration, prog *Pr
 		if i%64 == 0 || over {
 			prog.Set(max(float64(i)/float64(count), float64(el)/float64(maxTime)))
 		}
-		if over && i+1 >= minRecorded {
+		if over && i+1 >= MinRecorded {
 			break
 		}
 	}
@@ -419,4 +419,4 @@ func measure(rt func() error, warmup, count int, maxTime time.Duration, prog *Pr
 // The fewest round trips measure makes of a size before its time limits
 // stop it: warm-up (the first waits for ARP, the first of a size touches
 // its arena and pool pages), and recorded.
-const minWarmup, minRecorded = 3, 10
+const MinWarmup, MinRecorded = 3, 10

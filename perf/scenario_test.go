@@ -199,7 +199,7 @@ func TestRTTAndThroughput_smoke(t *testing.T) {
 		if r.Messages < 1 || r.Gbps <= 0 || r.CPUPerGB <= 0 {
 			t.Errorf("%s: %+v", r.Transport, r)
 		}
-		if isHoma(r.Transport) && r.DaemonCPU <= 0 {
+		if IsHoma(r.Transport) && r.DaemonCPU <= 0 {
 			t.Errorf("%s: the daemon's CPU time was not read: %+v", r.Transport, r)
 		}
 	}

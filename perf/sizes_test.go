@@ -18,7 +18,7 @@ func TestSizes_defaultAndSmoke(t *testing.T) {
 	if s := RTTConfigFor(true).Sizes; largest(s) != 1_000_000 || len(s) != 5 {
 		t.Errorf("smoke rtt sizes %v: want 100 B..1 MB", s)
 	}
-	if got := sizeList(rc.Sizes); got != "100 B, 1 KB, 10 KB, 100 KB, 1 MB, 8 MB and 64 MB" {
+	if got := SizeList(rc.Sizes); got != "100 B, 1 KB, 10 KB, 100 KB, 1 MB, 8 MB and 64 MB" {
 		t.Errorf("sizeList %q", got)
 	}
 	if m := rttMethod(rc); !strings.Contains(m, "1 MB, 8 MB and 64 MB") || !strings.Contains(m, "for at most 1.25s") {
@@ -60,12 +60,12 @@ func TestMeasure_slowRoundTrips(t *testing.T) {
 		return nil
 	}
 	t0 := time.Now()
-	h, err := measure(rt, 1000, 20000, 100*time.Millisecond, nil)
+	h, err := Measure(rt, 1000, 20000, 100*time.Millisecond, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.TotalCount() != minRecorded || calls != minWarmup+minRecorded {
-		t.Errorf("%d recorded of %d round trips, want %d after %d warm-up", h.TotalCount(), calls, minRecorded, minWarmup)
+	if h.TotalCount() != MinRecorded || calls != MinWarmup+MinRecorded {
+		t.Errorf("%d recorded of %d round trips, want %d after %d warm-up", h.TotalCount(), calls, MinRecorded, MinWarmup)
 	}
 	if el := time.Since(t0); el > 2*time.Second {
 		t.Errorf("took %v", el)
@@ -73,7 +73,7 @@ func TestMeasure_slowRoundTrips(t *testing.T) {
 
 	// Fast ones go to the count.
 	calls = 0
-	h, err = measure(func() error { calls++; return nil }, 50, 200, time.Minute, nil)
+	h, err = Measure(func() error { calls++; return nil }, 50, 200, time.Minute, nil)
 	if err != nil || h.TotalCount() != 200 || calls != 250 {
 		t.Errorf("fast: %d recorded of %d calls (%v)", h.TotalCount(), calls, err)
 	}
@@ -82,22 +82,22 @@ func TestMeasure_slowRoundTrips(t *testing.T) {
 // The TCP peer echoes and acknowledges 8 MB and 64 MB messages byte for
 // byte (a 4-byte length prefix, the top bit the flag), and streams them.
 func TestTCP_largeMessages(t *testing.T) {
-	srv, err := startTCPServer("", "127.0.0.1:0")
+	srv, err := StartTCPServer("", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := tcpDial("", srv.addr)
+	c, err := TCPDial("", srv.addr)
 	if err != nil {
-		srv.close()
+		srv.Close()
 		t.Fatal(err)
 	}
 	for _, size := range []int{8_000_000, 64_000_000} {
-		req, resp := tcpMessage(size, false), make([]byte, 4+size)
-		if err := tcpRPC(c, req, resp); err != nil {
-			t.Fatalf("%s: %v", sizeName(size), err)
+		req, resp := TCPMessage(size, false), make([]byte, 4+size)
+		if err := TCPRPC(c, req, resp); err != nil {
+			t.Fatalf("%s: %v", SizeName(size), err)
 		}
 		if !bytes.Equal(req, resp) {
-			t.Fatalf("%s: the echo differs", sizeName(size))
+			t.Fatalf("%s: the echo differs", SizeName(size))
 		}
 	}
 	cfg := ThroughputConfig{Duration: 50 * time.Millisecond}
@@ -109,7 +109,7 @@ func TestTCP_largeMessages(t *testing.T) {
 		t.Errorf("stream: %+v", r)
 	}
 	c.Close()
-	if err := srv.close(); err != nil {
+	if err := srv.Close(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
@@ -117,5 +117,5 @@ func TestTCP_largeMessages(t *testing.T) {
 			t.Error("a message of 2^31 bytes was accepted")
 		}
 	}()
-	tcpMessage(maxTCPMessage+1, false)
+	TCPMessage(maxTCPMessage+1, false)
 }

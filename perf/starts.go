@@ -114,9 +114,9 @@ func RunStarts(cfg StartsConfig) (*StartsResult, error) {
 // oneStart starts a fresh daemon on link and measures it: start i.
 func oneStart(cfg StartsConfig, link string, i int, dir string) StartRun {
 	run := StartRun{Link: link, Start: i}
-	run.HugepagesFree, run.HugepagesReserved = hugepages()
+	run.HugepagesFree, run.HugepagesReserved = Hugepages()
 	t0 := time.Now()
-	d, logPath, done, err := startHomaDaemon(cfg.Self, "", link, dir, cfg.OutDir, fmt.Sprintf("starts-%02d", i), cfg.Progress, 0)
+	d, logPath, done, err := StartHomaDaemon(cfg.Self, "", link, dir, cfg.OutDir, fmt.Sprintf("starts-%02d", i), cfg.Progress, 0)
 	if err != nil {
 		run.Error = err.Error()
 		return run
@@ -124,7 +124,7 @@ func oneStart(cfg StartsConfig, link string, i int, dir string) StartRun {
 	defer done() // after the daemon's Stop below
 	run.UpMs = float64(time.Since(t0).Microseconds()) / 1e3
 	run.DaemonLog = filepath.Base(logPath)
-	err = onPinnedThread(cfg.WorkerCPU, "", func() error { return measureStart(cfg, d, &run) })
+	err = OnPinnedThread(cfg.WorkerCPU, "", func() error { return measureStart(cfg, d, &run) })
 	loop, stopErr := d.Stop()
 	run.Loop = loop
 	switch {
@@ -139,7 +139,7 @@ func oneStart(cfg StartsConfig, link string, i int, dir string) StartRun {
 // phaseMark is where the page-fault counters stood at the start of a
 // phase.
 type phaseMark struct {
-	daemon           procCounters
+	daemon           ProcCounters
 	selfMin, selfMaj int64
 	gcs              uint32
 	vol, invol       int64 // the loop thread's context switches
@@ -148,22 +148,22 @@ type phaseMark struct {
 // measureStart attaches the workers to the fresh daemon d and runs the
 // phases, filling run.
 func measureStart(cfg StartsConfig, d *Daemon, run *StartRun) error {
-	st, err := openStat(d.Pid())
+	st, err := OpenStat(d.Pid())
 	if err != nil {
 		return err
 	}
-	defer st.close()
-	loopTID, haveLoop := loopThread(d.Pid())
+	defer st.Close()
+	loopTID, haveLoop := LoopThread(d.Pid())
 	mark := func() (phaseMark, error) {
 		var m phaseMark
 		var err error
-		m.daemon, err = st.read()
-		m.selfMin, m.selfMaj = selfFaults()
+		m.daemon, err = st.Read()
+		m.selfMin, m.selfMaj = SelfFaults()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		m.gcs = ms.NumGC
 		if err == nil && haveLoop {
-			m.vol, m.invol, err = threadSwitches(d.Pid(), loopTID)
+			m.vol, m.invol, err = ThreadSwitches(d.Pid(), loopTID)
 		}
 		return m, err
 	}
@@ -184,82 +184,82 @@ func measureStart(cfg StartsConfig, d *Daemon, run *StartRun) error {
 		return err
 	}
 	t0 := time.Now()
-	w, err := dialPair(d.Dir, max(cfg.SmallSize, cfg.LargeSize), cfg.LargeSize)
+	w, err := DialPair(d.Dir, max(cfg.SmallSize, cfg.LargeSize), cfg.LargeSize)
 	if err != nil {
 		return err
 	}
-	defer w.close()
+	defer w.Close()
 	run.AttachMs = float64(time.Since(t0).Microseconds()) / 1e3
 	if err := phase("attach", m); err != nil {
 		return err
 	}
-	run.HarnessRegions, run.DaemonRegions = regionMemOf(os.Getpid()), regionMemOf(d.Pid())
+	run.HarnessRegions, run.DaemonRegions = RegionMemOf(os.Getpid()), RegionMemOf(d.Pid())
 
 	// The first RPCs, one by one, with the faults each took.
 	echo := func(msg []byte) func() error {
 		return func() error {
-			n, err := w.rpc(msg)
+			n, err := w.RPC(msg)
 			if err == nil && n != len(msg) {
 				err = fmt.Errorf("%d-byte response to a %d-byte request", n, len(msg))
 			}
 			return err
 		}
 	}
-	small := echo(payload(cfg.SmallSize))
-	cfg.Progress.Step(fmt.Sprintf("start %d/%d %s: first %d %s RPCs", run.Start, cfg.Starts, run.Link, cfg.FirstRPCs, sizeName(cfg.SmallSize)))
+	small := echo(Payload(cfg.SmallSize))
+	cfg.Progress.Step(fmt.Sprintf("start %d/%d %s: first %d %s RPCs", run.Start, cfg.Starts, run.Link, cfg.FirstRPCs, SizeName(cfg.SmallSize)))
 	if m, err = mark(); err != nil {
 		return err
 	}
 	for k := range cfg.FirstRPCs {
-		before, err := st.read()
+		before, err := st.Read()
 		if err != nil {
 			return err
 		}
-		sMin, _ := selfFaults()
+		sMin, _ := SelfFaults()
 		t0 := time.Now()
 		err = small()
 		el := time.Since(t0)
 		if err != nil {
 			return fmt.Errorf("first RPC %d: %w", k, err)
 		}
-		after, err := st.read()
+		after, err := st.Read()
 		if err != nil {
 			return err
 		}
-		sMin1, _ := selfFaults()
+		sMin1, _ := SelfFaults()
 		run.First = append(run.First, FirstRPC{Us: float64(el.Nanoseconds()) / 1e3,
 			DaemonMinor: after.MinFlt - before.MinFlt, HarnessMinor: sMin1 - sMin})
 	}
 	if err := phase("first", m); err != nil {
 		return err
 	}
-	run.RegionsAfterFirst = regionMemOf(d.Pid())
+	run.RegionsAfterFirst = RegionMemOf(d.Pid())
 
-	cfg.Progress.Step(fmt.Sprintf("start %d/%d %s: steady %s RPCs", run.Start, cfg.Starts, run.Link, sizeName(cfg.SmallSize)))
+	cfg.Progress.Step(fmt.Sprintf("start %d/%d %s: steady %s RPCs", run.Start, cfg.Starts, run.Link, SizeName(cfg.SmallSize)))
 	if m, err = mark(); err != nil {
 		return err
 	}
-	h, err := measure(small, cfg.SmallWarmup, cfg.SmallCount, cfg.MaxTime, cfg.Progress)
+	h, err := Measure(small, cfg.SmallWarmup, cfg.SmallCount, cfg.MaxTime, cfg.Progress)
 	if err != nil {
-		return fmt.Errorf("%s: %w", sizeName(cfg.SmallSize), err)
+		return fmt.Errorf("%s: %w", SizeName(cfg.SmallSize), err)
 	}
-	run.Steady = point(cfg.SmallSize, h)
+	run.Steady = Point(cfg.SmallSize, h)
 	if err := phase("steady", m); err != nil {
 		return err
 	}
 
-	cfg.Progress.Step(fmt.Sprintf("start %d/%d %s: %s RPCs", run.Start, cfg.Starts, run.Link, sizeName(cfg.LargeSize)))
+	cfg.Progress.Step(fmt.Sprintf("start %d/%d %s: %s RPCs", run.Start, cfg.Starts, run.Link, SizeName(cfg.LargeSize)))
 	if m, err = mark(); err != nil {
 		return err
 	}
-	if h, err = measure(echo(payload(cfg.LargeSize)), cfg.LargeWarmup, cfg.LargeCount, cfg.MaxTime, cfg.Progress); err != nil {
-		return fmt.Errorf("%s: %w", sizeName(cfg.LargeSize), err)
+	if h, err = Measure(echo(Payload(cfg.LargeSize)), cfg.LargeWarmup, cfg.LargeCount, cfg.MaxTime, cfg.Progress); err != nil {
+		return fmt.Errorf("%s: %w", SizeName(cfg.LargeSize), err)
 	}
-	run.Large = point(cfg.LargeSize, h)
+	run.Large = Point(cfg.LargeSize, h)
 	if err := phase("large", m); err != nil {
 		return err
 	}
-	run.RegionsAtEnd = regionMemOf(d.Pid())
+	run.RegionsAtEnd = RegionMemOf(d.Pid())
 	return nil
 }
 
@@ -296,9 +296,9 @@ func startsMethod(cfg StartsConfig) string {
 		`the harness's garbage collections and the context switches of the daemon's loop thread (/proc/PID/task/TID/status) in each phase, how the daemon and the harness map the worker regions (smaps: `+
 		`page size, resident kB) after the attach, after the first RPCs and at the end, the free 2 MB hugepages before `+
 		`each start and each daemon's polling-loop gaps.`,
-		cfg.Starts, strings.Join(cfg.Links, " and "), cfg.FirstRPCs, sizeName(cfg.SmallSize), cfg.FirstRPCs,
-		cfg.SmallWarmup, sizeName(cfg.SmallSize), cfg.SmallCount, cfg.MaxTime, cfg.LargeWarmup, sizeName(cfg.LargeSize),
-		cfg.LargeCount, cfg.MaxTime, sizeName(cfg.LargeSize), sizeName(cfg.LargeSize), 100*StartsSpreadGoal, StartsWarmupGoal)
+		cfg.Starts, strings.Join(cfg.Links, " and "), cfg.FirstRPCs, SizeName(cfg.SmallSize), cfg.FirstRPCs,
+		cfg.SmallWarmup, SizeName(cfg.SmallSize), cfg.SmallCount, cfg.MaxTime, cfg.LargeWarmup, SizeName(cfg.LargeSize),
+		cfg.LargeCount, cfg.MaxTime, SizeName(cfg.LargeSize), SizeName(cfg.LargeSize), 100*StartsSpreadGoal, StartsWarmupGoal)
 }
 
 const startsDistortions = `On a 2-vCPU virtual machine shared with other work: the spread between starts is what ` +
@@ -308,4 +308,4 @@ const startsDistortions = `On a 2-vCPU virtual machine shared with other work: t
 	`thread and every other thread of the machine, as in rtt. Reading the daemon's /proc/PID/stat between two of the ` +
 	`first RPCs takes tens of µs that are not timed, but it spaces those RPCs apart where the steady ones follow each ` +
 	`other at once. The first RPC of a start includes ARP between the hosts; the median of the first ones does not ` +
-	`depend on it. ` + linkDistortions
+	`depend on it. ` + LinkDistortions

@@ -175,7 +175,7 @@ func (r *StartsResult) summarize() {
 
 func (r *StartsResult) spreadGoal(s StartsLink) StartsGoal {
 	g := StartsGoal{Goal: goalBimodal, Link: s.Link, Limit: r.SpreadGoal, Value: s.SpreadMaxMin,
-		Criterion: fmt.Sprintf("max/min − 1 of the %s P50s of %d starts", sizeName(r.LargeSize), s.Starts)}
+		Criterion: fmt.Sprintf("max/min − 1 of the %s P50s of %d starts", SizeName(r.LargeSize), s.Starts)}
 	switch {
 	case s.Failed > 0:
 		g.Why = fmt.Sprintf("%d of %d starts failed", s.Failed, s.Failed+s.Starts)
@@ -189,7 +189,7 @@ func (r *StartsResult) spreadGoal(s StartsLink) StartsGoal {
 
 func (r *StartsResult) warmupGoal(s StartsLink) StartsGoal {
 	g := StartsGoal{Goal: goalWarmup, Link: s.Link, Limit: r.WarmupGoal, Value: s.WarmupMax,
-		Criterion: fmt.Sprintf("the worst start's P50 of its first %d %s RPCs over its steady P50", r.FirstRPCs, sizeName(r.SmallSize))}
+		Criterion: fmt.Sprintf("the worst start's P50 of its first %d %s RPCs over its steady P50", r.FirstRPCs, SizeName(r.SmallSize))}
 	switch {
 	case s.Failed > 0:
 		g.Why = fmt.Sprintf("%d of %d starts failed", s.Failed, s.Failed+s.Starts)
@@ -213,7 +213,7 @@ func (r *StartsResult) Pass() bool {
 
 // RunTable is the starts as rows, in the order run.
 func (r *StartsResult) RunTable() Table {
-	small, large := sizeName(r.SmallSize), sizeName(r.LargeSize)
+	small, large := SizeName(r.SmallSize), SizeName(r.LargeSize)
 	t := Table{Header: []string{"start", "link", "up ms", "attach ms", fmt.Sprintf("first %d P50 µs", r.FirstRPCs), small + " steady P50 µs",
 		"warm-up ratio", large + " P50 µs", large + " P99 µs", "daemon faults first/steady/large", "loop preempted/slept " + large, "regions"}}
 	for _, x := range r.Runs {
@@ -257,7 +257,7 @@ func (m RegionMem) pages() string {
 // LinkTable is the links' summaries: the large P50s' spread and the
 // warm-up ratios.
 func (r *StartsResult) LinkTable() Table {
-	large := sizeName(r.LargeSize)
+	large := SizeName(r.LargeSize)
 	t := Table{Header: []string{"link", "starts", large + " P50 min µs", "median µs", "max µs", "max/min − 1", "(max − min)/median",
 		"warm-up ratio median", "worst", "steady P50 µs", "first P50 µs"}}
 	for _, s := range r.Links {
@@ -266,13 +266,13 @@ func (r *StartsResult) LinkTable() Table {
 			n += fmt.Sprintf(" (%d failed)", s.Failed)
 		}
 		t.Rows = append(t.Rows, []string{s.Link, n, fmt.Sprintf("%.1f", s.LargeP50MinUs), fmt.Sprintf("%.1f", s.LargeP50MedianUs),
-			fmt.Sprintf("%.1f", s.LargeP50MaxUs), pct(s.SpreadMaxMin), pct(s.SpreadOverMedian),
+			fmt.Sprintf("%.1f", s.LargeP50MaxUs), Pct(s.SpreadMaxMin), Pct(s.SpreadOverMedian),
 			fmt.Sprintf("%.2f", s.WarmupMedian), fmt.Sprintf("%.2f", s.WarmupMax), fmt.Sprintf("%.1f", s.SteadyP50Us), fmt.Sprintf("%.1f", s.FirstP50Us)})
 	}
 	return t
 }
 
-func pct(f float64) string { return fmt.Sprintf("%.1f %%", 100*f) }
+func Pct(f float64) string { return fmt.Sprintf("%.1f %%", 100*f) }
 
 // GoalTable is the goals' verdicts, per link.
 func (r *StartsResult) GoalTable() Table {
@@ -280,7 +280,7 @@ func (r *StartsResult) GoalTable() Table {
 	for _, g := range r.Goals {
 		val, lim := fmt.Sprintf("%.2f", g.Value), fmt.Sprintf("%.2f", g.Limit)
 		if g.Goal == goalBimodal {
-			val, lim = pct(g.Value), pct(g.Limit)
+			val, lim = Pct(g.Value), Pct(g.Limit)
 		}
 		verdict := "pass"
 		switch {
@@ -314,7 +314,7 @@ const startsSmokeNote = "Smoke run: two starts on the ring link with short phase
 // Print writes the tables and the failed starts.
 func (r *StartsResult) Print(w io.Writer) {
 	fmt.Fprintf(w, "starts: %d fresh daemons per link, first %d %s RPCs, steady %s, %s\n", r.Starts, r.FirstRPCs,
-		sizeName(r.SmallSize), sizeName(r.SmallSize), sizeName(r.LargeSize))
+		SizeName(r.SmallSize), SizeName(r.SmallSize), SizeName(r.LargeSize))
 	r.RunTable().Text(w)
 	r.LinkTable().Text(w)
 	r.GoalTable().Text(w)
@@ -335,7 +335,7 @@ func (r *StartsResult) Section(images []string) Section {
 		Tables: []Table{r.GoalTable(), r.LinkTable(), r.RunTable()}, Images: images}
 	s.Notes = append(s.Notes, fmt.Sprintf("Goals (issue 14): %s — the %s P50s of the starts within %s of each other (max/min − 1); "+
 		"%s — in every start, the P50 of the first %d %s RPCs within %.1fx of the steady P50.",
-		goalBimodal, sizeName(r.LargeSize), pct(r.SpreadGoal), goalWarmup, r.FirstRPCs, sizeName(r.SmallSize), r.WarmupGoal))
+		goalBimodal, SizeName(r.LargeSize), Pct(r.SpreadGoal), goalWarmup, r.FirstRPCs, SizeName(r.SmallSize), r.WarmupGoal))
 	s.Notes = append(s.Notes, "Daemon faults: the daemon's minor page faults in each phase (/proc/PID/stat); regions: "+
 		"the page size of the worker regions as the daemon maps them (smaps); loop preempted/slept: the daemon's loop thread's "+
 		"involuntary context switches in the large phase (another thread ran on its CPU) and voluntary ones (the Go scheduler parked it; "+

@@ -133,11 +133,11 @@ func TestStartsResult_report(t *testing.T) {
 func TestParseProcStat(t *testing.T) {
 	// A command name with a space and a parenthesis in it.
 	line := "4242 (homa (x) y) R 1 4242 4242 0 -1 4194304 1234 0 5 0 301 27 0 0 20 0 7 0 100 0 0\n"
-	c, err := parseProcStat([]byte(line))
-	if err != nil || c != (procCounters{MinFlt: 1234, MajFlt: 5, UTime: 301, STime: 27}) {
+	c, err := ParseProcStat([]byte(line))
+	if err != nil || c != (ProcCounters{MinFlt: 1234, MajFlt: 5, UTime: 301, STime: 27}) {
 		t.Errorf("got %+v, %v", c, err)
 	}
-	if _, err := parseProcStat([]byte("4242 (short) R 1 2")); err == nil {
+	if _, err := ParseProcStat([]byte("4242 (short) R 1 2")); err == nil {
 		t.Error("parsed a short line")
 	}
 }

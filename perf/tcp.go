@@ -28,10 +28,10 @@ const ackFlag = 1 << 31
 // maxTCPMessage is the longest message the length prefix can carry.
 const maxTCPMessage = ackFlag - 1
 
-// tcpServer accepts connections on an ordinary goroutine and serves each
+// TCPServer accepts connections on an ordinary goroutine and serves each
 // on a goroutine of its own (rtt and throughput use one connection, rate
 // one per outstanding RPC).
-type tcpServer struct {
+type TCPServer struct {
 	l     net.Listener
 	addr  string
 	done  chan error     // the accept loop's end
@@ -40,16 +40,16 @@ type tcpServer struct {
 	err   error // the first connection's error other than EOF
 }
 
-// startTCPServer listens on addr ("IP:0"), in network namespace netns
+// StartTCPServer listens on addr ("IP:0"), in network namespace netns
 // when it is not "". Only the listening socket is made on a thread in the
 // namespace (a socket keeps the namespace it was made in); accepting and
 // serving run on an ordinary goroutine, neither locked to a thread nor
 // pinned: in Go, a goroutine locked to its thread that blocks in a read is
 // woken through a hand-off to that very thread, which cost about 70 µs a
 // wake-up on a 2-vCPU VM (100-byte P50 80 µs locked and pinned, 13 µs free).
-func startTCPServer(netns, addr string) (*tcpServer, error) {
-	s := &tcpServer{done: make(chan error, 1)}
-	err := onPinnedThread(-1, netns, func() error {
+func StartTCPServer(netns, addr string) (*TCPServer, error) {
+	s := &TCPServer{done: make(chan error, 1)}
+	err := OnPinnedThread(-1, netns, func() error {
 		l, err := net.Listen("tcp4", addr)
 		if err != nil {
 			return err
@@ -86,9 +86,9 @@ func startTCPServer(netns, addr string) (*tcpServer, error) {
 	return s, nil
 }
 
-// close stops accepting and waits for the connections to end (their
-// clients close them first); it returns the first serving error.
-func (s *tcpServer) close() error {
+// Close stops accepting and waits for the connections to end (their
+// clients Close them first); it returns the first serving error.
+func (s *TCPServer) Close() error {
 	s.l.Close()
 	var err error
 	select {
@@ -137,12 +137,12 @@ func serveTCP(c *net.TCPConn) error {
 	}
 }
 
-// tcpDial connects to addr with TCP_NODELAY from network namespace
+// TCPDial connects to addr with TCP_NODELAY from network namespace
 // netns when it is not "" (the socket is made on a thread in it; it may
 // then be used from any goroutine).
-func tcpDial(netns, addr string) (*net.TCPConn, error) {
+func TCPDial(netns, addr string) (*net.TCPConn, error) {
 	var c net.Conn
-	err := onPinnedThread(-1, netns, func() error {
+	err := OnPinnedThread(-1, netns, func() error {
 		var err error
 		c, err = net.DialTimeout("tcp4", addr, 5*time.Second)
 		return err
@@ -158,9 +158,9 @@ func tcpDial(netns, addr string) (*net.TCPConn, error) {
 	return tc, nil
 }
 
-// tcpMessage is a request of size bytes (with its length prefix), 1 to
+// TCPMessage is a request of size bytes (with its length prefix), 1 to
 // maxTCPMessage.
-func tcpMessage(size int, ack bool) []byte {
+func TCPMessage(size int, ack bool) []byte {
 	if size < 1 || size > maxTCPMessage {
 		panic(fmt.Sprintf("perf: a %d-byte TCP message: the length prefix carries 1..%d", size, maxTCPMessage))
 	}
@@ -176,8 +176,8 @@ func tcpMessage(size int, ack bool) []byte {
 	return m
 }
 
-// tcpRPC sends req and reads the echo of the same length into resp.
-func tcpRPC(c *net.TCPConn, req, resp []byte) error {
+// TCPRPC sends req and reads the echo of the same length into resp.
+func TCPRPC(c *net.TCPConn, req, resp []byte) error {
 	if _, err := c.Write(req); err != nil {
 		return err
 	}
@@ -185,9 +185,9 @@ func tcpRPC(c *net.TCPConn, req, resp []byte) error {
 	return err
 }
 
-// vethPair is two network namespaces joined by a veth pair: A holds
+// VethPair is two network namespaces joined by a veth pair: A holds
 // 10.77.0.1/24, B 10.77.0.2/24.
-type vethPair struct {
+type VethPair struct {
 	A, B   string // namespace names
 	AddrA  string
 	AddrB  string
@@ -202,20 +202,20 @@ func sh(args ...string) error {
 	return nil
 }
 
-// newVethPair creates the namespaces and the veth pair, names unique to
+// NewVethPair creates the namespaces and the veth pair, names unique to
 // this process; on error it removes what it made.
-func newVethPair() (v *vethPair, err error) {
+func NewVethPair() (v *VethPair, err error) {
 	id := fmt.Sprintf("%d", os.Getpid())
-	v = &vethPair{A: "hdperfA-" + id, B: "hdperfB-" + id, AddrA: "10.77.0.1", AddrB: "10.77.0.2", device: "hdpa" + id}
+	v = &VethPair{A: "hdperfA-" + id, B: "hdperfB-" + id, AddrA: "10.77.0.1", AddrB: "10.77.0.2", device: "hdpa" + id}
 	if len(v.device) > 15 {
 		v.device = v.device[:15]
 	}
 	peer := "hdpb" + v.device[4:]
-	removeStaleNetns()
-	v.remove()
+	RemoveStaleNetns()
+	v.Remove()
 	defer func() {
 		if err != nil {
-			v.remove()
+			v.Remove()
 			v = nil
 		}
 	}()
@@ -240,8 +240,8 @@ func newVethPair() (v *vethPair, err error) {
 	return v, nil
 }
 
-// remove deletes both namespaces (and with them the veth pair).
-func (v *vethPair) remove() {
+// Remove deletes both namespaces (and with them the veth pair).
+func (v *VethPair) Remove() {
 	if v == nil {
 		return
 	}
@@ -250,18 +250,18 @@ func (v *vethPair) remove() {
 	exec.Command("ip", "link", "del", v.device).Run()
 }
 
-// tcpPath is one way of reaching the TCP server: loopback, or across the
+// TCPPath is one way of reaching the TCP server: loopback, or across the
 // veth pair from namespace B to namespace A.
-type tcpPath struct {
+type TCPPath struct {
 	name     string // "tcp-loopback", "tcp-veth"
 	serverNS string
 	clientNS string
 	listen   string
 }
 
-// removeStaleNetns deletes the namespaces of earlier runs whose process
+// RemoveStaleNetns deletes the namespaces of earlier runs whose process
 // is gone (killed before it could clean up).
-func removeStaleNetns() {
+func RemoveStaleNetns() {
 	ents, _ := os.ReadDir("/var/run/netns")
 	for _, e := range ents {
 		name := e.Name()

@@ -71,7 +71,7 @@ func startForwarder(program, dir, logPath string) (*fwdProcess, error) {
 			}
 			if time.Now().After(deadline) {
 				f.stop()
-				return nil, fmt.Errorf("testpmd's memif socket %s did not appear within 30 s; its log: %s\n%s", s, logPath, tail(logPath, 1500))
+				return nil, fmt.Errorf("testpmd's memif socket %s did not appear within 30 s; its log: %s\n%s", s, logPath, Tail(logPath, 1500))
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -91,13 +91,13 @@ func (f *fwdProcess) daemonArgs() []string {
 	return []string{"--memif-peers", f.Socks[0] + "," + f.Socks[1]}
 }
 
-// linkArgs are the daemon's arguments for its hosts on link with their
+// LinkArgs are the daemon's arguments for its hosts on link with their
 // ports at mtu (0: the link's, HomaLinkMTU).
-func linkArgs(link string, mtu int) []string {
+func LinkArgs(link string, mtu int) []string {
 	return []string{"--link", link, "--mtu", strconv.Itoa(cmp.Or(mtu, HomaLinkMTU[link]))}
 }
 
-// startHomaDaemon starts the daemon for the scenario name with its hosts
+// StartHomaDaemon starts the daemon for the scenario name with its hosts
 // on link (demo --link), serving workers in dir/link (its log:
 // outDir/name-link-daemon.log), or joined through dpdk-testpmd when
 // testpmd names the program (link is then memif: homaLinks); its ports
@@ -105,9 +105,9 @@ func linkArgs(link string, mtu int) []string {
 // harness's threads stay off its loop CPU (harnessOffCPU). done gives
 // them their CPUs back and stops the forwarder: call it after the
 // daemon has stopped.
-func startHomaDaemon(self, testpmd, link, dir, outDir, name string, prog *Progress, mtu int) (d *Daemon, logPath string, done func(), err error) {
+func StartHomaDaemon(self, testpmd, link, dir, outDir, name string, prog *Progress, mtu int) (d *Daemon, logPath string, done func(), err error) {
 	done = func() {}
-	extra := linkArgs(link, mtu)
+	extra := LinkArgs(link, mtu)
 	if testpmd != "" {
 		prog.Step("start dpdk-testpmd")
 		fwd, err := startForwarder(testpmd, dir, filepath.Join(outDir, name+"-testpmd.log"))
@@ -125,7 +125,7 @@ func startHomaDaemon(self, testpmd, link, dir, outDir, name string, prog *Progre
 	}
 	d.Link = link
 	// The harness keeps off the daemon's loop CPU while the daemon runs.
-	restore, stopFwd := harnessOffCPU(daemonLoopCPU), done
+	restore, stopFwd := HarnessOffCPU(DaemonLoopCPU), done
 	done = func() { restore(); stopFwd() }
 	return d, logPath, done, nil
 }

@@ -112,7 +112,7 @@ type ThroughputRatio struct {
 func throughputMethod(cfg ThroughputConfig) string {
 	var per []string
 	for _, z := range cfg.Sizes {
-		per = append(per, fmt.Sprintf("%s with a window of %d (%d warm-up messages)", sizeName(z.Size), z.Window, z.Warmup))
+		per = append(per, fmt.Sprintf("%s with a window of %d (%d warm-up messages)", SizeName(z.Size), z.Window, z.Warmup))
 	}
 	return `One stream of messages per size, MB meaning 10^6 bytes: ` + strings.Join(per, "; ") +
 		` (--smoke: 1 MB alone); each message is answered with a 1-byte reply. The window of 64 MB messages is 2, ` +
@@ -139,7 +139,7 @@ const throughputDistortions = `The daemon's loop polls busily, so it burns a who
 	`thread spins too. Kernel TCP's softirq work is charged to whatever task the CPU was running, usually ` +
 	`the harness's own threads, but time the kernel spends in its own threads (ksoftirqd) is not counted. ` +
 	`Both Homa hosts (and on memif its copies) share one core, which bounds Homa's rate on this 2-vCPU machine; ` +
-	linkDistortions + ` TCP over loopback moves 64 KB segments without checksums or a wire. A concurrent ` +
+	LinkDistortions + ` TCP over loopback moves 64 KB segments without checksums or a wire. A concurrent ` +
 	`build on the machine takes CPU from whichever side is running.`
 
 // RunThroughput runs the throughput scenario.
@@ -157,8 +157,8 @@ func RunThroughput(cfg ThroughputConfig) (*ThroughputResult, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	for _, link := range homaLinks(cfg.Links, cfg.Testpmd) {
-		runs, loops, err := homaThroughput(cfg, link, dir)
+	for _, link := range LinksFor(cfg.Links, cfg.Testpmd) {
+		runs, loops, err := HomaStream(cfg, link, dir)
 		res.Loops = append(res.Loops, loops...)
 		if err != nil {
 			return nil, err
@@ -166,15 +166,15 @@ func RunThroughput(cfg ThroughputConfig) (*ThroughputResult, error) {
 		res.Runs = append(res.Runs, runs...)
 	}
 
-	paths := []tcpPath{{name: "tcp-loopback", listen: "127.0.0.1:0"}}
+	paths := []TCPPath{{name: "tcp-loopback", listen: "127.0.0.1:0"}}
 	if cfg.Veth {
 		cfg.Progress.Step("make the veth pair")
-		veth, err := newVethPair()
+		veth, err := NewVethPair()
 		if err != nil {
 			res.Runs = append(res.Runs, ThroughputRun{Transport: "tcp-veth", Skipped: err.Error()})
 		} else {
-			defer veth.remove()
-			paths = append(paths, tcpPath{name: "tcp-veth", serverNS: veth.A, clientNS: veth.B, listen: veth.AddrA + ":0"})
+			defer veth.Remove()
+			paths = append(paths, TCPPath{name: "tcp-veth", serverNS: veth.A, clientNS: veth.B, listen: veth.AddrA + ":0"})
 		}
 	}
 	for _, p := range paths {
@@ -190,42 +190,42 @@ func RunThroughput(cfg ThroughputConfig) (*ThroughputResult, error) {
 	return res, nil
 }
 
-// homaThroughput measures Homa's runs on link, a run per size: it starts
+// HomaStream measures Homa's runs on link, a run per size: it starts
 // the daemon with its hosts on link, streams each size and stops the
 // daemon. The loops are the harness's and, once it was started, the
 // daemon's.
-func homaThroughput(cfg ThroughputConfig, link, dir string) ([]ThroughputRun, []LoopStats, error) {
-	name, logName := homaSeries(link), cfg.Name
+func HomaStream(cfg ThroughputConfig, link, dir string) ([]ThroughputRun, []LoopStats, error) {
+	name, logName := HomaSeries(link), cfg.Name
 	if logName == "" {
 		logName = "throughput"
 	}
 	if cfg.MTU != 0 && cfg.MTU != 1500 {
-		name = homaMTUSeries(link, cfg.MTU)
+		name = HomaMTUSeries(link, cfg.MTU)
 	}
-	d, logPath, done, err := startHomaDaemon(cfg.Self, cfg.Testpmd, link, dir, cfg.OutDir, logName, cfg.Progress, cfg.MTU)
+	d, logPath, done, err := StartHomaDaemon(cfg.Self, cfg.Testpmd, link, dir, cfg.OutDir, logName, cfg.Progress, cfg.MTU)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
 	defer done() // after the daemon's Stop below
 	var runs []ThroughputRun
 	var loops []LoopStats
-	err = onPinnedThread(cfg.WorkerCPU, "", func() error {
+	err = OnPinnedThread(cfg.WorkerCPU, "", func() error {
 		maxSize, inFlight := 0, 0
 		for _, z := range cfg.Sizes {
 			maxSize, inFlight = max(maxSize, z.Size), max(inFlight, z.Size*z.Window)
 		}
-		w, err := dialPair(d.Dir, maxSize, inFlight)
+		w, err := DialPair(d.Dir, maxSize, inFlight)
 		if err != nil {
 			return err
 		}
-		defer w.close()
+		defer w.Close()
 		wl := LoopStats{Loop: "harness workers on " + d.Link + " (both workers polled in turn, CPU 0; all sizes)", MaxGapFound: true}
 		defer func() { loops = append(loops, wl) }()
 		for _, z := range cfg.Sizes {
-			cfg.Progress.Step(name + " " + sizeName(z.Size))
+			cfg.Progress.Step(name + " " + SizeName(z.Size))
 			run, err := homaStream(cfg, z, name, w, d, &wl)
 			if err != nil {
-				return fmt.Errorf("%s: %w", sizeName(z.Size), err)
+				return fmt.Errorf("%s: %w", SizeName(z.Size), err)
 			}
 			if mtu := cmp.Or(cfg.MTU, HomaLinkMTU[link]); mtu != 1500 {
 				run.MTU = mtu // the ring's jumbo frames too
@@ -249,7 +249,7 @@ func homaThroughput(cfg ThroughputConfig, link, dir string) ([]ThroughputRun, []
 // link's daemon and sizes, TCP loopback's sizes, the veth pair and TCP
 // veth's sizes, and testpmd.
 func ThroughputSteps(cfg ThroughputConfig) int {
-	n := len(homaLinks(cfg.Links, cfg.Testpmd))*(1+len(cfg.Sizes)) + len(cfg.Sizes)
+	n := len(LinksFor(cfg.Links, cfg.Testpmd))*(1+len(cfg.Sizes)) + len(cfg.Sizes)
 	if cfg.Veth {
 		n += 1 + len(cfg.Sizes)
 	}
@@ -259,8 +259,8 @@ func ThroughputSteps(cfg ThroughputConfig) int {
 	return n
 }
 
-// window accounts a measuring window: wall time and CPU.
-type window struct {
+// Window accounts a measuring Window: wall time and CPU.
+type Window struct {
 	t0       time.Time
 	self0    time.Duration
 	daemon0  time.Duration
@@ -268,8 +268,8 @@ type window struct {
 	messages int64
 }
 
-func startWindow(d *Daemon) (*window, error) {
-	w := &window{d: d, t0: time.Now(), self0: cpuSelf()}
+func StartWindow(d *Daemon) (*Window, error) {
+	w := &Window{d: d, t0: time.Now(), self0: CPUSelf()}
 	if d != nil {
 		var err error
 		if w.daemon0, err = d.CPU(); err != nil {
@@ -279,10 +279,10 @@ func startWindow(d *Daemon) (*window, error) {
 	return w, nil
 }
 
-func (w *window) end(name string, z ThroughputSize) (ThroughputRun, error) {
+func (w *Window) End(name string, z ThroughputSize) (ThroughputRun, error) {
 	el := time.Since(w.t0)
 	r := ThroughputRun{Transport: name, Size: z.Size, Window: z.Window, Messages: w.messages, Seconds: el.Seconds(),
-		HarnessCPU: (cpuSelf() - w.self0).Seconds()}
+		HarnessCPU: (CPUSelf() - w.self0).Seconds()}
 	if w.d != nil {
 		c, err := w.d.CPU()
 		if err != nil {
@@ -301,20 +301,20 @@ func (w *window) end(name string, z ThroughputSize) (ThroughputRun, error) {
 // homaStream streams messages of z's size from the client worker to the
 // server worker, both polled in turn on this goroutine: the run name. It
 // adds its passes and gaps to loop.
-func homaStream(cfg ThroughputConfig, z ThroughputSize, name string, w *workerPair, d *Daemon, loop *LoopStats) (ThroughputRun, error) {
+func homaStream(cfg ThroughputConfig, z ThroughputSize, name string, w *WorkerPair, d *Daemon, loop *LoopStats) (ThroughputRun, error) {
 	var last time.Time
-	msg := payload(z.Size)
+	msg := Payload(z.Size)
 	ack := []byte{1}
 	outstanding := 0
 	var done int64
-	var win *window
+	var win *Window
 	var result *ThroughputRun // the window's figures, taken at its deadline
 	deadline := time.Time{}
 	stall := time.Now()
 	for {
 		if win == nil && done >= int64(z.Warmup) {
 			var err error
-			if win, err = startWindow(d); err != nil {
+			if win, err = StartWindow(d); err != nil {
 				return ThroughputRun{}, err
 			}
 			deadline = win.t0.Add(cfg.Duration)
@@ -327,7 +327,7 @@ func homaStream(cfg ThroughputConfig, z ThroughputSize, name string, w *workerPa
 		loop.Passes++
 		sending := win == nil || now.Before(deadline)
 		if !sending && result == nil {
-			r, err := win.end(name, z)
+			r, err := win.End(name, z)
 			if err != nil {
 				return r, err
 			}
@@ -385,29 +385,29 @@ func homaStream(cfg ThroughputConfig, z ThroughputSize, name string, w *workerPa
 
 // tcpStream streams messages over kernel TCP along path p, a run per
 // size, all on one connection.
-func tcpStream(cfg ThroughputConfig, p tcpPath) ([]ThroughputRun, error) {
-	srv, err := startTCPServer(p.serverNS, p.listen)
+func tcpStream(cfg ThroughputConfig, p TCPPath) ([]ThroughputRun, error) {
+	srv, err := StartTCPServer(p.serverNS, p.listen)
 	if err != nil {
 		return nil, err
 	}
 	var runs []ThroughputRun
 	err = func() error {
-		c, err := tcpDial(p.clientNS, srv.addr)
+		c, err := TCPDial(p.clientNS, srv.addr)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
 		for _, z := range cfg.Sizes {
-			cfg.Progress.Step(p.name + " " + sizeName(z.Size))
+			cfg.Progress.Step(p.name + " " + SizeName(z.Size))
 			r, err := tcpStreamSize(cfg, z, p.name, c)
 			if err != nil {
-				return fmt.Errorf("%s %s: %w", p.name, sizeName(z.Size), err)
+				return fmt.Errorf("%s %s: %w", p.name, SizeName(z.Size), err)
 			}
 			runs = append(runs, r)
 		}
 		return nil
 	}()
-	if cerr := srv.close(); err == nil && cerr != nil {
+	if cerr := srv.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
 	return runs, err
@@ -415,21 +415,21 @@ func tcpStream(cfg ThroughputConfig, p tcpPath) ([]ThroughputRun, error) {
 
 // tcpStreamSize streams messages of z's size on c: the run name.
 func tcpStreamSize(cfg ThroughputConfig, z ThroughputSize, name string, c *net.TCPConn) (ThroughputRun, error) {
-	msg := tcpMessage(z.Size, true)
+	msg := TCPMessage(z.Size, true)
 	ack := make([]byte, 1)
 	outstanding := 0
 	var done int64
-	var win *window
+	var win *Window
 	var result *ThroughputRun
 	deadline := time.Time{}
 	for {
 		if win == nil && done >= int64(z.Warmup) {
-			win, _ = startWindow(nil)
+			win, _ = StartWindow(nil)
 			deadline = win.t0.Add(cfg.Duration)
 		}
 		sending := win == nil || time.Now().Before(deadline)
 		if !sending && result == nil {
-			r, err := win.end(name, z)
+			r, err := win.End(name, z)
 			if err != nil {
 				return r, err
 			}
@@ -479,7 +479,7 @@ func (r *ThroughputResult) Table() Table {
 			if x.Skipped != "" || x.Size != size {
 				continue
 			}
-			t.Rows = append(t.Rows, []string{sizeName(x.Size), x.Transport, fmt.Sprint(x.Window), fmt.Sprintf("%.2f", x.Gbps), fmt.Sprintf("%.2f", x.CPUPerGB),
+			t.Rows = append(t.Rows, []string{SizeName(x.Size), x.Transport, fmt.Sprint(x.Window), fmt.Sprintf("%.2f", x.Gbps), fmt.Sprintf("%.2f", x.CPUPerGB),
 				fmt.Sprintf("%.2f", x.HarnessCPU), fmt.Sprintf("%.2f", x.DaemonCPU), fmt.Sprint(x.Messages), fmt.Sprintf("%.2f", x.Seconds)})
 		}
 	}
@@ -492,11 +492,11 @@ func throughputRatios(runs []ThroughputRun) []ThroughputRatio {
 	var out []ThroughputRatio
 	for _, size := range runSizes(runs) {
 		for _, h := range runs {
-			if !isHoma(h.Transport) || h.Skipped != "" || h.Size != size {
+			if !IsHoma(h.Transport) || h.Skipped != "" || h.Size != size {
 				continue
 			}
 			for _, x := range runs {
-				if isHoma(x.Transport) || x.Skipped != "" || x.Size != size || x.Gbps == 0 || x.CPUPerGB == 0 {
+				if IsHoma(x.Transport) || x.Skipped != "" || x.Size != size || x.Gbps == 0 || x.CPUPerGB == 0 {
 					continue
 				}
 				out = append(out, ThroughputRatio{Homa: h.Transport, TCP: x.Transport, Size: size,
@@ -512,7 +512,7 @@ func throughputRatios(runs []ThroughputRun) []ThroughputRatio {
 func (r *ThroughputResult) RatioTable() Table {
 	t := Table{Header: []string{"size", "Homa / TCP", "Gbps", "CPU s per GB"}}
 	for _, x := range r.Ratios {
-		t.Rows = append(t.Rows, []string{sizeName(x.Size), x.Homa + " / " + x.TCP, fmt.Sprintf("%.2f", x.Gbps), fmt.Sprintf("%.2f", x.CPUPerGB)})
+		t.Rows = append(t.Rows, []string{SizeName(x.Size), x.Homa + " / " + x.TCP, fmt.Sprintf("%.2f", x.Gbps), fmt.Sprintf("%.2f", x.CPUPerGB)})
 	}
 	return t
 }
@@ -524,7 +524,7 @@ const throughputRatiosNote = "Ratios are Homa over TCP at the same size: Gbps ab
 func (r *ThroughputResult) sizesText() string {
 	var parts []string
 	for _, z := range r.Sizes {
-		parts = append(parts, fmt.Sprintf("%s (%d outstanding)", sizeName(z.Size), z.Window))
+		parts = append(parts, fmt.Sprintf("%s (%d outstanding)", SizeName(z.Size), z.Window))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -540,5 +540,5 @@ func (r *ThroughputResult) Print(w io.Writer) {
 			fmt.Fprintf(w, "%s skipped: %s\n", x.Transport, x.Skipped)
 		}
 	}
-	printLoops(w, r.Loops)
+	PrintLoops(w, r.Loops)
 }
