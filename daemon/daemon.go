@@ -148,9 +148,13 @@ func StartContext(ctx context.Context, spec *config.Spec, log zerolog.Logger, op
 			return nil, d.abort(ctx, "ports")
 		}
 	}
-	err := host.WaitLinksContext(ctx, d.ports, 10*time.Second, func(i int, l dpdk.Link) {
-		d.Log.Info().Str("port", d.ports[i].Name).Str("link", l.String()).Msg("link up")
-	})
+	deadline := time.Now().Add(linkWait)
+	err := d.dialClients(ctx, deadline)
+	if err == nil {
+		err = host.WaitLinksContext(ctx, d.ports, time.Until(deadline), func(i int, l dpdk.Link) {
+			d.Log.Info().Str("port", d.ports[i].Name).Str("link", l.String()).Msg("link up")
+		})
+	}
 	if ctx.Err() != nil {
 		return nil, d.abort(ctx, "link")
 	}
@@ -168,6 +172,10 @@ func StartContext(ctx context.Context, spec *config.Spec, log zerolog.Logger, op
 	}
 	return d, nil
 }
+
+// linkWait is how long the link phase waits for every port's link (and
+// a memif client's server: dialClients) before start-up fails.
+const linkWait = 10 * time.Second
 
 // abort ends a start-up that ctx stopped in phase: it stops what was
 // started, as Stop does after start-up (EAL's vdev ports closed with

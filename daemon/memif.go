@@ -1,14 +1,18 @@
 package daemon
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/config"
+	"github.com/homa-dpdk/homa-dpdk/host"
 )
 
 // memifDevice is what the daemon needs to know of a net_memif port's
@@ -143,4 +147,55 @@ func memifLinkHint(spec *config.Spec, up func(i int) bool) string {
 			" opens the same socket (another homa-dpdk run whose port is net_memif with role="+peer+" there, or any memif application); homa-dpdk demo runs a pair of hosts without one")
 	}
 	return strings.Join(hints, "; ")
+}
+
+// clientWithoutServer reports whether err, from SetupPort of port i, is a
+// net_memif client's start that failed for want of its server: memif
+// dials only when the port starts, and fails it while nothing listens on
+// the socket (the peer not up yet). st is what SetupPort did before.
+func clientWithoutServer(spec *config.Spec, i int, st host.StartedPort, err error) bool {
+	var pe *host.PortError
+	m, ok := memifOf(spec, i)
+	return ok && m.role == "client" && st.Driver == "net_memif" && errors.As(err, &pe) && pe.Setting == ""
+}
+
+// dialClients starts again, until deadline, the ports that setupPort
+// left stopped (memif clients whose server was not up:
+// clientWithoutServer), the wait before each try doubling from 50 ms to
+// 1 s (each failed dial logs a line of memif's). It returns ctx's cause
+// when ctx ends first, and an error that names the socket of a port still
+// stopped at the deadline.
+func (d *Daemon) dialClients(ctx context.Context, deadline time.Time) error {
+	start := time.Now()
+	errs := map[int]error{} // the last start of each port dialled again
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		var stopped []int
+		for i, p := range d.ports {
+			if !p.Started() {
+				stopped = append(stopped, i)
+			}
+		}
+		if len(stopped) == 0 {
+			return nil
+		}
+		if time.Now().Add(wait).After(deadline) {
+			i := stopped[0]
+			m, _ := memifOf(d.spec, i)
+			err := fmt.Errorf("%s: no memif server accepted its dial on %s within %v", d.ports[i].Name, m.socket, linkWait)
+			if errs[i] != nil {
+				err = fmt.Errorf("%w (its last start: %w)", err, errs[i])
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(wait):
+		}
+		for _, i := range stopped {
+			if errs[i] = d.ports[i].Start(); errs[i] == nil {
+				d.Log.Info().Str("port", d.ports[i].Name).Dur("after", time.Since(start)).Msg("memif client: its server accepted the dial")
+			}
+		}
+	}
 }

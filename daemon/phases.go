@@ -102,6 +102,14 @@ func (d *Daemon) setupPort(i int) error {
 	s := host.PortSetup{TxQueues: ps.TxQueues, RxQueues: ps.RxQueues, RxDesc: ps.RxDesc, TxDesc: ps.TxDesc,
 		Pool: d.pools[i], MTU: ps.MTU, MAC: ps.MAC}
 	st, err := host.SetupPort(p, s)
+	if err != nil && clientWithoutServer(d.spec, i, st, err) {
+		// Its server may start after this daemon: the link phase dials
+		// it again (dialClients).
+		d.started = append(d.started, st)
+		d.Log.Info().Str("port", p.Name).Str("start", err.Error()).
+			Msg("memif client: no server accepted its dial; it dials again while the link phase waits")
+		return nil
+	}
 	if err != nil {
 		var pe *host.PortError
 		if errors.As(err, &pe) && pe.Setting != "" {

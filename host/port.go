@@ -295,7 +295,7 @@ func WaitLinksContext(ctx context.Context, ports []*dpdk.Port, timeout time.Dura
 				break
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("link of %s still down after %v (is the peer up?)", p.Name, timeout)
+				return fmt.Errorf("link of %s still down after %v (is the peer up?)", p.Name, timeout.Round(100*time.Millisecond))
 			}
 			select {
 			case <-ctx.Done():
