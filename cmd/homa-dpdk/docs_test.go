@@ -45,19 +45,19 @@ const (
 	docMaxLines    = 400
 )
 
-// repoRoot is the repository, from this package's directory.
-const repoRoot = "../.."
+// docsRoot is the repository, from this package's directory.
+const docsRoot = "../.."
 
 // docPages are the pages under test, relative to the repository.
 func docPages(t *testing.T) []string {
 	t.Helper()
 	pages := []string{"README.md"}
-	more, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
+	more, err := filepath.Glob(filepath.Join(docsRoot, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range more {
-		rel, _ := filepath.Rel(repoRoot, m)
+		rel, _ := filepath.Rel(docsRoot, m)
 		pages = append(pages, rel)
 	}
 	return pages
@@ -65,7 +65,7 @@ func docPages(t *testing.T) []string {
 
 func readPage(t *testing.T, rel string) *page {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, rel))
+	b, err := os.ReadFile(filepath.Join(docsRoot, rel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestDocs_linksResolve(t *testing.T) {
 	extra := []string{"python/README.md", "native/README.md", "deploy/bare-metal.md"}
 	env := newDocEnv(t)
 	for _, rel := range append(docPages(t), extra...) {
-		if _, err := os.Stat(filepath.Join(repoRoot, rel)); err != nil {
+		if _, err := os.Stat(filepath.Join(docsRoot, rel)); err != nil {
 			continue
 		}
 		report(t, checkLinks(readPage(t, rel), env))
@@ -352,14 +352,14 @@ type docEnv struct {
 func newDocEnv(t *testing.T) *docEnv {
 	t.Helper()
 	e := &docEnv{root: rootCmd(), tracked: map[string]bool{}, topLevel: map[string]bool{}, anchors: map[string][]string{}}
-	out, err := exec.Command("git", "-C", repoRoot, "ls-files", "--cached", "--others", "--exclude-standard").Output()
+	out, err := exec.Command("git", "-C", docsRoot, "ls-files", "--cached", "--others", "--exclude-standard").Output()
 	if err != nil {
 		t.Skipf("git ls-files: %v (the docs test reads the repository's file list)", err)
 	}
 	sc := bufio.NewScanner(strings.NewReader(string(out)))
 	for sc.Scan() {
 		f := sc.Text()
-		if _, err := os.Lstat(filepath.Join(repoRoot, f)); err != nil {
+		if _, err := os.Lstat(filepath.Join(docsRoot, f)); err != nil {
 			continue // deleted in the work tree
 		}
 		e.tracked[f] = true
@@ -369,7 +369,7 @@ func newDocEnv(t *testing.T) *docEnv {
 		first, _, _ := strings.Cut(f, "/")
 		e.topLevel[first] = true
 	}
-	b, err := os.ReadFile(filepath.Join(repoRoot, "config/example.yaml"))
+	b, err := os.ReadFile(filepath.Join(docsRoot, "config/example.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +391,7 @@ func (e *docEnv) headings(rel string) ([]string, bool) {
 	if a, ok := e.anchors[rel]; ok {
 		return a, true
 	}
-	b, err := os.ReadFile(filepath.Join(repoRoot, rel))
+	b, err := os.ReadFile(filepath.Join(docsRoot, rel))
 	if err != nil {
 		return nil, false
 	}
@@ -531,7 +531,7 @@ func (e *docEnv) testExists(name string) bool {
 			default:
 				continue
 			}
-			b, err := os.ReadFile(filepath.Join(repoRoot, f))
+			b, err := os.ReadFile(filepath.Join(docsRoot, f))
 			if err != nil {
 				continue
 			}
@@ -692,7 +692,7 @@ func (e *docEnv) checkMake(where string, args []string) []string {
 			targets = append(targets, args[i])
 		}
 	}
-	b, err := os.ReadFile(filepath.Join(repoRoot, dir, "Makefile"))
+	b, err := os.ReadFile(filepath.Join(docsRoot, dir, "Makefile"))
 	if err != nil {
 		return []string{fmt.Sprintf("%s: make -C %s: no Makefile", where, dir)}
 	}
@@ -816,7 +816,7 @@ func (e *docEnv) runners() []string {
 			out = append(out, f)
 		}
 	}
-	ci, _ := os.ReadFile(filepath.Join(repoRoot, ".ci/run"))
+	ci, _ := os.ReadFile(filepath.Join(docsRoot, ".ci/run"))
 	for _, m := range regexp.MustCompile(`scripts/[a-z-]+\.sh`).FindAllString(string(ci), -1) {
 		out = append(out, m)
 	}
@@ -835,7 +835,7 @@ func (e *docEnv) exercised(file string) bool {
 		}
 	}
 	for _, r := range e.runners() {
-		b, err := os.ReadFile(filepath.Join(repoRoot, r))
+		b, err := os.ReadFile(filepath.Join(docsRoot, r))
 		if err == nil && strings.Contains(string(b), file) {
 			return true
 		}
@@ -855,7 +855,7 @@ func checkIncludes(p *page, e *docEnv) []string {
 			continue
 		}
 		file, region, _ := strings.Cut(strings.TrimSpace(spec), "#")
-		src, err := os.ReadFile(filepath.Join(repoRoot, file))
+		src, err := os.ReadFile(filepath.Join(docsRoot, file))
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: code: %v", where, err))
 			continue
