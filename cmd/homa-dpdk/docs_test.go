@@ -18,7 +18,9 @@ package main
 //     named exist, `go` packages and `make -C DIR` targets exist. A block
 //     that cannot run on a bare machine (a physical NIC, a cluster, a
 //     registry) says why on the line before it: <!-- not run: WHY -->.
-//   - A YAML block uses only keys that config/example.yaml documents.
+//   - A YAML block (or a YAML file a shell block writes from a
+//     here-document) uses only keys that config/example.yaml documents,
+//     and one that is a whole config (it has ports) passes config check.
 //   - Inline code that starts with homa-dpdk (or a subcommand of it and
 //     a --flag) is checked as a command line; inline code that looks
 //     like a repository path must name one that exists, and a test named
@@ -36,6 +38,8 @@ import (
 	"testing"
 	"unicode"
 
+	"github.com/homa-dpdk/homa-dpdk/config"
+	"github.com/homa-dpdk/homa-dpdk/daemon"
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 )
@@ -163,6 +167,13 @@ func TestDocs_checksCatchMistakes(t *testing.T) {
 		"protocol:",
 		"  max_mesage: 1000",
 		"```",
+		"```sh",
+		"cat > homa.yaml <<'YAML'",
+		"ports:",
+		"  - device: net_ring0",
+		"    address: 10.0.0.300/24",
+		"YAML",
+		"```",
 	}, "\n"))
 	type check struct {
 		name string
@@ -178,7 +189,7 @@ func TestDocs_checksCatchMistakes(t *testing.T) {
 		{"includes", func(p *page) []string { return checkIncludes(p, env) },
 			[]string{"differs from examples/hello/main.go#call", "python block is not included"}},
 		{"yaml", func(p *page) []string { return checkYAML(p, env) },
-			[]string{"protocol.max_mesage"}},
+			[]string{"protocol.max_mesage", "config check"}},
 	}
 	for _, c := range checks {
 		got := c.run(bad)
@@ -922,12 +933,39 @@ func extractRegion(src, name string) (string, error) {
 
 // ---- YAML
 
+// heredocYAMLRE matches a shell line that writes a YAML file from a
+// here-document: cat > homa.yaml <<'YAML'.
+var heredocYAMLRE = regexp.MustCompile(`^\s*cat\s*>\s*\S+\.ya?ml\s*<<-?\s*'?"?(\w+)`)
+
+// yamlBlocks are the page's YAML blocks and the YAML files its shell
+// blocks write from here-documents.
+func yamlBlocks(p *page) []block {
+	var out []block
+	for _, b := range p.blocks {
+		switch {
+		case b.lang == "yaml" || b.lang == "yml":
+			out = append(out, b)
+		case isShell(b.lang):
+			lines := strings.Split(b.body, "\n")
+			for i := 0; i < len(lines); i++ {
+				m := heredocYAMLRE.FindStringSubmatch(lines[i])
+				if m == nil {
+					continue
+				}
+				doc := block{line: b.line + i + 1, lang: "yaml"}
+				for i++; i < len(lines) && strings.TrimSpace(lines[i]) != m[1]; i++ {
+					doc.body += lines[i] + "\n"
+				}
+				out = append(out, doc)
+			}
+		}
+	}
+	return out
+}
+
 func checkYAML(p *page, e *docEnv) []string {
 	var problems []string
-	for _, b := range p.blocks {
-		if b.lang != "yaml" && b.lang != "yml" {
-			continue
-		}
+	for _, b := range yamlBlocks(p) {
 		where := fmt.Sprintf("%s:%d", p.rel, b.line)
 		var doc map[string]any
 		if err := yaml.Unmarshal([]byte(b.body), &doc); err != nil {
@@ -935,6 +973,17 @@ func checkYAML(p *page, e *docEnv) []string {
 			continue
 		}
 		problems = append(problems, unknownKeys(where, "", doc, e.config)...)
+		if _, whole := doc["ports"]; whole {
+			// A whole config passes `homa-dpdk config check`, which needs
+			// no device: EAL checks those at run time.
+			spec, err := config.Load(config.Source{YAML: b.body})
+			if err == nil {
+				err = daemon.Preflight(spec)
+			}
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("%s: homa-dpdk config check: %v", where, err))
+			}
+		}
 	}
 	return problems
 }
