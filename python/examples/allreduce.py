@@ -21,15 +21,14 @@ def main():
     # #region use
     dist.init_process_group(args.backend)  # "homa" once homa_dpdk.torch is imported; env:// as torchrun sets up
     rank, size = dist.get_rank(), dist.get_world_size()
-    lines = []
+    x = torch.full((1024, 1024), float(rank))  # 4 MB of this rank's number
+    dist.all_reduce(x)  # SUM: every element is now 0 + 1 + ... + (size - 1)
+    # #endregion
+    lines = [f"all_reduce sum of a 4 MB float tensor of each rank's number: every element {x[0, 0].item()}, total {x.sum().item()}"]
     for name, op in [("sum", dist.ReduceOp.SUM), ("max", dist.ReduceOp.MAX), ("min", dist.ReduceOp.MIN), ("product", dist.ReduceOp.PRODUCT)]:
         t = torch.arange(1, 6, dtype=torch.int64) * (rank + 1)
         dist.all_reduce(t, op=op)
         lines.append(f"all_reduce {name:8s} of (1..5) x (rank+1): {t.tolist()}")
-    x = torch.full((1024, 1024), float(rank))  # 4 MB
-    dist.all_reduce(x)
-    # #endregion
-    lines.append(f"all_reduce sum of a 4 MB float tensor of each rank's number: every element {x[0, 0].item()}, total {x.sum().item()}")
     b = torch.tensor([rank * 10.0])
     dist.broadcast(b, src=size - 1)
     lines.append(f"broadcast from rank {size - 1}: {b.tolist()}")
