@@ -605,12 +605,14 @@ func (e *docEnv) checkCommand(where string, cmd []string) []string {
 	return problems
 }
 
+var assignmentRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+
 // stripPrefixes drops environment assignments and the commands that run
 // another (sudo, exec, time, nohup, timeout N, ip netns exec NS).
 func stripPrefixes(cmd []string) []string {
 	for len(cmd) > 0 {
 		switch {
-		case regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`).MatchString(cmd[0]):
+		case assignmentRE.MatchString(cmd[0]):
 			cmd = cmd[1:]
 		case cmd[0] == "sudo" || cmd[0] == "exec" || cmd[0] == "time" || cmd[0] == "nohup":
 			cmd = cmd[1:]
