@@ -117,6 +117,20 @@ func TestDocs_everyDocLinkedFromREADME(t *testing.T) {
 	}
 }
 
+// TestDocs_readmeStartsWithTheTwoCommands holds the front door: the
+// README's first block is the demo, then every test (scripts/demo.sh and
+// scripts/test.sh say they are the README's first and second commands).
+func TestDocs_readmeStartsWithTheTwoCommands(t *testing.T) {
+	readme := readPage(t, "README.md")
+	if len(readme.blocks) == 0 {
+		t.Fatal("README.md has no code block")
+	}
+	cmds := shellCommands(readme.blocks[0].body)
+	if len(cmds) < 2 || strings.Join(cmds[0], " ") != "./scripts/demo.sh" || strings.Join(cmds[1], " ") != "./scripts/test.sh" {
+		t.Errorf("README.md's first block runs %q; want ./scripts/demo.sh, then ./scripts/test.sh", cmds)
+	}
+}
+
 func TestDocs_commandsExist(t *testing.T) {
 	env := newDocEnv(t)
 	for _, rel := range docPages(t) {
