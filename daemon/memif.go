@@ -159,43 +159,74 @@ func clientWithoutServer(spec *config.Spec, i int, st host.StartedPort, err erro
 	return ok && m.role == "client" && st.Driver == "net_memif" && errors.As(err, &pe) && pe.Setting == ""
 }
 
-// dialClients starts again, until deadline, the ports that setupPort
-// left stopped (memif clients whose server was not up:
-// clientWithoutServer), the wait before each try doubling from 50 ms to
-// 1 s (each failed dial logs a line of memif's). It returns ctx's cause
-// when ctx ends first, and an error that names the socket of a port still
-// stopped at the deadline.
+// dialClients dials again, until deadline, the memif clients whose links
+// are down: one whose server was not up when it started (setupPort left
+// it stopped: clientWithoutServer), and one whose server took its
+// connection before its own port was ready, so that the handshake ended
+// without a link (two daemons started at once). Each is restarted on
+// EAL's interrupt thread (dpdk.Port.Redial) after a wait that doubles
+// from 100 ms to 1 s; each failed dial logs a line of memif's. It returns
+// nil once every memif client's link is up (other ports are left to the
+// link wait), ctx's cause when ctx ends first, and at the deadline an
+// error that names the port and its socket.
 func (d *Daemon) dialClients(ctx context.Context, deadline time.Time) error {
+	type client struct {
+		i       int
+		wait    time.Duration // before the next dial
+		next    time.Time     // of the next dial
+		dials   int
+		errLast error // the last dial's start, if it failed
+	}
 	start := time.Now()
-	errs := map[int]error{} // the last start of each port dialled again
-	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		var stopped []int
-		for i, p := range d.ports {
-			if !p.Started() {
-				stopped = append(stopped, i)
+	var clients []*client
+	for i := range d.ports {
+		if m, ok := memifOf(d.spec, i); ok && m.role == "client" {
+			clients = append(clients, &client{i: i, wait: 100 * time.Millisecond, next: start.Add(100 * time.Millisecond)})
+		}
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var down *client
+		for _, c := range clients {
+			p := d.ports[c.i]
+			pending, err := p.RedialResult()
+			if !pending && err != nil {
+				c.errLast = err
+			}
+			if !pending && p.Started() && p.LinkUp() {
+				if c.dials > 0 {
+					d.Log.Info().Str("port", p.Name).Int("redials", c.dials).Dur("after", time.Since(start)).Msg("memif client: connected to its server")
+					c.dials = 0
+				}
+				continue
+			}
+			down = c
+			if now := time.Now(); !pending && !now.Before(c.next) && p.Redial(0) == nil {
+				c.dials++
+				c.wait = min(2*c.wait, time.Second)
+				c.next = now.Add(c.wait)
 			}
 		}
-		if len(stopped) == 0 {
+		if down == nil {
 			return nil
 		}
-		if time.Now().Add(wait).After(deadline) {
-			i := stopped[0]
-			m, _ := memifOf(d.spec, i)
-			err := fmt.Errorf("%s: no memif server accepted its dial on %s within %v", d.ports[i].Name, m.socket, linkWait)
-			if errs[i] != nil {
-				err = fmt.Errorf("%w (its last start: %w)", err, errs[i])
+		if time.Now().After(deadline) {
+			p := d.ports[down.i]
+			m, _ := memifOf(d.spec, down.i)
+			if !p.Started() {
+				err := fmt.Errorf("%s: no memif server accepted its dial on %s within %v", p.Name, m.socket, linkWait)
+				if down.errLast != nil {
+					err = fmt.Errorf("%w (its last start: %w)", err, down.errLast)
+				}
+				return err
 			}
-			return err
+			return fmt.Errorf("link of %s still down after %v (is the peer up?)", p.Name, linkWait)
 		}
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
-		case <-time.After(wait):
-		}
-		for _, i := range stopped {
-			if errs[i] = d.ports[i].Start(); errs[i] == nil {
-				d.Log.Info().Str("port", d.ports[i].Name).Dur("after", time.Since(start)).Msg("memif client: its server accepted the dial")
-			}
+		case <-tick.C:
 		}
 	}
 }
