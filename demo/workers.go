@@ -198,6 +198,13 @@ func ServeWorkers(cfg WorkersConfig) error {
 	if sw != nil {
 		opts.Prepare = func(hosts []*host.Host) error { hosts[0].AddApp(sw); return nil }
 	}
+	// SIGINT and SIGTERM are taken from before the start-up on, so that
+	// one sent as soon as the "workers attach" line is out (or during the
+	// start-up: the demo stops once up) stops it cleanly, its sockets
+	// removed, instead of ending the process with them left behind.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
 	dm, err := daemon.Start(spec, demoLog(), opts)
 	if err != nil {
 		return err
@@ -208,9 +215,6 @@ func ServeWorkers(cfg WorkersConfig) error {
 	}
 	fmt.Fprintf(cfg.Out, "demo: Homa hosts %s on %s, MTU %d, one busy-polling loop on lcore 1; workers attach at %s\n",
 		strings.Join(names, ", "), via, mtu, strings.Join(socks, ", "))
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sig)
 	var timeout <-chan time.Time
 	if cfg.Duration > 0 {
 		timeout = time.After(cfg.Duration)
