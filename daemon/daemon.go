@@ -215,14 +215,15 @@ func (d *Daemon) closeVdevPorts() error {
 
 // Preflight checks, before EAL and the ports are up, what the config
 // names on this machine that a later phase would find wanting: the
-// capture file must be writable where it is to go.
+// capture file must be writable where it is to go, and no other memif
+// server may listen on a memif server's socket.
 func Preflight(spec *config.Spec) error {
 	if f := spec.Capture.File; f != "" {
 		if err := writable(f); err != nil {
 			return fmt.Errorf("capture.file: %w", err)
 		}
 	}
-	return nil
+	return memifSocketInUse(spec)
 }
 
 // writable reports why a file could not be written at path (its

@@ -125,6 +125,25 @@ func removeStaleSocket(path string) bool {
 	return os.Remove(path) == nil
 }
 
+// memifSocketInUse returns an error that names the first memif server
+// socket of spec on which a server listens already (another homa-dpdk run
+// of the same config): EAL's memif would fail to bind it ("Address already
+// in use") and the port would be missing.
+func memifSocketInUse(spec *config.Spec) error {
+	for _, sock := range memifServerSockets(spec) {
+		if fi, err := os.Lstat(sock); err != nil || fi.Mode()&os.ModeSocket == 0 {
+			continue
+		}
+		c, err := net.Dial("unixpacket", sock)
+		if err != nil {
+			continue // nobody listens: a stale file, removed at start-up
+		}
+		c.Close()
+		return fmt.Errorf("memif server socket %s: a memif server listens on it already (another homa-dpdk run of this config?): stop that one, or give this port another socket=", sock)
+	}
+	return nil
+}
+
 // memifLinkHint says, for the memif ports among spec's whose links are
 // not up (up(i) false), what their links wait for; "" when none is.
 func memifLinkHint(spec *config.Spec, up func(i int) bool) string {

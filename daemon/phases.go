@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
@@ -112,6 +113,10 @@ func (d *Daemon) setupPort(i int) error {
 	}
 	if err != nil {
 		var pe *host.PortError
+		if errors.As(err, &pe) && pe.Setting == "mac" && st.Driver == "net_memif" && errors.Is(pe.Err, syscall.ENOTSUP) {
+			name, _ := vdevOf(d.spec, i)
+			return fmt.Errorf("ports[%d].mac: %w; net_memif cannot change its MAC: give it in the vdev's arguments (%s,...,mac=%s) and leave ports[%d].mac empty", i, pe.Err, name, ps.MAC, i)
+		}
 		if errors.As(err, &pe) && pe.Setting != "" {
 			return fmt.Errorf("ports[%d].%s: %w", i, pe.Setting, pe.Err)
 		}
