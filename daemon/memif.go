@@ -193,8 +193,8 @@ func (d *Daemon) dialClients(ctx context.Context, deadline time.Time) error {
 		i       int
 		wait    time.Duration // before the next dial
 		next    time.Time     // of the next dial
-		dials   int
-		errLast error // the last dial's start, if it failed
+		dials   int           // redials since its link was last seen up
+		errLast error         // the last redial's start, if it failed
 	}
 	start := time.Now()
 	var clients []*client
