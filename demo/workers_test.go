@@ -21,6 +21,7 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/hub"
 	"github.com/homa-dpdk/homa-dpdk/lcore"
 	"github.com/homa-dpdk/homa-dpdk/perf"
+	"github.com/homa-dpdk/homa-dpdk/perf/rtt"
 	"github.com/homa-dpdk/homa-dpdk/shm"
 )
 
@@ -230,12 +231,12 @@ func TestWorkersYAML_longMessages(t *testing.T) {
 	}
 	pages := ws.PoolBytes / shm.PageSize
 	need := func(size int) int { return (size + shm.PageSize - 1) / shm.PageSize }
-	for _, size := range perf.DefaultSizes {
+	for _, size := range rtt.DefaultSizes {
 		if size > pr.MaxMessage || 2*size > ws.MaxBytes || need(size) > pages {
 			t.Errorf("rtt's %d bytes: max_message %d, arena %d (a request and a reply awaiting its ACK), %d pool pages", size, pr.MaxMessage, ws.MaxBytes, pages)
 		}
 	}
-	for _, z := range perf.ThroughputConfigFor(false).Sizes {
+	for _, z := range perf.StreamSizes {
 		if z.Size > pr.MaxMessage || z.Window*z.Size > ws.MaxBytes || z.Window*need(z.Size) > pages {
 			t.Errorf("throughput's %+v: max_message %d, arena %d, %d pool pages", z, pr.MaxMessage, ws.MaxBytes, pages)
 		}

@@ -119,3 +119,13 @@ func (p *Progress) draw() {
 	fmt.Fprintf(p.w, "\r%s%s", line, pad)
 	p.drawn = time.Now()
 }
+
+func Pct(f float64) string { return fmt.Sprintf("%.1f %%", 100*f) }
+
+// Steps is the number of steps taken so far.
+func (p *Progress) Steps() int {
+	if p == nil {
+		return 0
+	}
+	return p.step
+}

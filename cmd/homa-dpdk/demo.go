@@ -43,7 +43,7 @@ loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
 			if pmd {
 				pc := perfpmd.DefaultConfig()
 				pc.Measure, pc.Warmup, pc.Trials = 2*time.Second, time.Second, 1
-				return runPMD(cmd, args, pc, "")
+				return perfpmd.RunInProcess(cmd.OutOrStdout(), ealGiven(cmd, args), pc, "")
 			}
 			var err error
 			if cfg.Sizes, err = parseSizes(sizes); err != nil {

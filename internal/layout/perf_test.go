@@ -16,7 +16,8 @@ const module = "github.com/homa-dpdk/homa-dpdk"
 // build without cgo. Only perf/pmd, the forwarding benchmark, and
 // perf/collectives, which serves the demo's hosts to torch ranks, run
 // DPDK in their own process.
-var pureHarness = []string{"./perf", "./perf/slowdown", "./perf/suite", "./perf/cluster"}
+var pureHarness = []string{"./perf", "./perf/cluster", "./perf/cost", "./perf/enginebench", "./perf/floor", "./perf/rate",
+	"./perf/rtt", "./perf/slowdown", "./perf/starts", "./perf/testpmdpath", "./perf/throughput", "./perf/workload"}
 
 // goTool returns the go command, or skips the test when there is none.
 func goTool(t *testing.T) string {

@@ -30,7 +30,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/homa-dpdk/homa-dpdk/perf/slowdown"
+	"github.com/homa-dpdk/homa-dpdk/perf/workload"
 )
 
 // Variant is a transport configuration the simulation compares.
@@ -161,7 +161,7 @@ func (c Config) Validate() error {
 	case !slices.Contains(Variants, c.Variant):
 		return fmt.Errorf("variant %q: want one of %s", c.Variant, variantNames())
 	}
-	if _, err := slowdown.LoadWorkload(c.Workload); err != nil {
+	if _, err := workload.LoadWorkload(c.Workload); err != nil {
 		return err
 	}
 	return nil

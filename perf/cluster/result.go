@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/homa-dpdk/homa-dpdk/perf/slowdown"
+	"github.com/homa-dpdk/homa-dpdk/perf/workload"
 )
 
 // Result is one run's figures.
@@ -154,13 +154,13 @@ func summarize(g []Sample) Bucket {
 // slowdown's).
 func Buckets(samples []Sample) []Bucket {
 	var out []Bucket
-	for _, g := range slowdown.BySize(samples, func(s Sample) int { return s.Size }) {
+	for _, g := range workload.BySize(samples, func(s Sample) int { return s.Size }) {
 		out = append(out, summarize(g))
 	}
 	return out
 }
 
-func (s *sim) result(cfg Config, wl *slowdown.Workload, end int64, wall time.Duration) *Result {
+func (s *sim) result(cfg Config, wl *workload.Workload, end int64, wall time.Duration) *Result {
 	st := s.net.Stats()
 	r := &Result{Variant: cfg.Variant, Workload: wl.Name, Load: cfg.Load, Hosts: cfg.Hosts(),
 		Offered: s.offered, Delivered: s.delivered, Measured: s.measured, Responses: s.responses,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/homa-dpdk/homa-dpdk/engine"
 	"github.com/homa-dpdk/homa-dpdk/engine/memnet"
-	"github.com/homa-dpdk/homa-dpdk/perf/slowdown"
+	"github.com/homa-dpdk/homa-dpdk/perf/workload"
 	"github.com/homa-dpdk/homa-dpdk/sched"
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
@@ -101,7 +101,7 @@ func (s Sample) Slowdown() float64 { return float64(s.Ns) / float64(s.IdleNs) }
 func hostIP(i int) [4]byte { return [4]byte{10, byte(i >> 8), byte(i), 1} }
 
 // engineConfig is host i's endpoint configuration for the variant.
-func engineConfig(cfg Config, wl *slowdown.Workload, i int, mh *memnet.Host, now func() int64) engine.Config {
+func engineConfig(cfg Config, wl *workload.Workload, i int, mh *memnet.Host, now func() int64) engine.Config {
 	c := engine.DefaultConfig()
 	c.IP, c.MAC, c.Clock = mh.IP(), mh.MAC(), now
 	c.IDSeed = uint64(i+1) << 40
@@ -156,7 +156,7 @@ const responseBytes = 1
 // scheduled bytes; levels, where not 0, instead), and the cutoffs between
 // them follow rule (CutoffRules), shortest messages highest; skew is
 // sched.ComputeCutoffsBy's.
-func cutoffsFor(wl *slowdown.Workload, unsched int, rule string, levels int, skew, load float64) sched.Cutoffs {
+func cutoffsFor(wl *workload.Workload, unsched int, rule string, levels int, skew, load float64) sched.Cutoffs {
 	var h sched.Histogram
 	prev := 0.0
 	for i, size := range wl.Sizes {
@@ -186,7 +186,7 @@ func cutoffsFor(wl *slowdown.Workload, unsched int, rule string, levels int, ske
 }
 
 func newSim(cfg Config) (*sim, error) {
-	wl, err := slowdown.LoadWorkload(cfg.Workload)
+	wl, err := workload.LoadWorkload(cfg.Workload)
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +326,7 @@ type arrival struct {
 // arrivals draws the run's messages (Config.Messages): Poisson at the rate that loads
 // every host's link to cfg.Load in wire bytes, uniformly random sources
 // and destinations (another host).
-func arrivals(cfg Config, wl *slowdown.Workload) []arrival {
+func arrivals(cfg Config, wl *workload.Workload) []arrival {
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x636c7573)) // "clus"
 	n := cfg.Hosts()
 	// Each host's downlink carries the requests to it and the one-byte
@@ -377,7 +377,7 @@ func Run(cfg Config, progress Progress) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	wl, _ := slowdown.LoadWorkload(cfg.Workload)
+	wl, _ := workload.LoadWorkload(cfg.Workload)
 	s, err := newSim(cfg)
 	if err != nil {
 		return nil, err

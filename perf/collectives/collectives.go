@@ -187,7 +187,7 @@ func Run(cfg Config) (*Result, error) {
 	if err := stopDemo(); err != nil {
 		return nil, err
 	}
-	res.Goals = perf.CollectivesGoals(Figures(res))
+	res.Goals = Goals(Figures(res))
 	return res, nil
 }
 
@@ -351,13 +351,13 @@ func freePort() (int, error) {
 }
 
 // Figures are the run's figures for the goal rows
-// (perf.CollectivesGoals): per job, homa's all_reduce time over gloo's and
+// (Goals): per job, homa's all_reduce time over gloo's and
 // its bus bandwidth over gloo's at each size, and its DDP step over
 // gloo's (none when the trajectories differ).
-func Figures(r *Result) []perf.CollectivesFigures {
-	out := make([]perf.CollectivesFigures, 0, len(r.Jobs))
+func Figures(r *Result) []GoalFigures {
+	out := make([]GoalFigures, 0, len(r.Jobs))
 	for _, j := range r.Jobs {
-		f := perf.CollectivesFigures{Ranks: j.Ranks, LatencyRatio: map[int]float64{}, BusBWRatio: map[int]float64{}}
+		f := GoalFigures{Ranks: j.Ranks, LatencyRatio: map[int]float64{}, BusBWRatio: map[int]float64{}}
 		for _, p := range j.AllReduce {
 			size := int(p["bytes"])
 			if p["homa_us"] > 0 && p["gloo_us"] > 0 {

@@ -6,8 +6,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/homa-dpdk/homa-dpdk/perf"
 )
 
 // A run's results (as the bench writes them) become the tables, the goal
@@ -25,7 +23,7 @@ func TestReport_tablesGoalsAndPlots(t *testing.T) {
 	job4.AllReduce[1]["gloo_us"] = 100 // 0.2x at 64 KiB: the 4-rank goal (0.25x) is met, the 2-rank one (0.1x) would not be
 	job2.DDP, job4.DDP = testDDP(2, 30, 40), testDDP(4, 50, 40)
 	r := &Result{Jobs: []Job{job2, job4}}
-	r.Goals = perf.CollectivesGoals(Figures(r))
+	r.Goals = Goals(Figures(r))
 	met := map[string]bool{
 		"all_reduce latency at 4 B, 2 ranks, homa over gloo":          true, // 20/250
 		"all_reduce latency at 64 KiB, 4 ranks, homa over gloo":       true, // 20/100

@@ -65,10 +65,6 @@ func DefaultConfig() Config {
 	}
 }
 
-// Result is the scenario's result. It is package perf's PMDResult, so
-// that the report of `perf all` reads it without this package's cgo.
-type Result = perf.PMDResult
-
 // deviceNames maps the short names to DPDK driver names.
 var deviceNames = map[string]string{"null": "net_null", "memif": "net_memif", "ring": "net_ring"}
 
@@ -98,7 +94,7 @@ func Run(cfg Config) (*Result, error) {
 	fmt.Fprintf(cfg.Out, "pmd: 64-byte packets, bursts of %d, forwarding on lcore %d (CPU %d), %v per run after %v warm-up, %d trial(s), memory: %s\n",
 		cfg.Burst, cfg.FwdLcore, dpdk.LcoreCPU(cfg.FwdLcore), cfg.Measure, cfg.Warmup, cfg.Trials, memDesc(cfg.Mem))
 	for _, dev := range cfg.Devices {
-		run := perf.PMDRun{Device: deviceNames[dev]}
+		run := DeviceRun{Device: deviceNames[dev]}
 		for trial := 1; trial <= cfg.Trials; trial++ {
 			o, refusedO, err := cfg.runOurs(dev)
 			if err != nil {

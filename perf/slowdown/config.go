@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/perf/workload"
 )
 
 // Config is one invocation of the slowdown scenario.
@@ -88,10 +90,10 @@ func ParseTCRate(s string) (float64, error) {
 // rateFor is the bottleneck rate for w: the rate at which the highest
 // load offers cfg.RPCRate RPCs per second, at most cfg.RateBps, rounded
 // down to 1 kbit/s.
-func rateFor(cfg Config, w *Workload) float64 {
+func rateFor(cfg Config, w *workload.Workload) float64 {
 	r := cfg.RateBps
 	if cfg.RPCRate > 0 {
-		r = min(r, cfg.RPCRate*w.Mean(HomaWireBytes)*8/slices.Max(cfg.Loads))
+		r = min(r, cfg.RPCRate*w.Mean(workload.HomaWireBytes)*8/slices.Max(cfg.Loads))
 	}
 	return max(math.Floor(r/1000)*1000, 1000)
 }
@@ -110,7 +112,7 @@ func rateFor(cfg Config, w *Workload) float64 {
 // few Mb/s those ACKs alone filled the top band and collapsed the run.
 // An RPC fails after 5 s of silence.
 func Protocol(rateBps float64) string {
-	unsched := max(int(rateBps/8*1e-3), 2*homaPerPacketPayload)
+	unsched := max(int(rateBps/8*1e-3), 2*workload.HomaPerPacketPayload)
 	resend := int(2 * BandQueue / time.Millisecond)
 	return fmt.Sprintf("  unsched_bytes: %d\n  max_incoming: %d\n  resend_ticks: %d\n  resend_interval: %d\n  request_ack_ticks: %d\n  timeout_ticks: %d\n",
 		unsched, 4*unsched, resend, resend, resend, 5000)

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/homa-dpdk/homa-dpdk/perf/workload"
 )
 
 // Each workload gets the rate at which its highest load offers RPCRate
@@ -18,13 +20,13 @@ func TestRateFor_perWorkload(t *testing.T) {
 		rpcPerSec float64
 		atRateCap bool
 	}{{"W1", 4, 4.5, 1500, false}, {"W2", 7.5, 8.5, 1500, false}, {"W3", 39, 40.5, 1500, false}, {"W4", 200, 200, 0, true}, {"W5", 200, 200, 0, true}} {
-		w, _ := LoadWorkload(c.w)
+		w, _ := workload.LoadWorkload(c.w)
 		w = w.Clamp(cfg.MaxMessage)
 		r := rateFor(cfg, w)
 		if r < c.lo*1e6 || r > c.hi*1e6 {
 			t.Errorf("%s: rate %.3f Mb/s, want %g..%g", c.w, r/1e6, c.lo, c.hi)
 		}
-		rps := 0.8 * r / 8 / w.Mean(HomaWireBytes)
+		rps := 0.8 * r / 8 / w.Mean(workload.HomaWireBytes)
 		if !c.atRateCap && math.Abs(rps-c.rpcPerSec) > 2 {
 			t.Errorf("%s: %.1f RPC/s at 80%%, want %g", c.w, rps, c.rpcPerSec)
 		}
@@ -33,7 +35,7 @@ func TestRateFor_perWorkload(t *testing.T) {
 		}
 	}
 	cfg.RPCRate = 0
-	w, _ := LoadWorkload("W1")
+	w, _ := workload.LoadWorkload("W1")
 	if r := rateFor(cfg, w); r != cfg.RateBps {
 		t.Errorf("RPCRate 0: rate %g, want --rate", r)
 	}
@@ -44,7 +46,7 @@ func TestRateFor_perWorkload(t *testing.T) {
 		t.Errorf("band limit at 1 Mb/s: %d bytes, want 16 frames", l)
 	}
 	p := Protocol(4.2e6)
-	for _, want := range []string{fmt.Sprintf("unsched_bytes: %d\n", 2*homaPerPacketPayload), fmt.Sprintf("max_incoming: %d\n", 8*homaPerPacketPayload), "resend_ticks: 100\n", "request_ack_ticks: 100\n"} {
+	for _, want := range []string{fmt.Sprintf("unsched_bytes: %d\n", 2*workload.HomaPerPacketPayload), fmt.Sprintf("max_incoming: %d\n", 8*workload.HomaPerPacketPayload), "resend_ticks: 100\n", "request_ack_ticks: 100\n"} {
 		if !strings.Contains(p, want) {
 			t.Errorf("Protocol(4.2 Mb/s) lacks %q:\n%s", want, p)
 		}

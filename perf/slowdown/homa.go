@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/client"
+	"github.com/homa-dpdk/homa-dpdk/perf/workload"
 )
 
 // homaSet is the Homa side of one load: a daemon per host, the server
@@ -117,17 +118,17 @@ func homaTransport(cfg Config, n *topology, dir string, rate float64) transport 
 		setup:    start,
 		reset:    func() error { stop(); return start() },
 		teardown: stop,
-		unloaded: func(w *Workload) (*Unloaded, error) {
-			return homaUnloaded(h.sessions[0][0], serverAddr, ProbeSizes(w), cfg.Reps, probeGap(rate), payload)
+		unloaded: func(w *workload.Workload) (*Unloaded, error) {
+			return homaUnloaded(h.sessions[0][0], serverAddr, workload.ProbeSizes(w), cfg.Reps, probeGap(rate), payload)
 		},
-		drive: func(w *Workload, sched [][]Arrival, start time.Time, keep0, keep1 time.Duration) []driverResult {
+		drive: func(w *workload.Workload, sched [][]workload.Arrival, start time.Time, keep0, keep1 time.Duration) []driverResult {
 			// Each host's arrivals are dealt to its sessions in turn.
 			var wg sync.WaitGroup
 			per := make([][]driverResult, len(h.sessions))
 			for i, ss := range h.sessions {
 				per[i] = make([]driverResult, len(ss))
 				for k, c := range ss {
-					var sub []Arrival
+					var sub []workload.Arrival
 					for j := k; j < len(sched[i]); j += len(ss) {
 						sub = append(sub, sched[i][j])
 					}
@@ -211,7 +212,7 @@ type inflightRPC struct {
 // homaDriver offers sched from c to dst, open loop, starting at start;
 // RPCs sent in [keep0, keep1) are sampled. After the schedule it waits up
 // to drain for the last responses.
-func homaDriver(c *client.Client, dst client.Addr, sched []Arrival, start time.Time, keep0, keep1, drain time.Duration, payload []byte) driverResult {
+func homaDriver(c *client.Client, dst client.Addr, sched []workload.Arrival, start time.Time, keep0, keep1, drain time.Duration, payload []byte) driverResult {
 	var r driverResult
 	inflight := map[uint64]inflightRPC{}
 	i := 0

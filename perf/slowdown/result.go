@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/homa-dpdk/homa-dpdk/perf/workload"
 )
 
 // RunResult is one transport × workload × load.
@@ -87,13 +89,13 @@ type Result struct {
 }
 
 // newRunResult fills in what every transport's run has.
-func newRunResult(tr string, w *Workload, load, rate float64, sched [][]Arrival, cfg Config, res []driverResult, u *Unloaded, loadAvg string) *RunResult {
+func newRunResult(tr string, w *workload.Workload, load, rate float64, sched [][]workload.Arrival, cfg Config, res []driverResult, u *Unloaded, loadAvg string) *RunResult {
 	r := &RunResult{Transport: tr, Workload: w.Name, Load: load, RateBps: rate, Unloaded: u, Seconds: cfg.Period.Seconds(), LoadAvg: loadAvg}
 	var offered, achieved float64
 	for _, s := range sched {
 		r.Offered += len(s)
 		for _, a := range s {
-			offered += HomaWireBytes(a.Size)
+			offered += workload.HomaWireBytes(a.Size)
 		}
 	}
 	late := 0

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/perf/workload"
 )
 
 // Run runs the scenario and writes its results to cfg.Out: per
@@ -25,9 +27,9 @@ func Run(cfg Config) (*Result, error) {
 		}
 	}
 	logf := func(f string, a ...any) { fmt.Fprintf(cfg.Log, f+"\n", a...) }
-	wls := map[string]*Workload{}
+	wls := map[string]*workload.Workload{}
 	for _, name := range cfg.Workloads {
-		w, err := LoadWorkload(name)
+		w, err := workload.LoadWorkload(name)
 		if err != nil {
 			return nil, err
 		}
@@ -82,7 +84,7 @@ func Run(cfg Config) (*Result, error) {
 			return res, err
 		}
 		logf("%s: bottleneck %s (%.0f RPC/s at %.0f%% load)", name, rateName(rate),
-			slices.Max(cfg.Loads)*rate/8/w.Mean(HomaWireBytes), 100*slices.Max(cfg.Loads))
+			slices.Max(cfg.Loads)*rate/8/w.Mean(workload.HomaWireBytes), 100*slices.Max(cfg.Loads))
 		for _, tr := range cfg.Transports {
 			var t transport
 			if tr == "homa" {
@@ -110,7 +112,7 @@ func Run(cfg Config) (*Result, error) {
 // first (a failure leaves the workload out for t, with a note), then per
 // load the same seeded Poisson schedule for every transport, with the
 // bottleneck's band counters and the load average around it.
-func runWorkload(cfg Config, n *topology, w *Workload, wi int, rate float64, logf func(string, ...any), note func(string), t transport) (runs []*RunResult, err error) {
+func runWorkload(cfg Config, n *topology, w *workload.Workload, wi int, rate float64, logf func(string, ...any), note func(string), t transport) (runs []*RunResult, err error) {
 	defer t.teardown()
 	if err := t.setup(); err != nil {
 		return nil, err
@@ -127,7 +129,7 @@ func runWorkload(cfg Config, n *topology, w *Workload, wi int, rate float64, log
 				return runs, err
 			}
 		}
-		sched := PoissonArrivals(w, len(n.clients), cfg.Period, rate, load, cfg.Seed+uint64(wi*100+li))
+		sched := workload.PoissonArrivals(w, len(n.clients), cfg.Period, rate, load, cfg.Seed+uint64(wi*100+li))
 		before, _ := n.bands()
 		la := readLoadAvg()
 		start := time.Now().Add(20 * time.Millisecond)
@@ -158,8 +160,8 @@ type transport struct {
 	// may follow a failed setup or reset.
 	setup, reset func() error
 	teardown     func()
-	unloaded     func(w *Workload) (*Unloaded, error)
-	drive        func(w *Workload, sched [][]Arrival, start time.Time, keep0, keep1 time.Duration) []driverResult
+	unloaded     func(w *workload.Workload) (*Unloaded, error)
+	drive        func(w *workload.Workload, sched [][]workload.Arrival, start time.Time, keep0, keep1 time.Duration) []driverResult
 	after        func(r *RunResult) error // per run, after it is made and before it is logged
 }
 

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/perf/workload"
 )
 
 // Unloaded maps size to unloaded RTT, interpolating in log-log.
@@ -50,30 +52,6 @@ type Bucket struct {
 	P99RTTUs   float64 `json:"p99_rtt_us"`
 }
 
-// bucketOf is a size's bucket index: 4 per decade.
-func bucketOf(size int) int { return int(math.Floor(math.Log10(float64(size)) * 4)) }
-
-// BySize groups xs into size buckets (4 per decade of size(x)), the
-// buckets in size order: what Buckets summarizes, for the cluster
-// simulation's samples as well.
-func BySize[T any](xs []T, size func(T) int) [][]T {
-	groups := map[int][]T{}
-	for _, x := range xs {
-		b := bucketOf(size(x))
-		groups[b] = append(groups[b], x)
-	}
-	keys := make([]int, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	out := make([][]T, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, groups[k])
-	}
-	return out
-}
-
 // rank returns the q-quantile of sorted v.
 func rank(v []float64, q float64) float64 {
 	if len(v) == 0 {
@@ -86,7 +64,7 @@ func rank(v []float64, q float64) float64 {
 // Buckets groups samples by size and computes their slowdowns.
 func Buckets(samples []Sample, u *Unloaded) []Bucket {
 	var out []Bucket
-	for _, g := range BySize(samples, func(s Sample) int { return s.Size }) {
+	for _, g := range workload.BySize(samples, func(s Sample) int { return s.Size }) {
 		out = append(out, summarize(g, u))
 	}
 	return out

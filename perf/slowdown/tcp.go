@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/homa-dpdk/homa-dpdk/perf/workload"
 	"golang.org/x/sys/unix"
 )
 
@@ -185,10 +186,10 @@ func tcpTransport(cfg Config, n *topology, rate float64) transport {
 			}
 			n.flushAddrs()
 		},
-		unloaded: func(w *Workload) (*Unloaded, error) {
-			return tcpUnloaded(clients[0], ProbeSizes(w), cfg.Reps, probeGap(rate))
+		unloaded: func(w *workload.Workload) (*Unloaded, error) {
+			return tcpUnloaded(clients[0], workload.ProbeSizes(w), cfg.Reps, probeGap(rate))
 		},
-		drive: func(w *Workload, sched [][]Arrival, start time.Time, keep0, keep1 time.Duration) []driverResult {
+		drive: func(w *workload.Workload, sched [][]workload.Arrival, start time.Time, keep0, keep1 time.Duration) []driverResult {
 			res := make([]driverResult, len(clients))
 			var wg sync.WaitGroup
 			for i, c := range clients {
@@ -221,7 +222,7 @@ func tcpTransport(cfg Config, n *topology, rate float64) transport {
 
 // tcpDriver offers sched from c, open loop: each arrival runs in its
 // own goroutine on a connection of its own (idle from the pool or new).
-func tcpDriver(c *tcpClient, sched []Arrival, start time.Time, keep0, keep1, drain time.Duration, maxSize int) driverResult {
+func tcpDriver(c *tcpClient, sched []workload.Arrival, start time.Time, keep0, keep1, drain time.Duration, maxSize int) driverResult {
 	var r driverResult
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -247,7 +248,7 @@ func tcpDriver(c *tcpClient, sched []Arrival, start time.Time, keep0, keep1, dra
 		}
 		r.sent++
 		wg.Add(1)
-		go func(a Arrival) {
+		go func(a workload.Arrival) {
 			defer wg.Done()
 			bp := bufs.Get().(*[]byte)
 			defer bufs.Put(bp)

@@ -24,7 +24,6 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/host"
 	"github.com/homa-dpdk/homa-dpdk/hub"
 	"github.com/homa-dpdk/homa-dpdk/lcore"
-	"github.com/homa-dpdk/homa-dpdk/perf"
 	"github.com/homa-dpdk/homa-dpdk/shm"
 	"golang.org/x/sys/unix"
 )
@@ -51,16 +50,6 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
-
-// Result is what the measurement prints and writes as JSON; it lives in
-// package perf, whose report needs it without cgo.
-type Result = perf.WorkerRTTResult
-
-// Summary is one path's percentiles.
-type Summary = perf.WorkerRTTPath
-
-// Method is how the measurement is made, as its JSON says.
-const Method = perf.WorkerRTTMethod
 
 // loopPinger issues RPCs one at a time from inside the polling loop and
 // times them. The measuring goroutine asks for a number (want) and waits

@@ -1,0 +1,166 @@
+package cluster
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/homa-dpdk/homa-dpdk/perf"
+	"github.com/spf13/pflag"
+)
+
+func init() {
+	perf.Register(perf.Scenario{
+		Name:  "cluster",
+		Order: 110,
+		Use:   "[flags]",
+		Short: "a 144-host datacenter in simulation, every host running the real engine: W1-W5 slowdowns per variant",
+		Long: `cluster simulates the Homa paper's cluster in simulated time: 9 racks of 16 hosts behind
+top-of-rack switches, 4 core switches, 10 Gb/s host links and 40 Gb/s ToR-core links
+(full bisection), 0.25 µs per switch, packet spraying over the cores, 0.5 µs of
+software turnaround per packet at hosts. Every host runs the real engine.Endpoint.
+Messages follow the workloads W1-W5 with Poisson arrivals to uniformly random other
+hosts at the offered load (of the host links, in wire bytes). For each workload, load
+and variant it reports the P50/P99 slowdown by message size (completion time over the
+time on an idle network, from link math), the peak switch queues and offered against
+delivered bandwidth, and writes cluster.json. No DPDK: it runs anywhere.
+
+Variants: homa, homa-1prio (one network priority), basic (grants in arrival order, no
+SRPT, one priority), homa-no-incast (homa-dpdk's incast allowance off).`,
+		Command: command,
+	})
+}
+
+func command(fs *pflag.FlagSet) func(perf.Invocation) error {
+	cfg := DefaultConfig()
+	var out, workloads, loads, variants string
+	var hosts int
+	var simMs int64
+	var smoke bool
+	fs.IntVar(&hosts, "hosts", cfg.Hosts(), "hosts (a multiple of --hosts-per-rack; racks = hosts / hosts-per-rack)")
+	fs.IntVar(&cfg.HostsPerRack, "hosts-per-rack", cfg.HostsPerRack, "hosts behind each top-of-rack switch")
+	fs.IntVar(&cfg.Cores, "cores", cfg.Cores, "core switches")
+	fs.StringVar(&workloads, "workload", "W1,W2,W3,W4,W5", "workloads, comma-separated")
+	fs.StringVar(&loads, "load", "0.5,0.8,0.9", "offered loads of the host links, comma-separated (0.8 or 80)")
+	fs.StringVar(&variants, "variant", "all", "variants, comma-separated, or all: "+strings.Join(variantStrings(), ", "))
+	fs.IntVar(&cfg.Messages, "messages", 0, "messages offered per run (0: those of --sim-ms of arrivals, at most --max-messages)")
+	fs.Int64Var(&simMs, "sim-ms", cfg.Duration/1e6, "ms of arrivals per run, when --messages is 0")
+	fs.IntVar(&cfg.MaxMessages, "max-messages", cfg.MaxMessages, "the most messages --sim-ms may offer")
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the arrivals")
+	fs.Int64Var(&cfg.HostDelay, "turnaround", cfg.HostDelay, "ns of software turnaround per packet sent at hosts")
+	fs.Int64Var(&cfg.RecvDelay, "recv-turnaround", cfg.RecvDelay, "ns of software turnaround per packet received at hosts")
+	fs.Int64Var(&cfg.NICDelay, "nic-delay", cfg.NICDelay, "ns a packet spends in the NIC before the wire")
+	fs.Int64Var(&cfg.PropDelay, "prop-delay", cfg.PropDelay, "ns of propagation per link")
+	fs.BoolVar(&cfg.NICFIFO, "nic-fifo", false, "one FIFO queue in every host NIC instead of a strict-priority queue per priority (homa-dpdk's TX queue per priority)")
+	fs.BoolVar(&cfg.ScheduledDataQueue, "sched-queue", cfg.ScheduledDataQueue, "hosts send scheduled DATA from their lowest NIC queue, in the sender's SRPT order (engine ScheduledDataQueue; =false: every priority its own strict-priority NIC queue)")
+	fs.StringVar(&cfg.Cutoffs, "cutoffs", DefaultCutoffRule, "rule of the unscheduled priority cutoffs: "+strings.Join(CutoffRules, ", ")+" (equal unscheduled message bytes per level, as kernel Homa; equal bytes on the wire, headers counted, as the Homa paper's simulator; equal message counts; balanced: the least predicted P99 slowdown by load and delay)")
+	fs.Float64Var(&cfg.CutoffSkew, "cutoff-skew", 1, "with --cutoffs bytes, wire or count: each lower unscheduled level's share of the level above it (1: equal shares; below 1: higher levels carry more)")
+	fs.IntVar(&cfg.MaxIncoming, "max-incoming", 0, "receivers' bound on granted, unreceived bytes (0: ten times the 10 KB unscheduled bytes, the kernel's ratio)")
+	fs.IntVar(&cfg.MaxOvercommit, "max-overcommit", 0, "messages a receiver grants to at once (0: the engine's default, 8)")
+	fs.IntVar(&cfg.UnschedLevels, "unsched-levels", 0, "priority levels for unscheduled bytes, 1..7 (0: the workload's share of unscheduled wire bytes of the 8 levels)")
+	fs.BoolVar(&cfg.MessagePriorityResends, "message-priority-resends", false, "RESENDs name the message's own priority, not kernel Homa's 7 (engine MessagePriorityResends)")
+	fs.BoolVar(&cfg.ECMP, "ecmp", false, "one core per pair of hosts (hash) instead of per-packet spraying")
+	fs.IntVar(&cfg.BufferBytes, "buffer", cfg.BufferBytes, "bytes per switch egress port, drop-tail (-1: unlimited)")
+	fs.BoolVar(&smoke, "smoke", false, "16 hosts in 4 racks, 3000 messages per run")
+	fs.StringVar(&out, "out", "", "results directory (default results/<timestamp>)")
+	return func(inv perf.Invocation) error {
+		cfg.Duration = simMs * 1e6
+		if smoke {
+			sc := SmokeConfig()
+			cfg.Racks, cfg.HostsPerRack, cfg.Cores, cfg.Messages = sc.Racks, sc.HostsPerRack, sc.Cores, sc.Messages
+		}
+		if inv.Changed("hosts") {
+			if hosts%cfg.HostsPerRack != 0 {
+				return fmt.Errorf("--hosts %d: want a multiple of --hosts-per-rack (%d)", hosts, cfg.HostsPerRack)
+			}
+			cfg.Racks = hosts / cfg.HostsPerRack
+		}
+		wls := strings.Split(workloads, ",")
+		var lds []float64
+		for _, f := range strings.Split(loads, ",") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil {
+				return fmt.Errorf("--load: %q is not a number", f)
+			}
+			if v > 1 {
+				v /= 100 // 80 means 80%
+			}
+			lds = append(lds, v)
+		}
+		var vs []Variant
+		if variants == "all" {
+			vs = Variants
+		} else {
+			for _, v := range strings.Split(variants, ",") {
+				vs = append(vs, Variant(strings.TrimSpace(v)))
+			}
+		}
+		// Check every combination before the first (long) run.
+		for _, w := range wls {
+			for _, l := range lds {
+				for _, v := range vs {
+					c := cfg
+					c.Workload, c.Load, c.Variant = strings.TrimSpace(w), l, v
+					if err := c.Validate(); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		dir, err := perf.ResultsDir(out)
+		if err != nil {
+			return err
+		}
+		o := inv.Out
+		var results []*Result
+		for _, w := range wls {
+			for _, l := range lds {
+				for _, v := range vs {
+					c := cfg
+					c.Workload, c.Load, c.Variant = strings.TrimSpace(w), l, v
+					what := fmt.Sprintf("%d messages", c.Messages)
+					if c.Messages == 0 {
+						what = fmt.Sprintf("%d ms of arrivals (at most %d messages)", c.Duration/1e6, c.MaxMessages)
+					}
+					fmt.Fprintf(o, "cluster: %d hosts, %s at %.0f%%, %s, %s ...\n", c.Hosts(), c.Workload, 100*c.Load, c.Variant, what)
+					r, err := Run(c, func(ns int64, done, all int) {
+						fmt.Fprintf(o, "  %.1f ms simulated, %d of %d messages delivered\n", float64(ns)/1e6, done, all)
+					})
+					if err != nil {
+						return err
+					}
+					Summary(r, o)
+					results = append(results, r)
+					if err := perf.WriteJSON(filepath.Join(dir, "cluster.json"), results); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		Report(results, o)
+		if err := perf.WriteFile(filepath.Join(dir, "cluster.md"), func(w io.Writer) { Markdown(results, w) }); err != nil {
+			return err
+		}
+		plots, err := Plot(results, dir)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(o, "results in %s (cluster.json, cluster.md, %d plots)\n", dir, len(plots))
+		for _, r := range results {
+			if r.Errors > 0 {
+				return fmt.Errorf("%s %s at %.0f%%: %d conservation errors: %v", r.Variant, r.Workload, 100*r.Load, r.Errors, r.ErrorLines)
+			}
+		}
+		return nil
+	}
+}
+
+func variantStrings() []string {
+	var s []string
+	for _, v := range Variants {
+		s = append(s, string(v))
+	}
+	return s
+}

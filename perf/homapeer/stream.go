@@ -1,0 +1,222 @@
+package homapeer
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/client"
+	"github.com/homa-dpdk/homa-dpdk/perf"
+)
+
+// StreamConfig configures Homa's streams on a link (HomaStream): the
+// throughput scenario's, and the floor scenario's beside its link.
+type StreamConfig struct {
+	Self      string
+	Sizes     []perf.StreamSize // measured in turn, each on every transport
+	Duration  time.Duration     // measuring time per size and transport
+	WorkerCPU int               // CPU of the Homa workers' thread (the daemon's polling loop is on lcore 1)
+	OutDir    string
+	Progress  *perf.Progress
+	// Testpmd, when set, is the dpdk-testpmd program: Homa's hosts are then
+	// joined through it (the testpmd-path scenario).
+	Testpmd string
+	// MTU is the daemon's ports' IP MTU (demo --mtu; 0: its 1500); the
+	// runs are then named HomaSeries(link) + "-mtu" + MTU (HomaMTUSeries).
+	MTU   int
+	Out   io.Writer
+	Smoke bool
+	// Name prefixes the daemon's log file (Name-LINK-daemon.log; "":
+	// throughput).
+	Name string
+}
+
+// HomaStream measures Homa's runs on link, a run per size: it starts
+// the daemon with its hosts on link, streams each size and stops the
+// daemon. The loops are the harness's and, once it was started, the
+// daemon's.
+func HomaStream(cfg StreamConfig, link, dir string) ([]perf.StreamRun, []perf.LoopStats, error) {
+	name, logName := perf.HomaSeries(link), cfg.Name
+	if logName == "" {
+		logName = "throughput"
+	}
+	if cfg.MTU != 0 && cfg.MTU != 1500 {
+		name = perf.HomaMTUSeries(link, cfg.MTU)
+	}
+	d, logPath, done, err := StartHomaDaemon(cfg.Self, cfg.Testpmd, link, dir, cfg.OutDir, logName, cfg.Progress, cfg.MTU)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	defer done() // after the daemon's Stop below
+	var runs []perf.StreamRun
+	var loops []perf.LoopStats
+	err = perf.OnPinnedThread(cfg.WorkerCPU, "", func() error {
+		maxSize, inFlight := 0, 0
+		for _, z := range cfg.Sizes {
+			maxSize, inFlight = max(maxSize, z.Size), max(inFlight, z.Size*z.Window)
+		}
+		w, err := DialPair(d.Dir, maxSize, inFlight)
+		if err != nil {
+			return err
+		}
+		defer w.Close()
+		wl := perf.LoopStats{Loop: "harness workers on " + d.Link + " (both workers polled in turn, CPU 0; all sizes)", MaxGapFound: true}
+		defer func() { loops = append(loops, wl) }()
+		for _, z := range cfg.Sizes {
+			cfg.Progress.Step(name + " " + perf.SizeName(z.Size))
+			run, err := homaStream(cfg, z, name, w, d, &wl)
+			if err != nil {
+				return fmt.Errorf("%s: %w", perf.SizeName(z.Size), err)
+			}
+			if mtu := cmp.Or(cfg.MTU, perf.HomaLinkMTU[link]); mtu != 1500 {
+				run.MTU = mtu // the ring's jumbo frames too
+			}
+			runs = append(runs, run)
+		}
+		return nil
+	})
+	loop, stopErr := d.Stop()
+	loops = append(loops, loop)
+	if err != nil {
+		return runs, loops, fmt.Errorf("%s: %w (daemon log: %s)", name, err, logPath)
+	}
+	if stopErr != nil {
+		return runs, loops, fmt.Errorf("%s: %w (daemon log: %s)", name, stopErr, logPath)
+	}
+	return runs, loops, nil
+}
+
+// Window accounts a measuring Window: wall time and CPU.
+type Window struct {
+	Start    time.Time
+	self0    time.Duration
+	daemon0  time.Duration
+	d        *Daemon
+	Messages int64
+}
+
+func StartWindow(d *Daemon) (*Window, error) {
+	w := &Window{d: d, Start: time.Now(), self0: perf.CPUSelf()}
+	if d != nil {
+		var err error
+		if w.daemon0, err = d.CPU(); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+func (w *Window) End(name string, z perf.StreamSize) (perf.StreamRun, error) {
+	el, harness, daemon, err := w.Elapsed()
+	r := perf.StreamRun{Transport: name, Size: z.Size, Window: z.Window, Messages: w.Messages, Seconds: el.Seconds(),
+		HarnessCPU: harness, DaemonCPU: daemon}
+	if err != nil {
+		return r, err
+	}
+	bytes := float64(w.Messages) * float64(z.Size)
+	r.Gbps = bytes * 8 / el.Seconds() / 1e9
+	if bytes > 0 {
+		r.CPUPerGB = (r.HarnessCPU + r.DaemonCPU) / (bytes / 1e9)
+	}
+	return r, nil
+}
+
+// Elapsed is the window's wall time so far and the CPU seconds of this
+// process and of the daemon (none without one) in it.
+func (w *Window) Elapsed() (wall time.Duration, harnessCPU, daemonCPU float64, err error) {
+	wall, harnessCPU = time.Since(w.Start), (perf.CPUSelf() - w.self0).Seconds()
+	if w.d != nil {
+		c, err := w.d.CPU()
+		if err != nil {
+			return wall, harnessCPU, 0, err
+		}
+		daemonCPU = (c - w.daemon0).Seconds()
+	}
+	return wall, harnessCPU, daemonCPU, nil
+}
+
+// homaStream streams messages of z's size from the client worker to the
+// server worker, both polled in turn on this goroutine: the run name. It
+// adds its passes and gaps to loop.
+func homaStream(cfg StreamConfig, z perf.StreamSize, name string, w *WorkerPair, d *Daemon, loop *perf.LoopStats) (perf.StreamRun, error) {
+	var last time.Time
+	msg := perf.Payload(z.Size)
+	ack := []byte{1}
+	outstanding := 0
+	var done int64
+	var win *Window
+	var result *perf.StreamRun // the window's figures, taken at its deadline
+	deadline := time.Time{}
+	stall := time.Now()
+	for {
+		if win == nil && done >= int64(z.Warmup) {
+			var err error
+			if win, err = StartWindow(d); err != nil {
+				return perf.StreamRun{}, err
+			}
+			deadline = win.Start.Add(cfg.Duration)
+		}
+		now := time.Now()
+		if !last.IsZero() {
+			loop.MaxGapUs = max(loop.MaxGapUs, float64(now.Sub(last).Nanoseconds())/1e3)
+		}
+		last = now
+		loop.Passes++
+		sending := win == nil || now.Before(deadline)
+		if !sending && result == nil {
+			r, err := win.End(name, z)
+			if err != nil {
+				return r, err
+			}
+			result = &r
+		}
+		if !sending && outstanding == 0 {
+			break
+		}
+		for sending && outstanding < z.Window {
+			if _, err := w.Client.Send(w.Dst, msg); err != nil {
+				return perf.StreamRun{}, fmt.Errorf("send: %w", err)
+			}
+			outstanding++
+		}
+		progressed := false
+		if req, err := w.Server.Receive(0); err == nil {
+			if req.Err != nil || !req.Request || len(req.Data) != z.Size {
+				return perf.StreamRun{}, fmt.Errorf("server worker received %d bytes (err %v, request %v)", len(req.Data), req.Err, req.Request)
+			}
+			err = w.Server.Reply(req, ack)
+			req.Release()
+			if err != nil {
+				return perf.StreamRun{}, fmt.Errorf("reply: %w", err)
+			}
+			progressed = true
+		} else if err != client.ErrWaitTimeout {
+			return perf.StreamRun{}, err
+		}
+		if resp, err := w.Client.Receive(0); err == nil {
+			if resp.Err != nil {
+				return perf.StreamRun{}, fmt.Errorf("RPC: %w", resp.Err)
+			}
+			resp.Release()
+			outstanding--
+			done++
+			if win != nil && sending {
+				win.Messages++
+			}
+			progressed = true
+			if win != nil {
+				cfg.Progress.Set(float64(time.Since(win.Start)) / float64(cfg.Duration))
+			}
+		} else if err != client.ErrWaitTimeout {
+			return perf.StreamRun{}, err
+		}
+		if progressed {
+			stall = time.Now()
+		} else if time.Since(stall) > 10*time.Second {
+			return perf.StreamRun{}, fmt.Errorf("no progress for 10 s with %d messages outstanding", outstanding)
+		}
+	}
+	// The messages outstanding at the deadline are drained, not counted.
+	return *result, nil
+}

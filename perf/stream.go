@@ -1,0 +1,57 @@
+package perf
+
+import (
+	"time"
+)
+
+// StreamSize is one message size of the throughput scenario: its
+// window and warm-up.
+type StreamSize struct {
+	Size   int `json:"size_bytes"`      // message bytes (MB: 10^6, as sizeName)
+	Window int `json:"window"`          // messages outstanding
+	Warmup int `json:"warmup_messages"` // messages before measuring
+}
+
+// StreamSizes are the default sizes: 1 MB, 8 MB and 64 MB. The window
+// is 4 messages up to 8 MB (32 MB in flight) and 2 at 64 MB, all that
+// the demo's worker regions hold (128 MiB of arena and of pool,
+// demo/workers.yaml: 128 MB of requests in flight in the client's arena,
+// 2 x 977 pages of the server's pool); the warm-up is about 50 MB of
+// messages, at least a window's.
+var StreamSizes = []StreamSize{
+	{Size: 1_000_000, Window: 4, Warmup: 50},
+	{Size: 8_000_000, Window: 4, Warmup: 8},
+	{Size: 64_000_000, Window: 2, Warmup: 2},
+}
+
+// StreamSizesFor are the default sizes and measuring time per size, or
+// the --smoke ones (1 MB alone, a second per transport).
+func StreamSizesFor(smoke bool) ([]StreamSize, time.Duration) {
+	if smoke {
+		return []StreamSize{{Size: 1_000_000, Window: 4, Warmup: 5}}, time.Second
+	}
+	return StreamSizes, 10 * time.Second
+}
+
+// StreamRun is one transport's figures at one size. Homa's runs are
+// named by link (homaSeries: homa-memif, homa-ring), kernel TCP's by path
+// (tcp-loopback, tcp-veth).
+type StreamRun struct {
+	Transport string  `json:"transport"`
+	MTU       int     `json:"mtu,omitempty"`        // Homa's IP MTU when not 1500
+	Size      int     `json:"size_bytes,omitempty"` // message bytes (none: a skipped transport)
+	Window    int     `json:"window,omitempty"`     // messages outstanding
+	Messages  int64   `json:"messages"`
+	Seconds   float64 `json:"seconds"`
+	Gbps      float64 `json:"gbps"` // payload bits per second / 1e9
+	// CPU over the measuring window: the harness process (getrusage) and,
+	// for Homa, the daemon (/proc/PID/stat), in seconds.
+	HarnessCPU float64 `json:"harness_cpu_s"`
+	DaemonCPU  float64 `json:"daemon_cpu_s"`
+	CPUPerGB   float64 `json:"cpu_s_per_gb"` // (harness + daemon) CPU seconds per GB of payload
+	Skipped    string  `json:"skipped,omitempty"`
+}
+
+// StreamRunner is a result with streaming runs (the throughput
+// scenario's), which perf all hands the floor scenario.
+type StreamRunner interface{ StreamRuns() []StreamRun }

@@ -1,0 +1,414 @@
+package throughput
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/perf"
+	"github.com/homa-dpdk/homa-dpdk/perf/homapeer"
+	"github.com/homa-dpdk/homa-dpdk/perf/tcppeer"
+)
+
+// Config configures the throughput scenario.
+type Config struct {
+	homapeer.StreamConfig
+	Veth bool
+	// Links are the links to measure Homa on, a run each (nil:
+	// HomaLinks; through Testpmd, memif alone).
+	Links []string
+}
+
+// ConfigFor is the default configuration, or the --smoke one
+// (1 MB alone, a second per transport).
+func ConfigFor(smoke bool) Config {
+	c := Config{Veth: true}
+	c.Sizes, c.Duration = perf.StreamSizesFor(smoke)
+	c.WorkerCPU, c.Out, c.Smoke = 0, os.Stdout, smoke
+	return c
+}
+
+// Result is the throughput scenario's result.
+type Result struct {
+	Method      string            `json:"method"`
+	Distortions string            `json:"distortions"`
+	Smoke       bool              `json:"smoke"`
+	Sizes       []perf.StreamSize `json:"sizes"`
+	Runs        []perf.StreamRun  `json:"runs"`   // per transport, per size
+	Ratios      []Ratio           `json:"ratios"` // per size, each Homa run over each TCP run
+	Loops       []perf.LoopStats  `json:"loops"`
+}
+
+// Ratio is a Homa run's figures over a TCP run's of the same
+// size.
+type Ratio struct {
+	Homa     string  `json:"homa"` // homa-memif, homa-ring
+	TCP      string  `json:"tcp"`  // tcp-loopback, tcp-veth
+	Size     int     `json:"size_bytes"`
+	Gbps     float64 `json:"homa_over_tcp_gbps"`         // above 1: Homa moves more
+	CPUPerGB float64 `json:"homa_over_tcp_cpu_s_per_gb"` // above 1: Homa spends more CPU per GB
+}
+
+// throughputMethod is how cfg measures.
+func throughputMethod(cfg Config) string {
+	var per []string
+	for _, z := range cfg.Sizes {
+		per = append(per, fmt.Sprintf("%s with a window of %d (%d warm-up messages)", perf.SizeName(z.Size), z.Window, z.Warmup))
+	}
+	return `One stream of messages per size, MB meaning 10^6 bytes: ` + strings.Join(per, "; ") +
+		` (--smoke: 1 MB alone); each message is answered with a 1-byte reply. The window of 64 MB messages is 2, ` +
+		`what the daemon's worker regions hold (128 MiB of transmit arena and of receive pool each: demo/workers.yaml); ` +
+		`messages above kernel Homa's 1,000,000 bytes go between the daemon's hosts as long-message peers. ` +
+		`Homa: the same daemon child process as rtt, once per link (two hosts on a net_memif pair, ` +
+		`run homa-memif, then on a net_ring pair, run homa-ring, where the mbufs change hands with no copy in the ` +
+		`link; one busy-polling loop on lcore 1), every size on the one daemon; one goroutine pinned to CPU 0 drives the client worker (10.0.0.1) and ` +
+		`the server worker (10.0.0.2), polling both completion rings in turn: it keeps a window of Sends outstanding, ` +
+		`answers each received request with 1 byte and takes each response; the harness's other threads are kept off ` +
+		`CPU 1, the daemon's loop CPU, while the daemon runs. Kernel TCP (TCP_NODELAY): the client ` +
+		`goroutine writes 4-byte-length-prefixed messages, up to a window unacknowledged, the server goroutine ` +
+		`reads each whole and writes 1 byte back (ordinary goroutines, not pinned, as in rtt); over loopback and ` +
+		`across the veth pair between two namespaces, every size on one connection. Gbps is payload bits ` +
+		`(requests only) per second over the measuring window (` + cfg.Duration.String() + ` per size and transport), after the warm-up; ` +
+		`the messages outstanding at its end are drained, not counted. CPU seconds per GB: the ` +
+		`harness process's user+system time (getrusage) plus, for Homa, the daemon process's utime+stime ` +
+		`(/proc/PID/stat, 10 ms ticks), over the window, divided by the payload GB. Ratios are, per size, each Homa run's ` +
+		`Gbps and CPU seconds per GB over each TCP run's.`
+}
+
+const throughputDistortions = `The daemon's loop polls busily, so it burns a whole CPU whatever the load: ` +
+	`Homa's CPU per GB counts that core in full (as a deployment's dedicated core would be), and the workers' ` +
+	`thread spins too. Kernel TCP's softirq work is charged to whatever task the CPU was running, usually ` +
+	`the harness's own threads, but time the kernel spends in its own threads (ksoftirqd) is not counted. ` +
+	`Both Homa hosts (and on memif its copies) share one core, which bounds Homa's rate on this 2-vCPU machine; ` +
+	perf.LinkDistortions + ` TCP over loopback moves 64 KB segments without checksums or a wire. A concurrent ` +
+	`build on the machine takes CPU from whichever side is running.`
+
+// Measure runs the throughput scenario.
+func Measure(cfg Config) (*Result, error) {
+	if cfg.Out == nil {
+		cfg.Out = io.Discard
+	}
+	res := &Result{Method: throughputMethod(cfg), Distortions: throughputDistortions, Smoke: cfg.Smoke,
+		Sizes: cfg.Sizes}
+	if cfg.Testpmd != "" {
+		res.Method += " " + homapeer.TestpmdPathNote
+	}
+	dir, err := os.MkdirTemp("", "homa-perf-tput")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	for _, link := range perf.LinksFor(cfg.Links, cfg.Testpmd) {
+		runs, loops, err := homapeer.HomaStream(cfg.StreamConfig, link, dir)
+		res.Loops = append(res.Loops, loops...)
+		if err != nil {
+			return nil, err
+		}
+		res.Runs = append(res.Runs, runs...)
+	}
+
+	paths, vethSkip, removeVeth := tcppeer.Paths(cfg.Veth, cfg.Progress)
+	defer removeVeth()
+	if cfg.Veth && vethSkip != "" {
+		res.Runs = append(res.Runs, perf.StreamRun{Transport: "tcp-veth", Skipped: vethSkip})
+	}
+	for _, p := range paths {
+		runs, err := tcpStream(cfg, p)
+		if err != nil {
+			return nil, err
+		}
+		res.Runs = append(res.Runs, runs...)
+	}
+	res.Ratios = throughputRatios(res.Runs)
+	cfg.Progress.Done()
+	res.Print(cfg.Out)
+	return res, nil
+}
+
+// Steps is the number of progress steps of RunThroughput: each
+// link's daemon and sizes, TCP loopback's sizes, the veth pair and TCP
+// veth's sizes, and testpmd.
+func Steps(cfg Config) int {
+	n := len(perf.LinksFor(cfg.Links, cfg.Testpmd))*(1+len(cfg.Sizes)) + len(cfg.Sizes)
+	if cfg.Veth {
+		n += 1 + len(cfg.Sizes)
+	}
+	if cfg.Testpmd != "" {
+		n++
+	}
+	return n
+}
+
+// tcpStream streams messages over kernel TCP along path p, a run per
+// size, all on one connection.
+func tcpStream(cfg Config, p tcppeer.Path) ([]perf.StreamRun, error) {
+	srv, err := tcppeer.StartServer(p.ServerNS, p.Listen)
+	if err != nil {
+		return nil, err
+	}
+	var runs []perf.StreamRun
+	err = func() error {
+		c, err := tcppeer.Dial(p.ClientNS, srv.Addr)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		for _, z := range cfg.Sizes {
+			cfg.Progress.Step(p.Name + " " + perf.SizeName(z.Size))
+			r, err := tcpStreamSize(cfg, z, p.Name, c)
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", p.Name, perf.SizeName(z.Size), err)
+			}
+			runs = append(runs, r)
+		}
+		return nil
+	}()
+	if cerr := srv.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	return runs, err
+}
+
+// tcpStreamSize streams messages of z's size on c: the run name.
+func tcpStreamSize(cfg Config, z perf.StreamSize, name string, c *net.TCPConn) (perf.StreamRun, error) {
+	msg := tcppeer.Message(z.Size, true)
+	ack := make([]byte, 1)
+	outstanding := 0
+	var done int64
+	var win *homapeer.Window
+	var result *perf.StreamRun
+	deadline := time.Time{}
+	for {
+		if win == nil && done >= int64(z.Warmup) {
+			win, _ = homapeer.StartWindow(nil)
+			deadline = win.Start.Add(cfg.Duration)
+		}
+		sending := win == nil || time.Now().Before(deadline)
+		if !sending && result == nil {
+			r, err := win.End(name, z)
+			if err != nil {
+				return r, err
+			}
+			result = &r
+		}
+		if !sending && outstanding == 0 {
+			break
+		}
+		if sending && outstanding < z.Window {
+			if _, err := c.Write(msg); err != nil {
+				return perf.StreamRun{}, err
+			}
+			outstanding++
+			continue
+		}
+		if _, err := c.Read(ack); err != nil {
+			return perf.StreamRun{}, err
+		}
+		outstanding--
+		done++
+		if win != nil && sending {
+			win.Messages++
+			cfg.Progress.Set(float64(time.Since(win.Start)) / float64(cfg.Duration))
+		}
+	}
+	return *result, nil
+}
+
+// runSizes are the sizes of the runs, in the order they first appear.
+func runSizes(runs []perf.StreamRun) []int {
+	var out []int
+	seen := map[int]bool{}
+	for _, x := range runs {
+		if x.Skipped == "" && !seen[x.Size] {
+			seen[x.Size] = true
+			out = append(out, x.Size)
+		}
+	}
+	return out
+}
+
+// Table is the result as rows, by size, then by transport.
+func (r *Result) Table() perf.Table {
+	t := perf.Table{Header: []string{"size", "transport", "window", "Gbps", "CPU s/GB", "harness CPU s", "daemon CPU s", "messages", "seconds"}}
+	for _, size := range runSizes(r.Runs) {
+		for _, x := range r.Runs {
+			if x.Skipped != "" || x.Size != size {
+				continue
+			}
+			t.Rows = append(t.Rows, []string{perf.SizeName(x.Size), x.Transport, fmt.Sprint(x.Window), fmt.Sprintf("%.2f", x.Gbps), fmt.Sprintf("%.2f", x.CPUPerGB),
+				fmt.Sprintf("%.2f", x.HarnessCPU), fmt.Sprintf("%.2f", x.DaemonCPU), fmt.Sprint(x.Messages), fmt.Sprintf("%.2f", x.Seconds)})
+		}
+	}
+	return t
+}
+
+// throughputRatios are, per size, each Homa run's figures over each TCP
+// run's (none where either is skipped or has a zero figure).
+func throughputRatios(runs []perf.StreamRun) []Ratio {
+	var out []Ratio
+	for _, size := range runSizes(runs) {
+		for _, h := range runs {
+			if !perf.IsHoma(h.Transport) || h.Skipped != "" || h.Size != size {
+				continue
+			}
+			for _, x := range runs {
+				if perf.IsHoma(x.Transport) || x.Skipped != "" || x.Size != size || x.Gbps == 0 || x.CPUPerGB == 0 {
+					continue
+				}
+				out = append(out, Ratio{Homa: h.Transport, TCP: x.Transport, Size: size,
+					Gbps: h.Gbps / x.Gbps, CPUPerGB: h.CPUPerGB / x.CPUPerGB})
+			}
+		}
+	}
+	return out
+}
+
+// RatioTable is the ratios as rows: size, Homa run / TCP run, Gbps, CPU s
+// per GB.
+func (r *Result) RatioTable() perf.Table {
+	t := perf.Table{Header: []string{"size", "Homa / TCP", "Gbps", "CPU s per GB"}}
+	for _, x := range r.Ratios {
+		t.Rows = append(t.Rows, []string{perf.SizeName(x.Size), x.Homa + " / " + x.TCP, fmt.Sprintf("%.2f", x.Gbps), fmt.Sprintf("%.2f", x.CPUPerGB)})
+	}
+	return t
+}
+
+const throughputRatiosNote = "Ratios are Homa over TCP at the same size: Gbps above 1, Homa moves more; CPU s per GB above 1, Homa spends more CPU per GB."
+
+// sizesText is the result's sizes and windows: "1 MB (4 outstanding), 64
+// MB (2 outstanding)".
+func (r *Result) sizesText() string {
+	var parts []string
+	for _, z := range r.Sizes {
+		parts = append(parts, fmt.Sprintf("%s (%d outstanding)", perf.SizeName(z.Size), z.Window))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Print writes the tables, skips and loop statistics.
+func (r *Result) Print(w io.Writer) {
+	fmt.Fprintf(w, "throughput: %s messages, 1-byte replies\n", r.sizesText())
+	r.Table().Text(w)
+	fmt.Fprintln(w, throughputRatiosNote)
+	r.RatioTable().Text(w)
+	for _, x := range r.Runs {
+		if x.Skipped != "" {
+			fmt.Fprintf(w, "%s skipped: %s\n", x.Transport, x.Skipped)
+		}
+	}
+	perf.PrintLoops(w, r.Loops)
+}
+
+// throughputTitle is the throughput section's title, with the sizes.
+func throughputTitle(sizes string) string {
+	if sizes != "" {
+		sizes = " (" + sizes + ")"
+	}
+	return "throughput: messages streamed" + sizes + ", Homa workers vs kernel TCP"
+}
+
+// Title is the throughput section's title without its sizes
+// (a failed run's).
+var Title = throughputTitle("")
+
+// Section is the throughput result for the report.
+func (r *Result) Section(images []string) perf.Section {
+	var sizes []int
+	for _, z := range r.Sizes {
+		sizes = append(sizes, z.Size)
+	}
+	s := perf.Section{Name: "throughput", Title: throughputTitle(perf.SizeList(sizes)), Method: r.Method,
+		Distortions: r.Distortions, Tables: []perf.Table{r.Table(), r.RatioTable()}, Images: images}
+	s.Notes = append(s.Notes, "Messages and windows: "+r.sizesText()+".", throughputRatiosNote)
+	var names []string
+	for _, x := range r.Runs {
+		if !slices.Contains(names, x.Transport) {
+			names = append(names, x.Transport)
+		}
+	}
+	s.Notes = append(s.Notes, perf.LinkNotes(names)...)
+	for _, x := range r.Runs {
+		if x.Skipped != "" {
+			s.Notes = append(s.Notes, fmt.Sprintf("%s skipped: %s", x.Transport, x.Skipped))
+		}
+	}
+	s.Notes = append(s.Notes, perf.LoopNotes(r.Loops)...)
+	if r.Smoke {
+		s.Notes = append(s.Notes, "Smoke run: 1 MB alone, one second per transport, the figures mean little.")
+	}
+	return s
+}
+
+// WriteFiles writes throughput.json and the plots into dir and returns
+// the plots' names: Gbps and CPU seconds per GB, a group of bars per
+// size, a bar per transport.
+func (r *Result) WriteFiles(dir string) ([]string, error) {
+	if err := perf.WriteJSON(filepath.Join(dir, "throughput.json"), r); err != nil {
+		return nil, err
+	}
+	sizes := runSizes(r.Runs)
+	var groups, series []string
+	for _, size := range sizes {
+		groups = append(groups, perf.SizeName(size))
+	}
+	for _, x := range r.Runs {
+		if x.Skipped == "" && !slices.Contains(series, x.Transport) {
+			series = append(series, x.Transport)
+		}
+	}
+	gbps, cpu := make([][]float64, len(series)), make([][]float64, len(series))
+	for i, name := range series {
+		gbps[i], cpu[i] = make([]float64, len(sizes)), make([]float64, len(sizes))
+		for _, x := range r.Runs {
+			if j := slices.Index(sizes, x.Size); x.Skipped == "" && x.Transport == name && j >= 0 {
+				gbps[i][j], cpu[i][j] = x.Gbps, x.CPUPerGB
+			}
+		}
+	}
+	title := "Throughput: " + r.sizesText()
+	if err := perf.PlotGroupedBars(title, "Gbps (payload)", groups, series, gbps, filepath.Join(dir, "throughput-gbps.png")); err != nil {
+		return nil, err
+	}
+	if err := perf.PlotGroupedBars("CPU per GB of payload", "CPU seconds per GB", groups, series, cpu, filepath.Join(dir, "throughput-cpu.png")); err != nil {
+		return nil, err
+	}
+	return []string{"throughput-gbps.png", "throughput-cpu.png"}, nil
+}
+
+// Goals are the goal rows on 1 MB streaming against TCP over veth (r nil: it did not run).
+func Goals(r *Result) []perf.Goal {
+	var gs []perf.Goal
+	// 1 MB streaming: Gbps and CPU per GB against TCP over veth.
+	tp := func(what string, f func(Ratio) (float64, func(*perf.Goal, float64, float64), float64)) {
+		g := perf.Goal{Goal: what, Source: "throughput " + perf.GoalLink + " / tcp-veth, 1 MB"}
+		found := false
+		if r != nil {
+			for _, x := range r.Ratios {
+				if x.Homa == perf.GoalLink && x.TCP == "tcp-veth" && x.Size == 1_000_000 {
+					v, cmp, want := f(x)
+					cmp(&g, v, want)
+					found = true
+				}
+			}
+		}
+		if !found {
+			g.Absent = "no throughput ratio for it in this run"
+		}
+		gs = append(gs, g)
+	}
+	tp("1 MB streaming throughput, Homa over TCP", func(r Ratio) (float64, func(*perf.Goal, float64, float64), float64) {
+		return r.Gbps, perf.AtLeast, 1.0
+	})
+	tp("1 MB streaming CPU per GB, Homa over TCP", func(r Ratio) (float64, func(*perf.Goal, float64, float64), float64) {
+		return r.CPUPerGB, perf.AtMost, 1.5
+	})
+	return gs
+}
+
+// StreamRuns are the runs, for the floor scenario to set beside its own.
+func (r *Result) StreamRuns() []perf.StreamRun { return r.Runs }

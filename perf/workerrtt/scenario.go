@@ -1,0 +1,86 @@
+package workerrtt
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime"
+
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/lcore"
+	"github.com/homa-dpdk/homa-dpdk/perf"
+	"github.com/spf13/pflag"
+)
+
+// Title is the worker-rtt section's title.
+const Title = "worker-rtt: what the shared-memory path adds"
+
+func init() {
+	perf.Register(perf.Scenario{
+		Name:  "worker-rtt",
+		Order: 20,
+		Use:   "[flags] [-- EAL arguments]",
+		Short: "RTT of an RPC issued by a shared-memory worker vs the same RPC from inside the daemon",
+		Long: `worker-rtt measures what the shared-memory worker interface adds to a round trip: the
+same RPC (one at a time) goes worker → daemon → memif → daemon → worker and back, and
+from an application inside the daemon's polling loop to one inside the other host's
+loop, alternating in rounds, in the same run. It prints P50/P99/P99.9 per path and the
+difference of the medians.`,
+		Title:     Title,
+		Key:       "worker_rtt",
+		Command:   command,
+		All:       inAll,
+		Goals:     perf.GoalsOf(Goals),
+		GoalOrder: 5,
+	})
+}
+
+// inAll runs worker-rtt as a child process: it runs both hosts and EAL
+// in its process.
+func inAll(o perf.Options, _ map[string]any) (perf.Outcome, error) {
+	args := []string{"perf", "worker-rtt"}
+	if o.Smoke {
+		args = append(args, "--rounds", "1", "--rpcs", "2000", "--warmup", "200")
+	}
+	var r Result
+	if err := perf.RunChildJSON(o, "worker-rtt", args, &r); err != nil {
+		return perf.Outcome{Files: "worker-rtt.json"}, err
+	}
+	return perf.Outcome{Result: &r, Sections: []perf.Section{r.Section()}, Files: "worker-rtt.json"}, nil
+}
+
+func command(fs *pflag.FlagSet) func(perf.Invocation) error {
+	cfg := DefaultConfig()
+	var out string
+	fs.IntVar(&cfg.Size, "size", cfg.Size, "message bytes (request and response)")
+	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "rounds; each runs both paths")
+	fs.IntVar(&cfg.PerRound, "rpcs", cfg.PerRound, "RPCs per path per round")
+	fs.IntVar(&cfg.Warmup, "warmup", cfg.Warmup, "RPCs per path before measuring")
+	fs.StringVar(&out, "out", "", "results directory for worker-rtt.json (default results/<timestamp>)")
+	return func(inv perf.Invocation) error {
+		if runtime.NumCPU() < 2 {
+			return fmt.Errorf("worker-rtt needs two CPUs (the polling loop and the workers)")
+		}
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
+		dir, err := perf.ResultsDir(out)
+		if err != nil {
+			return err
+		}
+		cfg.Out = inv.Out
+		if _, err := dpdk.Init(dpdk.ArgsOr(inv.EAL, "0,1", dpdk.ProbeMemory())); err != nil {
+			return err
+		}
+		defer dpdk.Cleanup()
+		lcore.SetGOMAXPROCS(1)
+		res, err := Run(cfg)
+		if err != nil {
+			return err
+		}
+		if err := perf.WriteJSON(filepath.Join(dir, "worker-rtt.json"), res); err != nil {
+			return err
+		}
+		fmt.Fprintf(inv.Out, "results in %s\n", dir)
+		return nil
+	}
+}
