@@ -12,8 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/spf13/pflag"
 )
 
 // AllResult is the combined JSON of `perf all`: the run, each scenario's
@@ -192,6 +190,18 @@ func RunChildJSON(o Options, name string, args []string, v any) error {
 	return nil
 }
 
+// ChildOutcome runs a scenario as a child process writing
+// o.Dir/NAME.json (RunChildJSON) and makes perf all's outcome of it: its
+// result and its section. The file is listed even when the child failed.
+func ChildOutcome[R any](o Options, name string, args []string, section func(*R) Section) (Outcome, error) {
+	files := name + ".json"
+	r := new(R)
+	if err := RunChildJSON(o, name, args, r); err != nil {
+		return Outcome{Files: files}, err
+	}
+	return Outcome{Result: r, Sections: []Section{section(r)}, Files: files}, nil
+}
+
 // LastLines are the last n lines of s.
 func LastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
@@ -221,17 +231,6 @@ into testpmd-path/), then writes report.md (the goals table, then every scenario
 tables, plots, method and known distortions) and all.json into the results directory.
 A scenario that fails is reported as failed and the others still run; the command then
 exits with an error. perf --help says what each scenario measures.`,
-		Command: func(fs *pflag.FlagSet) func(Invocation) error {
-			var smoke, noVeth bool
-			var out string
-			AddDirFlags(fs, &smoke, &out, &noVeth)
-			return func(inv Invocation) error {
-				o, err := NewOptions(out, smoke, noVeth, inv.Out)
-				if err != nil {
-					return err
-				}
-				return All(o)
-			}
-		},
+		Command: dirCommand(func(o Options, _ Invocation) error { return All(o) }),
 	}
 }

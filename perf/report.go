@@ -201,3 +201,23 @@ func WriteFile(path string, write func(io.Writer)) error {
 	write(f)
 	return f.Close()
 }
+
+// SkipNotes are "TRANSPORT skipped: WHY" for each of xs that a scenario
+// could not measure (skipped gives its transport and why; "": measured).
+func SkipNotes[T any](xs []T, skipped func(T) (transport, why string)) []string {
+	var out []string
+	for _, x := range xs {
+		if t, why := skipped(x); why != "" {
+			out = append(out, fmt.Sprintf("%s skipped: %s", t, why))
+		}
+	}
+	return out
+}
+
+// PrintNotes prints notes a line each, then the loops (PrintLoops).
+func PrintNotes(w io.Writer, notes []string, loops []LoopStats) {
+	for _, n := range notes {
+		fmt.Fprintln(w, n)
+	}
+	PrintLoops(w, loops)
+}

@@ -162,3 +162,19 @@ func Measure(rt func() error, warmup, count int, maxTime time.Duration, prog *Pr
 // stop it: warm-up (the first waits for ARP, the first of a size touches
 // its arena and pool pages), and recorded.
 const MinWarmup, MinRecorded = 3, 10
+
+// LinkSteps are the progress steps of a scenario that measures sizes
+// message sizes with Homa on each of links (through testpmd: memif alone, and a step
+// to start testpmd), then kernel TCP on loopback and, with veth, on a
+// veth pair (a step to make it): a daemon's start per link and a step per
+// size and transport.
+func LinkSteps(links []string, testpmd string, veth bool, sizes int) int {
+	n := len(LinksFor(links, testpmd))*(1+sizes) + sizes
+	if veth {
+		n += 1 + sizes
+	}
+	if testpmd != "" {
+		n++
+	}
+	return n
+}

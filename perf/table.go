@@ -106,6 +106,18 @@ func Lookup(name string) *Scenario {
 // the directory made, then run (with no prior results), and where the
 // results are.
 func DirCommand(run func(o Options, prior map[string]any) (Outcome, error)) func(fs *pflag.FlagSet) func(Invocation) error {
+	return dirCommand(func(o Options, inv Invocation) error {
+		if _, err := run(o, nil); err != nil {
+			return err
+		}
+		fmt.Fprintf(inv.Out, "results in %s\n", o.Dir)
+		return nil
+	})
+}
+
+// dirCommand binds the directory flags and runs body with the options
+// they make.
+func dirCommand(body func(Options, Invocation) error) func(fs *pflag.FlagSet) func(Invocation) error {
 	return func(fs *pflag.FlagSet) func(Invocation) error {
 		var smoke, noVeth bool
 		var out string
@@ -115,11 +127,7 @@ func DirCommand(run func(o Options, prior map[string]any) (Outcome, error)) func
 			if err != nil {
 				return err
 			}
-			if _, err := run(o, nil); err != nil {
-				return err
-			}
-			fmt.Fprintf(inv.Out, "results in %s\n", o.Dir)
-			return nil
+			return body(o, inv)
 		}
 	}
 }
@@ -147,4 +155,28 @@ func NewOptions(out string, smoke, noVeth bool, w io.Writer) (Options, error) {
 		return Options{}, err
 	}
 	return Options{Self: self, Dir: dir, Smoke: smoke, NoVeth: noVeth, Out: w}, nil
+}
+
+// FileResult is a scenario's result that writes its JSON and plots into
+// a directory (returning the plots' names) and makes its report section.
+type FileResult interface {
+	WriteFiles(dir string) ([]string, error)
+	Section(images []string) Section
+}
+
+// Measured runs measure under a progress line of steps named name, then
+// writes its result's files into o.Dir: a scenario's run for perf all
+// and its command, files being what all.json lists for it.
+func Measured[R FileResult](o Options, name, files string, steps int, measure func(*Progress) (R, error)) (Outcome, error) {
+	prog := NewProgress(os.Stderr, name, steps)
+	res, err := measure(prog)
+	prog.Done()
+	if err != nil {
+		return Outcome{}, err
+	}
+	imgs, err := res.WriteFiles(o.Dir)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return Outcome{Result: res, Sections: []Section{res.Section(imgs)}, Files: files}, nil
 }

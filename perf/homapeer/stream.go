@@ -144,34 +144,20 @@ func homaStream(cfg StreamConfig, z perf.StreamSize, name string, w *WorkerPair,
 	msg := perf.Payload(z.Size)
 	ack := []byte{1}
 	outstanding := 0
-	var done int64
-	var win *Window
-	var result *perf.StreamRun // the window's figures, taken at its deadline
-	deadline := time.Time{}
+	m := NewMeter(name, z, cfg.Duration, d, cfg.Progress)
 	stall := time.Now()
 	for {
-		if win == nil && done >= int64(z.Warmup) {
-			var err error
-			if win, err = StartWindow(d); err != nil {
-				return perf.StreamRun{}, err
-			}
-			deadline = win.Start.Add(cfg.Duration)
-		}
 		now := time.Now()
 		if !last.IsZero() {
 			loop.MaxGapUs = max(loop.MaxGapUs, float64(now.Sub(last).Nanoseconds())/1e3)
 		}
 		last = now
 		loop.Passes++
-		sending := win == nil || now.Before(deadline)
-		if !sending && result == nil {
-			r, err := win.End(name, z)
-			if err != nil {
-				return r, err
-			}
-			result = &r
+		sending, over, err := m.Step(now, outstanding)
+		if err != nil {
+			return perf.StreamRun{}, err
 		}
-		if !sending && outstanding == 0 {
+		if over {
 			break
 		}
 		for sending && outstanding < z.Window {
@@ -200,14 +186,8 @@ func homaStream(cfg StreamConfig, z perf.StreamSize, name string, w *WorkerPair,
 			}
 			resp.Release()
 			outstanding--
-			done++
-			if win != nil && sending {
-				win.Messages++
-			}
+			m.Done(sending)
 			progressed = true
-			if win != nil {
-				cfg.Progress.Set(float64(time.Since(win.Start)) / float64(cfg.Duration))
-			}
 		} else if err != client.ErrWaitTimeout {
 			return perf.StreamRun{}, err
 		}
@@ -218,5 +198,60 @@ func homaStream(cfg StreamConfig, z perf.StreamSize, name string, w *WorkerPair,
 		}
 	}
 	// The messages outstanding at the deadline are drained, not counted.
-	return *result, nil
+	return m.Result(), nil
 }
+
+// Meter times a stream of messages of one size: after its warm-up
+// messages are done, a window of the stream's duration counts the
+// messages done in it; past the window it keeps the window's figures and
+// ends the stream once nothing is outstanding. Homa's streams and kernel
+// TCP's share it.
+type Meter struct {
+	name     string
+	z        perf.StreamSize
+	dur      time.Duration
+	d        *Daemon // whose CPU the window counts (nil: none)
+	prog     *perf.Progress
+	win      *Window
+	deadline time.Time
+	done     int64
+	result   *perf.StreamRun // the window's figures, taken at its deadline
+}
+
+// NewMeter meters a stream of z's messages, the run name, over dur.
+func NewMeter(name string, z perf.StreamSize, dur time.Duration, d *Daemon, prog *perf.Progress) *Meter {
+	return &Meter{name: name, z: z, dur: dur, d: d, prog: prog}
+}
+
+// Step says, at now with outstanding messages in flight, whether to go
+// on sending, and whether the stream is over.
+func (m *Meter) Step(now time.Time, outstanding int) (sending, over bool, err error) {
+	if m.win == nil && m.done >= int64(m.z.Warmup) {
+		if m.win, err = StartWindow(m.d); err != nil {
+			return false, true, err
+		}
+		m.deadline = m.win.Start.Add(m.dur)
+		now = m.win.Start
+	}
+	sending = m.win == nil || now.Before(m.deadline)
+	if !sending && m.result == nil {
+		r, err := m.win.End(m.name, m.z)
+		if err != nil {
+			return false, true, err
+		}
+		m.result = &r
+	}
+	return sending, !sending && outstanding == 0, nil
+}
+
+// Done counts a message answered in a pass where Step said sending.
+func (m *Meter) Done(sending bool) {
+	m.done++
+	if m.win != nil && sending {
+		m.win.Messages++
+		m.prog.Set(float64(time.Since(m.win.Start)) / float64(m.dur))
+	}
+}
+
+// Result is the window's figures, once the stream is over.
+func (m *Meter) Result() perf.StreamRun { return *m.result }

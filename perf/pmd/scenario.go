@@ -51,11 +51,7 @@ func inAll(o perf.Options, _ map[string]any) (perf.Outcome, error) {
 	if o.Smoke {
 		args = []string{"perf", "pmd", "--seconds", "1", "--warmup", "1", "--trials", "1"}
 	}
-	var r Result
-	if err := perf.RunChildJSON(o, "pmd", args, &r); err != nil {
-		return perf.Outcome{Files: "pmd.json"}, err
-	}
-	return perf.Outcome{Result: &r, Sections: []perf.Section{Section(&r)}, Files: "pmd.json"}, nil
+	return perf.ChildOutcome(o, "pmd", args, Section)
 }
 
 func command(fs *pflag.FlagSet) func(perf.Invocation) error {

@@ -254,14 +254,7 @@ func tcpRTT(cfg Config, p tcppeer.Path) (Series, error) {
 
 // Steps is the number of progress steps of RunRTT.
 func Steps(cfg Config) int {
-	n := len(perf.LinksFor(cfg.Links, cfg.Testpmd))*(1+len(cfg.Sizes)) + len(cfg.Sizes)
-	if cfg.Veth {
-		n += 1 + len(cfg.Sizes)
-	}
-	if cfg.Testpmd != "" {
-		n++
-	}
-	return n
+	return perf.LinkSteps(cfg.Links, cfg.Testpmd, cfg.Veth, len(cfg.Sizes))
 }
 
 // rttRatios are TCP's percentiles over each Homa series', per size.
@@ -399,12 +392,12 @@ func (r *Result) Print(w io.Writer) {
 	r.Table().Without(" P99 µs").Text(w)
 	fmt.Fprintln(w, "ratios, TCP over each Homa series, P50 (above 1, Homa is faster):")
 	r.RatioTable().Without(" P99").Text(w)
-	for _, s := range r.Series {
-		if s.Skipped != "" {
-			fmt.Fprintf(w, "%s skipped: %s\n", s.Transport, s.Skipped)
-		}
-	}
-	perf.PrintLoops(w, r.Loops)
+	perf.PrintNotes(w, r.skips(), r.Loops)
+}
+
+// skips say which series were skipped, and why.
+func (r *Result) skips() []string {
+	return perf.SkipNotes(r.Series, func(s Series) (string, string) { return s.Transport, s.Skipped })
 }
 
 // DefaultSizes are the message sizes of the rtt scenario, in bytes: 100 B
@@ -478,11 +471,7 @@ func (r *Result) Section(images []string) perf.Section {
 	}
 	s.Tables = append(s.Tables, r.RatioTable())
 	s.Notes = append(append([]string{"Ratios are TCP over each Homa series: above 1, Homa is faster."}, perf.LinkNotes(names)...), s.Notes...)
-	for _, x := range r.Series {
-		if x.Skipped != "" {
-			s.Notes = append(s.Notes, fmt.Sprintf("%s skipped: %s", x.Transport, x.Skipped))
-		}
-	}
+	s.Notes = append(s.Notes, r.skips()...)
 	if r.Smoke {
 		s.Notes = append(s.Notes, "Smoke run: tiny counts, the figures mean nothing.")
 	}

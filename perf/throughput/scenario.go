@@ -1,8 +1,6 @@
 package throughput
 
 import (
-	"os"
-
 	"github.com/homa-dpdk/homa-dpdk/perf"
 )
 
@@ -28,26 +26,13 @@ throughput-gbps.png, throughput-cpu.png into the results directory.`,
 	})
 }
 
+// run measures as perf's options say (o.Testpmd: Homa through
+// dpdk-testpmd) and writes throughput.json and the plots into o.Dir.
 func run(o perf.Options, _ map[string]any) (perf.Outcome, error) {
-	res, imgs, err := Into(o)
-	if err != nil {
-		return perf.Outcome{}, err
-	}
-	return perf.Outcome{Result: res, Sections: []perf.Section{res.Section(imgs)}, Files: "throughput.json"}, nil
-}
-
-// Into runs the scenario as perf's options say (o.Testpmd: through
-// dpdk-testpmd) and writes its JSON and plots into o.Dir; it returns the
-// result and the plots' names.
-func Into(o perf.Options) (*Result, []string, error) {
 	cfg := ConfigFor(o.Smoke)
 	cfg.Self, cfg.OutDir, cfg.Out, cfg.Veth, cfg.Testpmd = o.Self, o.Dir, o.Out, !o.NoVeth, o.Testpmd
-	cfg.Progress = perf.NewProgress(os.Stderr, "throughput", Steps(cfg))
-	res, err := Measure(cfg)
-	cfg.Progress.Done()
-	if err != nil {
-		return nil, nil, err
-	}
-	imgs, err := res.WriteFiles(o.Dir)
-	return res, imgs, err
+	return perf.Measured(o, "throughput", "throughput.json", Steps(cfg), func(p *perf.Progress) (*Result, error) {
+		cfg.Progress = p
+		return Measure(cfg)
+	})
 }

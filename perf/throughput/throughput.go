@@ -134,14 +134,7 @@ func Measure(cfg Config) (*Result, error) {
 // link's daemon and sizes, TCP loopback's sizes, the veth pair and TCP
 // veth's sizes, and testpmd.
 func Steps(cfg Config) int {
-	n := len(perf.LinksFor(cfg.Links, cfg.Testpmd))*(1+len(cfg.Sizes)) + len(cfg.Sizes)
-	if cfg.Veth {
-		n += 1 + len(cfg.Sizes)
-	}
-	if cfg.Testpmd != "" {
-		n++
-	}
-	return n
+	return perf.LinkSteps(cfg.Links, cfg.Testpmd, cfg.Veth, len(cfg.Sizes))
 }
 
 // tcpStream streams messages over kernel TCP along path p, a run per
@@ -179,24 +172,13 @@ func tcpStreamSize(cfg Config, z perf.StreamSize, name string, c *net.TCPConn) (
 	msg := tcppeer.Message(z.Size, true)
 	ack := make([]byte, 1)
 	outstanding := 0
-	var done int64
-	var win *homapeer.Window
-	var result *perf.StreamRun
-	deadline := time.Time{}
+	m := homapeer.NewMeter(name, z, cfg.Duration, nil, cfg.Progress)
 	for {
-		if win == nil && done >= int64(z.Warmup) {
-			win, _ = homapeer.StartWindow(nil)
-			deadline = win.Start.Add(cfg.Duration)
+		sending, over, err := m.Step(time.Now(), outstanding)
+		if err != nil {
+			return perf.StreamRun{}, err
 		}
-		sending := win == nil || time.Now().Before(deadline)
-		if !sending && result == nil {
-			r, err := win.End(name, z)
-			if err != nil {
-				return r, err
-			}
-			result = &r
-		}
-		if !sending && outstanding == 0 {
+		if over {
 			break
 		}
 		if sending && outstanding < z.Window {
@@ -210,13 +192,9 @@ func tcpStreamSize(cfg Config, z perf.StreamSize, name string, c *net.TCPConn) (
 			return perf.StreamRun{}, err
 		}
 		outstanding--
-		done++
-		if win != nil && sending {
-			win.Messages++
-			cfg.Progress.Set(float64(time.Since(win.Start)) / float64(cfg.Duration))
-		}
+		m.Done(sending)
 	}
-	return *result, nil
+	return m.Result(), nil
 }
 
 // runSizes are the sizes of the runs, in the order they first appear.
@@ -296,12 +274,12 @@ func (r *Result) Print(w io.Writer) {
 	r.Table().Text(w)
 	fmt.Fprintln(w, throughputRatiosNote)
 	r.RatioTable().Text(w)
-	for _, x := range r.Runs {
-		if x.Skipped != "" {
-			fmt.Fprintf(w, "%s skipped: %s\n", x.Transport, x.Skipped)
-		}
-	}
-	perf.PrintLoops(w, r.Loops)
+	perf.PrintNotes(w, r.skips(), r.Loops)
+}
+
+// skips say which transports were skipped, and why.
+func (r *Result) skips() []string {
+	return perf.SkipNotes(r.Runs, func(x perf.StreamRun) (string, string) { return x.Transport, x.Skipped })
 }
 
 // throughputTitle is the throughput section's title, with the sizes.
@@ -332,11 +310,7 @@ func (r *Result) Section(images []string) perf.Section {
 		}
 	}
 	s.Notes = append(s.Notes, perf.LinkNotes(names)...)
-	for _, x := range r.Runs {
-		if x.Skipped != "" {
-			s.Notes = append(s.Notes, fmt.Sprintf("%s skipped: %s", x.Transport, x.Skipped))
-		}
-	}
+	s.Notes = append(s.Notes, r.skips()...)
 	s.Notes = append(s.Notes, perf.LoopNotes(r.Loops)...)
 	if r.Smoke {
 		s.Notes = append(s.Notes, "Smoke run: 1 MB alone, one second per transport, the figures mean little.")

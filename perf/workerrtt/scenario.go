@@ -41,11 +41,7 @@ func inAll(o perf.Options, _ map[string]any) (perf.Outcome, error) {
 	if o.Smoke {
 		args = append(args, "--rounds", "1", "--rpcs", "2000", "--warmup", "200")
 	}
-	var r Result
-	if err := perf.RunChildJSON(o, "worker-rtt", args, &r); err != nil {
-		return perf.Outcome{Files: "worker-rtt.json"}, err
-	}
-	return perf.Outcome{Result: &r, Sections: []perf.Section{r.Section()}, Files: "worker-rtt.json"}, nil
+	return perf.ChildOutcome(o, "worker-rtt", args, (*Result).Section)
 }
 
 func command(fs *pflag.FlagSet) func(perf.Invocation) error {
