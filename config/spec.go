@@ -104,7 +104,7 @@ type ProtocolSpec struct {
 	// (the IPv4 priority unchanged), so that a NIC's strict priority
 	// between its queues cannot hold one message's queued packets behind
 	// the host's other messages (engine Config.ScheduledDataQueue; on by
-	// default, README).
+	// default; docs/cluster.md says why).
 	ScheduledDataQueue bool `mapstructure:"scheduled_data_queue"`
 	// Variant is the Homa this host speaks: "full" (the kernel module's
 	// protocol) or "upstream" (only the upstream Linux subset, as a host

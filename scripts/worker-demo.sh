@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's worker examples, end to end: set up, build, start
+# The worker examples of docs/workers.md, end to end: set up, build, start
 # `homa-dpdk demo --workers` (two Homa hosts on a net_memif pair serving
 # workers), then run the Go echo pair and the Python parameter-server pair
 # through it, and stop the daemon.
