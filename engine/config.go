@@ -236,6 +236,11 @@ type Config struct {
 	// from a known start are easy to guess for whoever would send RESEND
 	// or RPC_UNKNOWN for our RPCs.
 	IDSeed uint64
+
+	// Shard makes this endpoint one shard of a port served by several
+	// (shard.go): it allocates, and takes packets for, only the RPCs
+	// whose ids are its share. Zero: not sharded.
+	Shard Shard
 }
 
 // DefaultConfig returns kernel Homa's defaults (WIRE.md) with no address,

@@ -126,7 +126,8 @@ type Endpoint struct {
 	waitingPeers, sparePeers []*peer
 	numWaiting               int
 	neighDue                 bool
-	nextID                   uint64 // next client RPC id (even)
+	nextID                   uint64 // next client RPC id (even; this shard's)
+	idStep                   uint64 // from one client id to the next: 2 x the shards
 
 	grants *sched.GrantScheduler // incoming messages needing grants
 	sendq  *sched.SenderQueue    // outgoing messages deferred by the pacer
@@ -286,6 +287,8 @@ func New(cfg Config, tx Transmitter) (*Endpoint, error) {
 	if cfg.IDSeed == 0 {
 		e.nextID = randomID()
 	}
+	e.nextID = firstShardID(e.nextID, cfg.Shard)
+	e.idStep = 2 * uint64(max(cfg.Shard.Count, 1))
 	return e, nil
 }
 
@@ -450,6 +453,11 @@ func (e *Endpoint) ReceiveLink(l *wire.Link) {
 	}
 	if f.IPv6 != nil && (!e.speaks6 || f.IPv6.Dst() != e.cfg.IP6) || f.IPv4 != nil && (!e.speaks4 || f.IPv4.Dst() != e.cfg.IP) {
 		e.m.drop(DropNotForUs)
+		*f = wire.Frame{}
+		return
+	}
+	if f.Type != wire.TypeCutoffs && !e.ownsID(f.Homa.SenderID()) {
+		e.m.drop(DropWrongShard) // another shard's RPC: never state here
 		*f = wire.Frame{}
 		return
 	}

@@ -583,6 +583,11 @@ func (e *Endpoint) ackRPC(p *peer, clientID uint64, serverPort uint16) {
 	if !wire.IsClientID(clientID) {
 		return
 	}
+	if !e.ownsID(clientID) {
+		e.m.AcksForwarded++
+		e.cfg.Shard.ForwardAck(ShardOfID(clientID, e.cfg.Shard.Count), p.ip, clientID, serverPort)
+		return
+	}
 	r := e.rpcs.get(rpcKey{ip: p.addr, id: wire.ServerID(clientID)})
 	if r == nil || r.port.num != serverPort {
 		return

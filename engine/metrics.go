@@ -85,6 +85,9 @@ const (
 	DropICMPSpoofed
 	DropICMPNoRPC
 	DropICMPIgnoredLive
+	// DropWrongShard: a packet for an RPC another shard of a sharded port
+	// owns (Config.Shard): the receive side's steering sent it astray.
+	DropWrongShard
 
 	// NumDropCauses sizes per-cause arrays.
 	NumDropCauses
@@ -95,7 +98,7 @@ var engineDropNames = [...]string{
 	"no_port", "unknown_rpc", "stale_data", "tx_no_buffer", "bad_icmp",
 	"rx_no_space", "tx_unresolved", "too_many_gaps", "server_rpc_limit", "peer_rpc_limit",
 	"rx_staging_full", "rx_past_staging", "rx_heap_full", "peer_table_full",
-	"icmp_spoofed", "icmp_no_rpc", "icmp_ignored_live",
+	"icmp_spoofed", "icmp_no_rpc", "icmp_ignored_live", "wrong_shard",
 }
 
 // String returns the cause as a snake_case metric label.
@@ -144,6 +147,7 @@ type Metrics struct {
 	ThrottleListAdds  uint64 // throttle_list_adds: messages deferred by the pacer
 	GrantKeepalives   uint64 // grant_keepalives: GRANTs repeating an offset to a silent sender
 	AcksReceived      uint64 // acks_received: server RPCs freed by an ack
+	AcksForwarded     uint64 // acks_forwarded: acks for another shard's RPCs handed to it (Config.Shard)
 	ICMPPortUnreach   uint64 // icmp_port_unreachable_sent
 	ICMPReceived      uint64 // icmp_port_unreachable_rcvd: believed or not (drops icmp_*: not)
 	TimerTicksSkipped uint64 // timer_ticks_skipped: ticks not run because Run came late
@@ -292,6 +296,7 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("throttle_list_adds", m.ThrottleListAdds)
 	fn("grant_keepalives", m.GrantKeepalives)
 	fn("acks_received", m.AcksReceived)
+	fn("acks_forwarded", m.AcksForwarded)
 	fn("icmp_port_unreachable_sent", m.ICMPPortUnreach)
 	fn("icmp_port_unreachable_rcvd", m.ICMPReceived)
 	fn("icmp_live_rpcs_spared", m.ICMPLiveRPCsSpared)
@@ -344,6 +349,7 @@ var CounterHelp = map[string]string{
 	"throttle_list_adds":            "Messages the pacer deferred.",
 	"grant_keepalives":              "GRANTs repeating an offset to keep a silent sender from timing out.",
 	"acks_received":                 "Server RPCs freed by an ACK from their client.",
+	"acks_forwarded":                "Acks for RPCs another shard of the port owns, handed to that shard.",
 	"icmp_port_unreachable_sent":    "ICMP port unreachable sent for DATA to an unbound port, or a RESEND for an RPC of a closed server port.",
 	"icmp_port_unreachable_rcvd":    "ICMP and ICMPv6 port unreachables received, believed or not (those not believed are in drops: icmp_spoofed, icmp_no_rpc, icmp_ignored_live).",
 	"icmp_live_rpcs_spared":         "Client RPCs a port unreachable named but did not fail: they had heard from the server within resend_ticks + resend_interval ticks.",

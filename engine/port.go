@@ -188,9 +188,9 @@ func (p *Port) send(dst Addr, msg []byte, ref PayloadRef, private bool) (uint64,
 	r.id, r.port, r.peer, r.dport, r.client, r.private = e.nextID, p, pe, dst.Port, true, private
 	r.startNs = e.now
 	r.upstream = pe.upstream
-	e.nextID += 2
-	if e.nextID == 0 {
-		e.nextID = 2 // 0 means "no RPC" in an ack
+	e.nextID += e.idStep
+	if e.nextID < e.idStep {
+		e.nextID = firstShardID(e.idStep, e.cfg.Shard) // wrapped: 0 means "no RPC" in an ack
 	}
 	e.insert(rpcKey{id: r.id}, r)
 	if private {

@@ -67,6 +67,7 @@ type link struct {
 	slots [][]byte
 	next  int
 	queue [][]byte
+	steer func(frame []byte) // sees every frame delivered (Sharded: its steering); nil: none
 }
 
 func newLink() *link {
@@ -97,6 +98,9 @@ func (l *link) deliver(e *engine.Endpoint, now int64) bool {
 	}
 	e.BeginBatch(now)
 	for _, f := range l.queue {
+		if l.steer != nil {
+			l.steer(f)
+		}
 		e.Receive(f)
 	}
 	l.queue = l.queue[:0]
@@ -120,7 +124,11 @@ type pair struct {
 
 func mac(ip [4]byte) wire.MAC { return wire.MAC{2, 0, ip[0], ip[1], ip[2], ip[3]} }
 
-func newPair(maxLen int) (*pair, error) {
+func newPair(maxLen int) (*pair, error) { return newShardPair(maxLen, engine.Shard{}) }
+
+// newShardPair is newPair for shard of a client and a server host
+// sharded alike.
+func newShardPair(maxLen int, shard engine.Shard) (*pair, error) {
 	p := &pair{toS: newLink(), toC: newLink(), start: time.Now(),
 		sBuf: make([]byte, maxLen), cBuf: make([]byte, maxLen)}
 	var neigh engine.StaticNeighbours
@@ -137,6 +145,7 @@ func newPair(maxLen int) (*pair, error) {
 		cfg.Clock = p.clock
 		cfg.Resolve = resolve
 		cfg.IDSeed = 100
+		cfg.Shard = shard
 		return engine.New(cfg, tx)
 	}
 	var err error

@@ -1,0 +1,103 @@
+package engine
+
+import (
+	"net/netip"
+
+	"github.com/homa-dpdk/homa-dpdk/wire"
+)
+
+// Shards: a host's port served by several lcores, each running an
+// Endpoint of the same address (a shard) that owns a share of the RPCs.
+//
+// Which shard owns an RPC is written in its id: a shard of Count
+// allocates the client ids whose (id>>1) % Count is its Index, and a
+// server RPC belongs to the shard of its client's id (ShardOfID: the
+// low bit, client or server, does not count). Every Homa packet names
+// the RPC it is about in its common header, so any packet's owner is a
+// function of its header (FrameShard), computed without a table: the
+// receive side steers it there (a NIC by its flow rules where it can
+// match the header's bytes, a host by a hand-off between its shards'
+// loops where it cannot). Two hosts sharded alike never meet another
+// shard's RPC: client shard i's RPCs are server shard i's.
+//
+// What is not one RPC's is settled here:
+//   - an ack names another RPC than the packet that carries it (DATA's
+//     piggybacked ack, an ACK's entries): a shard that is not its owner
+//     hands it over (Shard.ForwardAck; the owner applies it with
+//     Endpoint.ReceiveAck);
+//   - CUTOFFS are the peer's, not an RPC's: every shard takes them
+//     (FrameShard says all), each for its own copy of the peer;
+//   - a frame that reaches a shard that does not own its RPC is dropped
+//     (DropWrongShard) before it can start a server RPC there: steering
+//     must not fail, and the count says if it does.
+//
+// What stays to be shared between shards (the host's): the link's
+// neighbour table, the one NIC link the pacers share, and the grant
+// scheduler's view over all incoming messages.
+
+// Shard says which shard of a sharded port an Endpoint is (Count 0 or 1:
+// not sharded).
+type Shard struct {
+	Index, Count int
+	// ForwardAck hands an ack from peer for client RPC clientID on
+	// serverPort to shard owner, which applies it with ReceiveAck. It runs
+	// on this shard's goroutine, inside an engine call, and must not call
+	// back into this endpoint. Needed when Count > 1.
+	ForwardAck func(owner int, peer netip.Addr, clientID uint64, serverPort uint16)
+}
+
+// ShardOfID is the shard of count that owns the RPC with id (a client's
+// id or its server's: the same shard).
+func ShardOfID(id uint64, count int) int {
+	if count <= 1 {
+		return 0
+	}
+	return int((id >> 1) % uint64(count))
+}
+
+// FrameShard is the shard of count that a received frame belongs to: its
+// RPC's owner, or every shard (all) for CUTOFFS. ok is false for a frame
+// that is not a Homa packet to steer by its header (ARP, ICMP, other
+// traffic, a truncated header): the host handles those itself or gives
+// them to any shard.
+func FrameShard(l *wire.Link, count int) (shard int, all, ok bool) {
+	var f wire.Frame
+	if r := wire.ParseHomaIP(l, &f, false); r != wire.DropNone {
+		return 0, false, false
+	}
+	if f.Type == wire.TypeCutoffs {
+		return 0, true, true
+	}
+	return ShardOfID(f.Homa.SenderID(), count), false, true
+}
+
+// firstShardID is the first client id at or after id that shard owns.
+func firstShardID(id uint64, s Shard) uint64 {
+	if s.Count <= 1 {
+		return id
+	}
+	n := uint64(s.Count)
+	k := id >> 1
+	k = k - k%n + uint64(s.Index)
+	if k == 0 {
+		k = n // 0 means "no RPC" in an ack
+	}
+	return k << 1
+}
+
+// ownsID says whether this endpoint owns the RPC with id.
+func (e *Endpoint) ownsID(id uint64) bool {
+	return e.cfg.Shard.Count <= 1 || ShardOfID(id, e.cfg.Shard.Count) == e.cfg.Shard.Index
+}
+
+// ReceiveAck applies an ack another shard handed over (Shard.ForwardAck):
+// the client at from has the response of the server RPC for clientID on
+// serverPort.
+func (e *Endpoint) ReceiveAck(from netip.Addr, clientID uint64, serverPort uint16) {
+	if !e.batch {
+		e.now = e.cfg.Clock()
+	}
+	if p := e.peerAt(from.As16()); p != nil {
+		e.ackRPC(p, clientID, serverPort)
+	}
+}
