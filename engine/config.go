@@ -323,6 +323,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("engine: MaxMessageLength %d out of range 1..%d", c.MaxMessageLength, wire.MaxMessageLimit)
 	case c.VLAN > 4094:
 		return fmt.Errorf("engine: VLAN %d out of range 0..4094", c.VLAN)
+	case c.Shard.Count < 0 || c.Shard.Count > 1 && (c.Shard.Index < 0 || c.Shard.Index >= c.Shard.Count):
+		return fmt.Errorf("engine: Shard %d of %d: want 0 <= Index < Count", c.Shard.Index, c.Shard.Count)
+	case c.Shard.Count > 1 && c.Shard.ForwardAck == nil:
+		return errors.New("engine: a sharded endpoint needs Shard.ForwardAck")
 	case c.VerifyChecksum > VerifyNone:
 		return fmt.Errorf("engine: VerifyChecksum %d unknown", c.VerifyChecksum)
 	case c.Grant.MaxIncoming < 1:

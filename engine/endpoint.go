@@ -217,6 +217,12 @@ func New(cfg Config, tx Transmitter) (*Endpoint, error) {
 		e.nextID = randomID()
 	}
 	e.nextID = firstShardID(e.nextID, cfg.Shard)
+	if g := cfg.Shard.Grants; g != nil {
+		e.grants.Share(g, cfg.Shard.Index)
+	}
+	if l := cfg.Shard.Link; l != nil {
+		e.pacer.Share(l)
+	}
 	e.idStep = 2 * uint64(max(cfg.Shard.Count, 1))
 	return e, nil
 }

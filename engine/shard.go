@@ -3,6 +3,7 @@ package engine
 import (
 	"net/netip"
 
+	"github.com/homa-dpdk/homa-dpdk/sched"
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
@@ -31,9 +32,10 @@ import (
 //     (DropWrongShard) before it can start a server RPC there: steering
 //     must not fail, and the count says if it does.
 //
-// What stays to be shared between shards (the host's): the link's
-// neighbour table, the one NIC link the pacers share, and the grant
-// scheduler's view over all incoming messages.
+// What the shards share is given to each: the grant schedulers' view
+// over all the port's incoming messages (Shard.Grants: SRPT and
+// MaxIncoming over the port, sched.GrantShare) and the one link its pacers
+// pace (Shard.Link, sched.LinkClock). The neighbour table is the host's.
 
 // Shard says which shard of a sharded port an Endpoint is (Count 0 or 1:
 // not sharded).
@@ -44,6 +46,12 @@ type Shard struct {
 	// on this shard's goroutine, inside an engine call, and must not call
 	// back into this endpoint. Needed when Count > 1.
 	ForwardAck func(owner int, peer netip.Addr, clientID uint64, serverPort uint16)
+	// Grants is the port's grant view, one for all its shards (nil: this
+	// shard grants as if alone: SRPT and MaxIncoming over its messages).
+	Grants *sched.GrantShare
+	// Link is the port's link clock, one for all its shards (nil: this
+	// shard's pacer counts only its own packets).
+	Link *sched.LinkClock
 }
 
 // ShardOfID is the shard of count that owns the RPC with id (a client's

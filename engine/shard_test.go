@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/homa-dpdk/homa-dpdk/sched"
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
@@ -13,10 +14,11 @@ import (
 // (FrameShard) to its owner, as a host on a virtual device without flow
 // rules must, or, when misroute says so, to another shard first.
 type shardNet struct {
-	t        *testing.T
-	now      int64
-	hosts    []*shardHost
-	misroute func(frame []byte) bool
+	t            *testing.T
+	now          int64
+	hosts        []*shardHost
+	misroute     func(frame []byte) bool
+	noGrantShare bool // the shards of a host grant alone
 }
 
 type shardHost struct {
@@ -44,6 +46,10 @@ func (t *shardTx) Send(frame []byte, prio int) { t.out = append(t.out, slices.Cl
 
 func (n *shardNet) addHost(last byte, count int) *shardHost {
 	h := &shardHost{n: n, ip: [4]byte{10, 0, 0, last}}
+	grants, link := sched.NewGrantShare(count), &sched.LinkClock{}
+	if n.noGrantShare {
+		grants = nil
+	}
 	for i := range max(count, 1) {
 		cfg := DefaultConfig()
 		cfg.IP, cfg.MAC = h.ip, testMAC(h.ip)
@@ -53,7 +59,7 @@ func (n *shardNet) addHost(last byte, count int) *shardHost {
 		if count > 1 {
 			cfg.Shard = Shard{Index: i, Count: count, ForwardAck: func(owner int, peer netip.Addr, client uint64, port uint16) {
 				h.acks = append(h.acks, shardAck{owner, peer, client, port})
-			}}
+			}, Grants: grants, Link: link}
 		}
 		tx := &shardTx{buf: make([]byte, 2048)}
 		e, err := New(cfg, tx)
@@ -294,4 +300,87 @@ func TestShards_idsOwnAcrossTheWrap(t *testing.T) {
 	if ShardOfID(7, 1) != 0 || ShardOfID(7, 0) != 0 {
 		t.Error("an unsharded endpoint owns every id")
 	}
+}
+
+// peakIncoming sends 6 long requests from c's shards to s's and returns
+// the most bytes s's shards had granted and not received at once,
+// delivering a frame at a time.
+func peakIncoming(t *testing.T, n *shardNet, c, s *shardHost) int {
+	var srvs []*Port
+	for _, e := range s.shards {
+		p, _ := e.Bind(99)
+		srvs = append(srvs, p)
+	}
+	for i := range 6 {
+		e := c.shards[i%len(c.shards)]
+		p, err := e.OpenClient()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, msg(900_000, byte(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	peak, got := 0, 0
+	for step := 0; got < 6 && step < 200_000; step++ {
+		moved := false
+		for _, h := range n.hosts {
+			for _, tx := range h.tx {
+				if len(tx.out) > 0 {
+					f := tx.out[0]
+					tx.out = tx.out[1:]
+					dst := wire.IPv4(f[wire.EthernetHeaderLen:]).Dst()
+					for _, o := range n.hosts {
+						if o.ip == dst {
+							o.receive(f)
+						}
+					}
+					moved = true
+				}
+			}
+		}
+		out := 0
+		for _, e := range s.shards {
+			out += e.grants.Outstanding()
+		}
+		peak = max(peak, out)
+		for _, p := range srvs {
+			for {
+				m, ok := p.Receive()
+				if !ok {
+					break
+				}
+				got++
+				p.Reply(m, m.Data[:10])
+			}
+		}
+		if !moved {
+			n.advance(1_000_000)
+		}
+	}
+	if got != 6 {
+		t.Fatalf("%d of 6 requests arrived", got)
+	}
+	return peak
+}
+
+// Long messages to two server shards: their grants keep the port's
+// MaxIncoming as one unsharded server's do, and every message completes;
+// without the shared view each shard would grant its own MaxIncoming.
+func TestShards_maxIncomingOverThePort(t *testing.T) {
+	run := func(shards int, share bool) int { // the same client, of two shards, each time
+		n := &shardNet{t: t, now: 1_000_000_000, noGrantShare: !share}
+		c, s := n.addHost(1, 2), n.addHost(2, shards)
+		return peakIncoming(t, n, c, s)
+	}
+	one, shared, alone := run(1, true), run(2, true), run(2, false)
+	// A shard's view of the other is one Schedule old: allow a grant's
+	// worth past the unsharded peak, not a second MaxIncoming.
+	if slack := 20_000; shared > one+slack {
+		t.Errorf("two shards sharing a grant view had %d bytes granted and not received at once; one unsharded server %d", shared, one)
+	}
+	if alone <= one+20_000 {
+		t.Errorf("two shards without the view peaked at %d, one server at %d: the test shows nothing", alone, one)
+	}
+	t.Logf("peak granted, unreceived bytes: one server %d, two shards sharing %d, two alone %d", one, shared, alone)
 }

@@ -114,6 +114,9 @@ type GrantScheduler struct {
 	outUnsched  int         // the part of outstanding below the messages' Unsched
 	fifoCredit  int         // SRPT bytes × FIFOFraction not yet repaid, in 1/1000 bytes
 	out         []Grant     // Schedule's result, reused
+	share       *GrantShare // the other shards of the port (share.go); nil: none
+	shard       int         // this scheduler's slot in share
+	othersIn    int         // the other shards' incoming bytes, as of the last Schedule
 }
 
 // NewGrantScheduler returns a scheduler with room for capacity messages
@@ -137,7 +140,10 @@ func (s *GrantScheduler) Outstanding() int { return s.outstanding }
 
 // incoming is the outstanding bytes that count towards MaxIncoming: all
 // the granted ones, and the unscheduled ones up to MaxIncoming/2.
-func (s *GrantScheduler) incoming() int {
+// With a GrantShare, the other shards' too.
+func (s *GrantScheduler) incoming() int { return s.localIncoming() + s.othersIn }
+
+func (s *GrantScheduler) localIncoming() int {
 	return s.outstanding - s.outUnsched + min(s.outUnsched, s.cfg.MaxIncoming/2)
 }
 
@@ -153,6 +159,9 @@ func (s *GrantScheduler) Add(m *GrantMsg) {
 	m.index = len(s.msgs)
 	s.recount(m)
 	s.siftUp(m)
+	if s.share != nil {
+		s.publish() // the other shards see it before this shard's next Schedule
+	}
 }
 
 // Update re-sorts m and its outstanding bytes after the owner changed
@@ -163,6 +172,9 @@ func (s *GrantScheduler) Update(m *GrantMsg) {
 	}
 	s.recount(m)
 	s.siftUp(m)
+	if s.share != nil {
+		s.share.slots[s.shard].incoming.Store(int64(s.localIncoming()))
+	}
 }
 
 // Remove stops scheduling m (it completed or was aborted). It leaves a
@@ -186,6 +198,9 @@ func (s *GrantScheduler) Remove(m *GrantMsg) {
 	}
 	if s.holes > 16 && 2*s.holes > len(s.msgs) {
 		s.compact()
+	}
+	if s.share != nil {
+		s.publish() // a message gone is no longer ahead of the other shards'
 	}
 }
 
@@ -245,7 +260,11 @@ func (s *GrantScheduler) less(a, b *GrantMsg) bool {
 func (s *GrantScheduler) Schedule() []Grant {
 	s.out = s.out[:0]
 	active, n := s.active()
-	if s.fifoDue() && !s.grantFIFO(n) {
+	local := n // this shard's messages in the active set
+	if s.share != nil {
+		active, local, n = s.sharedActive()
+	}
+	if s.fifoDue() && !s.grantFIFO(local) {
 		return s.out // FIFO grant pending: let room open up for it first
 	}
 	window := s.cfg.MaxIncoming / (n + 1)
@@ -257,7 +276,11 @@ func (s *GrantScheduler) Schedule() []Grant {
 		if m == nil || m.Granted >= m.Length {
 			continue
 		}
-		prio := s.rankPriority(rank, n)
+		g := rank // the message's rank over the port
+		if s.share != nil {
+			g += s.ahead(m.Remaining())
+		}
+		prio := s.rankPriority(g, n)
 		rank++
 		target := min(m.Length, m.Received+window)
 		inc := min(target-m.Granted, s.cfg.MaxIncoming-s.incoming())
@@ -276,7 +299,32 @@ func (s *GrantScheduler) Schedule() []Grant {
 		s.fifoCredit += inc * s.cfg.FIFOFraction
 		s.out = append(s.out, Grant{Msg: m, Offset: m.Granted, Priority: prio})
 	}
+	if s.share != nil {
+		s.publish()
+	}
 	return s.out
+}
+
+// sharedActive is active over the port's shards: the prefix of msgs
+// holding this shard's messages among the port's MaxOvercommit shortest
+// grantable ones, how many of them are this shard's, and how many
+// grantable messages the active set holds over the port. It publishes
+// this shard's candidates first and reads the others' incoming bytes.
+func (s *GrantScheduler) sharedActive() (prefix, local, n int) {
+	s.publish()
+	var cands int
+	s.othersIn, cands = s.others()
+	for i, m := range s.msgs {
+		if m == nil || m.Granted >= m.Length {
+			continue
+		}
+		if local+s.ahead(m.Remaining()) >= s.cfg.MaxOvercommit {
+			return prefix, local, s.cfg.MaxOvercommit // it and every longer one rank past a full set
+		}
+		local++
+		prefix = i + 1
+	}
+	return prefix, local, min(cands+local, s.cfg.MaxOvercommit)
 }
 
 // active returns the prefix of msgs holding the first MaxOvercommit

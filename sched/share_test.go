@@ -1,0 +1,141 @@
+package sched
+
+import (
+	"slices"
+	"sync"
+	"testing"
+)
+
+// twoShards are the grant schedulers of a port's two shards, sharing a
+// GrantShare unless alone.
+func twoShards(cfg GrantConfig, alone bool) (*GrantScheduler, *GrantScheduler) {
+	a, b := NewGrantScheduler(cfg, 8), NewGrantScheduler(cfg, 8)
+	if !alone {
+		g := NewGrantShare(2)
+		a.Share(g, 0)
+		b.Share(g, 1)
+	}
+	return a, b
+}
+
+// SRPT over the port: whenever a shard grants, it grants only messages
+// among the port's MaxOvercommit shortest grantable ones at that moment,
+// whichever shard holds them, and a shorter one at a priority no lower.
+// Alone, each shard grants its own shortest, past the port's.
+func TestGrantShare_srptOverThePort(t *testing.T) {
+	cfg := DefaultGrantConfig()
+	cfg.MaxOvercommit, cfg.MaxSchedPrio, cfg.FIFOFraction = 2, 3, 0
+	lengths := []int{100_000, 300_000, 200_000, 400_000, 150_000, 900_000, 120_000, 250_000}
+	for _, alone := range []bool{false, true} {
+		a, b := twoShards(cfg, alone)
+		shards := []*GrantScheduler{a, b}
+		var all []*GrantMsg
+		for i, l := range lengths {
+			m := newMsg(string(rune('a'+i)), l, 0)
+			shards[i%2].Add(m)
+			all = append(all, m)
+		}
+		violations := 0
+		for round := range 12 {
+			for si, s := range shards {
+				// The port's MaxOvercommit shortest grantable messages now.
+				var grantable []*GrantMsg
+				for _, m := range all {
+					if m.Granted < m.Length {
+						grantable = append(grantable, m)
+					}
+				}
+				slices.SortStableFunc(grantable, func(x, y *GrantMsg) int { return x.Remaining() - y.Remaining() })
+				top := grantable[:min(len(grantable), cfg.MaxOvercommit)]
+				gs := s.Schedule()
+				for _, g := range gs {
+					if !slices.Contains(top, g.Msg) {
+						violations++
+						if !alone {
+							t.Errorf("round %d, shard %d granted %s (%d bytes left), not among the port's %d shortest", round,
+								si, g.Msg.Owner, g.Msg.Remaining(), cfg.MaxOvercommit)
+						}
+					}
+					for _, h := range gs {
+						if g.Msg.Remaining() < h.Msg.Remaining() && g.Priority < h.Priority {
+							t.Errorf("round %d: %s (%d left) at %d below %s (%d left) at %d", round, g.Msg.Owner,
+								g.Msg.Remaining(), g.Priority, h.Msg.Owner, h.Msg.Remaining(), h.Priority)
+						}
+					}
+				}
+			}
+			for i, m := range all { // bytes arrive as granted
+				m.Received = min(m.Length, m.Received+min(m.Granted-m.Received, 50_000))
+				shards[i%2].Update(m)
+				if m.Received == m.Length {
+					shards[i%2].Remove(m)
+				}
+			}
+		}
+		if alone && violations == 0 {
+			t.Error("two shards alone kept to the port's shortest: the test shows nothing")
+		}
+	}
+}
+
+// MaxIncoming bounds the port's granted, unreceived bytes, not each
+// shard's.
+func TestGrantShare_maxIncomingOverThePort(t *testing.T) {
+	cfg := DefaultGrantConfig()
+	cfg.MaxIncoming, cfg.Increment, cfg.FIFOFraction = 100_000, 1, 0
+	a, b := twoShards(cfg, false)
+	x, y := newMsg("x", 1_000_000, 0), newMsg("y", 2_000_000, 0)
+	a.Add(x)
+	b.Add(y)
+	for range 3 {
+		a.Schedule()
+		b.Schedule()
+	}
+	if sum := a.Outstanding() + b.Outstanding(); sum > cfg.MaxIncoming || sum == 0 {
+		t.Errorf("the port's outstanding bytes: %d + %d, want 1..%d", a.Outstanding(), b.Outstanding(), cfg.MaxIncoming)
+	}
+	// As x's bytes arrive, room opens for the port: y gets it only
+	// within the bound.
+	for range 5 {
+		x.Received = x.Granted
+		a.Update(x)
+		a.Schedule()
+		b.Schedule()
+		if sum := a.Outstanding() + b.Outstanding(); sum > cfg.MaxIncoming {
+			t.Fatalf("the port's outstanding bytes: %d", sum)
+		}
+	}
+}
+
+// The pacers of a port's shards pace one link: what one hands the NIC
+// delays the others, and sends from many goroutines add up exactly.
+func TestLinkClock_sharedByPacers(t *testing.T) {
+	var c LinkClock
+	p, q := NewPacer(10_000_000_000, 2_000), NewPacer(10_000_000_000, 2_000)
+	p.Share(&c)
+	q.Share(&c)
+	now := int64(1_000_000)
+	for p.Backlog(now) <= 2_000 {
+		p.Sent(now, 1500)
+	}
+	if q.CanSend(now) {
+		t.Fatalf("q may send with the link %d ns behind: it does not see p's sends", q.Backlog(now))
+	}
+	var d LinkClock
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := NewPacer(10_000_000_000, 2_000)
+			r.Share(&d)
+			for range 10_000 {
+				r.Sent(0, 1226) // (1226+24)*8 bits at 10 Gb/s: 1,000 ns
+			}
+		}()
+	}
+	wg.Wait()
+	if got := d.idleAt.Load(); got != 40_000*1_000 {
+		t.Errorf("the clock after 40,000 sends of 1,000 ns: %d ns", got)
+	}
+}
