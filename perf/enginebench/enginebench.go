@@ -124,11 +124,11 @@ type pair struct {
 
 func mac(ip [4]byte) wire.MAC { return wire.MAC{2, 0, ip[0], ip[1], ip[2], ip[3]} }
 
-func newPair(maxLen int) (*pair, error) { return newShardPair(maxLen, engine.Shard{}) }
+func newPair(maxLen int) (*pair, error) { return newShardPair(maxLen, engine.Shard{}, engine.Shard{}) }
 
-// newShardPair is newPair for shard of a client and a server host
-// sharded alike.
-func newShardPair(maxLen int, shard engine.Shard) (*pair, error) {
+// newShardPair is newPair for a shard of a client host (cs) and of a
+// server host (ss) sharded alike.
+func newShardPair(maxLen int, cs, ss engine.Shard) (*pair, error) {
 	p := &pair{toS: newLink(), toC: newLink(), start: time.Now(),
 		sBuf: make([]byte, maxLen), cBuf: make([]byte, maxLen)}
 	var neigh engine.StaticNeighbours
@@ -138,7 +138,7 @@ func newShardPair(maxLen int, shard engine.Shard) (*pair, error) {
 		}
 		return neigh.Add(ip, mac(ip.Unmap().As4()))
 	}
-	mk := func(last byte, tx engine.Transmitter) (*engine.Endpoint, error) {
+	mk := func(last byte, tx engine.Transmitter, shard engine.Shard) (*engine.Endpoint, error) {
 		cfg := engine.DefaultConfig()
 		cfg.IP = [4]byte{10, 0, 0, last}
 		cfg.MAC = mac(cfg.IP)
@@ -149,10 +149,10 @@ func newShardPair(maxLen int, shard engine.Shard) (*pair, error) {
 		return engine.New(cfg, tx)
 	}
 	var err error
-	if p.c, err = mk(1, p.toS); err != nil {
+	if p.c, err = mk(1, p.toS, cs); err != nil {
 		return nil, err
 	}
-	if p.s, err = mk(2, p.toC); err != nil {
+	if p.s, err = mk(2, p.toC, ss); err != nil {
 		return nil, err
 	}
 	if p.srv, err = p.s.Bind(99); err != nil {

@@ -10,12 +10,15 @@ import (
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/engine"
+	"github.com/homa-dpdk/homa-dpdk/sched"
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
 // Sharded runs a case on a client and a server host sharded alike
 // (engine.Shard): shard i of each on goroutine i, locked to its thread,
-// every frame between them steered by engine.FrameShard. Hosts sharded
+// every frame between them steered by engine.FrameShard, each host's
+// shards sharing its grant view and link clock (sched.GrantShare,
+// sched.LinkClock), as a sharded port's do. Hosts sharded
 // alike share nothing: client shard i's RPCs are server shard i's, so a
 // frame steered to another shard, or an ack handed over, is an error
 // here (Strays).
@@ -33,9 +36,14 @@ func NewSharded(c Case, shards int) (*Sharded, error) {
 		return nil, fmt.Errorf("enginebench: case %q on %d shards: shards, window and lengths must be positive", c.Name, shards)
 	}
 	s := &Sharded{c: c, req: make([]byte, c.ReqLen), resp: make([]byte, c.RespLen)}
+	// Each host's shards share its grant view and link clock.
+	cg, sg := sched.NewGrantShare(shards), sched.NewGrantShare(shards)
+	cl, sl := &sched.LinkClock{}, &sched.LinkClock{}
 	for i := range shards {
-		sh := engine.Shard{Index: i, Count: shards, ForwardAck: func(int, netip.Addr, uint64, uint16) { s.strays.Add(1) }}
-		p, err := newShardPair(max(c.ReqLen, c.RespLen), sh)
+		stray := func(int, netip.Addr, uint64, uint16) { s.strays.Add(1) }
+		cs := engine.Shard{Index: i, Count: shards, ForwardAck: stray, Grants: cg, Link: cl}
+		ss := engine.Shard{Index: i, Count: shards, ForwardAck: stray, Grants: sg, Link: sl}
+		p, err := newShardPair(max(c.ReqLen, c.RespLen), cs, ss)
 		if err != nil {
 			return nil, err
 		}
