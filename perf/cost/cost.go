@@ -2,11 +2,13 @@ package cost
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"time"
 
@@ -53,6 +55,33 @@ type Result struct {
 	Method string               `json:"method"`
 	Engine []enginebench.Result `json:"engine"`
 	Demo   []DemoRun            `json:"demo_pair"`
+	Shards []ShardRun           `json:"engine_shards"`
+}
+
+// ShardRun is the engine benchmark on a client and a server host sharded
+// alike (enginebench.Sharded: shard i of each on goroutine i, its own
+// core), the median of the rounds.
+type ShardRun struct {
+	Case       string  `json:"case"`
+	Shards     int     `json:"shards"`
+	Rounds     int     `json:"rounds"`
+	RPCsPerSec float64 `json:"rpcs_per_sec"`
+	Gbps       float64 `json:"gbps,omitempty"`
+	NsPerPkt   float64 `json:"ns_per_packet_event_core"` // a shard's core's time per packet event
+}
+
+// ShardCases are the cases measured on 1 and 2 shards.
+var ShardCases = []enginebench.Case{enginebench.SmallRPC, enginebench.Stream1MB}
+
+// ShardGoal is the least 2 shards on 2 CPUs may give over 1 (issue 33).
+const ShardGoal = 1.8
+
+// shardRounds are the rounds of 1 and 2 shards, taking turns.
+func shardRounds(smoke bool) int {
+	if smoke {
+		return 1
+	}
+	return 3
 }
 
 // DemoRun is one `demo` run's figures.
@@ -90,6 +119,14 @@ func Measure(cfg Config, prog *perf.Progress) (*Result, error) {
 		}
 		res.Engine = append(res.Engine, r)
 	}
+	for _, c := range ShardCases {
+		prog.Step("engine " + c.Name + " on 1 and 2 shards")
+		runs, err := measureShards(c, shardRounds(cfg.EngineTime < time.Second), cfg.EngineTime/2)
+		if err != nil {
+			return nil, fmt.Errorf("engine %s on shards: %w", c.Name, err)
+		}
+		res.Shards = append(res.Shards, runs...)
+	}
 	for _, c := range demoCases {
 		prog.Step("demo pair " + c.name)
 		args := []string{"demo", "--sizes", c.sizes, "--concurrency", c.conc, "--seconds", strconv.FormatFloat(cfg.DemoSeconds, 'f', -1, 64)}
@@ -104,7 +141,55 @@ func Measure(cfg Config, prog *perf.Progress) (*Result, error) {
 }
 
 // Steps is the scenario's progress steps.
-func Steps() int { return len(enginebench.Cases) + len(demoCases) }
+func Steps() int { return len(enginebench.Cases) + len(ShardCases) + len(demoCases) }
+
+// measureShards runs c on 1 and 2 shards a host, taking turns, rounds
+// times each for about d, and returns the median round of each.
+func measureShards(c enginebench.Case, rounds int, d time.Duration) ([]ShardRun, error) {
+	var out []ShardRun
+	byShards := map[int][]enginebench.Result{}
+	for range rounds {
+		for _, n := range []int{1, 2} {
+			r, err := enginebench.RunSharded(c, n, d)
+			if err != nil {
+				return nil, fmt.Errorf("%d shards: %w", n, err)
+			}
+			byShards[n] = append(byShards[n], r)
+		}
+	}
+	for _, n := range []int{1, 2} {
+		rs := byShards[n]
+		slices.SortFunc(rs, func(a, b enginebench.Result) int {
+			return cmp.Compare(a.Seconds/float64(a.RPCs), b.Seconds/float64(b.RPCs))
+		})
+		m := rs[len(rs)/2]
+		out = append(out, ShardRun{Case: c.Name, Shards: n, Rounds: rounds, RPCsPerSec: float64(m.RPCs) / m.Seconds, Gbps: m.Gbps, NsPerPkt: m.NsPerPkt})
+	}
+	return out, nil
+}
+
+// ShardRatio is a case's 2-shard figure over its 1-shard one: RPCs per
+// second, or Gbps for a streaming case; ok is false without both.
+func (r *Result) ShardRatio(name string) (ratio float64, ok bool) {
+	var one, two *ShardRun
+	for i := range r.Shards {
+		if s := &r.Shards[i]; s.Case == name {
+			switch s.Shards {
+			case 1:
+				one = s
+			case 2:
+				two = s
+			}
+		}
+	}
+	if one == nil || two == nil || one.RPCsPerSec == 0 {
+		return 0, false
+	}
+	if one.Gbps > 0 {
+		return two.Gbps / one.Gbps, true
+	}
+	return two.RPCsPerSec / one.RPCsPerSec, true
+}
 
 var (
 	demoRateRe   = regexp.MustCompile(`RPCs in [0-9.]+ s: ([0-9.]+) RPCs/s, ([0-9.]+) Gbps`)
@@ -162,12 +247,26 @@ func (r *Result) Section() perf.Section {
 		dt.Rows = append(dt.Rows, []string{d.Name, fmt.Sprintf("%.0f", d.RPCsPerSec), fmt.Sprintf("%.2f", d.Gbps),
 			fmt.Sprintf("%.0f", d.NsPerPkt), fmt.Sprint(d.PacketEvent)})
 	}
-	return perf.Section{Name: "cost", Title: "cost: the data path's time per packet event (engine alone, and the demo pair)",
+	st := perf.Table{Header: []string{"engine on shards", "shards", "RPCs/s", "Gbps", "ns/packet event (a core's)", "over 1 shard"}}
+	for _, s := range r.Shards {
+		g, over := "", ""
+		if s.Gbps > 0 {
+			g = fmt.Sprintf("%.1f", s.Gbps)
+		}
+		if x, ok := r.ShardRatio(s.Case); ok && s.Shards == 2 {
+			over = fmt.Sprintf("%.2f", x)
+		}
+		st.Rows = append(st.Rows, []string{s.Case, fmt.Sprint(s.Shards), fmt.Sprintf("%.0f", s.RPCsPerSec), g, fmt.Sprintf("%.0f", s.NsPerPkt), over})
+	}
+	return perf.Section{Name: "cost", Title: Title,
 		Method: r.Method,
 		Distortions: "The demo pair's loop runs both hosts on one core, so each packet event is counted once at " +
 			"its sender and once at its receiver, both on that core. The engine benchmark shares this process " +
 			"with the harness (idle while it runs).",
-		Tables: []perf.Table{et, dt}}
+		Tables: []perf.Table{et, st, dt},
+		Notes: []string{"Engine on shards: a client and a server host sharded alike (engine.Shard), shard i of each on " +
+			"goroutine i locked to its thread, each host's shards sharing its grant view and link clock; 1 and 2 " +
+			"shards take turns, the median round of each. Over 1 shard: RPCs/s, or Gbps for 1 MB streams."}}
 }
 
 // Goals are the goal rows on the data path's cost per packet event and small RPCs per core (r nil: it did not run).
@@ -201,5 +300,21 @@ func Goals(r *Result) []perf.Goal {
 		}
 	}
 	gs = append(gs, eng, demo1, demoS, rate)
+	// Shards: 2 on 2 CPUs over 1, the engine alone.
+	for _, c := range ShardCases {
+		what := "small RPCs/s"
+		if c.Name == enginebench.Stream1MB.Name {
+			what = "1 MB Gbps"
+		}
+		g := perf.Goal{Goal: "engine on 2 shards over 1, " + what, Source: "cost engine on shards " + c.Name,
+			Absent: "the cost scenario did not measure it"}
+		if r != nil {
+			if x, ok := r.ShardRatio(c.Name); ok {
+				perf.AtLeast(&g, x, ShardGoal)
+				g.Absent = ""
+			}
+		}
+		gs = append(gs, g)
+	}
 	return gs
 }

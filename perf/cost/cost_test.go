@@ -34,3 +34,22 @@ func TestGoals_fromCost(t *testing.T) {
 		t.Errorf("rate: %+v", r)
 	}
 }
+
+// The shard rows are 2 shards over 1: RPCs/s for small RPCs, Gbps for
+// 1 MB streams; a case measured on one shard count only has no figure.
+func TestGoals_engineOnShards(t *testing.T) {
+	r := &Result{Shards: []ShardRun{
+		{Case: "smallRPC", Shards: 1, RPCsPerSec: 1_000_000}, {Case: "smallRPC", Shards: 2, RPCsPerSec: 1_900_000},
+		{Case: "stream1MB", Shards: 1, RPCsPerSec: 8_000, Gbps: 60}, {Case: "stream1MB", Shards: 2, RPCsPerSec: 9_000, Gbps: 90},
+	}}
+	g := perftest.GoalsByName(Goals(r))
+	perftest.CheckGoal(t, g, "engine on 2 shards over 1, small RPCs/s", 1.9, true)
+	perftest.CheckGoal(t, g, "engine on 2 shards over 1, 1 MB Gbps", 1.5, false)
+	r.Shards = r.Shards[:1]
+	if x := perftest.GoalsByName(Goals(r))["engine on 2 shards over 1, small RPCs/s"]; x.Absent == "" {
+		t.Errorf("one shard count alone gave a figure: %+v", x)
+	}
+	if sec := (&Result{Shards: r.Shards}).Section(); len(sec.Tables) != 3 || len(sec.Tables[1].Rows) != 1 {
+		t.Errorf("section tables %+v", sec.Tables)
+	}
+}
