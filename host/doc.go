@@ -14,4 +14,55 @@
 //
 // A Host is owned by its loop's thread. Other threads read it only
 // through Snapshot.
+//
+// # A port on several lcores (shards): the design
+//
+// One lcore per port does a port's RX, the engine, its TX queues and every
+// copy to the workers; a 100-400 Gb/s NIC needs several. A port is to run
+// as N shards, each a Host of its own on its own lcore with its own
+// engine.Endpoint (engine.Shard), its own RX queue and its own set of TX
+// queues (one per priority), and no lock on the fast path. What is built,
+// and what is not yet:
+//
+//   - Ownership (built: engine/shard.go). A shard owns the RPCs whose id
+//     says so ((id>>1) % N); a server RPC is its client's id's shard, so
+//     every Homa packet's owner is computed from its header
+//     (engine.FrameShard), without a table. Hosts sharded alike share
+//     nothing: client shard i's RPCs are server shard i's. Acks that name
+//     another shard's RPC are handed to it (Shard.ForwardAck); CUTOFFS go
+//     to every shard; a frame at the wrong shard starts nothing there.
+//   - The receiver's grants over the port (built: sched.GrantShare). Each
+//     shard grants its own messages, but only those among the port's
+//     MaxOvercommit shortest, at the priority of their rank over the port,
+//     within the port's MaxIncoming: each publishes its candidates and
+//     incoming bytes in a cache line of its own and reads the others'
+//     without a lock (kernel Homa ranks its active RPCs by a racy read of
+//     their remaining bytes and keeps one atomic total_incoming, the same
+//     trade: a view one Schedule old).
+//   - The link (built: sched.LinkClock). The shards' pacers advance one
+//     clock of the NIC's backlog by compare-and-swap, as kernel Homa's
+//     link_idle_time.
+//   - Steering (not yet). With N a power of two the owner is bits 1..k of
+//     the sender id's last byte (Homa header byte 27): a NIC whose flow
+//     rules match raw bytes can queue each shard's packets on its RX
+//     queue (probed with rte_flow_validate at start-up). RSS cannot: it
+//     hashes addresses alone for IP protocol 146. Where the NIC cannot,
+//     and on virtual devices, a shard forwards a frame it does not own to
+//     the owner over a single-producer ring per ordered pair of shards,
+//     drained right after its RX burst; GRANTs first, as kernel Homa
+//     handles grants on the core that takes them. Non-Homa frames (ARP,
+//     ICMP, neighbour discovery) go to shard 0.
+//   - The neighbour table (not yet): one writer (shard 0, which takes the
+//     ARP and ND frames), published as copy-on-write snapshots the other
+//     shards read without a lock.
+//   - Workers (not yet): a worker session gets a home shard at attach,
+//     whose ids its client RPCs take, so responses come back to the shard
+//     that serves its rings; requests arrive at the shard their client's
+//     id names, so a session has a completion ring per shard and routes a
+//     reply by its id's shard.
+//   - The daemon (not yet): ports[].lcores gives a port's shards; the
+//     demo's --lcores its hosts'.
+//
+// perf cost measures the engine on 1 and 2 shards a host (the goal rows
+// "engine on 2 shards over 1"); perf/enginebench Sharded runs them.
 package host
