@@ -12,8 +12,8 @@ import (
 // (linear probing, at most half full, deletion by backward shift) whose
 // slots hold the key inline: an id and the address as two words, zero
 // for client RPCs (their ids are even, server ids odd, so the two never
-// meet). A lookup per packet hashes the three words with two multiplies
-// and compares them in place. Go's maps cost a small RPC a quarter of its
+// meet). A lookup per packet hashes the words with a multiply (two for an
+// IPv6 address) and compares them in place. Go's maps cost a small RPC a quarter of its
 // time in this table (a 16-byte key hashed through memhash; put, get and
 // delete each a call into the runtime). The hash is seeded at random per
 // table and mixes by full 128-bit products (as wyhash does), so a client
@@ -57,8 +57,14 @@ func mix(a, b uint64) uint64 {
 	return hi ^ lo
 }
 
+// home is the slot a key's probe starts at. The a word is zero for
+// client RPCs and IPv4 peers: one multiply for them, two for IPv6.
 func (t *rpcTable) home(id, a, b uint64) uint64 {
-	return mix(mix(id^t.s0, b^t.s1), a^t.s2) & t.mask
+	h := mix(id^t.s0, b^t.s1)
+	if a != 0 {
+		h = mix(h, a^t.s2)
+	}
+	return h & t.mask
 }
 
 // words returns k's address as a slot holds it.
