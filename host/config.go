@@ -51,10 +51,19 @@ type Config struct {
 	// Redial restarts the port while its link is down, with back-off:
 	// for a net_memif client, which never dials its server again by
 	// itself (see link.go).
-	Redial  bool
-	Burst   int          // packets per RX and TX burst (32)
-	Clock   func() int64 // monotonic ns (NewClock)
-	WallOff int64        // Clock + WallOff is Unix ns (capture timestamps)
+	Redial bool
+	Burst  int // packets per RX and TX burst (32)
+	// Shards, when set, makes the host shard ShardIndex of a port run by
+	// several (shard.go): it polls RxQueues (nil: every RX queue; empty:
+	// none, its frames handed over by the shard that takes them), sends on
+	// the PrioMap's queues from TxQueueBase on, and its engine owns its
+	// share of the RPCs.
+	Shards      *ShardSet
+	ShardIndex  int
+	RxQueues    []uint16
+	TxQueueBase uint16
+	Clock       func() int64 // monotonic ns (NewClock)
+	WallOff     int64        // Clock + WallOff is Unix ns (capture timestamps)
 }
 
 // ARPConfig configures neighbour resolution.
@@ -118,17 +127,23 @@ func New(c Config) (*Host, error) {
 	}
 	h.neigh.maxEntries = neighbourBound(c.Engine)
 	h.neigh6.maxEntries = h.neigh.maxEntries
-	h.rxBufs = make([][]*dpdk.Mbuf, max(c.Port.RxQueues(), 1))
-	for q := range h.rxBufs {
-		h.rxBufs[q] = make([]*dpdk.Mbuf, c.Burst)
-		if _, err := h.rx.Add(c.Port, uint16(q), h.rxBufs[q]); err != nil {
+	rxq := c.RxQueues
+	if rxq == nil {
+		for q := range max(c.Port.RxQueues(), 1) {
+			rxq = append(rxq, uint16(q))
+		}
+	}
+	h.rxBufs = make([][]*dpdk.Mbuf, len(rxq))
+	for i, q := range rxq {
+		h.rxBufs[i] = make([]*dpdk.Mbuf, c.Burst)
+		if _, err := h.rx.Add(c.Port, q, h.rxBufs[i]); err != nil {
 			return nil, err
 		}
 	}
 	h.txBufs = make([][]*dpdk.Mbuf, c.PrioMap.Queues())
 	for q := range h.txBufs {
 		h.txBufs[q] = make([]*dpdk.Mbuf, c.Burst)
-		if _, err := h.txb.Add(c.Port, uint16(q), h.txBufs[q]); err != nil {
+		if _, err := h.txb.Add(c.Port, c.TxQueueBase+uint16(q), h.txBufs[q]); err != nil {
 			return nil, err
 		}
 	}
@@ -144,6 +159,15 @@ func New(c Config) (*Host, error) {
 	}
 	if ec.ResolveTimeoutTicks == 0 {
 		ec.ResolveTimeoutTicks = resolveTimeoutTicks(c.ARP, ec)
+	}
+	if s := c.Shards; s != nil {
+		if c.ShardIndex < 0 || c.ShardIndex >= s.n {
+			return nil, fmt.Errorf("host %v: shard %d of %d", c.addr(), c.ShardIndex, s.n)
+		}
+		h.shards, h.shardIdx = s, c.ShardIndex
+		if s.n > 1 {
+			ec.Shard = s.engineShard(c.ShardIndex, h)
+		}
 	}
 	h.now = c.Clock()
 	if h.ep, err = engine.New(ec, h.tx); err != nil {

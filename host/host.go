@@ -58,6 +58,12 @@ type Host struct {
 	stopSending atomic.Bool
 	stopDrops   uint64
 
+	// A shard of a port (shard.go): the port's shards, this one's index,
+	// and what it handed the others. nil: the port's only host.
+	shards   *ShardSet
+	shardIdx int
+	handed   HandOff
+
 	box         *snapshotBox // counters published for the metrics endpoint, or nil
 	nextPublish int64
 
@@ -259,6 +265,7 @@ func (h *Host) Drain() {
 	if held := h.fault.release(); held != nil {
 		h.free = append(h.free, held)
 	}
+	h.drainHandOff()
 	dpdk.FreeBulk(h.free)
 	h.free = h.free[:0]
 	h.tx.close()

@@ -60,6 +60,9 @@ func (h *Host) receiveBurst(n int) {
 	if batch {
 		h.ep.BeginBatch(h.now)
 	}
+	if h.shards != nil && h.handIn(batch) && !batch {
+		return // what the other shards handed over, in a batch of its own
+	}
 	for q := 0; n > 0 && q < h.rx.Len(); q++ {
 		pkts := h.rx.Pkts(q)
 		if h.cap != nil && len(pkts) > 0 {
@@ -128,6 +131,15 @@ func (h *Host) dispatch(m *dpdk.Mbuf, twice bool) {
 		}
 	}
 	if isHoma(l) {
+		if h.shards != nil && h.shards.n > 1 {
+			switch owner, all, ok := engine.FrameShard(l, h.shards.n); {
+			case ok && all:
+				h.handCutoffs(d)
+			case ok && owner != h.shardIdx:
+				h.handFrame(owner, m) // its owner takes it, and frees it
+				return
+			}
+		}
 		// The engine parses and validates the rest (IPv4 checksum,
 		// destination, Homa header) and counts what it drops: checking it
 		// here too would do that work twice.

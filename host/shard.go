@@ -1,0 +1,219 @@
+package host
+
+import (
+	"net/netip"
+	"sync/atomic"
+
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/engine"
+	"github.com/homa-dpdk/homa-dpdk/sched"
+)
+
+// ShardSet joins the shards of one port (see the package doc): each a
+// Host on its own RX and TX queues with its own engine.Endpoint
+// (engine.Shard), on its own loop. A shard hands the others what it
+// received for them over a single-producer, single-consumer ring per
+// ordered pair of shards: frames of RPCs another shard owns (the mbuf
+// itself), acks it read for their RPCs, copies of CUTOFFS (every shard's);
+// the owner takes them in its next pass, in the same batch as its own RX
+// burst. The shards share the grant view and the link clock of the port.
+type ShardSet struct {
+	n       int
+	frames  [][]*handRing[*dpdk.Mbuf] // [from][to]
+	acks    [][]*handRing[handAck]
+	cutoffs [][]*handRing[[]byte]
+	grants  *sched.GrantShare
+	link    *sched.LinkClock
+}
+
+type handAck struct {
+	peer   netip.Addr
+	client uint64
+	port   uint16
+}
+
+// handRingSize is each ring's room: a few RX bursts a pass behind.
+const handRingSize = 1024
+
+// NewShardSet returns the set of a port of n shards.
+func NewShardSet(n int) *ShardSet {
+	s := &ShardSet{n: max(n, 1), grants: sched.NewGrantShare(n), link: &sched.LinkClock{}}
+	s.frames = make([][]*handRing[*dpdk.Mbuf], s.n)
+	s.acks = make([][]*handRing[handAck], s.n)
+	s.cutoffs = make([][]*handRing[[]byte], s.n)
+	for i := range s.n {
+		s.frames[i] = make([]*handRing[*dpdk.Mbuf], s.n)
+		s.acks[i] = make([]*handRing[handAck], s.n)
+		s.cutoffs[i] = make([]*handRing[[]byte], s.n)
+		for j := range s.n {
+			if i != j {
+				s.frames[i][j] = newHandRing[*dpdk.Mbuf](handRingSize)
+				s.acks[i][j] = newHandRing[handAck](handRingSize)
+				s.cutoffs[i][j] = newHandRing[[]byte](64)
+			}
+		}
+	}
+	return s
+}
+
+// Shards is how many shards the port has.
+func (s *ShardSet) Shards() int { return s.n }
+
+// engineShard is shard i's engine.Shard, with h taking its acks.
+func (s *ShardSet) engineShard(i int, h *Host) engine.Shard {
+	return engine.Shard{Index: i, Count: s.n, ForwardAck: h.forwardAck, Grants: s.grants, Link: s.link}
+}
+
+// HandOff is what a shard handed the others, and what it could not (their
+// ring was full: the frame dropped, recovered by Homa's RESEND; the ack
+// left to NEED_ACK).
+type HandOff struct {
+	Frames, Acks, Cutoffs uint64
+	Dropped               uint64
+}
+
+// HandOff is what this host, a shard, handed the port's other shards.
+func (h *Host) HandOff() HandOff { return h.handed }
+
+// handFrame gives the frame m, of an RPC shard owner owns, to that shard.
+func (h *Host) handFrame(owner int, m *dpdk.Mbuf) {
+	if h.shards.frames[h.shardIdx][owner].push(m) {
+		h.handed.Frames++
+		return
+	}
+	h.handed.Dropped++
+	h.free = append(h.free, m)
+}
+
+// handCutoffs gives every other shard a copy of a CUTOFFS frame: the
+// peer's, not an RPC's. CUTOFFS come once per peer and cutoff version.
+func (h *Host) handCutoffs(frame []byte) {
+	for j, r := range h.shards.cutoffs[h.shardIdx] {
+		if j == h.shardIdx {
+			continue
+		}
+		if r.push(append([]byte(nil), frame...)) {
+			h.handed.Cutoffs++
+		} else {
+			h.handed.Dropped++
+		}
+	}
+}
+
+// forwardAck is the engine's Shard.ForwardAck: an ack for another
+// shard's RPC.
+func (h *Host) forwardAck(owner int, peer netip.Addr, client uint64, port uint16) {
+	if h.shards.acks[h.shardIdx][owner].push(handAck{peer, client, port}) {
+		h.handed.Acks++
+	} else {
+		h.handed.Dropped++
+	}
+}
+
+// handIn takes what the other shards handed this one; it runs inside
+// the pass's receive batch (or opens one), and reports whether there was
+// anything.
+func (h *Host) handIn(inBatch bool) bool {
+	took := false
+	begin := func() {
+		if !inBatch && !took {
+			h.ep.BeginBatch(h.now)
+		}
+		took = true
+	}
+	for from := range h.shards.n {
+		if from == h.shardIdx {
+			continue
+		}
+		for r := h.shards.frames[from][h.shardIdx]; ; {
+			m, ok := r.pop()
+			if !ok {
+				break
+			}
+			begin()
+			h.dispatch(m, false)
+		}
+		for r := h.shards.acks[from][h.shardIdx]; ; {
+			a, ok := r.pop()
+			if !ok {
+				break
+			}
+			begin()
+			h.ep.ReceiveAck(a.peer, a.client, a.port)
+		}
+		for r := h.shards.cutoffs[from][h.shardIdx]; ; {
+			f, ok := r.pop()
+			if !ok {
+				break
+			}
+			begin()
+			h.ep.Receive(f)
+		}
+	}
+	if took && !inBatch {
+		h.ep.EndBatch()
+	}
+	return took
+}
+
+// drainHandOff frees the frames handed to this shard and not taken (the
+// port stopping).
+func (h *Host) drainHandOff() {
+	if h.shards == nil {
+		return
+	}
+	for from := range h.shards.n {
+		if from == h.shardIdx {
+			continue
+		}
+		for r := h.shards.frames[from][h.shardIdx]; ; {
+			m, ok := r.pop()
+			if !ok {
+				break
+			}
+			h.free = append(h.free, m)
+		}
+	}
+}
+
+// handRing is a single-producer, single-consumer ring between two
+// shards' loops: the producer writes slots and then publishes its tail,
+// the consumer reads them and then publishes its head.
+type handRing[T any] struct {
+	head atomic.Uint64
+	_    [56]byte
+	tail atomic.Uint64
+	_    [56]byte
+	buf  []T
+	mask uint64
+}
+
+func newHandRing[T any](size int) *handRing[T] {
+	n := 1
+	for n < size {
+		n <<= 1
+	}
+	return &handRing[T]{buf: make([]T, n), mask: uint64(n - 1)}
+}
+
+func (r *handRing[T]) push(v T) bool {
+	t := r.tail.Load()
+	if t-r.head.Load() == uint64(len(r.buf)) {
+		return false
+	}
+	r.buf[t&r.mask] = v
+	r.tail.Store(t + 1)
+	return true
+}
+
+func (r *handRing[T]) pop() (T, bool) {
+	var zero T
+	h := r.head.Load()
+	if h == r.tail.Load() {
+		return zero, false
+	}
+	v := r.buf[h&r.mask]
+	r.buf[h&r.mask] = zero
+	r.head.Store(h + 1)
+	return v, true
+}
