@@ -134,7 +134,7 @@ func (h *Host) dispatch(m *dpdk.Mbuf, twice bool) {
 		if h.shards != nil && h.shards.n > 1 {
 			switch owner, all, ok := engine.FrameShard(l, h.shards.n); {
 			case ok && all:
-				h.handCutoffs(d)
+				h.handCopies(d, false)
 			case ok && owner != h.shardIdx:
 				h.handFrame(owner, m) // its owner takes it, and frees it
 				return
@@ -154,6 +154,9 @@ func (h *Host) dispatch(m *dpdk.Mbuf, twice bool) {
 		h.drops[rxDropChained]++
 		h.free = append(h.free, m)
 		return
+	}
+	if h.shards != nil && h.shards.n > 1 && isNeighbour(l) {
+		h.handCopies(d, true) // before stackFrame answers in place
 	}
 	if h.stackFrame(d, l) == stackReply {
 		h.tx.enqueue(m)

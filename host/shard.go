@@ -7,6 +7,7 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/engine"
 	"github.com/homa-dpdk/homa-dpdk/sched"
+	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
 // ShardSet joins the shards of one port (see the package doc): each a
@@ -18,12 +19,21 @@ import (
 // the owner takes them in its next pass, in the same batch as its own RX
 // burst. The shards share the grant view and the link clock of the port.
 type ShardSet struct {
-	n       int
-	frames  [][]*handRing[*dpdk.Mbuf] // [from][to]
-	acks    [][]*handRing[handAck]
-	cutoffs [][]*handRing[[]byte]
-	grants  *sched.GrantShare
-	link    *sched.LinkClock
+	n      int
+	frames [][]*handRing[*dpdk.Mbuf] // [from][to]
+	acks   [][]*handRing[handAck]
+	copies [][]*handRing[handCopy]
+	grants *sched.GrantShare
+	link   *sched.LinkClock
+}
+
+// handCopy is a copy of a frame every shard takes: CUTOFFS (the peer's
+// cutoffs, for each shard's copy of the peer) or a neighbour frame (ARP,
+// IPv6 neighbour discovery: each shard's table learns from it; only the
+// shard that received it answers).
+type handCopy struct {
+	frame     []byte
+	neighbour bool
 }
 
 type handAck struct {
@@ -40,16 +50,16 @@ func NewShardSet(n int) *ShardSet {
 	s := &ShardSet{n: max(n, 1), grants: sched.NewGrantShare(n), link: &sched.LinkClock{}}
 	s.frames = make([][]*handRing[*dpdk.Mbuf], s.n)
 	s.acks = make([][]*handRing[handAck], s.n)
-	s.cutoffs = make([][]*handRing[[]byte], s.n)
+	s.copies = make([][]*handRing[handCopy], s.n)
 	for i := range s.n {
 		s.frames[i] = make([]*handRing[*dpdk.Mbuf], s.n)
 		s.acks[i] = make([]*handRing[handAck], s.n)
-		s.cutoffs[i] = make([]*handRing[[]byte], s.n)
+		s.copies[i] = make([]*handRing[handCopy], s.n)
 		for j := range s.n {
 			if i != j {
 				s.frames[i][j] = newHandRing[*dpdk.Mbuf](handRingSize)
 				s.acks[i][j] = newHandRing[handAck](handRingSize)
-				s.cutoffs[i][j] = newHandRing[[]byte](64)
+				s.copies[i][j] = newHandRing[handCopy](64)
 			}
 		}
 	}
@@ -66,10 +76,10 @@ func (s *ShardSet) engineShard(i int, h *Host) engine.Shard {
 
 // HandOff is what a shard handed the others, and what it could not (their
 // ring was full: the frame dropped, recovered by Homa's RESEND; the ack
-// left to NEED_ACK).
+// left to NEED_ACK; a copy left to the next one).
 type HandOff struct {
-	Frames, Acks, Cutoffs uint64
-	Dropped               uint64
+	Frames, Acks, Copies uint64
+	Dropped              uint64
 }
 
 // HandOff is what this host, a shard, handed the port's other shards.
@@ -85,19 +95,38 @@ func (h *Host) handFrame(owner int, m *dpdk.Mbuf) {
 	h.free = append(h.free, m)
 }
 
-// handCutoffs gives every other shard a copy of a CUTOFFS frame: the
-// peer's, not an RPC's. CUTOFFS come once per peer and cutoff version.
-func (h *Host) handCutoffs(frame []byte) {
-	for j, r := range h.shards.cutoffs[h.shardIdx] {
+// handCopies gives every other shard a copy of a frame they all take:
+// CUTOFFS (the peer's, not an RPC's), or a neighbour frame. Both are rare
+// (once per peer and cutoff version; ARP and neighbour discovery).
+func (h *Host) handCopies(frame []byte, neighbour bool) {
+	for j, r := range h.shards.copies[h.shardIdx] {
 		if j == h.shardIdx {
 			continue
 		}
-		if r.push(append([]byte(nil), frame...)) {
-			h.handed.Cutoffs++
+		if r.push(handCopy{append([]byte(nil), frame...), neighbour}) {
+			h.handed.Copies++
 		} else {
 			h.handed.Dropped++
 		}
 	}
+}
+
+// isNeighbour says whether a frame that is not Homa is one the neighbour
+// tables learn from: ARP, or ICMPv6 neighbour solicitation or
+// advertisement.
+func isNeighbour(l *wire.Link) bool {
+	switch l.Type {
+	case wire.EtherTypeARP:
+		return true
+	case wire.EtherTypeIPv6:
+		ip, proto, off, r := wire.ParseIPv6(l.Payload)
+		if r != wire.DropNone || proto != wire.IPProtoICMPv6 || len(ip) <= off {
+			return false
+		}
+		t := ip[off]
+		return t == wire.ICMPv6NeighborSolicit || t == wire.ICMPv6NeighborAdvert
+	}
+	return false
 }
 
 // forwardAck is the engine's Shard.ForwardAck: an ack for another
@@ -141,19 +170,42 @@ func (h *Host) handIn(inBatch bool) bool {
 			begin()
 			h.ep.ReceiveAck(a.peer, a.client, a.port)
 		}
-		for r := h.shards.cutoffs[from][h.shardIdx]; ; {
-			f, ok := r.pop()
+		for r := h.shards.copies[from][h.shardIdx]; ; {
+			c, ok := r.pop()
 			if !ok {
 				break
 			}
 			begin()
-			h.ep.Receive(f)
+			if !c.neighbour {
+				h.ep.Receive(c.frame)
+				continue
+			}
+			h.learnNeighbour(c.frame)
 		}
 	}
 	if took && !inBatch {
 		h.ep.EndBatch()
 	}
 	return took
+}
+
+// learnNeighbour lets this shard's neighbour tables learn from a copy of
+// a neighbour frame another shard received and answered: the answer made
+// here is not sent, and the stack's counters are that shard's.
+func (h *Host) learnNeighbour(frame []byte) {
+	var l wire.Link
+	var uncounted StackCounters
+	if wire.ParseLink(frame, &l) != wire.DropNone {
+		return
+	}
+	switch l.Type {
+	case wire.EtherTypeARP:
+		handleARP(frame, len(frame)-len(l.Payload), h.me, h.neigh, h.now, &uncounted)
+	case wire.EtherTypeIPv6:
+		if ip, proto, off, r := wire.ParseIPv6(l.Payload); r == wire.DropNone {
+			handleIPv6(frame, ip, proto, off, h.me, h.neigh6, h.now, &uncounted)
+		}
+	}
 }
 
 // drainHandOff frees the frames handed to this shard and not taken (the

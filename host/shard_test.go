@@ -48,7 +48,6 @@ func shardedPair(t *testing.T) (client, server [2]*Host) {
 			h, err := New(Config{Port: p, Pool: pool, IP: [4]byte{10, 0, 0, byte(i + 1)}, MAC: macs[i],
 				PrioMap: pm, LinkBps: LinkRate(p, 10e9), Engine: engine.DefaultConfig(), Clock: clock, Burst: 32,
 				Offloads: st.Offloads, ARP: ARPConfig{Timeout: 10 * time.Millisecond, Aging: time.Hour, Retries: 5},
-				Static: map[[4]byte]wire.MAC{{10, 0, 0, byte(2 - i)}: macs[1-i]},
 				Shards: set, ShardIndex: s, RxQueues: rxq, TxQueueBase: uint16(8 * s)})
 			if err != nil {
 				t.Fatal(err)
@@ -68,7 +67,8 @@ func shardedPair(t *testing.T) (client, server [2]*Host) {
 
 // A port of two shards whose frames all arrive on shard 0's queue: shard
 // 0 hands shard 1 the frames of its RPCs (and the acks it reads for
-// them), and every RPC of both client shards completes, short and long,
+// them, and copies of the ARP frames, so that shard 1 resolves its peer
+// too), and every RPC of both client shards completes, short and long,
 // with no frame taken by a shard that does not own it.
 func TestShards_handOffCompletesEveryRPC(t *testing.T) {
 	client, server := shardedPair(t)
