@@ -42,19 +42,23 @@
 //   - The link (built: sched.LinkClock). The shards' pacers advance one
 //     clock of the NIC's backlog by compare-and-swap, as kernel Homa's
 //     link_idle_time.
-//   - Steering (not yet). With N a power of two the owner is bits 1..k of
-//     the sender id's last byte (Homa header byte 27): a NIC whose flow
-//     rules match raw bytes can queue each shard's packets on its RX
-//     queue (probed with rte_flow_validate at start-up). RSS cannot: it
-//     hashes addresses alone for IP protocol 146. Where the NIC cannot,
-//     and on virtual devices, a shard forwards a frame it does not own to
-//     the owner over a single-producer ring per ordered pair of shards,
-//     drained right after its RX burst; GRANTs first, as kernel Homa
-//     handles grants on the core that takes them. Non-Homa frames (ARP,
-//     ICMP, neighbour discovery) go to shard 0.
-//   - The neighbour table (not yet): one writer (shard 0, which takes the
-//     ARP and ND frames), published as copy-on-write snapshots the other
-//     shards read without a lock.
+//   - The hand-off (built: shard.go, ShardSet). A shard that receives a
+//     frame of an RPC it does not own gives the owner the mbuf over a
+//     single-producer ring per ordered pair of shards, which the owner
+//     drains in its next pass, in its RX burst's batch; acks for another
+//     shard's RPCs and copies of CUTOFFS go the same way. A full ring
+//     drops and counts (HandOff). So a port whose frames all reach one
+//     queue still serves every shard (the virtual devices' case).
+//   - Steering by the NIC (not yet). With N a power of two the owner is
+//     bits 1..k of the sender id's last byte (Homa header byte 27): a NIC
+//     whose flow rules match raw bytes can queue each shard's packets on
+//     its RX queue (probed with rte_flow_validate at start-up), and the
+//     hand-off is then the exception. RSS cannot: it hashes addresses
+//     alone for IP protocol 146.
+//   - Neighbours (built, simply): every shard keeps its own tables; an ARP
+//     or neighbour discovery frame one shard receives and answers is
+//     copied to the others, which learn from it. One writer publishing
+//     copy-on-write snapshots would spare the copies.
 //   - Workers (not yet): a worker session gets a home shard at attach,
 //     whose ids its client RPCs take, so responses come back to the shard
 //     that serves its rings; requests arrive at the shard their client's
@@ -64,5 +68,7 @@
 //     demo's --lcores its hosts'.
 //
 // perf cost measures the engine on 1 and 2 shards a host (the goal rows
-// "engine on 2 shards over 1"); perf/enginebench Sharded runs them.
+// "engine on 2 shards over 1"); perf/enginebench Sharded runs them, and
+// BenchmarkShardedHosts (shardbench_test.go) two hosts of 1 and 2 shards
+// on ring ports with a ring per shard.
 package host
