@@ -66,6 +66,12 @@ type peer struct {
 	// late duplicate of their request cannot execute it again.
 	acked     [recentAcks]uint64
 	ackedNext int
+	// ackedIdx indexes acked by id: an open-addressed set (linear
+	// probing, at most half full) of positions in acked, 1 + the index (0:
+	// empty), so that recentlyAcked, asked for every new request, probes a
+	// slot or two instead of reading the whole ring (a 64-entry scan was
+	// a thirtieth of a small RPC's cost). An id of 0 is never indexed.
+	ackedIdx [1 << ackedIdxBits]uint8
 
 	// cutoffsSentTick and cutoffsSentVersion: when we last sent our
 	// CUTOFFS to the peer and which version (0 = never); a version is
@@ -119,21 +125,66 @@ type peer struct {
 // recentAcks is how many acknowledged RPCs per peer a server remembers.
 const recentAcks = 64
 
+// ackedIdxBits: peer.ackedIdx has twice recentAcks slots.
+const ackedIdxBits = 7
+
+// ackedHome is the slot of peer.ackedIdx where clientID's probe starts
+// (Fibonacci hashing: the top bits of the product). A client choosing
+// its ids can at worst make a probe read the ring's 64 entries, as the
+// scan did before.
+func ackedHome(clientID uint64) int {
+	return int(clientID * 0x9e3779b97f4a7c15 >> (64 - ackedIdxBits))
+}
+
 // rememberAcked records that the server RPC of client id clientID ended
 // with an ack.
 func (p *peer) rememberAcked(clientID uint64) {
-	p.acked[p.ackedNext] = clientID
-	p.ackedNext = (p.ackedNext + 1) % recentAcks
+	i := p.ackedNext
+	if old := p.acked[i]; old != 0 {
+		p.unindexAcked(old, i)
+	}
+	p.acked[i] = clientID
+	if clientID != 0 {
+		j := ackedHome(clientID)
+		for p.ackedIdx[j] != 0 {
+			j = (j + 1) & (len(p.ackedIdx) - 1)
+		}
+		p.ackedIdx[j] = uint8(i + 1)
+	}
+	p.ackedNext = (i + 1) % recentAcks
+}
+
+// unindexAcked takes position i of the ring, holding id, out of
+// ackedIdx, moving back the entries after it that probed past its slot.
+func (p *peer) unindexAcked(id uint64, i int) {
+	const mask = len(p.ackedIdx) - 1
+	j := ackedHome(id)
+	for int(p.ackedIdx[j]) != i+1 {
+		j = (j + 1) & mask
+	}
+	for k := (j + 1) & mask; p.ackedIdx[k] != 0; k = (k + 1) & mask {
+		if h := ackedHome(p.acked[p.ackedIdx[k]-1]); (k-h)&mask >= (k-j)&mask {
+			p.ackedIdx[j] = p.ackedIdx[k]
+			j = k
+		}
+	}
+	p.ackedIdx[j] = 0
 }
 
 // recentlyAcked reports whether clientID is among the remembered acks.
 func (p *peer) recentlyAcked(clientID uint64) bool {
-	for _, id := range p.acked {
-		if id == clientID && id != 0 {
+	if clientID == 0 {
+		return false
+	}
+	for j := ackedHome(clientID); ; j = (j + 1) & (len(p.ackedIdx) - 1) {
+		x := p.ackedIdx[j]
+		if x == 0 {
+			return false
+		}
+		if p.acked[x-1] == clientID {
 			return true
 		}
 	}
-	return false
 }
 
 // peerFor returns the peer for ip as an RPC to it starts, creating it

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math/rand/v2"
 	"net/netip"
 	"testing"
 
@@ -226,5 +227,31 @@ func TestPeer_configuredCutoffsBeforeCUTOFFS(t *testing.T) {
 	e, _ = newCountingEndpoint(t, &now, nil)
 	if p := e.peerFor(wire.MapIPv4([4]byte{10, 0, 0, 9})); p == nil || p.cutoffs != sched.PeerDefaultCutoffs() {
 		t.Fatalf("without PeerCutoffs: %v", p)
+	}
+}
+
+// The index of remembered acks answers as a scan of the ring would,
+// through ids that repeat, collide and wrap the ring many times over.
+func TestPeer_recentlyAckedAgreesWithTheRing(t *testing.T) {
+	var p peer
+	rng := rand.New(rand.NewPCG(3, 4))
+	scan := func(id uint64) bool {
+		for _, a := range p.acked {
+			if a == id && a != 0 {
+				return true
+			}
+		}
+		return false
+	}
+	for i := 0; i < 100_000; i++ {
+		id := uint64(rng.IntN(400)) * 2
+		if rng.IntN(2) == 0 {
+			p.rememberAcked(id)
+		}
+		for _, q := range []uint64{id, id + 2, uint64(rng.IntN(400)) * 2} {
+			if got, want := p.recentlyAcked(q), scan(q); got != want {
+				t.Fatalf("step %d: recentlyAcked(%d) = %v, the ring says %v", i, q, got, want)
+			}
+		}
 	}
 }
