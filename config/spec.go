@@ -66,6 +66,13 @@ type PortSpec struct {
 	// WorkersSocket is the worker control socket of this port's host; for
 	// the first port, "" takes workers.socket.
 	WorkersSocket string `mapstructure:"workers_socket"`
+	// Lcores runs the port as shards, one per lcore: shard i polls on
+	// lcores[i], with its own tx_queues TX queues and its share of the
+	// RX queues and of the RPCs (host.ShardSet). Empty: one host on the
+	// port's entry in the top-level lcores. Shards may share an lcore (its
+	// loop runs them in turn); a shard per lcore spreads the work. Workers
+	// are not served on a port of several shards yet.
+	Lcores []uint `mapstructure:"lcores"`
 	// TxQueues is the number of TX queues for the 8 priorities; 0 takes as
 	// many as the device allows, up to 8.
 	TxQueues    int    `mapstructure:"tx_queues"`
@@ -309,4 +316,16 @@ func (m MempoolSpec) DataRoomFor(mtu int) int {
 		return m.DataRoom
 	}
 	return wire.BufferRoom(mtu)
+}
+
+// PortLcores are the lcores of port i's shards: ports[i].lcores, or its
+// entry in the top-level lcores (one shard; nil when it has none).
+func (s *Spec) PortLcores(i int) []uint {
+	if len(s.Ports[i].Lcores) > 0 {
+		return s.Ports[i].Lcores
+	}
+	if i < len(s.Lcores) {
+		return s.Lcores[i : i+1]
+	}
+	return nil
 }

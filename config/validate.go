@@ -62,7 +62,16 @@ func (s *Spec) Validate() error {
 	if len(s.Ports) == 0 {
 		p.add("ports", "no port is configured; give at least one (device and address)")
 	}
-	if len(s.Lcores) == 0 {
+	own := 0 // ports with lcores of their own
+	for i, ps := range s.Ports {
+		if len(ps.Lcores) > 0 {
+			own++
+		}
+		if len(ps.Lcores) > 1 && s.Workers.Enabled && (ps.WorkersSocket != "" || i == 0 && s.Workers.Socket != "") {
+			p.add(fmt.Sprintf("ports[%d].lcores", i), "%d shards with workers: workers are not served on a port of several shards yet; give it one lcore, or turn workers off", len(ps.Lcores))
+		}
+	}
+	if len(s.Lcores) == 0 && (own < len(s.Ports) || len(s.Ports) == 0) {
 		p.add("lcores", "no polling lcore; give the EAL worker lcores that poll the ports, e.g. [1]")
 	}
 	if len(s.Ports) > 0 && len(s.Lcores) > len(s.Ports) {

@@ -54,6 +54,10 @@ type Options struct {
 	// their loops start: the place to give a host an in-loop application
 	// (host.AddApp).
 	Prepare func([]*host.Host) error
+	// PrepareShards, if not nil, sees every shard of every port (a port
+	// of several lcores, ports[].lcores; the first of each is the host
+	// Prepare sees), after Prepare.
+	PrepareShards func([][]*host.Host) error
 	// SkipEAL: EAL is up already (the caller initialised it).
 	SkipEAL bool
 }
@@ -68,9 +72,10 @@ type Daemon struct {
 	ports        []*dpdk.Port
 	vdevs        []string // vdevs the daemon made (ports[].device with arguments), removed at stop
 	pools        []*dpdk.Mempool
-	hosts        []*host.Host
-	loops        []*lcore.Loop // one per distinct lcore
-	loopOf       []*lcore.Loop // per host: the loop that runs it
+	hosts        []*host.Host   // per port: its host, or its first shard
+	shards       [][]*host.Host // per port: its shards (one: hosts[i])
+	loops        []*lcore.Loop  // one per distinct lcore
+	loopOf       []*lcore.Loop  // per host: the loop that runs it
 	hubs         []*hub.Hub
 	hubOf        []*hub.Hub // per host, or nil
 	housekeeping *lcore.Housekeeping
@@ -284,8 +289,8 @@ func (d *Daemon) LoopOf(i int) *lcore.Loop {
 func distinctLcores(spec *config.Spec) int {
 	seen := map[uint]bool{}
 	for i := range spec.Ports {
-		if i < len(spec.Lcores) {
-			seen[spec.Lcores[i]] = true
+		for _, l := range spec.PortLcores(i) {
+			seen[l] = true
 		}
 	}
 	return max(len(seen), 1)
@@ -355,8 +360,10 @@ func (d *Daemon) StopLoops() error {
 	// that takes no more packets (gone, or no longer polling) would hold
 	// them, and the stop, for good: after stopGrace they are dropped.
 	grace := time.AfterFunc(stopGrace, func() {
-		for _, h := range d.hosts {
-			h.StopSending()
+		for _, hs := range d.shards {
+			for _, h := range hs {
+				h.StopSending()
+			}
 		}
 	})
 	for i, hb := range d.hubs {
@@ -372,8 +379,10 @@ func (d *Daemon) StopLoops() error {
 		}
 	}
 	if len(d.loops) == 0 { // never launched: free what the hosts hold here
-		for _, h := range d.hosts {
-			h.Drain()
+		for _, hs := range d.shards {
+			for _, h := range hs {
+				h.Drain()
+			}
 		}
 	}
 	return first

@@ -28,8 +28,11 @@ import (
 // Homa address) and port (the DPDK port's name).
 type Collector struct {
 	Hosts []*hostpkg.Host
-	Hubs  []*hub.Hub    // per host, nil for none; may be shorter than Hosts
-	Loops []*lcore.Loop // per host (hosts sharing an lcore share its loop); may be shorter than Hosts (nil loop: none)
+	// Shards are each port's shards (Shards[i][0] is Hosts[i]); a port
+	// of several reports their counters summed. nil: one host a port.
+	Shards [][]*hostpkg.Host
+	Hubs   []*hub.Hub    // per host, nil for none; may be shorter than Hosts
+	Loops  []*lcore.Loop // per host (hosts sharing an lcore share its loop); may be shorter than Hosts (nil loop: none)
 
 	mu       sync.Mutex // Readiness and Health's
 	passes   []uint64   // per host: its loop's passes at passesAt (Readiness)
@@ -178,6 +181,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(name, v, append([]string{host, port}, extra...)...)
 		}
 		s := h.Snapshot()
+		if i < len(c.Shards) {
+			for _, o := range c.Shards[i][1:] {
+				os := o.Snapshot()
+				s.Add(&os)
+			}
+		}
 		c.collectEngine(ch, &s.Engine, host, port)
 		for cause, v := range s.RxDrops {
 			hc("homa_drops_total", v, "host", hostpkg.RxDropNames[cause])

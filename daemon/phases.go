@@ -25,12 +25,19 @@ import (
 // validate checks the Spec against what EAL found.
 func (d *Daemon) validate() error {
 	workers := dpdk.WorkerLcores()
-	if len(d.spec.Lcores) < len(d.spec.Ports) {
-		return fmt.Errorf("lcores: %d polling lcores for %d ports; give one per port", len(d.spec.Lcores), len(d.spec.Ports))
-	}
-	for i, l := range d.spec.Lcores[:len(d.spec.Ports)] {
-		if !slices.Contains(workers, l) {
-			return fmt.Errorf("lcores[%d]: lcore %d is not an EAL worker lcore (workers: %v; the main lcore is %d); change -l or lcores", i, l, workers, dpdk.MainLcore())
+	for i := range d.spec.Ports {
+		ls := d.spec.PortLcores(i)
+		if len(ls) == 0 {
+			return fmt.Errorf("lcores: %d polling lcores for %d ports; give one per port (or ports[%d].lcores)", len(d.spec.Lcores), len(d.spec.Ports), i)
+		}
+		key := fmt.Sprintf("lcores[%d]", i)
+		if len(d.spec.Ports[i].Lcores) > 0 {
+			key = fmt.Sprintf("ports[%d].lcores", i)
+		}
+		for _, l := range ls {
+			if !slices.Contains(workers, l) {
+				return fmt.Errorf("%s: lcore %d is not an EAL worker lcore (workers: %v; the main lcore is %d); change -l or lcores", key, l, workers, dpdk.MainLcore())
+			}
 		}
 	}
 	for i, ps := range d.spec.Ports {
@@ -102,6 +109,20 @@ func (d *Daemon) setupPort(i int) error {
 	ps, p := d.spec.Ports[i], d.ports[i]
 	s := host.PortSetup{TxQueues: ps.TxQueues, RxQueues: ps.RxQueues, RxDesc: ps.RxDesc, TxDesc: ps.TxDesc,
 		Pool: d.pools[i], MTU: ps.MTU, MAC: ps.MAC}
+	if n := len(d.spec.PortLcores(i)); n > 1 { // shards: tx_queues each
+		per := ps.TxQueues
+		if per == 0 {
+			info, err := p.Info()
+			if err != nil {
+				return fmt.Errorf("ports[%d] (%s): %w", i, p.Name, err)
+			}
+			per = min(int(info.MaxTxQueues)/n, nicq.NumPriorities)
+		}
+		if per < 1 {
+			return fmt.Errorf("ports[%d].lcores: %d shards on %s, which has too few TX queues for one each", i, n, p.Name)
+		}
+		s.TxQueues = per * n
+	}
 	st, err := host.SetupPort(p, s)
 	if err != nil && clientWithoutServer(d.spec, i, st, err) {
 		// Its server may start after this daemon: the link phase dials
@@ -148,9 +169,10 @@ func (d *Daemon) hostConfigFor(i int, clock func() int64, wallOff int64) (host.C
 	if st.MACInFramesOnly {
 		hwaddr = ps.MAC // the port kept its own (host.StartedPort)
 	}
-	pm, err := nicq.NewMap(st.TxQueues)
+	txq := st.TxQueues / max(len(d.spec.PortLcores(i)), 1) // each shard's
+	pm, err := nicq.NewMap(txq)
 	if ps.PriorityMap != "" {
-		pm, err = nicq.ParseMap(ps.PriorityMap, st.TxQueues)
+		pm, err = nicq.ParseMap(ps.PriorityMap, txq)
 	}
 	if err != nil {
 		return host.Config{}, fmt.Errorf("ports[%d].priority_map: %w", i, err)
@@ -266,12 +288,12 @@ func (d *Daemon) launch() error {
 		if err != nil {
 			return err
 		}
-		h, err := host.New(hc)
+		shards, err := d.newShards(i, hc)
 		if err != nil {
 			return err
 		}
-		h.PublishSnapshots() // before the loops start: they publish into them
-		d.hosts = append(d.hosts, h)
+		d.hosts = append(d.hosts, shards[0])
+		d.shards = append(d.shards, shards)
 	}
 	if err := d.openWorkers(); err != nil {
 		return err
@@ -281,13 +303,18 @@ func (d *Daemon) launch() error {
 			return err
 		}
 	}
+	if d.opts.PrepareShards != nil {
+		if err := d.opts.PrepareShards(d.shards); err != nil {
+			return err
+		}
+	}
 	if err := d.launchLoops(idle); err != nil {
 		return err
 	}
 	// The process's other threads stay off the loops' CPUs.
 	d.housekeeping = lcore.StartHousekeeping(d.loops, time.Second)
 	if addr := d.spec.Metrics.Address; addr != "" {
-		col := &Collector{Hosts: d.hosts, Hubs: d.hubOf, Loops: d.loopOf}
+		col := &Collector{Hosts: d.hosts, Shards: d.shards, Hubs: d.hubOf, Loops: d.loopOf}
 		srv, err := ServeMetrics(addr, col, col.Health, col.Readiness)
 		if err != nil {
 			return err
@@ -304,20 +331,27 @@ func (d *Daemon) launch() error {
 func (d *Daemon) launchLoops(idle lcore.Idle) error {
 	d.loopOf = make([]*lcore.Loop, len(d.hosts))
 	var order []uint
-	groups := map[uint][]int{}
-	for i := range d.hosts {
-		l := d.spec.Lcores[i]
-		if _, ok := groups[l]; !ok {
-			order = append(order, l)
+	type shard struct{ port, index int }
+	groups := map[uint][]shard{}
+	for i, hs := range d.shards {
+		for s, l := range d.spec.PortLcores(i)[:len(hs)] {
+			if _, ok := groups[l]; !ok {
+				order = append(order, l)
+			}
+			groups[l] = append(groups[l], shard{i, s})
 		}
-		groups[l] = append(groups[l], i)
 	}
 	for _, l := range order {
 		hosts := make([]*host.Host, 0, len(groups[l]))
 		names := make([]string, 0, len(groups[l]))
-		for _, i := range groups[l] {
-			hosts = append(hosts, d.hosts[i])
-			names = append(names, d.hosts[i].Addr().String())
+		for _, sh := range groups[l] {
+			h := d.shards[sh.port][sh.index]
+			hosts = append(hosts, h)
+			name := h.Addr().String()
+			if len(d.shards[sh.port]) > 1 {
+				name += fmt.Sprintf(" shard %d", sh.index)
+			}
+			names = append(names, name)
 		}
 		// One crossing into C per host pass: each pass sends what the
 		// loop's previous host prepared and receives its own burst.
@@ -334,8 +368,10 @@ func (d *Daemon) launchLoops(idle lcore.Idle) error {
 			return fmt.Errorf("lcores: lcore %d: %w", l, err)
 		}
 		d.loops = append(d.loops, loop)
-		for _, i := range groups[l] {
-			d.loopOf[i] = loop
+		for _, sh := range groups[l] {
+			if sh.index == 0 {
+				d.loopOf[sh.port] = loop
+			}
 		}
 		d.Log.Info().Strs("hosts", names).Uint("lcore", l).Msg("polling loop launched")
 	}
@@ -406,4 +442,35 @@ func (d *Daemon) openWorkers() error {
 		d.Log.Info().Str("host", h.Addr().String()).Str("socket", hc.Path).Msg("worker control socket open")
 	}
 	return nil
+}
+
+// newShards builds port i's hosts from hc: one, or a shard per lcore of
+// ports[i].lcores, each on its own TX queues and its share of the RX
+// queues (queue q to shard q mod n; a shard without one takes its frames
+// from the others, host.ShardSet).
+func (d *Daemon) newShards(i int, hc host.Config) ([]*host.Host, error) {
+	n := len(d.spec.PortLcores(i))
+	var set *host.ShardSet
+	if n > 1 {
+		set = host.NewShardSet(n)
+	}
+	var hosts []*host.Host
+	for s := range max(n, 1) {
+		c := hc
+		if set != nil {
+			c.Shards, c.ShardIndex = set, s
+			c.TxQueueBase = uint16(s * hc.PrioMap.Queues())
+			c.RxQueues = []uint16{}
+			for q := s; q < max(d.started[i].RxQueues, 1); q += n {
+				c.RxQueues = append(c.RxQueues, uint16(q))
+			}
+		}
+		h, err := host.New(c)
+		if err != nil {
+			return nil, err
+		}
+		h.PublishSnapshots() // before the loops start: they publish into them
+		hosts = append(hosts, h)
+	}
+	return hosts, nil
 }
