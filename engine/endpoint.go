@@ -104,8 +104,11 @@ type Endpoint struct {
 	rxBytes, rxBytesLast int64
 	nextTick             int64 // ns: when the next tick is due
 
-	ports          map[uint16]*Port // bound server ports and open client ports
-	nextClientPort uint16           // next client port to try (≥ 0x8000)
+	ports map[uint16]*Port // bound server ports and open client ports
+	// srvPort is the port serverPort last found in ports, asked again
+	// for every new request (see serverPort).
+	srvPort        *Port
+	nextClientPort uint16 // next client port to try (≥ 0x8000)
 	// peers4 and peers6 hold the peers by address, IPv4 ones by their 4
 	// bytes (a lookup per packet: hashing 16 bytes for them cost an IPv4
 	// exchange a tenth of its time), IPv6 ones by 16 (peerAt).

@@ -125,7 +125,7 @@ func (e *Endpoint) handleData(f *wire.Frame) {
 // spoofed sources).
 func (e *Endpoint) newServerRPC(f *wire.Frame, p *peer) *rpc {
 	c := f.Homa
-	port := e.ports[c.DstPort()]
+	port := e.serverPort(c.DstPort())
 	if port == nil || !port.server {
 		e.m.drop(DropNoPort)
 		e.sendPortUnreachable(f, p)
@@ -160,6 +160,23 @@ func (e *Endpoint) newServerRPC(f *wire.Frame, p *peer) *rpc {
 	r.lastData = e.ticks
 	e.pushRequest(r)
 	return r
+}
+
+// serverPort returns ports[num], the port a new request names, from
+// srvPort when it is that port: a port leaves ports only by Shut, which
+// marks it closed first, and a number in use is not bound again, so an
+// open port numbered num that ports held is still ports[num]. (Looking
+// up a uint16 key, which Go's maps hash by the generic routine, was a
+// thirtieth of a small RPC's cost.)
+func (e *Endpoint) serverPort(num uint16) *Port {
+	if p := e.srvPort; p != nil && p.num == num && !p.closed {
+		return p
+	}
+	p := e.ports[num]
+	if p != nil {
+		e.srvPort = p
+	}
+	return p
 }
 
 // The incoming requests — server RPCs receiving their request — are

@@ -138,3 +138,43 @@ func TestHandleResend_closedPortAnsweredPortUnreachable(t *testing.T) {
 		}
 	}
 }
+
+// A request after its port was closed and its number bound again goes to
+// the new port, and one after the number was freed finds no port: the
+// port the last request found is not kept past its Close.
+func TestPort_requestsFindThePortBoundNow(t *testing.T) {
+	n := newTestNet(t)
+	c := n.addHost("c", 1, nil)
+	s := n.addHost("s", 2, nil)
+	srv, cli := serverAndClient(t, s, c, 99)
+	dst := Addr{IP: netip.AddrFrom4(s.ip), Port: 99}
+	if _, err := cli.Send(dst, msg(100, 1)); err != nil {
+		t.Fatal(err)
+	}
+	n.flush()
+	receive(t, srv)
+	srv.Close()
+	again, err := s.e.Bind(99)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Send(dst, msg(100, 2)); err != nil {
+		t.Fatal(err)
+	}
+	n.flush()
+	if m := receive(t, again); m.Data[0] != msg(100, 2)[0] {
+		t.Fatalf("the new port got %d bytes, not the second request", len(m.Data))
+	}
+	if _, ok := srv.Receive(); ok {
+		t.Fatal("the closed port got a request")
+	}
+	again.Close()
+	dropped := s.e.Metrics().Drops[DropNoPort]
+	if _, err := cli.Send(dst, msg(100, 3)); err != nil {
+		t.Fatal(err)
+	}
+	n.flush()
+	if got := s.e.Metrics().Drops[DropNoPort]; got != dropped+1 {
+		t.Fatalf("DropNoPort %d after a request to a freed port, want %d", got, dropped+1)
+	}
+}
