@@ -428,3 +428,7 @@ func (d *Daemon) StopPorts() error {
 	}
 	return first
 }
+
+// Shards are every port's shards, in the Spec's order (one each for a
+// port without ports[].lcores: Hosts()[i]).
+func (d *Daemon) Shards() [][]*host.Host { return d.shards }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -18,6 +19,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/homa-dpdk/homa-dpdk/config"
 	"github.com/homa-dpdk/homa-dpdk/daemon"
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/engine"
 	"github.com/homa-dpdk/homa-dpdk/host"
 	"github.com/rs/zerolog"
@@ -37,7 +39,12 @@ type Config struct {
 	// Drop is the fraction of received packets each host drops
 	// (faults.drop), so that RESENDs show in the figures and a capture.
 	Drop float64
-	Out  io.Writer
+	// Shards runs each host as this many shards (ports[].lcores), shard s
+	// of both on the s-th EAL worker lcore (shared when there are fewer),
+	// each client shard keeping its share of Concurrency outstanding (0 or
+	// 1: one loop on lcore 1 runs both hosts).
+	Shards int
+	Out    io.Writer
 }
 
 // Validate checks c, naming the flag of each bad field.
@@ -53,6 +60,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--capture-snaplen %d: want 64..65535", c.CaptureSnaplen)
 	case c.Drop < 0 || c.Drop >= 1:
 		return fmt.Errorf("--drop %v: want a fraction in [0, 1)", c.Drop)
+	case c.Shards < 0 || c.Shards > 16:
+		return fmt.Errorf("--lcores %d: want 1..16", c.Shards)
 	}
 	return nil
 }
@@ -141,6 +150,9 @@ var DefaultYAML string
 // ringName names the demo's ring ports, as DefaultYAML's devices do.
 const ringName = "demo" // rte_eth_from_rings names its ports net_ring_demo0 and net_ring_demo1
 
+// runSeq numbers the demos a process runs (Run).
+var runSeq atomic.Int64
+
 // Run runs the demo: EAL must be up, with lcore 1 a worker lcore. The
 // two hosts start through the daemon's phases (daemon.Start with
 // DefaultYAML) on ring ports the demo makes first.
@@ -157,69 +169,131 @@ func Run(cfg Config) error {
 	if cfg.CaptureSnaplen > 0 {
 		spec.Capture.Snaplen = cfg.CaptureSnaplen
 	}
-	ports, rings, err := host.NewRingPorts(ringName, spec.Ports[0].TxQueues)
-	defer host.CloseRingPorts(ports, rings)
+	n := max(cfg.Shards, 1)
+	if n > 1 { // shard s of both hosts on the s-th worker lcore (shared when there are fewer)
+		workers := dpdk.WorkerLcores()
+		if len(workers) == 0 {
+			return fmt.Errorf("demo: no EAL worker lcore for its loops")
+		}
+		var ls []uint
+		for s := range n {
+			ls = append(ls, workers[s%len(workers)])
+		}
+		for i := range spec.Ports {
+			spec.Ports[i].Lcores = ls
+		}
+	}
+	// A ring per shard and direction: shard s's packets reach shard s's
+	// RX queue, as a NIC's flow rules would steer them.
+	// The process's first demo has DefaultYAML's ports; a later one (the
+	// tests run several) names its own: ethdev keeps a closed port's name.
+	name := ringName
+	if k := runSeq.Add(1); k > 1 {
+		name = fmt.Sprintf("%s%dr", ringName, k)
+		for i := range spec.Ports {
+			spec.Ports[i].Device = fmt.Sprintf("net_ring_%s%d", name, i)
+		}
+	}
+	ports, rings, err := host.NewShardRingPorts(name, spec.Ports[0].TxQueues, n)
+	defer host.CloseShardRingPorts(ports, rings)
 	if err != nil {
 		return err
 	}
-	var d *demoClient
+	for i := range spec.Ports {
+		spec.Ports[i].RxQueues = n
+	}
+	var clients []*demoClient
 	var start time.Time
-	prepare := func(hosts []*host.Host) error {
-		client, server := hosts[0], hosts[1]
-		srv, err := server.Endpoint().Bind(99)
-		if err != nil {
-			return err
-		}
-		// Requests arrive in buffers of the server's pool and are echoed
-		// from them; the engine gives each back when its response is
-		// acknowledged.
-		srvBufs := bufPool{}
-		var reqs []engine.Message
-		sh := srvBufs.hooks(func(m engine.Message) { reqs = append(reqs, m) })
-		sh.OutDone = func(_ uint64, _ engine.Addr, resp []byte) { srvBufs.put(resp) }
-		srv.SetHooks(sh)
-		server.AddApp(host.AppFunc(func(int64) {
-			for _, m := range reqs {
-				if srv.Reply(m, m.Data) != nil {
-					srvBufs.put(m.Data)
-				}
+	prepare := func(shards [][]*host.Host) error {
+		for s := range n {
+			if err := serveEcho(shards[1][s]); err != nil {
+				return err
 			}
-			clear(reqs)
-			reqs = reqs[:0]
-		}))
-		cl, err := client.Endpoint().OpenClient()
-		if err != nil {
-			return err
 		}
 		start = time.Now()
-		d = newDemoClient(cfg, client, cl, engine.Addr{IP: netip.AddrFrom4(server.IP()), Port: 99}, client.Clock()+cfg.Duration.Nanoseconds())
-		cl.SetHooks(d.bufs.hooks(func(m engine.Message) { d.results = append(d.results, m) }))
-		client.AddApp(host.AppFunc(d.run))
+		dst := engine.Addr{IP: netip.AddrFrom4(shards[1][0].IP()), Port: 99}
+		for s := range n {
+			client := shards[0][s]
+			cl, err := client.Endpoint().OpenClient()
+			if err != nil {
+				return err
+			}
+			c := cfg
+			c.Concurrency = max(1, (cfg.Concurrency+n-1-s)/n) // this shard's share
+			d := newDemoClient(c, client, cl, dst, client.Clock()+cfg.Duration.Nanoseconds())
+			cl.SetHooks(d.bufs.hooks(func(m engine.Message) { d.results = append(d.results, m) }))
+			client.AddApp(host.AppFunc(d.run))
+			clients = append(clients, d)
+		}
 		return nil
 	}
-	dm, err := daemon.Start(spec, demoLog(), daemon.Options{Prepare: prepare, SkipEAL: true})
+	dm, err := daemon.Start(spec, demoLog(), daemon.Options{PrepareShards: prepare, SkipEAL: true})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(cfg.Out, "demo: Homa hosts 10.0.0.1 (client) and 10.0.0.2 (echo server) on a net_ring pair, %d TX queues each, one polling loop on lcore 1; %d RPCs outstanding, sizes %v, %v\n",
-		spec.Ports[0].TxQueues, cfg.Concurrency, cfg.Sizes, cfg.Duration)
+	loops := "one polling loop on lcore 1"
+	if n > 1 {
+		loops = fmt.Sprintf("%d shards each, shard s of both on lcore %v[s]", n, spec.Ports[0].Lcores)
+	}
+	fmt.Fprintf(cfg.Out, "demo: Homa hosts 10.0.0.1 (client) and 10.0.0.2 (echo server) on a net_ring pair, %d TX queues each, %s; %d RPCs outstanding, sizes %v, %v\n",
+		spec.Ports[0].TxQueues, loops, cfg.Concurrency, cfg.Sizes, cfg.Duration)
 	deadline := time.Now().Add(cfg.Duration + 30*time.Second)
-	for time.Now().Before(deadline) && !d.doneOrFailed() {
+	for time.Now().Before(deadline) && !allDoneOrFailed(clients) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	elapsed := time.Since(start)
 	if err := dm.Stop(); err != nil {
 		return err
 	}
-	if d.failed != nil {
-		hosts := dm.Hosts()
-		return fmt.Errorf("demo: %w\n  %s\n  %s", d.failed, hosts[0].Summary(), hosts[1].Summary())
+	for _, d := range clients {
+		if d.failed != nil {
+			hosts := dm.Hosts()
+			return fmt.Errorf("demo: %w\n  %s\n  %s", d.failed, hosts[0].Summary(), hosts[1].Summary())
+		}
+		if !d.done {
+			return fmt.Errorf("demo: %d RPCs still outstanding %v after the end", len(d.started), 30*time.Second)
+		}
 	}
-	if !d.done {
-		return fmt.Errorf("demo: %d RPCs still outstanding %v after the end", len(d.started), 30*time.Second)
+	loopCount := 1
+	if n > 1 {
+		loopCount = len(slices.Compact(slices.Sorted(slices.Values(spec.Ports[0].Lcores))))
 	}
-	d.report(elapsed, dm.Hosts())
+	report(cfg, clients, elapsed, dm.Shards(), loopCount)
 	return nil
+}
+
+// serveEcho makes server an echo server on port 99: requests arrive in
+// buffers of its pool and are echoed from them; the engine gives each
+// back when its response is acknowledged.
+func serveEcho(server *host.Host) error {
+	srv, err := server.Endpoint().Bind(99)
+	if err != nil {
+		return err
+	}
+	srvBufs := bufPool{}
+	var reqs []engine.Message
+	sh := srvBufs.hooks(func(m engine.Message) { reqs = append(reqs, m) })
+	sh.OutDone = func(_ uint64, _ engine.Addr, resp []byte) { srvBufs.put(resp) }
+	srv.SetHooks(sh)
+	server.AddApp(host.AppFunc(func(int64) {
+		for _, m := range reqs {
+			if srv.Reply(m, m.Data) != nil {
+				srvBufs.put(m.Data)
+			}
+		}
+		clear(reqs)
+		reqs = reqs[:0]
+	}))
+	return nil
+}
+
+func allDoneOrFailed(clients []*demoClient) bool {
+	for _, d := range clients {
+		if !d.doneOrFailed() {
+			return false
+		}
+	}
+	return len(clients) > 0
 }
 
 // demoLog is the daemon's log in the demo: warnings and errors, to
@@ -243,35 +317,48 @@ func newDemoClient(cfg Config, h *host.Host, port *engine.Port, dst engine.Addr,
 
 func (d *demoClient) doneOrFailed() bool { return d.finished.Load() }
 
-func (d *demoClient) report(elapsed time.Duration, hosts []*host.Host) {
-	w := d.cfg.Out
+// report prints the clients' round trips, merged, and the hosts'
+// counters: every shard's, summed.
+func report(cfg Config, clients []*demoClient, elapsed time.Duration, shards [][]*host.Host, loops int) {
+	w := cfg.Out
 	fmt.Fprintf(w, "\n%10s %8s %10s %10s %10s %10s\n", "size (B)", "RPCs", "P50 µs", "P99 µs", "P99.9 µs", "max µs")
-	total := int64(0)
-	for i, h := range d.hist {
+	total, bytes := int64(0), int64(0)
+	for i := range cfg.Sizes {
+		h := hdrhistogram.New(1, 60_000_000, 3)
+		for _, d := range clients {
+			h.Merge(d.hist[i])
+		}
 		total += h.TotalCount()
-		fmt.Fprintf(w, "%10d %8d %10d %10d %10d %10d\n", d.cfg.Sizes[i], h.TotalCount(),
+		fmt.Fprintf(w, "%10d %8d %10d %10d %10d %10d\n", cfg.Sizes[i], h.TotalCount(),
 			h.ValueAtQuantile(50), h.ValueAtQuantile(99), h.ValueAtQuantile(99.9), h.Max())
+	}
+	for _, d := range clients {
+		bytes += d.bytes
 	}
 	secs := elapsed.Seconds()
 	fmt.Fprintf(w, "\n%d RPCs in %.1f s: %.0f RPCs/s, %.2f Gbps of messages (requests + responses)\n",
-		total, secs, float64(total)/secs, float64(d.bytes)*8/secs/1e9)
-	m := d.h.Endpoint().Metrics()
-	var parts []string
-	m.Each(func(name string, v uint64) {
-		switch name {
-		case "packets_sent_DATA", "packets_sent_GRANT", "packets_sent_ACK", "packets_sent_NEED_ACK", "resent_packets", "rpc_timeouts":
-			parts = append(parts, fmt.Sprintf("%s=%d", name, v))
-		}
-	})
-	fmt.Fprintf(w, "client counters: %s\n", strings.Join(parts, " "))
-	// One loop runs both hosts, busy: its core's time per packet event
-	// (a packet sent or received by either host, control packets too).
-	events := uint64(0)
-	for _, h := range hosts {
-		events += packetEvents(h.Endpoint().Metrics())
+		total, secs, float64(total)/secs, float64(bytes)*8/secs/1e9)
+	sums := map[string]uint64{}
+	for _, c := range shards[0] {
+		m := c.Endpoint().Metrics()
+		m.Each(func(name string, v uint64) { sums[name] += v })
 	}
-	fmt.Fprintf(w, "packet events: %d (sent or received, both hosts): %.0f ns each on the loop's core\n",
-		events, float64(elapsed.Nanoseconds())/float64(max(events, 1)))
+	var parts []string
+	for _, name := range []string{"packets_sent_DATA", "packets_sent_GRANT", "packets_sent_NEED_ACK", "packets_sent_ACK", "resent_packets", "rpc_timeouts"} {
+		parts = append(parts, fmt.Sprintf("%s=%d", name, sums[name]))
+	}
+	fmt.Fprintf(w, "client counters: %s\n", strings.Join(parts, " "))
+	// The loops run the shards of both hosts (one loop: both hosts),
+	// busy: a loop's core's time per packet event (a packet sent or
+	// received by either host, control packets too).
+	events := uint64(0)
+	for _, hs := range shards {
+		for _, h := range hs {
+			events += packetEvents(h.Endpoint().Metrics())
+		}
+	}
+	fmt.Fprintf(w, "packet events: %d (sent or received, both hosts, %d loops): %.0f ns each on a loop's core\n",
+		events, loops, float64(elapsed.Nanoseconds())*float64(loops)/float64(max(events, 1)))
 }
 
 // packetEvents is every packet an endpoint sent or received.

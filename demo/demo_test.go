@@ -54,6 +54,25 @@ func TestRunDemo_homaHostsExchangeRPCs(t *testing.T) {
 	checkDissector(t, capture)
 }
 
+// The demo with each host as two shards (demo --lcores 2): its RPCs
+// complete with 5 % of the packets dropped, and the report counts both
+// shards' packets.
+func TestRunDemo_twoShardsAHost(t *testing.T) {
+	dpdktest.Need(t)
+	var out strings.Builder
+	err := Run(Config{Duration: time.Second, Sizes: []int{100, 10_000, 100_000}, Concurrency: 4, Out: &out,
+		Drop: 0.05, Shards: 2})
+	t.Log("\n" + out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"2 shards each", "RPCs/s", "packet events: "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
 func TestWorkersConfig_validate(t *testing.T) {
 	for _, c := range []struct {
 		cfg  WorkersConfig

@@ -167,6 +167,47 @@ func NewRingPorts(name string, txQueues int) ([2]*dpdk.Port, [2]*dpdk.Ring, erro
 	return ports, rings, nil
 }
 
+// NewShardRingPorts is NewRingPorts for two ports of shards shards: a
+// ring per shard and direction, the txPerShard TX queues of shard s of
+// one port feeding RX queue s of the other, as a NIC that steers each
+// shard's packets to its queue would; hosts sharded alike then never hand
+// a frame over. The ports still need SetupPort (shards RX queues).
+func NewShardRingPorts(name string, txPerShard, shards int) ([2]*dpdk.Port, [][]*dpdk.Ring, error) {
+	var ports [2]*dpdk.Port
+	rings := make([][]*dpdk.Ring, 2)
+	for d := range 2 {
+		for s := range shards {
+			r, err := dpdk.NewRing(fmt.Sprintf("%s%d%d", name, d, s), 4096, dpdk.SocketIDAny, 0)
+			if err != nil {
+				return ports, rings, err
+			}
+			rings[d] = append(rings[d], r)
+		}
+	}
+	for i := range 2 {
+		var tx []*dpdk.Ring
+		for q := range shards * txPerShard {
+			tx = append(tx, rings[i][q/txPerShard])
+		}
+		p, err := dpdk.PortFromRings(fmt.Sprintf("%s%d", name, i), rings[1-i], tx, dpdk.SocketIDAny)
+		if err != nil {
+			return ports, rings, err
+		}
+		ports[i] = p
+	}
+	return ports, rings, nil
+}
+
+// CloseShardRingPorts is CloseRingPorts for NewShardRingPorts's ports.
+func CloseShardRingPorts(ports [2]*dpdk.Port, rings [][]*dpdk.Ring) {
+	CloseRingPorts(ports, [2]*dpdk.Ring{})
+	for _, rs := range rings {
+		for _, r := range rs {
+			r.Free()
+		}
+	}
+}
+
 // makeHosts builds the two hosts on the ports.
 func (rp *Pair) makeHosts(c PairConfig) error {
 	pm, err := nicq.NewMap(c.TxQueues)

@@ -31,32 +31,12 @@ func shardRingPair(tb testing.TB, n int) (client, server []*Host) {
 	for s := range n {
 		pools = append(pools, dpdktest.Pool(tb, fmt.Sprintf("%sp%d", name, s), 8192, wire.BufferRoom(1500)))
 	}
-	var rings [2][]*dpdk.Ring
-	var ports [2]*dpdk.Port
-	tb.Cleanup(func() {
-		bufs := make([]*dpdk.Mbuf, 64)
-		for _, p := range ports {
-			if p != nil {
-				emptyPort(p, bufs)
-				p.Close()
-			}
-		}
-		for _, rs := range rings {
-			for _, r := range rs {
-				r.Free()
-			}
-		}
-	})
-	for d := range 2 {
-		for s := range n {
-			r, err := dpdk.NewRing(fmt.Sprintf("%s%d%d", name, d, s), 4096, dpdk.SocketIDAny, 0)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			rings[d] = append(rings[d], r)
-		}
-	}
 	const perShard = 8
+	ports, rings, err := NewShardRingPorts(name, perShard, n)
+	tb.Cleanup(func() { CloseShardRingPorts(ports, rings) })
+	if err != nil {
+		tb.Fatal(err)
+	}
 	pm, err := nicq.NewMap(perShard)
 	if err != nil {
 		tb.Fatal(err)
@@ -65,15 +45,7 @@ func shardRingPair(tb testing.TB, n int) (client, server []*Host) {
 	var hosts [2][]*Host
 	macs := [2]wire.MAC{{2, 0, 10, 0, 0, 1}, {2, 0, 10, 0, 0, 2}}
 	for i := range 2 {
-		var tx []*dpdk.Ring
-		for q := range n * perShard {
-			tx = append(tx, rings[i][q/perShard])
-		}
-		p, err := dpdk.PortFromRings(fmt.Sprintf("%s%d", name, i), rings[1-i], tx, dpdk.SocketIDAny)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		ports[i] = p
+		p := ports[i]
 		st, err := SetupPort(p, PortSetup{TxQueues: n * perShard, RxQueues: n, Pool: pools[0]})
 		if err != nil {
 			tb.Fatal(err)

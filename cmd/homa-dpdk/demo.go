@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -65,7 +67,11 @@ loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
 				return err
 			}
 			mem := dpdk.ProbeMemory()
-			if _, err := dpdk.Init(ealArgs(cmd, args, "0,1", mem)); err != nil {
+			eal := ealArgs(cmd, args, "0,1", mem)
+			if ealGiven(cmd, args) == nil && cfg.Shards > 1 {
+				eal = shardLcores(eal, cfg.Shards)
+			}
+			if _, err := dpdk.Init(eal); err != nil {
 				return err
 			}
 			defer dpdk.Cleanup()
@@ -84,6 +90,7 @@ loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
 	f.IntVar(&cfg.CaptureSnaplen, "capture-snaplen", 128, "bytes kept of each captured packet (128: every header; 65535: whole frames); a capture file stops at 1 GiB")
 	f.Float64Var(&cfg.Drop, "drop", 0, "drop this fraction of the packets each host receives (fault injection: RESENDs recover them)")
 	f.BoolVar(&pmd, "pmd", false, "run the forwarding benchmark instead")
+	f.IntVar(&cfg.Shards, "lcores", 1, "run each host as this many shards, shard s of both hosts on lcore s+1 (ports[].lcores); lcores past the CPUs share them")
 	f.StringVar(&workers, "workers", "", "serve shared-memory workers on sockets in this directory until interrupted, instead of the demo's RPCs")
 	f.StringVar(&link, "link", "", "with --workers: what joins the two hosts, memif (the default: a net_memif pair, each byte copied into and out of its rings) or ring (a net_ring pair: the mbufs change hands, no copy); more than two hosts are always joined by a ring switch")
 	f.IntVar(&mtu, "mtu", 1500, "with --workers: both ports' IP MTU, up to 9000 (jumbo frames, on either link; memif's buffers are sized for it)")
@@ -102,4 +109,19 @@ func parseSizes(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// shardLcores makes eal's lcores (-l) the main lcore 0 and worker lcores
+// 1..n, each on a CPU of its own while there are CPUs, then sharing them
+// (EAL's --lcores lcore@cpu).
+func shardLcores(eal []string, n int) []string {
+	var m []string
+	for l := range n + 1 {
+		m = append(m, fmt.Sprintf("%d@%d", l, l%runtime.NumCPU()))
+	}
+	out := slices.Clone(eal)
+	if i := slices.Index(out, "-l"); i >= 0 && i+1 < len(out) {
+		out[i], out[i+1] = "--lcores", strings.Join(m, ",")
+	}
+	return out
 }
