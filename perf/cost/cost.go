@@ -56,6 +56,9 @@ type Result struct {
 	Engine []enginebench.Result `json:"engine"`
 	Demo   []DemoRun            `json:"demo_pair"`
 	Shards []ShardRun           `json:"engine_shards"`
+	// DemoLcores are the demo pair's small RPCs with each host on 1 and on
+	// 2 lcores (demo --lcores), the median of rounds taking turns.
+	DemoLcores []DemoRun `json:"demo_pair_lcores"`
 }
 
 // ShardRun is the engine benchmark on a client and a server host sharded
@@ -75,6 +78,10 @@ var ShardCases = []enginebench.Case{enginebench.SmallRPC, enginebench.Stream1MB}
 
 // ShardGoal is the least 2 shards on 2 CPUs may give over 1 (issue 33).
 const ShardGoal = 1.8
+
+// DemoLcoresGoal is the least the demo pair's small RPCs/s on 2 lcores a
+// host may be over 1 lcore (issue 33).
+const DemoLcoresGoal = 1.6
 
 // shardRounds are the rounds of 1 and 2 shards, taking turns.
 func shardRounds(smoke bool) int {
@@ -127,6 +134,12 @@ func Measure(cfg Config, prog *perf.Progress) (*Result, error) {
 		}
 		res.Shards = append(res.Shards, runs...)
 	}
+	prog.Step("demo pair small on 1 and 2 lcores")
+	lc, err := demoLcores(cfg, shardRounds(cfg.EngineTime < time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("demo pair on lcores: %w", err)
+	}
+	res.DemoLcores = lc
 	for _, c := range demoCases {
 		prog.Step("demo pair " + c.name)
 		args := []string{"demo", "--sizes", c.sizes, "--concurrency", c.conc, "--seconds", strconv.FormatFloat(cfg.DemoSeconds, 'f', -1, 64)}
@@ -141,7 +154,46 @@ func Measure(cfg Config, prog *perf.Progress) (*Result, error) {
 }
 
 // Steps is the scenario's progress steps.
-func Steps() int { return len(enginebench.Cases) + len(ShardCases) + len(demoCases) }
+func Steps() int { return len(enginebench.Cases) + len(ShardCases) + 1 + len(demoCases) }
+
+// demoLcores runs the demo pair's small RPCs with each host on 1 and on
+// 2 lcores, taking turns, rounds times each, and returns the median run
+// of each (Name "small/1lcore", "small/2lcores").
+func demoLcores(cfg Config, rounds int) ([]DemoRun, error) {
+	runs := map[int][]DemoRun{}
+	for r := range rounds {
+		for _, n := range []int{1, 2} {
+			args := []string{"demo", "--sizes", "100", "--concurrency", "64", "--lcores", strconv.Itoa(n),
+				"--seconds", strconv.FormatFloat(cfg.DemoSeconds, 'f', -1, 64)}
+			run, err := runDemo(cfg.Self, filepath.Join(cfg.OutDir, fmt.Sprintf("cost-demo-lcores%d-%d.log", n, r)), args)
+			if err != nil {
+				return nil, err
+			}
+			runs[n] = append(runs[n], run)
+		}
+	}
+	var out []DemoRun
+	for _, n := range []int{1, 2} {
+		rs := runs[n]
+		slices.SortFunc(rs, func(a, b DemoRun) int { return cmp.Compare(a.RPCsPerSec, b.RPCsPerSec) })
+		m := rs[len(rs)/2]
+		m.Name = fmt.Sprintf("small/%dlcore", n)
+		if n > 1 {
+			m.Name += "s"
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// LcoresRatio is the demo pair's small RPCs/s on 2 lcores a host over 1;
+// ok is false without both.
+func (r *Result) LcoresRatio() (float64, bool) {
+	if len(r.DemoLcores) != 2 || r.DemoLcores[0].RPCsPerSec == 0 {
+		return 0, false
+	}
+	return r.DemoLcores[1].RPCsPerSec / r.DemoLcores[0].RPCsPerSec, true
+}
 
 // measureShards runs c on 1 and 2 shards a host, taking turns, rounds
 // times each for about d, and returns the median round of each.
@@ -243,7 +295,7 @@ func (r *Result) Section() perf.Section {
 			fmt.Sprintf("%.2f", e.AllocsPerRPC)})
 	}
 	dt := perf.Table{Header: []string{"demo pair", "RPCs/s", "Gbps", "ns/packet event", "packet events"}}
-	for _, d := range r.Demo {
+	for _, d := range append(slices.Clone(r.Demo), r.DemoLcores...) {
 		dt.Rows = append(dt.Rows, []string{d.Name, fmt.Sprintf("%.0f", d.RPCsPerSec), fmt.Sprintf("%.2f", d.Gbps),
 			fmt.Sprintf("%.0f", d.NsPerPkt), fmt.Sprint(d.PacketEvent)})
 	}
@@ -300,6 +352,15 @@ func Goals(r *Result) []perf.Goal {
 		}
 	}
 	gs = append(gs, eng, demo1, demoS, rate)
+	lg := perf.Goal{Goal: "demo pair on 2 lcores a host over 1, small RPCs/s", Source: "cost demo pair small/2lcores over small/1lcore",
+		Absent: "the cost scenario did not measure it"}
+	if r != nil {
+		if x, ok := r.LcoresRatio(); ok {
+			perf.AtLeast(&lg, x, DemoLcoresGoal)
+			lg.Absent = ""
+		}
+	}
+	gs = append(gs, lg)
 	// Shards: 2 on 2 CPUs over 1, the engine alone.
 	for _, c := range ShardCases {
 		what := "small RPCs/s"

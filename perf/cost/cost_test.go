@@ -53,3 +53,13 @@ func TestGoals_engineOnShards(t *testing.T) {
 		t.Errorf("section tables %+v", sec.Tables)
 	}
 }
+
+// The demo pair's lcores row is 2 lcores' small RPCs/s over 1's.
+func TestGoals_demoPairOnLcores(t *testing.T) {
+	r := &Result{DemoLcores: []DemoRun{{Name: "small/1lcore", RPCsPerSec: 1_000_000}, {Name: "small/2lcores", RPCsPerSec: 1_700_000}}}
+	g := perftest.GoalsByName(Goals(r))
+	perftest.CheckGoal(t, g, "demo pair on 2 lcores a host over 1, small RPCs/s", 1.7, true)
+	if x := perftest.GoalsByName(Goals(&Result{}))["demo pair on 2 lcores a host over 1, small RPCs/s"]; x.Absent == "" {
+		t.Errorf("no runs gave a figure: %+v", x)
+	}
+}
