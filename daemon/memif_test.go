@@ -86,6 +86,9 @@ func runMemifDaemon(role, vdev, rpcsArg, lossArg string) error {
 	default: // IPv6 too: the client's RPCs go over it
 		addr6 = fmt.Sprintf("    address6: 2001:db8::%d/64\n", last)
 	}
+	if os.Getenv("HOMA_TEST_SHARDS") == "2" { // the port as two shards on the loop's lcore
+		addr6 += fmt.Sprintf("    lcores: [%d, %d]\n", loopLcore, loopLcore)
+	}
 	yaml := fmt.Sprintf(`lcores: [%d]
 ports:
   - device: %s
@@ -192,7 +195,11 @@ workers:
 			if done, err := finished(); err != nil {
 				return err
 			} else if done && !reported {
-				fmt.Printf("done %s\n", strings.TrimSpace(d.Hosts()[0].Summary()))
+				shards := ""
+				if hs := d.Shards()[0]; len(hs) > 1 {
+					shards = fmt.Sprintf(" shards %d handed %d", len(hs), hs[0].HandOff().Frames+hs[1].HandOff().Frames)
+				}
+				fmt.Printf("done %s%s\n", strings.TrimSpace(d.Hosts()[0].Summary()), shards)
 				reported = true
 			}
 		}
@@ -511,6 +518,21 @@ func stopMemifDaemons(t *testing.T, server, client *memifProc) {
 func TestMemifHosts_thousandRPCsByteExact(t *testing.T) { runMemifPair(t, 1000, 0) }
 
 func TestMemifHosts_thousandRPCsWithLoss(t *testing.T) { runMemifPair(t, 1000, 0.02) }
+
+// Both daemons' ports as two shards (ports[].lcores): memif pairs its
+// queues, so half of what each sends reaches the other shard's RX
+// queues and is handed over; with loss, every RPC still completes byte
+// for byte.
+func TestMemifHosts_thousandRPCsWithLossOnTwoShards(t *testing.T) {
+	t.Setenv("HOMA_TEST_SHARDS", "2")
+	server, client := startMemifDaemons(t, 1000, 0.02, "", "", nil, nil)
+	done := client.expect(t, "done", 240*time.Second)
+	t.Log(done)
+	if !strings.Contains(done, " shards 2 handed ") || strings.Contains(done, " handed 0") {
+		t.Errorf("the client's port was not two shards handing frames over: %s", done)
+	}
+	stopMemifDaemons(t, server, client)
+}
 
 // A memif port whose link never came up is explained: its role, its
 // socket, and what must open it (the shipped example is a memif server
