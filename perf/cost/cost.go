@@ -1,19 +1,16 @@
 package cost
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/perf"
 	"github.com/homa-dpdk/homa-dpdk/perf/enginebench"
+	"github.com/homa-dpdk/homa-dpdk/perf/homapeer"
 )
 
 // The cost scenario: what one core spends per packet event on the data
@@ -54,11 +51,11 @@ func ConfigFor(smoke bool) Config {
 type Result struct {
 	Method string               `json:"method"`
 	Engine []enginebench.Result `json:"engine"`
-	Demo   []DemoRun            `json:"demo_pair"`
+	Demo   []homapeer.DemoRun   `json:"demo_pair"`
 	Shards []ShardRun           `json:"engine_shards"`
 	// DemoLcores are the demo pair's small RPCs with each host on 1 and on
 	// 2 lcores (demo --lcores), the median of rounds taking turns.
-	DemoLcores []DemoRun `json:"demo_pair_lcores"`
+	DemoLcores []homapeer.DemoRun `json:"demo_pair_lcores"`
 }
 
 // ShardRun is the engine benchmark on a client and a server host sharded
@@ -89,16 +86,6 @@ func shardRounds(smoke bool) int {
 		return 1
 	}
 	return 3
-}
-
-// DemoRun is one `demo` run's figures.
-type DemoRun struct {
-	Name        string  `json:"name"`
-	Args        string  `json:"args"`
-	RPCsPerSec  float64 `json:"rpcs_per_sec"`
-	Gbps        float64 `json:"gbps"` // requests + responses
-	NsPerPkt    float64 `json:"ns_per_packet_event"`
-	PacketEvent uint64  `json:"packet_events"`
 }
 
 // Method is how the scenario measures, as its JSON says.
@@ -143,7 +130,7 @@ func Measure(cfg Config, prog *perf.Progress) (*Result, error) {
 	for _, c := range demoCases {
 		prog.Step("demo pair " + c.name)
 		args := []string{"demo", "--sizes", c.sizes, "--concurrency", c.conc, "--seconds", strconv.FormatFloat(cfg.DemoSeconds, 'f', -1, 64)}
-		run, err := runDemo(cfg.Self, filepath.Join(cfg.OutDir, "cost-demo-"+c.name+".log"), args)
+		run, err := homapeer.RunDemo(cfg.Self, filepath.Join(cfg.OutDir, "cost-demo-"+c.name+".log"), args)
 		if err != nil {
 			return nil, fmt.Errorf("demo pair %s: %w", c.name, err)
 		}
@@ -159,23 +146,23 @@ func Steps() int { return len(enginebench.Cases) + len(ShardCases) + 1 + len(dem
 // demoLcores runs the demo pair's small RPCs with each host on 1 and on
 // 2 lcores, taking turns, rounds times each, and returns the median run
 // of each (Name "small/1lcore", "small/2lcores").
-func demoLcores(cfg Config, rounds int) ([]DemoRun, error) {
-	runs := map[int][]DemoRun{}
+func demoLcores(cfg Config, rounds int) ([]homapeer.DemoRun, error) {
+	runs := map[int][]homapeer.DemoRun{}
 	for r := range rounds {
 		for _, n := range []int{1, 2} {
 			args := []string{"demo", "--sizes", "100", "--concurrency", "64", "--lcores", strconv.Itoa(n),
 				"--seconds", strconv.FormatFloat(cfg.DemoSeconds, 'f', -1, 64)}
-			run, err := runDemo(cfg.Self, filepath.Join(cfg.OutDir, fmt.Sprintf("cost-demo-lcores%d-%d.log", n, r)), args)
+			run, err := homapeer.RunDemo(cfg.Self, filepath.Join(cfg.OutDir, fmt.Sprintf("cost-demo-lcores%d-%d.log", n, r)), args)
 			if err != nil {
 				return nil, err
 			}
 			runs[n] = append(runs[n], run)
 		}
 	}
-	var out []DemoRun
+	var out []homapeer.DemoRun
 	for _, n := range []int{1, 2} {
 		rs := runs[n]
-		slices.SortFunc(rs, func(a, b DemoRun) int { return cmp.Compare(a.RPCsPerSec, b.RPCsPerSec) })
+		slices.SortFunc(rs, func(a, b homapeer.DemoRun) int { return cmp.Compare(a.RPCsPerSec, b.RPCsPerSec) })
 		m := rs[len(rs)/2]
 		m.Name = fmt.Sprintf("small/%dlcore", n)
 		if n > 1 {
@@ -241,46 +228,6 @@ func (r *Result) ShardRatio(name string) (ratio float64, ok bool) {
 		return two.Gbps / one.Gbps, true
 	}
 	return two.RPCsPerSec / one.RPCsPerSec, true
-}
-
-var (
-	demoRateRe   = regexp.MustCompile(`RPCs in [0-9.]+ s: ([0-9.]+) RPCs/s, ([0-9.]+) Gbps`)
-	demoEventsRe = regexp.MustCompile(`packet events: ([0-9]+) .*: ([0-9.]+) ns each`)
-)
-
-// runDemo runs self with args, its output to logPath, and reads its
-// figures.
-func runDemo(self, logPath string, args []string) (DemoRun, error) {
-	run := DemoRun{Args: fmt.Sprint(args)}
-	out, err := exec.Command(self, args...).CombinedOutput()
-	if werr := os.WriteFile(logPath, out, 0o644); werr != nil && err == nil {
-		err = werr
-	}
-	if err != nil {
-		return run, fmt.Errorf("%v: %w; its output ends: %s", args, err, perf.Tail(logPath, 5))
-	}
-	return parseDemo(run, out)
-}
-
-// parseDemo reads the demo's rate and packet-event lines.
-func parseDemo(run DemoRun, out []byte) (DemoRun, error) {
-	m, e := demoRateRe.FindSubmatch(out), demoEventsRe.FindSubmatch(out)
-	if m == nil || e == nil {
-		return run, fmt.Errorf("the demo's output has no rate or packet-event line: %q", lastLines(out, 5))
-	}
-	run.RPCsPerSec, _ = strconv.ParseFloat(string(m[1]), 64)
-	run.Gbps, _ = strconv.ParseFloat(string(m[2]), 64)
-	run.PacketEvent, _ = strconv.ParseUint(string(e[1]), 10, 64)
-	run.NsPerPkt, _ = strconv.ParseFloat(string(e[2]), 64)
-	return run, nil
-}
-
-func lastLines(b []byte, n int) string {
-	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return string(bytes.Join(lines, []byte(" | ")))
 }
 
 // Section is the result's part of the perf all report.

@@ -1,32 +1,17 @@
 package cost
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/homa-dpdk/homa-dpdk/perf/enginebench"
+	"github.com/homa-dpdk/homa-dpdk/perf/homapeer"
 	"github.com/homa-dpdk/homa-dpdk/perf/perftest"
 )
-
-func TestParseDemo_readsRateAndPacketEvents(t *testing.T) {
-	out := []byte("demo: ...\n\n  size (B) ...\n\n1234 RPCs in 5.0 s: 1250000 RPCs/s, 2.00 Gbps of messages (requests + responses)\n" +
-		"client counters: packets_sent_DATA=1\npacket events: 25000000 (sent or received, both hosts): 200 ns each on the loop's core\n")
-	r, err := parseDemo(DemoRun{Name: "small"}, out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.RPCsPerSec != 1_250_000 || r.Gbps != 2 || r.PacketEvent != 25_000_000 || r.NsPerPkt != 200 {
-		t.Errorf("%+v", r)
-	}
-	if _, err := parseDemo(DemoRun{}, []byte("demo: failed\n")); err == nil || !strings.Contains(err.Error(), "demo: failed") {
-		t.Errorf("output without figures: %v", err)
-	}
-}
 
 // The goal rows read the engine's 1 MB stream and the demo pair's runs.
 func TestGoals_fromCost(t *testing.T) {
 	r := &Result{Engine: []enginebench.Result{{Case: "stream1MB", NsPerPkt: 120}},
-		Demo: []DemoRun{{Name: "small", NsPerPkt: 190, RPCsPerSec: 1_400_000}, {Name: "1MB", NsPerPkt: 290}}}
+		Demo: []homapeer.DemoRun{{Name: "small", NsPerPkt: 190, RPCsPerSec: 1_400_000}, {Name: "1MB", NsPerPkt: 290}}}
 	g := perftest.GoalsByName(Goals(r))
 	perftest.CheckGoal(t, g, "ns per packet event, demo pair (1 MB echoes)", 290, false)
 	perftest.CheckGoal(t, g, "ns per packet event, demo pair (100 B RPCs)", 190, false)
@@ -56,7 +41,7 @@ func TestGoals_engineOnShards(t *testing.T) {
 
 // The demo pair's lcores row is 2 lcores' small RPCs/s over 1's.
 func TestGoals_demoPairOnLcores(t *testing.T) {
-	r := &Result{DemoLcores: []DemoRun{{Name: "small/1lcore", RPCsPerSec: 1_000_000}, {Name: "small/2lcores", RPCsPerSec: 1_700_000}}}
+	r := &Result{DemoLcores: []homapeer.DemoRun{{Name: "small/1lcore", RPCsPerSec: 1_000_000}, {Name: "small/2lcores", RPCsPerSec: 1_700_000}}}
 	g := perftest.GoalsByName(Goals(r))
 	perftest.CheckGoal(t, g, "demo pair on 2 lcores a host over 1, small RPCs/s", 1.7, true)
 	if x := perftest.GoalsByName(Goals(&Result{}))["demo pair on 2 lcores a host over 1, small RPCs/s"]; x.Absent == "" {

@@ -12,6 +12,7 @@ import (
 	_ "github.com/homa-dpdk/homa-dpdk/perf/pmd"
 	_ "github.com/homa-dpdk/homa-dpdk/perf/rate"
 	_ "github.com/homa-dpdk/homa-dpdk/perf/rtt"
+	_ "github.com/homa-dpdk/homa-dpdk/perf/scale"
 	_ "github.com/homa-dpdk/homa-dpdk/perf/slowdown"
 	_ "github.com/homa-dpdk/homa-dpdk/perf/starts"
 	_ "github.com/homa-dpdk/homa-dpdk/perf/testpmdpath"
