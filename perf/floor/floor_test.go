@@ -189,3 +189,18 @@ func TestFloorArgs_sides(t *testing.T) {
 		t.Error("1514-byte frames: want testpmd's default mbuf size, 2176")
 	}
 }
+
+// The goal rows read the 1 MB ratios at each MTU; a missing MTU has no
+// figure.
+func TestGoals_fromFloor(t *testing.T) {
+	r := &Result{Ratios: []Ratio{
+		{Homa: "homa-memif", MTU: 1500, Size: 1_000_000, Gbps: 0.45, CPUPerGB: 3.5},
+		{Homa: "homa-memif", MTU: 1500, Size: 8_000_000, Gbps: 0.9, CPUPerGB: 1}, // not 1 MB
+	}}
+	g := perftest.GoalsByName(Goals(r))
+	perftest.CheckGoal(t, g, "Homa on memif over the link's own rate, MTU 1500", 0.45, true)
+	perftest.CheckGoal(t, g, "Homa on memif CPU per GB over the link's, MTU 1500", 3.5, false)
+	if x := g["Homa on memif over the link's own rate, MTU 9000"]; x.Absent == "" {
+		t.Errorf("no MTU 9000 run gave a figure: %+v", x)
+	}
+}

@@ -25,9 +25,11 @@ throughput; --smoke 1 MB) and prints each homa-memif run's Gbps and CPU per GB o
 floor at its MTU, the floor counted in Homa payload. It writes floor.json into the
 results directory. perf all runs it after throughput, whose homa-memif runs are the
 MTU 1500 ones.`,
-		Title: Title,
-		Key:   "floor",
-		All:   run,
+		Title:     Title,
+		Key:       "floor",
+		All:       run,
+		Goals:     perf.GoalsOf(Goals),
+		GoalOrder: 7,
 	})
 }
 

@@ -357,13 +357,13 @@ func (r *Result) WriteFiles(dir string) ([]string, error) {
 // Goals are the goal rows on 1 MB streaming against TCP over veth (r nil: it did not run).
 func Goals(r *Result) []perf.Goal {
 	var gs []perf.Goal
-	// 1 MB streaming: Gbps and CPU per GB against TCP over veth.
-	tp := func(what string, f func(Ratio) (float64, func(*perf.Goal, float64, float64), float64)) {
-		g := perf.Goal{Goal: what, Source: "throughput " + perf.GoalLink + " / tcp-veth, 1 MB"}
+	// 1 MB streaming: Gbps and CPU per GB against TCP over veth, on a link.
+	tp := func(what, link string, f func(Ratio) (float64, func(*perf.Goal, float64, float64), float64)) {
+		g := perf.Goal{Goal: what, Source: "throughput " + link + " / tcp-veth, 1 MB"}
 		found := false
 		if r != nil {
 			for _, x := range r.Ratios {
-				if x.Homa == perf.GoalLink && x.TCP == "tcp-veth" && x.Size == 1_000_000 {
+				if x.Homa == link && x.TCP == "tcp-veth" && x.Size == 1_000_000 {
 					v, cmp, want := f(x)
 					cmp(&g, v, want)
 					found = true
@@ -375,12 +375,18 @@ func Goals(r *Result) []perf.Goal {
 		}
 		gs = append(gs, g)
 	}
-	tp("1 MB streaming throughput, Homa over TCP", func(r Ratio) (float64, func(*perf.Goal, float64, float64), float64) {
-		return r.Gbps, perf.AtLeast, 1.0
-	})
-	tp("1 MB streaming CPU per GB, Homa over TCP", func(r Ratio) (float64, func(*perf.Goal, float64, float64), float64) {
-		return r.CPUPerGB, perf.AtMost, 1.5
-	})
+	gbps := func(want float64) func(Ratio) (float64, func(*perf.Goal, float64, float64), float64) {
+		return func(r Ratio) (float64, func(*perf.Goal, float64, float64), float64) { return r.Gbps, perf.AtLeast, want }
+	}
+	cpu := func(want float64) func(Ratio) (float64, func(*perf.Goal, float64, float64), float64) {
+		return func(r Ratio) (float64, func(*perf.Goal, float64, float64), float64) { return r.CPUPerGB, perf.AtMost, want }
+	}
+	tp("1 MB streaming throughput, Homa over TCP", perf.GoalLink, gbps(1.0))
+	tp("1 MB streaming CPU per GB, Homa over TCP", perf.GoalLink, cpu(1.5))
+	// Issue 33's: a host at the link's speed.
+	tp("1 MB streaming throughput, Homa over TCP, at the link's speed", perf.GoalLink, gbps(2.5))
+	tp("1 MB streaming CPU per GB, Homa over TCP, at the link's speed", perf.GoalLink, cpu(0.5))
+	tp("1 MB streaming throughput on memif, Homa over TCP, at the link's speed", "homa-memif", gbps(1.5))
 	return gs
 }
 

@@ -243,4 +243,6 @@ func TestGoals_fromThroughput(t *testing.T) {
 	g := perftest.GoalsByName(Goals(r))
 	perftest.CheckGoal(t, g, "1 MB streaming throughput, Homa over TCP", 1.2, true)
 	perftest.CheckGoal(t, g, "1 MB streaming CPU per GB, Homa over TCP", 1.6, false)
+	perftest.CheckGoal(t, g, "1 MB streaming throughput, Homa over TCP, at the link's speed", 1.2, false)
+	perftest.CheckGoal(t, g, "1 MB streaming throughput on memif, Homa over TCP, at the link's speed", 9, true)
 }
