@@ -3,6 +3,8 @@ package cost
 import (
 	"cmp"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -56,7 +58,22 @@ type Result struct {
 	// DemoLcores are the demo pair's small RPCs with each host on 1 and on
 	// 2 lcores (demo --lcores), the median of rounds taking turns.
 	DemoLcores []homapeer.DemoRun `json:"demo_pair_lcores"`
+	// Testpmd is the per-packet reference: dpdk-testpmd's io forwarding
+	// on a net_ring pair, one forwarding core (perf pmd --device ring,
+	// as a child). nil: not measured.
+	Testpmd *TestpmdRef `json:"testpmd_reference,omitempty"`
 }
+
+// TestpmdRef is dpdk-testpmd's io forwarding rate and its time per
+// packet event: a forwarded packet is one received and one sent.
+type TestpmdRef struct {
+	Mpps             float64 `json:"mpps"`
+	NsPerPacketEvent float64 `json:"ns_per_packet_event"`
+}
+
+// TestpmdGoal is the most the demo pair's time per packet event may be
+// over dpdk-testpmd's (issue 33).
+const TestpmdGoal = 2.0
 
 // ShardRun is the engine benchmark on a client and a server host sharded
 // alike (enginebench.Sharded: shard i of each on goroutine i, its own
@@ -121,6 +138,12 @@ func Measure(cfg Config, prog *perf.Progress) (*Result, error) {
 		}
 		res.Shards = append(res.Shards, runs...)
 	}
+	prog.Step("dpdk-testpmd io forwarding on net_ring")
+	ref, err := testpmdReference(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dpdk-testpmd reference: %w", err)
+	}
+	res.Testpmd = ref
 	prog.Step("demo pair small on 1 and 2 lcores")
 	lc, err := demoLcores(cfg, shardRounds(cfg.EngineTime < time.Second))
 	if err != nil {
@@ -141,7 +164,51 @@ func Measure(cfg Config, prog *perf.Progress) (*Result, error) {
 }
 
 // Steps is the scenario's progress steps.
-func Steps() int { return len(enginebench.Cases) + len(ShardCases) + 1 + len(demoCases) }
+func Steps() int { return len(enginebench.Cases) + len(ShardCases) + 2 + len(demoCases) }
+
+// testpmdReference runs `perf pmd --device ring` (dpdk-testpmd's io
+// forwarding beside ours, on a net_ring pair: a child, as it brings EAL
+// up) into OutDir/cost-pmd and reads dpdk-testpmd's rate.
+func testpmdReference(cfg Config) (*TestpmdRef, error) {
+	dir := filepath.Join(cfg.OutDir, "cost-pmd")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	secs := "2"
+	if cfg.EngineTime < time.Second {
+		secs = "1"
+	}
+	var r struct {
+		Runs []struct {
+			Device      string  `json:"device"`
+			TestpmdMpps float64 `json:"testpmd_median_mpps"`
+		} `json:"runs"`
+	}
+	o := perf.Options{Self: cfg.Self, Dir: dir, Out: io.Discard}
+	if err := perf.RunChildJSON(o, "pmd", []string{"perf", "pmd", "--device", "ring", "--seconds", secs, "--warmup", "1", "--trials", "1"}, &r); err != nil {
+		return nil, err
+	}
+	for _, x := range r.Runs {
+		if x.Device == "net_ring" && x.TestpmdMpps > 0 {
+			return &TestpmdRef{Mpps: x.TestpmdMpps, NsPerPacketEvent: 1e3 / x.TestpmdMpps / 2}, nil
+		}
+	}
+	return nil, fmt.Errorf("%s/pmd.json has no net_ring rate for dpdk-testpmd", dir)
+}
+
+// TestpmdRatio is the demo pair's small RPCs' time per packet event over
+// dpdk-testpmd's; ok is false without both.
+func (r *Result) TestpmdRatio() (float64, bool) {
+	if r.Testpmd == nil || r.Testpmd.NsPerPacketEvent == 0 {
+		return 0, false
+	}
+	for _, d := range r.Demo {
+		if d.Name == "small" && d.NsPerPkt > 0 {
+			return d.NsPerPkt / r.Testpmd.NsPerPacketEvent, true
+		}
+	}
+	return 0, false
+}
 
 // demoLcores runs the demo pair's small RPCs with each host on 1 and on
 // 2 lcores, taking turns, rounds times each, and returns the median run
@@ -262,10 +329,13 @@ func (r *Result) Section() perf.Section {
 		Distortions: "The demo pair's loop runs both hosts on one core, so each packet event is counted once at " +
 			"its sender and once at its receiver, both on that core. The engine benchmark shares this process " +
 			"with the harness (idle while it runs).",
-		Tables: []perf.Table{et, st, dt},
+		Tables: append([]perf.Table{et, st, dt}, r.testpmdTable()...),
 		Notes: []string{"Engine on shards: a client and a server host sharded alike (engine.Shard), shard i of each on " +
 			"goroutine i locked to its thread, each host's shards sharing its grant view and link clock; 1 and 2 " +
-			"shards take turns, the median round of each. Over 1 shard: RPCs/s, or Gbps for 1 MB streams."}}
+			"shards take turns, the median round of each. Over 1 shard: RPCs/s, or Gbps for 1 MB streams.",
+			"Reference: dpdk-testpmd's io forwarding on a net_ring pair, one core (perf pmd --device ring, a child); " +
+				"a forwarded packet is two packet events. net_ring hands mbuf pointers from ring to ring, so the " +
+				"reference is the forwarding loop alone: no frame is built, parsed or copied."}}
 }
 
 // Goals are the goal rows on the data path's cost per packet event and small RPCs per core (r nil: it did not run).
@@ -299,6 +369,15 @@ func Goals(r *Result) []perf.Goal {
 		}
 	}
 	gs = append(gs, eng, demo1, demoS, rate)
+	tg := perf.Goal{Goal: "ns per packet event, demo pair (100 B RPCs) over dpdk-testpmd's io forwarding", Source: "cost demo pair small / testpmd on net_ring",
+		Absent: "the cost scenario did not measure it"}
+	if r != nil {
+		if x, ok := r.TestpmdRatio(); ok {
+			perf.AtMost(&tg, x, TestpmdGoal)
+			tg.Absent = ""
+		}
+	}
+	gs = append(gs, tg)
 	lg := perf.Goal{Goal: "demo pair on 2 lcores a host over 1, small RPCs/s", Source: "cost demo pair small/2lcores over small/1lcore",
 		Absent: "the cost scenario did not measure it"}
 	if r != nil {
@@ -325,4 +404,18 @@ func Goals(r *Result) []perf.Goal {
 		gs = append(gs, g)
 	}
 	return gs
+}
+
+// testpmdTable is the reference's line, when measured.
+func (r *Result) testpmdTable() []perf.Table {
+	if r.Testpmd == nil {
+		return nil
+	}
+	t := perf.Table{Header: []string{"reference", "Mpps", "ns/packet event", "demo pair small over it"}}
+	over := ""
+	if x, ok := r.TestpmdRatio(); ok {
+		over = fmt.Sprintf("%.2f", x)
+	}
+	t.Rows = append(t.Rows, []string{"dpdk-testpmd io, net_ring", fmt.Sprintf("%.2f", r.Testpmd.Mpps), fmt.Sprintf("%.1f", r.Testpmd.NsPerPacketEvent), over})
+	return []perf.Table{t}
 }

@@ -48,3 +48,15 @@ func TestGoals_demoPairOnLcores(t *testing.T) {
 		t.Errorf("no runs gave a figure: %+v", x)
 	}
 }
+
+// The testpmd row is the demo pair's small RPCs' ns per packet event over
+// dpdk-testpmd's.
+func TestGoals_overTestpmd(t *testing.T) {
+	r := &Result{Testpmd: &TestpmdRef{Mpps: 10, NsPerPacketEvent: 50},
+		Demo: []homapeer.DemoRun{{Name: "small", NsPerPkt: 150}}}
+	g := perftest.GoalsByName(Goals(r))
+	perftest.CheckGoal(t, g, "ns per packet event, demo pair (100 B RPCs) over dpdk-testpmd's io forwarding", 3, false)
+	if len(r.Section().Tables) != 4 {
+		t.Error("no reference table")
+	}
+}
