@@ -376,10 +376,14 @@ func Goals(r *Result) []perf.Goal {
 		gs = append(gs, g)
 	}
 	gbps := func(want float64) func(Ratio) (float64, func(*perf.Goal, float64, float64), float64) {
-		return func(r Ratio) (float64, func(*perf.Goal, float64, float64), float64) { return r.Gbps, perf.AtLeast, want }
+		return func(r Ratio) (float64, func(*perf.Goal, float64, float64), float64) {
+			return r.Gbps, perf.AtLeast, want
+		}
 	}
 	cpu := func(want float64) func(Ratio) (float64, func(*perf.Goal, float64, float64), float64) {
-		return func(r Ratio) (float64, func(*perf.Goal, float64, float64), float64) { return r.CPUPerGB, perf.AtMost, want }
+		return func(r Ratio) (float64, func(*perf.Goal, float64, float64), float64) {
+			return r.CPUPerGB, perf.AtMost, want
+		}
 	}
 	tp("1 MB streaming throughput, Homa over TCP", perf.GoalLink, gbps(1.0))
 	tp("1 MB streaming CPU per GB, Homa over TCP", perf.GoalLink, cpu(1.5))
