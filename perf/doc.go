@@ -25,8 +25,9 @@
 // The scenarios: pmd (our forwarding loop against dpdk-testpmd), worker-rtt
 // (what the shared-memory path adds), rtt, throughput, rate, cost, floor,
 // starts, slowdown (the Homa papers' experiment through a tc bottleneck),
-// testpmd-path (rtt and throughput through dpdk-testpmd), cluster (144
-// hosts in simulation) and collectives (the PyTorch backend against gloo).
+// testpmd-path (rtt and throughput through dpdk-testpmd), scale (1 to N
+// shards a host), cluster (144 hosts in simulation) and collectives (the
+// PyTorch backend against gloo).
 //
 // This package is pure Go: it starts DPDK programs (the daemon,
 // dpdk-testpmd) but never brings DPDK up in its own process; only

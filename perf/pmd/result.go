@@ -6,12 +6,11 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/perf"
 )
 
-// The result of the pmd forwarding benchmark, which runs in package
-// perf/pmd: it needs DPDK in its own process, and so cgo, which this
-// package does without. `perf all` runs it as a child process and reads
-// its JSON back into a Result for the report.
+// The result of the pmd forwarding benchmark, which needs DPDK in its
+// own process: `perf all` runs it as a child process and reads its JSON
+// back into a Result for the report.
 
-// Run is one device's result.
+// DeviceRun is one device's result.
 type DeviceRun struct {
 	Device      string    `json:"device"`
 	Ours        []float64 `json:"ours_mpps"`    // per trial
