@@ -109,3 +109,18 @@ func (e *Endpoint) ReceiveAck(from netip.Addr, clientID uint64, serverPort uint1
 		e.ackRPC(p, clientID, serverPort)
 	}
 }
+
+// ICMPShard is the shard of count an ICMP or ICMPv6 port unreachable is
+// for, from the packet it quotes (quoted: its IP header and what
+// follows): the owner of the client RPC the quote names by its sender
+// id, or every shard (all) when the quote holds only the ports (the 8
+// bytes a router must quote), each failing its own RPCs of that port.
+func ICMPShard(quotedHoma []byte, count int) (shard int, all bool) {
+	if count <= 1 {
+		return 0, false
+	}
+	if len(quotedHoma) >= wire.CommonHeaderLen {
+		return ShardOfID(wire.Common(quotedHoma).SenderID(), count), false
+	}
+	return 0, true
+}

@@ -384,3 +384,19 @@ func TestShards_maxIncomingOverThePort(t *testing.T) {
 	}
 	t.Logf("peak granted, unreceived bytes: one server %d, two shards sharing %d, two alone %d", one, shared, alone)
 }
+
+// An ICMP error's quote names its RPC's shard by the sender id; a quote
+// of the ports alone is every shard's.
+func TestICMPShard(t *testing.T) {
+	h := make([]byte, wire.CommonHeaderLen)
+	wire.Common(h).SetSenderID(2 * 5) // (id>>1) % 2 == 1
+	if s, all := ICMPShard(h, 2); s != 1 || all {
+		t.Errorf("full quote: shard %d, all %v", s, all)
+	}
+	if _, all := ICMPShard(h[:8], 2); !all {
+		t.Error("a quote of the ports alone went to one shard")
+	}
+	if s, all := ICMPShard(h[:8], 1); s != 0 || all {
+		t.Error("unsharded")
+	}
+}

@@ -184,7 +184,9 @@ func (h *Host) stackFrame(d []byte, l *wire.Link) stackVerdict {
 		}
 		v := handleIPv6(d, ip, proto, off, h.me, h.neigh6, h.now, &h.stack)
 		if v == stackICMPv6Error {
-			h.ep.ReceiveICMPv6(ip, off)
+			if h.steerICMP(d, icmpQuote6(ip, off)) {
+				h.ep.ReceiveICMPv6(ip, off)
+			}
 			return stackDrop
 		}
 		return v
@@ -206,7 +208,9 @@ func (h *Host) stackFrame(d []byte, l *wire.Link) stackVerdict {
 	case ip.Protocol() == wire.IPProtoICMP && len(ip.Payload()) > 0 && ip.Payload()[0] == wire.ICMPEchoRequest:
 		return handleICMP(d, ip, h.me, &h.stack)
 	case ip.Protocol() == wire.IPProtoICMP:
-		h.ep.ReceiveICMP(ip)
+		if h.steerICMP(d, icmpQuote4(ip)) {
+			h.ep.ReceiveICMP(ip)
+		}
 	default:
 		h.drops[rxDropProtocol]++
 	}

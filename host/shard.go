@@ -269,3 +269,48 @@ func (r *handRing[T]) pop() (T, bool) {
 	r.head.Store(h + 1)
 	return v, true
 }
+
+// steerICMP decides where an ICMP error for us goes on a sharded port:
+// it reports whether this shard takes it, after handing a copy to the
+// shard whose RPC it quotes, or to every other one when the quote holds
+// only the ports (engine.ICMPShard). Unsharded, this host takes it.
+func (h *Host) steerICMP(frame, quotedHoma []byte) bool {
+	if h.shards == nil || h.shards.n < 2 {
+		return true
+	}
+	owner, all := engine.ICMPShard(quotedHoma, h.shards.n)
+	switch {
+	case all:
+		h.handCopies(frame, false)
+		return true
+	case owner != h.shardIdx:
+		if h.shards.copies[h.shardIdx][owner].push(handCopy{append([]byte(nil), frame...), false}) {
+			h.handed.Copies++
+		} else {
+			h.handed.Dropped++
+		}
+		return false
+	}
+	return true
+}
+
+// icmpQuote4 is the Homa header an ICMP error quotes (IPv4), or nil.
+func icmpQuote4(ip wire.IPv4) []byte {
+	m := wire.ICMP(ip.Payload())
+	if len(m) < wire.ICMPHeaderLen+wire.IPv4MinHeaderLen {
+		return nil
+	}
+	q := m.Quoted()
+	if hl := q.HeaderLen(); hl >= wire.IPv4MinHeaderLen && len(q) > hl {
+		return q[hl:]
+	}
+	return nil
+}
+
+// icmpQuote6 is the Homa header an ICMPv6 error quotes, or nil.
+func icmpQuote6(ip wire.IPv6, off int) []byte {
+	if len(ip) < off+wire.ICMPv6HeaderLen+wire.IPv6HeaderLen {
+		return nil
+	}
+	return ip[off+wire.ICMPv6HeaderLen+wire.IPv6HeaderLen:]
+}

@@ -2,6 +2,7 @@ package host
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/netip"
 	"testing"
@@ -167,4 +168,33 @@ func TestHandRing_fifoAndFull(t *testing.T) {
 	if _, ok := r.pop(); ok {
 		t.Fatal("an empty ring gave")
 	}
+}
+
+// A port unreachable for an RPC of shard 1 reaches shard 0's queue and is
+// handed to shard 1, whose RPC fails at once with it, not by a timeout.
+func TestShards_portUnreachableReachesItsShard(t *testing.T) {
+	client, server := shardedPair(t)
+	p, err := client[1].Endpoint().OpenClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Send(engine.Addr{IP: netip.AddrFrom4([4]byte{10, 0, 0, 2}), Port: 100}, []byte("anyone?")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, h := range []*Host{client[0], client[1], server[0], server[1]} {
+			h.Pass()
+		}
+		if m, ok := p.Receive(); ok {
+			if !errors.Is(m.Err, engine.ErrPortUnreachable) {
+				t.Fatalf("the RPC ended with %v, want the port unreachable", m.Err)
+			}
+			if client[0].HandOff().Copies == 0 {
+				t.Error("client shard 0 handed nothing over")
+			}
+			return
+		}
+	}
+	t.Fatal("the RPC to an unbound port did not end within 2 s")
 }
