@@ -114,6 +114,9 @@ type Endpoint struct {
 	// exchange a tenth of its time), IPv6 ones by 16 (peerAt).
 	peers4 map[[4]byte]*peer
 	peers6 map[[16]byte]*peer
+	// lastPeer4 is the peer peerFromFrame last found in peers4 (nil
+	// once evicted): a burst's frames mostly come from one peer.
+	lastPeer4 *peer
 	// idleHead, idleTail: the peers with no live RPCs, least recently
 	// used first (peer.idlePrev, idleNext).
 	idleHead, idleTail *peer

@@ -222,7 +222,11 @@ func (e *Endpoint) reresolve(p *peer) {
 func (e *Endpoint) peerFromFrame(f *wire.Frame) *peer {
 	var p *peer
 	if f.IPv4 != nil {
-		p = e.peers4[f.IPv4.Src()]
+		if src := f.IPv4.Src(); e.lastPeer4 != nil && e.lastPeer4.v4 == src {
+			p = e.lastPeer4
+		} else if p = e.peers4[src]; p != nil {
+			e.lastPeer4 = p
+		}
 	} else {
 		p = e.peers6[f.IPv6.Src()]
 	}
@@ -378,6 +382,9 @@ func (e *Endpoint) evictPeer(p *peer) {
 		delete(e.peers6, p.addr)
 	} else {
 		delete(e.peers4, p.v4)
+		if e.lastPeer4 == p {
+			e.lastPeer4 = nil
+		}
 	}
 	e.m.PeersEvicted++
 	if e.cfg.Forget != nil {

@@ -255,3 +255,40 @@ func TestPeer_recentlyAckedAgreesWithTheRing(t *testing.T) {
 		}
 	}
 }
+
+// A peer evicted after it fell idle is made again by its next packet: the
+// peer the previous packets found is not used past its eviction.
+func TestPeer_evictedPeerIsMadeAgain(t *testing.T) {
+	n := newTestNet(t)
+	c := n.addHost("c", 1, nil)
+	s := n.addHost("s", 2, nil)
+	srv, cli := serverAndClient(t, s, c, 99)
+	dst := Addr{IP: netip.AddrFrom4(s.ip), Port: 99}
+	addr := wire.MapIPv4(c.ip)
+	if _, err := cli.Send(dst, msg(100, 1)); err != nil {
+		t.Fatal(err)
+	}
+	n.flush()
+	if err := srv.Reply(receive(t, srv), msg(100, 2)); err != nil {
+		t.Fatal(err)
+	}
+	n.flush()
+	receive(t, cli)
+	old := s.e.peerAt(addr)
+	n.advance(int64(DefaultConfig().TimeoutTicks+DefaultConfig().PeerIdleTicks+1) * 1_000_000)
+	if s.e.peerAt(addr) != nil || s.e.Metrics().PeersEvicted == 0 {
+		t.Fatal("the idle peer was not evicted")
+	}
+	if _, err := cli.Send(dst, msg(100, 3)); err != nil {
+		t.Fatal(err)
+	}
+	n.flush()
+	receive(t, srv)
+	p := s.e.peerAt(addr)
+	if p == nil || p == old {
+		t.Fatalf("peer after eviction %p, the evicted one %p: want a new one", p, old)
+	}
+	if p.serverRPCs != 1 {
+		t.Fatalf("the new peer holds %d server RPCs, want the request's", p.serverRPCs)
+	}
+}
