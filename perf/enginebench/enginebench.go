@@ -297,9 +297,15 @@ func Run(c Case, d time.Duration) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	return measureFor(b.Measure, d)
+}
+
+// measureFor grows the count n given to measure until a round lasts d/4
+// or more, then measures a round of about d.
+func measureFor(measure func(n int) (Result, error), d time.Duration) (Result, error) {
 	n := 1
 	for {
-		r, err := b.Measure(n)
+		r, err := measure(n)
 		if err != nil {
 			return Result{}, err
 		}
@@ -309,5 +315,5 @@ func Run(c Case, d time.Duration) (Result, error) {
 		}
 		n *= 4
 	}
-	return b.Measure(n)
+	return measure(n)
 }

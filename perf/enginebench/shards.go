@@ -112,24 +112,11 @@ func (s *Sharded) Measure(n int) (Result, error) {
 }
 
 // RunSharded measures c on shards shards a host for about d, as Run
-// does: it grows the count of RPCs per shard until one round lasts d/4
-// or more, then measures a round of about d.
+// does (the count is RPCs per shard).
 func RunSharded(c Case, shards int, d time.Duration) (Result, error) {
 	s, err := NewSharded(c, shards)
 	if err != nil {
 		return Result{}, err
 	}
-	n := 1
-	for {
-		r, err := s.Measure(n)
-		if err != nil {
-			return Result{}, err
-		}
-		if el := time.Duration(r.Seconds * float64(time.Second)); el >= d/4 || n >= 1<<30 {
-			n = max(1, int(float64(n)*float64(d)/max(float64(el), 1)))
-			break
-		}
-		n *= 4
-	}
-	return s.Measure(n)
+	return measureFor(s.Measure, d)
 }
