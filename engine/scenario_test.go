@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/homa-dpdk/homa-dpdk/engine/memnet"
+	"github.com/homa-dpdk/homa-dpdk/sched"
+	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
 // workload is a message size distribution read from a workload CSV
@@ -105,36 +107,78 @@ type scenario struct {
 // newScenario joins nHosts endpoints on a memnet network; mods change
 // each endpoint's Config after the scenario's own settings.
 func newScenario(t *testing.T, nHosts int, cfg memnet.Config, wl *workload, mods ...func(*Config)) *scenario {
+	return newShardedScenario(t, nHosts, 1, cfg, wl, mods...)
+}
+
+// newShardedScenario is newScenario with each host of shards shards
+// (Config.Shard): endpoints of one address on one memnet host, each a
+// simHost with its own client and server port, every frame the host
+// receives steered to its owner (FrameShard) and acks for another
+// shard's RPCs handed over after the frame, the host's shards sharing a
+// grant view and a link clock.
+func newShardedScenario(t *testing.T, nHosts, shards int, cfg memnet.Config, wl *workload, mods ...func(*Config)) *scenario {
 	s := &scenario{t: t, net: memnet.New(cfg), rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 7)),
 		wl: wl, executed: make(map[uint64]int), reqLen: make(map[uint64]int)}
 	for i := range nHosts {
 		ip := [4]byte{10, 0, 1, byte(i + 1)}
-		h := &simHost{s: s, mh: s.net.AddHost(ip), buf: make([]byte, 2048), want: make(map[uint64]rpcCheck)}
-		ecfg := DefaultConfig()
-		ecfg.IP, ecfg.MAC = ip, h.mh.MAC()
-		ecfg.Clock = s.net.Now
-		s.neigh.Add(netip.AddrFrom4(ip), h.mh.MAC())
-		ecfg.Resolve = s.neigh.Resolve
-		ecfg.MaxMessageLength = 16_000_000
-		ecfg.LinkBps = int64(s.net.Config().LinkBps)
-		ecfg.IDSeed = uint64(i) << 40
-		for _, mod := range mods {
-			mod(&ecfg)
+		mh := s.net.AddHost(ip)
+		var group []*simHost
+		var acks []shardAck
+		grants, link := sched.NewGrantShare(shards), &sched.LinkClock{}
+		for k := range shards {
+			h := &simHost{s: s, mh: mh, buf: make([]byte, 2048), want: make(map[uint64]rpcCheck)}
+			ecfg := DefaultConfig()
+			if shards > 1 {
+				ecfg.Shard = Shard{Index: k, Count: shards, Grants: grants, Link: link,
+					ForwardAck: func(owner int, peer netip.Addr, client uint64, port uint16) {
+						acks = append(acks, shardAck{owner, peer, client, port})
+					}}
+			}
+			s.addEndpoint(h, ip, i, ecfg, mods)
+			group = append(group, h)
 		}
-		e, err := New(ecfg, h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.e = e
-		h.srv, _ = e.Bind(99)
-		h.cli, _ = e.OpenClient()
-		h.mh.SetReceive(func(f []byte) {
-			h.e.Receive(f)
-			h.serve()
+		mh.SetReceive(func(f []byte) {
+			var l wire.Link
+			wire.ParseLink(f, &l)
+			owner, all, ok := FrameShard(&l, shards)
+			for k, h := range group {
+				if !ok && k == 0 || ok && (all || k == owner) {
+					h.e.Receive(f)
+					h.serve()
+				}
+			}
+			for len(acks) > 0 {
+				a := acks[0]
+				acks = acks[1:]
+				group[a.owner].e.ReceiveAck(a.peer, a.client, a.port)
+				group[a.owner].serve()
+			}
 		})
-		s.hosts = append(s.hosts, h)
 	}
 	return s
+}
+
+// addEndpoint makes h's endpoint at ip (host i of the scenario) and its
+// ports.
+func (s *scenario) addEndpoint(h *simHost, ip [4]byte, i int, ecfg Config, mods []func(*Config)) {
+	ecfg.IP, ecfg.MAC = ip, h.mh.MAC()
+	ecfg.Clock = s.net.Now
+	s.neigh.Add(netip.AddrFrom4(ip), h.mh.MAC())
+	ecfg.Resolve = s.neigh.Resolve
+	ecfg.MaxMessageLength = 16_000_000
+	ecfg.LinkBps = int64(s.net.Config().LinkBps)
+	ecfg.IDSeed = uint64(i) << 40
+	for _, mod := range mods {
+		mod(&ecfg)
+	}
+	e, err := New(ecfg, h)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	h.e = e
+	h.srv, _ = e.Bind(99)
+	h.cli, _ = e.OpenClient()
+	s.hosts = append(s.hosts, h)
 }
 
 // kick schedules Run at the endpoint's next deadline unless an earlier
@@ -220,7 +264,7 @@ func (h *simHost) serve() {
 func (h *simHost) startRPC() {
 	s := h.s
 	dst := s.hosts[s.rng.IntN(len(s.hosts))]
-	for dst == h {
+	for dst.mh == h.mh {
 		dst = s.hosts[s.rng.IntN(len(s.hosts))]
 	}
 	s.serial++
@@ -299,6 +343,28 @@ func (s *scenario) check() {
 	t.Logf("%d RPCs in %.1f ms simulated; network dropped %d; resent %d; restarts %d; engine drops dup %d overlap %d stale %d",
 		total, float64(s.net.Now())/1e6, st.TotalDropped(), m.ResentPackets, m.RPCRestarts,
 		m.Drops[DropDuplicate], m.Drops[DropOverlap], m.Drops[DropStale])
+}
+
+// The same with every host of two shards: each shard's RPCs, its acks
+// handed over when another shard reads them, every frame steered to its
+// owner; the loss, reordering and duplication change nothing.
+func TestScenario_lossReorderDuplicationOnTwoShards(t *testing.T) {
+	wl := loadWorkload(t, "w3")
+	perHost := 1000
+	if testing.Short() {
+		perHost = 50
+	}
+	s := newShardedScenario(t, 10, 2, memnet.Config{Seed: 2, Loss: 0.05, Reorder: 0.02, Duplicate: 0.01}, wl)
+	s.perHost, s.inFlight = perHost, 4
+	s.run(600_000_000_000)
+	s.check()
+	var wrong uint64
+	for _, h := range s.hosts {
+		wrong += h.e.Metrics().Drops[DropWrongShard]
+	}
+	if wrong != 0 {
+		t.Errorf("%d frames reached a shard that does not own them", wrong)
+	}
 }
 
 // TestScenario_lossReorderDuplication: RPCs with W3 sizes over a network
