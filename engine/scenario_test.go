@@ -107,7 +107,7 @@ type scenario struct {
 // newScenario joins nHosts endpoints on a memnet network; mods change
 // each endpoint's Config after the scenario's own settings.
 func newScenario(t *testing.T, nHosts int, cfg memnet.Config, wl *workload, mods ...func(*Config)) *scenario {
-	return newShardedScenario(t, nHosts, 1, cfg, wl, mods...)
+	return newShardedScenario(t, nHosts, func(int) int { return 1 }, cfg, wl, mods...)
 }
 
 // newShardedScenario is newScenario with each host of shards shards
@@ -116,12 +116,13 @@ func newScenario(t *testing.T, nHosts int, cfg memnet.Config, wl *workload, mods
 // receives steered to its owner (FrameShard) and acks for another
 // shard's RPCs handed over after the frame, the host's shards sharing a
 // grant view and a link clock.
-func newShardedScenario(t *testing.T, nHosts, shards int, cfg memnet.Config, wl *workload, mods ...func(*Config)) *scenario {
+func newShardedScenario(t *testing.T, nHosts int, shardsOf func(host int) int, cfg memnet.Config, wl *workload, mods ...func(*Config)) *scenario {
 	s := &scenario{t: t, net: memnet.New(cfg), rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 7)),
 		wl: wl, executed: make(map[uint64]int), reqLen: make(map[uint64]int)}
 	for i := range nHosts {
 		ip := [4]byte{10, 0, 1, byte(i + 1)}
 		mh := s.net.AddHost(ip)
+		shards := shardsOf(i)
 		var group []*simHost
 		var acks []shardAck
 		grants, link := sched.NewGrantShare(shards), &sched.LinkClock{}
@@ -345,7 +346,8 @@ func (s *scenario) check() {
 		m.Drops[DropDuplicate], m.Drops[DropOverlap], m.Drops[DropStale])
 }
 
-// The same with every host of two shards: each shard's RPCs, its acks
+// The same with every host of two shards, and with hosts of 1, 2 and 3
+// shards together (whose acks cross shards): each shard's RPCs, its acks
 // handed over when another shard reads them, every frame steered to its
 // owner; the loss, reordering and duplication change nothing.
 func TestScenario_lossReorderDuplicationOnTwoShards(t *testing.T) {
@@ -354,16 +356,31 @@ func TestScenario_lossReorderDuplicationOnTwoShards(t *testing.T) {
 	if testing.Short() {
 		perHost = 50
 	}
-	s := newShardedScenario(t, 10, 2, memnet.Config{Seed: 2, Loss: 0.05, Reorder: 0.02, Duplicate: 0.01}, wl)
-	s.perHost, s.inFlight = perHost, 4
-	s.run(600_000_000_000)
-	s.check()
-	var wrong uint64
-	for _, h := range s.hosts {
-		wrong += h.e.Metrics().Drops[DropWrongShard]
-	}
-	if wrong != 0 {
-		t.Errorf("%d frames reached a shard that does not own them", wrong)
+	for _, c := range []struct {
+		name     string
+		shardsOf func(int) int
+	}{
+		{"alike", func(int) int { return 2 }},
+		{"mixed", func(i int) int { return 1 + i%3 }}, // 1, 2 and 3 shards: acks cross shards
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newShardedScenario(t, 10, c.shardsOf, memnet.Config{Seed: 2, Loss: 0.05, Reorder: 0.02, Duplicate: 0.01}, wl)
+			s.perHost, s.inFlight = perHost, 4
+			s.run(600_000_000_000)
+			s.check()
+			var wrong, forwarded uint64
+			for _, h := range s.hosts {
+				wrong += h.e.Metrics().Drops[DropWrongShard]
+				forwarded += h.e.Metrics().AcksForwarded
+			}
+			if wrong != 0 {
+				t.Errorf("%d frames reached a shard that does not own them", wrong)
+			}
+			if c.name == "mixed" && forwarded == 0 {
+				t.Error("no ack crossed shards: the mixed hosts show nothing")
+			}
+			t.Logf("acks handed between shards: %d", forwarded)
+		})
 	}
 }
 
