@@ -116,7 +116,9 @@ type GrantScheduler struct {
 	out         []Grant     // Schedule's result, reused
 	share       *GrantShare // the other shards of the port (share.go); nil: none
 	shard       int         // this scheduler's slot in share
-	othersIn    int         // the other shards' incoming bytes, as of the last Schedule
+	// The other shards' outstanding bytes, as of the last Schedule:
+	// granted past their unscheduled bytes, and unscheduled.
+	othersSched, othersUnsched int
 }
 
 // NewGrantScheduler returns a scheduler with room for capacity messages
@@ -141,10 +143,10 @@ func (s *GrantScheduler) Outstanding() int { return s.outstanding }
 // incoming is the outstanding bytes that count towards MaxIncoming: all
 // the granted ones, and the unscheduled ones up to MaxIncoming/2.
 // With a GrantShare, the other shards' too.
-func (s *GrantScheduler) incoming() int { return s.localIncoming() + s.othersIn }
-
-func (s *GrantScheduler) localIncoming() int {
-	return s.outstanding - s.outUnsched + min(s.outUnsched, s.cfg.MaxIncoming/2)
+// With a GrantShare, the other shards' too: the unscheduled ones up to
+// MaxIncoming/2 over the port, not over each shard.
+func (s *GrantScheduler) incoming() int {
+	return s.outstanding - s.outUnsched + s.othersSched + min(s.outUnsched+s.othersUnsched, s.cfg.MaxIncoming/2)
 }
 
 // Add starts scheduling m. m.Length, m.Received and m.Granted must be set.
@@ -173,7 +175,7 @@ func (s *GrantScheduler) Update(m *GrantMsg) {
 	s.recount(m)
 	s.siftUp(m)
 	if s.share != nil {
-		s.share.slots[s.shard].incoming.Store(int64(s.localIncoming()))
+		s.publishIncoming()
 	}
 }
 
@@ -313,7 +315,7 @@ func (s *GrantScheduler) Schedule() []Grant {
 func (s *GrantScheduler) sharedActive() (prefix, local, n int) {
 	s.publish()
 	var cands int
-	s.othersIn, cands = s.others()
+	s.othersSched, s.othersUnsched, cands = s.others()
 	for i, m := range s.msgs {
 		if m == nil || m.Granted >= m.Length {
 			continue

@@ -34,10 +34,11 @@ type GrantShare struct {
 }
 
 type shareSlot struct {
-	incoming atomic.Int64
-	n        atomic.Int64
-	best     [shareBest]atomic.Int64 // remaining bytes, shortest first
-	_        [64]byte                // the next slot's writer on another line
+	sched   atomic.Int64 // outstanding bytes granted past the unscheduled ones
+	unsched atomic.Int64 // outstanding unscheduled bytes
+	n       atomic.Int64
+	best    [shareBest]atomic.Int64 // remaining bytes, shortest first
+	_       [64]byte                // the next slot's writer on another line
 }
 
 // NewGrantShare returns the view of a port of shards shards.
@@ -67,19 +68,29 @@ func (s *GrantScheduler) publish() {
 		}
 	}
 	slot.n.Store(int64(k))
-	slot.incoming.Store(int64(s.localIncoming()))
+	s.publishIncoming()
 }
 
-// others reads the other shards' slots: their incoming bytes, and how
-// many candidates they published.
-func (s *GrantScheduler) others() (incoming, candidates int) {
+// publishIncoming writes this shard's outstanding bytes into its slot:
+// the granted ones and the unscheduled ones apart, so that the port caps
+// the unscheduled ones once (at MaxIncoming/2), not once per shard.
+func (s *GrantScheduler) publishIncoming() {
+	slot := &s.share.slots[s.shard]
+	slot.sched.Store(int64(s.outstanding - s.outUnsched))
+	slot.unsched.Store(int64(s.outUnsched))
+}
+
+// others reads the other shards' slots: their outstanding bytes,
+// granted and unscheduled, and how many candidates they published.
+func (s *GrantScheduler) others() (sched, unsched, candidates int) {
 	for i := range s.share.slots {
 		if i != s.shard {
-			incoming += int(s.share.slots[i].incoming.Load())
+			sched += int(s.share.slots[i].sched.Load())
+			unsched += int(s.share.slots[i].unsched.Load())
 			candidates += int(s.share.slots[i].n.Load())
 		}
 	}
-	return incoming, candidates
+	return sched, unsched, candidates
 }
 
 // ahead counts the other shards' candidates that rank before a message

@@ -139,3 +139,30 @@ func TestLinkClock_sharedByPacers(t *testing.T) {
 		t.Errorf("the clock after 40,000 sends of 1,000 ns: %d ns", got)
 	}
 }
+
+// Unscheduled bytes count towards MaxIncoming only up to MaxIncoming/2
+// over the port, not over each shard: two shards flooded with claims
+// leave room for a third message's grants, as one scheduler would (with
+// a cap per shard, the two halves filled the port and no shard could
+// grant again).
+func TestGrantShare_unscheduledCappedOverThePort(t *testing.T) {
+	cfg := DefaultGrantConfig()
+	cfg.MaxIncoming, cfg.Increment, cfg.FIFOFraction, cfg.MaxOvercommit = 400_000, 1, 0, 8
+	a, b := twoShards(cfg, false)
+	for range 4 { // claims never sent: 240,000 unscheduled bytes a shard
+		m := newMsg("fa", 1_000_000, 60_000)
+		m.Unsched = 60_000
+		a.Add(m)
+		n := newMsg("fb", 1_000_000, 60_000)
+		n.Unsched = 60_000
+		b.Add(n)
+	}
+	short := newMsg("short", 100_000, 10_000)
+	short.Unsched = 10_000
+	b.Add(short)
+	a.Schedule()
+	b.Schedule()
+	if short.Granted <= short.Unsched {
+		t.Errorf("the short message got no grant: the port's unscheduled claims (480,000) filled MaxIncoming twice over")
+	}
+}
