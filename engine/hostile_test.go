@@ -24,6 +24,7 @@ type hostileMix struct {
 	net   *memnet.Network
 	neigh StaticNeighbours
 	c, s  *mnHost
+	ss    []*mnHost    // the server's shards (s is the first); one unless sharded
 	h     *memnet.Host // the hostile host: frames it builds itself
 	rng   *rand.Rand
 
@@ -45,13 +46,25 @@ const hostileGapID = 1 << 62
 // packets, a few packets, past the unscheduled bytes, and long.
 var hostileSizes = []int{64, 1000, 3000, 20_000, 60_000, 150_000}
 
-func newHostileMix(t *testing.T, total int) *hostileMix {
+func newHostileMix(t *testing.T, total int) *hostileMix { return newShardedHostileMix(t, total, 1) }
+
+// newShardedHostileMix is newHostileMix with a server of shards shards
+// (Config.Shard) on one memnet host: every frame steered to its owner,
+// acks handed over, a grant view and link clock between them.
+func newShardedHostileMix(t *testing.T, total, shards int) *hostileMix {
 	x := &hostileMix{t: t, net: memnet.New(memnet.Config{Seed: 5}), rng: rand.New(rand.NewPCG(5, 6)),
 		total: total, inFlight: make(map[uint64]uint64), freshID: 2}
 	mk := func(last byte) *mnHost {
 		return newMNHost(t, x.net, [4]byte{10, 0, 5, last}, &x.neigh, uint64(last)<<40)
 	}
-	x.c, x.s = mk(1), mk(2)
+	x.c = mk(1)
+	if shards <= 1 {
+		x.s = mk(2)
+		x.ss = []*mnHost{x.s}
+	} else {
+		x.ss = newMNShards(t, x.net, [4]byte{10, 0, 5, 2}, &x.neigh, 2<<40, shards)
+		x.s = x.ss[0]
+	}
 	x.h = x.net.AddHost([4]byte{10, 0, 5, 3})
 	x.neigh.Add(netip.AddrFrom4(x.h.IP()), x.h.MAC())
 	return x
@@ -105,16 +118,18 @@ func (x *hostileMix) issue() {
 // serve answers the server's requests, checking each byte for byte, and
 // takes the client's results.
 func (x *hostileMix) serve() {
-	for {
-		m, ok := x.s.srv.Receive()
-		if !ok {
-			break
+	for _, s := range x.ss {
+		for {
+			m, ok := s.srv.Receive()
+			if !ok {
+				break
+			}
+			serial := binary.LittleEndian.Uint64(m.Data)
+			if want := hostileRequest(serial); !bytes.Equal(m.Data, want) {
+				x.t.Fatalf("request %d: %d bytes differ from the %d sent", serial, len(m.Data), len(want))
+			}
+			s.srv.Reply(m, reversed(m.Data))
 		}
-		serial := binary.LittleEndian.Uint64(m.Data)
-		if want := hostileRequest(serial); !bytes.Equal(m.Data, want) {
-			x.t.Fatalf("request %d: %d bytes differ from the %d sent", serial, len(m.Data), len(want))
-		}
-		x.s.srv.Reply(m, reversed(m.Data))
 	}
 	for {
 		m, ok := x.c.cli.Receive()
@@ -195,10 +210,12 @@ func (x *hostileMix) attack() {
 		c.Encode(h)
 		x.h.Send(x.frame(x.spoof(), h))
 	}
-	for r := x.s.e.first; r != nil; r = r.next {
-		if !r.client && r.state == stateOutgoing && r.peer.v4 == x.c.e.cfg.IP {
-			for range 10 {
-				x.h.Send(x.frame(r.peer.v4, resendHeader(r.dport, 99, r.id^1, 0, wire.ResendAll)))
+	for _, s := range x.ss {
+		for r := s.e.first; r != nil; r = r.next {
+			if !r.client && r.state == stateOutgoing && r.peer.v4 == x.c.e.cfg.IP {
+				for range 10 {
+					x.h.Send(x.frame(r.peer.v4, resendHeader(r.dport, 99, r.id^1, 0, wire.ResendAll)))
+				}
 			}
 		}
 	}
@@ -233,13 +250,17 @@ func (x *hostileMix) run(limitNs int64) int64 {
 		x.net.RunUntil(x.net.Now() + 1_000_000)
 		x.serve()
 		x.c.e.Run()
-		x.s.e.Run()
+		for _, s := range x.ss {
+			s.e.Run()
+		}
 		x.serve()
 		x.issue()
 		x.attack()
 		if step%50 == 0 {
-			if checkErr := endpointConsistent(x.s.e); checkErr != nil {
-				x.t.Fatalf("server at %d ms: %v", x.net.Now()/1e6, checkErr)
+			for i, s := range x.ss {
+				if checkErr := endpointConsistent(s.e); checkErr != nil {
+					x.t.Fatalf("server shard %d at %d ms: %v", i, x.net.Now()/1e6, checkErr)
+				}
 			}
 			peak = max(peak, int64(heapInUse())-int64(base))
 		}
@@ -290,4 +311,53 @@ func TestHostile_mixWhileClientCompletes(t *testing.T) {
 			t.Errorf("%s is 0: its bound was never reached", name)
 		}
 	}
+}
+
+// TestHostile_mixOnTwoShards is the hostile mix against a server of two
+// shards: the hostile frames are steered by the ids they carry, so both
+// shards take floods; the client's RPCs all complete byte for byte, each
+// shard keeps every bound (a port of n shards holds up to n times each),
+// and the refusals show in the shards' counters together.
+func TestHostile_mixOnTwoShards(t *testing.T) {
+	total := 4000
+	if testing.Short() {
+		total = 500
+	}
+	x := newShardedHostileMix(t, total, 2)
+	peak := x.run(120_000_000_000)
+	if len(x.failed) != 0 {
+		t.Fatalf("%d of the client's RPCs failed, the first with %v", len(x.failed), x.failed[0])
+	}
+	if peak > 2*hostileHeapBound {
+		t.Fatalf("heap grew by %d bytes, bound %d for two shards", peak, 2*hostileHeapBound)
+	}
+	sum := map[string]uint64{}
+	for i, s := range x.ss {
+		e, cfg, m := s.e, s.e.cfg, s.e.Metrics()
+		if e.NumPeers() > cfg.MaxPeers || e.NumServerRPCs() > cfg.MaxServerRPCs ||
+			e.StagedBytes() > cfg.MaxStagingBytes || e.RecvHeapBytes() > cfg.MaxRecvHeapBytes {
+			t.Fatalf("shard %d: a bound did not hold", i)
+		}
+		sum["drops_too_many_gaps"] += m.Drops[DropTooManyGaps]
+		sum["drops_peer_rpc_limit"] += m.Drops[DropPeerRPCLimit]
+		sum["requests_evicted"] += m.RequestsEvicted
+		sum["peers_evicted"] += m.PeersEvicted
+		sum["resends_deferred"] += m.ResendsDeferred
+		sum["wrong_shard"] += m.Drops[DropWrongShard]
+		sum["requests"] += m.PacketsRcvd[0]
+	}
+	for _, name := range []string{"drops_too_many_gaps", "drops_peer_rpc_limit", "requests_evicted", "peers_evicted", "resends_deferred"} {
+		if sum[name] == 0 {
+			t.Errorf("%s is 0 over both shards: its bound was never reached", name)
+		}
+	}
+	if sum["wrong_shard"] != 0 {
+		t.Errorf("%d frames reached a shard that does not own them", sum["wrong_shard"])
+	}
+	for i, s := range x.ss {
+		if s.e.Metrics().PacketsRcvd[0] == 0 {
+			t.Errorf("shard %d received no DATA: the mix did not reach it", i)
+		}
+	}
+	t.Logf("%d RPCs in %d ms simulated, heap peak +%.1f MB, %v", x.done, x.net.Now()/1e6, float64(peak)/1e6, sum)
 }

@@ -251,6 +251,27 @@ func (e *Endpoint) evictStaleRequest(keep *rpc, staged bool) bool {
 	return false
 }
 
+// evictStarving ends, while the port's shards are out of grant room
+// (sched PortStarved), this shard's stalest request silent for
+// ResendTicks that holds grants past its unscheduled bytes, among the
+// eight oldest: a claim that never sends holds the port's MaxIncoming,
+// and a shard that is never short of server RPCs would never evict it
+// (evictStaleRequest), while another shard's requests starve. One a tick.
+func (e *Endpoint) evictStarving() {
+	n := 0
+	for r := e.reqHead; r != nil && n < 8; r = r.reqNext {
+		if e.ticks-r.lastData < uint64(e.cfg.ResendTicks) {
+			return // the rest are fresher
+		}
+		if g := &r.in.g; g.Granted > g.Unsched && g.Granted > g.Received {
+			e.m.RequestsEvicted++
+			e.end(r)
+			return
+		}
+		n++
+	}
+}
+
 // startIn sets up reassembly from the first DATA of a message. No memory
 // is committed yet (see recvbuf.go).
 func (e *Endpoint) startIn(r *rpc, d wire.Data) bool {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/homa-dpdk/homa-dpdk/engine/memnet"
+	"github.com/homa-dpdk/homa-dpdk/sched"
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
@@ -47,6 +48,53 @@ func newMNHost(t testing.TB, net *memnet.Network, ip [4]byte, shared *StaticNeig
 	return h
 }
 func (h *mnHost) Send(frame []byte, _ int) { h.mh.Send(frame) }
+
+// newMNShards makes shards endpoints of one address on one memnet host
+// (Config.Shard), each with server port 99 and a client port: the host
+// steers each frame to its owner (FrameShard; CUTOFFS to all, what is not
+// Homa to the first) and hands acks over after it; the shards share a
+// grant view and a link clock.
+func newMNShards(t testing.TB, net *memnet.Network, ip [4]byte, shared *StaticNeighbours, idSeed uint64, shards int) []*mnHost {
+	t.Helper()
+	mh := net.AddHost(ip)
+	shared.Add(netip.AddrFrom4(ip), mh.MAC())
+	var hs []*mnHost
+	var acks []shardAck
+	grants, link := sched.NewGrantShare(shards), &sched.LinkClock{}
+	for k := range shards {
+		h := &mnHost{mh: mh, buf: make([]byte, 2048)}
+		cfg := DefaultConfig()
+		cfg.IP, cfg.MAC, cfg.Clock, cfg.IDSeed, cfg.Resolve = ip, mh.MAC(), net.Now, idSeed, shared.Resolve
+		cfg.Shard = Shard{Index: k, Count: shards, Grants: grants, Link: link,
+			ForwardAck: func(owner int, peer netip.Addr, client uint64, port uint16) {
+				acks = append(acks, shardAck{owner, peer, client, port})
+			}}
+		e, err := New(cfg, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.e = e
+		h.srv, _ = e.Bind(99)
+		h.cli, _ = e.OpenClient()
+		hs = append(hs, h)
+	}
+	mh.SetReceive(func(f []byte) {
+		var l wire.Link
+		wire.ParseLink(f, &l)
+		owner, all, ok := FrameShard(&l, shards)
+		for k, h := range hs {
+			if !ok && k == 0 || ok && (all || k == owner) {
+				h.e.Receive(f)
+			}
+		}
+		for len(acks) > 0 {
+			a := acks[0]
+			acks = acks[1:]
+			hs[a.owner].e.ReceiveAck(a.peer, a.client, a.port)
+		}
+	})
+	return hs
+}
 
 // mnPair is a client (10.0.3.1) and a server (10.0.3.2, port 99) on
 // memnet, each asking its own table through Resolve.

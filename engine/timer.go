@@ -19,6 +19,9 @@ func (e *Endpoint) tick() {
 		r = next
 	}
 	e.agePeers()
+	if e.grants.PortStarved() {
+		e.evictStarving()
+	}
 	// Grants are decided when packets arrive and messages complete. A
 	// message that ends otherwise (a timeout, an abort, RPC_UNKNOWN)
 	// frees room under MaxIncoming with no packet to follow; without this

@@ -273,7 +273,7 @@ func (s *GrantScheduler) Schedule() []Grant {
 	if s.cfg.Window > 0 {
 		window = s.cfg.Window
 	}
-	rank := 0
+	rank, starved := 0, false
 	for _, m := range s.msgs[:active] {
 		if m == nil || m.Granted >= m.Length {
 			continue
@@ -288,6 +288,7 @@ func (s *GrantScheduler) Schedule() []Grant {
 		inc := min(target-m.Granted, s.cfg.MaxIncoming-s.incoming())
 		if inc <= 0 {
 			if s.incoming() >= s.cfg.MaxIncoming {
+				starved = true
 				break
 			}
 			continue
@@ -302,6 +303,7 @@ func (s *GrantScheduler) Schedule() []Grant {
 		s.out = append(s.out, Grant{Msg: m, Offset: m.Granted, Priority: prio})
 	}
 	if s.share != nil {
+		s.share.slots[s.shard].starved.Store(starved)
 		s.publish()
 	}
 	return s.out

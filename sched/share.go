@@ -37,6 +37,7 @@ type shareSlot struct {
 	sched   atomic.Int64 // outstanding bytes granted past the unscheduled ones
 	unsched atomic.Int64 // outstanding unscheduled bytes
 	n       atomic.Int64
+	starved atomic.Bool             // its last Schedule had a message to grant and no room under MaxIncoming
 	best    [shareBest]atomic.Int64 // remaining bytes, shortest first
 	_       [64]byte                // the next slot's writer on another line
 }
@@ -110,6 +111,22 @@ func (s *GrantScheduler) ahead(remaining int) int {
 		}
 	}
 	return n
+}
+
+// PortStarved says whether a shard of the port (this one too) found no
+// room under MaxIncoming for a message it would grant, at its last
+// Schedule: the port's room is held, maybe by claims that never send
+// (false without a GrantShare).
+func (s *GrantScheduler) PortStarved() bool {
+	if s.share == nil {
+		return false
+	}
+	for i := range s.share.slots {
+		if s.share.slots[i].starved.Load() {
+			return true
+		}
+	}
+	return false
 }
 
 // LinkClock is the one link a port's shards transmit on, as their
