@@ -69,6 +69,20 @@ func ShardOfID(id uint64, count int) int {
 // traffic, a truncated header): the host handles those itself or gives
 // them to any shard.
 func FrameShard(l *wire.Link, count int) (shard int, all, ok bool) {
+	// Over IPv4 (the common case) the Homa header is read where it
+	// starts, with no second validation: the owner's engine validates the
+	// frame. IPv6 and anything short go the whole way.
+	if p := l.Payload; l.Type == wire.EtherTypeIPv4 && len(p) >= wire.IPv4MinHeaderLen && p[0]>>4 == 4 {
+		if hl := int(p[0]&0xf) * 4; hl >= wire.IPv4MinHeaderLen && len(p) >= hl+wire.CommonHeaderLen {
+			c := wire.Common(p[hl:])
+			if proto := wire.IPv4(p).Protocol(); proto == wire.IPProtoHoma || proto == wire.IPProtoTCP && c.IsHijacked() {
+				if c.Type() == wire.TypeCutoffs {
+					return 0, true, true
+				}
+				return ShardOfID(c.SenderID(), count), false, true
+			}
+		}
+	}
 	var f wire.Frame
 	if r := wire.ParseHomaIP(l, &f, false); r != wire.DropNone {
 		return 0, false, false

@@ -400,3 +400,42 @@ func TestICMPShard(t *testing.T) {
 		t.Error("unsharded")
 	}
 }
+
+// FrameShard's direct read of an IPv4 Homa header gives the owner the
+// whole parse gives, CUTOFFS every shard, and a frame too short nothing.
+func TestFrameShard_directReadAgrees(t *testing.T) {
+	n := newTestNet(t)
+	c := n.addHost("c", 1, nil)
+	s := n.addHost("s", 2, nil)
+	if _, err := s.e.Bind(99); err != nil {
+		t.Fatal(err)
+	}
+	cli, _ := c.e.OpenClient()
+	for range 5 {
+		cli.Send(Addr{IP: netip.AddrFrom4(s.ip), Port: 99}, msg(3000, 1))
+	}
+	checked := 0
+	n.inspect = func(frame []byte, _ string) {
+		var l wire.Link
+		wire.ParseLink(frame, &l)
+		var f wire.Frame
+		if wire.ParseHomaIP(&l, &f, false) != wire.DropNone {
+			return
+		}
+		want, wantAll := ShardOfID(f.Homa.SenderID(), 3), f.Type == wire.TypeCutoffs
+		got, all, ok := FrameShard(&l, 3)
+		if !ok || all != wantAll || !all && got != want {
+			t.Errorf("FrameShard %d %v %v, the whole parse %d %v", got, all, ok, want, wantAll)
+		}
+		checked++
+		short := l
+		short.Payload = l.Payload[:wire.IPv4MinHeaderLen+4]
+		if _, _, ok := FrameShard(&short, 3); ok {
+			t.Error("a frame cut inside its Homa header was steered")
+		}
+	}
+	n.flush()
+	if checked == 0 {
+		t.Fatal("no frame checked")
+	}
+}
