@@ -78,21 +78,11 @@ func newMNShards(t testing.TB, net *memnet.Network, ip [4]byte, shared *StaticNe
 		h.cli, _ = e.OpenClient()
 		hs = append(hs, h)
 	}
-	mh.SetReceive(func(f []byte) {
-		var l wire.Link
-		wire.ParseLink(f, &l)
-		owner, all, ok := FrameShard(&l, shards)
-		for k, h := range hs {
-			if !ok && k == 0 || ok && (all || k == owner) {
-				h.e.Receive(f)
-			}
-		}
-		for len(acks) > 0 {
-			a := acks[0]
-			acks = acks[1:]
-			hs[a.owner].e.ReceiveAck(a.peer, a.client, a.port)
-		}
-	})
+	es := make([]*Endpoint, len(hs))
+	for k, h := range hs {
+		es[k] = h.e
+	}
+	mh.SetReceive(shardSteer(es, &acks, nil))
 	return hs
 }
 

@@ -13,7 +13,6 @@ import (
 
 	"github.com/homa-dpdk/homa-dpdk/engine/memnet"
 	"github.com/homa-dpdk/homa-dpdk/sched"
-	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
 // workload is a message size distribution read from a workload CSV
@@ -138,23 +137,11 @@ func newShardedScenario(t *testing.T, nHosts int, shardsOf func(host int) int, c
 			s.addEndpoint(h, ip, i, ecfg, mods)
 			group = append(group, h)
 		}
-		mh.SetReceive(func(f []byte) {
-			var l wire.Link
-			wire.ParseLink(f, &l)
-			owner, all, ok := FrameShard(&l, shards)
-			for k, h := range group {
-				if !ok && k == 0 || ok && (all || k == owner) {
-					h.e.Receive(f)
-					h.serve()
-				}
-			}
-			for len(acks) > 0 {
-				a := acks[0]
-				acks = acks[1:]
-				group[a.owner].e.ReceiveAck(a.peer, a.client, a.port)
-				group[a.owner].serve()
-			}
-		})
+		es := make([]*Endpoint, len(group))
+		for k, h := range group {
+			es[k] = h.e
+		}
+		mh.SetReceive(shardSteer(es, &acks, func(k int) { group[k].serve() }))
 	}
 	return s
 }

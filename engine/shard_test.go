@@ -439,3 +439,33 @@ func TestFrameShard_directReadAgrees(t *testing.T) {
 		t.Fatal("no frame checked")
 	}
 }
+
+// shardSteer is the receive side of a host whose endpoints es are its
+// shards: each frame to its owner (FrameShard; CUTOFFS to every shard,
+// what is not Homa to the first), then the acks the shards handed each
+// other meanwhile (acks, filled by their ForwardAck). after, if not nil,
+// runs for each shard that took a frame or an ack.
+func shardSteer(es []*Endpoint, acks *[]shardAck, after func(k int)) func([]byte) {
+	took := func(k int) {
+		if after != nil {
+			after(k)
+		}
+	}
+	return func(f []byte) {
+		var l wire.Link
+		wire.ParseLink(f, &l)
+		owner, all, ok := FrameShard(&l, len(es))
+		for k, e := range es {
+			if !ok && k == 0 || ok && (all || k == owner) {
+				e.Receive(f)
+				took(k)
+			}
+		}
+		for len(*acks) > 0 {
+			a := (*acks)[0]
+			*acks = (*acks)[1:]
+			es[a.owner].ReceiveAck(a.peer, a.client, a.port)
+			took(a.owner)
+		}
+	}
+}
