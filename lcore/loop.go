@@ -29,7 +29,9 @@ package lcore
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -263,12 +265,13 @@ func Go(cpu int, cfg Config) (*Loop, error) {
 	return l, nil
 }
 
+// cpuExists asks the system, not the calling thread's affinity: that
+// depends on which thread the goroutine runs on (EAL pins its main lcore
+// to one CPU), and a process started from a pinned thread inherits its
+// one CPU, so a CPU the machine has would seem not to exist.
 func cpuExists(cpu int) bool {
-	var set unix.CPUSet
-	if unix.SchedGetaffinity(0, &set) != nil {
-		return false
-	}
-	return set.IsSet(cpu)
+	_, err := os.Stat("/sys/devices/system/cpu/cpu" + strconv.Itoa(cpu))
+	return err == nil
 }
 
 // setTimerSlack lets the calling thread's sleeps end within 1 µs of the
