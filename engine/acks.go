@@ -38,9 +38,10 @@ func (e *Endpoint) ackRPC(p *peer, clientID uint64, serverPort uint16) {
 	if !wire.IsClientID(clientID) {
 		return
 	}
-	if !e.ownsID(clientID) {
+	if !e.owns(clientID, serverPort) {
+		s := &e.cfg.Shard
 		e.m.AcksForwarded++
-		e.cfg.Shard.ForwardAck(ShardOfID(clientID, e.cfg.Shard.Count), p.ip, clientID, serverPort)
+		s.ForwardAck(ServerShard(clientID, serverPort, s.Count, s.Homes), p.ip, clientID, serverPort)
 		return
 	}
 	r := e.rpcs.get(rpcKey{ip: p.addr, id: wire.ServerID(clientID)})

@@ -397,7 +397,7 @@ func (e *Endpoint) ReceiveLink(l *wire.Link) {
 		*f = wire.Frame{}
 		return
 	}
-	if f.Type != wire.TypeCutoffs && !e.ownsID(f.Homa.SenderID()) {
+	if f.Type != wire.TypeCutoffs && !e.owns(f.Homa.SenderID(), f.Homa.DstPort()) {
 		e.m.drop(DropWrongShard) // another shard's RPC: never state here
 		*f = wire.Frame{}
 		return

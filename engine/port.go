@@ -100,13 +100,18 @@ type PortHooks struct {
 // SetHooks installs h on the port; set them before the port is used.
 func (p *Port) SetHooks(h PortHooks) { p.hooks = h }
 
-// Bind opens server port num (1..0x7fff).
+// Bind opens server port num (1..0x7fff). On a shard with Shard.Homes the
+// port is bound on this shard alone, which then takes all its RPCs; it
+// fails with ErrPortInUse while another shard holds the number.
 func (e *Endpoint) Bind(num uint16) (*Port, error) {
 	if num == 0 || num >= clientPortMin {
 		return nil, ErrBadPort
 	}
 	if e.ports[num] != nil {
 		return nil, ErrPortInUse
+	}
+	if s := &e.cfg.Shard; s.Count > 1 && s.Homes != nil && !s.Homes.claim(num, s.Index) {
+		return nil, ErrPortInUse // bound on another shard
 	}
 	p := &Port{e: e, num: num, server: true, private: make(map[uint64]*Message)}
 	e.ports[num] = p
@@ -356,6 +361,9 @@ func (p *Port) Shut() {
 	p.queue, p.head, p.private = nil, 0, nil
 	if e.ports[p.num] == p { // another port may hold the number by now
 		delete(e.ports, p.num)
+		if s := &e.cfg.Shard; p.server && s.Count > 1 && s.Homes != nil {
+			s.Homes.release(p.num, s.Index)
+		}
 	}
 }
 

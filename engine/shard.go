@@ -2,6 +2,7 @@ package engine
 
 import (
 	"net/netip"
+	"sync/atomic"
 
 	"github.com/homa-dpdk/homa-dpdk/sched"
 	"github.com/homa-dpdk/homa-dpdk/wire"
@@ -36,6 +37,18 @@ import (
 // over all the port's incoming messages (Shard.Grants: SRPT and
 // MaxIncoming over the port, sched.GrantShare) and the one link its pacers
 // pace (Shard.Link, sched.LinkClock). The neighbour table is the host's.
+//
+// Homed server ports. A server port bound on one shard only (a worker's,
+// whose session lives on that shard: the daemon's hub) takes its RPCs
+// whatever their clients' ids: with Shard.Homes set, Bind claims the
+// port for its shard in that table, shared by all (a port bound on one
+// shard cannot be bound on another), and a packet from a client (an even
+// sender id) to a claimed port belongs to the port's home (FrameShard,
+// ServerShard); every other packet still goes by its id. The client's
+// host needs to know nothing of it: the server's packets to the client
+// carry the server's id, which names the client's own shard. Without
+// Homes, a port is bound on every shard that serves it (an in-loop
+// application on each), each taking the RPCs whose ids are its own.
 
 // Shard says which shard of a sharded port an Endpoint is (Count 0 or 1:
 // not sharded).
@@ -52,6 +65,59 @@ type Shard struct {
 	// Link is the port's link clock, one for all its shards (nil: this
 	// shard's pacer counts only its own packets).
 	Link *sched.LinkClock
+	// Homes is the port's table of homed server ports, one for all its
+	// shards (nil: none; every server port is bound on each shard that
+	// serves it, and its RPCs go by id).
+	Homes *PortHomes
+}
+
+// PortHomes says which shard each homed server port is bound on (see
+// "Homed server ports" above). Its entries are read by every shard's
+// receive path and written by Bind and Shut, without a lock.
+type PortHomes struct {
+	home [clientPortMin]atomic.Uint32 // shard+1; 0: not claimed
+}
+
+// Of is the shard port is bound on, if it is claimed.
+func (t *PortHomes) Of(port uint16) (int, bool) {
+	if t == nil || port >= clientPortMin {
+		return 0, false
+	}
+	h := t.home[port].Load()
+	return int(h) - 1, h != 0
+}
+
+// claim binds port to shard, unless another shard holds it.
+func (t *PortHomes) claim(port uint16, shard int) bool {
+	return t.home[port].CompareAndSwap(0, uint32(shard)+1) || t.home[port].Load() == uint32(shard)+1
+}
+
+// release lets port go, if shard holds it.
+func (t *PortHomes) release(port uint16, shard int) {
+	t.home[port].CompareAndSwap(uint32(shard)+1, 0)
+}
+
+// ServerShard is the shard of count that owns the server RPC for a
+// client's id on serverPort: the port's home, if homes claims it, else
+// the shard of the id.
+func ServerShard(clientID uint64, serverPort uint16, count int, homes *PortHomes) int {
+	if count <= 1 {
+		return 0
+	}
+	if s, ok := homes.Of(serverPort); ok {
+		return s
+	}
+	return ShardOfID(clientID, count)
+}
+
+// packetShard is the owner of a packet with sender id id to port dport:
+// a client's packet (even id) is for a server RPC here (ServerShard), a
+// server's for a client RPC (its id).
+func packetShard(id uint64, dport uint16, count int, homes *PortHomes) int {
+	if homes != nil && wire.IsClientID(id) {
+		return ServerShard(id, dport, count, homes)
+	}
+	return ShardOfID(id, count)
 }
 
 // ShardOfID is the shard of count that owns the RPC with id (a client's
@@ -64,11 +130,12 @@ func ShardOfID(id uint64, count int) int {
 }
 
 // FrameShard is the shard of count that a received frame belongs to: its
-// RPC's owner, or every shard (all) for CUTOFFS. ok is false for a frame
-// that is not a Homa packet to steer by its header (ARP, ICMP, other
-// traffic, a truncated header): the host handles those itself or gives
-// them to any shard.
-func FrameShard(l *wire.Link, count int) (shard int, all, ok bool) {
+// RPC's owner (by its id, or a homed port's home: homes, nil for none),
+// or every shard (all) for CUTOFFS. ok is false for a frame that is not a
+// Homa packet to steer by its header (ARP, ICMP, other traffic, a
+// truncated header): the host handles those itself or gives them to any
+// shard.
+func FrameShard(l *wire.Link, count int, homes *PortHomes) (shard int, all, ok bool) {
 	// Over IPv4 (the common case) the Homa header is read where it
 	// starts, with no second validation: the owner's engine validates the
 	// frame. IPv6 and anything short go the whole way.
@@ -79,7 +146,7 @@ func FrameShard(l *wire.Link, count int) (shard int, all, ok bool) {
 				if c.Type() == wire.TypeCutoffs {
 					return 0, true, true
 				}
-				return ShardOfID(c.SenderID(), count), false, true
+				return packetShard(c.SenderID(), c.DstPort(), count, homes), false, true
 			}
 		}
 	}
@@ -90,7 +157,7 @@ func FrameShard(l *wire.Link, count int) (shard int, all, ok bool) {
 	if f.Type == wire.TypeCutoffs {
 		return 0, true, true
 	}
-	return ShardOfID(f.Homa.SenderID(), count), false, true
+	return packetShard(f.Homa.SenderID(), f.Homa.DstPort(), count, homes), false, true
 }
 
 // firstShardID is the first client id at or after id that shard owns.
@@ -107,9 +174,11 @@ func firstShardID(id uint64, s Shard) uint64 {
 	return k << 1
 }
 
-// ownsID says whether this endpoint owns the RPC with id.
-func (e *Endpoint) ownsID(id uint64) bool {
-	return e.cfg.Shard.Count <= 1 || ShardOfID(id, e.cfg.Shard.Count) == e.cfg.Shard.Index
+// owns says whether this endpoint owns the RPC of a packet with sender
+// id id to port dport.
+func (e *Endpoint) owns(id uint64, dport uint16) bool {
+	s := &e.cfg.Shard
+	return s.Count <= 1 || packetShard(id, dport, s.Count, s.Homes) == s.Index
 }
 
 // ReceiveAck applies an ack another shard handed over (Shard.ForwardAck):

@@ -19,12 +19,14 @@ type shardNet struct {
 	hosts        []*shardHost
 	misroute     func(frame []byte) bool
 	noGrantShare bool // the shards of a host grant alone
+	homes        bool // hosts added home their server ports (Shard.Homes)
 }
 
 type shardHost struct {
 	n      *shardNet
 	ip     [4]byte
 	shards []*Endpoint
+	homes  *PortHomes
 	tx     []*shardTx
 	acks   []shardAck // handed over between shards, applied by flush
 }
@@ -50,6 +52,9 @@ func (n *shardNet) addHost(last byte, count int) *shardHost {
 	if n.noGrantShare {
 		grants = nil
 	}
+	if n.homes {
+		h.homes = new(PortHomes)
+	}
 	for i := range max(count, 1) {
 		cfg := DefaultConfig()
 		cfg.IP, cfg.MAC = h.ip, testMAC(h.ip)
@@ -59,7 +64,7 @@ func (n *shardNet) addHost(last byte, count int) *shardHost {
 		if count > 1 {
 			cfg.Shard = Shard{Index: i, Count: count, ForwardAck: func(owner int, peer netip.Addr, client uint64, port uint16) {
 				h.acks = append(h.acks, shardAck{owner, peer, client, port})
-			}, Grants: grants, Link: link}
+			}, Grants: grants, Link: link, Homes: h.homes}
 		}
 		tx := &shardTx{buf: make([]byte, 2048)}
 		e, err := New(cfg, tx)
@@ -76,7 +81,7 @@ func (n *shardNet) addHost(last byte, count int) *shardHost {
 func (h *shardHost) receive(frame []byte) {
 	var l wire.Link
 	wire.ParseLink(frame, &l)
-	owner, all, ok := FrameShard(&l, len(h.shards))
+	owner, all, ok := FrameShard(&l, len(h.shards), h.homes)
 	switch {
 	case !ok:
 		h.shards[0].Receive(frame)
@@ -423,14 +428,14 @@ func TestFrameShard_directReadAgrees(t *testing.T) {
 			return
 		}
 		want, wantAll := ShardOfID(f.Homa.SenderID(), 3), f.Type == wire.TypeCutoffs
-		got, all, ok := FrameShard(&l, 3)
+		got, all, ok := FrameShard(&l, 3, nil)
 		if !ok || all != wantAll || !all && got != want {
 			t.Errorf("FrameShard %d %v %v, the whole parse %d %v", got, all, ok, want, wantAll)
 		}
 		checked++
 		short := l
 		short.Payload = l.Payload[:wire.IPv4MinHeaderLen+4]
-		if _, _, ok := FrameShard(&short, 3); ok {
+		if _, _, ok := FrameShard(&short, 3, nil); ok {
 			t.Error("a frame cut inside its Homa header was steered")
 		}
 	}
@@ -454,7 +459,7 @@ func shardSteer(es []*Endpoint, acks *[]shardAck, after func(k int)) func([]byte
 	return func(f []byte) {
 		var l wire.Link
 		wire.ParseLink(f, &l)
-		owner, all, ok := FrameShard(&l, len(es))
+		owner, all, ok := FrameShard(&l, len(es), nil)
 		for k, e := range es {
 			if !ok && k == 0 || ok && (all || k == owner) {
 				e.Receive(f)

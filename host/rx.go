@@ -132,7 +132,7 @@ func (h *Host) dispatch(m *dpdk.Mbuf, twice bool) {
 	}
 	if isHoma(l) {
 		if h.shards != nil && h.shards.n > 1 {
-			switch owner, all, ok := engine.FrameShard(l, h.shards.n); {
+			switch owner, all, ok := engine.FrameShard(l, h.shards.n, h.shards.homes); {
 			case ok && all:
 				h.handCopies(d, false)
 			case ok && owner != h.shardIdx:

@@ -25,6 +25,7 @@ type ShardSet struct {
 	copies [][]*handRing[handCopy]
 	grants *sched.GrantShare
 	link   *sched.LinkClock
+	homes  *engine.PortHomes // nil unless HomePorts
 }
 
 // handCopy is a copy of a frame every shard takes: CUTOFFS (the peer's
@@ -69,9 +70,20 @@ func NewShardSet(n int) *ShardSet {
 // Shards is how many shards the port has.
 func (s *ShardSet) Shards() int { return s.n }
 
+// HomePorts makes the port's server ports homed (engine.PortHomes): each
+// bound on one shard, which takes all its RPCs; the worker hub binds a
+// session's ports on the session's shard. Call it before the shards'
+// hosts are made. Without it, an application binds a port on every shard
+// and each serves the RPCs whose ids are its own.
+func (s *ShardSet) HomePorts() {
+	if s.homes == nil {
+		s.homes = new(engine.PortHomes)
+	}
+}
+
 // engineShard is shard i's engine.Shard, with h taking its acks.
 func (s *ShardSet) engineShard(i int, h *Host) engine.Shard {
-	return engine.Shard{Index: i, Count: s.n, ForwardAck: h.forwardAck, Grants: s.grants, Link: s.link}
+	return engine.Shard{Index: i, Count: s.n, ForwardAck: h.forwardAck, Grants: s.grants, Link: s.link, Homes: s.homes}
 }
 
 // HandOff is what a shard handed the others, and what it could not (their

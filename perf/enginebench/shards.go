@@ -50,7 +50,7 @@ func NewSharded(c Case, shards int) (*Sharded, error) {
 		steer := func(f []byte) {
 			var l wire.Link
 			wire.ParseLink(f, &l)
-			if owner, all, ok := engine.FrameShard(&l, shards); !ok || !all && owner != i {
+			if owner, all, ok := engine.FrameShard(&l, shards, nil); !ok || !all && owner != i {
 				s.strays.Add(1)
 			}
 		}
