@@ -103,10 +103,12 @@ type scenario struct {
 	neigh    StaticNeighbours
 }
 
-// newScenario joins nHosts endpoints on a memnet network; mods change
-// each endpoint's Config after the scenario's own settings.
+// newScenario joins nHosts endpoints on a memnet network, each host of
+// testShards shards (HOMA_TEST_SHARDS, 1 unless set); mods change each
+// endpoint's Config after the scenario's own settings.
 func newScenario(t *testing.T, nHosts int, cfg memnet.Config, wl *workload, mods ...func(*Config)) *scenario {
-	return newShardedScenario(t, nHosts, func(int) int { return 1 }, cfg, wl, mods...)
+	shards := testShards(t)
+	return newShardedScenario(t, nHosts, func(int) int { return shards }, cfg, wl, mods...)
 }
 
 // newShardedScenario is newScenario with each host of shards shards

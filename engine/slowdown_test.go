@@ -47,7 +47,8 @@ const (
 	slowdownMessages = 20_000 // messages offered in the measured run
 )
 
-// slowdownHost is one host of the slowdown scenario.
+// slowdownHost is one host of the slowdown scenario, or one shard of a
+// host (HOMA_TEST_SHARDS).
 type slowdownHost struct {
 	run  *slowdownRun
 	mh   *memnet.Host
@@ -55,7 +56,16 @@ type slowdownHost struct {
 	srv  *Port
 	cli  *Port
 	buf  []byte
-	next int64 // earliest Run already scheduled (0 = none)
+	host *slowdownHost // the host's first shard (this one when not sharded)
+
+	// On a host's first shard: the host's shards (this one first), the
+	// earliest Run of theirs already scheduled (0 = none), the shard that
+	// runs first at the next one, and the messages sent from the host
+	// (the next goes from shard sends%len(shards)).
+	shards []*slowdownHost
+	next   int64
+	first  int
+	sends  int
 }
 
 func (h *slowdownHost) Buffer() []byte           { return h.buf }
@@ -101,60 +111,103 @@ func slowdownConfig(fifo bool) memnet.Config {
 	return memnet.Config{Seed: 1, LinkBps: 10e9, BufferBytes: -1, FrameOverhead: sched.WireOverhead, FIFO: fifo}
 }
 
-// newSlowdownRun builds n hosts; baseline selects the FIFO baseline.
+// newSlowdownRun builds n hosts, each of testShards shards
+// (HOMA_TEST_SHARDS, 1 unless set; s.hosts holds each host's first);
+// baseline selects the FIFO baseline.
 func newSlowdownRun(t testing.TB, n int, baseline bool, maxMsg int) *slowdownRun {
 	s := &slowdownRun{t: t, net: memnet.New(slowdownConfig(baseline)), payload: make([]byte, maxMsg),
 		started: make(map[sdKey]sdStart)}
+	shards := testShards(t)
 	for i := range n {
 		ip := [4]byte{10, 0, 2, byte(i + 1)}
-		h := &slowdownHost{run: s, mh: s.net.AddHost(ip), buf: make([]byte, 2048)}
-		cfg := DefaultConfig()
-		cfg.IP, cfg.MAC, cfg.Clock = ip, h.mh.MAC(), s.net.Now
-		s.neigh.Add(netip.AddrFrom4(ip), h.mh.MAC())
-		cfg.Resolve = s.neigh.Resolve
-		cfg.MaxMessageLength = maxMsg
-		cfg.IDSeed = uint64(i+1) << 40
-		cfg.LinkBps = int64(s.net.Config().LinkBps)
-		if baseline {
-			cfg.LinkBps = 0                   // no pacer: the whole message goes to the NIC at once
-			cfg.UnschedBytes = maxMsg         // no grants
-			cfg.Incast = sched.IncastConfig{} // no allowance
-			cfg.Cutoffs = sched.Cutoffs{7: uint32(maxMsg)}
-			cfg.ResendTicks, cfg.ResendInterval, cfg.TimeoutTicks = 1_000_000, 1_000_000, 10_000_000
-			// With no timers nothing refused could come again, and the
-			// queues hold the first bytes of many whole messages at once.
-			cfg.MaxRecvHeapBytes, cfg.MaxStagingBytes = 1<<40, 1<<40
+		mh := s.net.AddHost(ip)
+		var group []*slowdownHost
+		var acks []shardAck
+		grants, link := sched.NewGrantShare(shards), &sched.LinkClock{}
+		for k := range shards {
+			h := &slowdownHost{run: s, mh: mh, buf: make([]byte, 2048)}
+			if k > 0 {
+				h.host = group[0]
+			} else {
+				h.host = h
+			}
+			cfg := DefaultConfig()
+			if shards > 1 {
+				cfg.Shard = Shard{Index: k, Count: shards, Grants: grants, Link: link,
+					ForwardAck: func(owner int, peer netip.Addr, client uint64, port uint16) {
+						acks = append(acks, shardAck{owner, peer, client, port})
+					}}
+			}
+			s.addHost(h, ip, i, cfg, baseline, maxMsg)
+			group = append(group, h)
 		}
-		e, err := New(cfg, h)
-		if err != nil {
-			t.Fatal(err)
+		es := make([]*Endpoint, len(group))
+		for k, h := range group {
+			es[k] = h.e
 		}
-		h.e = e
-		h.srv, _ = e.Bind(99)
-		h.cli, _ = e.OpenClient()
-		h.mh.SetReceive(func(f []byte) {
-			h.e.Receive(f)
-			h.serve()
-		})
-		s.hosts = append(s.hosts, h)
+		mh.SetReceive(shardSteer(es, &acks, func(k int) { group[k].serve() }))
+		group[0].shards = group
+		s.hosts = append(s.hosts, group[0])
 	}
 	return s
 }
 
-// kick schedules Run at the endpoint's next deadline unless an earlier
-// one is pending.
+// addHost makes h's endpoint at ip (host i), from cfg with the run's
+// settings.
+func (s *slowdownRun) addHost(h *slowdownHost, ip [4]byte, i int, cfg Config, baseline bool, maxMsg int) {
+	cfg.IP, cfg.MAC, cfg.Clock = ip, h.mh.MAC(), s.net.Now
+	s.neigh.Add(netip.AddrFrom4(ip), h.mh.MAC())
+	cfg.Resolve = s.neigh.Resolve
+	cfg.MaxMessageLength = maxMsg
+	cfg.IDSeed = uint64(i+1) << 40
+	cfg.LinkBps = int64(s.net.Config().LinkBps)
+	if baseline {
+		cfg.LinkBps = 0                   // no pacer: the whole message goes to the NIC at once
+		cfg.UnschedBytes = maxMsg         // no grants
+		cfg.Incast = sched.IncastConfig{} // no allowance
+		cfg.Cutoffs = sched.Cutoffs{7: uint32(maxMsg)}
+		cfg.ResendTicks, cfg.ResendInterval, cfg.TimeoutTicks = 1_000_000, 1_000_000, 10_000_000
+		// With no timers nothing refused could come again, and the
+		// queues hold the first bytes of many whole messages at once.
+		cfg.MaxRecvHeapBytes, cfg.MaxStagingBytes = 1<<40, 1<<40
+	}
+	e, err := New(cfg, h)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	h.e = e
+	h.srv, _ = e.Bind(99)
+	h.cli, _ = e.OpenClient()
+}
+
+// kick schedules the host's Run at its shards' next deadline unless an
+// earlier one is pending. Then every shard of the host runs, as each
+// shard's polling loop would at that time, starting with each shard in
+// turn: the shards' pacers share the link (Shard.Link), and the shard that
+// runs first when the link frees sends first, so a fixed order would let
+// one shard's long messages starve the other's.
 func (h *slowdownHost) kick() {
-	d := h.e.NextDeadline()
-	if h.next != 0 && h.next <= d {
+	g := h.host
+	d := g.e.NextDeadline()
+	for _, sh := range g.shards[1:] {
+		d = min(d, sh.e.NextDeadline())
+	}
+	if g.next != 0 && g.next <= d {
 		return
 	}
-	h.next = d
-	h.run.net.At(d, func() {
-		if h.next == d {
-			h.next = 0
+	g.next = d
+	g.run.net.At(d, func() {
+		if g.next == d {
+			g.next = 0
 		}
-		h.e.Run()
-		h.serve()
+		n := len(g.shards)
+		for i := range n {
+			g.shards[(g.first+i)%n].e.Run()
+		}
+		g.first = (g.first + 1) % n
+		for _, sh := range g.shards {
+			sh.serve()
+		}
 	})
 }
 
@@ -196,9 +249,14 @@ func (h *slowdownHost) serve() {
 	h.kick()
 }
 
-// send starts a message of size bytes from h to dst now.
+// send starts a message of size bytes from host h to host dst now, from
+// h's shards in turn.
 func (h *slowdownHost) send(dst *slowdownHost, size int) {
 	s := h.run
+	if len(h.shards) > 1 {
+		h.sends++
+		h = h.shards[(h.sends-1)%len(h.shards)]
+	}
 	id, err := h.cli.Send(Addr{IP: netip.AddrFrom4(dst.mh.IP()), Port: 99}, s.payload[:size])
 	if err != nil {
 		s.t.Fatalf("Send: %v", err)
@@ -282,9 +340,11 @@ func (s *slowdownRun) runArrivals(arr []arrival) {
 		s.t.Fatalf("%d messages not delivered after %.0f ms", s.pending, float64(s.net.Now())/1e6)
 	}
 	for _, h := range s.hosts {
-		m := h.e.Metrics()
-		s.resent += m.ResentPackets
-		s.timeouts += m.RPCTimeouts
+		for _, sh := range h.shards {
+			m := sh.e.Metrics()
+			s.resent += m.ResentPackets
+			s.timeouts += m.RPCTimeouts
+		}
 	}
 }
 
