@@ -1,9 +1,6 @@
 package hub
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,7 +87,11 @@ type Hub struct {
 	h   Host
 	ep  *engine.Endpoint
 	srv *shm.Server
+	set *Set // the hubs behind srv: this one, or a port's shards' (NewSet)
 	lim Config
+	// load is how many sessions the hub serves or will (attached, not
+	// gone yet): the set gives a new worker to the least loaded.
+	load atomic.Int32
 	// events are the sessions' attaches and detaches, in the order their
 	// control goroutines made them (lifecycle.go).
 	events chan event
@@ -162,61 +163,14 @@ type Counters struct {
 
 // New opens the control socket at c.Path for workers of h. Give the hub
 // to its host as an in-loop application (host.AddApp) before the loop
-// starts; Close it while the loop still runs, or after its Stop.
+// starts; Close it while the loop still runs, or after its Stop. A port of
+// several shards has a hub on each, behind one socket (NewSet).
 func New(h Host, c Config) (*Hub, error) {
-	if err := os.MkdirAll(filepath.Dir(c.Path), 0o755); err != nil {
-		return nil, fmt.Errorf("worker socket directory: %w", err)
-	}
-	if c.MaxOutstanding < 1 {
-		return nil, fmt.Errorf("workers: max_outstanding %d, want at least 1", c.MaxOutstanding)
-	}
-	if c.MaxBacklog < 0 {
-		return nil, fmt.Errorf("workers: max_backlog %d, want at least 1 (0: the default)", c.MaxBacklog)
-	}
-	if c.MaxBacklog == 0 {
-		c.MaxBacklog = DefaultMaxBacklog(c)
-	}
-	if c.CloseWait <= 0 {
-		c.CloseWait = DefaultCloseWait
-	}
-	if c.Linger == 0 {
-		c.Linger = DefaultLinger
-	}
-	ep := h.Endpoint()
-	if c.Params.MaxMessage == 0 {
-		c.Params.MaxMessage = uint32(ep.MaxMessageLength())
-	}
-	if int(c.Params.MaxMessage) > ep.MaxMessageLength() {
-		return nil, fmt.Errorf("workers: regions for messages of %d bytes, above the engine's largest (%d)", c.Params.MaxMessage, ep.MaxMessageLength())
-	}
-	hub := &Hub{
-		h: h, ep: ep, lim: c,
-		events:  make(chan event, 128),
-		stopped: make(chan struct{}),
-		slots:   make([]shm.Slot, 32),
-	}
-	bellFD := 0
-	if c.Doorbell {
-		bell, err := shm.NewDoorbell()
-		if err != nil {
-			return nil, fmt.Errorf("workers: %w", err)
-		}
-		hub.bell, bellFD = bell, bell.FD()
-		hub.bellUsers.Store(2)
-	}
-	srv, err := shm.Listen(shm.ServerConfig{
-		Path: c.Path, AllowUIDs: c.AllowUIDs, AllowGIDs: c.AllowGIDs, Params: c.Params, Doorbell: bellFD,
-		SocketGroup: c.SocketGroup, MaxSessionsPerUID: c.MaxSessionsPerUID,
-		OnAttach: hub.onAttach, OnDetach: hub.onDetach, OnRefuse: c.OnRefuse,
-	})
+	set, err := NewSet([]Host{h}, c)
 	if err != nil {
-		if hub.bell != nil {
-			hub.bell.Close()
-		}
 		return nil, err
 	}
-	hub.srv = srv
-	return hub, nil
+	return set.hubs[0], nil
 }
 
 // Poll is the loop's step (host.App): sessions in and out, submissions,
@@ -275,8 +229,10 @@ func (hub *Hub) publish() {
 // counts returns the counters with the sessions' gauges.
 func (hub *Hub) counts() Counters {
 	c := hub.counters
-	c.CredentialRefusals = hub.srv.Refused()
-	c.SessionLimitRefusals = hub.srv.SessionLimitRefusals()
+	if hub == hub.set.hubs[0] { // the socket's, counted once for the set
+		c.CredentialRefusals = hub.srv.Refused()
+		c.SessionLimitRefusals = hub.srv.SessionLimitRefusals()
+	}
 	c.ActiveSessions = uint64(len(hub.sessions))
 	c.LingeringSessions = uint64(len(hub.lingering))
 	for _, ws := range hub.sessions {

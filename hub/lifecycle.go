@@ -65,8 +65,12 @@ func (hub *Hub) onAttach(s *shm.Session) error {
 	if hub.isStopped() {
 		return errStopping
 	}
+	if hub.bell != nil {
+		s.SetDoorbell(hub.bell.FD()) // this loop's, of the set's several
+	}
 	select {
 	case hub.events <- event{ws: ws}:
+		hub.load.Add(1)
 		hub.ring() // a sleeping loop takes the session now, before the worker submits
 		return nil
 	case <-hub.stopped:
@@ -181,15 +185,10 @@ func deleteSession(list []*session, ws *session) []*session {
 // wait it returns an error wrapping shm.ErrCloseTimeout: the sessions
 // the loop still holds (it is not polling, or packets still send from an
 // arena) are freed at its Stop.
-func (hub *Hub) Close() error {
-	if err := hub.srv.CloseWithin(hub.lim.CloseWait); err != nil {
-		return fmt.Errorf("workers: %w", err)
-	}
-	if !hub.closeOnce.Swap(true) {
-		hub.letGoBell() // no control goroutine rings it any more
-	}
-	return nil
-}
+//
+// The hubs of a set (NewSet) share the socket: closing one closes it for
+// all, as Set.Close does.
+func (hub *Hub) Close() error { return hub.set.Close() }
 
 // Stop is the loop's drain (host.App): it lets every session go (aborting
 // their RPCs) and releases waiting control goroutines.

@@ -73,6 +73,7 @@ func (ws *session) finish() {
 	}
 	ws.state = stateGone
 	ws.releasing = nil // the host frees its payload buffers at its drain
+	ws.hub.load.Add(-1)
 	close(ws.gone)
 }
 

@@ -73,6 +73,7 @@ type Session struct {
 	Hugetlb       bool   // the region is on 2 MB pages
 	fd            int    // the region's memfd
 	efd           int    // the worker's wake-up eventfd
+	doorbell      int    // SetDoorbell's, or 0: ServerConfig.Doorbell
 	conn          *net.UnixConn
 }
 
@@ -105,6 +106,12 @@ func (s *Session) EngineSide(maxMessage uint32) (EngineSide, error) {
 	return EngineSide{SQ: sq, CQ: cq, Limits: l.Limits(maxMessage), Arena: l.Arena(s.Region),
 		Pool: l.Pool(s.Region), Pages: NewPagePool(int(l.PoolPages))}, nil
 }
+
+// SetDoorbell gives the session's worker the doorbell fd instead of
+// ServerConfig.Doorbell (which must be set: it makes regions carry
+// FeatureDoorbell), when the daemon serves its sessions on several loops,
+// each with its own. Call it in OnAttach.
+func (s *Session) SetDoorbell(fd int) { s.doorbell = fd }
 
 // Close ends the session from the daemon's side (a worker that broke the
 // protocol): its connection closes, OnDetach runs, the region is freed.
@@ -220,7 +227,7 @@ func (s *Server) serve(c *net.UnixConn) {
 	}
 	rights := unix.UnixRights(sess.fd, sess.efd)
 	if _, _, err := c.WriteMsgUnix([]byte("ok\n"), rights, nil); err == nil {
-		s.requests(c) // until the worker goes away
+		s.requests(c, sess) // until the worker goes away
 	}
 	if s.cfg.OnDetach != nil {
 		s.cfg.OnDetach(sess)

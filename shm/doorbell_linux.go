@@ -66,7 +66,11 @@ const DoorbellRequest = "doorbell\n"
 // connection until it closes: one doorbell request; anything else, or a
 // second request, is answered with an error line and otherwise ignored.
 // A worker can make it write at most one line per line it writes.
-func (s *Server) requests(c *net.UnixConn) {
+func (s *Server) requests(c *net.UnixConn, sess *Session) {
+	bell := s.cfg.Doorbell
+	if sess.doorbell > 2 && bell > 2 {
+		bell = sess.doorbell
+	}
 	buf := make([]byte, 64)
 	var line []byte
 	given := false
@@ -85,13 +89,13 @@ func (s *Server) requests(c *net.UnixConn) {
 			switch {
 			case string(line)+"\n" != DoorbellRequest:
 				c.Write([]byte("error unknown request\n"))
-			case s.cfg.Doorbell <= 2:
+			case bell <= 2:
 				c.Write([]byte("error this daemon has no doorbell\n"))
 			case given:
 				c.Write([]byte("error the doorbell was given already\n"))
 			default:
 				given = true
-				c.WriteMsgUnix([]byte(DoorbellRequest), unix.UnixRights(s.cfg.Doorbell), nil)
+				c.WriteMsgUnix([]byte(DoorbellRequest), unix.UnixRights(bell), nil)
 			}
 			line = line[:0]
 		}
