@@ -73,7 +73,14 @@ type simHost struct {
 	srv  *Port
 	cli  *Port
 	buf  []byte
-	next int64 // earliest Run already scheduled (0 = none)
+	host *simHost // the host's first shard (this one when not sharded)
+
+	// On a host's first shard: the host's shards (this one first), the
+	// earliest Run of theirs already scheduled (0 = none), and the shard
+	// that runs first at the next one.
+	shards []*simHost
+	next   int64
+	first  int
 
 	issued, done int
 	want         map[uint64]rpcCheck // outstanding client RPCs by id
@@ -143,6 +150,10 @@ func newShardedScenario(t *testing.T, nHosts int, shardsOf func(host int) int, c
 		for k, h := range group {
 			es[k] = h.e
 		}
+		for _, h := range group {
+			h.host = group[0]
+		}
+		group[0].shards = group
 		mh.SetReceive(shardSteer(es, &acks, func(k int) { group[k].serve() }))
 	}
 	return s
@@ -171,20 +182,34 @@ func (s *scenario) addEndpoint(h *simHost, ip [4]byte, i int, ecfg Config, mods 
 	s.hosts = append(s.hosts, h)
 }
 
-// kick schedules Run at the endpoint's next deadline unless an earlier
-// one is pending.
+// kick schedules the host's Run at its shards' next deadline unless an
+// earlier one is pending. Then every shard of the host runs, as each
+// shard's polling loop would at that time, starting with each shard in
+// turn: the shards' pacers share the link (Shard.Link), and the shard that
+// runs first when the link frees sends first, so a fixed order would let
+// one shard's messages starve the others'.
 func (h *simHost) kick() {
-	d := h.e.NextDeadline()
-	if h.next != 0 && h.next <= d {
+	g := h.host
+	d := g.e.NextDeadline()
+	for _, sh := range g.shards[1:] {
+		d = min(d, sh.e.NextDeadline())
+	}
+	if g.next != 0 && g.next <= d {
 		return
 	}
-	h.next = d
+	g.next = d
 	h.s.net.At(d, func() {
-		if h.next == d {
-			h.next = 0
+		if g.next == d {
+			g.next = 0
 		}
-		h.e.Run()
-		h.serve()
+		n := len(g.shards)
+		for i := range n {
+			g.shards[(g.first+i)%n].e.Run()
+		}
+		g.first = (g.first + 1) % n
+		for _, sh := range g.shards {
+			sh.serve()
+		}
 	})
 }
 
