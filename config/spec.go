@@ -70,8 +70,9 @@ type PortSpec struct {
 	// lcores[i], with its own tx_queues TX queues and its share of the
 	// RX queues and of the RPCs (host.ShardSet). Empty: one host on the
 	// port's entry in the top-level lcores. Shards may share an lcore (its
-	// loop runs them in turn); a shard per lcore spreads the work. Workers
-	// are not served on a port of several shards yet.
+	// loop runs them in turn); a shard per lcore spreads the work. Each
+	// worker of the port lives on one shard (hub.Set), the least loaded
+	// when it attaches, its server ports bound there alone.
 	Lcores []uint `mapstructure:"lcores"`
 	// TxQueues is the number of TX queues for the 8 priorities; 0 takes as
 	// many as the device allows, up to 8.

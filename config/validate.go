@@ -63,12 +63,9 @@ func (s *Spec) Validate() error {
 		p.add("ports", "no port is configured; give at least one (device and address)")
 	}
 	own := 0 // ports with lcores of their own
-	for i, ps := range s.Ports {
+	for _, ps := range s.Ports {
 		if len(ps.Lcores) > 0 {
 			own++
-		}
-		if len(ps.Lcores) > 1 && s.Workers.Enabled && (ps.WorkersSocket != "" || i == 0 && s.Workers.Socket != "") {
-			p.add(fmt.Sprintf("ports[%d].lcores", i), "%d shards with workers: workers are not served on a port of several shards yet; give it one lcore, or turn workers off", len(ps.Lcores))
 		}
 	}
 	if len(s.Lcores) == 0 && (own < len(s.Ports) || len(s.Ports) == 0) {

@@ -76,8 +76,8 @@ type Daemon struct {
 	shards       [][]*host.Host // per port: its shards (one: hosts[i])
 	loops        []*lcore.Loop  // one per distinct lcore
 	loopOf       []*lcore.Loop  // per host: the loop that runs it
-	hubs         []*hub.Hub
-	hubOf        []*hub.Hub // per host, or nil
+	hubs         []*hub.Set
+	hubOf        []*hub.Set // per port, or nil
 	housekeeping *lcore.Housekeeping
 	capture      *dpdk.Capture
 	seq          int64 // this daemon's number in the process: its pools' names are its own

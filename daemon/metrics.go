@@ -31,7 +31,7 @@ type Collector struct {
 	// Shards are each port's shards (Shards[i][0] is Hosts[i]); a port
 	// of several reports their counters summed. nil: one host a port.
 	Shards [][]*hostpkg.Host
-	Hubs   []*hub.Hub    // per host, nil for none; may be shorter than Hosts
+	Hubs   []*hub.Set    // per port (its shards' hubs), nil for none; may be shorter than Hosts
 	Loops  []*lcore.Loop // per host (hosts sharing an lcore share its loop); may be shorter than Hosts (nil loop: none)
 
 	mu       sync.Mutex // Readiness and Health's

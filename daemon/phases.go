@@ -410,7 +410,7 @@ func lingerOf(d time.Duration) time.Duration {
 // openWorkers opens the worker control socket of each host that has one.
 func (d *Daemon) openWorkers() error {
 	ws := d.spec.Workers
-	d.hubOf = make([]*hub.Hub, len(d.hosts))
+	d.hubOf = make([]*hub.Set, len(d.hosts))
 	if !ws.Enabled {
 		return nil
 	}
@@ -425,23 +425,41 @@ func (d *Daemon) openWorkers() error {
 			MaxMessage: uint32(d.spec.Protocol.MaxMessage), // the config checked that both hold it
 		}}
 	for i, h := range d.hosts {
-		hc.Path = d.spec.Ports[i].WorkersSocket
-		if hc.Path == "" && i == 0 {
-			hc.Path = ws.Socket
-		}
+		hc.Path = d.workersSocket(i)
 		if hc.Path == "" {
 			continue
 		}
-		hb, err := hub.New(h, hc)
+		hosts := make([]hub.Host, len(d.shards[i]))
+		for k, sh := range d.shards[i] {
+			hosts[k] = sh
+		}
+		set, err := hub.NewSet(hosts, hc)
 		if err != nil {
 			return fmt.Errorf("workers of %s: %w", h.Addr(), err)
 		}
-		h.AddApp(hb)
-		d.hubOf[i] = hb
-		d.hubs = append(d.hubs, hb)
-		d.Log.Info().Str("host", h.Addr().String()).Str("socket", hc.Path).Msg("worker control socket open")
+		for k, hb := range set.Hubs() {
+			d.shards[i][k].AddApp(hb)
+		}
+		d.hubOf[i] = set
+		d.hubs = append(d.hubs, set)
+		d.Log.Info().Str("host", h.Addr().String()).Str("socket", hc.Path).Int("shards", len(hosts)).Msg("worker control socket open")
 	}
 	return nil
+}
+
+// workersSocket is port i's worker control socket, "" for none.
+func (d *Daemon) workersSocket(i int) string {
+	ws := d.spec.Workers
+	if !ws.Enabled {
+		return ""
+	}
+	if p := d.spec.Ports[i].WorkersSocket; p != "" {
+		return p
+	}
+	if i == 0 {
+		return ws.Socket
+	}
+	return ""
 }
 
 // newShards builds port i's hosts from hc: one, or a shard per lcore of
@@ -453,6 +471,9 @@ func (d *Daemon) newShards(i int, hc host.Config) ([]*host.Host, error) {
 	var set *host.ShardSet
 	if n > 1 {
 		set = host.NewShardSet(n)
+		if d.workersSocket(i) != "" {
+			set.HomePorts() // a worker's ports are bound on its shard alone (hub.Set)
+		}
 	}
 	var hosts []*host.Host
 	for s := range max(n, 1) {

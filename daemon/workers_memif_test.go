@@ -3,71 +3,136 @@ package daemon
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"net/netip"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/client"
+	"github.com/homa-dpdk/homa-dpdk/engine"
 )
 
 // A Go worker on each of two daemons joined by net_memif: 10,000 RPCs of
 // sizes from 1 B to 100 KB, 8 outstanding, each response byte-exact.
-func TestMemifHosts_workers10000RPCs(t *testing.T) {
+func TestMemifHosts_workers10000RPCs(t *testing.T) { memifWorkerRPCs(t, 1, 10_000) }
+
+// Both daemons' ports as two shards (HOMA_TEST_SHARDS=2): two server and
+// two client workers a side, each worker on a shard of its own (the
+// least loaded when it attached), every client sending to both servers'
+// ports. Every RPC completes byte-exact; the clients' ids show each
+// lives on one shard, the two on different ones (an unsharded port's ids
+// would name both shards by turns).
+func TestMemifHosts_workersOnTwoShards(t *testing.T) {
+	t.Setenv("HOMA_TEST_SHARDS", "2")
+	shards := memifWorkerRPCs(t, 2, 4_000)
+	if len(shards[0]) != 1 || len(shards[1]) != 1 || maps.Equal(shards[0], shards[1]) {
+		t.Errorf("the client workers' RPC ids name shards %v and %v: want one each, not the same", shards[0], shards[1])
+	}
+}
+
+// memifWorkerRPCs runs total RPCs from pairs client workers on one daemon
+// to pairs echoing server workers (ports 100 and up) on the other, each
+// client sending to every server in turn, 8 outstanding, and returns the
+// shards (of 2) each client's RPC ids name.
+func memifWorkerRPCs(t *testing.T, pairs, total int) []map[int]bool {
 	dir := t.TempDir()
 	srvSock, cliSock := filepath.Join(dir, "server.sock"), filepath.Join(dir, "client.sock")
 	serverD, clientD := startMemifDaemons(t, 0, 0, srvSock, cliSock, nil, nil)
 
-	srv, err := client.Dial(srvSock, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Bind(100); err != nil {
-		t.Fatal(err)
-	}
-	echoDone := make(chan error, 1)
 	stop := make(chan struct{})
-	go func() { // the server worker (a Client is one goroutine's): echo until stopped
-		for {
-			select {
-			case <-stop:
-				echoDone <- nil
-				return
-			default:
-			}
-			m, err := srv.Receive(100 * time.Millisecond)
-			if errors.Is(err, client.ErrWaitTimeout) {
-				continue
-			}
-			if err != nil {
-				echoDone <- err
-				return
-			}
-			err = srv.Reply(m, m.Data)
-			m.Release()
-			if err != nil {
-				echoDone <- err
-				return
-			}
+	echoDone := make(chan error, pairs)
+	var srvs []*client.Client
+	for k := range pairs {
+		srv, err := client.Dial(srvSock, client.Options{})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
-
-	cli, err := client.Dial(cliSock, client.Options{})
-	if err != nil {
-		t.Fatal(err)
+		if err := srv.Bind(uint16(100 + k)); err != nil {
+			t.Fatal(err)
+		}
+		srvs = append(srvs, srv)
+		go func() { echoDone <- echoWorker(srv, stop) }() // a Client is one goroutine's
 	}
-	dst := client.Addr{IP: netip.AddrFrom4([4]byte{10, 0, 0, 2}), Port: 100}
-	rng := rand.New(rand.NewPCG(5, 10))
-	const total, window = 10_000, 8
+	start := time.Now()
+	shards := make([]map[int]bool, pairs)
+	var wg sync.WaitGroup
+	for k := range pairs {
+		cli, err := client.Dial(cliSock, client.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cli.Close()
+			ids, err := clientWorkerRPCs(cli, pairs, total/pairs, uint64(k))
+			if err != nil {
+				t.Errorf("client worker %d: %v", k, err)
+			}
+			shards[k] = map[int]bool{}
+			for _, id := range ids {
+				shards[k][engine.ShardOfID(id, 2)] = true
+			}
+			t.Logf("client worker %d stats: %+v", k, cli.Stats())
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d RPCs through %d worker pairs in %v", total, pairs, time.Since(start).Round(time.Millisecond))
+	close(stop)
+	for range pairs {
+		if err := <-echoDone; err != nil {
+			t.Errorf("server worker: %v", err)
+		}
+	}
+	for _, srv := range srvs {
+		srv.Close()
+	}
+	stopMemifDaemons(t, serverD, clientD)
+	return shards
+}
+
+// echoWorker answers every request with its own bytes until stop closes.
+func echoWorker(srv *client.Client, stop chan struct{}) error {
+	for {
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
+		m, err := srv.Receive(100 * time.Millisecond)
+		if errors.Is(err, client.ErrWaitTimeout) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		err = srv.Reply(m, m.Data)
+		m.Release()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// clientWorkerRPCs sends total RPCs of sizes from 1 B to 100 KB
+// (log-uniform, seeded by seed), to ports 100..100+servers-1 in turn, 8
+// outstanding, checking each response byte for byte; it returns the RPCs'
+// ids.
+func clientWorkerRPCs(cli *client.Client, servers, total int, seed uint64) ([]uint64, error) {
+	rng := rand.New(rand.NewPCG(5, 10+seed))
+	const window = 8
 	type pending struct {
 		id  uint64
 		msg []byte
 	}
 	var inflight []pending
+	var ids []uint64
 	sent, done := 0, 0
-	start := time.Now()
 	for done < total {
 		for sent < total && len(inflight) < window {
 			size := int(math.Exp(rng.Float64() * math.Log(100_000)))
@@ -75,35 +140,28 @@ func TestMemifHosts_workers10000RPCs(t *testing.T) {
 			for i := range msg {
 				msg[i] = byte(rng.Uint32())
 			}
+			dst := client.Addr{IP: netip.AddrFrom4([4]byte{10, 0, 0, 2}), Port: uint16(100 + sent%servers)}
 			id, err := cli.Send(dst, msg)
 			if err != nil {
-				t.Fatalf("send %d: %v", sent, err)
+				return ids, fmt.Errorf("send %d: %w", sent, err)
 			}
 			inflight = append(inflight, pending{id, msg})
+			ids = append(ids, id)
 			sent++
 		}
 		p := inflight[0]
 		inflight = inflight[1:]
 		resp, err := cli.Wait(p.id, 30*time.Second)
 		if err != nil {
-			t.Fatalf("RPC %d (%d bytes): %v", done, len(p.msg), err)
+			return ids, fmt.Errorf("RPC %d (%d bytes): %w", done, len(p.msg), err)
 		}
 		if !bytes.Equal(resp.Data, p.msg) {
-			t.Fatalf("RPC %d: %d-byte response differs from the %d-byte request", done, len(resp.Data), len(p.msg))
+			return ids, fmt.Errorf("RPC %d: %d-byte response differs from the %d-byte request", done, len(resp.Data), len(p.msg))
 		}
 		resp.Release()
 		done++
 	}
-	t.Logf("%d RPCs through workers in %v", total, time.Since(start).Round(time.Millisecond))
-	st := cli.Stats()
-	cli.Close()
-	close(stop)
-	if err := <-echoDone; err != nil {
-		t.Errorf("server worker: %v", err)
-	}
-	srv.Close()
-	t.Logf("client worker stats: %+v", st)
-	stopMemifDaemons(t, serverD, clientD)
+	return ids, nil
 }
 
 // A daemon whose peer stopped polling (its loops quiet, its port up) stops

@@ -50,7 +50,11 @@ type WorkersConfig struct {
 	// they are joined by a ring switch (host.RingSwitch: the ring link
 	// of every host to one learning switch in the loop), which --link
 	// ring also means for 2; memif joins two only.
-	Hosts    int
+	Hosts int
+	// Shards runs each host as this many shards (ports[].lcores), shard s
+	// on the s-th EAL worker lcore (shared when there are fewer); each
+	// worker lives on one shard of its host (0 or 1: one).
+	Shards   int
 	Duration time.Duration   // 0: until SIGINT or SIGTERM
 	Stop     <-chan struct{} // closing it stops the demo too (tests)
 	Out      io.Writer
@@ -76,6 +80,8 @@ func (c WorkersConfig) Validate() error {
 		return fmt.Errorf("--mtu %d: want 576..9000", c.MTU)
 	case c.Hosts < 0 || c.Hosts == 1 || c.Hosts > maxDemoHosts:
 		return fmt.Errorf("--hosts %d: want 2..%d", c.Hosts, maxDemoHosts)
+	case c.Shards < 0 || c.Shards > 16:
+		return fmt.Errorf("--lcores %d: want 1..16", c.Shards)
 	case c.Hosts > 2 && (c.Link == "memif" || c.MemifPeers != ""):
 		return fmt.Errorf("--hosts %d: more than two hosts are joined by a ring switch; leave out --link memif and --memif-peers", c.Hosts)
 	}
@@ -102,8 +108,9 @@ var workersYAML string
 // with its worker socket socks[i], every host on lcore 1 and a
 // long-message peer of the others. With macs, each port gets a MAC of
 // its own, 02:00:0a:00:00:<i+1> (ring ports all have the same one, which a
-// switch cannot tell apart).
-func workersSpecYAML(devs, socks []string, txq, mtu int, speed string, macs bool) string {
+// switch cannot tell apart). With shards, every port runs on those
+// lcores (ports[].lcores).
+func workersSpecYAML(devs, socks []string, txq, mtu int, speed string, macs bool, shards []uint) string {
 	var lcores, peers []string
 	var ports strings.Builder
 	for i, dev := range devs {
@@ -113,6 +120,9 @@ func workersSpecYAML(devs, socks []string, txq, mtu int, speed string, macs bool
 			dev, ip, ip6, txq, mtu, speed, socks[i])
 		if macs {
 			fmt.Fprintf(&ports, "    mac: \"02:00:0a:00:00:%02x\"\n", i+1)
+		}
+		if len(shards) > 1 {
+			fmt.Fprintf(&ports, "    lcores: %s\n", strings.ReplaceAll(fmt.Sprint(shards), " ", ", "))
 		}
 	}
 	return fmt.Sprintf(workersYAML, strings.Join(lcores, ", "), strings.TrimSuffix(ports.String(), "\n"), strings.Join(peers, ", "), socks[0])
@@ -190,7 +200,19 @@ func ServeWorkers(cfg WorkersConfig) error {
 	for i := range devs {
 		socks = append(socks, filepath.Join(dir, fmt.Sprintf("10.0.0.%d.sock", i+1)))
 	}
-	spec, err := config.Load(config.Source{YAML: workersSpecYAML(devs, socks, txq, mtu, speed, sw != nil)})
+	loops := "one busy-polling loop on lcore 1"
+	var shards []uint
+	if cfg.Shards > 1 { // shard s of every host on the s-th worker lcore (shared when there are fewer)
+		workers := dpdk.WorkerLcores()
+		if len(workers) == 0 {
+			return fmt.Errorf("demo: no EAL worker lcore for its loops")
+		}
+		for s := range cfg.Shards {
+			shards = append(shards, workers[s%len(workers)])
+		}
+		loops = fmt.Sprintf("%d shards a host on lcores %v, each worker on one", cfg.Shards, shards)
+	}
+	spec, err := config.Load(config.Source{YAML: workersSpecYAML(devs, socks, txq, mtu, speed, sw != nil, shards)})
 	if err != nil {
 		return fmt.Errorf("demo config: %w", err)
 	}
@@ -213,8 +235,8 @@ func ServeWorkers(cfg WorkersConfig) error {
 	for i := range names {
 		names[i] = fmt.Sprintf("10.0.0.%d", i+1)
 	}
-	fmt.Fprintf(cfg.Out, "demo: Homa hosts %s on %s, MTU %d, one busy-polling loop on lcore 1; workers attach at %s\n",
-		strings.Join(names, ", "), via, mtu, strings.Join(socks, ", "))
+	fmt.Fprintf(cfg.Out, "demo: Homa hosts %s on %s, MTU %d, %s; workers attach at %s\n",
+		strings.Join(names, ", "), via, mtu, loops, strings.Join(socks, ", "))
 	var timeout <-chan time.Time
 	if cfg.Duration > 0 {
 		timeout = time.After(cfg.Duration)

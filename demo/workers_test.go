@@ -219,7 +219,7 @@ func TestWorkers_echoOverMemifPairJumbo(t *testing.T) {
 // (rtt's largest message each way, throughput's windows), 256 MiB and
 // its rings each, at most 8 a uid. It needs no EAL.
 func TestWorkersYAML_longMessages(t *testing.T) {
-	yaml := workersSpecYAML([]string{"net_memif_demo0", "net_memif_demo1"}, []string{"/tmp/a.sock", "/tmp/b.sock"}, 2, 1500, "auto", false)
+	yaml := workersSpecYAML([]string{"net_memif_demo0", "net_memif_demo1"}, []string{"/tmp/a.sock", "/tmp/b.sock"}, 2, 1500, "auto", false, nil)
 	spec, err := config.Load(config.Source{YAML: yaml})
 	if err != nil {
 		t.Fatal(err)
@@ -258,14 +258,28 @@ func TestWorkersYAML_longMessages(t *testing.T) {
 // at a time: each echo server has its own, and the callers come one host
 // at a time, five sessions at most.)
 func TestServeWorkers_fourHostsAllPairs(t *testing.T) {
+	serveWorkersAllPairs(t, WorkersConfig{Hosts: 4}, "10.0.0.4 on a ring switch")
+}
+
+// demo --workers --lcores 2: each host two shards on a memif pair; the
+// echo server's session lives on one shard, the caller's on the other
+// (the least loaded), so its requests reach the other host on the shard
+// their ids name and are steered to the port's home there.
+func TestServeWorkers_twoShardsAHost(t *testing.T) {
+	serveWorkersAllPairs(t, WorkersConfig{Shards: 2}, "2 shards a host")
+}
+
+// serveWorkersAllPairs runs ServeWorkers with cfg (its Dir, Duration and
+// Out set here) and calls every host from every other through workers;
+// the demo's output must contain want.
+func serveWorkersAllPairs(t *testing.T, cfg WorkersConfig, want string) {
 	dpdktest.Need(t)
 	dir := t.TempDir()
 	var out strings.Builder
 	served := make(chan error, 1)
-	go func() {
-		served <- ServeWorkers(WorkersConfig{Dir: dir, Hosts: 4, Duration: 5 * time.Second, Out: &out})
-	}()
-	const n = 4
+	cfg.Dir, cfg.Duration, cfg.Out = dir, 5*time.Second, &out
+	go func() { served <- ServeWorkers(cfg) }()
+	n := max(cfg.Hosts, 2)
 	sock := func(i int) string { return filepath.Join(dir, fmt.Sprintf("10.0.0.%d.sock", i+1)) }
 	dial := func(i int) *client.Client {
 		for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(20 * time.Millisecond) {
@@ -330,7 +344,7 @@ func TestServeWorkers_fourHostsAllPairs(t *testing.T) {
 	if err := <-served; err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "10.0.0.4 on a ring switch") {
+	if !strings.Contains(out.String(), want) {
 		t.Errorf("demo printed:\n%s", out.String())
 	}
 }

@@ -27,7 +27,8 @@
 //   - Ownership (built: engine/shard.go). A shard owns the RPCs whose id
 //     says so ((id>>1) % N); a server RPC is its client's id's shard, so
 //     every Homa packet's owner is computed from its header
-//     (engine.FrameShard), without a table. Hosts sharded alike share
+//     (engine.FrameShard), without a table but for homed ports (workers,
+//     below). Hosts sharded alike share
 //     nothing: client shard i's RPCs are server shard i's. Acks that name
 //     another shard's RPC are handed to it (Shard.ForwardAck); CUTOFFS go
 //     to every shard; a frame at the wrong shard starts nothing there.
@@ -59,12 +60,20 @@
 //     or neighbour discovery frame one shard receives and answers is
 //     copied to the others, which learn from it. One writer publishing
 //     copy-on-write snapshots would spare the copies.
-//   - Workers (not yet): a worker session gets a home shard at attach,
-//     whose ids its client RPCs take, so responses come back to the shard
-//     that serves its rings; requests arrive at the shard their client's
-//     id names, so a session has a completion ring per shard and routes a
-//     reply by its id's shard.
-//   - The daemon (not yet): ports[].lcores gives a port's shards; the
+//   - Workers (built: hub.Set, engine.PortHomes). A worker lives on one
+//     shard, its home, for its session's life (the least loaded when it
+//     attaches, to the port's one control socket): that shard's loop
+//     serves its rings (one producer a ring), its endpoint starts its
+//     client RPCs, whose ids are the shard's, so their responses come back
+//     there, and binds its server ports there alone (ShardSet.HomePorts):
+//     a client's packet to a homed port is steered to the home whatever
+//     shard its id names, so a server RPC's owner is its port's home.
+//     Another way was weighed: every shard serving every session, with a
+//     completion ring per shard in each region and replies routed by id;
+//     it spreads one busy worker over the shards but changes the region's
+//     ABI and makes each worker poll n rings. A training job's workers
+//     are many and alike, so homes spread them.
+//   - The daemon (built): ports[].lcores gives a port's shards; the
 //     demo's --lcores its hosts'.
 //
 // perf cost measures the engine on 1 and 2 shards a host (the goal rows
