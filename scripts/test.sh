@@ -70,7 +70,11 @@ HOMA_TEST_SHARDS=2 gotest -p 1 -count=1 -timeout 10m -v \
 	-run '^(TestTestShards_knobHonoured|TestScenario_lossReorderDuplication|TestLongMessage_memnetWithLoss|TestHostile_mixWhileClientCompletes|TestSlowdown_W4at80|TestSlowdown_idleMatchesLinkMath)$' \
 	./engine/...
 
-# --- the daemon's pass on 2 shards a host (./daemon, HOMA_TEST_SHARDS=2) goes here ---
+# The daemon's memif tests again with both daemons' ports of 2 shards
+# (runMemifDaemon's config: ports[].lcores), their workers each on a shard:
+# memif pairs the queues, so half the frames are handed between shards.
+echo "== the daemon's memif tests again on 2 shards a port (HOMA_TEST_SHARDS=2)"
+HOMA_TEST_SHARDS=2 gotest -p 1 -count=1 -timeout 10m -v -run '^TestMemif' ./daemon
 
 pass=$(grep -c -- '--- PASS' "$log" || true)
 fail=$(grep -c -- '--- FAIL' "$log" || true)
