@@ -253,17 +253,23 @@ func (e *Endpoint) evictStaleRequest(keep *rpc, staged bool) bool {
 
 // evictStarving ends, while the port's shards are out of grant room
 // (sched PortStarved), this shard's stalest request silent for
-// ResendTicks that holds grants past its unscheduled bytes, among the
-// eight oldest: a claim that never sends holds the port's MaxIncoming,
-// and a shard that is never short of server RPCs would never evict it
-// (evictStaleRequest), while another shard's requests starve. One a tick.
+// ResendTicks that holds grants past its unscheduled bytes and never sent
+// a granted byte, among the eight oldest: a claim that never sends holds
+// the port's MaxIncoming, and a shard that is never short of server RPCs
+// would never evict it (evictStaleRequest), while another shard's
+// requests starve. One a tick. A request that sent granted bytes is a
+// sender at work, silent while its lost packets are asked for again:
+// ending it made its client restart and send the whole request again
+// (TestShards_lossyLongRequestsNotEvicted). A sender that sends granted
+// bytes and then falls silent holds its grants until RESENDs time it
+// out (TimeoutTicks), as on one endpoint, having paid with real bytes.
 func (e *Endpoint) evictStarving() {
 	n := 0
 	for r := e.reqHead; r != nil && n < 8; r = r.reqNext {
 		if e.ticks-r.lastData < uint64(e.cfg.ResendTicks) {
 			return // the rest are fresher
 		}
-		if g := &r.in.g; g.Granted > g.Unsched && g.Granted > g.Received {
+		if g := &r.in.g; g.Granted > g.Unsched && g.Granted > g.Received && g.Received <= g.Unsched {
 			e.m.RequestsEvicted++
 			e.end(r)
 			return

@@ -272,3 +272,28 @@ func TestConfig_maxMessageLengthBounded(t *testing.T) {
 		t.Fatalf("MaxMessageLength above the limit: %v", err)
 	}
 }
+
+// Long requests on hosts of two shards with loss: a request waiting for
+// its lost packets to be resent is not a claim that never sends. The port
+// runs out of grant room (PortStarved) under this load, and evictStarving
+// once ended such requests: the server answered RPC_UNKNOWN, the client
+// restarted and sent megabytes again, unpaced, which overflowed the
+// switch and made more loss (173 evictions, 121 restarts, 271,503 frames
+// dropped at full buffers, twice the time of one endpoint a host). Only
+// a request that never sent a granted byte is evicted now.
+func TestShards_lossyLongRequestsNotEvicted(t *testing.T) {
+	cfg := memnet.Config{Seed: 3, Loss: 0.01, Reorder: 0.01, Duplicate: 0.005}
+	s := newShardedScenario(t, 3, func(int) int { return 2 }, cfg, singleSize(mib8), longMessages(mib64))
+	s.perHost, s.inFlight = 3, 3
+	s.run(60_000_000_000)
+	s.check()
+	var evicted, restarts uint64
+	for _, h := range s.hosts {
+		m := h.e.Metrics()
+		evicted += m.RequestsEvicted
+		restarts += m.RPCRestarts
+	}
+	if evicted != 0 || restarts != 0 {
+		t.Errorf("%d requests evicted, %d RPCs restarted: lost packets are resent, not the whole request", evicted, restarts)
+	}
+}

@@ -20,6 +20,10 @@ type shardNet struct {
 	misroute     func(frame []byte) bool
 	noGrantShare bool // the shards of a host grant alone
 	homes        bool // hosts added home their server ports (Shard.Homes)
+	// mod, if set, changes each endpoint's Config (after the net's own);
+	// drop, if set, discards the frames it returns true for.
+	mod  func(*Config)
+	drop func(frame []byte) bool
 }
 
 type shardHost struct {
@@ -61,6 +65,9 @@ func (n *shardNet) addHost(last byte, count int) *shardHost {
 		cfg.Clock = func() int64 { return n.now }
 		cfg.Resolve = allReachable()
 		cfg.IDSeed = 100
+		if n.mod != nil {
+			n.mod(&cfg)
+		}
 		if count > 1 {
 			cfg.Shard = Shard{Index: i, Count: count, ForwardAck: func(owner int, peer netip.Addr, client uint64, port uint16) {
 				h.acks = append(h.acks, shardAck{owner, peer, client, port})
@@ -107,6 +114,9 @@ func (n *shardNet) flush() {
 				tx.out = nil
 				for _, f := range out {
 					progress = true
+					if n.drop != nil && n.drop(f) {
+						continue
+					}
 					dst := wire.IPv4(f[wire.EthernetHeaderLen:]).Dst()
 					for _, o := range n.hosts {
 						if o.ip == dst {
