@@ -74,6 +74,12 @@ type PortSpec struct {
 	// worker of the port lives on one shard (hub.Set), the least loaded
 	// when it attaches, its server ports bound there alone.
 	Lcores []uint `mapstructure:"lcores"`
+	// CopierCPUs moves the port's receive copies (each packet's bytes into
+	// its message's buffer: a worker's pool) off its polling loops: a
+	// copier thread per shard, pinned to copier_cpus[i] (host.Copier).
+	// Empty: the loops copy. Give one CPU per shard (per lcore in
+	// lcores, or one for an unsharded port), off the polling lcores.
+	CopierCPUs []uint `mapstructure:"copier_cpus"`
 	// TxQueues is the number of TX queues for the 8 priorities; 0 takes as
 	// many as the device allows, up to 8.
 	TxQueues    int    `mapstructure:"tx_queues"`

@@ -263,6 +263,9 @@ func (ps *PortSpec) validate(p *problems, key string, addrs map[netip.Addr]strin
 		p.add(key+".workers_socket", "%q is not an absolute path", ps.WorkersSocket)
 	}
 	p.intRange(key+".tx_queues", ps.TxQueues, 0, 1024)
+	if n := len(ps.CopierCPUs); n > 0 && n != max(len(ps.Lcores), 1) {
+		p.add(key+".copier_cpus", "%d CPUs for %d shards; give one copier CPU per shard (ports[].lcores), or none", n, max(len(ps.Lcores), 1))
+	}
 	p.oneOf(key+".marking", ps.Marking, "dscp", "pcp")
 	p.intRange(key+".vlan", ps.VLAN, 0, 4094)
 	if ps.Marking == "pcp" && ps.VLAN == 0 {

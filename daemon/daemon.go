@@ -77,7 +77,8 @@ type Daemon struct {
 	loops        []*lcore.Loop  // one per distinct lcore
 	loopOf       []*lcore.Loop  // per host: the loop that runs it
 	hubs         []*hub.Set
-	hubOf        []*hub.Set // per port, or nil
+	copiers      map[uint]*host.Copier // by CPU; closed after the loops and the hosts' drains
+	hubOf        []*hub.Set            // per port, or nil
 	housekeeping *lcore.Housekeeping
 	capture      *dpdk.Capture
 	seq          int64 // this daemon's number in the process: its pools' names are its own
@@ -385,6 +386,10 @@ func (d *Daemon) StopLoops() error {
 			}
 		}
 	}
+	for _, cp := range d.copiers { // the drains settled their copies
+		cp.Close()
+	}
+	d.copiers = nil
 	return first
 }
 

@@ -88,6 +88,11 @@ func runMemifDaemon(role, vdev, rpcsArg, lossArg string) error {
 	}
 	if os.Getenv("HOMA_TEST_SHARDS") == "2" { // the port as two shards on the loop's lcore
 		addr6 += fmt.Sprintf("    lcores: [%d, %d]\n", loopLcore, loopLcore)
+		if cpu := os.Getenv("HOMA_TEST_COPIER"); cpu != "" {
+			addr6 += fmt.Sprintf("    copier_cpus: [%s, %s]\n", cpu, cpu)
+		}
+	} else if cpu := os.Getenv("HOMA_TEST_COPIER"); cpu != "" { // receive copies on a copier thread
+		addr6 += fmt.Sprintf("    copier_cpus: [%s]\n", cpu)
 	}
 	yaml := fmt.Sprintf(`lcores: [%d]
 ports:
@@ -476,6 +481,9 @@ func runMemifPair(t *testing.T, rpcs int, loss float64) {
 	if os.Getenv("HOMA_TEST_SHARDS") == "2" && (!strings.Contains(done, " shards 2 handed ") || strings.Contains(done, " handed 0")) {
 		t.Errorf("HOMA_TEST_SHARDS=2, but the client's port was not two shards handing frames over: %s", done)
 	}
+	if os.Getenv("HOMA_TEST_COPIER") != "" && !strings.Contains(done, " copies_handed_off=") {
+		t.Errorf("HOMA_TEST_COPIER, but the client made no copy on its copier: %s", done)
+	}
 	stopMemifDaemons(t, server, client)
 }
 
@@ -532,6 +540,14 @@ func TestMemifHosts_thousandRPCsWithLoss(t *testing.T) { runMemifPair(t, 1000, 0
 // for byte.
 func TestMemifHosts_thousandRPCsWithLossOnTwoShards(t *testing.T) {
 	t.Setenv("HOMA_TEST_SHARDS", "2")
+	runMemifPair(t, 1000, 0.02)
+}
+
+// Both daemons' receive copies on a copier thread (ports[].copier_cpus,
+// HOMA_TEST_COPIER): with loss, every RPC byte for byte (the client checks
+// each response), the copies made there.
+func TestMemifHosts_thousandRPCsWithLossOnACopier(t *testing.T) {
+	t.Setenv("HOMA_TEST_COPIER", "0")
 	runMemifPair(t, 1000, 0.02)
 }
 

@@ -462,6 +462,23 @@ func (d *Daemon) workersSocket(i int) string {
 	return ""
 }
 
+// copierOn is the copier thread on cpu, started at its first use: one a
+// CPU, a lane for each shard that copies there.
+func (d *Daemon) copierOn(cpu uint) (*host.Copier, error) {
+	if cp := d.copiers[cpu]; cp != nil {
+		return cp, nil
+	}
+	cp, err := host.NewCopier(int(cpu))
+	if err != nil {
+		return nil, err
+	}
+	if d.copiers == nil {
+		d.copiers = map[uint]*host.Copier{}
+	}
+	d.copiers[cpu] = cp
+	return cp, nil
+}
+
 // newShards builds port i's hosts from hc: one, or a shard per lcore of
 // ports[i].lcores, each on its own TX queues and its share of the RX
 // queues (queue q to shard q mod n; a shard without one takes its frames
@@ -485,6 +502,13 @@ func (d *Daemon) newShards(i int, hc host.Config) ([]*host.Host, error) {
 			for q := s; q < max(d.started[i].RxQueues, 1); q += n {
 				c.RxQueues = append(c.RxQueues, uint16(q))
 			}
+		}
+		if cpus := d.spec.Ports[i].CopierCPUs; len(cpus) > s {
+			cp, err := d.copierOn(cpus[s])
+			if err != nil {
+				return nil, fmt.Errorf("ports[%d].copier_cpus: %w", i, err)
+			}
+			c.Copier = cp.Lane()
 		}
 		h, err := host.New(c)
 		if err != nil {

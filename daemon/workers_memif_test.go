@@ -35,6 +35,14 @@ func TestMemifHosts_workersOnTwoShards(t *testing.T) {
 	}
 }
 
+// Workers on both daemons, their receive copies (into the workers' pools)
+// on a copier thread: every RPC byte-exact, none delivered before its
+// bytes are in (the fence), no copy into a region let go.
+func TestMemifHosts_workersWithACopier(t *testing.T) {
+	t.Setenv("HOMA_TEST_COPIER", "0")
+	memifWorkerRPCs(t, 2, 4_000)
+}
+
 // memifWorkerRPCs runs total RPCs from pairs client workers on one daemon
 // to pairs echoing server workers (ports 100 and up) on the other, each
 // client sending to every server in turn, 8 outstanding, and returns the

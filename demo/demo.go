@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -44,7 +45,12 @@ type Config struct {
 	// each client shard keeping its share of Concurrency outstanding (0 or
 	// 1: one loop on lcore 1 runs both hosts).
 	Shards int
-	Out    io.Writer
+	// Copier gives each host (each shard) a copier thread pinned to
+	// CopierCPU for its receive copies (ports[].copier_cpus); without
+	// it the loop copies.
+	Copier    bool
+	CopierCPU int
+	Out       io.Writer
 }
 
 // Validate checks c, naming the flag of each bad field.
@@ -62,6 +68,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--drop %v: want a fraction in [0, 1)", c.Drop)
 	case c.Shards < 0 || c.Shards > 16:
 		return fmt.Errorf("--lcores %d: want 1..16", c.Shards)
+	case c.Copier && (c.CopierCPU < 0 || c.CopierCPU >= runtime.NumCPU()):
+		return fmt.Errorf("--copier-cpu %d: want a CPU below %d (or -1: none)", c.CopierCPU, runtime.NumCPU())
 	}
 	return nil
 }
@@ -181,6 +189,11 @@ func Run(cfg Config) error {
 		}
 		for i := range spec.Ports {
 			spec.Ports[i].Lcores = ls
+		}
+	}
+	if cfg.Copier {
+		for i := range spec.Ports {
+			spec.Ports[i].CopierCPUs = slices.Repeat([]uint{uint(cfg.CopierCPU)}, n)
 		}
 	}
 	// A ring per shard and direction: shard s's packets reach shard s's

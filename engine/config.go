@@ -241,6 +241,12 @@ type Config struct {
 	// (shard.go): it allocates, and takes packets for, only the RPCs
 	// whose ids are its share. Zero: not sharded.
 	Shard Shard
+
+	// Copier, when set, takes the receive copies of message bytes into
+	// committed buffers off the polling loop (copier.go): payloads of at
+	// least CopyMin bytes (0: DefaultCopyMin). nil: the engine copies.
+	Copier  Copier
+	CopyMin int
 }
 
 // DefaultConfig returns kernel Homa's defaults (WIRE.md) with no address,

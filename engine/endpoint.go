@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/binary"
 
@@ -123,6 +124,8 @@ type Endpoint struct {
 	rpcs               rpcTable // every live RPC
 	first, last        *rpc     // live RPCs in creation order, for the timer
 	owedGrants         []*rpc   // RPCs whose latest GRANT is owed (oweGrant), in order
+	fence              []fenced // messages waiting for the copier (copier.go), in order
+	copyMin            int      // Config.CopyMin, or DefaultCopyMin
 
 	// waitingPeers are the peers with RPCs waiting for their link address
 	// or GRANTs dropped while it was unresolved (peer.listed), checked by
@@ -217,6 +220,7 @@ func New(cfg Config, tx Transmitter) (*Endpoint, error) {
 	e.dataTx, _ = tx.(DataSender)
 	e.txProg, _ = tx.(TxProgress)
 	e.initRecvMem()
+	e.copyMin = cmp.Or(e.cfg.CopyMin, DefaultCopyMin)
 	e.now = cfg.Clock()
 	e.nextTick = e.now + cfg.TickNs
 	if cfg.IDSeed == 0 {

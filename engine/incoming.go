@@ -35,6 +35,9 @@ type inMsg struct {
 	// grantOwed: the GRANT for g.Granted could not be sent; the RPC is in
 	// the endpoint's owedGrants and Run sends it.
 	grantOwed bool
+	// copySeq is the Copier's number of the last copy into buf it took
+	// (0: none): the message is delivered once the copier is past it.
+	copySeq uint64
 }
 
 // gap is a missing byte range [start, end) of an incoming message.
@@ -338,7 +341,7 @@ func (e *Endpoint) placeSegment(r *rpc, offset int, payload []byte) bool {
 	}
 	in.addSegment(place, offset, end)
 	if in.buf != nil {
-		copy(in.buf[offset:end], payload)
+		e.copyIn(in, in.buf[offset:end], payload)
 	} else {
 		stageCopy(in, offset, payload)
 	}
@@ -454,6 +457,7 @@ func (e *Endpoint) complete(r *rpc) {
 	e.incast.Add(-r.incastBytes)
 	r.incastBytes = 0
 	m := Message{ID: r.id, Peer: Addr{IP: r.peer.ip, Port: r.dport}, Data: in.buf}
+	seq := in.copySeq // its bytes are in buf once the copier is past it
 	e.delivered(in)
 	in.gaps = nil
 	e.m.MessageSizes.record(&MessageSizeBounds, int64(in.length))
@@ -462,14 +466,14 @@ func (e *Endpoint) complete(r *rpc) {
 		e.m.RoundTrips.record(&RoundTripBoundsNs, e.now-r.startNs)
 		e.end(r)
 		e.addAck(r)
-		r.port.deliver(m, r.private)
+		e.deliverCopied(r.port, m, r.private, seq)
 	} else {
 		e.m.RequestsReceived++
 		e.unlinkRequest(r)
 		e.unlinkHeld(r)
 		r.state = stateInService
 		m.Request = true
-		r.port.deliver(m, false)
+		e.deliverCopied(r.port, m, false, seq)
 	}
 	e.scheduleGrants() // room under MaxIncoming may have opened
 }

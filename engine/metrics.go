@@ -188,6 +188,10 @@ type Metrics struct {
 	// ended to make room for a new request (at MaxServerRPCs) or for
 	// staging (MaxStagingBytes spent) (requests_evicted).
 	RequestsEvicted uint64
+	// CopiesHandedOff counts the receive copies the Copier took
+	// (copier.go); CopiesRefused those it could not (its queue full), which
+	// the engine made itself.
+	CopiesHandedOff, CopiesRefused uint64
 	// RecvEvictionsStale and RecvEvictionsShare count committed requests
 	// still arriving ended to make room in their receive memory (a
 	// worker's pool, or MaxRecvHeapBytes) for a message that found none:
@@ -314,6 +318,8 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("resends_queued", m.ResendsQueued)
 	fn("resent_bytes", m.ResentBytes)
 	fn("requests_evicted", m.RequestsEvicted)
+	fn("copies_handed_off", m.CopiesHandedOff)
+	fn("copies_refused", m.CopiesRefused)
 	fn("recv_evictions_stale", m.RecvEvictionsStale)
 	fn("recv_evictions_share", m.RecvEvictionsShare)
 	fn("responses_waiting_for_buffer", m.ResponsesWaitingForBuffer)
@@ -367,6 +373,8 @@ var CounterHelp = map[string]string{
 	"resends_queued":                "RESENDs answered BUSY because a DATA frame of the message still waited in the host's transmit queues.",
 	"resent_bytes":                  "Message bytes of the DATA packets retransmitted for RESENDs.",
 	"requests_evicted":              "Incoming requests silent for resend_ticks ended to make room (max_server_rpcs or staging).",
+	"copies_handed_off":             "Receive copies of message bytes done by the port's copier thread instead of the polling loop (ports[].copier_lcore).",
+	"copies_refused":                "Receive copies the copier could not take (its queue full), made by the polling loop.",
 	"recv_evictions_stale":          "Requests still arriving, silent for resend_ticks, ended to give their receive buffer (a worker's pool pages, or heap) to a message that found none.",
 	"recv_evictions_share":          "Requests still arriving ended to give their receive buffer to a message that found none: their peer held more of that memory than the message's peer would.",
 	"responses_waiting_for_buffer":  "Responses refused a receive buffer that can fit once memory comes free: the packet was dropped, the RPC asks for it again.",

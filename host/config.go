@@ -62,8 +62,12 @@ type Config struct {
 	ShardIndex  int
 	RxQueues    []uint16
 	TxQueueBase uint16
-	Clock       func() int64 // monotonic ns (NewClock)
-	WallOff     int64        // Clock + WallOff is Unix ns (capture timestamps)
+	// Copier, when set, makes the host's receive copies off its loop: a
+	// lane of a Copier thread (copier.go) for this host alone. Close the
+	// Copier after the loop.
+	Copier  *CopyLane
+	Clock   func() int64 // monotonic ns (NewClock)
+	WallOff int64        // Clock + WallOff is Unix ns (capture timestamps)
 }
 
 // ARPConfig configures neighbour resolution.
@@ -168,6 +172,10 @@ func New(c Config) (*Host, error) {
 		if s.n > 1 {
 			ec.Shard = s.engineShard(c.ShardIndex, h)
 		}
+	}
+	if c.Copier != nil {
+		h.copier = c.Copier
+		ec.Copier = hostCopier{h}
 	}
 	h.now = c.Clock()
 	if h.ep, err = engine.New(ec, h.tx); err != nil {

@@ -29,6 +29,14 @@ type Host struct {
 	capIf   int           // this port's interface in the capture
 	capRxAt int64         // when the pass's burst arrived (Unix ns), for the capture
 	fault   faultInjector
+	// The receive copier (copier.go): retainSeq is the copy the frame
+	// being dispatched handed over (0: none), retainedFrames the frames
+	// kept for copies not done yet, in order; copyInLoop forbids
+	// handing over copies of a frame the host does not keep.
+	copier         *CopyLane
+	retainSeq      uint64
+	retainedFrames []retained
+	copyInLoop     bool
 
 	rx     dpdk.Batch     // every RX queue of the port, polled in one cgo call
 	rxBufs [][]*dpdk.Mbuf // one burst per RX queue
@@ -159,6 +167,7 @@ func (h *Host) PassAt(now int64) int {
 // counters' publication. It returns the applications' work.
 func (h *Host) work() int {
 	n := 0
+	h.pollCopies() // messages whose copies are done reach the applications now
 	for _, a := range h.apps {
 		n += a.Poll(h.now)
 	}
@@ -266,6 +275,10 @@ func (h *Host) Drain() {
 		h.free = append(h.free, held)
 	}
 	h.drainHandOff()
+	if h.copier != nil { // the frames its copies read
+		h.copier.Settle()
+		h.pollCopies()
+	}
 	dpdk.FreeBulk(h.free)
 	h.free = h.free[:0]
 	h.tx.close()
@@ -292,7 +305,7 @@ func (h *Host) Summary() string {
 	}
 	m := h.ep.Metrics()
 	m.Each(func(name string, v uint64) {
-		if v > 0 && (strings.HasPrefix(name, "drops_") || name == "resent_packets" || name == "rpc_timeouts" || name == "unknown_rpcs" || name == "timer_ticks_skipped") {
+		if v > 0 && (strings.HasPrefix(name, "drops_") || name == "resent_packets" || name == "rpc_timeouts" || name == "unknown_rpcs" || name == "timer_ticks_skipped" || strings.HasPrefix(name, "copies_")) {
 			fmt.Fprintf(&b, " %s=%d", name, v)
 		}
 	})

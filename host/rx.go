@@ -143,11 +143,13 @@ func (h *Host) dispatch(m *dpdk.Mbuf, twice bool) {
 		// The engine parses and validates the rest (IPv4 checksum,
 		// destination, Homa header) and counts what it drops: checking it
 		// here too would do that work twice.
-		h.ep.ReceiveLink(l) // the engine copies what it keeps
+		h.copyInLoop = chained && l.Tail == nil // joined into h.scratch
+		h.ep.ReceiveLink(l)                     // the engine copies what it keeps (or its copier)
 		if twice {
 			h.ep.ReceiveLink(l)
 		}
-		h.free = append(h.free, m)
+		h.copyInLoop = false
+		h.afterDispatch(m)
 		return
 	}
 	if chained {
@@ -179,7 +181,9 @@ func (h *Host) stackFrame(d []byte, l *wire.Link) stackVerdict {
 			return stackDrop
 		}
 		if wire.HomaUpper(proto, ip[off:]) == wire.DropNone { // Homa after extension headers
+			h.copyInLoop = true // the stack's caller frees the frame
 			h.ep.ReceiveLink(l)
+			h.copyInLoop = false
 			return stackDrop
 		}
 		v := handleIPv6(d, ip, proto, off, h.me, h.neigh6, h.now, &h.stack)

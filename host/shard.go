@@ -189,7 +189,9 @@ func (h *Host) handIn(inBatch bool) bool {
 			}
 			begin()
 			if !c.neighbour {
+				h.copyInLoop = true // c.frame is the ring's copy, let go after
 				h.ep.Receive(c.frame)
+				h.copyInLoop = false
 				continue
 			}
 			h.learnNeighbour(c.frame)
@@ -326,3 +328,5 @@ func icmpQuote6(ip wire.IPv6, off int) []byte {
 	}
 	return ip[off+wire.ICMPv6HeaderLen+wire.IPv6HeaderLen:]
 }
+
+func (r *handRing[T]) len() int { return int(r.tail.Load() - r.head.Load()) }

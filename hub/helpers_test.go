@@ -55,6 +55,7 @@ func (h *testHost) Buffer() []byte           { return h.buf }
 func (h *testHost) Send(frame []byte, _ int) { h.mh.Send(frame) }
 
 func (h *testHost) Endpoint() *engine.Endpoint { return h.ep }
+func (h *testHost) SettleCopies()              {}
 
 func (h *testHost) HoldPayload() (engine.PayloadRef, bool) {
 	if !h.zeroCopy {

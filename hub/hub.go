@@ -24,6 +24,10 @@ type Host interface {
 	// sent from the message's memory has left; the reference is then
 	// free and the memory the worker's again.
 	PayloadSent(ref engine.PayloadRef) bool
+	// SettleCopies returns once the receive copies the host's copier
+	// took are done (engine.Copier), so that no copy writes a worker's
+	// region after the hub let it go; at once without a copier.
+	SettleCopies()
 }
 
 // Config configures a hub.

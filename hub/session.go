@@ -72,7 +72,8 @@ func (ws *session) finish() {
 		return
 	}
 	ws.state = stateGone
-	ws.releasing = nil // the host frees its payload buffers at its drain
+	ws.releasing = nil      // the host frees its payload buffers at its drain
+	ws.hub.h.SettleCopies() // no copy writes the region once it is let go
 	ws.hub.load.Add(-1)
 	close(ws.gone)
 }

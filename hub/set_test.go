@@ -29,6 +29,7 @@ func (s *shardHost) Endpoint() *engine.Endpoint             { return s.ep }
 func (s *shardHost) HoldPayload() (engine.PayloadRef, bool) { return 0, false }
 func (s *shardHost) LetGoPayload(engine.PayloadRef)         {}
 func (s *shardHost) PayloadSent(engine.PayloadRef) bool     { return true }
+func (s *shardHost) SettleCopies()                          {}
 
 type forwardedAck struct {
 	owner  int

@@ -22,6 +22,7 @@ func demoCmd() *cobra.Command {
 	var seconds float64
 	var pmd bool
 	var mtu, hosts int
+	copierCPU := -1
 	c := &cobra.Command{
 		Use:   "demo [flags] [-- EAL arguments]",
 		Short: "Two Homa hosts on virtual devices exchanging RPCs (no NIC, no config file)",
@@ -52,6 +53,7 @@ loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
 				return err
 			}
 			cfg.Duration = time.Duration(seconds * float64(time.Second))
+			cfg.Copier, cfg.CopierCPU = copierCPU >= 0, copierCPU
 			cfg.Out = cmd.OutOrStdout()
 			wc := demo.WorkersConfig{Dir: workers, MemifPeers: memifPeers, Link: link, MTU: mtu, Hosts: hosts, Shards: cfg.Shards, Out: cfg.Out}
 			if workers != "" && cmd.Flags().Changed("seconds") {
@@ -90,6 +92,7 @@ loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
 	f.IntVar(&cfg.CaptureSnaplen, "capture-snaplen", 128, "bytes kept of each captured packet (128: every header; 65535: whole frames); a capture file stops at 1 GiB")
 	f.Float64Var(&cfg.Drop, "drop", 0, "drop this fraction of the packets each host receives (fault injection: RESENDs recover them)")
 	f.BoolVar(&pmd, "pmd", false, "run the forwarding benchmark instead")
+	f.IntVar(&copierCPU, "copier-cpu", -1, "make each host's receive copies on a copier thread pinned to this CPU instead of its polling loop (ports[].copier_cpus); -1: the loop copies")
 	f.IntVar(&cfg.Shards, "lcores", 1, "run each host as this many shards, shard s of both hosts on lcore s+1 (ports[].lcores); lcores past the CPUs share them; with --workers each worker lives on one shard")
 	f.StringVar(&workers, "workers", "", "serve shared-memory workers on sockets in this directory until interrupted, instead of the demo's RPCs")
 	f.StringVar(&link, "link", "", "with --workers: what joins the two hosts, memif (the default: a net_memif pair, each byte copied into and out of its rings) or ring (a net_ring pair: the mbufs change hands, no copy); more than two hosts are always joined by a ring switch")

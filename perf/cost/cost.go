@@ -58,6 +58,10 @@ type Result struct {
 	// DemoLcores are the demo pair's small RPCs with each host on 1 and on
 	// 2 lcores (demo --lcores), the median of rounds taking turns.
 	DemoLcores []homapeer.DemoRun `json:"demo_pair_lcores"`
+	// DemoCopier are the demo pair's 1 MB echoes with the loop making the
+	// receive copies and with a copier thread making them (demo
+	// --copier-cpu), the median of rounds taking turns.
+	DemoCopier []homapeer.DemoRun `json:"demo_pair_copier"`
 	// Testpmd is the per-packet reference: dpdk-testpmd's io forwarding
 	// on a net_ring pair, one forwarding core (perf pmd --device ring,
 	// as a child). nil: not measured.
@@ -150,6 +154,10 @@ func Measure(cfg Config, prog *perf.Progress) (*Result, error) {
 		return nil, fmt.Errorf("demo pair on lcores: %w", err)
 	}
 	res.DemoLcores = lc
+	prog.Step("demo pair 1MB, the loop copying and a copier thread")
+	if res.DemoCopier, err = demoCopier(cfg, shardRounds(cfg.EngineTime < time.Second)); err != nil {
+		return nil, fmt.Errorf("demo pair with a copier: %w", err)
+	}
 	for _, c := range demoCases {
 		prog.Step("demo pair " + c.name)
 		args := []string{"demo", "--sizes", c.sizes, "--concurrency", c.conc, "--seconds", strconv.FormatFloat(cfg.DemoSeconds, 'f', -1, 64)}
@@ -164,7 +172,7 @@ func Measure(cfg Config, prog *perf.Progress) (*Result, error) {
 }
 
 // Steps is the scenario's progress steps.
-func Steps() int { return len(enginebench.Cases) + len(ShardCases) + 2 + len(demoCases) }
+func Steps() int { return len(enginebench.Cases) + len(ShardCases) + 3 + len(demoCases) }
 
 // testpmdReference runs `perf pmd --device ring` (dpdk-testpmd's io
 // forwarding beside ours, on a net_ring pair: a child, as it brings EAL
@@ -214,30 +222,60 @@ func (r *Result) TestpmdRatio() (float64, bool) {
 // 2 lcores, taking turns, rounds times each, and returns the median run
 // of each (Name "small/1lcore", "small/2lcores").
 func demoLcores(cfg Config, rounds int) ([]homapeer.DemoRun, error) {
-	runs := map[int][]homapeer.DemoRun{}
+	return demoTurns(cfg, "lcores", []string{"--sizes", "100", "--concurrency", "64"}, []demoVariant{
+		{"small/1lcore", []string{"--lcores", "1"}}, {"small/2lcores", []string{"--lcores", "2"}}}, rounds)
+}
+
+// demoCopier runs the demo pair's 1 MB echoes with the loop making the
+// receive copies and with a copier thread on CPU 0 making them (demo
+// --copier-cpu 0: each host's lane of one thread, off the loop's lcore
+// 1), taking turns, rounds times each: the median run of each ("1MB/loop
+// copies", "1MB/copier").
+func demoCopier(cfg Config, rounds int) ([]homapeer.DemoRun, error) {
+	return demoTurns(cfg, "copier", []string{"--sizes", "1000000", "--concurrency", "4"}, []demoVariant{
+		{"1MB/loop copies", nil}, {"1MB/copier", []string{"--copier-cpu", "0"}}}, rounds)
+}
+
+// demoVariant is a demo pair run's name and its own flags.
+type demoVariant struct {
+	name string
+	args []string
+}
+
+// demoTurns runs the demo pair with args and each variant's flags, the
+// variants taking turns, rounds times each, and returns each variant's
+// median run by RPCs/s (logs: OutDir/cost-demo-<tag>-<variant>-<round>.log).
+func demoTurns(cfg Config, tag string, args []string, variants []demoVariant, rounds int) ([]homapeer.DemoRun, error) {
+	runs := make([][]homapeer.DemoRun, len(variants))
 	for r := range rounds {
-		for _, n := range []int{1, 2} {
-			args := []string{"demo", "--sizes", "100", "--concurrency", "64", "--lcores", strconv.Itoa(n),
-				"--seconds", strconv.FormatFloat(cfg.DemoSeconds, 'f', -1, 64)}
-			run, err := homapeer.RunDemo(cfg.Self, filepath.Join(cfg.OutDir, fmt.Sprintf("cost-demo-lcores%d-%d.log", n, r)), args)
+		for i, v := range variants {
+			a := append(append(append([]string{"demo"}, args...), v.args...), "--seconds", strconv.FormatFloat(cfg.DemoSeconds, 'f', -1, 64))
+			run, err := homapeer.RunDemo(cfg.Self, filepath.Join(cfg.OutDir, fmt.Sprintf("cost-demo-%s-%d-%d.log", tag, i, r)), a)
 			if err != nil {
 				return nil, err
 			}
-			runs[n] = append(runs[n], run)
+			runs[i] = append(runs[i], run)
 		}
 	}
 	var out []homapeer.DemoRun
-	for _, n := range []int{1, 2} {
-		rs := runs[n]
+	for i, v := range variants {
+		rs := runs[i]
 		slices.SortFunc(rs, func(a, b homapeer.DemoRun) int { return cmp.Compare(a.RPCsPerSec, b.RPCsPerSec) })
 		m := rs[len(rs)/2]
-		m.Name = fmt.Sprintf("small/%dlcore", n)
-		if n > 1 {
-			m.Name += "s"
-		}
+		m.Name = v.name
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// CopierRatio is the demo pair's 1 MB echoes with a copier thread over
+// the loop making the copies: Gbps, and the loop's time per packet event;
+// ok is false without both runs.
+func (r *Result) CopierRatio() (gbps, nsPerPkt float64, ok bool) {
+	if len(r.DemoCopier) != 2 || r.DemoCopier[0].Gbps == 0 || r.DemoCopier[0].NsPerPkt == 0 {
+		return 0, 0, false
+	}
+	return r.DemoCopier[1].Gbps / r.DemoCopier[0].Gbps, r.DemoCopier[1].NsPerPkt / r.DemoCopier[0].NsPerPkt, true
 }
 
 // LcoresRatio is the demo pair's small RPCs/s on 2 lcores a host over 1;
@@ -309,7 +347,7 @@ func (r *Result) Section() perf.Section {
 			fmt.Sprintf("%.2f", e.AllocsPerRPC)})
 	}
 	dt := perf.Table{Header: []string{"demo pair", "RPCs/s", "Gbps", "ns/packet event", "packet events"}}
-	for _, d := range append(slices.Clone(r.Demo), r.DemoLcores...) {
+	for _, d := range slices.Concat(r.Demo, r.DemoLcores, r.DemoCopier) {
 		dt.Rows = append(dt.Rows, []string{d.Name, fmt.Sprintf("%.0f", d.RPCsPerSec), fmt.Sprintf("%.2f", d.Gbps),
 			fmt.Sprintf("%.0f", d.NsPerPkt), fmt.Sprint(d.PacketEvent)})
 	}
@@ -333,6 +371,9 @@ func (r *Result) Section() perf.Section {
 		Notes: []string{"Engine on shards: a client and a server host sharded alike (engine.Shard), shard i of each on " +
 			"goroutine i locked to its thread, each host's shards sharing its grant view and link clock; 1 and 2 " +
 			"shards take turns, the median round of each. Over 1 shard: RPCs/s, or Gbps for 1 MB streams.",
+			"Copier: 1 MB echoes with each host's receive copies on a copier thread pinned to CPU 0 (demo --copier-cpu 0) " +
+				"against the loop making them, taking turns, the median round of each; the loop (lcore 1) runs both hosts " +
+				"and their in-loop client and echo server, which read every message's bytes on the loop's core." + r.copierNote(),
 			"Reference: dpdk-testpmd's io forwarding on a net_ring pair, one core (perf pmd --device ring, a child); " +
 				"a forwarded packet is two packet events. net_ring hands mbuf pointers from ring to ring, so the " +
 				"reference is the forwarding loop alone: no frame is built, parsed or copied."}}
@@ -404,6 +445,15 @@ func Goals(r *Result) []perf.Goal {
 		gs = append(gs, g)
 	}
 	return gs
+}
+
+// copierNote says what the copier changed, when measured.
+func (r *Result) copierNote() string {
+	g, ns, ok := r.CopierRatio()
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf(" With the copier over without: %.2fx the Gbps, %.2fx the loop's time per packet event.", g, ns)
 }
 
 // testpmdTable is the reference's line, when measured.
