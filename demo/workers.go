@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -54,10 +56,15 @@ type WorkersConfig struct {
 	// Shards runs each host as this many shards (ports[].lcores), shard s
 	// on the s-th EAL worker lcore (shared when there are fewer); each
 	// worker lives on one shard of its host (0 or 1: one).
-	Shards   int
-	Duration time.Duration   // 0: until SIGINT or SIGTERM
-	Stop     <-chan struct{} // closing it stops the demo too (tests)
-	Out      io.Writer
+	Shards int
+	// Copier gives each host (each shard) a lane of a copier thread
+	// pinned to CopierCPU for its receive copies into the workers' pools
+	// (ports[].copier_cpus); without it the loop copies.
+	Copier    bool
+	CopierCPU int
+	Duration  time.Duration   // 0: until SIGINT or SIGTERM
+	Stop      <-chan struct{} // closing it stops the demo too (tests)
+	Out       io.Writer
 }
 
 // switchSeq numbers the ring switches a process makes: DPDK's names of
@@ -82,6 +89,8 @@ func (c WorkersConfig) Validate() error {
 		return fmt.Errorf("--hosts %d: want 2..%d", c.Hosts, maxDemoHosts)
 	case c.Shards < 0 || c.Shards > 16:
 		return fmt.Errorf("--lcores %d: want 1..16", c.Shards)
+	case c.Copier && (c.CopierCPU < 0 || c.CopierCPU >= runtime.NumCPU()):
+		return fmt.Errorf("--copier-cpu %d: want a CPU below %d (or -1: none)", c.CopierCPU, runtime.NumCPU())
 	case c.Hosts > 2 && (c.Link == "memif" || c.MemifPeers != ""):
 		return fmt.Errorf("--hosts %d: more than two hosts are joined by a ring switch; leave out --link memif and --memif-peers", c.Hosts)
 	}
@@ -109,8 +118,9 @@ var workersYAML string
 // long-message peer of the others. With macs, each port gets a MAC of
 // its own, 02:00:0a:00:00:<i+1> (ring ports all have the same one, which a
 // switch cannot tell apart). With shards, every port runs on those
-// lcores (ports[].lcores).
-func workersSpecYAML(devs, socks []string, txq, mtu int, speed string, macs bool, shards []uint) string {
+// lcores (ports[].lcores); with copiers, each shard's receive copies are
+// made on the CPU copiers[s] (ports[].copier_cpus).
+func workersSpecYAML(devs, socks []string, txq, mtu int, speed string, macs bool, shards, copiers []uint) string {
 	var lcores, peers []string
 	var ports strings.Builder
 	for i, dev := range devs {
@@ -123,6 +133,9 @@ func workersSpecYAML(devs, socks []string, txq, mtu int, speed string, macs bool
 		}
 		if len(shards) > 1 {
 			fmt.Fprintf(&ports, "    lcores: %s\n", strings.ReplaceAll(fmt.Sprint(shards), " ", ", "))
+		}
+		if len(copiers) > 0 {
+			fmt.Fprintf(&ports, "    copier_cpus: %s\n", strings.ReplaceAll(fmt.Sprint(copiers), " ", ", "))
 		}
 	}
 	return fmt.Sprintf(workersYAML, strings.Join(lcores, ", "), strings.TrimSuffix(ports.String(), "\n"), strings.Join(peers, ", "), socks[0])
@@ -212,7 +225,12 @@ func ServeWorkers(cfg WorkersConfig) error {
 		}
 		loops = fmt.Sprintf("%d shards a host on lcores %v, each worker on one", cfg.Shards, shards)
 	}
-	spec, err := config.Load(config.Source{YAML: workersSpecYAML(devs, socks, txq, mtu, speed, sw != nil, shards)})
+	var copiers []uint
+	if cfg.Copier {
+		copiers = slices.Repeat([]uint{uint(cfg.CopierCPU)}, max(cfg.Shards, 1))
+		loops += fmt.Sprintf(", receive copies on a copier thread on CPU %d", cfg.CopierCPU)
+	}
+	spec, err := config.Load(config.Source{YAML: workersSpecYAML(devs, socks, txq, mtu, speed, sw != nil, shards, copiers)})
 	if err != nil {
 		return fmt.Errorf("demo config: %w", err)
 	}

@@ -219,7 +219,7 @@ func TestWorkers_echoOverMemifPairJumbo(t *testing.T) {
 // (rtt's largest message each way, throughput's windows), 256 MiB and
 // its rings each, at most 8 a uid. It needs no EAL.
 func TestWorkersYAML_longMessages(t *testing.T) {
-	yaml := workersSpecYAML([]string{"net_memif_demo0", "net_memif_demo1"}, []string{"/tmp/a.sock", "/tmp/b.sock"}, 2, 1500, "auto", false, nil)
+	yaml := workersSpecYAML([]string{"net_memif_demo0", "net_memif_demo1"}, []string{"/tmp/a.sock", "/tmp/b.sock"}, 2, 1500, "auto", false, nil, nil)
 	spec, err := config.Load(config.Source{YAML: yaml})
 	if err != nil {
 		t.Fatal(err)
@@ -267,6 +267,12 @@ func TestServeWorkers_fourHostsAllPairs(t *testing.T) {
 // their ids name and are steered to the port's home there.
 func TestServeWorkers_twoShardsAHost(t *testing.T) {
 	serveWorkersAllPairs(t, WorkersConfig{Shards: 2}, "2 shards a host")
+}
+
+// demo --workers --copier-cpu 0: the receive copies into the workers'
+// pools on a copier thread; every call byte-exact.
+func TestServeWorkers_copier(t *testing.T) {
+	serveWorkersAllPairs(t, WorkersConfig{Copier: true, CopierCPU: 0}, "receive copies on a copier thread on CPU 0")
 }
 
 // serveWorkersAllPairs runs ServeWorkers with cfg (its Dir, Duration and

@@ -55,7 +55,8 @@ loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
 			cfg.Duration = time.Duration(seconds * float64(time.Second))
 			cfg.Copier, cfg.CopierCPU = copierCPU >= 0, copierCPU
 			cfg.Out = cmd.OutOrStdout()
-			wc := demo.WorkersConfig{Dir: workers, MemifPeers: memifPeers, Link: link, MTU: mtu, Hosts: hosts, Shards: cfg.Shards, Out: cfg.Out}
+			wc := demo.WorkersConfig{Dir: workers, MemifPeers: memifPeers, Link: link, MTU: mtu, Hosts: hosts, Shards: cfg.Shards, Out: cfg.Out,
+				Copier: copierCPU >= 0, CopierCPU: copierCPU}
 			if workers != "" && cmd.Flags().Changed("seconds") {
 				wc.Duration = cfg.Duration // otherwise until interrupted
 			}
@@ -92,7 +93,7 @@ loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
 	f.IntVar(&cfg.CaptureSnaplen, "capture-snaplen", 128, "bytes kept of each captured packet (128: every header; 65535: whole frames); a capture file stops at 1 GiB")
 	f.Float64Var(&cfg.Drop, "drop", 0, "drop this fraction of the packets each host receives (fault injection: RESENDs recover them)")
 	f.BoolVar(&pmd, "pmd", false, "run the forwarding benchmark instead")
-	f.IntVar(&copierCPU, "copier-cpu", -1, "make each host's receive copies on a copier thread pinned to this CPU instead of its polling loop (ports[].copier_cpus); -1: the loop copies")
+	f.IntVar(&copierCPU, "copier-cpu", -1, "make each host's receive copies (with --workers: into the workers' pools) on a copier thread pinned to this CPU instead of its polling loop (ports[].copier_cpus); -1: the loop copies")
 	f.IntVar(&cfg.Shards, "lcores", 1, "run each host as this many shards, shard s of both hosts on lcore s+1 (ports[].lcores); lcores past the CPUs share them; with --workers each worker lives on one shard")
 	f.StringVar(&workers, "workers", "", "serve shared-memory workers on sockets in this directory until interrupted, instead of the demo's RPCs")
 	f.StringVar(&link, "link", "", "with --workers: what joins the two hosts, memif (the default: a net_memif pair, each byte copied into and out of its rings) or ring (a net_ring pair: the mbufs change hands, no copy); more than two hosts are always joined by a ring switch")

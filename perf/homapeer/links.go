@@ -99,8 +99,8 @@ func LinkArgs(link string, mtu int) []string {
 // at mtu (0: the link's, HomaLinkMTU). While the daemon runs, the
 // harness's threads stay off its loop CPU (harnessOffCPU). done gives
 // them their CPUs back and stops the forwarder: call it after the
-// daemon has stopped.
-func StartHomaDaemon(self, testpmd, link, dir, outDir, name string, prog *perf.Progress, mtu int) (d *Daemon, logPath string, done func(), err error) {
+// daemon has stopped. more are more arguments for the daemon.
+func StartHomaDaemon(self, testpmd, link, dir, outDir, name string, prog *perf.Progress, mtu int, more ...string) (d *Daemon, logPath string, done func(), err error) {
 	done = func() {}
 	extra := LinkArgs(link, mtu)
 	if testpmd != "" {
@@ -112,6 +112,7 @@ func StartHomaDaemon(self, testpmd, link, dir, outDir, name string, prog *perf.P
 		done = func() { fwd.stop() }
 		extra = append(fwd.daemonArgs(), "--mtu", strconv.Itoa(cmp.Or(mtu, perf.HomaLinkMTU[link])))
 	}
+	extra = append(extra, more...)
 	prog.Step("start the daemon on " + link)
 	logPath = filepath.Join(outDir, name+"-"+link+"-daemon.log")
 	if d, err = StartDaemon(self, filepath.Join(dir, link), logPath, extra...); err != nil {

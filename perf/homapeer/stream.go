@@ -30,6 +30,9 @@ type StreamConfig struct {
 	// Name prefixes the daemon's log file (Name-LINK-daemon.log; "":
 	// throughput).
 	Name string
+	// DaemonArgs are more arguments for the daemon (demo --workers), e.g.
+	// --copier-cpu.
+	DaemonArgs []string
 }
 
 // HomaStream measures Homa's runs on link, a run per size: it starts
@@ -44,7 +47,7 @@ func HomaStream(cfg StreamConfig, link, dir string) ([]perf.StreamRun, []perf.Lo
 	if cfg.MTU != 0 && cfg.MTU != 1500 {
 		name = perf.HomaMTUSeries(link, cfg.MTU)
 	}
-	d, logPath, done, err := StartHomaDaemon(cfg.Self, cfg.Testpmd, link, dir, cfg.OutDir, logName, cfg.Progress, cfg.MTU)
+	d, logPath, done, err := StartHomaDaemon(cfg.Self, cfg.Testpmd, link, dir, cfg.OutDir, logName, cfg.Progress, cfg.MTU, cfg.DaemonArgs...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}

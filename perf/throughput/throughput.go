@@ -98,6 +98,9 @@ func Measure(cfg Config) (*Result, error) {
 	if cfg.Testpmd != "" {
 		res.Method += " " + homapeer.TestpmdPathNote
 	}
+	if len(cfg.DaemonArgs) > 0 {
+		res.Method += fmt.Sprintf(" The daemon ran with %v: its receive copies on a copier thread.", cfg.DaemonArgs)
+	}
 	dir, err := os.MkdirTemp("", "homa-perf-tput")
 	if err != nil {
 		return nil, err
