@@ -260,12 +260,11 @@ func (e *Endpoint) evictStaleRequest(keep *rpc, staged bool) bool {
 // a granted byte, among the eight oldest: a claim that never sends holds
 // the port's MaxIncoming, and a shard that is never short of server RPCs
 // would never evict it (evictStaleRequest), while another shard's
-// requests starve. One a tick. A request that sent granted bytes is a
-// sender at work, silent while its lost packets are asked for again:
-// ending it made its client restart and send the whole request again
-// (TestShards_lossyLongRequestsNotEvicted). A sender that sends granted
-// bytes and then falls silent holds its grants until RESENDs time it
-// out (TimeoutTicks), as on one endpoint, having paid with real bytes.
+// requests starve. One a tick. One that sent granted bytes is a sender
+// waiting for its losses to be asked again: ending it made its client
+// send the whole request again (TestShards_lossyLongRequestsNotEvicted);
+// gone silent, it holds its grants until its RPC times out, as on one
+// endpoint, having paid with real bytes.
 func (e *Endpoint) evictStarving() {
 	n := 0
 	for r := e.reqHead; r != nil && n < 8; r = r.reqNext {
