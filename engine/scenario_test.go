@@ -79,8 +79,7 @@ type simHost struct {
 	// earliest Run of theirs already scheduled (0 = none), and the shard
 	// that runs first at the next one.
 	shards []*simHost
-	next   int64
-	first  int
+	turns  shardTurns
 
 	issued, done int
 	want         map[uint64]rpcCheck // outstanding client RPCs by id
@@ -182,36 +181,10 @@ func (s *scenario) addEndpoint(h *simHost, ip [4]byte, i int, ecfg Config, mods 
 	s.hosts = append(s.hosts, h)
 }
 
-// kick schedules the host's Run at its shards' next deadline unless an
-// earlier one is pending. Then every shard of the host runs, as each
-// shard's polling loop would at that time, starting with each shard in
-// turn: the shards' pacers share the link (Shard.Link), and the shard that
-// runs first when the link frees sends first, so a fixed order would let
-// one shard's messages starve the others'.
-func (h *simHost) kick() {
-	g := h.host
-	d := g.e.NextDeadline()
-	for _, sh := range g.shards[1:] {
-		d = min(d, sh.e.NextDeadline())
-	}
-	if g.next != 0 && g.next <= d {
-		return
-	}
-	g.next = d
-	h.s.net.At(d, func() {
-		if g.next == d {
-			g.next = 0
-		}
-		n := len(g.shards)
-		for i := range n {
-			g.shards[(g.first+i)%n].e.Run()
-		}
-		g.first = (g.first + 1) % n
-		for _, sh := range g.shards {
-			sh.serve()
-		}
-	})
-}
+// kick schedules the host's shards' Run (kickShards).
+func (h *simHost) kick() { kickShards(h.s.net, &h.host.turns, h.host.shards) }
+
+func (h *simHost) endpoint() *Endpoint { return h.e }
 
 // request builds a request: serial (8 bytes), response size (4 bytes),
 // then a pattern.

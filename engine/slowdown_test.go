@@ -63,8 +63,7 @@ type slowdownHost struct {
 	// runs first at the next one, and the messages sent from the host
 	// (the next goes from shard sends%len(shards)).
 	shards []*slowdownHost
-	next   int64
-	first  int
+	turns  shardTurns
 	sends  int
 }
 
@@ -180,36 +179,10 @@ func (s *slowdownRun) addHost(h *slowdownHost, ip [4]byte, i int, cfg Config, ba
 	h.cli, _ = e.OpenClient()
 }
 
-// kick schedules the host's Run at its shards' next deadline unless an
-// earlier one is pending. Then every shard of the host runs, as each
-// shard's polling loop would at that time, starting with each shard in
-// turn: the shards' pacers share the link (Shard.Link), and the shard that
-// runs first when the link frees sends first, so a fixed order would let
-// one shard's long messages starve the other's.
-func (h *slowdownHost) kick() {
-	g := h.host
-	d := g.e.NextDeadline()
-	for _, sh := range g.shards[1:] {
-		d = min(d, sh.e.NextDeadline())
-	}
-	if g.next != 0 && g.next <= d {
-		return
-	}
-	g.next = d
-	g.run.net.At(d, func() {
-		if g.next == d {
-			g.next = 0
-		}
-		n := len(g.shards)
-		for i := range n {
-			g.shards[(g.first+i)%n].e.Run()
-		}
-		g.first = (g.first + 1) % n
-		for _, sh := range g.shards {
-			sh.serve()
-		}
-	})
-}
+// kick schedules the host's shards' Run (kickShards).
+func (h *slowdownHost) kick() { kickShards(h.host.run.net, &h.host.turns, h.host.shards) }
+
+func (h *slowdownHost) endpoint() *Endpoint { return h.e }
 
 // serve records delivered requests and answers them with one byte, takes
 // the responses, and schedules the next Run.

@@ -96,3 +96,47 @@ func TestTestShards_knobHonoured(t *testing.T) {
 	}
 	t.Logf("HOMA_TEST_SHARDS=%d: %d endpoints; DATA received by the first shards %d, by the others %d", n, len(s.hosts), rcvd[0], rcvd[1])
 }
+
+// shardTurns is a sharded test host's schedule (kickShards): the earliest
+// Run of its shards already scheduled (0 = none), and the shard that runs
+// first at the next one.
+type shardTurns struct {
+	next  int64
+	first int
+}
+
+// turnShard is a shard of a memnet test host.
+type turnShard interface {
+	endpoint() *Endpoint
+	serve()
+}
+
+// kickShards schedules the Run of a host's shards at their next deadline
+// unless an earlier one is pending. Then every shard runs, as each
+// shard's polling loop would at that time, starting with each shard in
+// turn: the shards' pacers share the link (Shard.Link), and the shard
+// that runs first when the link frees sends first, so a fixed order would
+// let one shard's messages starve the others'. Then each serves.
+func kickShards[S turnShard](net *memnet.Network, t *shardTurns, shards []S) {
+	d := shards[0].endpoint().NextDeadline()
+	for _, sh := range shards[1:] {
+		d = min(d, sh.endpoint().NextDeadline())
+	}
+	if t.next != 0 && t.next <= d {
+		return
+	}
+	t.next = d
+	net.At(d, func() {
+		if t.next == d {
+			t.next = 0
+		}
+		n := len(shards)
+		for i := range n {
+			shards[(t.first+i)%n].endpoint().Run()
+		}
+		t.first = (t.first + 1) % n
+		for _, sh := range shards {
+			sh.serve()
+		}
+	})
+}
