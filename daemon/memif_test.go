@@ -86,13 +86,13 @@ func runMemifDaemon(role, vdev, rpcsArg, lossArg string) error {
 	default: // IPv6 too: the client's RPCs go over it
 		addr6 = fmt.Sprintf("    address6: 2001:db8::%d/64\n", last)
 	}
+	shards := 1
 	if os.Getenv("HOMA_TEST_SHARDS") == "2" { // the port as two shards on the loop's lcore
 		addr6 += fmt.Sprintf("    lcores: [%d, %d]\n", loopLcore, loopLcore)
-		if cpu := os.Getenv("HOMA_TEST_COPIER"); cpu != "" {
-			addr6 += fmt.Sprintf("    copier_cpus: [%s, %s]\n", cpu, cpu)
-		}
-	} else if cpu := os.Getenv("HOMA_TEST_COPIER"); cpu != "" { // receive copies on a copier thread
-		addr6 += fmt.Sprintf("    copier_cpus: [%s]\n", cpu)
+		shards = 2
+	}
+	if cpu := os.Getenv("HOMA_TEST_COPIER"); cpu != "" { // receive copies on a copier thread, one CPU a shard
+		addr6 += fmt.Sprintf("    copier_cpus: [%s]\n", strings.Repeat(cpu+", ", shards-1)+cpu)
 	}
 	yaml := fmt.Sprintf(`lcores: [%d]
 ports:

@@ -74,6 +74,20 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// shardLcores are the lcores of a host's n shards: shard s on the s-th
+// EAL worker lcore, shared when there are fewer.
+func shardLcores(n int) ([]uint, error) {
+	workers := dpdk.WorkerLcores()
+	if len(workers) == 0 {
+		return nil, fmt.Errorf("demo: no EAL worker lcore for its loops")
+	}
+	ls := make([]uint, n)
+	for s := range ls {
+		ls[s] = workers[s%len(workers)]
+	}
+	return ls, nil
+}
+
 // lingerNs is how long the demo keeps polling after the last response, so
 // that the server's NEED_ACK and the client's ACK end the last RPCs and no
 // RPC state is left behind (request_ack_ticks is 2 ms).
@@ -178,14 +192,10 @@ func Run(cfg Config) error {
 		spec.Capture.Snaplen = cfg.CaptureSnaplen
 	}
 	n := max(cfg.Shards, 1)
-	if n > 1 { // shard s of both hosts on the s-th worker lcore (shared when there are fewer)
-		workers := dpdk.WorkerLcores()
-		if len(workers) == 0 {
-			return fmt.Errorf("demo: no EAL worker lcore for its loops")
-		}
-		var ls []uint
-		for s := range n {
-			ls = append(ls, workers[s%len(workers)])
+	if n > 1 {
+		ls, err := shardLcores(n)
+		if err != nil {
+			return err
 		}
 		for i := range spec.Ports {
 			spec.Ports[i].Lcores = ls

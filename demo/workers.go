@@ -215,13 +215,9 @@ func ServeWorkers(cfg WorkersConfig) error {
 	}
 	loops := "one busy-polling loop on lcore 1"
 	var shards []uint
-	if cfg.Shards > 1 { // shard s of every host on the s-th worker lcore (shared when there are fewer)
-		workers := dpdk.WorkerLcores()
-		if len(workers) == 0 {
-			return fmt.Errorf("demo: no EAL worker lcore for its loops")
-		}
-		for s := range cfg.Shards {
-			shards = append(shards, workers[s%len(workers)])
+	if cfg.Shards > 1 {
+		if shards, err = shardLcores(cfg.Shards); err != nil {
+			return err
 		}
 		loops = fmt.Sprintf("%d shards a host on lcores %v, each worker on one", cfg.Shards, shards)
 	}

@@ -223,9 +223,7 @@ func (h *Host) pollCopies() {
 			h.retainedFrames = h.retainedFrames[:n]
 		}
 	}
-	if h.ep.CopiesPending() {
-		h.ep.PollCopies()
-	}
+	h.ep.PollCopies()
 }
 
 // SettleCopies returns once every receive copy handed to the host's

@@ -410,41 +410,40 @@ func Goals(r *Result) []perf.Goal {
 		}
 	}
 	gs = append(gs, eng, demo1, demoS, rate)
-	tg := perf.Goal{Goal: "ns per packet event, demo pair (100 B RPCs) over dpdk-testpmd's io forwarding", Source: "cost demo pair small / testpmd on net_ring",
-		Absent: "the cost scenario did not measure it"}
-	if r != nil {
-		if x, ok := r.TestpmdRatio(); ok {
-			perf.AtMost(&tg, x, TestpmdGoal)
-			tg.Absent = ""
+	ratio := func(f func(*Result) (float64, bool)) func() (float64, bool) {
+		return func() (float64, bool) {
+			if r == nil {
+				return 0, false
+			}
+			return f(r)
 		}
 	}
-	gs = append(gs, tg)
-	lg := perf.Goal{Goal: "demo pair on 2 lcores a host over 1, small RPCs/s", Source: "cost demo pair small/2lcores over small/1lcore",
-		Absent: "the cost scenario did not measure it"}
-	if r != nil {
-		if x, ok := r.LcoresRatio(); ok {
-			perf.AtLeast(&lg, x, DemoLcoresGoal)
-			lg.Absent = ""
-		}
-	}
-	gs = append(gs, lg)
+	gs = append(gs,
+		ratioGoal("ns per packet event, demo pair (100 B RPCs) over dpdk-testpmd's io forwarding", "cost demo pair small / testpmd on net_ring",
+			ratio((*Result).TestpmdRatio), perf.AtMost, TestpmdGoal),
+		ratioGoal("demo pair on 2 lcores a host over 1, small RPCs/s", "cost demo pair small/2lcores over small/1lcore",
+			ratio((*Result).LcoresRatio), perf.AtLeast, DemoLcoresGoal))
 	// Shards: 2 on 2 CPUs over 1, the engine alone.
 	for _, c := range ShardCases {
 		what := "small RPCs/s"
 		if c.Name == enginebench.Stream1MB.Name {
 			what = "1 MB Gbps"
 		}
-		g := perf.Goal{Goal: "engine on 2 shards over 1, " + what, Source: "cost engine on shards " + c.Name,
-			Absent: "the cost scenario did not measure it"}
-		if r != nil {
-			if x, ok := r.ShardRatio(c.Name); ok {
-				perf.AtLeast(&g, x, ShardGoal)
-				g.Absent = ""
-			}
-		}
-		gs = append(gs, g)
+		gs = append(gs, ratioGoal("engine on 2 shards over 1, "+what, "cost engine on shards "+c.Name,
+			ratio(func(r *Result) (float64, bool) { return r.ShardRatio(c.Name) }), perf.AtLeast, ShardGoal))
 	}
 	return gs
+}
+
+// ratioGoal is a goal row held by at (perf.AtLeast or AtMost) to want
+// against the ratio x gives; absent when it gives none.
+func ratioGoal(goal, source string, x func() (float64, bool), at func(*perf.Goal, float64, float64), want float64) perf.Goal {
+	g := perf.Goal{Goal: goal, Source: source, Absent: "the cost scenario did not measure it"}
+	if v, ok := x(); ok {
+		at(&g, v, want)
+		g.Absent = ""
+	}
+	return g
 }
 
 // copierNote says what the copier changed, when measured.
