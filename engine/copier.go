@@ -17,13 +17,20 @@ package engine
 //     waits in the endpoint's fence, in order, and PollCopies (the loop,
 //     each pass) delivers those the copier is past. A message is never
 //     delivered before its bytes are in its buffer;
-//   - a buffer given back before delivery (its RPC ended) may be taken by
-//     another message at once: the copier works in order, so the new
-//     message's copies come after the old ones, and it is delivered only
-//     after them;
+//   - a buffer whose message ends undelivered (its RPC ended: an
+//     RPC_UNKNOWN, an ACK, an eviction, a closed port) goes back to its
+//     owner only once the copier is past every copy into it (heldBuf,
+//     counted in RecvBufsHeldForCopier), as a receive DMA's buffer is
+//     reused only after its completion. Not that the copies run in
+//     order: the next message to get the buffer has bytes the loop
+//     writes itself (those staged before its commit, payloads under
+//     CopyMin, copies the copier refused), which the old message's
+//     pending copies would overwrite, after its delivery when it has no
+//     copy of its own to wait for;
 //   - memory a copy writes must stay mapped until the copier is past it:
-//     the worker hub asks the host to settle its copies before a
-//     session's region is let go (hub.Host.SettleCopies).
+//     the worker hub lets a session's region go only once the copier is
+//     past the copies handed over before the session ended
+//     (hub.Host.CopyMark, CopiesPast), without waiting on the loop.
 //
 // Tenants stay apart as without a copier: the engine chooses every
 // destination (the buffer its port's RecvBuf gave), within its message's
@@ -51,6 +58,46 @@ type fenced struct {
 	port    *Port
 	m       Message
 	private bool
+}
+
+// heldBuf is the buffer of a message that ended undelivered while copies
+// into it were pending: it goes back to its owner (FreeRecvBuf, or the
+// heap budget) once the copier is past seq.
+type heldBuf struct {
+	seq   uint64
+	buf   []byte
+	hooks *PortHooks
+	heap  bool
+}
+
+// holdBuf reports whether in's buffer must wait for the copier before it
+// is given back, and if so keeps it (releaseIn).
+func (e *Endpoint) holdBuf(in *inMsg, h *PortHooks) bool {
+	if in.copySeq == 0 || in.copySeq <= e.cfg.Copier.Done() {
+		return false
+	}
+	e.heldBufs = append(e.heldBufs, heldBuf{in.copySeq, in.buf, h, in.heap})
+	e.m.RecvBufsHeldForCopier++
+	return true
+}
+
+// freeHeldBufs gives back the held buffers the copier is past (done).
+func (e *Endpoint) freeHeldBufs(done uint64) {
+	k := 0
+	for _, b := range e.heldBufs {
+		if b.seq > done {
+			e.heldBufs[k] = b
+			k++
+			continue
+		}
+		if b.heap {
+			e.recvHeap -= len(b.buf)
+		} else if b.hooks.FreeRecvBuf != nil {
+			b.hooks.FreeRecvBuf(b.buf)
+		}
+	}
+	clear(e.heldBufs[k:])
+	e.heldBufs = e.heldBufs[:k]
 }
 
 // copyIn copies src into dst, in's buffer: by the copier when there is
@@ -89,13 +136,17 @@ func (f *fenced) deliver() {
 	f.port.deliver(f.m, f.private)
 }
 
-// PollCopies delivers the messages whose copies the copier finished. The
-// loop calls it each pass while CopiesPending.
+// PollCopies delivers the messages whose copies the copier finished, and
+// gives back the held buffers it is past. The loop calls it each pass
+// (it returns at once when nothing waits).
 func (e *Endpoint) PollCopies() {
-	if len(e.fence) == 0 {
+	if len(e.fence) == 0 && len(e.heldBufs) == 0 {
 		return
 	}
 	done := e.cfg.Copier.Done()
+	if len(e.heldBufs) > 0 {
+		e.freeHeldBufs(done)
+	}
 	k := 0
 	for ; k < len(e.fence) && e.fence[k].seq <= done; k++ {
 		f := &e.fence[k]
@@ -107,5 +158,5 @@ func (e *Endpoint) PollCopies() {
 	}
 }
 
-// CopiesPending reports whether messages wait for the copier.
-func (e *Endpoint) CopiesPending() bool { return len(e.fence) > 0 }
+// CopiesPending reports whether messages or buffers wait for the copier.
+func (e *Endpoint) CopiesPending() bool { return len(e.fence) > 0 || len(e.heldBufs) > 0 }

@@ -121,11 +121,12 @@ type Endpoint struct {
 	// idleHead, idleTail: the peers with no live RPCs, least recently
 	// used first (peer.idlePrev, idleNext).
 	idleHead, idleTail *peer
-	rpcs               rpcTable // every live RPC
-	first, last        *rpc     // live RPCs in creation order, for the timer
-	owedGrants         []*rpc   // RPCs whose latest GRANT is owed (oweGrant), in order
-	fence              []fenced // messages waiting for the copier (copier.go), in order
-	copyMin            int      // Config.CopyMin, or DefaultCopyMin
+	rpcs               rpcTable  // every live RPC
+	first, last        *rpc      // live RPCs in creation order, for the timer
+	owedGrants         []*rpc    // RPCs whose latest GRANT is owed (oweGrant), in order
+	fence              []fenced  // messages waiting for the copier (copier.go), in order
+	heldBufs           []heldBuf // buffers of ended messages waiting for the copier (copier.go)
+	copyMin            int       // Config.CopyMin, or DefaultCopyMin
 
 	// waitingPeers are the peers with RPCs waiting for their link address
 	// or GRANTs dropped while it was unresolved (peer.listed), checked by

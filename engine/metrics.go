@@ -192,6 +192,11 @@ type Metrics struct {
 	// (copier.go); CopiesRefused those it could not (its queue full), which
 	// the engine made itself.
 	CopiesHandedOff, CopiesRefused uint64
+	// RecvBufsHeldForCopier counts receive buffers of messages that
+	// ended undelivered while copies into them were still pending: each
+	// went back to its owner only once the copier was past them
+	// (copier.go) (recv_bufs_held_for_copier).
+	RecvBufsHeldForCopier uint64
 	// RecvEvictionsStale and RecvEvictionsShare count committed requests
 	// still arriving ended to make room in their receive memory (a
 	// worker's pool, or MaxRecvHeapBytes) for a message that found none:
@@ -320,6 +325,7 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("requests_evicted", m.RequestsEvicted)
 	fn("copies_handed_off", m.CopiesHandedOff)
 	fn("copies_refused", m.CopiesRefused)
+	fn("recv_bufs_held_for_copier", m.RecvBufsHeldForCopier)
 	fn("recv_evictions_stale", m.RecvEvictionsStale)
 	fn("recv_evictions_share", m.RecvEvictionsShare)
 	fn("responses_waiting_for_buffer", m.ResponsesWaitingForBuffer)
@@ -375,6 +381,7 @@ var CounterHelp = map[string]string{
 	"requests_evicted":              "Incoming requests silent for resend_ticks ended to make room (max_server_rpcs or staging).",
 	"copies_handed_off":             "Receive copies of message bytes done by the port's copier thread instead of the polling loop (ports[].copier_lcore).",
 	"copies_refused":                "Receive copies the copier could not take (its queue full), made by the polling loop.",
+	"recv_bufs_held_for_copier":     "Receive buffers of messages ended undelivered that went back to their owner only once the copier was past the copies into them.",
 	"recv_evictions_stale":          "Requests still arriving, silent for resend_ticks, ended to give their receive buffer (a worker's pool pages, or heap) to a message that found none.",
 	"recv_evictions_share":          "Requests still arriving ended to give their receive buffer to a message that found none: their peer held more of that memory than the message's peer would.",
 	"responses_waiting_for_buffer":  "Responses refused a receive buffer that can fit once memory comes free: the packet was dropped, the RPC asks for it again.",

@@ -156,7 +156,11 @@ func (e *Endpoint) commit(r *rpc) bool {
 	in := &r.in
 	n := in.length
 	buf, heap := e.takeBuf(r, n)
-	for i := 0; buf == nil && i < maxEvictScan && e.evictForBuffer(r, n); i++ {
+	for i := 0; buf == nil && i < maxEvictScan; i++ {
+		held := len(e.heldBufs)
+		if !e.evictForBuffer(r, n) || len(e.heldBufs) > held {
+			break // none to evict, or its buffer comes back only once the copier is past it
+		}
 		buf, heap = e.takeBuf(r, n)
 	}
 	if buf == nil {
@@ -222,17 +226,19 @@ func (e *Endpoint) refuseIn(r *rpc, cause DropCause, fits bool) bool {
 }
 
 // releaseIn frees the memory of in when its RPC ends undelivered: the
-// staging chunks, the heap budget, or the owner's buffer (FreeRecvBuf).
+// staging chunks, the heap budget, or the owner's buffer (FreeRecvBuf);
+// a buffer copies are still being made into waits for the copier
+// (holdBuf, copier.go).
 func (e *Endpoint) releaseIn(in *inMsg, h *PortHooks) {
 	e.freeStage(in)
-	if in.buf != nil {
+	if in.buf != nil && !e.holdBuf(in, h) {
 		if in.heap {
 			e.recvHeap -= in.length
 		} else if h.FreeRecvBuf != nil {
 			h.FreeRecvBuf(in.buf)
 		}
 	}
-	in.buf, in.heap = nil, false
+	in.buf, in.heap, in.copySeq = nil, false, 0
 }
 
 // delivered stops counting in's heap buffer, now the application's.
