@@ -226,13 +226,25 @@ func (h *Host) pollCopies() {
 	h.ep.PollCopies()
 }
 
-// SettleCopies returns once every receive copy handed to the host's
-// copier is done (hub.Host: before a worker's region is let go), and
-// delivers what waited for them. Without a copier it returns at once.
-func (h *Host) SettleCopies() {
+// CopyMark is the number of the last receive copy handed to the host's
+// copier; 0 without one (hub.Host).
+func (h *Host) CopyMark() uint64 {
 	if h.copier == nil {
-		return
+		return 0
 	}
-	h.copier.Settle()
+	return h.copier.issued
+}
+
+// CopiesPast reports whether the copier is past copy mark, and lets the
+// engine deliver and give back what waited for those copies first
+// (hub.Host: a worker's region is let go only then). It never waits.
+func (h *Host) CopiesPast(mark uint64) bool {
+	if h.copier == nil {
+		return true
+	}
+	if h.copier.Done() < mark {
+		return false
+	}
 	h.pollCopies()
+	return true
 }

@@ -45,6 +45,7 @@ type testHost struct {
 
 	zeroCopy bool
 	autoSend bool
+	copier   *threadCopier // the engine's receive copies, when set (copier_test.go)
 	refs     map[engine.PayloadRef]*fakePayload
 	nextRef  engine.PayloadRef
 }
@@ -55,7 +56,24 @@ func (h *testHost) Buffer() []byte           { return h.buf }
 func (h *testHost) Send(frame []byte, _ int) { h.mh.Send(frame) }
 
 func (h *testHost) Endpoint() *engine.Endpoint { return h.ep }
-func (h *testHost) SettleCopies()              {}
+
+func (h *testHost) CopyMark() uint64 {
+	if h.copier == nil {
+		return 0
+	}
+	return h.copier.issued
+}
+
+func (h *testHost) CopiesPast(mark uint64) bool {
+	if h.copier == nil {
+		return true
+	}
+	if h.copier.Done() < mark {
+		return false
+	}
+	h.ep.PollCopies()
+	return true
+}
 
 func (h *testHost) HoldPayload() (engine.PayloadRef, bool) {
 	if !h.zeroCopy {
@@ -148,6 +166,7 @@ func (h *testHost) pass() {
 	if now >= h.ep.NextDeadline() {
 		h.ep.Run()
 	}
+	h.ep.PollCopies()
 	if h.hub != nil {
 		h.hub.Flush()
 	}

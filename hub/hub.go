@@ -24,10 +24,15 @@ type Host interface {
 	// sent from the message's memory has left; the reference is then
 	// free and the memory the worker's again.
 	PayloadSent(ref engine.PayloadRef) bool
-	// SettleCopies returns once the receive copies the host's copier
-	// took are done (engine.Copier), so that no copy writes a worker's
-	// region after the hub let it go; at once without a copier.
-	SettleCopies()
+	// CopyMark is the number of the last receive copy handed to the
+	// host's copier (engine.Copier); 0 without one.
+	CopyMark() uint64
+	// CopiesPast reports whether the copier is past copy mark and what
+	// waited for those copies is done (messages delivered, buffers given
+	// back: engine.Endpoint.PollCopies); true without a copier. The hub
+	// lets a worker's region go only then, so that no copy writes it
+	// after; it never waits for the copier on the loop.
+	CopiesPast(mark uint64) bool
 }
 
 // Config configures a hub.

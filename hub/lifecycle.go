@@ -3,6 +3,7 @@ package hub
 import (
 	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/homa-dpdk/homa-dpdk/engine"
 	"github.com/homa-dpdk/homa-dpdk/shm"
@@ -15,7 +16,7 @@ import (
 // before its attach. The loop alone moves a session through its states
 // after the attach is sent:
 //
-//	queued ──attach──▶ live ──detach──▶ lingering ──replies acked, or linger passed──▶ draining ──last packet left──▶ gone
+//	queued ──attach──▶ live ──detach──▶ lingering ──replies acked, or linger passed──▶ draining ──last packet left, copies done──▶ gone
 //	                        └──corrupt ring, backlog overflow (or no reply to finish)──────▶ draining
 //	                             (no packet sending from the arena: straight to gone)
 //
@@ -34,7 +35,7 @@ const (
 	stateQueued    sessionState = iota // sent to the loop, not taken yet
 	stateLive                          // in hub.sessions: its rings are served
 	stateLingering                     // its worker left, in hub.lingering: its replies still go out (linger.go)
-	stateDraining                      // let go, in hub.draining: packets still send from its arena
+	stateDraining                      // let go, in hub.draining: packets still send from its arena, or copies write its pool
 	stateGone                          // ws.gone is closed: the region may be freed
 )
 
@@ -149,7 +150,8 @@ func (hub *Hub) remove(ws *session) {
 			hub.lingering = deleteSession(hub.lingering, ws)
 		}
 		ws.release()
-		if ws.releases() {
+		ws.copyMark = hub.h.CopyMark() // copies into its region were all handed over by now
+		if ws.letGo() {
 			ws.finish()
 		} else {
 			ws.state = stateDraining
@@ -158,10 +160,18 @@ func (hub *Hub) remove(ws *session) {
 	}
 }
 
-// drain finishes the draining sessions whose last packet has left.
+// letGo reports whether a released session's region may be freed: its
+// last packet has left (releases) and the copier is past every copy
+// into it.
+func (ws *session) letGo() bool {
+	return ws.releases() && ws.hub.h.CopiesPast(ws.copyMark)
+}
+
+// drain finishes the draining sessions whose last packet has left and
+// whose receive copies are done.
 func (hub *Hub) drain() {
 	for i := 0; i < len(hub.draining); i++ {
-		if ws := hub.draining[i]; ws.releases() {
+		if ws := hub.draining[i]; ws.letGo() {
 			ws.finish()
 			hub.draining = append(hub.draining[:i], hub.draining[i+1:]...)
 			i--
@@ -204,7 +214,11 @@ func (hub *Hub) Stop() {
 		ws.release()
 	}
 	// The loop has stopped: queued packets were sent or freed (the host
-	// drains its queues before its workers), so nothing reads the arenas.
+	// drains its queues before its workers), so nothing reads the arenas;
+	// the copier, still running, finishes what it was handed.
+	for mark := hub.h.CopyMark(); !hub.h.CopiesPast(mark); {
+		runtime.Gosched()
+	}
 	for _, ws := range all {
 		ws.finish()
 	}

@@ -35,6 +35,7 @@ type session struct {
 	lingerEnd int64         // lingering: when its replies still going are abandoned (ns, the loop's clock)
 	outst     int           // client RPCs in flight plus requests committed (filling or unanswered)
 	state     sessionState  // where it is in its life (lifecycle.go)
+	copyMark  uint64        // let go: the host's copy mark then; the region is freed once the copier is past it
 	gone      chan struct{} // closed when the loop has let the session go
 }
 
@@ -72,8 +73,7 @@ func (ws *session) finish() {
 		return
 	}
 	ws.state = stateGone
-	ws.releasing = nil      // the host frees its payload buffers at its drain
-	ws.hub.h.SettleCopies() // no copy writes the region once it is let go
+	ws.releasing = nil // the host frees its payload buffers at its drain
 	ws.hub.load.Add(-1)
 	close(ws.gone)
 }

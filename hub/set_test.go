@@ -29,7 +29,8 @@ func (s *shardHost) Endpoint() *engine.Endpoint             { return s.ep }
 func (s *shardHost) HoldPayload() (engine.PayloadRef, bool) { return 0, false }
 func (s *shardHost) LetGoPayload(engine.PayloadRef)         {}
 func (s *shardHost) PayloadSent(engine.PayloadRef) bool     { return true }
-func (s *shardHost) SettleCopies()                          {}
+func (s *shardHost) CopyMark() uint64                       { return 0 }
+func (s *shardHost) CopiesPast(uint64) bool                 { return true }
 
 type forwardedAck struct {
 	owner  int
