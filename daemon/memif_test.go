@@ -2,12 +2,8 @@ package daemon
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
-	"math"
-	"math/rand/v2"
-	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -17,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -25,7 +20,6 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/config"
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/dpdk/dpdktest"
-	"github.com/homa-dpdk/homa-dpdk/engine"
 	"github.com/homa-dpdk/homa-dpdk/host"
 	"github.com/rs/zerolog"
 )
@@ -127,8 +121,9 @@ workers:
 		return err
 	}
 	spec.EAL = eal
+	var mc *memifClient
 	var finished func() (bool, error)
-	count := func() string { return "" }
+	count, summary := func() string { return "" }, func() string { return "" }
 	prepare := func(hosts []*host.Host) error {
 		h := hosts[0]
 		if role == "server" {
@@ -149,11 +144,21 @@ workers:
 		if err != nil {
 			return err
 		}
-		finished, count = c.finished, c.count
+		mc, finished, count, summary = c, c.finished, c.count, c.summary
+		if p := os.Getenv("HOMA_TEST_STRANGER"); p != "" {
+			port, _ := strconv.Atoi(p)
+			h.AddApp(newStrangerApp(h, [4]byte{10, 0, 0, 2}, uint16(port)))
+		}
 		return nil
 	}
 	log := zerolog.New(os.Stderr).Level(zerolog.WarnLevel).With().Timestamp().Logger()
-	d, err := Start(spec, log, Options{Prepare: prepare})
+	prepareShards := func(ports [][]*host.Host) error {
+		if mc != nil {
+			mc.shards = ports[0]
+		}
+		return nil
+	}
+	d, err := Start(spec, log, Options{Prepare: prepare, PrepareShards: prepareShards})
 	if err != nil {
 		return err
 	}
@@ -180,7 +185,7 @@ workers:
 				if err := d.StopLoops(); err != nil {
 					return err
 				}
-				fmt.Println("quiet")
+				fmt.Println("quiet", strings.TrimSpace(d.Hosts()[0].Summary()))
 			case "count":
 				fmt.Println("count", count())
 			}
@@ -200,123 +205,11 @@ workers:
 			if done, err := finished(); err != nil {
 				return err
 			} else if done && !reported {
-				shards := ""
-				if hs := d.Shards()[0]; len(hs) > 1 {
-					shards = fmt.Sprintf(" shards %d handed %d", len(hs), hs[0].HandOff().Frames+hs[1].HandOff().Frames)
-				}
-				fmt.Printf("done %s%s\n", strings.TrimSpace(d.Hosts()[0].Summary()), shards)
+				fmt.Printf("done %s\n", summary())
 				reported = true
 			}
 		}
 	}
-}
-
-// memifClient issues RPCs of sizes from 1 B to 1 MB (log-uniform), 8 at a
-// time, and checks each response byte for byte. A tolerant one counts an
-// RPC that fails (its peer gone) and goes on; a response that differs
-// from its request is an error for both.
-type memifClient struct {
-	state    atomic.Value  // memifResult, for goroutines outside the loop
-	ok, fail atomic.Uint64 // RPCs completed and failed, for the same
-	tolerant bool
-	maxSize  int // bytes (HOMA_TEST_MAX_SIZE; 1 MB)
-	h        *host.Host
-	port     *engine.Port
-	dst      engine.Addr
-	total    int
-	next     int
-	done     int
-	sent     map[uint64][]byte
-	rng      *rand.Rand
-	err      error
-}
-
-func newMemifClient(h *host.Host, total int, tolerant bool) (*memifClient, error) {
-	p, err := h.Endpoint().OpenClient()
-	if err != nil {
-		return nil, err
-	}
-	dst := netip.AddrFrom4([4]byte{10, 0, 0, 2})
-	if os.Getenv("HOMA_TEST_V6") != "" {
-		dst = netip.MustParseAddr("2001:db8::2")
-	}
-	c := &memifClient{h: h, port: p, dst: engine.Addr{IP: dst, Port: 99}, total: total,
-		sent: map[uint64][]byte{}, rng: rand.New(rand.NewPCG(11, 11)), tolerant: tolerant, maxSize: 1_000_000}
-	if n, err := strconv.Atoi(os.Getenv("HOMA_TEST_MAX_SIZE")); err == nil && n > 0 {
-		c.maxSize = n
-	}
-	h.AddApp(host.AppFunc(c.run))
-	return c, nil
-}
-
-func (c *memifClient) run(int64) {
-	defer c.publish()
-	if c.err != nil {
-		return
-	}
-	for c.next < c.total && len(c.sent) < 8 {
-		size := int(math.Exp(c.rng.Float64() * math.Log(float64(c.maxSize))))
-		msg := make([]byte, max(size, 1))
-		for i := range msg {
-			msg[i] = byte(c.rng.Uint32())
-		}
-		id, err := c.port.Send(c.dst, msg)
-		if err != nil && c.tolerant {
-			c.fail.Add(1)
-			c.next++
-			c.done++
-			break // again next pass
-		}
-		if err != nil {
-			c.err = err
-			return
-		}
-		c.sent[id] = msg
-		c.next++
-	}
-	for m, ok := c.port.Receive(); ok; m, ok = c.port.Receive() {
-		if m.Err != nil && c.tolerant {
-			delete(c.sent, m.ID)
-			c.fail.Add(1)
-			c.done++
-			continue
-		}
-		if m.Err != nil {
-			c.err = fmt.Errorf("RPC %d: %w", m.ID, m.Err)
-			return
-		}
-		if !bytes.Equal(m.Data, c.sent[m.ID]) {
-			c.err = fmt.Errorf("RPC %d: response differs from the request (%d vs %d bytes)", m.ID, len(m.Data), len(c.sent[m.ID]))
-			return
-		}
-		delete(c.sent, m.ID)
-		c.ok.Add(1)
-		c.done++
-	}
-}
-
-// count is called from outside the loop.
-func (c *memifClient) count() string {
-	_, err := c.finished()
-	return fmt.Sprintf("ok=%d failed=%d err=%v", c.ok.Load(), c.fail.Load(), err)
-}
-
-// memifResult is what the loop publishes for the process's main goroutine.
-type memifResult struct {
-	done bool
-	err  error
-}
-
-func (c *memifClient) publish() {
-	if c.err != nil || c.done == c.total {
-		c.state.Store(memifResult{done: c.done == c.total, err: c.err})
-	}
-}
-
-// finished is called from outside the loop.
-func (c *memifClient) finished() (bool, error) {
-	r, _ := c.state.Load().(memifResult)
-	return r.done, r.err
 }
 
 // memifProc is the parent's handle on a child host.
@@ -512,14 +405,15 @@ func startMemifDaemons(t *testing.T, rpcs int, loss float64, serverWorkers, clie
 	return server, client
 }
 
-// stopMemifDaemons ends both daemons in order.
-func stopMemifDaemons(t *testing.T, server, client *memifProc) {
+// stopMemifDaemons ends both daemons in order; it returns the server's
+// summary once quiet.
+func stopMemifDaemons(t *testing.T, server, client *memifProc) (serverSummary string) {
 	t.Helper()
 	// Quiet both, then the memif server leaves first and the client last
 	// (either may leave while the other polls: the kill tests do that).
 	client.stdin.Write([]byte("stop\n"))
 	server.stdin.Write([]byte("stop\n"))
-	server.expect(t, "quiet", 10*time.Second)
+	serverSummary = server.expect(t, "quiet", 10*time.Second)
 	server.stdin.Close()
 	if err := server.waitAll(); err != nil {
 		t.Errorf("server: %v", err)
@@ -528,6 +422,7 @@ func stopMemifDaemons(t *testing.T, server, client *memifProc) {
 	if err := client.waitAll(); err != nil {
 		t.Errorf("client: %v", err)
 	}
+	return serverSummary
 }
 
 func TestMemifHosts_thousandRPCsByteExact(t *testing.T) { runMemifPair(t, 1000, 0) }

@@ -132,8 +132,23 @@ func echoWorker(srv *client.Client, stop chan struct{}) error {
 // outstanding, checking each response byte for byte; it returns the RPCs'
 // ids.
 func clientWorkerRPCs(cli *client.Client, servers, total int, seed uint64) ([]uint64, error) {
-	rng := rand.New(rand.NewPCG(5, 10+seed))
-	const window = 8
+	return workerRPCs(cli, rpcLoad{servers: servers, total: total, seed: seed, maxSize: 100_000, window: 8})
+}
+
+// rpcLoad is what workerRPCs sends: total RPCs of sizes from 1 B to
+// maxSize (log-uniform, seeded by seed) to ports 100..100+servers-1 in
+// turn, window outstanding.
+type rpcLoad struct {
+	servers, total  int
+	seed            uint64
+	maxSize, window int
+}
+
+// workerRPCs sends l's RPCs from cli, checking each response byte for
+// byte; it returns the RPCs' ids.
+func workerRPCs(cli *client.Client, l rpcLoad) ([]uint64, error) {
+	rng := rand.New(rand.NewPCG(5, 10+l.seed))
+	servers, total, window := l.servers, l.total, l.window
 	type pending struct {
 		id  uint64
 		msg []byte
@@ -143,7 +158,7 @@ func clientWorkerRPCs(cli *client.Client, servers, total int, seed uint64) ([]ui
 	sent, done := 0, 0
 	for done < total {
 		for sent < total && len(inflight) < window {
-			size := int(math.Exp(rng.Float64() * math.Log(100_000)))
+			size := int(math.Exp(rng.Float64() * math.Log(float64(l.maxSize))))
 			msg := make([]byte, max(size, 1))
 			for i := range msg {
 				msg[i] = byte(rng.Uint32())

@@ -305,7 +305,7 @@ func (h *Host) Summary() string {
 	}
 	m := h.ep.Metrics()
 	m.Each(func(name string, v uint64) {
-		if v > 0 && (strings.HasPrefix(name, "drops_") || name == "resent_packets" || name == "rpc_timeouts" || name == "unknown_rpcs" || name == "timer_ticks_skipped" || strings.HasPrefix(name, "copies_")) {
+		if v > 0 && (strings.HasPrefix(name, "drops_") || name == "resent_packets" || name == "rpc_timeouts" || name == "unknown_rpcs" || name == "timer_ticks_skipped" || strings.HasPrefix(name, "copies_") || name == "recv_bufs_held_for_copier") {
 			fmt.Fprintf(&b, " %s=%d", name, v)
 		}
 	})

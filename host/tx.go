@@ -176,3 +176,18 @@ func (t *mbufTx) close() {
 	dpdk.FreeBulk(t.stash[:t.avail])
 	t.avail = 0
 }
+
+// SendFrame sends frame, a whole Ethernet frame the caller built, at Homa
+// priority prio, for an in-loop application that speaks raw frames (a
+// probe, a test's stranger); false when the transmit side lends no
+// buffer (counted as for the engine's frames) or frame is longer than
+// one (the lent buffer is kept for the next). Loop thread only; frame is
+// copied, so it may be reused at once.
+func (h *Host) SendFrame(frame []byte, prio int) bool {
+	b := h.tx.Buffer()
+	if b == nil || len(b) < len(frame) {
+		return false
+	}
+	h.tx.Send(b[:copy(b, frame)], prio)
+	return true
+}

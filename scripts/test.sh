@@ -76,6 +76,15 @@ HOMA_TEST_SHARDS=2 gotest -p 1 -count=1 -timeout 10m -v \
 echo "== the daemon's memif tests again on 2 shards a port (HOMA_TEST_SHARDS=2)"
 HOMA_TEST_SHARDS=2 gotest -p 1 -count=1 -timeout 10m -v -run '^TestMemif' ./daemon
 
+# The receive copier's tests again under the race detector: the copier is
+# a thread of its own (a goroutine in the engine's and hub's tests, the
+# daemon's copier thread in the memif suite's), and a copy that races the
+# loop or a worker over a buffer is the fault they look for.
+echo "== the copier's tests under the race detector"
+gotest -race -p 1 -count=1 -timeout 10m -v \
+	-run '^(TestCopier_.*|TestHub_copierStaleCopiesNeverReachAnotherMessage|TestHub_detachWithCopiesPendingDoesNotStallTheLoop|TestMemifHosts_copierStrangersCopiesNeverReachAWorker|TestMemifHosts_workersWithACopier)$' \
+	./engine ./hub ./daemon
+
 pass=$(grep -c -- '--- PASS' "$log" || true)
 fail=$(grep -c -- '--- FAIL' "$log" || true)
 skip=$(grep -c -- '--- SKIP' "$log" || true)
