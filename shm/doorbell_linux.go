@@ -46,8 +46,8 @@ func newBellFD() (int, error) {
 // FD is the eventfd, -1 once closed.
 func (d *Doorbell) FD() int { return d.fd }
 
-// Ring writes the eventfd (a full counter is as good as a ring: EAGAIN is
-// ignored).
+// Ring writes the eventfd (the set watches it edge-triggered and nothing
+// reads it: its counter grows by one a ring, and never fills).
 func (d *Doorbell) Ring() { RingFD(d.fd) }
 
 // Close closes the eventfd; only once nothing polls it any more.
@@ -148,7 +148,9 @@ func (b *Bells) Close() {
 
 var one = []byte{1, 0, 0, 0, 0, 0, 0, 0}
 
-// RingFD adds 1 to eventfd fd, as a worker rings its doorbell.
+// RingFD adds 1 to eventfd fd, as a worker rings its doorbell. Errors are
+// ignored: EAGAIN comes only from a counter that its worker itself filled
+// (about 2^64 in it).
 func RingFD(fd int) { _, _ = unix.Write(fd, one) }
 
 // DoorbellRequest is what a worker writes on its control connection to get
