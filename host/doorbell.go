@@ -4,11 +4,16 @@ import "github.com/homa-dpdk/homa-dpdk/lcore"
 
 // Sleeper is an App that others can wake while the loop sleeps (the worker
 // hub: its workers ring when they submit to a sleeping loop). It runs on
-// the loop's thread, like every App method.
+// the loop's thread, like every App method, but RingDoorbell.
 type Sleeper interface {
-	// DoorbellFD is the non-blocking eventfd others write to wake the
-	// loop.
+	// DoorbellFD is the descriptor the loop polls while it sleeps:
+	// readable, it wakes the loop.
 	DoorbellFD() int
+	// DrainDoorbell runs after a sleep that DoorbellFD ended: it makes
+	// the descriptor not readable until the next ring.
+	DrainDoorbell()
+	// RingDoorbell wakes the loop; any goroutine (Loop.Stop).
+	RingDoorbell()
 	// ArmDoorbell runs before the loop sleeps: it raises the flags its
 	// producers read after publishing work, and returns false if work is
 	// already waiting (the loop then does not sleep).
@@ -46,6 +51,8 @@ func (p *Pipeline) Doorbell() *lcore.Doorbell {
 				s.DisarmDoorbell()
 			}
 		},
+		Drain: func(i int) { ss[i].DrainDoorbell() }, // FDs[i] is ss[i]'s
+		Ring:  ss[0].RingDoorbell,
 	}
 	for _, s := range ss {
 		d.FDs = append(d.FDs, s.DoorbellFD())

@@ -115,8 +115,11 @@ type Hub struct {
 	// still go out (linger.go).
 	lingering []*session
 
-	// bell is the loop's doorbell, which workers ring when they find
-	// their submission ring's wait flag raised (doorbell.go).
+	// bells are what the loop sleeps on (doorbell.go): the doorbell of
+	// each session it serves, which its worker rings when it finds its
+	// submission ring's wait flag raised, and bell, the hub's own, which
+	// its control goroutines and Stop ring.
+	bells     *shm.Bells
 	bell      *shm.Doorbell
 	bellUsers atomic.Int32 // Close and Stop still to come (letGoBell)
 	closeOnce atomic.Bool

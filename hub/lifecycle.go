@@ -66,8 +66,8 @@ func (hub *Hub) onAttach(s *shm.Session) error {
 	if hub.isStopped() {
 		return errStopping
 	}
-	if hub.bell != nil {
-		s.SetDoorbell(hub.bell.FD()) // this loop's, of the set's several
+	if err := hub.watchBell(s); err != nil {
+		return err
 	}
 	select {
 	case hub.events <- event{ws: ws}:
@@ -75,6 +75,7 @@ func (hub *Hub) onAttach(s *shm.Session) error {
 		hub.ring() // a sleeping loop takes the session now, before the worker submits
 		return nil
 	case <-hub.stopped:
+		hub.unwatchBell(s) // refused: the server frees it, without onDetach
 		return errStopping
 	}
 }
@@ -84,7 +85,11 @@ func (hub *Hub) onAttach(s *shm.Session) error {
 // the shm server then frees), or at once when the loop has stopped.
 func (hub *Hub) onDetach(s *shm.Session) {
 	ws, _ := s.Data.(*session)
-	if ws == nil || hub.isStopped() {
+	if ws == nil {
+		return
+	}
+	defer hub.unwatchBell(s) // before the server closes it
+	if hub.isStopped() {
 		return
 	}
 	select {

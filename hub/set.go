@@ -16,9 +16,8 @@ import (
 // starts its RPCs on that shard's endpoint (their ids are the shard's, so
 // their responses come back there) and binds its server ports there
 // alone (host.ShardSet.HomePorts: every request to them is steered to the
-// home, whatever its client's id). Each hub has its own doorbell, given
-// to its own sessions (shm.Session.SetDoorbell), so a worker wakes the
-// loop that serves it.
+// home, whatever its client's id). Each hub watches the doorbells of its
+// own sessions (shm.Bells), so a worker wakes the loop that serves it.
 //
 // Sessions never move: a worker's RPCs are one shard's, and its
 // completions are produced by one loop (a ring has one producer). A
@@ -74,23 +73,16 @@ func NewSet(hosts []Host, c Config) (*Set, error) {
 			stopped: make(chan struct{}),
 			slots:   make([]shm.Slot, 32),
 		}
+		set.hubs = append(set.hubs, hub)
 		if c.Doorbell {
-			bell, err := shm.NewDoorbell()
-			if err != nil {
+			if err := hub.openBells(); err != nil {
 				set.closeBells()
 				return nil, fmt.Errorf("workers: %w", err)
 			}
-			hub.bell = bell
-			hub.bellUsers.Store(2)
 		}
-		set.hubs = append(set.hubs, hub)
-	}
-	bellFD := 0
-	if b := set.hubs[0].bell; b != nil {
-		bellFD = b.FD() // the regions offer a doorbell; each session gets its hub's
 	}
 	srv, err := shm.Listen(shm.ServerConfig{
-		Path: c.Path, AllowUIDs: c.AllowUIDs, AllowGIDs: c.AllowGIDs, Params: c.Params, Doorbell: bellFD,
+		Path: c.Path, AllowUIDs: c.AllowUIDs, AllowGIDs: c.AllowGIDs, Params: c.Params, Doorbell: c.Doorbell,
 		SocketGroup: c.SocketGroup, MaxSessionsPerUID: c.MaxSessionsPerUID,
 		OnAttach: set.onAttach, OnDetach: set.onDetach, OnRefuse: c.OnRefuse,
 	})
@@ -141,9 +133,7 @@ func (s *Set) Close() error {
 // closeBells closes the doorbells of a set that never opened its socket.
 func (s *Set) closeBells() {
 	for _, hub := range s.hubs {
-		if hub.bell != nil {
-			hub.bell.Close()
-		}
+		hub.closeBells()
 	}
 }
 

@@ -46,7 +46,11 @@ func (b *bell) sleep(d time.Duration) bool {
 		b.rung++
 		for i := range b.pfds {
 			if b.pfds[i].Revents&unix.POLLIN != 0 {
-				_, _ = unix.Read(int(b.pfds[i].Fd), b.drain[:]) // reset the eventfd; EAGAIN is fine
+				if b.d.Drain != nil {
+					b.d.Drain(i)
+				} else {
+					_, _ = unix.Read(int(b.pfds[i].Fd), b.drain[:]) // reset the eventfd; EAGAIN is fine
+				}
 			}
 			b.pfds[i].Revents = 0
 		}

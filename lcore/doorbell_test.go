@@ -60,3 +60,56 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// A doorbell that is not an eventfd (an epoll set of them, as the worker
+// hub's): the loop polls it, hands it to Drain when it wakes the loop,
+// and Stop wakes the loop through Ring.
+func TestDoorbell_drainAndRingHooks(t *testing.T) {
+	w := workerLcore(t)
+	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(efd)
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(ep)
+	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, efd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLET, Fd: int32(efd)}); err != nil {
+		t.Fatal(err)
+	}
+	ring := func() { unix.Write(efd, []byte{1, 0, 0, 0, 0, 0, 0, 0}) }
+	var armed atomic.Bool
+	var drained, rings atomic.Int64
+	evs := make([]unix.EpollEvent, 4)
+	l, err := lcore.Launch(w, lcore.Config{
+		Name: "t",
+		Pass: (&probe{}).pass,
+		Idle: lcore.Idle{Kind: lcore.Adaptive, SpinPasses: 10, MinSleep: time.Minute, MaxSleep: time.Minute},
+		Doorbell: &lcore.Doorbell{FDs: []int{ep},
+			Arm:    func() bool { armed.Store(true); return true },
+			Disarm: func() { armed.Store(false) },
+			Drain: func(i int) {
+				if n, _ := unix.EpollWait(ep, evs, 0); i == 0 && n == 1 {
+					drained.Add(1)
+				}
+			},
+			Ring: func() { rings.Add(1); ring() },
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Stop(5 * time.Second) })
+	waitUntil(t, "the loop to sleep", func() bool { return armed.Load() && l.Stats().Sleeps == 0 })
+	ring()
+	waitUntil(t, "the ring drained", func() bool { return drained.Load() == 1 })
+	waitUntil(t, "the loop to sleep again", armed.Load)
+	if err := l.Stop(5 * time.Second); err != nil { // asleep for a minute on the epoll set: Ring wakes it
+		t.Fatal(err)
+	}
+	if st := l.Stats(); st.Rung < 1 || drained.Load() != int64(st.Rung) || rings.Load() != 1 {
+		t.Errorf("stats %+v, %d drained, %d rung by Stop: want every sleep rung drained, Stop's ring", st, drained.Load(), rings.Load())
+	}
+}

@@ -108,13 +108,20 @@ type Config struct {
 // its producers read after they publish work (the workers' submission
 // rings' wait flags) and says whether work arrived meanwhile (false: do
 // not sleep). Armed, the loop sleeps in poll(2) on FDs for the sleep's
-// length; a producer that finds the flag raised writes one of them. On
-// waking the loop drains the readable descriptors and calls Disarm (it
-// calls Disarm after an Arm that found work, too). Stop rings FDs[0].
+// length; a producer that finds the flag raised makes one of them
+// readable. On waking the loop drains the readable descriptors and calls
+// Disarm (it calls Disarm after an Arm that found work, too). Stop rings.
 type Doorbell struct {
-	FDs    []int       // non-blocking eventfds the producers write
+	FDs    []int       // descriptors readable when rung: non-blocking eventfds, or what Drain and Ring handle
 	Arm    func() bool // raise the flags; false if work is already there
 	Disarm func()      // lower them
+	// Drain, when set, makes FDs[i], readable after a sleep, not
+	// readable (an epoll set: take its events). Nil: the loop reads 8
+	// bytes from it (an eventfd).
+	Drain func(i int)
+	// Ring, when set, wakes the sleeping loop from any goroutine (Stop
+	// calls it). Nil: Stop writes 1 to FDs[0] (an eventfd).
+	Ring func()
 }
 
 // Stats are a loop's counters. While the loop runs they are published
@@ -378,7 +385,9 @@ var ErrStopTimeout = errors.New("loop did not stop in time")
 // exit, and returns the error it exited with (a panic in Pass or Drain).
 func (l *Loop) Stop(timeout time.Duration) error {
 	l.stop.Store(true)
-	if d := l.cfg.Doorbell; d != nil && len(d.FDs) > 0 { // a loop asleep on its doorbell stops now
+	if d := l.cfg.Doorbell; d != nil && d.Ring != nil { // a loop asleep on its doorbell stops now
+		d.Ring()
+	} else if d != nil && len(d.FDs) > 0 {
 		_, _ = unix.Write(d.FDs[0], []byte{1, 0, 0, 0, 0, 0, 0, 0})
 	}
 	select {

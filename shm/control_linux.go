@@ -49,11 +49,12 @@ type ServerConfig struct {
 	// attached worker closes, before the region is freed. Both run on the
 	// connection's goroutine, one after the other: a session's OnDetach
 	// never starts before its OnAttach has returned.
-	// Doorbell, when above 2, is the eventfd (non-blocking) that wakes
-	// the daemon's sleeping loop: regions then carry FeatureDoorbell, and
-	// a worker that asks ("doorbell\n") gets a copy of it ("doorbell\n"
-	// with the descriptor), once per session.
-	Doorbell int
+	// Doorbell makes the regions carry FeatureDoorbell: the daemon's
+	// loop may sleep, and each session has a doorbell of its own (a
+	// non-blocking eventfd, Session.DoorbellFD) that the daemon watches
+	// (Bells) and its worker, on asking ("doorbell\n"), gets a copy of
+	// ("doorbell\n" with the descriptor), once (doorbell_linux.go).
+	Doorbell bool
 	OnAttach func(*Session) error
 	OnDetach func(*Session)
 	// OnRefuse, when set, hears of every worker refused before it
@@ -73,7 +74,7 @@ type Session struct {
 	Hugetlb       bool   // the region is on 2 MB pages
 	fd            int    // the region's memfd
 	efd           int    // the worker's wake-up eventfd
-	doorbell      int    // SetDoorbell's, or 0: ServerConfig.Doorbell
+	bell          int    // the session's doorbell eventfd, -1 without (ServerConfig.Doorbell)
 	conn          *net.UnixConn
 }
 
@@ -107,11 +108,12 @@ func (s *Session) EngineSide(maxMessage uint32) (EngineSide, error) {
 		Pool: l.Pool(s.Region), Pages: NewPagePool(int(l.PoolPages))}, nil
 }
 
-// SetDoorbell gives the session's worker the doorbell fd instead of
-// ServerConfig.Doorbell (which must be set: it makes regions carry
-// FeatureDoorbell), when the daemon serves its sessions on several loops,
-// each with its own. Call it in OnAttach.
-func (s *Session) SetDoorbell(fd int) { s.doorbell = fd }
+// DoorbellFD is the session's doorbell, the eventfd its worker rings
+// (ServerConfig.Doorbell), or -1. It stays open until the session is
+// freed, after OnDetach (or a refusing OnAttach) has returned: the daemon
+// watches it from OnAttach (Bells.Add) and stops in OnDetach
+// (Bells.Remove), on both paths.
+func (s *Session) DoorbellFD() int { return s.bell }
 
 // Close ends the session from the daemon's side (a worker that broke the
 // protocol): its connection closes, OnDetach runs, the region is freed.
@@ -207,7 +209,7 @@ func (s *Server) serve(c *net.UnixConn) {
 		return
 	}
 	defer s.unreserve(uid) // last: after the region is freed
-	sess, err := newSession(s.cfg.Params, s.cfg.Doorbell > 2, cred, c)
+	sess, err := newSession(s.cfg.Params, s.cfg.Doorbell, cred, c)
 	if err != nil {
 		c.Write([]byte("error " + err.Error() + "\n"))
 		return
@@ -349,10 +351,16 @@ func newSession(p Params, doorbell bool, cred *unix.Ucred, c *net.UnixConn) (*Se
 			return nil, err
 		}
 		sess := &Session{UID: int(cred.Uid), GID: int(cred.Gid), PID: int(cred.Pid), Layout: l, Region: region,
-			Hugetlb: try.flags != 0, fd: fd, efd: -1, conn: c}
+			Hugetlb: try.flags != 0, fd: fd, efd: -1, bell: -1, conn: c}
 		if sess.efd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
 			sess.free()
 			return nil, fmt.Errorf("eventfd: %w", err)
+		}
+		if doorbell {
+			if sess.bell, err = newBellFD(); err != nil {
+				sess.free()
+				return nil, err
+			}
 		}
 		if err := sess.init(); err != nil {
 			sess.free()
@@ -386,6 +394,10 @@ func (s *Session) free() {
 	if s.efd >= 0 {
 		unix.Close(s.efd)
 		s.efd = -1
+	}
+	if s.bell >= 0 {
+		unix.Close(s.bell)
+		s.bell = -1
 	}
 }
 
@@ -452,7 +464,7 @@ type Attach struct {
 	Layout  Layout
 	Region  []byte
 	EventFD int // the wake-up eventfd (non-blocking); Close closes it
-	// Doorbell is the daemon's doorbell eventfd once AskDoorbell got it,
+	// Doorbell is the session's doorbell eventfd once AskDoorbell got it,
 	// -1 before; Close closes it.
 	Doorbell int
 	conn     *net.UnixConn

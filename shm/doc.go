@@ -93,7 +93,8 @@
 // primary gid; SO_PEERGROUPS, or /proc/PID/status where the kernel lacks
 // it: the supplementary gids) against its allow-lists and answers with
 // one message: "ok\n" carrying two descriptors with SCM_RIGHTS — [0] the
-// region's memfd, [1] the worker's wake-up eventfd (non-blocking) — or
+// region's memfd, [1] the worker's wake-up eventfd (non-blocking, its
+// session's own) — or
 // "refused\n" (the credentials), or "error <text>\n" (any other reason:
 // no region could be made, the daemon is stopping; "error session limit:
 // <text>\n" when the worker's uid holds as many sessions as the daemon
@@ -197,12 +198,17 @@
 // FeatureDoorbell, the same protocol runs the other way round: before it
 // sleeps the loop stores 1 in the wait flag of each submission ring and
 // looks at the rings once more; a worker that pushes a submission then
-// swaps the flag to 0 and, if it was 1, writes its copy of the loop's
-// doorbell eventfd, which the loop sleeps on. A worker gets that copy by
+// swaps the flag to 0 and, if it was 1, writes 1 (8 bytes) to its
+// session's doorbell, an eventfd the loop sleeps on. A worker gets it by
 // writing "doorbell\n" on its control connection after "ok"; the daemon
 // answers "doorbell\n" with the descriptor (once per session) or
 // "error <text>\n". A worker that does not ask is served as before, by
-// the loop's next pass after its sleep (at most idle_max_sleep_us).
+// the loop's next pass after its sleep (at most idle_max_sleep_us). Each
+// session has a doorbell of its own: a worker can wake the loop, but
+// cannot read another worker's ring. The daemon watches the doorbells
+// edge-triggered and never reads them: each write is a ring, and what a
+// worker does to its own descriptor (reads it, clears O_NONBLOCK) touches
+// its own rings alone.
 //
 // # What is validated
 //

@@ -105,9 +105,10 @@ const (
 	FeatureReturnOnSubmit
 	// FeatureDoorbell: the daemon's loop may sleep, and a worker that
 	// asks for it ("doorbell\n" on the control connection, control_linux.go)
-	// gets an eventfd to write when it finds its submission ring's wait
-	// flag raised after a push (ring.go, "Sleeping", the other way round).
-	// Set by the server only when it has a doorbell (ServerConfig.Doorbell).
+	// gets its session's doorbell, an eventfd of its own, to write when it
+	// finds its submission ring's wait flag raised after a push (ring.go,
+	// "Sleeping", the other way round). Set by the server only when it
+	// offers doorbells (ServerConfig.Doorbell).
 	FeatureDoorbell
 	// Features are the bits this package's engine side implements (hub/
 	// and shmtest/ both); FeatureDoorbell depends on the server.

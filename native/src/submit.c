@@ -100,7 +100,7 @@ void hm_ring_bell(homa_client *c)
 {
 	static const uint64_t one = 1;
 	if (c->bell >= 0 && hm_prod_take_waiter(&c->sq)) {
-		ssize_t w = write(c->bell, &one, sizeof(one)); /* EAGAIN: the counter is full, as good as a ring */
+		ssize_t w = write(c->bell, &one, sizeof(one)); /* EAGAIN: only a counter this worker filled itself */
 		(void)w;
 		c->st.doorbells++;
 	}

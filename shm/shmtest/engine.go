@@ -67,9 +67,9 @@ type Config struct {
 	// have found nothing for 200 µs (until then the loop spins, yielding).
 	// Zero: 100 µs; negative: the loop never sleeps.
 	IdleSleep time.Duration
-	// Doorbell gives the engine a doorbell (shm.FeatureDoorbell): its idle
-	// sleeps raise the submission rings' wait flags and end when a
-	// worker rings, as the daemon's adaptive loop does.
+	// Doorbell gives each session a doorbell (shm.FeatureDoorbell): the
+	// engine's idle sleeps raise the submission rings' wait flags and end
+	// when a worker rings its own, as the daemon's adaptive loop does.
 	Doorbell bool
 	// Logf, when set, is told of every malformed submission.
 	Logf func(format string, args ...any)
@@ -94,8 +94,8 @@ type Engine struct {
 	nextID   uint64                 // the next client RPC id
 	maxRPCs  int                    // outstanding client RPCs per session; 0: no limit
 	bad      int                    // malformed submissions, all sessions
-	bell     *shm.Doorbell          // Config.Doorbell's; nil without
-	rung     atomic.Uint64          // idle sleeps the doorbell ended
+	bells    *shm.Bells             // the sessions' doorbells (Config.Doorbell); nil without
+	rung     atomic.Uint64          // idle sleeps a doorbell ended
 	armed    bool                   // the loop sleeps with the wait flags raised
 }
 
@@ -140,21 +140,20 @@ func Start(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, done: make(chan struct{}), ports: map[uint16]*session{},
 		scripted: map[uint16]shm.ErrCode{}, rpcs: map[uint64]rpc{}, nextID: 2}
-	bellFD := 0
 	if cfg.Doorbell {
-		b, err := shm.NewDoorbell()
+		b, err := shm.NewBells()
 		if err != nil {
 			return nil, fmt.Errorf("shmtest: %w", err)
 		}
-		e.bell, bellFD = b, b.FD()
+		e.bells = b
 	}
-	srv, err := shm.Listen(shm.ServerConfig{Path: cfg.Path, Params: cfg.Params, Doorbell: bellFD,
+	srv, err := shm.Listen(shm.ServerConfig{Path: cfg.Path, Params: cfg.Params, Doorbell: cfg.Doorbell,
 		AllowUIDs: []int{os.Getuid()}, AllowGIDs: []int{os.Getgid()},
 		Admit:    func(int, int, int) bool { return !e.refuse.Load() },
 		OnAttach: e.attach, OnDetach: e.detach})
 	if err != nil {
-		if e.bell != nil {
-			e.bell.Close()
+		if e.bells != nil {
+			e.bells.Close()
 		}
 		return nil, fmt.Errorf("shmtest: %w", err)
 	}
@@ -176,8 +175,8 @@ func (e *Engine) Close() error {
 	}
 	<-e.done
 	err := e.srv.Close()
-	if e.bell != nil {
-		e.bell.Close() // the loop and the control goroutines are done with it
+	if e.bells != nil {
+		e.bells.Close() // the loop and the control goroutines are done with it
 	}
 	return err
 }
@@ -195,6 +194,11 @@ func (e *Engine) attach(s *shm.Session) error {
 	side, err := s.EngineSide(e.cfg.MaxMessage)
 	if err != nil {
 		panic(fmt.Sprintf("shmtest: the engine's side of a fresh region: %v", err))
+	}
+	if e.bells != nil {
+		if err := e.bells.Add(s.DoorbellFD()); err != nil {
+			return err // refused: the server frees the session without detach
+		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -214,6 +218,9 @@ func clientPort(i int) uint16 { return 0x8000 | uint16(1+i%0x7fff) }
 // detach ends a session as the daemon does: its ports are unbound, its
 // client RPCs dropped, the RPCs it served fail at their clients.
 func (e *Engine) detach(s *shm.Session) {
+	if e.bells != nil {
+		e.bells.Remove(s.DoorbellFD()) // before the server closes it
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var ws *session
@@ -262,7 +269,7 @@ func (e *Engine) run() {
 			idle = time.Now()
 		case e.cfg.IdleSleep < 0 || time.Since(idle) < 200*time.Microsecond:
 			runtime.Gosched()
-		case e.bell != nil:
+		case e.bells != nil:
 			e.sleepArmed()
 		default:
 			time.Sleep(e.cfg.IdleSleep)
@@ -287,7 +294,7 @@ func (e *Engine) sleepArmed() {
 		work = work || ws.side.SQ.Len() > 0
 	}
 	e.mu.Unlock()
-	if !work && e.bell.Wait(e.cfg.IdleSleep) {
+	if !work && e.bells.Wait(e.cfg.IdleSleep) {
 		e.rung.Add(1)
 	}
 	e.mu.Lock()
