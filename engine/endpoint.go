@@ -127,6 +127,10 @@ type Endpoint struct {
 	fence              []fenced // messages waiting for the copier (copier.go), in order
 	copyMin            int      // Config.CopyMin, or DefaultCopyMin
 
+	// icmpLimit limits the port unreachables sent (Shard.ICMP, or this
+	// endpoint's own; icmplimit.go).
+	icmpLimit *ICMPLimiter
+
 	// waitingPeers are the peers with RPCs waiting for their link address
 	// or GRANTs dropped while it was unresolved (peer.listed), checked by
 	// Run, NeighbourReady and NeighbourFailed; sparePeers is the other
@@ -234,6 +238,10 @@ func New(cfg Config, tx Transmitter) (*Endpoint, error) {
 		e.pacer.Share(l)
 	}
 	e.idStep = 2 * uint64(max(cfg.Shard.Count, 1))
+	e.icmpLimit = cfg.Shard.ICMP
+	if e.icmpLimit == nil {
+		e.icmpLimit = NewICMPLimiter(cfg.ICMPRate)
+	}
 	return e, nil
 }
 

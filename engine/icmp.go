@@ -43,9 +43,20 @@ const icmpQuoteHoma = wire.CommonHeaderLen
 
 // sendPortUnreachable answers f, a packet to an unbound port, with an
 // ICMP port unreachable quoting its IPv4 header and its common header
-// (icmpQuoteHoma bytes). Over IPv6 it is ICMPv6 destination unreachable,
-// code 4, quoting the IPv6 header and the common header.
+// (icmpQuoteHoma bytes), unless the rate limits hold it back
+// (icmplimit.go). Over IPv6 it is ICMPv6 destination unreachable, code
+// 4, quoting the IPv6 header and the common header.
 func (e *Endpoint) sendPortUnreachable(f *wire.Frame, p *peer) {
+	if p.reachable() { // else startControl drops it: no allowance spent
+		switch e.icmpLimit.allow(&p.addr, e.now) {
+		case icmpHeldAll:
+			e.m.ICMPLimitedAll++
+			fallthrough
+		case icmpHeldDest:
+			e.m.ICMPLimited++
+			return
+		}
+	}
 	if p.v6 {
 		e.sendPortUnreachable6(f, p)
 		return

@@ -2,6 +2,7 @@ package host
 
 import (
 	"net/netip"
+	"sync"
 	"sync/atomic"
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
@@ -17,7 +18,8 @@ import (
 // ordered pair of shards: frames of RPCs another shard owns (the mbuf
 // itself), acks it read for their RPCs, copies of CUTOFFS (every shard's);
 // the owner takes them in its next pass, in the same batch as its own RX
-// burst. The shards share the grant view and the link clock of the port.
+// burst. The shards share the grant view, the link clock and the limits
+// on the port unreachables of the port.
 type ShardSet struct {
 	n      int
 	frames [][]*handRing[*dpdk.Mbuf] // [from][to]
@@ -26,6 +28,10 @@ type ShardSet struct {
 	grants *sched.GrantShare
 	link   *sched.LinkClock
 	homes  *engine.PortHomes // nil unless HomePorts
+
+	// icmp is made by the first shard, from its engine.Config.ICMPRate.
+	icmpOnce sync.Once
+	icmp     *engine.ICMPLimiter
 }
 
 // handCopy is a copy of a frame every shard takes: CUTOFFS (the peer's
@@ -81,9 +87,12 @@ func (s *ShardSet) HomePorts() {
 	}
 }
 
-// engineShard is shard i's engine.Shard, with h taking its acks.
-func (s *ShardSet) engineShard(i int, h *Host) engine.Shard {
-	return engine.Shard{Index: i, Count: s.n, ForwardAck: h.forwardAck, Grants: s.grants, Link: s.link, Homes: s.homes}
+// engineShard is shard i's engine.Shard, with h taking its acks; the
+// port's unreachables are limited by rate (the shards' engine configs
+// are alike: the first one's is used).
+func (s *ShardSet) engineShard(i int, h *Host, rate engine.ICMPRate) engine.Shard {
+	s.icmpOnce.Do(func() { s.icmp = engine.NewICMPLimiter(rate) })
+	return engine.Shard{Index: i, Count: s.n, ForwardAck: h.forwardAck, Grants: s.grants, Link: s.link, Homes: s.homes, ICMP: s.icmp}
 }
 
 // HandOff is what a shard handed the others, and what it could not (their
