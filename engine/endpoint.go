@@ -130,6 +130,9 @@ type Endpoint struct {
 	// icmpLimit limits the port unreachables sent (Shard.ICMP, or this
 	// endpoint's own; icmplimit.go).
 	icmpLimit *ICMPLimiter
+	// icmpScanned counts the RPCs short-quote unreachables looked at
+	// (portUnreachable), for the tests.
+	icmpScanned uint64
 
 	// waitingPeers are the peers with RPCs waiting for their link address
 	// or GRANTs dropped while it was unresolved (peer.listed), checked by
