@@ -252,3 +252,14 @@ func TestShards_spoofedShortQuoteNotCopied(t *testing.T) {
 		t.Fatalf("the shard that received them counted %d spoofed, want 2", got)
 	}
 }
+
+// The shards of a port share one limiter of the port unreachables they
+// send (engine.Shard.ICMP), made once.
+func TestShardSet_shardsShareTheICMPLimits(t *testing.T) {
+	set := NewShardSet(3)
+	var h Host
+	a, b := set.engineShard(0, &h, engine.ICMPRate{}), set.engineShard(2, &h, engine.ICMPRate{PerSec: 5})
+	if a.ICMP == nil || a.ICMP != b.ICMP {
+		t.Fatalf("shard 0's limiter %p, shard 2's %p: want one, shared", a.ICMP, b.ICMP)
+	}
+}
