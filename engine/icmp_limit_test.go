@@ -2,6 +2,8 @@ package engine
 
 import (
 	"net/netip"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/homa-dpdk/homa-dpdk/wire"
@@ -217,5 +219,35 @@ func TestPortUnreachable_heldBackAllocatesNothing(t *testing.T) {
 	}
 	if m := e.Metrics(); m.ICMPPortUnreach != 6 {
 		t.Fatalf("%d sent, want 6", m.ICMPPortUnreach)
+	}
+}
+
+// One limiter asked from several goroutines at once (the shards' loops)
+// lets exactly the burst go, however the asks interleave: 6 to one
+// address, and 50 in all to many.
+func TestICMPLimiter_concurrentAsksSpendOnce(t *testing.T) {
+	l := NewICMPLimiter(ICMPRate{})
+	const now = int64(1_000_000_000)
+	var sent [2]atomic.Int64 // to one address; to many
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			one := strangerAt(false, 1)
+			for i := range 1_000 {
+				if l.allow(&one, now) == icmpSend {
+					sent[0].Add(1)
+				}
+				many := strangerAt(false, 2+g*1_000+i)
+				if l.allow(&many, now) == icmpSend {
+					sent[1].Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if a, b := sent[0].Load(), sent[1].Load(); a != 6 || a+b != 50 {
+		t.Fatalf("%d sent to one address, %d to the others: want 6, and 50 in all", a, b)
 	}
 }
