@@ -54,6 +54,11 @@ func TestLoad_defaultsAreKernelHoma(t *testing.T) {
 	if got := h.UnschedCutoffs; len(got) != 4 || got[0] != 200 || got[3] != 1_000_000 {
 		t.Errorf("cutoffs %v", got)
 	}
+	if h.ICMPRateLimit != time.Second || h.ICMPRateLimitBurst != 6 || h.ICMPRateLimitBuckets != 4096 ||
+		h.ICMPMsgsPerSec != 1000 || h.ICMPMsgsBurst != 50 {
+		t.Errorf("icmp_ratelimit %v, burst %d, buckets %d; icmp_msgs_per_sec %d, burst %d: want Linux's 1s, 6; 4096; 1000, 50",
+			h.ICMPRateLimit, h.ICMPRateLimitBurst, h.ICMPRateLimitBuckets, h.ICMPMsgsPerSec, h.ICMPMsgsBurst)
+	}
 	if w := s.Workers; w.MaxBacklog != 4096 || w.MaxBacklog < 2*w.MaxOutstanding || w.MaxSessionsPerUID != 32 || w.Linger != 2*time.Second {
 		t.Errorf("workers.max_backlog %d (max_outstanding %d), max_sessions_per_uid %d, linger %v; want 4096, 32, 2s",
 			w.MaxBacklog, w.MaxOutstanding, w.MaxSessionsPerUID, w.Linger)
@@ -61,6 +66,18 @@ func TestLoad_defaultsAreKernelHoma(t *testing.T) {
 	p := s.Ports[0]
 	if p.MTU != 1500 || p.Marking != "dscp" || p.RxDesc != 1024 || p.LinkSpeed != 0 {
 		t.Errorf("port defaults %+v", p)
+	}
+}
+
+// protocol.icmp_ratelimit and icmp_msgs_per_sec of 0 are valid: no
+// limit (the daemon turns them into the engine's "off").
+func TestLoad_icmpLimitsOff(t *testing.T) {
+	s, err := Load(Source{File: writeFile(t, minimal+"protocol:\n  icmp_ratelimit: 0s\n  icmp_msgs_per_sec: 0\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := s.Protocol; h.ICMPRateLimit != 0 || h.ICMPMsgsPerSec != 0 {
+		t.Fatalf("icmp_ratelimit %v, icmp_msgs_per_sec %d; want 0, 0", h.ICMPRateLimit, h.ICMPMsgsPerSec)
 	}
 }
 
@@ -179,6 +196,12 @@ func TestLoad_errorsNameTheKey(t *testing.T) {
 		{"busy timeout under the timeout", minimal + "protocol:\n  busy_timeout_ticks: 50\n", nil,
 			[]string{"protocol.busy_timeout_ticks: 50: want 0 (100 x timeout_ticks), -1 (none) or from protocol.timeout_ticks (100)"}},
 		{"bad duration", minimal + "protocol:\n  tick: soon\n", nil, []string{"tick"}},
+		{"icmp rate limit too fine", minimal + "protocol:\n  icmp_ratelimit: 10us\n", nil,
+			[]string{"protocol.icmp_ratelimit: 10µs is out of range; allowed 1ms..1h0m0s"}},
+		{"icmp burst 0", minimal + "protocol:\n  icmp_ratelimit_burst: 0\n  icmp_msgs_burst: 0\n", nil,
+			[]string{"protocol.icmp_ratelimit_burst: 0 is out of range", "protocol.icmp_msgs_burst: 0 is out of range"}},
+		{"icmp table too small", minimal + "protocol:\n  icmp_ratelimit_buckets: 8\n", nil,
+			[]string{"protocol.icmp_ratelimit_buckets: 8 is out of range; allowed 16..16777216"}},
 		{"bad log format", minimal + "log:\n  format: xml\n", nil, []string{"log.format", "json, console"}},
 		{"bad fraction", minimal + "faults:\n  drop: 2\n", nil, []string{"faults.drop: 2 is out of range; allowed 0..1"}},
 		{"bad neighbour", minimal + "neighbours:\n  - ip: 10.0.0.2\n    mac: zz\n", nil, []string{"neighbours[0].mac"}},

@@ -42,6 +42,11 @@ var defaults = map[string]any{
 	"protocol.max_recv_heap_bytes":      128 << 20,
 	"protocol.max_peers":                16384,
 	"protocol.peer_idle_ticks":          10_000,
+	"protocol.icmp_ratelimit":           time.Second,
+	"protocol.icmp_ratelimit_burst":     6,
+	"protocol.icmp_ratelimit_buckets":   4096,
+	"protocol.icmp_msgs_per_sec":        1000,
+	"protocol.icmp_msgs_burst":          50,
 
 	"metrics.address":   "127.0.0.1:9464",
 	"capture.file":      "",

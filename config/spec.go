@@ -160,6 +160,19 @@ type ProtocolSpec struct {
 	MaxRecvHeapBytes     int `mapstructure:"max_recv_heap_bytes"`      // heap buffers of committed messages not yet delivered
 	MaxPeers             int `mapstructure:"max_peers"`                // peers held (idle ones are evicted first)
 	PeerIdleTicks        int `mapstructure:"peer_idle_ticks"`          // ticks a peer with no RPCs is kept
+
+	// Rate limits on the ICMP and ICMPv6 port unreachables sent, Linux's
+	// (engine.ICMPRate; those held back are counted in
+	// icmp_port_unreachable_limited): to one destination one per
+	// ICMPRateLimit (0: no limit), ICMPRateLimitBurst at once, the
+	// destinations kept in a table of ICMPRateLimitBuckets hashed buckets;
+	// to all of them together ICMPMsgsPerSec a second (0: no limit),
+	// ICMPMsgsBurst at once. A port's shards share them.
+	ICMPRateLimit        time.Duration `mapstructure:"icmp_ratelimit"`
+	ICMPRateLimitBurst   int           `mapstructure:"icmp_ratelimit_burst"`
+	ICMPRateLimitBuckets int           `mapstructure:"icmp_ratelimit_buckets"`
+	ICMPMsgsPerSec       int           `mapstructure:"icmp_msgs_per_sec"`
+	ICMPMsgsBurst        int           `mapstructure:"icmp_msgs_burst"`
 }
 
 // TakesLongMessages reports whether the peer at ip is one of

@@ -339,6 +339,13 @@ func (h *ProtocolSpec) validate(p *problems) {
 		p.add("protocol.max_peers", "%d must exceed max_server_rpcs / max_server_rpcs_per_peer (%d), or busy peers could fill the table", h.MaxPeers, h.MaxServerRPCs/max(h.MaxServerRPCsPerPeer, 1))
 	}
 	p.intRange("protocol.peer_idle_ticks", h.PeerIdleTicks, 1, 1<<30)
+	if h.ICMPRateLimit != 0 {
+		p.duration("protocol.icmp_ratelimit", h.ICMPRateLimit, time.Millisecond, time.Hour)
+	}
+	p.intRange("protocol.icmp_ratelimit_burst", h.ICMPRateLimitBurst, 1, 1<<20)
+	p.intRange("protocol.icmp_ratelimit_buckets", h.ICMPRateLimitBuckets, 16, 1<<24)
+	p.intRange("protocol.icmp_msgs_per_sec", h.ICMPMsgsPerSec, 0, 1<<24)
+	p.intRange("protocol.icmp_msgs_burst", h.ICMPMsgsBurst, 1, 1<<24)
 }
 
 // ParseRate reads a link rate such as 10G, 25G, 100M or 400G (bits per

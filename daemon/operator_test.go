@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/config"
+	"github.com/homa-dpdk/homa-dpdk/engine"
 	"github.com/rs/zerolog"
 )
 
@@ -69,5 +70,20 @@ func TestPreflight_captureFileWritable(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "x.pcapng")); !os.IsNotExist(err) {
 		t.Errorf("Preflight created the capture file: %v", err)
+	}
+}
+
+// protocol.icmp_* reach the engine's limits on the port unreachables
+// sent; a limit of 0 in the config is off there (the engine's 0 would be
+// its default).
+func TestICMPRate_fromConfig(t *testing.T) {
+	h := config.ProtocolSpec{ICMPRateLimit: 250 * time.Millisecond, ICMPRateLimitBurst: 3, ICMPRateLimitBuckets: 64,
+		ICMPMsgsPerSec: 200, ICMPMsgsBurst: 10}
+	if got, want := icmpRate(h), (engine.ICMPRate{PerDestNs: 250_000_000, PerDestBurst: 3, PerSec: 200, Burst: 10, Buckets: 64}); got != want {
+		t.Errorf("%+v, want %+v", got, want)
+	}
+	h.ICMPRateLimit, h.ICMPMsgsPerSec = 0, 0
+	if got := icmpRate(h); got.PerDestNs >= 0 || got.PerSec >= 0 {
+		t.Errorf("limits of 0 became %+v, want both below 0 (off)", got)
 	}
 }

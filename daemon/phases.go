@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/homa-dpdk/homa-dpdk/config"
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/engine"
 	"github.com/homa-dpdk/homa-dpdk/host"
@@ -198,6 +199,7 @@ func (d *Daemon) hostConfigFor(i int, clock func() int64, wallOff int64) (host.C
 	ec.MaxServerRPCs, ec.MaxServerRPCsPerPeer = h.MaxServerRPCs, h.MaxServerRPCsPerPeer
 	ec.MaxStagingBytes, ec.MaxRecvHeapBytes = h.MaxStagingBytes, h.MaxRecvHeapBytes
 	ec.MaxPeers, ec.PeerIdleTicks = h.MaxPeers, h.PeerIdleTicks
+	ec.ICMPRate = icmpRate(h)
 	ec.PacerThreshold = h.PacerThreshold
 	ec.ScheduledDataQueue = h.ScheduledDataQueue
 	ec.Upstream, ec.Checksum = h.Variant == "upstream", h.Checksum
@@ -477,6 +479,21 @@ func (d *Daemon) copierOn(cpu uint) (*host.Copier, error) {
 	}
 	d.copiers[cpu] = cp
 	return cp, nil
+}
+
+// icmpRate is the engine's limits on the port unreachables sent, from
+// protocol.icmp_*: a limit the config sets to 0 is off (the engine's 0
+// is its default).
+func icmpRate(h config.ProtocolSpec) engine.ICMPRate {
+	r := engine.ICMPRate{PerDestNs: h.ICMPRateLimit.Nanoseconds(), PerDestBurst: h.ICMPRateLimitBurst,
+		PerSec: h.ICMPMsgsPerSec, Burst: h.ICMPMsgsBurst, Buckets: h.ICMPRateLimitBuckets}
+	if r.PerDestNs == 0 {
+		r.PerDestNs = -1
+	}
+	if r.PerSec == 0 {
+		r.PerSec = -1
+	}
+	return r
 }
 
 // newShards builds port i's hosts from hc: one, or a shard per lcore of

@@ -237,6 +237,12 @@ type Config struct {
 	// or RPC_UNKNOWN for our RPCs.
 	IDSeed uint64
 
+	// ICMPRate limits the ICMP and ICMPv6 port unreachables the endpoint
+	// sends, per destination and over all (icmplimit.go; Linux's limits
+	// by default). A sharded endpoint shares Shard.ICMP's limiter
+	// instead, when set.
+	ICMPRate ICMPRate
+
 	// Shard makes this endpoint one shard of a port served by several
 	// (shard.go): it allocates, and takes packets for, only the RPCs
 	// whose ids are its share. Zero: not sharded.

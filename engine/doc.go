@@ -37,7 +37,7 @@
 // recvbuf.go (memory for incoming messages: staging, commit),
 // grant.go (receiver side grants and retransmission requests), timer.go,
 // peer.go, neighbour.go (link addresses: waiting for resolution), icmp.go
-// and metrics.go. Scheduling policy (SRPT grants, the sender queue, the
+// (and icmplimit.go: the port unreachables sent) and metrics.go. Scheduling policy (SRPT grants, the sender queue, the
 // pacer, cutoffs, incast control) lives in package sched.
 //
 // The life of an RPC:
@@ -70,7 +70,8 @@
 // peers (MaxPeers, PeerIdleTicks), the bytes a RESEND makes us
 // retransmit (MaxResendBytes), the restarts RPC_UNKNOWN makes
 // (MaxRestarts) and how long an RPC lives without progress while its peer
-// answers BUSY (BusyTimeoutTicks).
+// answers BUSY (BusyTimeoutTicks). What it makes the endpoint send
+// unasked is bounded too: the port unreachables (ICMPRate).
 //
 // Silence is handled by a timer every TickNs: the side expecting bytes
 // sends RESEND after ResendTicks and every ResendInterval; the peer

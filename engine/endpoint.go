@@ -128,6 +128,13 @@ type Endpoint struct {
 	heldBufs           []heldBuf // buffers of ended messages waiting for the copier (copier.go)
 	copyMin            int       // Config.CopyMin, or DefaultCopyMin
 
+	// icmpLimit limits the port unreachables sent (Shard.ICMP, or this
+	// endpoint's own; icmplimit.go).
+	icmpLimit *ICMPLimiter
+	// icmpScanned counts the RPCs short-quote unreachables looked at
+	// (portUnreachable), for the tests.
+	icmpScanned uint64
+
 	// waitingPeers are the peers with RPCs waiting for their link address
 	// or GRANTs dropped while it was unresolved (peer.listed), checked by
 	// Run, NeighbourReady and NeighbourFailed; sparePeers is the other
@@ -235,6 +242,10 @@ func New(cfg Config, tx Transmitter) (*Endpoint, error) {
 		e.pacer.Share(l)
 	}
 	e.idStep = 2 * uint64(max(cfg.Shard.Count, 1))
+	e.icmpLimit = cfg.Shard.ICMP
+	if e.icmpLimit == nil {
+		e.icmpLimit = NewICMPLimiter(cfg.ICMPRate)
+	}
 	return e, nil
 }
 

@@ -414,17 +414,32 @@ func stageConsistent(e *Endpoint, in *inMsg) error {
 // each peer counts its live RPCs, and the idle list holds exactly the
 // peers with none, oldest first.
 func peersConsistent(e *Endpoint) error {
-	rpcs := make(map[*peer]int)
+	rpcs, clients := make(map[*peer]int), make(map[*peer][]*rpc)
 	for r := e.first; r != nil; r = r.next {
 		if e.peerAt(r.peer.addr) != r.peer {
 			return fmt.Errorf("rpc %d: its peer %v is not in the table", r.id, r.peer.ip)
 		}
 		rpcs[r.peer]++
+		if r.client {
+			clients[r.peer] = append(clients[r.peer], r)
+		}
 	}
 	idle := 0
 	for _, p := range allPeers(e) {
 		if p.rpcs != rpcs[p] || p.idle != (p.rpcs == 0) {
 			return fmt.Errorf("peer %v: rpcs %d (live %d), idle %v", p.ip, p.rpcs, rpcs[p], p.idle)
+		}
+		var prev *rpc
+		i := 0
+		for r := p.clients; r != nil; r = r.peerNext {
+			if r.peerPrev != prev || i >= len(clients[p]) || clients[p][i] != r {
+				return fmt.Errorf("peer %v: its client RPC list is broken at its entry %d", p.ip, i)
+			}
+			prev = r
+			i++
+		}
+		if prev != p.clientsLast || i != len(clients[p]) {
+			return fmt.Errorf("peer %v: %d client RPCs listed of %d, tail right %v", p.ip, i, len(clients[p]), prev == p.clientsLast)
 		}
 		if p.idle {
 			idle++

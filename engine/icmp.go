@@ -29,7 +29,10 @@ import (
 //     if the quoted client and server ports are the RPC's. A shorter
 //     quote (the 8 bytes ICMP promises; homa-dpdk sent those before)
 //     fails every client RPC of the quoted client port to that server
-//     port, as kernel Homa does for any quote;
+//     port, as kernel Homa does for any quote. It looks only at the
+//     client RPCs to its sender (peer.clients), not at every RPC of the
+//     endpoint: a host that made us hold its server RPCs can send one
+//     from its own address;
 //   - a client RPC that heard from its server (DATA, GRANT, RESEND or
 //     BUSY) within ResendTicks + ResendInterval ticks is not failed
 //     (icmpLive).
@@ -43,9 +46,20 @@ const icmpQuoteHoma = wire.CommonHeaderLen
 
 // sendPortUnreachable answers f, a packet to an unbound port, with an
 // ICMP port unreachable quoting its IPv4 header and its common header
-// (icmpQuoteHoma bytes). Over IPv6 it is ICMPv6 destination unreachable,
-// code 4, quoting the IPv6 header and the common header.
+// (icmpQuoteHoma bytes), unless the rate limits hold it back
+// (icmplimit.go). Over IPv6 it is ICMPv6 destination unreachable, code
+// 4, quoting the IPv6 header and the common header.
 func (e *Endpoint) sendPortUnreachable(f *wire.Frame, p *peer) {
+	if p.reachable() { // else startControl drops it: no allowance spent
+		switch e.icmpLimit.allow(&p.addr, e.now) {
+		case icmpHeldAll:
+			e.m.ICMPLimitedAll++
+			fallthrough
+		case icmpHeldDest:
+			e.m.ICMPLimited++
+			return
+		}
+	}
 	if p.v6 {
 		e.sendPortUnreachable6(f, p)
 		return
@@ -207,10 +221,15 @@ func (e *Endpoint) portUnreachable(u *unreachable) {
 		}
 		return
 	}
+	// A short quote looks at the client RPCs to p alone (peer.clients):
+	// the only ones it can fail, none of them of a stranger's making (a
+	// host that made us hold its server RPCs can send one from its own
+	// address; before, it walked every RPC of the endpoint).
 	failed, spared := 0, 0
-	for r := e.first; r != nil; {
-		next := r.next
-		if r.client && r.peer == p && r.dport == dport && r.port.num == sport {
+	for r := p.clients; r != nil; {
+		next := r.peerNext
+		e.icmpScanned++
+		if r.dport == dport && r.port.num == sport {
 			if e.icmpLive(r) {
 				spared++
 			} else {

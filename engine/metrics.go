@@ -243,6 +243,12 @@ type Metrics struct {
 	// (icmp_live_rpcs_spared).
 	ICMPLiveRPCsSpared uint64
 
+	// ICMPLimited counts port unreachables not sent because a rate limit
+	// held them back (icmplimit.go): the destination's, or (ICMPLimitedAll,
+	// a part of it) the one over all destinations
+	// (icmp_port_unreachable_limited, icmp_port_unreachable_limited_all).
+	ICMPLimited, ICMPLimitedAll uint64
+
 	Drops [NumDropCauses]uint64 // drops_<cause>
 
 	// RoundTrips: client RPCs completed, by the time from the
@@ -308,6 +314,8 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("acks_forwarded", m.AcksForwarded)
 	fn("icmp_port_unreachable_sent", m.ICMPPortUnreach)
 	fn("icmp_port_unreachable_rcvd", m.ICMPReceived)
+	fn("icmp_port_unreachable_limited", m.ICMPLimited)
+	fn("icmp_port_unreachable_limited_all", m.ICMPLimitedAll)
 	fn("icmp_live_rpcs_spared", m.ICMPLiveRPCsSpared)
 	fn("closed_port_resends", m.ClosedPortResends)
 	fn("busy_timeouts", m.BusyTimeouts)
@@ -362,10 +370,10 @@ var CounterHelp = map[string]string{
 	"grant_keepalives":              "GRANTs repeating an offset to keep a silent sender from timing out.",
 	"acks_received":                 "Server RPCs freed by an ACK from their client.",
 	"acks_forwarded":                "Acks for RPCs another shard of the port owns, handed to that shard.",
-	"icmp_port_unreachable_sent":    "ICMP port unreachable sent for DATA to an unbound port, or a RESEND for an RPC of a closed server port.",
+	"icmp_port_unreachable_sent":    "ICMP port unreachable sent for DATA to an unbound port, or a RESEND for an RPC of a closed server port (those the rate limits held back are in icmp_port_unreachable_limited).",
 	"icmp_port_unreachable_rcvd":    "ICMP and ICMPv6 port unreachables received, believed or not (those not believed are in drops: icmp_spoofed, icmp_no_rpc, icmp_ignored_live).",
 	"icmp_live_rpcs_spared":         "Client RPCs a port unreachable named but did not fail: they had heard from the server within resend_ticks + resend_interval ticks.",
-	"closed_port_resends":           "RESENDs for an RPC this endpoint no longer has, to a server port nobody binds (its server closed): answered ICMP port unreachable, not RPC_UNKNOWN.",
+	"closed_port_resends":           "RESENDs for an RPC this endpoint no longer has, to a server port nobody binds (its server closed): answered ICMP port unreachable (unless a rate limit holds it back), not RPC_UNKNOWN.",
 	"busy_timeouts":                 "RPCs ended after busy_timeout_ticks without progress while their peer kept answering (BUSY, repeated packets): client RPCs failed with a timeout, server RPCs dropped.",
 	"timer_ticks_skipped":           "Timer ticks not run because the loop called late.",
 	"zero_copy_data_packets":        "DATA packets sent from the message's own memory, without a copy.",
@@ -390,4 +398,7 @@ var CounterHelp = map[string]string{
 	"variant_mismatches":            "RPCs whose two ends disagree on the Homa variant (a 36-byte RESEND for an RPC not of the subset, or a message taken whole from a full-protocol sender timed out): a message needing grants never gets them; the RPC times out.",
 	"dpdk_peers_detected":           "Peers found to run homa-dpdk by the incast allowance in a response to one of our requests: our DATA to them carries ours.",
 	"allowances_clamped":            "Incast allowances a peer advertised below the least believed (our incast min_allowance), raised to it.",
+
+	"icmp_port_unreachable_limited":     "ICMP port unreachables not sent, held back by a rate limit: the destination's (protocol.icmp_ratelimit, icmp_ratelimit_burst) or the one over all destinations (icmp_msgs_per_sec, icmp_msgs_burst).",
+	"icmp_port_unreachable_limited_all": "ICMP port unreachables held back by the limit over all destinations (protocol.icmp_msgs_per_sec, icmp_msgs_burst): a part of icmp_port_unreachable_limited.",
 }

@@ -120,6 +120,12 @@ type peer struct {
 	idle               bool
 	idlePrev, idleNext *peer
 	idleSince          uint64
+
+	// clients, clientsLast: the live client RPCs to the peer in creation
+	// order (rpc.peerPrev, peerNext): what an unreachable from the peer
+	// that names only ports can fail (portUnreachable), looked at without
+	// a walk of the endpoint's other RPCs.
+	clients, clientsLast *rpc
 }
 
 // recentAcks is how many acknowledged RPCs per peer a server remembers.

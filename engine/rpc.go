@@ -87,6 +87,8 @@ type rpc struct {
 	lastRestart uint64
 	startNs     int64 // client: Clock when the application sent the request (the round-trip histogram)
 	prev, next  *rpc  // endpoint's list of live RPCs, creation order
+	// client: place in its peer's list of client RPCs (peer.clients).
+	peerPrev, peerNext *rpc
 
 	// server, stateIncoming: place in the endpoint's list of incoming
 	// requests (reqListed), by lastData, the tick of its last DATA.
@@ -134,6 +136,15 @@ func (e *Endpoint) insert(k rpcKey, r *rpc) {
 		e.first = r
 	}
 	e.last = r
+	if p := r.peer; r.client {
+		r.peerPrev = p.clientsLast
+		if p.clientsLast != nil {
+			p.clientsLast.peerNext = r
+		} else {
+			p.clients = r
+		}
+		p.clientsLast = r
+	}
 }
 
 // key returns r's key in e.rpcs.
@@ -162,6 +173,19 @@ func (e *Endpoint) end(r *rpc) {
 		e.last = r.prev
 	}
 	r.prev, r.next = nil, nil
+	if p := r.peer; r.client {
+		if r.peerPrev != nil {
+			r.peerPrev.peerNext = r.peerNext
+		} else {
+			p.clients = r.peerNext
+		}
+		if r.peerNext != nil {
+			r.peerNext.peerPrev = r.peerPrev
+		} else {
+			p.clientsLast = r.peerPrev
+		}
+		r.peerPrev, r.peerNext = nil, nil
+	}
 	e.unlinkRequest(r)
 	e.unlinkHeld(r)
 	e.stopWaiting(r)

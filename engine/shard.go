@@ -69,6 +69,10 @@ type Shard struct {
 	// shards (nil: none; every server port is bound on each shard that
 	// serves it, and its RPCs go by id).
 	Homes *PortHomes
+	// ICMP limits the port unreachables the port sends, one limiter for
+	// all its shards (nil: this shard limits its own by
+	// Config.ICMPRate, so a port of n shards sends up to n times as many).
+	ICMP *ICMPLimiter
 }
 
 // PortHomes says which shard each homed server port is bound on (see

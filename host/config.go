@@ -170,7 +170,7 @@ func New(c Config) (*Host, error) {
 		}
 		h.shards, h.shardIdx = s, c.ShardIndex
 		if s.n > 1 {
-			ec.Shard = s.engineShard(c.ShardIndex, h)
+			ec.Shard = s.engineShard(c.ShardIndex, h, ec.ICMPRate)
 		}
 	}
 	if c.Copier != nil {

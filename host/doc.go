@@ -42,7 +42,13 @@
 //     trade: a view one Schedule old).
 //   - The link (built: sched.LinkClock). The shards' pacers advance one
 //     clock of the NIC's backlog by compare-and-swap, as kernel Homa's
-//     link_idle_time.
+//     link_idle_time. The limits on the port unreachables sent are one
+//     engine.ICMPLimiter for the port, updated the same way.
+//   - ICMP errors (built: steerICMP). An unreachable whose quote names an
+//     RPC by its id goes to that RPC's shard; one that quotes only ports
+//     to every shard (each has client ports of those numbers), once it
+//     passes the address rules that need no RPC, else to none but the
+//     shard that received it.
 //   - The hand-off (built: shard.go, ShardSet). A shard that receives a
 //     frame of an RPC it does not own gives the owner the mbuf over a
 //     single-producer ring per ordered pair of shards, which the owner

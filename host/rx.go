@@ -188,7 +188,7 @@ func (h *Host) stackFrame(d []byte, l *wire.Link) stackVerdict {
 		}
 		v := handleIPv6(d, ip, proto, off, h.me, h.neigh6, h.now, &h.stack)
 		if v == stackICMPv6Error {
-			if h.steerICMP(d, icmpQuote6(ip, off)) {
+			if q := icmpQuote6(ip, off); h.steerICMP(d, &q) {
 				h.ep.ReceiveICMPv6(ip, off)
 			}
 			return stackDrop
@@ -212,7 +212,7 @@ func (h *Host) stackFrame(d []byte, l *wire.Link) stackVerdict {
 	case ip.Protocol() == wire.IPProtoICMP && len(ip.Payload()) > 0 && ip.Payload()[0] == wire.ICMPEchoRequest:
 		return handleICMP(d, ip, h.me, &h.stack)
 	case ip.Protocol() == wire.IPProtoICMP:
-		if h.steerICMP(d, icmpQuote4(ip)) {
+		if q := icmpQuote4(ip); h.steerICMP(d, &q) {
 			h.ep.ReceiveICMP(ip)
 		}
 	default:

@@ -2,6 +2,7 @@ package host
 
 import (
 	"net/netip"
+	"sync"
 	"sync/atomic"
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
@@ -17,7 +18,8 @@ import (
 // ordered pair of shards: frames of RPCs another shard owns (the mbuf
 // itself), acks it read for their RPCs, copies of CUTOFFS (every shard's);
 // the owner takes them in its next pass, in the same batch as its own RX
-// burst. The shards share the grant view and the link clock of the port.
+// burst. The shards share the grant view, the link clock and the limits
+// on the port unreachables of the port.
 type ShardSet struct {
 	n      int
 	frames [][]*handRing[*dpdk.Mbuf] // [from][to]
@@ -26,6 +28,10 @@ type ShardSet struct {
 	grants *sched.GrantShare
 	link   *sched.LinkClock
 	homes  *engine.PortHomes // nil unless HomePorts
+
+	// icmp is made by the first shard, from its engine.Config.ICMPRate.
+	icmpOnce sync.Once
+	icmp     *engine.ICMPLimiter
 }
 
 // handCopy is a copy of a frame every shard takes: CUTOFFS (the peer's
@@ -81,9 +87,12 @@ func (s *ShardSet) HomePorts() {
 	}
 }
 
-// engineShard is shard i's engine.Shard, with h taking its acks.
-func (s *ShardSet) engineShard(i int, h *Host) engine.Shard {
-	return engine.Shard{Index: i, Count: s.n, ForwardAck: h.forwardAck, Grants: s.grants, Link: s.link, Homes: s.homes}
+// engineShard is shard i's engine.Shard, with h taking its acks; the
+// port's unreachables are limited by rate (the shards' engine configs
+// are alike: the first one's is used).
+func (s *ShardSet) engineShard(i int, h *Host, rate engine.ICMPRate) engine.Shard {
+	s.icmpOnce.Do(func() { s.icmp = engine.NewICMPLimiter(rate) })
+	return engine.Shard{Index: i, Count: s.n, ForwardAck: h.forwardAck, Grants: s.grants, Link: s.link, Homes: s.homes, ICMP: s.icmp}
 }
 
 // HandOff is what a shard handed the others, and what it could not (their
@@ -284,17 +293,42 @@ func (r *handRing[T]) pop() (T, bool) {
 	return v, true
 }
 
+// icmpQuote is what the host reads of an ICMP or ICMPv6 error to steer
+// it: its source, the quoted packet's addresses (IPv4 mapped) and
+// protocol, and the quoted Homa bytes (nil: too short to steer by).
+type icmpQuote struct {
+	v6             bool
+	from, src, dst [16]byte
+	proto          uint8
+	homa           []byte
+}
+
 // steerICMP decides where an ICMP error for us goes on a sharded port:
 // it reports whether this shard takes it, after handing a copy to the
 // shard whose RPC it quotes, or to every other one when the quote holds
-// only the ports (engine.ICMPShard). Unsharded, this host takes it.
-func (h *Host) steerICMP(frame, quotedHoma []byte) bool {
+// only the ports (engine.ICMPShard): each shard has client ports of the
+// same numbers, so a short quote may name any shard's. A short quote
+// goes to the others only if it passes the rules of engine/icmp.go that
+// need no RPC: from the address it quotes a packet to, quoting 8 bytes
+// of a Homa packet (146, or 6 hijacked) from our address in its family.
+// Any other is this shard's alone, which counts it (icmp_spoofed,
+// bad_icmp): a spoofed one costs one shard, not every shard. Unsharded,
+// this host takes it.
+func (h *Host) steerICMP(frame []byte, q *icmpQuote) bool {
 	if h.shards == nil || h.shards.n < 2 {
 		return true
 	}
-	owner, all := engine.ICMPShard(quotedHoma, h.shards.n)
+	owner, all := engine.ICMPShard(q.homa, h.shards.n)
 	switch {
 	case all:
+		me := wire.MapIPv4(h.me.ip)
+		if q.v6 {
+			me = h.me.ip6
+		}
+		if q.from != q.dst || q.src != me || me == ([16]byte{}) || len(q.homa) < 8 ||
+			q.proto != wire.IPProtoHoma && q.proto != wire.IPProtoTCP {
+			return true
+		}
 		h.handCopies(frame, false)
 		return true
 	case owner != h.shardIdx:
@@ -308,25 +342,29 @@ func (h *Host) steerICMP(frame, quotedHoma []byte) bool {
 	return true
 }
 
-// icmpQuote4 is the Homa header an ICMP error quotes (IPv4), or nil.
-func icmpQuote4(ip wire.IPv4) []byte {
+// icmpQuote4 reads an ICMP error (IPv4) for steerICMP.
+func icmpQuote4(ip wire.IPv4) icmpQuote {
+	q := icmpQuote{from: wire.MapIPv4(ip.Src())}
 	m := wire.ICMP(ip.Payload())
 	if len(m) < wire.ICMPHeaderLen+wire.IPv4MinHeaderLen {
-		return nil
+		return q
 	}
-	q := m.Quoted()
-	if hl := q.HeaderLen(); hl >= wire.IPv4MinHeaderLen && len(q) > hl {
-		return q[hl:]
+	p := m.Quoted()
+	if hl := p.HeaderLen(); hl >= wire.IPv4MinHeaderLen && len(p) > hl {
+		q.src, q.dst, q.proto, q.homa = wire.MapIPv4(p.Src()), wire.MapIPv4(p.Dst()), p.Protocol(), p[hl:]
 	}
-	return nil
+	return q
 }
 
-// icmpQuote6 is the Homa header an ICMPv6 error quotes, or nil.
-func icmpQuote6(ip wire.IPv6, off int) []byte {
+// icmpQuote6 reads an ICMPv6 error for steerICMP.
+func icmpQuote6(ip wire.IPv6, off int) icmpQuote {
+	q := icmpQuote{v6: true, from: ip.Src()}
 	if len(ip) < off+wire.ICMPv6HeaderLen+wire.IPv6HeaderLen {
-		return nil
+		return q
 	}
-	return ip[off+wire.ICMPv6HeaderLen+wire.IPv6HeaderLen:]
+	p := wire.IPv6(ip[off+wire.ICMPv6HeaderLen:])
+	q.src, q.dst, q.proto, q.homa = p.Src(), p.Dst(), p.NextHeader(), p[wire.IPv6HeaderLen:]
+	return q
 }
 
 func (r *handRing[T]) len() int { return int(r.tail.Load() - r.head.Load()) }

@@ -198,3 +198,68 @@ func TestShards_portUnreachableReachesItsShard(t *testing.T) {
 	}
 	t.Fatal("the RPC to an unbound port did not end within 2 s")
 }
+
+// shortUnreachable is an ICMP port unreachable from src to dst quoting
+// the first 8 Homa bytes (the ports) of a packet from qsrc to qdst.
+func shortUnreachable(src, dst, qsrc, qdst [4]byte, sport, dport uint16) []byte {
+	quoted := make([]byte, wire.IPv4MinHeaderLen+8)
+	q := wire.HomaIPv4Fields(qsrc, qdst, 6, 100)
+	q.Encode(quoted)
+	quoted[wire.IPv4MinHeaderLen], quoted[wire.IPv4MinHeaderLen+1] = byte(sport>>8), byte(sport)
+	quoted[wire.IPv4MinHeaderLen+2], quoted[wire.IPv4MinHeaderLen+3] = byte(dport>>8), byte(dport)
+	m := wire.ICMP(append(make([]byte, wire.ICMPHeaderLen), quoted...))
+	m[0], m[1] = wire.ICMPDestUnreachable, wire.ICMPPortUnreachable
+	m.UpdateChecksum()
+	ipf := wire.HomaIPv4Fields(src, dst, 0, len(m))
+	ipf.Protocol = wire.IPProtoICMP
+	b := make([]byte, wire.EthernetHeaderLen+wire.IPv4MinHeaderLen+len(m))
+	eth := wire.EthernetFields{Type: wire.EtherTypeIPv4}
+	eth.Encode(b)
+	ipf.Encode(b[wire.EthernetHeaderLen:])
+	copy(b[wire.EthernetHeaderLen+wire.IPv4MinHeaderLen:], m)
+	return b
+}
+
+// A port unreachable that quotes only the ports goes to every shard (each
+// has its own client port of that number), but only when it passes the
+// address rules that need no RPC (engine/icmp.go): one from another
+// address than the one it quotes a packet to, or quoting a packet from
+// another source, is taken by the shard that received it alone, which
+// counts it spoofed; the others never see it.
+func TestShards_spoofedShortQuoteNotCopied(t *testing.T) {
+	client, _ := shardedPair(t)
+	h := client[0]
+	me, server, stranger := [4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}, [4]byte{10, 0, 0, 9}
+	for _, c := range []struct {
+		name   string
+		frame  []byte
+		copies uint64 // handed to the other shard, in all
+	}{
+		{"from a stranger", shortUnreachable(stranger, me, me, server, 0x8000, 99), 0},
+		{"quoting another source", shortUnreachable(server, me, stranger, server, 0x8000, 99), 0},
+		{"from the server, quoting us", shortUnreachable(server, me, me, server, 0x8000, 99), 1},
+	} {
+		var l wire.Link
+		if wire.ParseLink(c.frame, &l) != wire.DropNone {
+			t.Fatal("bad frame")
+		}
+		h.stackFrame(c.frame, &l)
+		if got := h.HandOff().Copies; got != c.copies {
+			t.Fatalf("%s: %d copies handed to the other shard in all, want %d", c.name, got, c.copies)
+		}
+	}
+	if got := h.Endpoint().Metrics().Drops[engine.DropICMPSpoofed]; got != 2 {
+		t.Fatalf("the shard that received them counted %d spoofed, want 2", got)
+	}
+}
+
+// The shards of a port share one limiter of the port unreachables they
+// send (engine.Shard.ICMP), made once.
+func TestShardSet_shardsShareTheICMPLimits(t *testing.T) {
+	set := NewShardSet(3)
+	var h Host
+	a, b := set.engineShard(0, &h, engine.ICMPRate{}), set.engineShard(2, &h, engine.ICMPRate{PerSec: 5})
+	if a.ICMP == nil || a.ICMP != b.ICMP {
+		t.Fatalf("shard 0's limiter %p, shard 2's %p: want one, shared", a.ICMP, b.ICMP)
+	}
+}
