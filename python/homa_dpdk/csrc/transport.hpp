@@ -26,7 +26,8 @@
 // Nothing here knows torch's ProcessGroup: the collectives (collectives.cpp)
 // and the c10d surface (process_group.cpp) sit on top.
 //
-// transport.cpp has the messages, progress.cpp who drives them.
+// transport.cpp has the messages, setup.cpp the set-up, progress.cpp who
+// drives them.
 //
 // Threads: every libhoma call and all state below is owned by whoever holds
 // the driver lock (drive_mu_): the group's progress thread, or a caller that
