@@ -201,16 +201,29 @@ bool Transport::stale(const Key& k) const {
 
 // keep_early keeps a part for a receive not posted yet, within
 // max_unexpected bytes (all ranks) and max_unexpected_msgs messages of
-// its rank: past either the group fails, naming the rank.
+// its rank: past either the group fails, naming the rank. A copy of a part
+// kept already is dropped (admit).
 void Transport::keep_early(const Key& k, const Header& h, const uint8_t* p, uint64_t n) {
   std::string rank = "homa_dpdk.torch: rank " + std::to_string(cfg_.rank) + ": ";
+  if (n == 0 && h.total > 0) {
+    n_duplicate++;  // an empty part of a message that is not: it brings nothing
+    return;
+  }
+  auto it = early_.find(k);
+  if (it != early_.end()) {
+    if (h.total != it->second.total) {
+      fail(rank + "rank " + std::to_string(k.src) + " sent parts of one message (tag " + std::to_string(k.tag) +
+           ") of " + std::to_string(it->second.total) + " and " + std::to_string(h.total) + " bytes");
+      return;
+    }
+    if (!admit(it->second.got, k, h.offset, n, h.total)) return;
+  }
   if (early_bytes_ + n > uint64_t(cfg_.max_unexpected)) {
     fail(rank + "more than " + std::to_string(cfg_.max_unexpected) +
          " bytes arrived for receives not yet posted, the last from rank " + std::to_string(k.src) +
          " (HOMA_DPDK_TORCH_MAX_UNEXPECTED)");
     return;
   }
-  auto it = early_.find(k);
   if (it == early_.end()) {
     if (early_msgs_[k.src] >= uint64_t(cfg_.max_unexpected_msgs)) {
       fail(rank + "more than " + std::to_string(cfg_.max_unexpected_msgs) + " messages from rank " +
@@ -219,13 +232,67 @@ void Transport::keep_early(const Key& k, const Header& h, const uint8_t* p, uint
     }
     early_msgs_[k.src]++;
     it = early_.emplace(k, Early{}).first;
+    it->second.total = h.total;
+    if (n) it->second.got.add(h.offset, n);
   }
-  Early& e = it->second;
-  e.total = h.total;
-  e.got += n;
-  e.parts.emplace_back(h.offset, std::vector<uint8_t>(p, p + n));
+  it->second.parts.emplace_back(h.offset, std::vector<uint8_t>(p, p + n));
   early_bytes_ += n;
   n_unexpected++;
+}
+
+// admit records part [off, +n) of k's message (total bytes) in got and says
+// whether it is new. A part whose every byte came already (a copy: the
+// same part twice) is dropped and counted; one that overlaps bytes that
+// came, which no rank sends, fails the group naming the rank. Either way
+// a message completes only once every one of its bytes has come.
+bool Transport::admit(Spans& got, const Key& k, uint64_t off, uint64_t n, uint64_t total) {
+  Spans::Verdict v = n ? got.add(off, n) : Spans::kDuplicate;
+  if (v == Spans::kNew) return true;
+  if (v == Spans::kDuplicate) {
+    n_duplicate++;
+    return false;
+  }
+  fail("homa_dpdk.torch: rank " + std::to_string(cfg_.rank) + ": rank " + std::to_string(k.src) + " sent bytes [" +
+       std::to_string(off) + ", +" + std::to_string(n) + ") of a " + std::to_string(total) + "-byte message (tag " +
+       std::to_string(k.tag) + ") that overlap bytes it sent already");
+  return false;
+}
+
+Spans::Verdict Spans::add(uint64_t off, uint64_t n) {
+  uint64_t end = off + n;
+  if (end <= prefix_) return kDuplicate;
+  if (off < prefix_) return kOverlap;
+  // rest_'s spans lie past prefix_, sorted and apart: next is the first
+  // that begins after off, prev the one before it.
+  auto next = std::upper_bound(rest_.begin(), rest_.end(), off,
+                               [](uint64_t o, const std::pair<uint64_t, uint64_t>& s) { return o < s.first; });
+  if (next != rest_.begin()) {
+    auto prev = next - 1;
+    if (prev->second >= end) return kDuplicate;
+    if (prev->second > off) return kOverlap;
+  }
+  if (next != rest_.end() && next->first < end) return kOverlap;
+  bytes_ += n;
+  if (off == prefix_) {
+    prefix_ = end;
+    size_t joined = 0;
+    while (joined < rest_.size() && rest_[joined].first == prefix_) prefix_ = rest_[joined++].second;
+    rest_.erase(rest_.begin(), rest_.begin() + joined);
+    return kNew;
+  }
+  bool with_prev = next != rest_.begin() && (next - 1)->second == off;
+  bool with_next = next != rest_.end() && next->first == end;
+  if (with_prev && with_next) {
+    (next - 1)->second = next->second;
+    rest_.erase(next);
+  } else if (with_prev) {
+    (next - 1)->second = end;
+  } else if (with_next) {
+    next->first = off;
+  } else {
+    rest_.insert(next, {off, end});
+  }
+  return kNew;
 }
 
 RecvPtr Transport::bind_any(int src, int64_t tag, uint64_t seq) {
@@ -250,12 +317,14 @@ void Transport::fill(const RecvPtr& r, const Key& k, uint64_t off, uint64_t tota
                  std::to_string(k.tag) + ")");
     return;
   }
-  if (r->sink)
-    r->sink(off, p, n);
-  else if (n)
-    std::memcpy(r->dst + off, p, n);
-  r->got += n;
-  if (r->got >= total) complete(r, &k, "");
+  if (total > 0) {  // a 0-byte message is its one part
+    if (!admit(r->got, k, off, n, total)) return;
+    if (r->sink)
+      r->sink(off, p, n);
+    else
+      std::memcpy(r->dst + off, p, n);
+  }
+  if (r->got.bytes() == total) complete(r, &k, "");
 }
 
 void Transport::complete(const RecvPtr& r, const Key* k, const std::string& error) {
@@ -293,7 +362,7 @@ void Transport::post(const RecvPtr& r) {
   if (e == early_.end()) return;
   Early early = std::move(e->second);
   early_.erase(e);
-  early_bytes_ -= early.got;
+  early_bytes_ -= early.got.bytes();
   early_msgs_[k.src]--;
   for (auto& part : early.parts) {
     if (r->done || bound_.find(k) == bound_.end()) break;
