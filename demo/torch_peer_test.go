@@ -3,6 +3,7 @@ package demo
 import (
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,17 +24,69 @@ import (
 //     receive naming rank 0 (before: it finished with a hole);
 //   - lengths: two parts of one message claiming 32 and 16 bytes, before a
 //     16-byte receive into a view of a 32-byte tensor, fail it naming rank
-//     0 (before: the receive succeeded and wrote past the view's end).
+//     0 (before: the receive succeeded and wrote past the view's end);
+//   - badentry: rank 0's entry has a port that is not a number: rank 1's
+//     set-up fails naming rank 0, and none of rank 1's output holds rank
+//     0's key (before: "bad address of rank 0: <the whole entry>").
 func TestTorch_fakePeer(t *testing.T) {
 	py, root := needTorch(t)
 	script := filepath.Join(root, "python/tests/torch_fake_peer.py")
-	for i, mode := range []string{"dup", "overlap", "lengths"} {
+	for i, mode := range []string{"dup", "overlap", "lengths", "badentry"} {
 		t.Run(mode, func(t *testing.T) {
 			dir, _ := serveTorchHosts(t)
 			logs, errs := runPair(t, py, []string{script, mode}, dir, 29520+i+os.Getpid()%300*4, "rank 0: fake: published")
 			t.Logf("rank 1: %s", lastLine(logs[1]))
 			if errs[1] != nil || !strings.Contains(logs[1], "rank 1: "+mode+" passed") {
 				t.Fatalf("rank 1: %v\n%s\nrank 0 (the fake): %v\n%s", errs[1], logs[1], errs[0], logs[0])
+			}
+			if mode == "badentry" && strings.Contains(logs[1], "5ec7e75ec7e75ec7") {
+				t.Fatalf("rank 1's output holds rank 0's key:\n%s", logs[1])
+			}
+		})
+	}
+}
+
+// A job set up wrong fails in its set-up, every rank with an error that
+// says what is wrong, instead of waiting in init_process_group for torch's
+// timeout (30 minutes by default; python/tests/torch_rendezvous.py):
+//
+//   - rank 1 looks for the daemon's sockets in a directory that does not
+//     exist and fails before it publishes its entry: rank 0 fails naming
+//     rank 1 once HOMA_DPDK_TORCH_RENDEZVOUS_S (3 here) has passed. Before,
+//     rank 0 waited, silent, until it was killed at 90 s;
+//   - rank 1 is started with WORLD_SIZE 3, rank 0 with 2: each fails naming
+//     both sizes. Before, both failed after 16 s with "a message to rank 1
+//     failed (timeout): is that rank gone?" and "Connection reset by peer".
+func TestTorch_rendezvousFailsNamingRanks(t *testing.T) {
+	py, root := needTorch(t)
+	t.Setenv("HOMA_DPDK_TORCH_RENDEZVOUS_S", "3")
+	script := filepath.Join(root, "python/tests/torch_rendezvous.py")
+	for i, tc := range []struct {
+		name string
+		args []string
+		want [2]string
+	}{
+		{"silent", []string{"--bad-dir", "1"}, [2]string{
+			"rank 0: init_process_group failed after", "rank 1: init_process_group failed after"}},
+		{"world size", []string{"--world-size", "1=3"}, [2]string{
+			"rank 1 was started with a world size of 3, this rank with 2",
+			"rank 0 was started with a world size of 2, this rank with 3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, _ := serveTorchHosts(t)
+			logs, errs := runPair(t, py, append([]string{script}, tc.args...), dir, 29530+i+os.Getpid()%300*4,
+				"init_process_group failed")
+			for r := range 2 {
+				t.Logf("rank %d: %s", r, lastLine(logs[r]))
+			}
+			if e, ok := errs[1].(*exec.ExitError); !ok || e.ExitCode() != 3 || !strings.Contains(logs[1], tc.want[1]) {
+				t.Fatalf("rank 1: %v, want exit status 3 and %q\n%s", errs[1], tc.want[1], logs[1])
+			}
+			if !strings.Contains(logs[0], tc.want[0]) {
+				t.Fatalf("rank 0: %v, want %q\n%s", errs[0], tc.want[0], logs[0])
+			}
+			if tc.name == "silent" && !strings.Contains(logs[0], "rank 1 has not published its address") {
+				t.Fatalf("rank 0 does not name rank 1:\n%s", logs[0])
 			}
 		})
 	}

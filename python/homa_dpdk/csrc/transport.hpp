@@ -26,6 +26,13 @@
 // came, or parts of one message that claim different lengths, fail the group
 // with an error that names the rank.
 //
+// The set-up (setup.cpp): each rank publishes "ip:port:key:size" (its host,
+// its bound port, its key, the world size it was given) in the job's store
+// and reads every rank's, waiting rendezvous_ns at most in all: ranks that
+// never publish (one that failed to attach, say) are named in the error,
+// and a rank given another world size fails the set-up at once, both sizes
+// named. No error quotes an entry: it holds a rank's key.
+//
 // Nothing here knows torch's ProcessGroup: the collectives (collectives.cpp)
 // and the c10d surface (process_group.cpp) sit on top.
 //
@@ -76,6 +83,8 @@ struct Config {
   int64_t yield_ns = 100'000;            // HOMA_DPDK_TORCH_YIELD_US: a waiter looks and yields this long first
   int64_t spin_ns = -1;                  // HOMA_DPDK_SPIN_US: libhoma's spin before it sleeps (-1: its default;
                                          // unset: 0 on machines of 4 CPUs or fewer)
+  int64_t rendezvous_ns = 30'000'000'000;  // HOMA_DPDK_TORCH_RENDEZVOUS_S: how long the set-up waits for the
+                                           // other ranks' entries in the job's store (at most timeout_ns)
 };
 
 // config_from_env fills the knobs from the environment; an unparsable
@@ -138,13 +147,20 @@ using RecvPtr = std::shared_ptr<Recv>;
 
 int64_t now_ns();
 
+// JobStore is the job's store (c10d's) as the set-up uses it: set a key,
+// say whether a key is there without waiting for it, get a key that is.
+struct JobStore {
+  std::function<void(const std::string&, const std::string&)> set;
+  std::function<bool(const std::string&)> has;
+  std::function<std::string(const std::string&)> get;
+};
+
 class Transport {
  public:
-  // Attaches to this rank's host, binds a port, publishes "ip:port" with
-  // publish(key, value) and reads every rank's with lookup(key) (the job's
-  // store), and starts the progress thread. Throws std::runtime_error.
-  Transport(const Config& cfg, const std::function<void(const std::string&, const std::string&)>& publish,
-            const std::function<std::string(const std::string&)>& lookup);
+  // Attaches to this rank's host, binds a port, publishes its entry in the
+  // job's store and reads every rank's (rendezvous), and starts the
+  // progress thread. Throws std::runtime_error.
+  Transport(const Config& cfg, const JobStore& store);
   ~Transport();
   Transport(const Transport&) = delete;
   Transport& operator=(const Transport&) = delete;
@@ -223,6 +239,8 @@ class Transport {
 
   void attach(std::string* ip);
   void bind_port();
+  void rendezvous(const JobStore& store);
+  std::string missing(const JobStore& store, int from, int64_t waited_ns) const;
   void progress_loop();
   void drain();
   bool run_queued();
