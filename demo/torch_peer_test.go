@@ -53,7 +53,7 @@ func TestTorch_fakePeer(t *testing.T) {
 //   - rank 1 looks for the daemon's sockets in a directory that does not
 //     exist and fails before it publishes its entry: rank 0 fails naming
 //     rank 1 once HOMA_DPDK_TORCH_RENDEZVOUS_S (3 here) has passed. Before,
-//     rank 0 waited, silent, until it was killed at 90 s;
+//     rank 0 waited, silent, until the test killed it 60 s later;
 //   - rank 1 is started with WORLD_SIZE 3, rank 0 with 2: each fails naming
 //     both sizes. Before, both failed after 16 s with "a message to rank 1
 //     failed (timeout): is that rank gone?" and "Connection reset by peer".
