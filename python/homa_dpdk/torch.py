@@ -22,7 +22,10 @@ Each rank attaches to one of the daemon's hosts (``HOMA_DPDK_SOCKET_DIR``,
 default ``/run/homa-dpdk/demo``, holds a socket per host, ``<ip>.sock``;
 rank r takes the (LOCAL_RANK mod hosts)-th in address order), binds port
 ``HOMA_DPDK_PORT_BASE`` (1000) + rank (or the next free one), and publishes
-``ip:port:key`` in the job's store (key: 64 random bits). A message is one
+``ip:port:key:size`` in the job's store (key: 64 random bits; size: the
+world size it was given, which every rank must share). It waits
+``HOMA_DPDK_TORCH_RENDEZVOUS_S`` (30) at most for the others' entries, then
+fails naming the ranks that never published. A message is one
 or more Homa RPCs whose requests carry a header (magic, source rank, tag,
 sequence number in the (source, tag) stream, offset, length, the source's
 key) and up to
@@ -37,7 +40,8 @@ delivers RPCs in any order: sequence numbers put a stream back in order.
 A request is believed only from the rank it names (that rank's address,
 its key, the client port of its first message); any other is answered,
 dropped and counted (``pg.stats()["dropped_stranger"]``), never failing
-the group.
+the group. A part that came already is dropped and counted
+(``"dropped_duplicate"``): a message completes once each of its bytes came.
 
 Algorithms: all_reduce by recursive doubling (2 ranks: one exchange)
 below ``HOMA_DPDK_TORCH_RING_BYTES`` (256 KiB), the ring (reduce-scatter

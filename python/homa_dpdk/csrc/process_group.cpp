@@ -76,14 +76,24 @@ ProcessGroupHoma::ProcessGroupHoma(const c10::intrusive_ptr<c10d::Store>& store,
                                    std::chrono::milliseconds timeout)
     : HomaBase(rank, size) {
   Config cfg = config_from_env(rank, size, int64_t(timeout.count()) * 1'000'000);
-  auto publish = [&](const std::string& k, const std::string& v) {
-    store->set(k, std::vector<uint8_t>(v.begin(), v.end()));
+  // The store's errors (c10::Error) without their C++ backtrace.
+  auto plain = [](auto&& f) -> decltype(f()) {
+    try {
+      return f();
+    } catch (const c10::Error& e) {
+      throw std::runtime_error(e.what_without_backtrace());
+    }
   };
-  auto lookup = [&](const std::string& k) {
-    auto v = store->get(k);
+  JobStore js;
+  js.set = [&](const std::string& k, const std::string& v) {
+    plain([&] { store->set(k, std::vector<uint8_t>(v.begin(), v.end())); });
+  };
+  js.has = [&](const std::string& k) { return plain([&] { return store->check({k}); }); };
+  js.get = [&](const std::string& k) {
+    auto v = plain([&] { return store->get(k); });
     return std::string(v.begin(), v.end());
   };
-  t_ = std::make_shared<Transport>(cfg, publish, lookup);
+  t_ = std::make_shared<Transport>(cfg, js);
   coll_ = std::make_shared<Collectives>(*t_);
   barrier()->wait();
 }
@@ -98,7 +108,8 @@ std::vector<std::pair<std::string, uint64_t>> ProcessGroupHoma::stats() const {
   return {{"messages_sent", t_->n_sent.load()},       {"messages_received", t_->n_received.load()},
           {"unexpected_parts", t_->n_unexpected.load()}, {"ops_inline", t_->n_inline.load()},
           {"ops_queued", t_->n_queued.load()},         {"dropped", t_->n_dropped.load()},
-          {"dropped_stranger", t_->n_stranger.load()}, {"dropped_stale", t_->n_stale.load()}};
+          {"dropped_stranger", t_->n_stranger.load()}, {"dropped_stale", t_->n_stale.load()},
+          {"dropped_duplicate", t_->n_duplicate.load()}};
 }
 
 // ------------------------------------------------------------ operations

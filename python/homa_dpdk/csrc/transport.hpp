@@ -18,15 +18,26 @@
 // host, another session of the same daemon -- is answered (its RPC ends) and
 // dropped, counted in n_stranger, and never fails the group. A believed part
 // is checked before use: its bytes inside its message, and not for a receive
-// that has completed already (n_stale). Unexpected parts are bounded in bytes
-// (max_unexpected, all ranks) and messages (max_unexpected_msgs, per rank);
-// a real rank past either, or a real rank's part past its message's end,
-// fails the group with an error that names it.
+// that has completed already (n_stale); a copy of a part that came already is
+// dropped (n_duplicate), and a message completes only once each of its bytes
+// has come (Spans). Unexpected parts are bounded in bytes (max_unexpected,
+// all ranks) and messages (max_unexpected_msgs, per rank); a real rank past
+// either, a real rank's part past its message's end or over part of one that
+// came, or parts of one message that claim different lengths, fail the group
+// with an error that names the rank.
+//
+// The set-up (setup.cpp): each rank publishes "ip:port:key:size" (its host,
+// its bound port, its key, the world size it was given) in the job's store
+// and reads every rank's, waiting rendezvous_ns at most in all: ranks that
+// never publish (one that failed to attach, say) are named in the error,
+// and a rank given another world size fails the set-up at once, both sizes
+// named. No error quotes an entry: it holds a rank's key.
 //
 // Nothing here knows torch's ProcessGroup: the collectives (collectives.cpp)
 // and the c10d surface (process_group.cpp) sit on top.
 //
-// transport.cpp has the messages, progress.cpp who drives them.
+// transport.cpp has the messages, setup.cpp the set-up, progress.cpp who
+// drives them.
 //
 // Threads: every libhoma call and all state below is owned by whoever holds
 // the driver lock (drive_mu_): the group's progress thread, or a caller that
@@ -72,6 +83,8 @@ struct Config {
   int64_t yield_ns = 100'000;            // HOMA_DPDK_TORCH_YIELD_US: a waiter looks and yields this long first
   int64_t spin_ns = -1;                  // HOMA_DPDK_SPIN_US: libhoma's spin before it sleeps (-1: its default;
                                          // unset: 0 on machines of 4 CPUs or fewer)
+  int64_t rendezvous_ns = 30'000'000'000;  // HOMA_DPDK_TORCH_RENDEZVOUS_S: how long the set-up waits for the
+                                           // other ranks' entries in the job's store (at most timeout_ns)
 };
 
 // config_from_env fills the knobs from the environment; an unparsable
@@ -92,6 +105,24 @@ constexpr uint32_t kMagic = 0x484F4D41;  // "HOMA"
 constexpr uint32_t kProbe = 0x50524F42;  // "PROB": are you there? (answered, then ignored)
 constexpr int kAnySource = -1;
 
+// Spans is the set of a message's bytes received so far, from the parts'
+// (offset, length): a part is new, a duplicate (every byte of it came
+// already: dropped), or overlaps bytes that came (no sender does that).
+// Parts that come in order only move prefix_; those ahead of a gap are kept
+// in rest_ until the gap fills.
+class Spans {
+ public:
+  enum Verdict { kNew, kDuplicate, kOverlap };
+  // add records [off, off + n) if it is new; n > 0, off + n without overflow.
+  Verdict add(uint64_t off, uint64_t n);
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  uint64_t prefix_ = 0;  // [0, prefix_) came
+  std::vector<std::pair<uint64_t, uint64_t>> rest_;  // [begin, end) past prefix_: sorted, apart
+  uint64_t bytes_ = 0;
+};
+
 // Recv is a posted receive. Created by whoever posts it; filled and
 // completed by the driver. dst points into memory that `keep` owns.
 struct Recv {
@@ -100,7 +131,7 @@ struct Recv {
   uint64_t seq = 0;
   uint8_t* dst = nullptr;
   uint64_t nbytes = 0;
-  uint64_t got = 0;
+  Spans got;                   // the bytes that came: it completes once all have
   std::shared_ptr<void> keep;  // what owns dst (a tensor's storage)
   std::atomic<bool> done{false};  // set last, by the driver
   std::string error;           // non-empty: failed (read after done)
@@ -116,13 +147,20 @@ using RecvPtr = std::shared_ptr<Recv>;
 
 int64_t now_ns();
 
+// JobStore is the job's store (c10d's) as the set-up uses it: set a key,
+// say whether a key is there without waiting for it, get a key that is.
+struct JobStore {
+  std::function<void(const std::string&, const std::string&)> set;
+  std::function<bool(const std::string&)> has;
+  std::function<std::string(const std::string&)> get;
+};
+
 class Transport {
  public:
-  // Attaches to this rank's host, binds a port, publishes "ip:port" with
-  // publish(key, value) and reads every rank's with lookup(key) (the job's
-  // store), and starts the progress thread. Throws std::runtime_error.
-  Transport(const Config& cfg, const std::function<void(const std::string&, const std::string&)>& publish,
-            const std::function<std::string(const std::string&)>& lookup);
+  // Attaches to this rank's host, binds a port, publishes its entry in the
+  // job's store and reads every rank's (rendezvous), and starts the
+  // progress thread. Throws std::runtime_error.
+  Transport(const Config& cfg, const JobStore& store);
   ~Transport();
   Transport(const Transport&) = delete;
   Transport& operator=(const Transport&) = delete;
@@ -167,9 +205,10 @@ class Transport {
 
   // Counters (read from any thread; approximate).
   std::atomic<uint64_t> n_sent{0}, n_received{0}, n_unexpected{0}, n_inline{0}, n_queued{0}, n_dropped{0};
-  // Requests not believed (see the top of this file), and believed parts
-  // for receives already completed or collectives already ended.
-  std::atomic<uint64_t> n_stranger{0}, n_stale{0};
+  // Requests not believed (see the top of this file), believed parts for
+  // receives already completed or collectives already ended, and believed
+  // parts that bring no byte not received already (a copy of a part).
+  std::atomic<uint64_t> n_stranger{0}, n_stale{0}, n_duplicate{0};
 
  private:
   struct Key {
@@ -193,13 +232,15 @@ class Transport {
   };
   // Parts that arrived before their receive was posted.
   struct Early {
-    uint64_t total = 0;
-    uint64_t got = 0;
+    uint64_t total = 0;  // the first part's; every part must claim the same
+    Spans got;
     std::vector<std::pair<uint64_t, std::vector<uint8_t>>> parts;
   };
 
   void attach(std::string* ip);
   void bind_port();
+  void rendezvous(const JobStore& store);
+  std::string missing(const JobStore& store, int from, int64_t waited_ns) const;
   void progress_loop();
   void drain();
   bool run_queued();
@@ -210,6 +251,7 @@ class Transport {
   void on_data(const Header& h, const uint8_t* bytes, uint64_t n);
   bool stale(const Key& k) const;
   void keep_early(const Key& k, const Header& h, const uint8_t* p, uint64_t n);
+  bool admit(Spans& got, const Key& k, uint64_t off, uint64_t n, uint64_t total);
   void on_failed(const homa_msg& m);
   void fill(const RecvPtr& r, const Key& k, uint64_t off, uint64_t total, const uint8_t* p, uint64_t n);
   void complete(const RecvPtr& r, const Key* k, const std::string& error);
