@@ -225,3 +225,43 @@ func needRoot(t *testing.T) {
 		t.Skip("skipping DPDK test: it needs root (run as root, as CI does)")
 	}
 }
+
+// The commands with no clean stop keep the signals' default effect: the
+// RPC demo (homa-dpdk demo) ends by a SIGINT as before; started with
+// SIGINT ignored, it goes on past one (the catch from main's start is
+// given back with SIGINT ignored again) and ends by a SIGTERM.
+func TestDemo_signalsKeepTheirDefaultEffect(t *testing.T) {
+	needRoot(t)
+	for _, ignored := range []bool{false, true} {
+		argv := []string{os.Args[0], "-test.run=^$", "--", "demo", "--seconds", "600", "--sizes", "100"}
+		if ignored {
+			argv = append([]string{"/bin/sh", "-c", `trap '' INT; exec "$0" "$@"`}, argv...)
+		}
+		p := &mainProc{cmd: exec.Command(argv[0], argv[1:]...), out: &syncBuffer{}, done: make(chan error, 1)}
+		p.cmd.Env = append(os.Environ(), mainEnv+"=1")
+		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { p.done <- p.cmd.Wait() }()
+		p.waitFor(t, "demo: Homa hosts", stopBound)
+		p.cmd.Process.Signal(syscall.SIGINT)
+		want := "signal: interrupt"
+		if ignored {
+			// Still running a while after the SIGINT: then a SIGTERM.
+			if err := p.wait(2 * time.Second); err != errRunning {
+				t.Fatalf("started with SIGINT ignored: exit %v after a SIGINT, want it ignored; output:\n%s", err, p.out.String())
+			}
+			p.cmd.Process.Signal(syscall.SIGTERM)
+			want = "signal: terminated"
+		}
+		err := p.wait(stopBound)
+		if err == errRunning {
+			p.cmd.Process.Kill()
+			p.wait(stopBound)
+		}
+		if err == nil || err.Error() != want {
+			t.Errorf("ignored %v: exit %v, want %q (the default effect); output:\n%s", ignored, err, want, p.out.String())
+		}
+	}
+}

@@ -15,9 +15,11 @@ import (
 // anything else, so that one that comes at any moment of `run`'s or
 // `demo --workers`' start-up (the flags and the config read, EAL coming
 // up) stops the command cleanly: its context ends, it logs the phase,
-// releases what it made and exits 0. Caught from the first instant, a
+// releases what it made and exits 0. Caught from main's first instant, a
 // SIGINT is also taken when the process started with it ignored (a
-// script's `cmd &`), as the demo did once up: it is never dropped.
+// script's `cmd &`), as the demo did once up: it is not dropped. (Before
+// main, in the program's first milliseconds, a signal has its default
+// effect: docs/operating.md.)
 //
 // The other commands have no clean stop: once one is chosen
 // (PersistentPreRunE), the signals go back to their default effect, and a
