@@ -76,11 +76,11 @@ func needTorch(t *testing.T) (py, root string) {
 func serveTorchHosts(t *testing.T) (dir string, stop func()) {
 	t.Helper()
 	dir = t.TempDir()
-	var out strings.Builder
+	var out lockedBuilder // the demo writes it while a failure reads it
 	served := make(chan error, 1)
 	done := make(chan struct{})
 	go func() {
-		served <- ServeWorkers(WorkersConfig{Dir: dir, Hosts: 4, Duration: 60 * time.Second, Stop: done, Out: &out})
+		served <- ServeWorkers(WorkersConfig{Dir: dir, Hosts: 4, Stop: done, Out: &out}) // until stop: no fixed time
 	}()
 	var once sync.Once
 	stop = func() {
@@ -92,12 +92,12 @@ func serveTorchHosts(t *testing.T) (dir string, stop func()) {
 		})
 	}
 	t.Cleanup(stop)
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if _, err := os.Stat(filepath.Join(dir, "10.0.0.4.sock")); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the demo's sockets did not appear:\n%s", out.String())
+			t.Fatalf("the demo's sockets did not appear within 30 s:\n%s", out.String())
 		}
 	}
 	return dir, stop

@@ -1,17 +1,17 @@
 package demo
 
 import (
+	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/config"
@@ -62,9 +62,13 @@ type WorkersConfig struct {
 	// (ports[].copier_cpus); without it the loop copies.
 	Copier    bool
 	CopierCPU int
-	Duration  time.Duration   // 0: until SIGINT or SIGTERM
-	Stop      <-chan struct{} // closing it stops the demo too (tests)
-	Out       io.Writer
+	Duration  time.Duration // 0: until Context ends or Stop is closed
+	// Context's end stops the demo, during its start-up too (homa-dpdk
+	// demo's ends on SIGINT or SIGTERM, caught from main's start); the
+	// "stopping" line names its cause. nil: none.
+	Context context.Context
+	Stop    <-chan struct{} // closing it stops the demo too (tests, perf)
+	Out     io.Writer
 }
 
 // switchSeq numbers the ring switches a process makes: DPDK's names of
@@ -142,8 +146,9 @@ func workersSpecYAML(devs, socks []string, txq, mtu int, speed string, macs bool
 }
 
 // ServeWorkers runs the demo's two hosts, through the daemon's phases,
-// on a memif pair with a worker socket each, until interrupted or for
-// cfg.Duration. EAL must be up, with lcore 1 a worker lcore.
+// on a memif pair with a worker socket each, until cfg.Context ends (its
+// start-up stops then too), cfg.Stop is closed or cfg.Duration has passed.
+// EAL must be up, with lcore 1 a worker lcore.
 func ServeWorkers(cfg WorkersConfig) error {
 	dir, err := filepath.Abs(cfg.Dir)
 	if err != nil {
@@ -234,14 +239,17 @@ func ServeWorkers(cfg WorkersConfig) error {
 	if sw != nil {
 		opts.Prepare = func(hosts []*host.Host) error { hosts[0].AddApp(sw); return nil }
 	}
-	// SIGINT and SIGTERM are taken from before the start-up on, so that
-	// one sent as soon as the "workers attach" line is out (or during the
-	// start-up: the demo stops once up) stops it cleanly, its sockets
-	// removed, instead of ending the process with them left behind.
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sig)
-	dm, err := daemon.Start(spec, demoLog(), opts)
+	ctx := cfg.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	dm, err := daemon.StartContext(ctx, spec, demoLog(), opts)
+	if errors.Is(err, daemon.ErrStopped) {
+		// Stopped in a start-up phase: what it made is released, its
+		// sockets removed.
+		fmt.Fprintf(cfg.Out, "demo: %v during start-up, stopping\n", context.Cause(ctx))
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -256,8 +264,8 @@ func ServeWorkers(cfg WorkersConfig) error {
 		timeout = time.After(cfg.Duration)
 	}
 	select {
-	case s := <-sig:
-		fmt.Fprintf(cfg.Out, "demo: %v, stopping\n", s)
+	case <-ctx.Done():
+		fmt.Fprintf(cfg.Out, "demo: %v, stopping\n", context.Cause(ctx))
 	case <-timeout:
 	case <-cfg.Stop:
 	}

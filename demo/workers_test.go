@@ -275,27 +275,31 @@ func TestServeWorkers_copier(t *testing.T) {
 	serveWorkersAllPairs(t, WorkersConfig{Copier: true, CopierCPU: 0}, "receive copies on a copier thread on CPU 0")
 }
 
-// serveWorkersAllPairs runs ServeWorkers with cfg (its Dir, Duration and
-// Out set here) and calls every host from every other through workers;
-// the demo's output must contain want.
+// serveWorkersAllPairs runs ServeWorkers with cfg (its Dir, Stop and Out
+// set here: the demo lives until the calls are done, or the test's end)
+// and calls every host from every other through workers; the demo's
+// output must contain want.
 func serveWorkersAllPairs(t *testing.T, cfg WorkersConfig, want string) {
 	dpdktest.Need(t)
 	dir := t.TempDir()
-	var out strings.Builder
-	served := make(chan error, 1)
-	cfg.Dir, cfg.Duration, cfg.Out = dir, 5*time.Second, &out
-	go func() { served <- ServeWorkers(cfg) }()
+	var out lockedBuilder // the demo writes it while a failure reads it
+	done, ended := make(chan struct{}), make(chan struct{})
+	var serveErr error
+	cfg.Dir, cfg.Stop, cfg.Out = dir, done, &out
+	go func() { serveErr = ServeWorkers(cfg); close(ended) }()
+	stopDemo := sync.OnceValue(func() error { close(done); <-ended; return serveErr })
+	t.Cleanup(func() { stopDemo() })
 	n := max(cfg.Hosts, 2)
 	sock := func(i int) string { return filepath.Join(dir, fmt.Sprintf("10.0.0.%d.sock", i+1)) }
 	dial := func(i int) *client.Client {
-		for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			c, err := client.Dial(sock(i), client.Options{})
 			if err == nil {
 				return c
 			}
 			select {
-			case serr := <-served:
-				t.Fatalf("the demo ended before host %d took workers: %v\n%s", i, serr, out.String())
+			case <-ended:
+				t.Fatalf("the demo ended before host %d took workers: %v\n%s", i, serveErr, out.String())
 			default:
 			}
 			if time.Now().After(deadline) {
@@ -305,6 +309,7 @@ func serveWorkersAllPairs(t *testing.T, cfg WorkersConfig, want string) {
 	}
 	var stop atomic.Bool
 	var wg sync.WaitGroup
+	t.Cleanup(func() { stop.Store(true); wg.Wait() }) // first: the servers leave before the demo stops
 	for i := range n {
 		srv := dial(i)
 		if err := srv.Bind(99); err != nil {
@@ -333,9 +338,6 @@ func serveWorkersAllPairs(t *testing.T, cfg WorkersConfig, want string) {
 			msg := []byte(fmt.Sprintf("%d to %d: %s", i, j, strings.Repeat("x", 20_000*(j+1))))
 			resp, err := cli.Call(client.Addr{IP: netip.AddrFrom4([4]byte{10, 0, 0, byte(j + 1)}), Port: 99}, msg, 10*time.Second)
 			if err != nil {
-				stop.Store(true)
-				wg.Wait()
-				<-served
 				t.Fatalf("%d to %d: %v\n%s", i, j, err, out.String())
 			}
 			if !bytes.Equal(resp.Data, msg) {
@@ -347,7 +349,7 @@ func serveWorkersAllPairs(t *testing.T, cfg WorkersConfig, want string) {
 	}
 	stop.Store(true)
 	wg.Wait()
-	if err := <-served; err != nil {
+	if err := stopDemo(); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), want) {

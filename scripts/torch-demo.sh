@@ -15,7 +15,7 @@ logs=$dir/logs
 mkdir -p "$logs"
 ./homa-dpdk demo --workers "$dir" --hosts "$ranks" >"$dir/daemon.log" 2>&1 &
 daemon=$!
-trap 'kill -INT $daemon 2>/dev/null; wait $daemon 2>/dev/null; rm -rf "$dir"' EXIT
+trap 'kill -TERM $daemon 2>/dev/null; wait $daemon 2>/dev/null; rm -rf "$dir"' EXIT
 for _ in $(seq 100); do
 	[ -S "$dir/10.0.0.$ranks.sock" ] && break
 	kill -0 $daemon 2>/dev/null || { cat "$dir/daemon.log"; exit 1; }

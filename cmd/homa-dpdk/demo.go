@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"slices"
@@ -56,7 +57,7 @@ loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
 			cfg.Copier, cfg.CopierCPU = copierCPU >= 0, copierCPU
 			cfg.Out = cmd.OutOrStdout()
 			wc := demo.WorkersConfig{Dir: workers, MemifPeers: memifPeers, Link: link, MTU: mtu, Hosts: hosts, Shards: cfg.Shards, Out: cfg.Out,
-				Copier: copierCPU >= 0, CopierCPU: copierCPU}
+				Copier: copierCPU >= 0, CopierCPU: copierCPU, Context: cmd.Context()}
 			if workers != "" && cmd.Flags().Changed("seconds") {
 				wc.Duration = cfg.Duration // otherwise until interrupted
 			}
@@ -68,6 +69,12 @@ loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
 				return fmt.Errorf("--seconds %v: want a positive duration", seconds)
 			} else if err := wc.Validate(); err != nil {
 				return err
+			}
+			if ctx := cmd.Context(); workers != "" && ctx.Err() != nil {
+				// A SIGINT or SIGTERM already (main catches them from its
+				// start): nothing was made yet.
+				fmt.Fprintf(cfg.Out, "demo: %v, stopping\n", context.Cause(ctx))
+				return nil
 			}
 			mem := dpdk.ProbeMemory()
 			eal := ealArgs(cmd, args, "0,1", mem)

@@ -15,8 +15,20 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// mainStarted, when set (the tests), is called as soon as main has
+// caught the stop signals.
+var mainStarted func()
+
 func main() {
-	if err := rootCmd().Execute(); err != nil {
+	stop := catchStopSignals() // first of all: a signal from here on stops run or demo --workers cleanly
+	if mainStarted != nil {
+		mainStarted()
+	}
+	root := rootCmd()
+	root.PersistentPreRunE = stop.decide
+	err := root.ExecuteContext(stop.ctx)
+	stop.giveBack()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "homa-dpdk:", err)
 		os.Exit(1)
 	}

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/homa-dpdk/homa-dpdk/config"
 	"github.com/homa-dpdk/homa-dpdk/daemon"
@@ -46,11 +43,10 @@ and ping, speaks Homa on protocol 146, and stops cleanly on SIGINT or SIGTERM,
 during start-up too (the wait for the links included): the log names the phase,
 what it made so far is released (its sockets removed), and it exits 0.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			// SIGINT and SIGTERM stop the daemon from here on: a
-			// start-up phase (the wait for the links too) as well as
-			// the running daemon.
-			ctx, stop := signalContext()
-			defer stop()
+			// SIGINT and SIGTERM end ctx from main's first instant on
+			// (signals.go): a start-up phase (the wait for the links
+			// too) stops, as the running daemon does.
+			ctx := cmd.Context()
 			if file == "" {
 				// Lists come only from a file, so no environment or
 				// flag can give the ports: say which flag does.
@@ -88,34 +84,4 @@ what it made so far is released (its sockets removed), and it exits 0.`,
 
 func newLogger(ls config.LogSpec) zerolog.Logger {
 	return daemon.NewLogger(os.Stderr, ls.Format, ls.Level)
-}
-
-// signalError is the cause of a context that a signal ended.
-type signalError struct{ sig os.Signal }
-
-func (e signalError) Error() string { return "signal " + e.sig.String() }
-
-// signalContext is a context that SIGINT or SIGTERM ends, its cause a
-// signalError; stop releases the signals.
-func signalContext() (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	go func() {
-		select {
-		case s := <-sig:
-			cancel(signalError{s})
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, func() { signal.Stop(sig); cancel(nil) }
-}
-
-// signalOf names the signal that ended ctx ("terminated"), or its cause.
-func signalOf(ctx context.Context) string {
-	var se signalError
-	if errors.As(context.Cause(ctx), &se) {
-		return se.sig.String()
-	}
-	return context.Cause(ctx).Error()
 }

@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 				break
 			}
 		}
+		if os.Getenv(startedEnv) != "" {
+			mainStarted = announceStarted
+		}
 		main()
 		os.Exit(0)
 	}

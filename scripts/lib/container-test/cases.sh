@@ -135,7 +135,7 @@ case_daemon() {
 case_workers() {
 	t=$(date +%s)
 	say "c. demo --workers /run/homa-dpdk; the echo server and client, each in a container of its own, on the socket volume ..."
-	workers_args=(demo --workers /run/homa-dpdk --seconds 120 -- "${EAL_DEMO[@]}")
+	workers_args=(demo --workers /run/homa-dpdk -- "${EAL_DEMO[@]}") # until its SIGINT below (or the clean-up): no fixed time
 	echo_server=(homa-echo server -socket /run/homa-dpdk/10.0.0.2.sock -port 99)
 	echo_client=(homa-echo client -socket /run/homa-dpdk/10.0.0.1.sock -to 10.0.0.2:99 -n 300 -size 20000)
 	if [ "$use" = podman ]; then
