@@ -298,6 +298,11 @@ func heapInUse() uint64 {
 // not run meanwhile, but without dividing by a number of runs).
 func mallocs(f func()) uint64 {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	// Finalizers of earlier tests' objects run on a goroutine of their
+	// own, which a slow f can be preempted for: run them first.
+	runtime.GC()
+	runtime.GC()
+	runtime.Gosched()
 	var a, b runtime.MemStats
 	runtime.ReadMemStats(&a)
 	f()

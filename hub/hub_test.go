@@ -370,7 +370,9 @@ func workerChild(sock string) int {
 		time.Sleep(10 * time.Microsecond)
 	}
 	fmt.Println("sent")
-	select {}
+	for { // until killed; a bare select{} is a deadlock to the runtime, which ends the process
+		time.Sleep(time.Hour)
+	}
 }
 
 // daemonFootprint counts this process's open descriptors and its

@@ -128,7 +128,9 @@ func TestHub_connectCloseChurnLeavesNoSession(t *testing.T) {
 		calls.do(func() { live, draining, wc = len(a.hub.sessions), len(a.hub.draining), a.hub.counts() })
 		fds, regions := daemonFootprint(t)
 		held := a.hub.srv.Sessions()
-		if live == 0 && draining == 0 && held == 0 && fds == baseFDs && regions == baseRegions {
+		// Descriptors of earlier tests' sessions may still close after the
+		// base was counted: fewer than the base is no leak.
+		if live == 0 && draining == 0 && held == 0 && fds <= baseFDs && regions == baseRegions {
 			break
 		}
 		if time.Now().After(deadline) {

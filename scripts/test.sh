@@ -21,18 +21,6 @@ bash scripts/lib/check-deploy.sh
 echo "== the Python package: offline installs in fresh venvs"
 bash python/tests/install.sh
 
-echo "== pure-Go packages without cgo"
-CGO_ENABLED=0 go test -count=1 $(go list ./... | grep -E '/(wire|engine|sched|nicq|shm|hub|client|config)(/|$)' || true) 2>&1 | grep -v 'no test files' || true
-
-echo "== native/: libhoma's tests, then under ASan/UBSan"
-make -C native test asan
-
-# The Go tests run the Python package from the source tree (PYTHONPATH) with
-# Debian's python3: its libraries (libhoma, the binding, the C++ torch
-# backend) are built there first, as the scripts that run it do.
-echo "== the Python package's native libraries, built in place"
-/usr/bin/python3 python/_build/homa_build.py --inplace --quiet
-
 # gotest runs go test with its arguments, which include -v: its output goes
 # to $log (for the count at the end) and through the filter below, and its
 # failure sets rc. -v runs the packages one at a time too, so each package's
@@ -56,6 +44,18 @@ gotest() {
 	set -e
 	if [ "$status" -ne 0 ]; then rc=$status; fi
 }
+
+echo "== pure-Go packages without cgo"
+CGO_ENABLED=0 gotest -count=1 -v $(go list ./... | grep -E '/(wire|engine|sched|nicq|shm|hub|client|config)(/|$)')
+
+echo "== native/: libhoma's tests, then under ASan/UBSan"
+make -C native test asan
+
+# The Go tests run the Python package from the source tree (PYTHONPATH) with
+# Debian's python3: its libraries (libhoma, the binding, the C++ torch
+# backend) are built there first, as the scripts that run it do.
+echo "== the Python package's native libraries, built in place"
+/usr/bin/python3 python/_build/homa_build.py --inplace --quiet
 
 echo "== all tests (HOMA_REQUIRE_DPDK=${HOMA_REQUIRE_DPDK:-0})"
 # -p 1: one test binary at a time. DPDK tests busy-poll pinned lcores;
