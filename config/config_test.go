@@ -195,6 +195,8 @@ func TestLoad_errorsNameTheKey(t *testing.T) {
 			[]string{"protocol.timeout_ticks: 4 must exceed protocol.resend_ticks"}},
 		{"busy timeout under the timeout", minimal + "protocol:\n  busy_timeout_ticks: 50\n", nil,
 			[]string{"protocol.busy_timeout_ticks: 50: want 0 (100 x timeout_ticks), -1 (none) or from protocol.timeout_ticks (100)"}},
+		{"grant lapse under the resend ticks", minimal + "protocol:\n  grant_lapse_ticks: 2\n", nil,
+			[]string{"protocol.grant_lapse_ticks: 2: want 0 (4 x resend_ticks), -1 (never) or from protocol.resend_ticks (5)"}},
 		{"bad duration", minimal + "protocol:\n  tick: soon\n", nil, []string{"tick"}},
 		{"icmp rate limit too fine", minimal + "protocol:\n  icmp_ratelimit: 10us\n", nil,
 			[]string{"protocol.icmp_ratelimit: 10µs is out of range; allowed 1ms..1h0m0s"}},

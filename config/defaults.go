@@ -21,6 +21,7 @@ var defaults = map[string]any{
 	"protocol.resend_interval":          5,
 	"protocol.timeout_ticks":            100,
 	"protocol.busy_timeout_ticks":       0,
+	"protocol.grant_lapse_ticks":        0,
 	"protocol.request_ack_ticks":        2,
 	"protocol.max_nic_queue":            5 * time.Microsecond,
 	"protocol.pacer_threshold":          1000,

@@ -149,6 +149,14 @@ type ProtocolSpec struct {
 	// none (kernel Homa's behaviour; engine Config.BusyTimeoutTicks).
 	BusyTimeoutTicks int `mapstructure:"busy_timeout_ticks"`
 
+	// GrantLapseTicks is how long an incoming message may hold bytes it
+	// was granted without its sender sending them (not all of them, nor
+	// half of those it lacked) before it loses its place among the
+	// messages granted to and its peer takes turns: 0 is 4 x
+	// resend_ticks, -1 never (kernel Homa's behaviour; engine
+	// Config.GrantLapseTicks).
+	GrantLapseTicks int `mapstructure:"grant_lapse_ticks"`
+
 	// Bounds on what a remote peer can make the engine hold (each refusal
 	// is counted in the engine's drops_* metrics).
 	MaxGaps              int `mapstructure:"max_gaps"`                 // missing ranges one incoming message may have

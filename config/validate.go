@@ -321,6 +321,9 @@ func (h *ProtocolSpec) validate(p *problems) {
 	if b := h.BusyTimeoutTicks; b != 0 && b != -1 && (b < h.TimeoutTicks || b > 1<<30) {
 		p.add("protocol.busy_timeout_ticks", "%d: want 0 (100 x timeout_ticks), -1 (none) or from protocol.timeout_ticks (%d) to %d", b, h.TimeoutTicks, 1<<30)
 	}
+	if l := h.GrantLapseTicks; l != 0 && l != -1 && (l < h.ResendTicks || l > 1<<30) {
+		p.add("protocol.grant_lapse_ticks", "%d: want 0 (4 x resend_ticks), -1 (never) or from protocol.resend_ticks (%d) to %d", l, h.ResendTicks, 1<<30)
+	}
 	p.intRange("protocol.request_ack_ticks", h.RequestAckTick, 1, 1000)
 	p.duration("protocol.max_nic_queue", h.MaxNICQueue, 100*time.Nanosecond, 10*time.Millisecond)
 	p.intRange("protocol.pacer_threshold", h.PacerThreshold, 0, h.MaxMessage)

@@ -194,6 +194,7 @@ func (d *Daemon) hostConfigFor(i int, clock func() int64, wallOff int64) (host.C
 	ec.TickNs = h.Tick.Nanoseconds()
 	ec.ResendTicks, ec.ResendInterval, ec.TimeoutTicks, ec.RequestAckTicks = h.ResendTicks, h.ResendInterval, h.TimeoutTicks, h.RequestAckTick
 	ec.BusyTimeoutTicks = h.BusyTimeoutTicks // 0: the engine's 100 x TimeoutTicks
+	ec.GrantLapseTicks = h.GrantLapseTicks   // 0: the engine's 4 x ResendTicks
 	ec.MaxNICQueueNs = h.MaxNICQueue.Nanoseconds()
 	ec.MaxGaps, ec.MaxResendsPerRPC, ec.MaxResendBytes = h.MaxGaps, h.MaxResendsPerRPC, h.MaxResendBytes
 	ec.MaxServerRPCs, ec.MaxServerRPCsPerPeer = h.MaxServerRPCs, h.MaxServerRPCsPerPeer

@@ -184,6 +184,21 @@ type Config struct {
 	// ever. 0 takes 100 × TimeoutTicks (10 s at the defaults); below 0,
 	// none.
 	BusyTimeoutTicks int
+	// GrantLapseTicks is how long an incoming message that was granted
+	// bytes may go without sending them (lapse.go): when, that many ticks
+	// after a tick at which it had every byte granted before, it has
+	// neither the bytes granted then nor half of those it lacked then,
+	// it lapses (GrantsLapsed): it gives up its place among the messages
+	// granted to, its granted-but-unreceived bytes stop counting towards
+	// Grant.MaxIncoming, and it is granted nothing more until they have
+	// arrived; and its peer takes turns, one message granted to at a
+	// time, for TimeoutTicks (GrantTurnWaits). A sender that sends a
+	// granted byte every few ticks is never silent, and kept both for
+	// ever (kernel Homa does). A sender whose RESEND waits (ResendTicks
+	// plus two ResendIntervals while our link is busy) is in time; one
+	// that lapses is back with the packet that brings what it held. 0
+	// takes 4 × ResendTicks (20); below 0, never.
+	GrantLapseTicks int
 
 	LinkBps       int64 // link rate for the pacer, bits/s; 0 = unpaced
 	MaxNICQueueNs int64 // pacer's NIC backlog limit, ns (5,000)
@@ -299,6 +314,7 @@ func (c Config) withDefaults() Config {
 	setInt(&c.RequestAckTicks, d.RequestAckTicks)
 	setInt(&c.MaxRestarts, max(c.TimeoutTicks/c.ResendInterval, 1))
 	setInt(&c.BusyTimeoutTicks, 100*c.TimeoutTicks)
+	setInt(&c.GrantLapseTicks, 4*c.ResendTicks)
 	setInt(&c.PacerFIFOFraction, d.PacerFIFOFraction)
 	setInt(&c.PacerThreshold, d.PacerThreshold)
 	setInt(&c.AllowanceTicks, d.AllowanceTicks)

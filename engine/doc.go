@@ -70,8 +70,11 @@
 // peers (MaxPeers, PeerIdleTicks), the bytes a RESEND makes us
 // retransmit (MaxResendBytes), the restarts RPC_UNKNOWN makes
 // (MaxRestarts) and how long an RPC lives without progress while its peer
-// answers BUSY (BusyTimeoutTicks). What it makes the endpoint send
-// unasked is bounded too: the port unreachables (ICMPRate).
+// answers BUSY (BusyTimeoutTicks). Nor does it keep its grants without
+// sending what they allow: a message that holds granted bytes for
+// GrantLapseTicks leaves the grants until they come, and its peer takes
+// turns, one message granted to at a time (lapse.go). What it makes the
+// endpoint send unasked is bounded too: the port unreachables (ICMPRate).
 //
 // Silence is handled by a timer every TickNs: the side expecting bytes
 // sends RESEND after ResendTicks and every ResendInterval; the peer

@@ -244,6 +244,9 @@ func endpointConsistent(e *Endpoint) error {
 	if err := heldConsistent(e); err != nil {
 		return err
 	}
+	if err := turnsConsistent(e); err != nil {
+		return err
+	}
 	if incast != e.incast.Backlog() {
 		return fmt.Errorf("incast backlog %d, rpcs account for %d", e.incast.Backlog(), incast)
 	}

@@ -110,3 +110,30 @@ func (e *Endpoint) resendPriority(r *rpc) int {
 	}
 	return e.cfg.Cutoffs.Priority(r.in.length)
 }
+
+// evictStarving ends, while the port's shards are out of grant room
+// (sched PortStarved), this shard's stalest request silent for
+// ResendTicks that holds grants past its unscheduled bytes and never sent
+// a granted byte, among the eight oldest: a claim that never sends holds
+// the port's MaxIncoming until it lapses (GrantLapseTicks), and a shard
+// that is never short of server RPCs would never evict it
+// (evictStaleRequest), while another shard's requests starve. One a tick.
+// One that sent granted bytes is a sender waiting for its losses to be
+// asked again: ending it made its client send the whole request again
+// (TestShards_lossyLongRequestsNotEvicted); gone silent, it keeps its RPC
+// until it times out, as on one endpoint, having paid with real bytes,
+// and its grants until it lapses.
+func (e *Endpoint) evictStarving() {
+	n := 0
+	for r := e.reqHead; r != nil && n < 8; r = r.reqNext {
+		if e.ticks-r.lastData < uint64(e.cfg.ResendTicks) {
+			return // the rest are fresher
+		}
+		if g := &r.in.g; g.Granted > g.Unsched && g.Granted > g.Received && g.Received <= g.Unsched {
+			e.m.RequestsEvicted++
+			e.end(r)
+			return
+		}
+		n++
+	}
+}

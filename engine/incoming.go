@@ -38,6 +38,17 @@ type inMsg struct {
 	// copySeq is the Copier's number of the last copy into buf it took
 	// (0: none): the message is delivered once the copier is past it.
 	copySeq uint64
+	// lapseMark is the offset g.Granted had at tick lapseTick, when every
+	// byte granted before had arrived; the message lapses if they have
+	// not all arrived GrantLapseTicks later. lapsed: it has, and is out
+	// of the grants until they do; waitsTurn: it is out of the grants
+	// while another message of its peer, which takes turns, is in them
+	// (lapse.go).
+	lapseMark int
+	lapseTick uint64
+	lapseFrom int
+	lapsed    bool
+	waitsTurn bool
 }
 
 // gap is a missing byte range [start, end) of an incoming message.
@@ -114,6 +125,9 @@ func (e *Endpoint) handleData(f *wire.Frame) {
 	if in.g.Received == in.length {
 		e.complete(r)
 		return
+	}
+	if in.lapsed {
+		e.resumeLapsed(r)
 	}
 	e.grants.Update(&in.g)
 	e.scheduleGrants()
@@ -254,32 +268,6 @@ func (e *Endpoint) evictStaleRequest(keep *rpc, staged bool) bool {
 	return false
 }
 
-// evictStarving ends, while the port's shards are out of grant room
-// (sched PortStarved), this shard's stalest request silent for
-// ResendTicks that holds grants past its unscheduled bytes and never sent
-// a granted byte, among the eight oldest: a claim that never sends holds
-// the port's MaxIncoming, and a shard that is never short of server RPCs
-// would never evict it (evictStaleRequest), while another shard's
-// requests starve. One a tick. One that sent granted bytes is a sender
-// waiting for its losses to be asked again: ending it made its client
-// send the whole request again (TestShards_lossyLongRequestsNotEvicted);
-// gone silent, it holds its grants until its RPC times out, as on one
-// endpoint, having paid with real bytes.
-func (e *Endpoint) evictStarving() {
-	n := 0
-	for r := e.reqHead; r != nil && n < 8; r = r.reqNext {
-		if e.ticks-r.lastData < uint64(e.cfg.ResendTicks) {
-			return // the rest are fresher
-		}
-		if g := &r.in.g; g.Granted > g.Unsched && g.Granted > g.Received && g.Received <= g.Unsched {
-			e.m.RequestsEvicted++
-			e.end(r)
-			return
-		}
-		n++
-	}
-}
-
 // startIn sets up reassembly from the first DATA of a message. No memory
 // is committed yet (see recvbuf.go).
 func (e *Endpoint) startIn(r *rpc, d wire.Data) bool {
@@ -301,9 +289,10 @@ func (e *Endpoint) startIn(r *rpc, d wire.Data) bool {
 	g := &in.g
 	*g = sched.GrantMsg{}
 	g.Length, g.Granted, g.Unsched, g.Owner = n, in.unsched, in.unsched, r
+	in.lapsed, in.waitsTurn = false, false
 	e.sizes.Record(n)
 	if in.g.Granted < n {
-		e.grants.Add(&in.g)
+		e.joinGrants(r)
 	}
 	return true
 }
@@ -452,7 +441,7 @@ func (e *Endpoint) updateIncast(r *rpc) {
 // complete delivers r's whole incoming message.
 func (e *Endpoint) complete(r *rpc) {
 	in := &r.in
-	e.grants.Remove(&in.g)
+	e.leaveGrants(r)
 	e.incast.Add(-r.incastBytes)
 	r.incastBytes = 0
 	m := Message{ID: r.id, Peer: Addr{IP: r.peer.ip, Port: r.dport}, Data: in.buf}

@@ -138,6 +138,16 @@ type Metrics struct {
 	// RPCs failed with ErrBusyTimeout (in RPCTimeouts too), server RPCs
 	// dropped (in ServerRPCDiscards too) (busy_timeouts).
 	BusyTimeouts uint64
+	// GrantsLapsed counts incoming messages that lapsed: the bytes they
+	// were granted Config.GrantLapseTicks before had not all arrived, so
+	// they lost their place among the messages granted to, and their
+	// granted-but-unreceived bytes stopped counting towards MaxIncoming,
+	// until those bytes came (grants_lapsed).
+	GrantsLapsed uint64
+	// GrantTurnWaits counts incoming messages put out of the grants to
+	// wait for their turn: their peer, one of whose messages lapsed, has
+	// one message in the grants at a time (grant_turn_waits).
+	GrantTurnWaits uint64
 	// StaleUnknowns counts RPC_UNKNOWNs ignored by a client RPC whose
 	// response was arriving: they answered an older packet
 	// (client_rpc_stale_unknowns).
@@ -319,6 +329,8 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("icmp_live_rpcs_spared", m.ICMPLiveRPCsSpared)
 	fn("closed_port_resends", m.ClosedPortResends)
 	fn("busy_timeouts", m.BusyTimeouts)
+	fn("grants_lapsed", m.GrantsLapsed)
+	fn("grant_turn_waits", m.GrantTurnWaits)
 	fn("timer_ticks_skipped", m.TimerTicksSkipped)
 	fn("zero_copy_data_packets", m.ZeroCopyPackets)
 	fn("tx_deferred", m.TxDeferred)
@@ -375,6 +387,8 @@ var CounterHelp = map[string]string{
 	"icmp_live_rpcs_spared":         "Client RPCs a port unreachable named but did not fail: they had heard from the server within resend_ticks + resend_interval ticks.",
 	"closed_port_resends":           "RESENDs for an RPC this endpoint no longer has, to a server port nobody binds (its server closed): answered ICMP port unreachable (unless a rate limit holds it back), not RPC_UNKNOWN.",
 	"busy_timeouts":                 "RPCs ended after busy_timeout_ticks without progress while their peer kept answering (BUSY, repeated packets): client RPCs failed with a timeout, server RPCs dropped.",
+	"grants_lapsed":                 "Incoming messages whose sender had not sent the bytes granted grant_lapse_ticks before: they lost their place among the messages granted to, and their granted bytes stopped counting towards max_incoming, until those bytes came.",
+	"grant_turn_waits":              "Incoming messages put out of the grants to wait for their turn: their peer let a message's grants lapse, and has one message granted to at a time for timeout_ticks.",
 	"timer_ticks_skipped":           "Timer ticks not run because the loop called late.",
 	"zero_copy_data_packets":        "DATA packets sent from the message's own memory, without a copy.",
 	"tx_deferred":                   "DATA packets and GRANTs the transmit side lent no buffer for: kept and sent on a later pass.",

@@ -82,6 +82,15 @@ type peer struct {
 	serverRPCs int // live server RPCs of requests from the peer (≤ Config.MaxServerRPCsPerPeer)
 	heldIn     int // bytes of receive memory the peer's committed requests still arriving hold (recvpool.go)
 
+	// The peer's incoming messages and the grants (lapse.go): granting
+	// counts those in the grants. Until tick turnsUntil the peer takes
+	// turns: one message in the grants at a time, the others waiting in
+	// turnHead..turnTail.
+	granting           int
+	turnsUntil         uint64
+	turn               *rpc // while it takes turns: its message in the grants, if known
+	turnHead, turnTail *rpc
+
 	// hdr is the Ethernet and IPv4 headers of every frame to the peer,
 	// made (hdrOK) for the MAC hdrMAC, with priority 0 and total length,
 	// id and checksum 0; hdrSum is the one's-complement sum of its IPv4

@@ -100,6 +100,9 @@ type rpc struct {
 	// (bytes; 0: not listed).
 	heldPrev, heldNext *rpc
 	held               int
+	// in.waitsTurn: place in its peer's list of messages waiting for
+	// their turn at the grants (lapse.go).
+	turnPrev, turnNext *rpc
 
 	// stallTicks: ticks since this RPC last progressed (timer.go's
 	// stalled), for Config.BusyTimeoutTicks; stallIn and stallOut are its
@@ -189,7 +192,7 @@ func (e *Endpoint) end(r *rpc) {
 	e.unlinkRequest(r)
 	e.unlinkHeld(r)
 	e.stopWaiting(r)
-	e.grants.Remove(&r.in.g)
+	e.leaveGrants(r)
 	e.sendq.Remove(&r.out.sq)
 	e.incast.Add(-r.incastBytes)
 	r.incastBytes = 0

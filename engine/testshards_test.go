@@ -19,9 +19,11 @@ import (
 // remains, the bounds hold), built on newScenario
 // (TestScenario_lossReorderDuplication, TestLongMessage_memnetWithLoss),
 // on newHostileMix (TestHostile_mixWhileClientCompletes: its server
-// sharded, its client one endpoint, see newHostileMix) and on
-// newSlowdownRun (TestSlowdown_*); TestTestShards_knobHonoured checks
-// that it took. The *OnTwoShards tests shard their hosts whatever it says.
+// sharded, its client one endpoint, see newHostileMix), on
+// newSlowdownRun (TestSlowdown_*) and on newTrickleRun
+// (TestTrickle_peerKeepsNoMoreThanItsShare: its server sharded, its
+// client one endpoint); TestTestShards_knobHonoured checks that it
+// took. The *OnTwoShards tests shard their hosts whatever it says.
 //
 // What does not, and why:
 //   - the suites on testNet (helpers_test.go) and shardNet (shard_test.go):

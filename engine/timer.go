@@ -40,6 +40,9 @@ func (e *Endpoint) checkRPC(r *rpc) {
 		return
 	}
 	o, in := &r.out, &r.in
+	if r.state == stateIncoming && in.g.Added() {
+		e.checkGrants(r)
+	}
 	switch {
 	case r.waiting:
 		// Waiting for the peer's link address: nothing to ask for, and

@@ -23,7 +23,11 @@
 // levels are used, so a newly arriving shorter message always finds a
 // higher level free. A FIFO share (FIFOFraction per thousand of granted
 // bytes, in FIFOIncrement chunks) goes to the oldest message outside the
-// active set, so long messages cannot starve.
+// active set, so long messages cannot starve. The owner may suspend a
+// message (Suspend, until Resume): it leaves the sorted list, holds no
+// place among the MaxOvercommit, and its outstanding bytes stop counting
+// towards MaxIncoming (the engine does so to a message whose sender holds
+// its grants without sending them).
 //
 // # Sender side (sender.go, pacer.go)
 //

@@ -84,14 +84,21 @@ type GrantMsg struct {
 	// the owner; never read by the scheduler.
 	Owner any
 
-	birth    uint64 // arrival order (for FIFO); scheduler-owned
-	index    int    // position in GrantScheduler.msgs + 1; 0 = not added
-	counted  int    // bytes of this message in outstanding; scheduler-owned
-	countedU int    // of those, unscheduled bytes (in outUnsched); scheduler-owned
+	birth     uint64 // arrival order (for FIFO); scheduler-owned
+	index     int    // position in GrantScheduler.msgs + 1; 0 = not added (or suspended)
+	counted   int    // bytes of this message in outstanding; scheduler-owned
+	countedU  int    // of those, unscheduled bytes (in outUnsched); scheduler-owned
+	suspended bool   // Suspend: added, but out of msgs until Resume; scheduler-owned
 }
 
 // Remaining returns Length − Received, the SRPT key.
 func (m *GrantMsg) Remaining() int { return m.Length - m.Received }
+
+// Added reports whether m is added and not removed (suspended or not).
+func (m *GrantMsg) Added() bool { return m.index != 0 || m.suspended }
+
+// Suspended reports whether m is suspended (Suspend) until Resume.
+func (m *GrantMsg) Suspended() bool { return m.suspended }
 
 // Grant is one decision of Schedule: raise Msg's granted offset to Offset
 // and send a GRANT at Priority.
@@ -152,11 +159,16 @@ func (s *GrantScheduler) incoming() int {
 // Add starts scheduling m. m.Length, m.Received and m.Granted must be set.
 // Adding a message twice is a no-op.
 func (s *GrantScheduler) Add(m *GrantMsg) {
-	if m.index != 0 {
+	if m.Added() {
 		return
 	}
 	s.births++
 	m.birth = s.births
+	s.insert(m)
+}
+
+// insert puts m into msgs at its place.
+func (s *GrantScheduler) insert(m *GrantMsg) {
 	s.msgs = append(s.msgs, m)
 	m.index = len(s.msgs)
 	s.recount(m)
@@ -164,6 +176,35 @@ func (s *GrantScheduler) Add(m *GrantMsg) {
 	if s.share != nil {
 		s.publish() // the other shards see it before this shard's next Schedule
 	}
+}
+
+// Suspend takes added message m out of the grants until Resume: it holds
+// no place among the MaxOvercommit messages granted to, its
+// granted-but-unreceived bytes (unscheduled ones too) no longer count
+// towards MaxIncoming, and it is granted nothing, by SRPT or FIFO. The
+// owner decides when: for a message whose sender does not send what it
+// was granted, so that those bytes stop keeping grants from messages
+// whose senders send. A suspended message leaves the sorted list, so
+// however many are suspended, Schedule does not look at them; it keeps
+// its age for the FIFO share. While the senders of suspended messages
+// send what they hold, the bytes incoming may exceed MaxIncoming by as
+// much.
+func (s *GrantScheduler) Suspend(m *GrantMsg) {
+	if m.index == 0 {
+		return
+	}
+	s.take(m)
+	m.suspended = true
+}
+
+// Resume puts suspended message m back among the messages granted to,
+// at its place by bytes remaining.
+func (s *GrantScheduler) Resume(m *GrantMsg) {
+	if !m.suspended {
+		return
+	}
+	m.suspended = false
+	s.insert(m)
 }
 
 // Update re-sorts m and its outstanding bytes after the owner changed
@@ -185,9 +226,15 @@ func (s *GrantScheduler) Update(m *GrantMsg) {
 // flood of requests that never finish may add thousands, and end them
 // one by one).
 func (s *GrantScheduler) Remove(m *GrantMsg) {
+	m.suspended = false // out of msgs already
 	if m.index == 0 {
 		return
 	}
+	s.take(m)
+}
+
+// take removes m from msgs and from the outstanding bytes.
+func (s *GrantScheduler) take(m *GrantMsg) {
 	s.outstanding -= m.counted
 	s.outUnsched -= m.countedU
 	m.counted, m.countedU = 0, 0

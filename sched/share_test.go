@@ -2,6 +2,7 @@ package sched
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -164,5 +165,63 @@ func TestGrantShare_unscheduledCappedOverThePort(t *testing.T) {
 	b.Schedule()
 	if short.Granted <= short.Unsched {
 		t.Errorf("the short message got no grant: the port's unscheduled claims (480,000) filled MaxIncoming twice over")
+	}
+}
+
+// A suspended message is out of the grants, over the port: its place
+// among the MaxOvercommit and its outstanding bytes go to a message of
+// either shard, it is granted nothing (SRPT or FIFO), Schedule does not
+// look at it, and once resumed it is granted again at its rank.
+func TestGrantScheduler_suspendedOutOfTheGrants(t *testing.T) {
+	cfg := DefaultGrantConfig()
+	cfg.MaxOvercommit, cfg.MaxIncoming, cfg.Increment, cfg.Window, cfg.FIFOFraction = 1, 100_000, 1, 60_000, 50
+	for _, shared := range []bool{false, true} {
+		a, b := twoShards(cfg, !shared)
+		if !shared {
+			b = a // one scheduler holds both
+		}
+		x, y := newMsg("x", 200_000, 0), newMsg("y", 900_000, 0)
+		a.Add(x)
+		b.Add(y)
+		want := func(step string, s *GrantScheduler, log string) {
+			t.Helper()
+			if got := grantLog(s.Schedule()); got != log {
+				t.Fatalf("shared %v, %s: grants:\n%swant:\n%s", shared, step, got, log)
+			}
+		}
+		want("x first", a, "x 60000@0\n")
+		want("y waits", b, "")
+		a.Suspend(x)
+		if !x.Added() || !x.Suspended() || a.Len() != map[bool]int{false: 1, true: 0}[shared] || a.Outstanding() != 0 {
+			t.Fatalf("shared %v: suspended x: added %v, suspended %v, scheduler holds %d, outstanding %d",
+				shared, x.Added(), x.Suspended(), a.Len(), a.Outstanding())
+		}
+		want("y takes x's place and bytes", b, "y 60000@0\n")
+		for range 40 { // SRPT grants enough for FIFO grants to fall due: none to x
+			y.Received = y.Granted
+			b.Update(y)
+			x.Received = min(x.Received+1, x.Granted) // a byte now and then: no grant
+			a.Update(x)
+			for _, g := range append(a.Schedule(), b.Schedule()...) {
+				if g.Msg == x {
+					t.Fatalf("shared %v: suspended x granted %d (fifo %v)", shared, g.Offset, g.FIFO)
+				}
+			}
+		}
+		x.Received = x.Granted
+		a.Resume(x)
+		if x.Suspended() || !x.Added() {
+			t.Fatalf("shared %v: resumed x: suspended %v, added %v", shared, x.Suspended(), x.Added())
+		}
+		y.Received = y.Granted
+		b.Update(y)
+		if got := grantLog(a.Schedule()); !strings.HasPrefix(got, "x 120000@0") {
+			t.Fatalf("shared %v: resumed x, the shorter, not granted first:\n%s", shared, got)
+		}
+		a.Suspend(x)
+		a.Remove(x) // ends while suspended
+		if x.Added() || x.Suspended() {
+			t.Fatalf("shared %v: x removed while suspended: added %v, suspended %v", shared, x.Added(), x.Suspended())
+		}
 	}
 }
