@@ -2,6 +2,7 @@ package engine
 
 import (
 	"net/netip"
+	"runtime"
 	"testing"
 
 	"github.com/homa-dpdk/homa-dpdk/wire"
@@ -214,4 +215,21 @@ func TestOutgoing_resendAllocatesNothing(t *testing.T) {
 	if got := tx.sent[0] - before; got != 200 {
 		t.Fatalf("%d packets retransmitted, want 200", got)
 	}
+}
+
+// mallocs returns the heap allocations f makes, counted exactly (as
+// testing.AllocsPerRun counts them, on one P so that other goroutines do
+// not run meanwhile, but without dividing by a number of runs).
+func mallocs(f func()) uint64 {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	// Finalizers of earlier tests' objects run on a goroutine of their
+	// own, which a slow f can be preempted for: run them first.
+	runtime.GC()
+	runtime.GC()
+	runtime.Gosched()
+	var a, b runtime.MemStats
+	runtime.ReadMemStats(&a)
+	f()
+	runtime.ReadMemStats(&b)
+	return b.Mallocs - a.Mallocs
 }

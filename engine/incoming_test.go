@@ -293,23 +293,6 @@ func heapInUse() uint64 {
 	return m.HeapAlloc
 }
 
-// mallocs returns the heap allocations f makes, counted exactly (as
-// testing.AllocsPerRun counts them, on one P so that other goroutines do
-// not run meanwhile, but without dividing by a number of runs).
-func mallocs(f func()) uint64 {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	// Finalizers of earlier tests' objects run on a goroutine of their
-	// own, which a slow f can be preempted for: run them first.
-	runtime.GC()
-	runtime.GC()
-	runtime.Gosched()
-	var a, b runtime.MemStats
-	runtime.ReadMemStats(&a)
-	f()
-	runtime.ReadMemStats(&b)
-	return b.Mallocs - a.Mallocs
-}
-
 // A DATA packet with a fresh RPC id and a huge claimed length commits no
 // memory for the length: 10,000 of them from one address (64 bytes of
 // payload each, anywhere in the unscheduled bytes) grow the heap by less
