@@ -59,8 +59,11 @@ func (c *threadCopier) Copy(dst, src []byte) uint64 {
 	if c.refuse.Load() {
 		return 0
 	}
+	// The frame src is in is memnet's, reused once delivered: keep it, as
+	// the host keeps a copy's mbuf until the copier is past it.
+	kept := append([]byte(nil), src...)
 	c.mu.Lock()
-	c.jobs = append(c.jobs, [2][]byte{dst, src})
+	c.jobs = append(c.jobs, [2][]byte{dst, kept})
 	c.mu.Unlock()
 	c.issued++
 	return c.issued

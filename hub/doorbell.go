@@ -38,7 +38,10 @@ func (hub *Hub) openBells() error {
 // closeBells closes the doorbells (letGoBell, or a set that never opened
 // its socket).
 func (hub *Hub) closeBells() {
-	if hub.bell != nil {
+	hub.bellMu.Lock()
+	defer hub.bellMu.Unlock()
+	if hub.bell != nil && !hub.bellsClosed {
+		hub.bellsClosed = true
 		hub.bell.Close()
 		hub.bells.Close()
 	}
@@ -105,9 +108,14 @@ func (hub *Hub) DisarmDoorbell() {
 	}
 }
 
-// ring wakes the loop from another goroutine, if it has a doorbell.
+// ring wakes the loop from another goroutine, if it has a doorbell that
+// is still open: the loop's Stop rings it (lcore.Loop.Stop, through
+// RingDoorbell) while the loop may be closing it in its drain, and a
+// closed descriptor's number may already be another file's.
 func (hub *Hub) ring() {
-	if hub.bell != nil {
+	hub.bellMu.RLock()
+	defer hub.bellMu.RUnlock()
+	if hub.bell != nil && !hub.bellsClosed {
 		hub.bell.Ring()
 	}
 }

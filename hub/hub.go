@@ -119,10 +119,12 @@ type Hub struct {
 	// each session it serves, which its worker rings when it finds its
 	// submission ring's wait flag raised, and bell, the hub's own, which
 	// its control goroutines and Stop ring.
-	bells     *shm.Bells
-	bell      *shm.Doorbell
-	bellUsers atomic.Int32 // Close and Stop still to come (letGoBell)
-	closeOnce atomic.Bool
+	bells       *shm.Bells
+	bell        *shm.Doorbell
+	bellUsers   atomic.Int32 // Close and Stop still to come (letGoBell)
+	bellMu      sync.RWMutex // closeBells' against ring's
+	bellsClosed bool         // closeBells ran (bellMu)
+	closeOnce   atomic.Bool
 
 	counters    Counters
 	box         snapshotBox // counters published for other threads
