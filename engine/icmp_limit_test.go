@@ -77,6 +77,26 @@ func strangerAt(v6 bool, i int) [16]byte {
 	return wire.MapIPv4([4]byte{10, 1, byte(i >> 8), byte(i)})
 }
 
+// apart returns n strangers' addresses (from the i-th on) whose buckets
+// in l are all different and none of avoid's: the table is indexed by a
+// hash under a random seed, and addresses that share a bucket share its
+// allowance, which would make a count of unreachables depend on the seed.
+func apart(l *ICMPLimiter, v6 bool, i, n int, avoid ...[16]byte) [][16]byte {
+	taken := map[uint64]bool{}
+	for _, a := range avoid {
+		taken[l.bucket(&a)] = true
+	}
+	var got [][16]byte
+	for ; len(got) < n; i++ {
+		a := strangerAt(v6, i)
+		if b := l.bucket(&a); len(l.dests) == 0 || !taken[b] { // no table: no limit per destination
+			taken[b] = true
+			got = append(got, a)
+		}
+	}
+	return got
+}
+
 // 10,000 requests to an unbound port, then 10,000 RESENDs to a closed
 // server port, from one spoofed address at once draw 6 port
 // unreachables (the per-destination burst), not 20,000; the address gets
@@ -86,7 +106,8 @@ func TestPortUnreachable_rateLimitedPerDestination(t *testing.T) {
 	for _, v6 := range []bool{false, true} {
 		now := int64(1_000_000_000)
 		e, tx, me := limitEndpoint(t, &now, v6, nil)
-		victim := strangerAt(v6, 7)
+		addrs := apart(e.icmpLimit, v6, 7, 2)
+		victim := addrs[0]
 		flood := func(from [16]byte, n int) {
 			for i := range n {
 				e.Receive(homaFrame(from, me, oneRequest(0x8000, 100, uint64(2*i+2))))
@@ -102,7 +123,7 @@ func TestPortUnreachable_rateLimitedPerDestination(t *testing.T) {
 		}{
 			{"10,000 of each at once", 0, victim, 10_000, 6},
 			{"a second later", 1_000_000_000, victim, 10_000, 7},
-			{"another address", 0, strangerAt(v6, 8), 10_000, 13},
+			{"another address", 0, addrs[1], 10_000, 13},
 			{"after 100 s", 100_000_000_000, victim, 10_000, 19},
 		}
 		attempts := uint64(0)
@@ -171,9 +192,11 @@ func TestPortUnreachable_rateSettings(t *testing.T) {
 	} {
 		now := int64(1_000_000_000)
 		e, _, me := limitEndpoint(t, &now, false, func(cfg *Config) { cfg.ICMPRate = c.rate })
+		one := strangerAt(false, 1_000)
+		many := apart(e.icmpLimit, false, 0, 100, one)
 		for i := range 100 {
-			e.Receive(homaFrame(strangerAt(false, 1_000), me, oneRequest(0x8000, 100, uint64(2*i+2))))
-			e.Receive(homaFrame(strangerAt(false, i), me, oneRequest(0x8000, 100, 2)))
+			e.Receive(homaFrame(one, me, oneRequest(0x8000, 100, uint64(2*i+2))))
+			e.Receive(homaFrame(many[i], me, oneRequest(0x8000, 100, 2)))
 		}
 		if m := e.Metrics(); m.ICMPPortUnreach != c.sent || m.ICMPLimited != 200-c.sent {
 			t.Errorf("%s: %d sent, %d held back; want %d sent", c.name, m.ICMPPortUnreach, m.ICMPLimited, c.sent)
@@ -229,18 +252,18 @@ func TestICMPLimiter_concurrentAsksSpendOnce(t *testing.T) {
 	l := NewICMPLimiter(ICMPRate{})
 	const now = int64(1_000_000_000)
 	var sent [2]atomic.Int64 // to one address; to many
+	one := strangerAt(false, 1)
+	many := apart(l, false, 2, 4_000, one)
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			one := strangerAt(false, 1)
 			for i := range 1_000 {
 				if l.allow(&one, now) == icmpSend {
 					sent[0].Add(1)
 				}
-				many := strangerAt(false, 2+g*1_000+i)
-				if l.allow(&many, now) == icmpSend {
+				if l.allow(&many[g*1_000+i], now) == icmpSend {
 					sent[1].Add(1)
 				}
 			}

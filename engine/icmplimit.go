@@ -125,7 +125,7 @@ func (l *ICMPLimiter) allow(dst *[16]byte, now int64) icmpVerdict {
 		return icmpHeldAll
 	}
 	if l.destEvery > 0 {
-		b := &l.dests[maphash.Bytes(l.seed, dst[:])&l.mask]
+		b := &l.dests[l.bucket(dst)]
 		if !gcraSpend(b, now, l.destEvery, l.destSlack) {
 			return icmpHeldDest
 		}
@@ -134,6 +134,11 @@ func (l *ICMPLimiter) allow(dst *[16]byte, now int64) icmpVerdict {
 		return icmpHeldAll // another shard took the last of it
 	}
 	return icmpSend
+}
+
+// bucket is the index of dst's per-destination bucket.
+func (l *ICMPLimiter) bucket(dst *[16]byte) uint64 {
+	return maphash.Bytes(l.seed, dst[:]) & l.mask
 }
 
 // gcraHas reports whether bucket b (the time its allowance is spent
