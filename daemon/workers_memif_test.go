@@ -142,6 +142,11 @@ type rpcLoad struct {
 	servers, total  int
 	seed            uint64
 	maxSize, window int
+	// retries is how often one message is sent again, as a new RPC,
+	// after its RPC timed out (a client's retry; 0: a timeout fails the
+	// load); timedOut counts those retries.
+	retries  int
+	timedOut *int
 }
 
 // workerRPCs sends l's RPCs from cli, checking each response byte for
@@ -150,8 +155,10 @@ func workerRPCs(cli *client.Client, l rpcLoad) ([]uint64, error) {
 	rng := rand.New(rand.NewPCG(5, 10+l.seed))
 	servers, total, window := l.servers, l.total, l.window
 	type pending struct {
-		id  uint64
-		msg []byte
+		id    uint64
+		dst   client.Addr
+		msg   []byte
+		tries int
 	}
 	var inflight []pending
 	var ids []uint64
@@ -168,13 +175,22 @@ func workerRPCs(cli *client.Client, l rpcLoad) ([]uint64, error) {
 			if err != nil {
 				return ids, fmt.Errorf("send %d: %w", sent, err)
 			}
-			inflight = append(inflight, pending{id, msg})
+			inflight = append(inflight, pending{id, dst, msg, 0})
 			ids = append(ids, id)
 			sent++
 		}
 		p := inflight[0]
 		inflight = inflight[1:]
 		resp, err := cli.Wait(p.id, 30*time.Second)
+		if errors.Is(err, client.ErrTimeout) && p.tries < l.retries {
+			*l.timedOut++
+			if p.id, err = cli.Send(p.dst, p.msg); err == nil {
+				p.tries++
+				inflight = append(inflight, p)
+				ids = append(ids, p.id)
+				continue
+			}
+		}
 		if err != nil {
 			return ids, fmt.Errorf("RPC %d (%d bytes): %w", done, len(p.msg), err)
 		}
