@@ -27,7 +27,11 @@ import (
 //	 92  4   PageSize     bytes per receive-pool page, 65536
 //	 96  4   MaxMessage   largest message the entries carry, bytes (see below)
 //	100  4   Features     Feature bits: what the daemon's side does beyond version 1's entries
-//	104 ...  reserved     zero up to HeaderSize
+//	104  4   HostIPv4     the host's IPv4 address, network order; zero: none  (FeatureHostInfo)
+//	108  4   LinkMbps     the port's link speed, Mbit/s; 0: unknown          (FeatureHostInfo)
+//	112 16   HostIPv6     the host's IPv6 address; zero: none                (FeatureHostInfo)
+//	128  4   MTU          the port's IP MTU, bytes; 0: unknown               (FeatureHostInfo)
+//	132 ...  reserved     zero up to HeaderSize
 //
 // Every offset is a multiple of CacheLine, every part lies inside
 // RegionSize, and no two parts (header included) overlap. NewLayout puts
@@ -43,6 +47,14 @@ import (
 // that. Above DefaultMaxMessage, a message can go only to peers that run
 // homa-dpdk (kernel Homa takes no longer ones); the daemon refuses it
 // towards others (ErrCodePeerMessageLength).
+//
+// HostIPv4 through MTU say which host the region's control socket serves
+// (the port the daemon opened it for): a worker learns its own Homa
+// address there, and the link it sends on. They mean something only when
+// Features has FeatureHostInfo; a daemon from before them leaves the bit
+// clear and the bytes zero (reserved then), and ParseHeader reads them
+// only with the bit set. With the bit set, HostIPv4 or HostIPv6 (or
+// both) is set: a header with neither is refused (HostIPv4).
 const (
 	hdrMagic       = 0
 	hdrVersion     = 8
@@ -60,7 +72,11 @@ const (
 	hdrPageSize    = 92
 	hdrMaxMessage  = 96
 	hdrFeatures    = 100
-	hdrUsed        = 104 // bytes of the header that carry fields
+	hdrHostIPv4    = 104
+	hdrLinkMbps    = 108
+	hdrHostIPv6    = 112
+	hdrMTU         = 128
+	hdrUsed        = 132 // bytes of the header that carry fields
 )
 
 const (
@@ -110,8 +126,13 @@ const (
 	// "Sleeping", the other way round). Set by the server only when it
 	// offers doorbells (ServerConfig.Doorbell).
 	FeatureDoorbell
+	// FeatureHostInfo: the header's HostIPv4, LinkMbps, HostIPv6 and MTU
+	// say which host the region's socket serves (Layout.Host). Set by
+	// the server only when it was told the host (ServerConfig.Host).
+	FeatureHostInfo
 	// Features are the bits this package's engine side implements (hub/
-	// and shmtest/ both); FeatureDoorbell depends on the server.
+	// and shmtest/ both); FeatureDoorbell and FeatureHostInfo depend on
+	// the server.
 	Features = FeatureQuietAccept | FeatureReturnOnSubmit
 )
 
@@ -162,6 +183,42 @@ type Layout struct {
 	PoolPages   uint64
 	MaxMessage  uint32 // largest message in bytes (see the table)
 	Features    uint32 // Feature bits of the engine side (NewLayout: Features)
+	// Host is the host the region's socket serves (FeatureHostInfo; zero
+	// without it). SetHost sets it and the bit together.
+	Host HostInfo
+}
+
+// HostInfo is what a header says of the host whose control socket made
+// the region (FeatureHostInfo): its addresses, and its port's link. A
+// worker puts its address in what it tells its peers (an NCCL connection
+// handle) and reports the link's speed. At least one address is set.
+type HostInfo struct {
+	IPv4     [4]byte  // the host's IPv4 address, network order; zero: none
+	IPv6     [16]byte // the host's IPv6 address; zero: none
+	LinkMbps uint32   // the port's link speed, Mbit/s; 0: unknown
+	MTU      uint32   // the port's IP MTU, bytes; 0: unknown
+}
+
+// SetHost makes the header say h (FeatureHostInfo set), or, for the zero
+// HostInfo, say nothing (the bit clear).
+func (l *Layout) SetHost(h HostInfo) {
+	l.Host = h
+	if h == (HostInfo{}) {
+		l.Features &^= FeatureHostInfo
+	} else {
+		l.Features |= FeatureHostInfo
+	}
+}
+
+// checkHost: a header that says its host names an address.
+func (l *Layout) checkHost() error {
+	if l.Features&FeatureHostInfo == 0 && l.Host == (HostInfo{}) {
+		return nil
+	}
+	if l.Host.IPv4 == [4]byte{} && l.Host.IPv6 == [16]byte{} {
+		return layoutErr("HostIPv4", 0, "zero, and HostIPv6 too, in a header with FeatureHostInfo")
+	}
+	return nil
 }
 
 // NewLayout places the parts of a region for p and checks the result.
@@ -247,8 +304,9 @@ func (l *Layout) spans() [5]span {
 
 // Validate checks l for a region of regionLen bytes: sizes in range,
 // ring entries powers of two, offsets cache-line aligned, every part
-// inside RegionSize, RegionSize ≤ regionLen, and no overlaps. The error
-// is a *LayoutError naming the first bad field.
+// inside RegionSize, RegionSize ≤ regionLen, no overlaps, and an address
+// in a Host that is said (FeatureHostInfo, or Host set). The error is a
+// *LayoutError naming the first bad field.
 func (l *Layout) Validate(regionLen uint64) error {
 	if l.RegionSize < HeaderSize || l.RegionSize > regionLen {
 		return layoutErr("RegionSize", l.RegionSize, fmt.Sprintf("not in %d..%d (the mapped length)", HeaderSize, regionLen))
@@ -286,11 +344,13 @@ func (l *Layout) Validate(regionLen uint64) error {
 			}
 		}
 	}
-	return nil
+	return l.checkHost()
 }
 
 // WriteHeader validates l against len(region) and writes the header into
-// region[:HeaderSize], zeroing its reserved bytes.
+// region[:HeaderSize], zeroing its reserved bytes. A Host that is set is
+// written with FeatureHostInfo, whether or not l.Features has it (SetHost
+// keeps the two together).
 func (l *Layout) WriteHeader(region []byte) error {
 	if err := l.Validate(uint64(len(region))); err != nil {
 		return err
@@ -313,7 +373,17 @@ func (l *Layout) WriteHeader(region []byte) error {
 	le.PutUint32(h[hdrEntrySize:], EntrySize)
 	le.PutUint32(h[hdrPageSize:], PageSize)
 	le.PutUint32(h[hdrMaxMessage:], l.MaxMessage)
-	le.PutUint32(h[hdrFeatures:], l.Features)
+	features := l.Features
+	if l.Host != (HostInfo{}) {
+		features |= FeatureHostInfo
+	}
+	le.PutUint32(h[hdrFeatures:], features)
+	if features&FeatureHostInfo != 0 {
+		copy(h[hdrHostIPv4:], l.Host.IPv4[:])
+		le.PutUint32(h[hdrLinkMbps:], l.Host.LinkMbps)
+		copy(h[hdrHostIPv6:], l.Host.IPv6[:])
+		le.PutUint32(h[hdrMTU:], l.Host.MTU)
+	}
 	return nil
 }
 
@@ -356,6 +426,12 @@ func ParseHeader(region []byte) (Layout, error) {
 	}
 	if l.MaxMessage == 0 {
 		l.MaxMessage = DefaultMaxMessage // a daemon from before the field
+	}
+	if l.Features&FeatureHostInfo != 0 { // without the bit the bytes are reserved: an older daemon's zero
+		copy(l.Host.IPv4[:], h[hdrHostIPv4:])
+		l.Host.LinkMbps = le.Uint32(h[hdrLinkMbps:])
+		copy(l.Host.IPv6[:], h[hdrHostIPv6:])
+		l.Host.MTU = le.Uint32(h[hdrMTU:])
 	}
 	if err := l.Validate(uint64(len(region))); err != nil {
 		return Layout{}, err

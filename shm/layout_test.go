@@ -173,6 +173,12 @@ func TestParseHeader_errors(t *testing.T) {
 		{"pool overlaps sq", put64(hdrPoolOffset, l.SQOffset), "PoolOffset"},
 		{"sq entries grow into cq", put64(hdrSQEntries, 512), "CQOffset"},
 		{"max message above the limit", put32(hdrMaxMessage, 1<<31), "MaxMessage"},
+		{"host info without an address", put32(hdrFeatures, Features|FeatureHostInfo), "HostIPv4"},
+		{"host info with a speed but no address", func(h []byte) {
+			put32(hdrFeatures, Features|FeatureHostInfo)(h)
+			put32(hdrLinkMbps, 100000)(h)
+			put32(hdrMTU, 1500)(h)
+		}, "HostIPv4"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			region, _ := goodRegion(t)
@@ -252,4 +258,88 @@ func TestParseHeader_maxMessageZeroFromOlderDaemon(t *testing.T) {
 	if err != nil || got != l || got.MaxMessage != DefaultMaxMessage {
 		t.Fatalf("ParseHeader = %+v, %v; want MaxMessage %d", got, err, DefaultMaxMessage)
 	}
+}
+
+// testHost is a host with both addresses, a 100 Gb/s link and jumbo frames.
+var testHost = HostInfo{IPv4: [4]byte{10, 0, 0, 2}, IPv6: [16]byte{0xfd, 15: 2}, LinkMbps: 100000, MTU: 9000}
+
+// TestParseHeader_hostInfo: a layout that says its host is written at
+// the table's offsets (the IPv4 address in network order) with
+// FeatureHostInfo, and read back whole; either address alone is enough.
+func TestParseHeader_hostInfo(t *testing.T) {
+	for _, h := range []HostInfo{
+		testHost,
+		{IPv4: [4]byte{192, 168, 1, 7}}, // speed and MTU unknown
+		{IPv6: [16]byte{0x20, 0x01, 0x0d, 0xb8, 15: 1}, MTU: 1500}, // an IPv6-only port
+	} {
+		l, err := NewLayout(testParams)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.SetHost(h)
+		if l.Features != Features|FeatureHostInfo {
+			t.Fatalf("SetHost: Features %#x", l.Features)
+		}
+		region := alignedBytes(int(l.RegionSize))
+		if err := l.WriteHeader(region); err != nil {
+			t.Fatal(err)
+		}
+		le := binary.LittleEndian
+		if le.Uint32(region[100:]) != Features|FeatureHostInfo || string(region[104:108]) != string(h.IPv4[:]) ||
+			le.Uint32(region[108:]) != h.LinkMbps || string(region[112:128]) != string(h.IPv6[:]) ||
+			le.Uint32(region[128:]) != h.MTU {
+			t.Fatalf("header bytes 100..132: % x", region[100:132])
+		}
+		if got, err := ParseHeader(region); err != nil || got != l {
+			t.Fatalf("ParseHeader = %+v, %v; want %+v", got, err, l)
+		}
+	}
+	// A Host set without the bit in Features is written with it.
+	l, _ := NewLayout(testParams)
+	l.Host = testHost
+	region := alignedBytes(int(l.RegionSize))
+	if err := l.WriteHeader(region); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ParseHeader(region); err != nil || got.Host != testHost || got.Features&FeatureHostInfo == 0 {
+		t.Fatalf("ParseHeader = %+v, %v; want the host and FeatureHostInfo", got, err)
+	}
+	// SetHost of the zero HostInfo says nothing again.
+	l.SetHost(HostInfo{})
+	if l.Features&FeatureHostInfo != 0 || l.Host != (HostInfo{}) {
+		t.Fatalf("SetHost(zero): %+v", l)
+	}
+}
+
+// TestParseHeader_hostInfoFromOlderDaemon: without FeatureHostInfo the
+// bytes after Features are reserved (an older daemon's zero): Host reads
+// as zero, whatever they hold.
+func TestParseHeader_hostInfoFromOlderDaemon(t *testing.T) {
+	region, l := goodRegion(t)
+	if l.Features&FeatureHostInfo != 0 || binary.LittleEndian.Uint32(region[hdrFeatures:])&FeatureHostInfo != 0 {
+		t.Fatal("a layout without a host has FeatureHostInfo")
+	}
+	for i := hdrHostIPv4; i < hdrUsed; i++ {
+		if region[i] != 0 {
+			t.Fatalf("byte %d of a header without a host is %#x", i, region[i])
+		}
+		region[i] = 0xa5
+	}
+	got, err := ParseHeader(region)
+	if err != nil || got != l || got.Host != (HostInfo{}) {
+		t.Fatalf("ParseHeader = %+v, %v; want %+v", got, err, l)
+	}
+}
+
+// TestWriteHeader_hostWithoutAddress: a Host with no address is refused,
+// naming HostIPv4, as ParseHeader would refuse the header.
+func TestWriteHeader_hostWithoutAddress(t *testing.T) {
+	l, err := NewLayout(testParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetHost(HostInfo{LinkMbps: 10000, MTU: 1500})
+	checkLayoutErr(t, l.WriteHeader(alignedBytes(int(l.RegionSize))), "HostIPv4")
+	l.Host = HostInfo{}
+	checkLayoutErr(t, l.Validate(l.RegionSize), "HostIPv4") // the bit alone
 }
