@@ -55,6 +55,11 @@ type ServerConfig struct {
 	// (Bells) and its worker, on asking ("doorbell\n"), gets a copy of
 	// ("doorbell\n" with the descriptor), once (doorbell_linux.go).
 	Doorbell bool
+	// Host, when set, is written into every region's header: the host
+	// this socket serves, its addresses and its port's link
+	// (FeatureHostInfo, Layout.SetHost). Zero: the headers say nothing
+	// of it. Listen refuses one with no address.
+	Host     HostInfo
 	OnAttach func(*Session) error
 	OnDetach func(*Session)
 	// OnRefuse, when set, hears of every worker refused before it
@@ -154,8 +159,13 @@ const sessionLimitGreeting = "error session limit: "
 
 // Listen creates the control socket and starts accepting workers.
 func Listen(cfg ServerConfig) (*Server, error) {
-	if _, err := NewLayout(cfg.Params); err != nil {
+	l, err := NewLayout(cfg.Params)
+	if err != nil {
 		return nil, fmt.Errorf("control socket %s: %w", cfg.Path, err)
+	}
+	l.SetHost(cfg.Host)
+	if err := l.Validate(l.RegionSize); err != nil {
+		return nil, fmt.Errorf("control socket %s: host: %w", cfg.Path, err)
 	}
 	if c, err := net.Dial("unix", cfg.Path); err == nil {
 		c.Close()
@@ -209,7 +219,7 @@ func (s *Server) serve(c *net.UnixConn) {
 		return
 	}
 	defer s.unreserve(uid) // last: after the region is freed
-	sess, err := newSession(s.cfg.Params, s.cfg.Doorbell, cred, c)
+	sess, err := newSession(&s.cfg, cred, c)
 	if err != nil {
 		c.Write([]byte("error " + err.Error() + "\n"))
 		return
@@ -308,10 +318,11 @@ func (s *Server) remove(sess *Session) {
 	s.mu.Unlock()
 }
 
-// newSession makes a worker's region: a memfd of the layout's size, on
-// hugetlb pages when possible, mapped and resident, with header and rings
-// initialised.
-func newSession(p Params, doorbell bool, cred *unix.Ucred, c *net.UnixConn) (*Session, error) {
+// newSession makes a worker's region for cfg: a memfd of the layout's
+// size, on hugetlb pages when possible, mapped and resident, with header
+// and rings initialised.
+func newSession(cfg *ServerConfig, cred *unix.Ucred, c *net.UnixConn) (*Session, error) {
+	p, doorbell := cfg.Params, cfg.Doorbell
 	huge := p
 	huge.RegionAlign = 2 << 20
 	for _, try := range []struct {
@@ -325,6 +336,7 @@ func newSession(p Params, doorbell bool, cred *unix.Ucred, c *net.UnixConn) (*Se
 		if doorbell {
 			l.Features |= FeatureDoorbell
 		}
+		l.SetHost(cfg.Host)
 		fd, err := unix.MemfdCreate("homa-worker", unix.MFD_CLOEXEC|try.flags)
 		if err != nil {
 			continue

@@ -366,3 +366,36 @@ func TestControl_refusalNamesCredentialsAndKeys(t *testing.T) {
 		t.Errorf("OnRefuse heard %q, want %q", got, want)
 	}
 }
+
+// ServerConfig.Host is in every region's header (FeatureHostInfo), as the
+// worker and the daemon both see it; without it the header says nothing;
+// a host with no address is refused at Listen, naming HostIPv4.
+func TestControl_hostInEveryHeader(t *testing.T) {
+	host := HostInfo{IPv4: [4]byte{10, 0, 0, 1}, IPv6: [16]byte{0xfd, 15: 1}, LinkMbps: 25000, MTU: 9000}
+	for _, want := range []HostInfo{host, {}} {
+		path := filepath.Join(t.TempDir(), "workers.sock")
+		var sess atomic.Pointer[Session]
+		srv, err := Listen(ServerConfig{Path: path, Params: controlParams(), AllowUIDs: []int{os.Getuid()}, Host: want,
+			OnAttach: func(s *Session) error { sess.Store(s); return nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := Dial(path)
+		if err != nil {
+			srv.Close()
+			t.Fatal(err)
+		}
+		said := a.Layout.Features&FeatureHostInfo != 0
+		if a.Layout.Host != want || said != (want != HostInfo{}) || a.Layout != sess.Load().Layout {
+			t.Errorf("host %+v: the worker sees %+v (FeatureHostInfo %v), the daemon %+v", want, a.Layout, said, sess.Load().Layout)
+		}
+		a.Close()
+		srv.Close()
+	}
+	_, err := Listen(ServerConfig{Path: filepath.Join(t.TempDir(), "w.sock"), Params: controlParams(),
+		Host: HostInfo{LinkMbps: 10000}})
+	var le *LayoutError
+	if !errors.As(err, &le) || le.Field != "HostIPv4" {
+		t.Fatalf("Listen with a host of no address: %v, want a LayoutError naming HostIPv4", err)
+	}
+}

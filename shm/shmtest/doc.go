@@ -12,7 +12,8 @@
 // worker cannot tell this peer from the daemon by its bytes.
 //
 // What is fake: the network. Every attached worker is on one host
-// (Config.Host). A Send to a port another worker (or the same one) bound
+// (Config.Host), which the regions' headers name when Config.HostInfo
+// says what to name (shm.FeatureHostInfo). A Send to a port another worker (or the same one) bound
 // becomes a Request in that worker's pool; its Reply becomes the
 // Response in the client's pool. A Send to another address fails with
 // Unreachable, to an unbound port with PortUnreachable. Ports can be

@@ -47,8 +47,15 @@ type Config struct {
 	Path   string     // control socket; created by Start, removed by Close
 	Params shm.Params // every worker's region
 	// Host is the address of the one host every worker is on; a Send to
-	// another address fails with Unreachable. Zero: 127.0.0.1.
+	// another address fails with Unreachable. Zero: 127.0.0.1, or
+	// HostInfo's IPv4 address when it has one.
 	Host [4]byte
+	// HostInfo, when set, is what every region's header says of the host
+	// (shm.FeatureHostInfo, shm.ServerConfig.Host), as the daemon's
+	// headers say it of the port a socket serves: a test sees what a
+	// worker learns. Its IPv4 address, if any, is Host (Start refuses
+	// two). Zero: the headers say nothing, as an older daemon's.
+	HostInfo shm.HostInfo
 	// MaxMessage is the longest message a submission may name (the limit
 	// ParseSubmission checks), if below the region's (Params.MaxMessage).
 	// Zero: the region's.
@@ -129,6 +136,12 @@ func Start(cfg Config) (*Engine, error) {
 	if cfg.Path == "" {
 		return nil, errors.New("shmtest: no control socket path")
 	}
+	if v4 := cfg.HostInfo.IPv4; v4 != [4]byte{} {
+		if cfg.Host != [4]byte{} && cfg.Host != v4 {
+			return nil, fmt.Errorf("shmtest: HostInfo's IPv4 address %v is not Host %v", v4, cfg.Host)
+		}
+		cfg.Host = v4
+	}
 	if cfg.Host == [4]byte{} {
 		cfg.Host = defaultHost
 	}
@@ -147,7 +160,7 @@ func Start(cfg Config) (*Engine, error) {
 		}
 		e.bells = b
 	}
-	srv, err := shm.Listen(shm.ServerConfig{Path: cfg.Path, Params: cfg.Params, Doorbell: cfg.Doorbell,
+	srv, err := shm.Listen(shm.ServerConfig{Path: cfg.Path, Params: cfg.Params, Doorbell: cfg.Doorbell, Host: cfg.HostInfo,
 		AllowUIDs: []int{os.Getuid()}, AllowGIDs: []int{os.Getgid()},
 		Admit:    func(int, int, int) bool { return !e.refuse.Load() },
 		OnAttach: e.attach, OnDetach: e.detach})

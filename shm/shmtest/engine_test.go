@@ -331,3 +331,27 @@ func TestQuiet_modesAndPagesOnSubmit(t *testing.T) {
 		})
 	}
 }
+
+// Config.HostInfo is in every worker's header, its IPv4 address the
+// engine's one host: a Send to it reaches a scripted port. Start refuses
+// a HostInfo whose IPv4 address is not Host.
+func TestHostInfo_inHeaders(t *testing.T) {
+	host := shm.HostInfo{IPv4: [4]byte{10, 0, 0, 7}, IPv6: [16]byte{0xfd, 15: 7}, LinkMbps: 100000, MTU: 9000}
+	e := start(t, Config{HostInfo: host})
+	e.Script(7, shm.ErrCodeNone)
+	w := attach(t, e)
+	if w.a.Layout.Host != host || w.a.Layout.Features&shm.FeatureHostInfo == 0 || e.Host() != host.IPv4 {
+		t.Fatalf("layout %+v, engine's host %v; want %+v", w.a.Layout, e.Host(), host)
+	}
+	w.send(1, host.IPv4, 7, "ping")
+	if got, _ := w.read(3); got != `accepted c1; released c1 4@0; response c1 "ping" from 7` {
+		t.Errorf("send to the host's address: %s", got)
+	}
+	if w := attach(t, start(t, Config{})); w.a.Layout.Host != (shm.HostInfo{}) || w.a.Layout.Features&shm.FeatureHostInfo != 0 {
+		t.Errorf("without HostInfo: layout %+v", w.a.Layout)
+	}
+	_, err := Start(Config{Path: t.TempDir() + "/x", Params: testParams(), Host: [4]byte{10, 0, 0, 8}, HostInfo: host})
+	if err == nil || !strings.Contains(err.Error(), "is not Host") {
+		t.Errorf("Start with two IPv4 addresses: %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/hex"
 	"encoding/json"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -64,5 +65,27 @@ func TestCommand_answers(t *testing.T) {
 	}
 	if _, err := command(e, []string{"kill", "0"}); err != nil {
 		t.Errorf("kill: %v", err)
+	}
+}
+
+// -host-info: the host the headers say, from -ip, -ip6, -link-mbps and
+// -mtu; those three alone, or a bad -ip6, are refused.
+func TestHostInfoOf_flags(t *testing.T) {
+	ip := netip.MustParseAddr("10.0.0.1")
+	if h, err := hostInfoOf(false, ip, "", 0, 0); err != nil || h != (shm.HostInfo{}) {
+		t.Errorf("without -host-info: %+v, %v", h, err)
+	}
+	want := shm.HostInfo{IPv4: [4]byte{10, 0, 0, 1}, IPv6: [16]byte{0xfd, 15: 1}, LinkMbps: 100000, MTU: 9000}
+	if h, err := hostInfoOf(true, ip, "fd00::1", 100000, 9000); err != nil || h != want {
+		t.Errorf("-host-info: %+v, %v; want %+v", h, err, want)
+	}
+	for _, bad := range []struct {
+		say  bool
+		ip6  string
+		mbps uint
+	}{{false, "fd00::1", 0}, {false, "", 10}, {true, "10.0.0.2", 0}, {true, "::ffff:10.0.0.2", 0}, {true, "x", 0}, {true, "", 1 << 32}} {
+		if _, err := hostInfoOf(bad.say, ip, bad.ip6, bad.mbps, 0); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
 	}
 }

@@ -4,7 +4,11 @@
 // test peer, not the daemon.
 //
 //	shmfake -socket /tmp/fake.sock [-ip 127.0.0.1] [-echo 7] [-control] [-idle 20us] [-doorbell]
+//	        [-host-info [-ip6 fd00::1] [-link-mbps 100000] [-mtu 9000]]
 //
+// With -host-info the regions' headers say the host (FeatureHostInfo):
+// -ip's address, -ip6's, the link's speed and the MTU; without it they
+// say nothing, as an older daemon's.
 // It prints "shmfake: ready on PATH" once it listens. It ends on SIGINT or
 // SIGTERM, or, with -control, at the end of its standard input, which
 // then carries commands, one a line, each answered by one JSON line on
@@ -29,6 +33,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -71,6 +76,10 @@ func main() {
 	maxRPCs := flag.Int("max-rpcs", 0, "outstanding client RPCs per session (0: no limit)")
 	idle := flag.Duration("idle", 20*time.Microsecond, "sleep of an idle pass (negative: never sleep)")
 	doorbell := flag.Bool("doorbell", false, "offer a doorbell that ends idle sleeps (FeatureDoorbell)")
+	hostInfo := flag.Bool("host-info", false, "the headers say the host (FeatureHostInfo): -ip, -ip6, -link-mbps, -mtu")
+	ip6Arg := flag.String("ip6", "", "with -host-info: the host's IPv6 address in the headers (\"\": none)")
+	linkMbps := flag.Uint("link-mbps", 0, "with -host-info: the link's speed in the headers, Mbit/s (0: unknown)")
+	mtu := flag.Uint("mtu", 0, "with -host-info: the MTU in the headers (0: unknown)")
 	control := flag.Bool("control", false, "read commands on stdin; exit at its end")
 	verbose := flag.Bool("v", false, "log malformed submissions to stderr")
 	flag.Var(&echo, "echo", "a port the engine echoes itself (repeatable)")
@@ -78,6 +87,11 @@ func main() {
 	ip, err := netip.ParseAddr(*ipArg)
 	if err != nil || !ip.Is4() || *path == "" {
 		fmt.Fprintln(os.Stderr, "shmfake: need -socket and an IPv4 -ip")
+		os.Exit(2)
+	}
+	host, err := hostInfoOf(*hostInfo, ip, *ip6Arg, *linkMbps, *mtu)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "shmfake:", err)
 		os.Exit(2)
 	}
 	rel, err := shmtest.ParseRelease(*release)
@@ -88,7 +102,7 @@ func main() {
 	cfg := shmtest.Config{Path: *path, Host: ip.As4(), MaxMessage: uint32(*maxMsg), RingStart: *ringStart,
 		Params: shm.Params{SQEntries: *sq, CQEntries: *cq, ArenaSize: *arena, PoolPages: *pool,
 			MaxMessage: uint32(*regionMax)},
-		Release: rel, AbortEndsServer: *abortEnds, IdleSleep: *idle, Doorbell: *doorbell}
+		Release: rel, AbortEndsServer: *abortEnds, IdleSleep: *idle, Doorbell: *doorbell, HostInfo: host}
 	if *verbose {
 		cfg.Logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, "shmfake: "+f+"\n", a...) }
 	}
@@ -112,6 +126,29 @@ func main() {
 	}
 	<-stop
 	e.Close()
+}
+
+// hostInfoOf is what -host-info puts in the headers: ip, ip6 (IPv6, ""
+// for none), the link's speed and the MTU; the zero HostInfo without it.
+func hostInfoOf(say bool, ip netip.Addr, ip6 string, linkMbps, mtu uint) (shm.HostInfo, error) {
+	if !say {
+		if ip6 != "" || linkMbps != 0 || mtu != 0 {
+			return shm.HostInfo{}, fmt.Errorf("-ip6, -link-mbps and -mtu go with -host-info")
+		}
+		return shm.HostInfo{}, nil
+	}
+	if linkMbps > math.MaxUint32 || mtu > math.MaxUint32 {
+		return shm.HostInfo{}, fmt.Errorf("-link-mbps %d or -mtu %d above 2^32-1", linkMbps, mtu)
+	}
+	h := shm.HostInfo{IPv4: ip.As4(), LinkMbps: uint32(linkMbps), MTU: uint32(mtu)}
+	if ip6 != "" {
+		a, err := netip.ParseAddr(ip6)
+		if err != nil || !a.Is6() || a.Is4In6() || a.Zone() != "" {
+			return shm.HostInfo{}, fmt.Errorf("-ip6 %q: want an IPv6 address", ip6)
+		}
+		h.IPv6 = a.As16()
+	}
+	return h, nil
 }
 
 // serve answers the commands of in until its end.
