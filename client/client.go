@@ -2,6 +2,7 @@ package client
 
 import (
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/shm"
@@ -193,6 +194,36 @@ func (c *Client) Close() error {
 // message above DefaultMaxMessage goes only to peers the daemon knows to
 // run homa-dpdk; to others Send and Reply fail with ErrPeerMessageLength.
 func (c *Client) MaxMessage() int { return int(c.lim.MaxMessage) }
+
+// HostInfo is what the daemon says of the host whose socket a Client
+// attached to: the port's addresses (a peer reaches this worker at one of
+// them) and its link.
+type HostInfo struct {
+	IPv4     netip.Addr // the host's IPv4 address; the zero Addr when it has none
+	IPv6     netip.Addr // the host's IPv6 address; the zero Addr when it has none
+	LinkMbps uint32     // the port's link speed, Mbit/s; 0: unknown
+	MTU      uint32     // the port's IP MTU, bytes; 0: unknown
+}
+
+// Host is the host this session's daemon serves it on, read from the
+// region's header at Dial; false when the daemon did not say (one from
+// before shm.FeatureHostInfo, or a server not told its host). At least
+// one address of a HostInfo returned with true is valid.
+func (c *Client) Host() (HostInfo, bool) {
+	l := &c.att.Layout
+	if l.Features&shm.FeatureHostInfo == 0 {
+		return HostInfo{}, false
+	}
+	var h HostInfo
+	if l.Host.IPv4 != [4]byte{} {
+		h.IPv4 = netip.AddrFrom4(l.Host.IPv4)
+	}
+	if l.Host.IPv6 != [16]byte{} {
+		h.IPv6 = netip.AddrFrom16(l.Host.IPv6)
+	}
+	h.LinkMbps, h.MTU = l.Host.LinkMbps, l.Host.MTU
+	return h, true
+}
 
 // Stats returns the counters.
 func (c *Client) Stats() Stats {
