@@ -1,6 +1,8 @@
 package hub
 
 import (
+	"math"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,6 +75,32 @@ type Config struct {
 	// loop sleeps when idle. Without it the regions offer none, and
 	// workers never look at their submission rings' wait flags.
 	Doorbell bool
+	// Host is what every region's header says of the host the socket
+	// serves (shm.ServerConfig.Host, FeatureHostInfo): a worker learns
+	// its own address and its port's link there (HostInfoOf makes it).
+	// Zero: the headers say nothing.
+	Host shm.HostInfo
+}
+
+// HostInfoOf is Config.Host for a host at v4 and v6 (either may be the
+// zero Addr, not both), on a link of linkBps bits/s (0: unknown) and an
+// IP MTU of mtu bytes (0: unknown). The speed is said in whole Mbit/s,
+// rounded.
+func HostInfoOf(v4, v6 netip.Addr, linkBps float64, mtu int) shm.HostInfo {
+	var h shm.HostInfo
+	if v4.Is4() {
+		h.IPv4 = v4.As4()
+	}
+	if v6.Is6() && !v6.Is4In6() {
+		h.IPv6 = v6.As16()
+	}
+	if mbps := math.Round(linkBps / 1e6); mbps > 0 {
+		h.LinkMbps = uint32(min(mbps, math.MaxUint32))
+	}
+	if mtu > 0 {
+		h.MTU = uint32(mtu)
+	}
+	return h
 }
 
 // DefaultCloseWait is Config.CloseWait's zero value.

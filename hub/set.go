@@ -82,7 +82,7 @@ func NewSet(hosts []Host, c Config) (*Set, error) {
 		}
 	}
 	srv, err := shm.Listen(shm.ServerConfig{
-		Path: c.Path, AllowUIDs: c.AllowUIDs, AllowGIDs: c.AllowGIDs, Params: c.Params, Doorbell: c.Doorbell,
+		Path: c.Path, AllowUIDs: c.AllowUIDs, AllowGIDs: c.AllowGIDs, Params: c.Params, Doorbell: c.Doorbell, Host: c.Host,
 		SocketGroup: c.SocketGroup, MaxSessionsPerUID: c.MaxSessionsPerUID,
 		OnAttach: set.onAttach, OnDetach: set.onDetach, OnRefuse: c.OnRefuse,
 	})

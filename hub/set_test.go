@@ -2,6 +2,7 @@ package hub
 
 import (
 	"bytes"
+	"math"
 	"net/netip"
 	"path/filepath"
 	"sync"
@@ -231,5 +232,44 @@ func TestCounters_allFieldsCount(t *testing.T) {
 	c.add(Counters{Attached: 1})
 	if c.Attached != 3 || c.FreePages != 3 {
 		t.Fatalf("%+v", c)
+	}
+}
+
+// Config.Host is in the header of every region the hub's socket makes
+// (FeatureHostInfo); without it the header says nothing.
+func TestConfig_hostInHeaders(t *testing.T) {
+	host := HostInfoOf(netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("fd00::1"), 25e9, 9000)
+	for _, want := range []shm.HostInfo{host, {}} {
+		_, _, sock, _ := workerHosts(t, Config{Host: want})
+		a, err := shm.Dial(sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if said := a.Layout.Features&shm.FeatureHostInfo != 0; a.Layout.Host != want || said != (want != shm.HostInfo{}) {
+			t.Errorf("Config.Host %+v: the worker's header says %+v (FeatureHostInfo %v)", want, a.Layout.Host, said)
+		}
+		a.Close()
+	}
+}
+
+// HostInfoOf: an address of each family in its own field (an IPv4-mapped
+// IPv6 address is not an IPv6 one), the speed in Mbit/s, rounded, 0 for
+// unknown.
+func TestHostInfoOf(t *testing.T) {
+	v4, v6 := netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("2001:db8::2")
+	for _, tc := range []struct {
+		v4, v6 netip.Addr
+		bps    float64
+		mtu    int
+		want   shm.HostInfo
+	}{
+		{v4, v6, 100e9, 1500, shm.HostInfo{IPv4: v4.As4(), IPv6: v6.As16(), LinkMbps: 100000, MTU: 1500}},
+		{v4, netip.Addr{}, 0, 0, shm.HostInfo{IPv4: v4.As4()}},
+		{netip.Addr{}, v6, 99.6e6, 9000, shm.HostInfo{IPv6: v6.As16(), LinkMbps: 100, MTU: 9000}},
+		{v6, netip.MustParseAddr("::ffff:10.0.0.2"), 1e22, -1, shm.HostInfo{LinkMbps: math.MaxUint32}},
+	} {
+		if got := HostInfoOf(tc.v4, tc.v6, tc.bps, tc.mtu); got != tc.want {
+			t.Errorf("HostInfoOf(%v, %v, %g, %d) = %+v, want %+v", tc.v4, tc.v6, tc.bps, tc.mtu, got, tc.want)
+		}
 	}
 }
