@@ -432,6 +432,7 @@ func (d *Daemon) openWorkers() error {
 		if hc.Path == "" {
 			continue
 		}
+		hc.Host = d.hostInfo(i)
 		hosts := make([]hub.Host, len(d.shards[i]))
 		for k, sh := range d.shards[i] {
 			hosts[k] = sh
@@ -448,6 +449,24 @@ func (d *Daemon) openWorkers() error {
 		d.Log.Info().Str("host", h.Addr().String()).Str("socket", hc.Path).Int("shards", len(hosts)).Msg("worker control socket open")
 	}
 	return nil
+}
+
+// hostInfo is what port i's workers learn of their host from their
+// regions' headers (shm.FeatureHostInfo): its addresses, ports[i].mtu,
+// and ports[i].link_speed, or under "auto" the speed the port reports (0,
+// unknown, when it reports none: the pacer's 10 Gb/s then is a guess, not
+// the link's).
+func (d *Daemon) hostInfo(i int) shm.HostInfo {
+	h, ps := d.hosts[i], d.spec.Ports[i]
+	var v4 netip.Addr
+	if ip := h.IP(); ip != [4]byte{} {
+		v4 = netip.AddrFrom4(ip)
+	}
+	rate := float64(ps.LinkSpeed)
+	if rate == 0 {
+		rate = host.LinkRate(d.ports[i], 0)
+	}
+	return hub.HostInfoOf(v4, h.Addr6(), rate, ps.MTU)
 }
 
 // workersSocket is port i's worker control socket, "" for none.

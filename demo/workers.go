@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -285,12 +286,19 @@ func ServeWorkers(cfg WorkersConfig) error {
 }
 
 // ServeOnPair opens a worker socket for each host of a pair, dir/IP.sock,
-// and adds its hub to the host's loop (before the loop starts). On error
-// the hubs opened so far are returned too: close them.
+// and adds its hub to the host's loop (before the loop starts). Its
+// workers learn the host (hub.Config.Host): its addresses, its MTU and
+// the speed its port reports (0 when it reports none). On error the hubs
+// opened so far are returned too: close them.
 func ServeOnPair(p *host.Pair, dir string, lim hub.Config) ([]*hub.Hub, error) {
 	var hubs []*hub.Hub
 	for _, h := range p.Hosts {
 		lim.Path = filepath.Join(dir, h.Addr().String()+".sock")
+		var v4 netip.Addr
+		if ip := h.IP(); ip != [4]byte{} {
+			v4 = netip.AddrFrom4(ip)
+		}
+		lim.Host = hub.HostInfoOf(v4, h.Addr6(), host.LinkRate(h.Port(), 0), h.Endpoint().MTU())
 		hb, err := hub.New(h, lim)
 		if err != nil {
 			return hubs, err

@@ -205,12 +205,30 @@ func TestWorkers_echoOverIPv6(t *testing.T) {
 // byte-exact, their payloads still sent from the arenas.
 func TestWorkers_echoOverMemifPairJumbo(t *testing.T) {
 	p, hubs, dir := workerPair(t, true, 9000)
+	for _, h := range p.Hosts { // a worker learns its host: the port's addresses, MTU and speed (memif: 100 Gb/s)
+		checkHostInfo(t, filepath.Join(dir, h.Addr().String()+".sock"), h.Addr(), h.Addr6(), 100000, 9000)
+	}
 	echoWorkers(t, p, dir)
 	checkZeroCopy(t, p, hubs)
 	// The client's requests, 100 B to 1 MB, are 127 DATA packets of up to
 	// 8,924 bytes (779 at MTU 1500); a few resent ones are allowed.
 	if got := p.Hosts[0].Snapshot().Engine.PacketsSent[0]; got < 127 || got > 200 {
 		t.Errorf("the client sent %d DATA packets, want 127 (8,924 bytes each but the last of a message)", got)
+	}
+}
+
+// checkHostInfo dials the worker socket sock and checks what its header
+// says of the host (client.Client.Host).
+func checkHostInfo(t *testing.T, sock string, v4, v6 netip.Addr, mbps, mtu uint32) {
+	t.Helper()
+	c, err := client.Dial(sock, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	want := client.HostInfo{IPv4: v4, IPv6: v6, LinkMbps: mbps, MTU: mtu}
+	if got, said := c.Host(); !said || got != want {
+		t.Errorf("%s: Host() = %+v, %v; want %+v", sock, got, said, want)
 	}
 }
 
@@ -310,6 +328,11 @@ func serveWorkersAllPairs(t *testing.T, cfg WorkersConfig, want string) {
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	t.Cleanup(func() { stop.Store(true); wg.Wait() }) // first: the servers leave before the demo stops
+	for i := range n {                                // each socket's workers learn their host: ports[i]'s addresses, mtu and link speed
+		v4, v6 := netip.AddrFrom4([4]byte{10, 0, 0, byte(i + 1)}), netip.AddrFrom16([16]byte{0xfd, 15: byte(i + 1)})
+		dial(i).Close()                                 // the socket is up
+		checkHostInfo(t, sock(i), v4, v6, 100000, 1500) // 100G: the ring switch's link_speed, or what memif reports under auto
+	}
 	for i := range n {
 		srv := dial(i)
 		if err := srv.Bind(99); err != nil {

@@ -266,6 +266,9 @@ func (e *Endpoint) Metrics() Metrics { return e.m }
 // (towards a peer Config.KernelPeer names, at most wire.MaxMessageLength).
 func (e *Endpoint) MaxMessageLength() int { return e.cfg.MaxMessageLength }
 
+// MTU is the IP MTU the endpoint sends at, in bytes (Config.MTU).
+func (e *Endpoint) MTU() int { return e.cfg.MTU }
+
 // NumRPCs returns the number of live RPCs (client and server).
 func (e *Endpoint) NumRPCs() int { return e.rpcs.len() }
 
