@@ -31,7 +31,9 @@
  *     call returns: the caller's buffers may be reused at once.
  *   - Every exported function is a real symbol (no inline-only API), so
  *     ctypes and cffi can call it; the ABI is versioned by the soname
- *     (libhoma.so.1) and a linker version script (HOMA_1).
+ *     (libhoma.so.1) and a linker version script (libhoma.map: node HOMA_1,
+ *     and HOMA_1.1 after it for the functions added since, each named
+ *     there; functions are only ever added).
  */
 #ifndef HOMA_H
 #define HOMA_H
@@ -45,8 +47,10 @@ extern "C" {
 #endif
 
 /* HOMA_API_VERSION is the version of this interface; homa_api_version()
- * returns the library's, so a binding can check the two agree. */
-#define HOMA_API_VERSION 1
+ * returns the library's, so a binding can check the two agree.
+ *   1  the first (symbols of node HOMA_1)
+ *   2  homa_host_info_get and HOMA_ENOTSUP (node HOMA_1.1) */
+#define HOMA_API_VERSION 2
 
 /* Local statuses (negative). */
 enum homa_status {
@@ -64,6 +68,7 @@ enum homa_status {
 	HOMA_EPLATFORM = -11, /* not a machine the rings are defined for */
 	HOMA_ENOMEM = -12,    /* the library could not allocate its own state */
 	HOMA_EREPLIED = -13,  /* the request was already answered */
+	HOMA_ENOTSUP = -14,   /* the daemon does not say this (its header lacks the feature) */
 };
 
 /* Protocol error codes (positive): shm.ErrCode's numbers. */
@@ -203,6 +208,27 @@ int homa_layout_parse(const void *hdr, size_t mapped, homa_layout *l, homa_layou
 
 /* The client's layout (checked at attach). */
 void homa_get_layout(const homa_client *c, homa_layout *l);
+
+/* What the daemon says of the host whose socket the client attached to
+ * (the port it opened it for): its Homa addresses, which peers reach this
+ * worker at, and its link. Fields are only ever added at the end (size
+ * says how many bytes the library filled). */
+typedef struct homa_host_info {
+	uint32_t size;      /* the caller sets sizeof(homa_host_info) (or less, at least 8) */
+	uint32_t link_mbps; /* the port's link speed, Mbit/s; 0: unknown */
+	uint32_t mtu;       /* the port's IP MTU, bytes; 0: unknown */
+	uint32_t reserved;
+	homa_addr ipv4;     /* family 4, port 0; family 0 when the host has none */
+	homa_addr ipv6;     /* family 6, port 0; family 0 when the host has none */
+} homa_host_info;
+
+/* Fills *h up to h->size bytes (size set to what was filled): 0, and at
+ * least one address has its family set; HOMA_ENOTSUP when the daemon does
+ * not say its host (a daemon from before the header's FeatureHostInfo),
+ * with every field filled zero; HOMA_EINVAL when c or h is NULL or
+ * h->size is below 8. Read from the header at attach: any thread, no lock.
+ * Since HOMA_API_VERSION 2 (node HOMA_1.1). */
+int homa_host_info_get(const homa_client *c, homa_host_info *h);
 
 /* The client's mapping of the whole region and its size: for diagnostics
  * and tests (a test that corrupts the region to see the client survive). */

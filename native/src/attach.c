@@ -226,7 +226,8 @@ HM_EXPORT int homa_attach(const char *path, const homa_options *opts, homa_clien
 	fds[0] = -1;
 	homa_layout lay;
 	homa_layout_error le;
-	if (homa_layout_parse(m, len, &lay, &le)) {
+	hm_host host;
+	if (hm_layout_parse(m, len, &lay, &le, &host)) {
 		munmap(m, len);
 		rc = fail(err, errlen, HOMA_ELAYOUT, "layout %s = %llu: %s", le.field, (unsigned long long)le.value,
 			  le.reason);
@@ -241,6 +242,7 @@ HM_EXPORT int homa_attach(const char *path, const homa_options *opts, homa_clien
 	c->region = m;
 	c->region_len = len;
 	c->lay = lay;
+	c->host = host;
 	c->sock = -1;
 	c->bell = -1;
 	atomic_init(&c->efd, -1);

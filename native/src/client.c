@@ -151,6 +151,32 @@ HM_EXPORT void homa_get_layout(const homa_client *c, homa_layout *l)
 		*l = c->lay;
 }
 
+HM_EXPORT int homa_host_info_get(const homa_client *c, homa_host_info *h)
+{
+	if (!c || !h || h->size < 8)
+		return HOMA_EINVAL;
+	uint32_t want = h->size < sizeof(*h) ? h->size : (uint32_t)sizeof(*h);
+	homa_host_info t;
+	memset(&t, 0, sizeof(t));
+	const hm_host *s = &c->host; /* set at attach, then read-only: no lock */
+	if (s->said) {
+		static const uint8_t zero[16];
+		t.link_mbps = s->link_mbps;
+		t.mtu = s->mtu;
+		if (memcmp(s->ipv4, zero, 4) != 0) {
+			t.ipv4.family = 4;
+			memcpy(t.ipv4.ip, s->ipv4, 4);
+		}
+		if (memcmp(s->ipv6, zero, 16) != 0) {
+			t.ipv6.family = 6;
+			memcpy(t.ipv6.ip, s->ipv6, 16);
+		}
+	}
+	t.size = want;
+	memcpy(h, &t, want);
+	return s->said ? 0 : HOMA_ENOTSUP;
+}
+
 HM_EXPORT void *homa_region(const homa_client *c, size_t *size)
 {
 	if (!c)

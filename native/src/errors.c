@@ -41,6 +41,8 @@ HM_EXPORT const char *homa_strerror(int status)
 		return "out of memory";
 	case HOMA_EREPLIED:
 		return "request already answered";
+	case HOMA_ENOTSUP:
+		return "the daemon does not say this";
 	}
 	if (status > 0 && status < 0x10000) {
 		static _Thread_local char buf[16];

@@ -98,6 +98,7 @@ struct homa_client {
 	size_t region_len;
 	homa_layout lay;
 	uint32_t features; /* the header's, those this library uses */
+	hm_host host;      /* what the header says of the daemon's host (homa_host_info_get) */
 	hm_limits lim;
 	int64_t spin_ns, op_timeout_ns, max_sleep_ns;
 	uint8_t *arena_mem, *pool_mem;

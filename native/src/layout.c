@@ -1,6 +1,8 @@
 /*
  * layout.c: homa_layout_parse, shm.ParseHeader in C: the same checks in
- * the same order, refusing with the same field name, value and reason.
+ * the same order, refusing with the same field name, value and reason;
+ * hm_layout_parse gives the header's host too (FeatureHostInfo), which
+ * homa_host_info_get hands out.
  */
 #include "layout.h"
 
@@ -28,6 +30,11 @@ enum {
 	HDR_PAGE_SIZE = 92,
 	HDR_MAX_MESSAGE = 96,
 	HDR_FEATURES = 100,
+	HDR_HOST_IPV4 = 104,
+	HDR_LINK_MBPS = 108,
+	HDR_HOST_IPV6 = 112,
+	HDR_MTU = 128,
+	HDR_USED = 132, /* bytes of the header that carry fields */
 };
 
 static uint32_t rd32(const uint8_t *p)
@@ -108,11 +115,35 @@ static int validate(const homa_layout *l, uint64_t region_len, homa_layout_error
 	return 0;
 }
 
+/* read_host reads the host fields of header copy h under FeatureHostInfo
+ * (an older daemon's header has the bit clear and zero there) and checks
+ * that one address is set, as Layout.Validate does. */
+static int read_host(const uint8_t *h, hm_host *host, homa_layout_error *e)
+{
+	static const uint8_t zero[16];
+	memset(host, 0, sizeof(*host));
+	if (!(rd32(h + HDR_FEATURES) & HM_FEATURE_HOST_INFO))
+		return 0;
+	host->said = 1;
+	memcpy(host->ipv4, h + HDR_HOST_IPV4, 4);
+	host->link_mbps = rd32(h + HDR_LINK_MBPS);
+	memcpy(host->ipv6, h + HDR_HOST_IPV6, 16);
+	host->mtu = rd32(h + HDR_MTU);
+	if (memcmp(host->ipv4, zero, 4) == 0 && memcmp(host->ipv6, zero, 16) == 0)
+		return fail(e, "HostIPv4", 0, "zero, and HostIPv6 too, in a header with FeatureHostInfo");
+	return 0;
+}
+
 HM_EXPORT int homa_layout_parse(const void *hdr, size_t mapped, homa_layout *out, homa_layout_error *e)
+{
+	return hm_layout_parse(hdr, mapped, out, e, NULL);
+}
+
+int hm_layout_parse(const void *hdr, size_t mapped, homa_layout *out, homa_layout_error *e, hm_host *host_out)
 {
 	if (!hdr || mapped < HM_HEADER_SIZE)
 		return fail(e, "RegionSize", hdr ? mapped : 0, "mapped length below the 4096-byte header");
-	uint8_t h[128]; /* the fields, copied once: later writes cannot change what is checked */
+	uint8_t h[HDR_USED]; /* the fields, copied once: later writes cannot change what is checked */
 	memcpy(h, hdr, sizeof(h));
 	uint64_t magic = rd64(h + HDR_MAGIC);
 	if (magic != HM_MAGIC)
@@ -144,7 +175,12 @@ HM_EXPORT int homa_layout_parse(const void *hdr, size_t mapped, homa_layout *out
 	int rc = validate(&l, mapped, e);
 	if (rc)
 		return rc;
+	hm_host host;
+	if ((rc = read_host(h, &host, e)))
+		return rc;
 	if (out)
 		*out = l;
+	if (host_out)
+		*host_out = host;
 	return 0;
 }

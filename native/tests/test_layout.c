@@ -1,9 +1,11 @@
 /*
  * test_layout: homa_layout_parse against headers refused for every field
  * (python's test_layout.py, shm's layout_test.go: the same field names and
- * reasons), MaxMessage 0 from an older daemon; then homa_attach against a
- * scripted control socket: "error <text>", no descriptors, a bad header
- * (HOMA_ELAYOUT, "layout FIELD = VALUE: REASON"), a good one.
+ * reasons), MaxMessage 0 from an older daemon, the host fields read only
+ * under FeatureHostInfo; then homa_attach against a scripted control
+ * socket: "error <text>", no descriptors, a bad header (HOMA_ELAYOUT,
+ * "layout FIELD = VALUE: REASON"), a good one with and without a host
+ * (homa_host_info_get), an IPv6-only host.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -38,7 +40,13 @@ static const struct field fields[] = {
 	{"SQOffset", 24, 8},    {"SQEntries", 32, 8},   {"CQOffset", 40, 8},   {"CQEntries", 48, 8},
 	{"ArenaOffset", 56, 8}, {"ArenaSize", 64, 8},   {"PoolOffset", 72, 8}, {"PoolPages", 80, 8},
 	{"EntrySize", 88, 4},   {"PageSize", 92, 4},    {"MaxMessage", 96, 4}, {"Features", 100, 4},
+	{"HostIPv4", 104, 4},   {"LinkMbps", 108, 4},   {"MTU", 128, 4}, /* HostIPv6 (112, 16 bytes): set6 */
 };
+
+static void set6(uint8_t *h, const uint8_t ip[16]) { memcpy(h + 112, ip, 16); }
+
+/* fd00::5 */
+static const uint8_t V6[16] = {0xfd, [15] = 5};
 
 static void setf(uint8_t *h, const char *name, uint64_t v)
 {
@@ -69,6 +77,42 @@ static void header(uint8_t *h, const homa_layout *l)
 	setf(h, "PageSize", 65536);
 	setf(h, "MaxMessage", l->max_message);
 	setf(h, "Features", 3);
+}
+
+/* host_fields: the header's host under FeatureHostInfo (HostIPv4 in
+ * network order), nothing without it whatever the bytes, and the bit with
+ * no address refused as shm refuses it. */
+static void host_fields(uint8_t *h)
+{
+	homa_layout got;
+	homa_layout_error e;
+	hm_host host;
+	header(h, &L);
+	setf(h, "HostIPv4", 0x0500000a); /* 10.0.0.5, little-endian */
+	setf(h, "LinkMbps", 25000);
+	set6(h, V6);
+	setf(h, "MTU", 9000);
+	CHECK_EQ(hm_layout_parse(h, L.region_size, &got, &e, &host), 0); /* the bit clear: an older daemon's */
+	CHECK_EQ(host.said, 0);
+	CHECK_EQ(host.link_mbps, 0);
+	CHECK(host.ipv4[0] == 0 && host.ipv6[0] == 0);
+	setf(h, "Features", 3 | HM_FEATURE_HOST_INFO);
+	CHECK_EQ(hm_layout_parse(h, L.region_size, &got, &e, &host), 0);
+	CHECK(memcmp(&got, &L, sizeof(got)) == 0);
+	static const uint8_t v4[4] = {10, 0, 0, 5};
+	CHECK(host.said && memcmp(host.ipv4, v4, 4) == 0 && memcmp(host.ipv6, V6, 16) == 0);
+	CHECK_EQ(host.link_mbps, 25000);
+	CHECK_EQ(host.mtu, 9000);
+	setf(h, "HostIPv4", 0); /* IPv6 alone is enough */
+	CHECK_EQ(hm_layout_parse(h, L.region_size, &got, &e, &host), 0);
+	static const uint8_t zero[16];
+	set6(h, zero); /* no address at all */
+	memset(&e, 0, sizeof(e));
+	CHECK_EQ(hm_layout_parse(h, L.region_size, &got, &e, &host), HOMA_ELAYOUT);
+	CHECK_EQ(homa_layout_parse(h, L.region_size, &got, &e), HOMA_ELAYOUT);
+	CHECK(strcmp(e.field, "HostIPv4") == 0);
+	CHECK_EQ(e.value, 0);
+	CHECK(strcmp(e.reason, "zero, and HostIPv6 too, in a header with FeatureHostInfo") == 0);
 }
 
 static void parse(void)
@@ -108,6 +152,8 @@ static void parse(void)
 		{"CQOffset", L.sq_offset + 64, "CQOffset", "overlaps the part at SQOffset 4096"},
 		{"ArenaOffset", L.pool_offset - 64, "PoolOffset", "overlaps the part at ArenaOffset 1081280"},
 		{"MaxMessage", 1u << 31, "MaxMessage", "not in 1..2147483647"},
+		{"Features", 3 | HM_FEATURE_HOST_INFO, "HostIPv4", "zero, and HostIPv6 too, in a header with FeatureHostInfo"},
+		{"Features", 3 | HM_FEATURE_HOST_INFO | 1u << 31, "HostIPv4", NULL}, /* unknown bits are the daemon's */
 	};
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		header(h, &L);
@@ -128,6 +174,7 @@ static void parse(void)
 	CHECK_EQ(e.value, 100);
 	CHECK(strcmp(e.reason, "mapped length below the 4096-byte header") == 0);
 	CHECK_EQ(homa_layout_parse(h, 100, NULL, NULL), HOMA_ELAYOUT);
+	host_fields(h);
 }
 
 /* ---- a scripted control socket ---- */
@@ -139,6 +186,7 @@ struct script {
 	const homa_layout *lay; /* the region's header; NULL: none */
 	const char *bad_field;
 	uint64_t bad_value;
+	int host6; /* the header says an IPv6-only host: fd00::5, speed unknown, MTU 1500 */
 };
 
 static void *serve(void *arg)
@@ -157,6 +205,11 @@ static void *serve(void *arg)
 			header(m, s->lay);
 			if (s->bad_field)
 				setf(m, s->bad_field, s->bad_value);
+			if (s->host6) {
+				setf(m, "Features", 3 | HM_FEATURE_HOST_INFO);
+				set6(m, V6);
+				setf(m, "MTU", 1500);
+			}
 			munmap(m, size);
 		}
 		fds[1] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -230,6 +283,17 @@ static void attach(void)
 	CHECK_EQ(homa_max_message(c), 1000000);
 	CHECK_EQ(homa_arena_size(c), 1 << 20);
 	CHECK_EQ(homa_pool_pages(c), 16);
+	homa_host_info hi = {.size = sizeof(hi), .mtu = 7};
+	CHECK_EQ(homa_host_info_get(c, &hi), HOMA_ENOTSUP); /* a header without the bit */
+	CHECK(hi.size == sizeof(hi) && hi.mtu == 0 && hi.ipv4.family == 0 && hi.ipv6.family == 0);
+	homa_destroy(c);
+	s = (struct script){.greeting = "ok\n", .nfds = 2, .lay = &L, .host6 = 1};
+	CHECK_EQ(try_attach(&s, err, sizeof(err), &c), 0);
+	hi = (homa_host_info){.size = sizeof(hi)};
+	CHECK_EQ(homa_host_info_get(c, &hi), 0);
+	CHECK(hi.ipv4.family == 0 && hi.ipv6.family == 6 && memcmp(hi.ipv6.ip, V6, 16) == 0 && hi.ipv6.port == 0);
+	CHECK_EQ(hi.link_mbps, 0);
+	CHECK_EQ(hi.mtu, 1500);
 	homa_destroy(c);
 }
 
