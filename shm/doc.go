@@ -11,7 +11,7 @@
 // One region per worker, in a memfd the daemon creates and passes over
 // the control socket. From offset 0:
 //
-//	header   4 KB    magic "HOMASHM1", version, sizes and offsets (layout.go)
+//	header   4 KB    magic "HOMASHM1", version, sizes and offsets, the host served (layout.go)
 //	SQ       ring    submission ring, worker → engine
 //	CQ       ring    completion ring, engine → worker
 //	arena    bytes   transmit arena: payloads of requests and replies
