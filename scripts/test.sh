@@ -51,6 +51,9 @@ CGO_ENABLED=0 gotest -count=1 -v $(go list ./... | grep -E '/(wire|engine|sched|
 echo "== native/: libhoma's tests, then under ASan/UBSan"
 make -C native test asan
 
+echo "== nccl/: the NCCL net plugin's conformance harness, then under ASan/UBSan"
+make -C nccl test asan
+
 # The Go tests run the Python package from the source tree (PYTHONPATH) with
 # Debian's python3: its libraries (libhoma, the binding, the C++ torch
 # backend) are built there first, as the scripts that run it do.

@@ -1,0 +1,613 @@
+/*
+ * cases.c: the contract points of the plugin, one case each (see
+ * ../README.md, "Conformance"). Every byte received is checked.
+ */
+#include "harness.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "homa.h"
+
+/* What getProperties says: a host-memory device, one receive per irecv,
+ * a speed, and (v9, v10) the largest message; CUDA memory is refused. */
+static int c_props(int rank, int n)
+{
+	(void)rank, (void)n;
+	int nd = 0;
+	CHECK(h_devices(&nd), "devices");
+	if (nd < 1)
+		FAILF("%d devices", nd);
+	ncclNetProperties_v9_t p;
+	CHECK(h_props(0, &p), "getProperties");
+	if (!p.name || strncmp(p.name, "homa", 4) != 0)
+		FAILF("name %s", p.name ? p.name : "(null)");
+	if (p.ptrSupport != NCCL_PTR_HOST || p.maxRecvs != 1 || p.speed <= 0 || p.maxComms < 64)
+		FAILF("ptrSupport %d maxRecvs %d speed %d maxComms %d", p.ptrSupport, p.maxRecvs, p.speed, p.maxComms);
+	if (h_version >= 9 && (p.maxP2pBytes < (16u << 20) || p.maxCollBytes != p.maxP2pBytes))
+		FAILF("maxP2pBytes %zu maxCollBytes %zu", p.maxP2pBytes, p.maxCollBytes);
+	if (h_props(nd, &p) == ncclSuccess)
+		FAILF("getProperties of device %d (of %d) succeeded", nd, nd);
+	void *mh = NULL;
+	char buf[64];
+	if (h_regmr(NULL, buf, sizeof buf, NCCL_PTR_CUDA, &mh) == ncclSuccess)
+		FAILF("regMr took CUDA memory");
+	CHECK(h_regmr(NULL, buf, sizeof buf, NCCL_PTR_HOST, &mh), "regMr host");
+	CHECK(h_deregmr(NULL, mh), "deregMr");
+	return 0;
+}
+
+/* connect before the other side accepts, and accept before the other
+ * side connects: neither blocks (each first call yields no comm). */
+static int c_orders(int rank, int n)
+{
+	(void)n;
+	char h[NCCL_NET_HANDLE_MAXSIZE];
+	for (int order = 0; order < 2; order++) {
+		if (rank == 0) { /* the receiver */
+			void *l = NULL, *r = NULL;
+			CHECK(h_listen(h, &l), "listen");
+			h_put_handle(1, h);
+			if (order == 1) {
+				CHECK(h_accept(l, &r), "accept");
+				if (r)
+					FAILF("accept yielded a comm before anyone connected");
+				h_signal(1);
+			} else {
+				h_wait(1); /* the sender has its comm */
+			}
+			while (!r)
+				CHECK(h_accept(l, &r), "accept");
+			uint8_t b[100];
+			size_t got;
+			if (h_recv_wait(r, b, sizeof b, &got) || got != 10 || h_check(b, got, 7 + order, "message"))
+				FAILF("order %d: message", order);
+			CHECK(h_close_recv(r), "closeRecv");
+			CHECK(h_close_listen(l), "closeListen");
+		} else {
+			void *s = NULL;
+			h_get_handle(0, h);
+			if (order == 1)
+				h_wait(0);
+			while (!s)
+				CHECK(h_connect(h, -1, &s), "connect");
+			if (order == 0)
+				h_signal(0);
+			uint8_t b[10];
+			h_fill(b, sizeof b, 7 + order);
+			if (h_send_wait(s, b, sizeof b))
+				return 1;
+			CHECK(h_close_send(s), "closeSend");
+		}
+	}
+	return 0;
+}
+
+/* 0 B to 16 MiB, each into a receive larger than the send: test gives
+ * the true size, the bytes arrive whole. */
+static int c_sizes(int rank, int n)
+{
+	static const size_t sizes[] = {0, 1, 100, 1400, 4096, 65536, 65537, 524288, 4 << 20, 16 << 20};
+	void *s, *r, *l;
+	if (h_connect_pair(rank ^ 1, rank ^ 1, &s, &r, &l))
+		return 1;
+	(void)n;
+	uint8_t *buf = malloc((16 << 20) + 4096);
+	for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+		size_t sz = sizes[i], got = 0;
+		if (rank == 0) {
+			h_fill(buf, sz, i);
+			if (h_send_wait(s, buf, sz))
+				return 1;
+		} else {
+			memset(buf, 0xAA, sz + 4096);
+			if (h_recv_wait(r, buf, sz + 4096, &got))
+				return 1;
+			if (got != sz)
+				FAILF("sent %zu bytes, test says %zu received", sz, got);
+			if (h_check(buf, sz, i, "message"))
+				return 1;
+			for (size_t k = sz; k < sz + 4096; k++)
+				if (buf[k] != 0xAA)
+					FAILF("a %zu-byte message wrote byte %zu of its receive", sz, k);
+		}
+	}
+	free(buf);
+	CHECK(h_close_send(s), "closeSend");
+	CHECK(h_close_recv(r), "closeRecv");
+	CHECK(h_close_listen(l), "closeListen");
+	return 0;
+}
+
+/* NCCL's pipeline: 8 slots of 512 KiB per connection kept full, both
+ * ways at once; messages match in posting order. */
+static int c_pipeline(int rank, int n)
+{
+	(void)n;
+	enum { SLOTS = 8, SZ = 512 << 10, MSGS = 160 };
+	void *s, *r, *l;
+	if (h_connect_pair(rank ^ 1, rank ^ 1, &s, &r, &l))
+		return 1;
+	uint8_t *sb = malloc(SLOTS * (size_t)SZ), *rb = malloc(SLOTS * (size_t)SZ);
+	void *sreq[SLOTS] = {0}, *rreq[SLOTS] = {0};
+	int sent = 0, rcvd = 0, sposted = 0, rposted = 0;
+	while (sent < MSGS || rcvd < MSGS) {
+		int k = sposted % SLOTS;
+		if (sposted < MSGS && !sreq[k]) {
+			size_t sz = SZ - (size_t)(sposted % 7) * 1000;
+			h_fill(sb + (size_t)k * SZ, sz, (uint64_t)rank << 32 | (uint32_t)sposted);
+			CHECK(h_isend(s, sb + (size_t)k * SZ, sz, NULL, &sreq[k]), "isend");
+			if (sreq[k])
+				sposted++;
+		}
+		k = rposted % SLOTS;
+		if (rposted < MSGS && !rreq[k]) {
+			CHECK(h_irecv(r, rb + (size_t)k * SZ, SZ, NULL, &rreq[k]), "irecv");
+			if (rreq[k])
+				rposted++;
+		}
+		int done, got;
+		k = sent % SLOTS;
+		if (sent < sposted) {
+			CHECK(h_test(sreq[k], &done, &got), "test send");
+			if (done)
+				sreq[k] = NULL, sent++;
+		}
+		k = rcvd % SLOTS;
+		if (rcvd < rposted) {
+			CHECK(h_test(rreq[k], &done, &got), "test recv");
+			if (done) {
+				size_t want = SZ - (size_t)(rcvd % 7) * 1000;
+				if ((size_t)got != want)
+					FAILF("message %d: %d bytes, want %zu", rcvd, got, want);
+				if (h_check(rb + (size_t)k * SZ, want, (uint64_t)(rank ^ 1) << 32 | (uint32_t)rcvd, "message"))
+					return 1;
+				rreq[k] = NULL, rcvd++;
+			}
+		}
+	}
+	free(sb), free(rb);
+	CHECK(h_close_send(s), "closeSend");
+	CHECK(h_close_recv(r), "closeRecv");
+	CHECK(h_close_listen(l), "closeListen");
+	return 0;
+}
+
+/* 128 receives posted, then 128 sends: all in flight at once (none
+ * refused), then every one completes, in order. */
+static int c_inflight(int rank, int n)
+{
+	(void)n;
+	enum { N = 128, SZ = 3000 };
+	void *s, *r, *l;
+	if (h_connect_pair(rank ^ 1, rank ^ 1, &s, &r, &l))
+		return 1;
+	uint8_t *b = malloc((size_t)N * SZ);
+	void *req[N];
+	if (rank == 1) {
+		for (int i = 0; i < N; i++) {
+			CHECK(h_irecv(r, b + (size_t)i * SZ, SZ, NULL, &req[i]), "irecv");
+			if (!req[i])
+				FAILF("irecv %d of %d refused (NULL request)", i, N);
+		}
+		h_signal(0);
+	} else {
+		h_wait(1);
+		for (int i = 0; i < N; i++) {
+			h_fill(b + (size_t)i * SZ, SZ - (size_t)i, (uint64_t)i);
+			req[i] = NULL;
+			int64_t t0 = h_now();
+			while (!req[i]) { /* the credit for it may still be on its way */
+				CHECK(h_isend(s, b + (size_t)i * SZ, SZ - (size_t)i, NULL, &req[i]), "isend");
+				if (h_now() - t0 > 30000000000ll)
+					FAILF("isend %d of %d: no request for 30 s", i, N);
+			}
+		}
+	}
+	for (int i = 0; i < N; i++) {
+		int got;
+		int rc = h_wait_req(req[i], &got, 60000000000ll);
+		if (rc)
+			FAILF("request %d: test %d", i, rc);
+		if (got != SZ - i)
+			FAILF("request %d: %d bytes, want %d", i, got, SZ - i);
+		if (rank == 1 && h_check(b + (size_t)i * SZ, (size_t)(SZ - i), (uint64_t)i, "message"))
+			return 1;
+	}
+	free(b);
+	CHECK(h_close_send(s), "closeSend");
+	CHECK(h_close_recv(r), "closeRecv");
+	CHECK(h_close_listen(l), "closeListen");
+	return 0;
+}
+
+/* A sender with no receive posted: past its credit it gets NULL
+ * requests ("try again"), never an error, and goes on once receives are
+ * posted. */
+static int c_backpressure(int rank, int n)
+{
+	(void)n;
+	enum { N = 200, SZ = 1000 };
+	void *s, *r, *l;
+	if (h_connect_pair(rank ^ 1, rank ^ 1, &s, &r, &l))
+		return 1;
+	uint8_t b[SZ];
+	if (rank == 0) {
+		int posted = 0, nulls = 0;
+		void *req[N];
+		h_fill(b, SZ, 1);
+		int64_t t0 = h_now();
+		while (posted < N && h_now() - t0 < 2000000000ll) {
+			void *q = NULL;
+			CHECK(h_isend(s, b, SZ, NULL, &q), "isend");
+			if (q)
+				req[posted++] = q;
+			else
+				nulls++;
+		}
+		if (posted >= N || nulls == 0)
+			FAILF("%d sends taken and %d refused with no receive posted: want a bound", posted, nulls);
+		printf("    %d sends taken before the receiver posted any\n", posted);
+		h_signal(1);
+		for (int i = 0; i < posted; i++)
+			if (h_wait_req(req[i], NULL, 60000000000ll))
+				FAILF("send %d", i);
+		for (int i = posted; i < N; i++)
+			if (h_send_wait(s, b, SZ))
+				return 1;
+	} else {
+		h_wait(0);
+		for (int i = 0; i < N; i++) {
+			size_t got;
+			if (h_recv_wait(r, b, SZ, &got) || got != SZ || h_check(b, SZ, 1, "message"))
+				FAILF("message %d", i);
+		}
+	}
+	CHECK(h_close_send(s), "closeSend");
+	CHECK(h_close_recv(r), "closeRecv");
+	CHECK(h_close_listen(l), "closeListen");
+	return 0;
+}
+
+/* A ring over 4 ranks: each sends to its successor and receives from its
+ * predecessor, 50 steps of 256 KiB. */
+static int c_ring(int rank, int n)
+{
+	enum { STEPS = 50, SZ = 256 << 10 };
+	void *s, *r, *l;
+	if (h_connect_pair((rank + 1) % n, (rank + n - 1) % n, &s, &r, &l))
+		return 1;
+	uint8_t *sb = malloc(SZ), *rb = malloc(SZ);
+	for (int st = 0; st < STEPS; st++) {
+		void *sq = NULL, *rq = NULL;
+		h_fill(sb, SZ, (uint64_t)rank * 1000 + (uint64_t)st);
+		while (!rq)
+			CHECK(h_irecv(r, rb, SZ, NULL, &rq), "irecv");
+		while (!sq)
+			CHECK(h_isend(s, sb, SZ, NULL, &sq), "isend");
+		int got;
+		if (h_wait_req(sq, &got, 60000000000ll) || h_wait_req(rq, &got, 60000000000ll))
+			FAILF("step %d", st);
+		if (got != SZ || h_check(rb, SZ, (uint64_t)((rank + n - 1) % n) * 1000 + (uint64_t)st, "step"))
+			return 1;
+	}
+	free(sb), free(rb);
+	CHECK(h_close_send(s), "closeSend");
+	CHECK(h_close_recv(r), "closeRecv");
+	CHECK(h_close_listen(l), "closeListen");
+	return 0;
+}
+
+/* One listen comm accepts the connections of three senders. */
+static int c_listen_reuse(int rank, int n)
+{
+	char h[NCCL_NET_HANDLE_MAXSIZE];
+	if (rank == 0) {
+		void *l, *r[8] = {0};
+		CHECK(h_listen(h, &l), "listen");
+		for (int i = 1; i < n; i++)
+			h_put_handle(i, h);
+		for (int i = 1; i < n; i++)
+			while (!r[i])
+				CHECK(h_accept(l, &r[i]), "accept");
+		uint64_t seen = 0;
+		for (int i = 1; i < n; i++) {
+			uint8_t b[64];
+			size_t got;
+			if (h_recv_wait(r[i], b, sizeof b, &got) || got != 8)
+				FAILF("comm %d", i);
+			seen |= 1ull << b[0];
+			if (h_check(b + 1, 7, b[0], "message"))
+				return 1;
+			CHECK(h_close_recv(r[i]), "closeRecv");
+		}
+		if (seen != ((1ull << n) - 2))
+			FAILF("heard from ranks %#llx", (unsigned long long)seen);
+		CHECK(h_close_listen(l), "closeListen");
+	} else {
+		void *s = NULL;
+		h_get_handle(0, h);
+		while (!s)
+			CHECK(h_connect(h, -1, &s), "connect");
+		uint8_t b[8];
+		b[0] = (uint8_t)rank;
+		h_fill(b + 1, 7, (uint64_t)rank);
+		if (h_send_wait(s, b, 8))
+			return 1;
+		CHECK(h_close_send(s), "closeSend");
+	}
+	return 0;
+}
+
+/* Close with requests in flight both ways: every call returns, and the
+ * plugin goes on with new comms. */
+static int c_close_inflight(int rank, int n)
+{
+	(void)n;
+	enum { N = 16, SZ = 100000 };
+	for (int round = 0; round < 3; round++) {
+		void *s, *r, *l;
+		if (h_connect_pair(rank ^ 1, rank ^ 1, &s, &r, &l))
+			return 1;
+		uint8_t *b = malloc((size_t)N * SZ);
+		for (int i = 0; i < N; i++) { /* the peer may close first: its errors are no failure */
+			void *q = NULL;
+			(void)h_isend(s, b + (size_t)i * SZ, SZ, NULL, &q);
+			(void)h_irecv(r, b + (size_t)i * SZ, SZ, NULL, &q);
+		}
+		CHECK(h_close_send(s), "closeSend");
+		CHECK(h_close_recv(r), "closeRecv");
+		CHECK(h_close_listen(l), "closeListen");
+		free(b);
+		h_signal(rank ^ 1); /* both closed before the next round */
+		h_wait(rank ^ 1);
+	}
+	/* and a fresh pair still works */
+	void *s, *r, *l;
+	if (h_connect_pair(rank ^ 1, rank ^ 1, &s, &r, &l))
+		return 1;
+	uint8_t b[32];
+	h_fill(b, sizeof b, 9);
+	size_t got;
+	if (rank == 0 ? h_send_wait(s, b, sizeof b) : (h_recv_wait(r, b, sizeof b, &got) || h_check(b, got, 9, "message")))
+		return 1;
+	CHECK(h_close_send(s), "closeSend");
+	CHECK(h_close_recv(r), "closeRecv");
+	CHECK(h_close_listen(l), "closeListen");
+	return 0;
+}
+
+/* A sender killed mid-transfer: the receiver's test returns an error
+ * (its probe finds the sender's port gone), not a hang. */
+static int c_peer_killed(int rank, int n)
+{
+	(void)n;
+	void *s, *r, *l;
+	if (h_connect_pair(rank ^ 1, rank ^ 1, &s, &r, &l))
+		return 1;
+	uint8_t b[4096];
+	if (rank == 0) {
+		h_fill(b, sizeof b, 3);
+		if (h_send_wait(s, b, sizeof b))
+			return 1;
+		h_signal(1);
+		pause(); /* killed here */
+		return 1;
+	}
+	size_t got;
+	if (h_recv_wait(r, b, sizeof b, &got))
+		return 1;
+	h_wait(0);
+	void *q = NULL;
+	while (!q)
+		CHECK(h_irecv(r, b, sizeof b, NULL, &q), "irecv");
+	int64_t t0 = h_now();
+	kill(h_peer_pid(0), SIGKILL);
+	int rc = h_wait_req(q, NULL, 30000000000ll);
+	if (rc == 0)
+		FAILF("a receive from a killed sender completed");
+	if (rc < 0)
+		FAILF("no error 30 s after the sender was killed");
+	printf("    the receive failed %.2f s after the sender was killed\n", (double)(h_now() - t0) / 1e9);
+	CHECK(h_close_send(s), "closeSend");
+	CHECK(h_close_recv(r), "closeRecv");
+	CHECK(h_close_listen(l), "closeListen");
+	return 0;
+}
+
+/* HARNESS_MANY messages each way (250,000 by default: with their
+ * receives, 10^6 requests) through one pair of comms, 16 in flight each
+ * way, each 64 bytes checked; under the sanitizers (make asan), no leak
+ * at the end. */
+static int c_many(int rank, int n)
+{
+	(void)n;
+	enum { W = 16, SZ = 64 };
+	const char *e = getenv("HARNESS_MANY");
+	long total = e ? atol(e) : 250000;
+	void *s, *r, *l;
+	if (h_connect_pair(rank ^ 1, rank ^ 1, &s, &r, &l))
+		return 1;
+	uint8_t sb[W][SZ], rb[W][SZ];
+	void *sreq[W] = {0}, *rreq[W] = {0};
+	long sposted = 0, rposted = 0, sent = 0, rcvd = 0;
+	while (sent < total || rcvd < total) {
+		int k = (int)(sposted % W);
+		if (sposted < total && !sreq[k]) {
+			memset(sb[k], (int)(sposted & 0xff), SZ);
+			CHECK(h_isend(s, sb[k], SZ, NULL, &sreq[k]), "isend");
+			if (sreq[k])
+				sposted++;
+		}
+		k = (int)(rposted % W);
+		if (rposted < total && !rreq[k]) {
+			CHECK(h_irecv(r, rb[k], SZ, NULL, &rreq[k]), "irecv");
+			if (rreq[k])
+				rposted++;
+		}
+		int done, got;
+		k = (int)(sent % W);
+		if (sent < sposted) {
+			CHECK(h_test(sreq[k], &done, &got), "test send");
+			if (done)
+				sreq[k] = NULL, sent++;
+		}
+		k = (int)(rcvd % W);
+		if (rcvd < rposted) {
+			CHECK(h_test(rreq[k], &done, &got), "test recv");
+			if (done) {
+				if (got != SZ || rb[k][0] != (uint8_t)rcvd || rb[k][SZ - 1] != (uint8_t)rcvd)
+					FAILF("request %ld: %d bytes, first %u", rcvd, got, rb[k][0]);
+				rreq[k] = NULL, rcvd++;
+			}
+		}
+	}
+	CHECK(h_close_send(s), "closeSend");
+	CHECK(h_close_recv(r), "closeRecv");
+	CHECK(h_close_listen(l), "closeListen");
+	if (rank == 0)
+		printf("    %ld messages each way, %ld requests in all\n", total, 4 * total);
+	return 0;
+}
+
+/* handle_port is the Homa port a plugin handle names (bytes 8-9: the
+ * plugin's handle layout, src/internal.h). */
+static uint16_t handle_port(const char *h)
+{
+	uint16_t p;
+	memcpy(&p, h + 8, sizeof p);
+	return p;
+}
+
+/* stranger_ask sends msg (n bytes) to port of this host from a session of
+ * its own and waits for the answer: 0 when it came and its status (the
+ * first 4 bytes) was not 0 (refused), else 1. */
+static int stranger_ask(homa_client *c, uint16_t port, const void *msg, size_t n, const char *what)
+{
+	homa_addr dst;
+	homa_host_info hi = {.size = sizeof hi};
+	if (homa_host_info_get(c, &hi))
+		FAILF("the daemon says no host");
+	dst = hi.ipv4.family == 4 ? hi.ipv4 : hi.ipv6;
+	dst.port = port;
+	struct iovec iov = {(void *)msg, n};
+	uint64_t id;
+	int rc = homa_send(c, &dst, &iov, 1, 0, 0, &id);
+	if (rc)
+		FAILF("%s: send: %s", what, homa_strerror(rc));
+	homa_msg m;
+	rc = homa_wait(c, id, &m, 30000000000ll);
+	if (rc)
+		FAILF("%s: no answer: %s", what, homa_strerror(rc));
+	uint32_t status = 0;
+	if (m.length >= 4)
+		memcpy(&status, m.data, 4);
+	homa_msg_release(c, &m);
+	if (status == 0)
+		FAILF("%s: answered with status 0 (taken)", what);
+	return 0;
+}
+
+/* A stranger's messages to the plugin's port (junk, a forged DATA, a
+ * CONNECT with a guessed key) are answered with a refusal and dropped,
+ * and a connect with a handle of another listen's key (another job's)
+ * fails; the real comm beside them is untouched. */
+static int c_strangers(int rank, int n)
+{
+	(void)n;
+	char h[NCCL_NET_HANDLE_MAXSIZE];
+	if (rank == 0) {
+		void *l, *r = NULL;
+		CHECK(h_listen(h, &l), "listen");
+		h_put_handle(1, h);
+		h_put_handle(2, h);
+		while (!r)
+			CHECK(h_accept(l, &r), "accept");
+		for (int i = 0; i < 3; i++) {
+			uint8_t b[2000];
+			size_t got;
+			if (h_recv_wait(r, b, sizeof b, &got) || got != 1000 || h_check(b, got, (uint64_t)i, "message"))
+				FAILF("message %d", i);
+			if (i == 0)
+				h_signal(2); /* the stranger goes now */
+			if (i == 1)
+				h_wait(2);
+		}
+		void *r2 = NULL;
+		CHECK(h_accept(l, &r2), "accept");
+		if (r2)
+			FAILF("a stranger's connect was accepted");
+		CHECK(h_close_recv(r), "closeRecv");
+		CHECK(h_close_listen(l), "closeListen");
+	} else if (rank == 1) {
+		void *s = NULL;
+		h_get_handle(0, h);
+		while (!s)
+			CHECK(h_connect(h, -1, &s), "connect");
+		uint8_t b[1000];
+		for (int i = 0; i < 3; i++) {
+			h_fill(b, sizeof b, (uint64_t)i);
+			if (h_send_wait(s, b, sizeof b))
+				return 1;
+		}
+		CHECK(h_close_send(s), "closeSend");
+	} else {
+		h_get_handle(0, h);
+		h_wait(0);
+		homa_client *c;
+		char err[200];
+		if (homa_attach(getenv("HOMA_NCCL_SOCKET"), NULL, &c, err, sizeof err))
+			FAILF("attach: %s", err);
+		uint16_t port = handle_port(h);
+		uint8_t junk[64];
+		h_fill(junk, sizeof junk, 5);
+		if (stranger_ask(c, port, junk, 10, "10 bytes of junk") || stranger_ask(c, port, junk, sizeof junk, "64 bytes of junk"))
+			return 1;
+		/* a DATA and a CONNECT in the plugin's framing with guessed ids and keys */
+		uint8_t w[40] = {0};
+		uint32_t magic = 0x314e4348u;
+		memcpy(w, &magic, 4);
+		w[5] = 1; /* version */
+		for (uint32_t id = 0x1001; id < 0x1010; id++) {
+			memcpy(w + 8, &id, 4);
+			w[4] = 2; /* DATA */
+			if (stranger_ask(c, port, w, sizeof w, "a forged DATA"))
+				return 1;
+			w[4] = 1; /* CONNECT */
+			if (stranger_ask(c, port, w, sizeof w, "a forged CONNECT"))
+				return 1;
+		}
+		homa_close(c);
+		homa_destroy(c);
+		/* another job's handle: the same listen, another key */
+		h[16] ^= 0x5a;
+		void *s = NULL;
+		ncclResult_t rc = ncclSuccess;
+		int64_t t0 = h_now();
+		while (!s && rc == ncclSuccess && h_now() - t0 < 30000000000ll)
+			rc = h_connect(h, -1, &s);
+		if (s || rc == ncclSuccess)
+			FAILF("connect with another key: %s", s ? "a comm" : "no answer in 30 s");
+		h_signal(0);
+	}
+	return 0;
+}
+
+const h_case h_cases[] = {
+	{"props", 1, c_props, "getProperties, regMr of host and CUDA memory"},
+	{"orders", 2, c_orders, "connect before accept and after, neither blocking"},
+	{"sizes", 2, c_sizes, "0 B to 16 MiB into larger receives"},
+	{"pipeline", 2, c_pipeline, "8 x 512 KiB in flight each way, in order"},
+	{"inflight", 2, c_inflight, "128 requests in flight on one comm"},
+	{"backpressure", 2, c_backpressure, "NULL requests past the credit, then on"},
+	{"ring", 4, c_ring, "a ring over 4 ranks"},
+	{"listen_reuse", 4, c_listen_reuse, "one listen comm, three senders"},
+	{"close_inflight", 2, c_close_inflight, "close with requests in flight"},
+	{"strangers", 3, c_strangers, "strangers answered and dropped, another job's handle refused"},
+	{"many", 2, c_many, "HARNESS_MANY messages each way, 16 in flight"},
+	{"peer_killed", 2, c_peer_killed, "a sender killed: the receive fails"},
+	{0},
+};
