@@ -473,26 +473,22 @@ static int c_many(int rank, int n)
 	return 0;
 }
 
-/* handle_port is the Homa port a plugin handle names (bytes 8-9: the
- * plugin's handle layout, src/internal.h). */
-static uint16_t handle_port(const char *h)
+/* handle_addr is the Homa address a plugin handle names (the plugin's
+ * handle layout, src/internal.h: family at byte 6, port at 8, the
+ * address at 24). */
+static homa_addr handle_addr(const char *h)
 {
-	uint16_t p;
-	memcpy(&p, h + 8, sizeof p);
-	return p;
+	homa_addr a = {.family = (uint8_t)h[6]};
+	memcpy(&a.port, h + 8, sizeof a.port);
+	memcpy(a.ip, h + 24, 16);
+	return a;
 }
 
-/* stranger_ask sends msg (n bytes) to port of this host from a session of
- * its own and waits for the answer: 0 when it came and its status (the
- * first 4 bytes) was not 0 (refused), else 1. */
-static int stranger_ask(homa_client *c, uint16_t port, const void *msg, size_t n, const char *what)
+/* stranger_ask sends msg (n bytes) to dst from a session of its own and
+ * waits for the answer: 0 when it came and its status (the first 4
+ * bytes) was not 0 (refused), else 1. */
+static int stranger_ask(homa_client *c, homa_addr dst, const void *msg, size_t n, const char *what)
 {
-	homa_addr dst;
-	homa_host_info hi = {.size = sizeof hi};
-	if (homa_host_info_get(c, &hi))
-		FAILF("the daemon says no host");
-	dst = hi.ipv4.family == 4 ? hi.ipv4 : hi.ipv6;
-	dst.port = port;
 	struct iovec iov = {(void *)msg, n};
 	uint64_t id;
 	int rc = homa_send(c, &dst, &iov, 1, 0, 0, &id);
@@ -561,7 +557,7 @@ static int c_strangers(int rank, int n)
 		char err[200];
 		if (homa_attach(getenv("HOMA_NCCL_SOCKET"), NULL, &c, err, sizeof err))
 			FAILF("attach: %s", err);
-		uint16_t port = handle_port(h);
+		homa_addr port = handle_addr(h);
 		uint8_t junk[64];
 		h_fill(junk, sizeof junk, 5);
 		if (stranger_ask(c, port, junk, 10, "10 bytes of junk") || stranger_ask(c, port, junk, sizeof junk, "64 bytes of junk"))

@@ -4,8 +4,9 @@
  *
  *   harness PLUGIN.so [-v 8,9,10] [CASE...]
  *
- * HOMA_NCCL_SOCKET (read by the plugin) names the daemon. Exit status 0
- * when every case passed.
+ * HOMA_NCCL_SOCKET (read by the plugin) names the daemon; or
+ * HARNESS_SOCKETS, a comma-separated list, gives rank r the (r mod n)-th
+ * (ranks on two hosts of a daemon). Exit status 0 when every case passed.
  */
 #include "harness.h"
 
@@ -252,6 +253,27 @@ static int load(const char *path)
 	return 0;
 }
 
+/* own_socket sets HOMA_NCCL_SOCKET to rank r's of HARNESS_SOCKETS. */
+static int own_socket(int r)
+{
+	const char *all = getenv("HARNESS_SOCKETS");
+	if (!all || !*all)
+		return 0;
+	char buf[2048];
+	snprintf(buf, sizeof buf, "%s", all);
+	int n = 0;
+	for (char *p = buf; p; p = strchr(p, ','), p = p ? p + 1 : NULL)
+		n++;
+	char *save = NULL, *s = strtok_r(buf, ",", &save);
+	for (int i = 0; i < r % n && s; i++)
+		s = strtok_r(NULL, ",", &save);
+	if (!s) {
+		fprintf(stderr, "harness: HARNESS_SOCKETS=%s: empty entry\n", all);
+		return -1;
+	}
+	return setenv("HOMA_NCCL_SOCKET", s, 1);
+}
+
 /* run_case forks c->ranks ranks of c and waits for them (120 s at most). */
 static int run_case(const char *plugin, const h_case *c)
 {
@@ -266,6 +288,8 @@ static int run_case(const char *plugin, const h_case *c)
 		pids[r] = fork();
 		if (pids[r] == 0) {
 			h_rank = r;
+			if (own_socket(r))
+				_exit(2);
 			if (load(plugin))
 				_exit(2);
 			ncclResult_t rc = h_init();
