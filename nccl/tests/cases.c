@@ -473,6 +473,143 @@ static int c_many(int rank, int n)
 	return 0;
 }
 
+/* Once warm, messages allocate nothing: 2,000 exchanges of 100 B and of
+ * 100 KB each way after 2,000 to warm up make no malloc, calloc or
+ * realloc in the process (the plugin, libhoma, both threads). */
+static int c_no_alloc(int rank, int n)
+{
+	(void)n;
+	enum { W = 8, WARM = 2000, COUNT = 2000 };
+	void *s, *r, *l;
+	if (h_connect_pair(rank ^ 1, rank ^ 1, &s, &r, &l))
+		return 1;
+	static uint8_t sb[W][100000], rb[W][100000];
+	for (int phase = 0; phase < 2; phase++) {
+		size_t sz = phase ? 100000 : 100;
+		h_signal(rank ^ 1); /* both warm, then both count */
+		h_wait(rank ^ 1);
+		h_count_allocs(0);
+		void *sreq[W] = {0}, *rreq[W] = {0};
+		long sposted = 0, rposted = 0, sent = 0, rcvd = 0;
+		int warm = 0; /* WARM done both ways: counting */
+		while (sent < WARM + COUNT || rcvd < WARM + COUNT) {
+			if (!warm && sent == WARM && rcvd == WARM) {
+				warm = 1;
+				h_count_allocs(1);
+			}
+			int k = (int)(sposted % W);
+			if (sposted < WARM + COUNT && !sreq[k] && (sposted < WARM || warm)) {
+				CHECK(h_isend(s, sb[k], sz, NULL, &sreq[k]), "isend");
+				if (sreq[k])
+					sposted++;
+			}
+			k = (int)(rposted % W);
+			if (rposted < WARM + COUNT && !rreq[k] && (rposted < WARM || warm)) {
+				CHECK(h_irecv(r, rb[k], sizeof rb[k], NULL, &rreq[k]), "irecv");
+				if (rreq[k])
+					rposted++;
+			}
+			int done, got;
+			k = (int)(sent % W);
+			if (sent < sposted) {
+				CHECK(h_test(sreq[k], &done, &got), "test send");
+				if (done)
+					sreq[k] = NULL, sent++;
+			}
+			k = (int)(rcvd % W);
+			if (rcvd < rposted) {
+				CHECK(h_test(rreq[k], &done, &got), "test recv");
+				if (done)
+					rreq[k] = NULL, rcvd++;
+			}
+		}
+		long a = h_allocs();
+		h_count_allocs(0);
+		if (a > 0)
+			FAILF("%ld allocations in %d exchanges of %zu bytes once warm", a, COUNT, sz);
+		if (rank == 0)
+			printf("    %s allocations in %d exchanges of %zu bytes each way once warm\n",
+			       a < 0 ? "(not counted under ASan)" : "0", COUNT, sz);
+	}
+	CHECK(h_close_send(s), "closeSend");
+	CHECK(h_close_recv(r), "closeRecv");
+	CHECK(h_close_listen(l), "closeListen");
+	return 0;
+}
+
+/* A request older than HOMA_NCCL_WARN_S (1 here) is logged once, with
+ * its comm, peer and message number, and still completes. */
+static int c_old_request(int rank, int n)
+{
+	(void)n;
+	void *s, *r, *l;
+	if (h_connect_pair(rank ^ 1, rank ^ 1, &s, &r, &l))
+		return 1;
+	uint8_t b[100];
+	if (rank == 1) {
+		void *q = NULL;
+		while (!q)
+			CHECK(h_irecv(r, b, sizeof b, NULL, &q), "irecv");
+		int64_t t0 = h_now();
+		int done = 0, got;
+		while (h_now() - t0 < 2500000000ll) {
+			CHECK(h_test(q, &done, &got), "test");
+			if (done)
+				FAILF("a receive completed with nothing sent");
+			usleep(1000);
+		}
+		if (h_warned("message 0 (100 bytes) not done after") != 1)
+			FAILF("%d warnings of the old receive, want 1", h_warned("not done after"));
+		h_signal(0);
+		if (h_wait_req(q, &got, 60000000000ll) || got != 10 || h_check(b, 10, 4, "message"))
+			FAILF("the old receive");
+	} else {
+		h_wait(1);
+		h_fill(b, 10, 4);
+		if (h_send_wait(s, b, 10))
+			return 1;
+	}
+	CHECK(h_close_send(s), "closeSend");
+	CHECK(h_close_recv(r), "closeRecv");
+	CHECK(h_close_listen(l), "closeListen");
+	return 0;
+}
+
+/* The daemon killed (HARNESS_DAEMON_PID, which run.sh gives this case a
+ * daemon of its own for): every rank's pending receive and send fails,
+ * and so does the next isend, instead of hanging. */
+static int c_daemon_gone(int rank, int n)
+{
+	(void)n;
+	void *s, *r, *l;
+	if (h_connect_pair(rank ^ 1, rank ^ 1, &s, &r, &l))
+		return 1;
+	static uint8_t b[4096];
+	void *rq = NULL, *sq = NULL;
+	while (!rq)
+		CHECK(h_irecv(r, b, sizeof b, NULL, &rq), "irecv");
+	h_signal(rank ^ 1);
+	h_wait(rank ^ 1);
+	int64_t t0 = h_now();
+	if (rank == 0) {
+		const char *pid = getenv("HARNESS_DAEMON_PID");
+		if (!pid || kill(atoi(pid), SIGKILL))
+			FAILF("no daemon to kill (HARNESS_DAEMON_PID)");
+	}
+	int rc = h_wait_req(rq, NULL, 30000000000ll);
+	if (rc == 0)
+		FAILF("a receive completed after the daemon was killed");
+	if (rc < 0)
+		FAILF("no error 30 s after the daemon was killed");
+	printf("    rank %d: the receive failed %.2f s after the daemon was killed\n", rank, (double)(h_now() - t0) / 1e9);
+	if (h_isend(s, b, 10, NULL, &sq) == ncclSuccess && sq)
+		FAILF("an isend was taken after the daemon was gone");
+	CHECK(h_close_send(s), "closeSend");
+	CHECK(h_close_recv(r), "closeRecv");
+	CHECK(h_close_listen(l), "closeListen");
+	return 0;
+}
+
 /* handle_addr is the Homa address a plugin handle names (the plugin's
  * handle layout, src/internal.h: family at byte 6, port at 8, the
  * address at 24). */
@@ -593,17 +730,20 @@ static int c_strangers(int rank, int n)
 }
 
 const h_case h_cases[] = {
-	{"props", 1, c_props, "getProperties, regMr of host and CUDA memory"},
-	{"orders", 2, c_orders, "connect before accept and after, neither blocking"},
-	{"sizes", 2, c_sizes, "0 B to 16 MiB into larger receives"},
-	{"pipeline", 2, c_pipeline, "8 x 512 KiB in flight each way, in order"},
-	{"inflight", 2, c_inflight, "128 requests in flight on one comm"},
-	{"backpressure", 2, c_backpressure, "NULL requests past the credit, then on"},
-	{"ring", 4, c_ring, "a ring over 4 ranks"},
-	{"listen_reuse", 4, c_listen_reuse, "one listen comm, three senders"},
-	{"close_inflight", 2, c_close_inflight, "close with requests in flight"},
-	{"strangers", 3, c_strangers, "strangers answered and dropped, another job's handle refused"},
-	{"many", 2, c_many, "HARNESS_MANY messages each way, 16 in flight"},
-	{"peer_killed", 2, c_peer_killed, "a sender killed: the receive fails"},
-	{0},
+	{"props", 1, c_props, "getProperties, regMr of host and CUDA memory", NULL},
+	{"orders", 2, c_orders, "connect before accept and after, neither blocking", NULL},
+	{"sizes", 2, c_sizes, "0 B to 16 MiB into larger receives", NULL},
+	{"pipeline", 2, c_pipeline, "8 x 512 KiB in flight each way, in order", NULL},
+	{"inflight", 2, c_inflight, "128 requests in flight on one comm", NULL},
+	{"backpressure", 2, c_backpressure, "NULL requests past the credit, then on", NULL},
+	{"ring", 4, c_ring, "a ring over 4 ranks", NULL},
+	{"listen_reuse", 4, c_listen_reuse, "one listen comm, three senders", NULL},
+	{"close_inflight", 2, c_close_inflight, "close with requests in flight", NULL},
+	{"strangers", 3, c_strangers, "strangers answered and dropped, another job's handle refused", NULL},
+	{"many", 2, c_many, "HARNESS_MANY messages each way, 16 in flight", NULL},
+	{"no_alloc", 2, c_no_alloc, "no allocation per message once warm", NULL},
+	{"old_request", 2, c_old_request, "a request past HOMA_NCCL_WARN_S logged once", "HOMA_NCCL_WARN_S=1"},
+	{"daemon_gone", 2, c_daemon_gone, "the daemon killed: every rank's requests fail", NULL},
+	{"peer_killed", 2, c_peer_killed, "a sender killed: the receive fails", NULL},
+	{0, 0, 0, 0, 0},
 };

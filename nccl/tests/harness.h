@@ -77,7 +77,15 @@ typedef struct h_case {
 	int ranks;
 	case_fn fn;
 	const char *what;
+	const char *env; /* NAME=VALUE set in each rank before init, or NULL */
 } h_case;
+
+/* WARN lines the plugin logged that contain needle, in this rank. */
+int h_warned(const char *needle);
+/* Allocations made in this process since h_count_allocs(1) (malloc,
+ * calloc, realloc, any thread); -1 under the sanitizers (not counted). */
+void h_count_allocs(int on);
+long h_allocs(void);
 extern const h_case h_cases[];
 
 #endif
