@@ -53,6 +53,9 @@ make -C native test asan
 
 echo "== nccl/: the NCCL net plugin's conformance harness, then under ASan/UBSan"
 make -C nccl test asan
+echo "== the one-GPU check's parts that run without a GPU"
+bash scripts/gpu-nccl-check.sh --prepare
+bash scripts/gpu-nccl-check.sh --cpu
 
 # The Go tests run the Python package from the source tree (PYTHONPATH) with
 # Debian's python3: its libraries (libhoma, the binding, the C++ torch
