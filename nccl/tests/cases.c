@@ -610,6 +610,39 @@ static int c_daemon_gone(int rank, int n)
 	return 0;
 }
 
+/* One message at a time each way (HARNESS_MANY/10 round trips of 8
+ * bytes): prints the mean round trip; checks only the bytes. */
+static int c_pingpong(int rank, int n)
+{
+	(void)n;
+	const char *e = getenv("HARNESS_MANY");
+	long rounds = (e ? atol(e) : 250000) / 10;
+	void *s, *r, *l;
+	if (h_connect_pair(rank ^ 1, rank ^ 1, &s, &r, &l))
+		return 1;
+	uint8_t b[8];
+	size_t got;
+	int64_t t0 = h_now();
+	for (long i = 0; i < rounds; i++) {
+		if (rank == 0) {
+			memset(b, (int)i, sizeof b);
+			if (h_send_wait(s, b, sizeof b) || h_recv_wait(r, b, sizeof b, &got))
+				return 1;
+		} else {
+			if (h_recv_wait(r, b, sizeof b, &got) || h_send_wait(s, b, got))
+				return 1;
+		}
+		if (got != 8 || b[7] != (uint8_t)i)
+			FAILF("round %ld", i);
+	}
+	if (rank == 0)
+		printf("    %ld round trips of 8 bytes: %.1f us each\n", rounds, (double)(h_now() - t0) / 1e3 / (double)rounds);
+	CHECK(h_close_send(s), "closeSend");
+	CHECK(h_close_recv(r), "closeRecv");
+	CHECK(h_close_listen(l), "closeListen");
+	return 0;
+}
+
 /* handle_addr is the Homa address a plugin handle names (the plugin's
  * handle layout, src/internal.h: family at byte 6, port at 8, the
  * address at 24). */
@@ -744,6 +777,7 @@ const h_case h_cases[] = {
 	{"no_alloc", 2, c_no_alloc, "no allocation per message once warm", NULL},
 	{"old_request", 2, c_old_request, "a request past HOMA_NCCL_WARN_S logged once", "HOMA_NCCL_WARN_S=1"},
 	{"daemon_gone", 2, c_daemon_gone, "the daemon killed: every rank's requests fail", NULL},
+	{"pingpong", 2, c_pingpong, "one message at a time each way (prints the round trip)", NULL},
 	{"peer_killed", 2, c_peer_killed, "a sender killed: the receive fails", NULL},
 	{0, 0, 0, 0, 0},
 };
