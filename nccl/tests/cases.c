@@ -643,6 +643,55 @@ static int c_pingpong(int rank, int n)
 	return 0;
 }
 
+/* A sender that sends more than the receive posted for it (a peer that
+ * sends more than NCCL announced): the receive fails naming both sizes
+ * and nothing is written past its buffer; the send fails too when the
+ * receive was posted before it came (else it was taken, early), and the
+ * sender's next one fails in any case: the receiving comm is closed. */
+static int c_too_big(int rank, int n)
+{
+	(void)n;
+	void *s, *r, *l;
+	if (h_connect_pair(rank ^ 1, rank ^ 1, &s, &r, &l))
+		return 1;
+	static uint8_t b[3000];
+	if (rank == 0) {
+		void *q = NULL;
+		while (!q)
+			CHECK(h_isend(s, b, 2000, NULL, &q), "isend");
+		int rc = h_wait_req(q, NULL, 30000000000ll);
+		if (rc < 0)
+			FAILF("the 2,000-byte send did not end");
+		h_wait(1); /* the receive has failed */
+		q = NULL;
+		rc = 0;
+		int64_t t0 = h_now();
+		while (!q && rc == 0 && h_now() - t0 < 30000000000ll)
+			rc = h_isend(s, b, 10, NULL, &q);
+		if (q)
+			rc = h_wait_req(q, NULL, 30000000000ll);
+		if (rc <= 0)
+			FAILF("a send after the receiver failed the comm did not fail");
+	} else {
+		memset(b, 0xAA, sizeof b);
+		void *q = NULL;
+		while (!q)
+			CHECK(h_irecv(r, b, 1000, NULL, &q), "irecv");
+		if (h_wait_req(q, NULL, 30000000000ll) <= 0)
+			FAILF("a receive of 1,000 bytes took a 2,000-byte message");
+		if (!h_warned("is 2000 bytes, longer than its receive's 1000"))
+			FAILF("no warning naming the sizes");
+		h_signal(0);
+		for (size_t k = 0; k < sizeof b; k++)
+			if (b[k] != 0xAA)
+				FAILF("byte %zu of the buffer written", k);
+	}
+	CHECK(h_close_send(s), "closeSend");
+	CHECK(h_close_recv(r), "closeRecv");
+	CHECK(h_close_listen(l), "closeListen");
+	return 0;
+}
+
 /* handle_addr is the Homa address a plugin handle names (the plugin's
  * handle layout, src/internal.h: family at byte 6, port at 8, the
  * address at 24). */
@@ -778,6 +827,7 @@ const h_case h_cases[] = {
 	{"old_request", 2, c_old_request, "a request past HOMA_NCCL_WARN_S logged once", "HOMA_NCCL_WARN_S=1"},
 	{"daemon_gone", 2, c_daemon_gone, "the daemon killed: every rank's requests fail", NULL},
 	{"pingpong", 2, c_pingpong, "one message at a time each way (prints the round trip)", NULL},
+	{"too_big", 2, c_too_big, "a message longer than its receive fails both ends", NULL},
 	{"peer_killed", 2, c_peer_killed, "a sender killed: the receive fails", NULL},
 	{0, 0, 0, 0, 0},
 };
