@@ -12,6 +12,15 @@
 
 #include "homa.h"
 
+/* close_pair closes a rank's send comm, receive comm and listen comm. */
+static int close_pair(void *s, void *r, void *l)
+{
+	CHECK(h_close_send(s), "closeSend");
+	CHECK(h_close_recv(r), "closeRecv");
+	CHECK(h_close_listen(l), "closeListen");
+	return 0;
+}
+
 /* What getProperties says: a host-memory device, one receive per irecv,
  * a speed, and (v9, v10) the largest message; CUDA memory is refused. */
 static int c_props(int rank, int n)
@@ -116,10 +125,7 @@ static int c_sizes(int rank, int n)
 		}
 	}
 	free(buf);
-	CHECK(h_close_send(s), "closeSend");
-	CHECK(h_close_recv(r), "closeRecv");
-	CHECK(h_close_listen(l), "closeListen");
-	return 0;
+	return close_pair(s, r, l);
 }
 
 /* NCCL's pipeline: 8 slots of 512 KiB per connection kept full, both
@@ -170,10 +176,7 @@ static int c_pipeline(int rank, int n)
 		}
 	}
 	free(sb), free(rb);
-	CHECK(h_close_send(s), "closeSend");
-	CHECK(h_close_recv(r), "closeRecv");
-	CHECK(h_close_listen(l), "closeListen");
-	return 0;
+	return close_pair(s, r, l);
 }
 
 /* 128 receives posted, then 128 sends: all in flight at once (none
@@ -218,10 +221,7 @@ static int c_inflight(int rank, int n)
 			return 1;
 	}
 	free(b);
-	CHECK(h_close_send(s), "closeSend");
-	CHECK(h_close_recv(r), "closeRecv");
-	CHECK(h_close_listen(l), "closeListen");
-	return 0;
+	return close_pair(s, r, l);
 }
 
 /* A sender with no receive posted: past its credit it gets NULL
@@ -266,10 +266,7 @@ static int c_backpressure(int rank, int n)
 				FAILF("message %d", i);
 		}
 	}
-	CHECK(h_close_send(s), "closeSend");
-	CHECK(h_close_recv(r), "closeRecv");
-	CHECK(h_close_listen(l), "closeListen");
-	return 0;
+	return close_pair(s, r, l);
 }
 
 /* A ring over 4 ranks: each sends to its successor and receives from its
@@ -295,10 +292,7 @@ static int c_ring(int rank, int n)
 			return 1;
 	}
 	free(sb), free(rb);
-	CHECK(h_close_send(s), "closeSend");
-	CHECK(h_close_recv(r), "closeRecv");
-	CHECK(h_close_listen(l), "closeListen");
-	return 0;
+	return close_pair(s, r, l);
 }
 
 /* One listen comm accepts the connections of three senders. */
@@ -374,10 +368,7 @@ static int c_close_inflight(int rank, int n)
 	size_t got;
 	if (rank == 0 ? h_send_wait(s, b, sizeof b) : (h_recv_wait(r, b, sizeof b, &got) || h_check(b, got, 9, "message")))
 		return 1;
-	CHECK(h_close_send(s), "closeSend");
-	CHECK(h_close_recv(r), "closeRecv");
-	CHECK(h_close_listen(l), "closeListen");
-	return 0;
+	return close_pair(s, r, l);
 }
 
 /* A sender killed mid-transfer: the receiver's test returns an error
@@ -412,10 +403,7 @@ static int c_peer_killed(int rank, int n)
 	if (rc < 0)
 		FAILF("no error 30 s after the sender was killed");
 	printf("    the receive failed %.2f s after the sender was killed\n", (double)(h_now() - t0) / 1e9);
-	CHECK(h_close_send(s), "closeSend");
-	CHECK(h_close_recv(r), "closeRecv");
-	CHECK(h_close_listen(l), "closeListen");
-	return 0;
+	return close_pair(s, r, l);
 }
 
 /* HARNESS_MANY messages each way (250,000 by default: with their
@@ -531,10 +519,7 @@ static int c_no_alloc(int rank, int n)
 			printf("    %s allocations in %d exchanges of %zu bytes each way once warm\n",
 			       a < 0 ? "(not counted under ASan)" : "0", COUNT, sz);
 	}
-	CHECK(h_close_send(s), "closeSend");
-	CHECK(h_close_recv(r), "closeRecv");
-	CHECK(h_close_listen(l), "closeListen");
-	return 0;
+	return close_pair(s, r, l);
 }
 
 /* A request older than HOMA_NCCL_WARN_S (1 here) is logged once, with
@@ -569,10 +554,7 @@ static int c_old_request(int rank, int n)
 		if (h_send_wait(s, b, 10))
 			return 1;
 	}
-	CHECK(h_close_send(s), "closeSend");
-	CHECK(h_close_recv(r), "closeRecv");
-	CHECK(h_close_listen(l), "closeListen");
-	return 0;
+	return close_pair(s, r, l);
 }
 
 /* The daemon killed (HARNESS_DAEMON_PID, which run.sh gives this case a
@@ -604,10 +586,7 @@ static int c_daemon_gone(int rank, int n)
 	printf("    rank %d: the receive failed %.2f s after the daemon was killed\n", rank, (double)(h_now() - t0) / 1e9);
 	if (h_isend(s, b, 10, NULL, &sq) == ncclSuccess && sq)
 		FAILF("an isend was taken after the daemon was gone");
-	CHECK(h_close_send(s), "closeSend");
-	CHECK(h_close_recv(r), "closeRecv");
-	CHECK(h_close_listen(l), "closeListen");
-	return 0;
+	return close_pair(s, r, l);
 }
 
 /* One message at a time each way (HARNESS_MANY/10 round trips of 8
@@ -637,10 +616,7 @@ static int c_pingpong(int rank, int n)
 	}
 	if (rank == 0)
 		printf("    %ld round trips of 8 bytes: %.1f us each\n", rounds, (double)(h_now() - t0) / 1e3 / (double)rounds);
-	CHECK(h_close_send(s), "closeSend");
-	CHECK(h_close_recv(r), "closeRecv");
-	CHECK(h_close_listen(l), "closeListen");
-	return 0;
+	return close_pair(s, r, l);
 }
 
 /* A sender that sends more than the receive posted for it (a peer that
@@ -686,10 +662,7 @@ static int c_too_big(int rank, int n)
 			if (b[k] != 0xAA)
 				FAILF("byte %zu of the buffer written", k);
 	}
-	CHECK(h_close_send(s), "closeSend");
-	CHECK(h_close_recv(r), "closeRecv");
-	CHECK(h_close_listen(l), "closeListen");
-	return 0;
+	return close_pair(s, r, l);
 }
 
 /* handle_addr is the Homa address a plugin handle names (the plugin's
