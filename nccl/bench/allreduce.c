@@ -39,6 +39,7 @@
 
 #include <homa.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,6 +117,7 @@ static int allreduce(ring *g, const transport *t)
 	uint64_t sent = 0, sdone = 0, posted = 0, rdone = 0, total = g->total;
 	int64_t t0 = h_now();
 	while (rdone < total || sdone < total) {
+		uint64_t before = sent + sdone + posted + rdone;
 		while (posted < total && posted < rdone + SLOTS) {
 			int rc = t->post(t->t, posted, g->slots + (posted % SLOTS) * SLOT_FLOATS, SLOT_BYTES);
 			if (rc < 0)
@@ -159,6 +161,8 @@ static int allreduce(ring *g, const transport *t)
 				break;
 			sdone++;
 		}
+		if (sent + sdone + posted + rdone == before)
+			sched_yield(); /* nothing moved: let the progress thread or daemon run where cores are few */
 		if (h_now() - t0 > 60000000000ll) {
 			fprintf(stderr, "    rank %d: an all-reduce ran past 60 s (%llu of %llu sent, %llu received)\n",
 				g->rank, (unsigned long long)sent, (unsigned long long)total, (unsigned long long)rdone);
