@@ -164,3 +164,16 @@ func SizeName(n int) string {
 	}
 	return fmt.Sprintf("%d B", n)
 }
+
+// ParseRanks reads --ranks: job sizes, comma-separated ("2,4").
+func ParseRanks(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("--ranks: %q is not a number of ranks", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
