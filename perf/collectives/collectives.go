@@ -13,23 +13,19 @@
 package collectives
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/homa-dpdk/homa-dpdk/demo"
 	"github.com/homa-dpdk/homa-dpdk/perf"
+	"github.com/homa-dpdk/homa-dpdk/perf/torchjob"
 )
 
 // Config is one run.
@@ -95,6 +91,11 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// runner is what torchjob.Launch needs of cfg.
+func (c Config) runner() torchjob.Runner {
+	return torchjob.Runner{Python: c.Python, Timeout: c.Timeout, Out: c.Out}
+}
+
 // scripts are the per-rank scripts the run needs.
 func (c Config) scripts() []string {
 	var s []string
@@ -139,41 +140,11 @@ func Run(cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(sockets)
-	hosts := slices.Max(cfg.Ranks)
-	var dlog strings.Builder
-	served := make(chan error, 1)
-	stop := make(chan struct{})
-	go func() {
-		served <- demo.ServeWorkers(demo.WorkersConfig{Dir: sockets, Hosts: max(hosts, 2), Stop: stop, Out: &dlog})
-	}()
-	stopped := false
-	stopDemo := func() error {
-		if stopped {
-			return nil
-		}
-		stopped = true
-		close(stop)
-		if err := <-served; err != nil {
-			return fmt.Errorf("the demo's hosts: %w\n%s", err, dlog.String())
-		}
-		return nil
+	stopDemo, err := torchjob.ServeHosts(sockets, slices.Max(cfg.Ranks))
+	if err != nil {
+		return nil, err
 	}
 	defer stopDemo()
-	last := filepath.Join(sockets, fmt.Sprintf("10.0.0.%d.sock", max(hosts, 2)))
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(last); err == nil {
-			break
-		}
-		select {
-		case err := <-served:
-			stopped = true
-			return nil, fmt.Errorf("the demo's hosts ended: %v\n%s", err, dlog.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("the demo's sockets did not appear:\n%s", dlog.String())
-		}
-	}
 	res := &Result{}
 	for _, n := range cfg.Ranks {
 		start := time.Now()
@@ -210,7 +181,7 @@ func runJob(cfg Config, root, sockets string, n int) (*Job, error) {
 		if cfg.Algorithms {
 			args = append(args, "--algorithms")
 		}
-		if err := launch(cfg, root, sockets, n, "collectives_bench.py", args, logDir, "rank"); err != nil {
+		if err := torchjob.Launch(cfg.runner(), root, sockets, n, "collectives_bench.py", args, logDir, "rank"); err != nil {
 			return nil, err
 		}
 		if err := readJSON(out, job); err != nil {
@@ -239,7 +210,7 @@ func runDDP(cfg Config, root, sockets string, n int, logDir string) (*DDP, error
 	out := filepath.Join(logDir, "ddp.json")
 	args := []string{"--json", out, "--steps", strconv.Itoa(cfg.DDPSteps), "--warmup", strconv.Itoa(cfg.DDPWarmup),
 		"--batch", strconv.Itoa(cfg.DDPBatch), "--width", strconv.Itoa(cfg.DDPWidth), "--out", strconv.Itoa(cfg.DDPOut)}
-	if err := launch(cfg, root, sockets, n, "ddp_bench.py", args, logDir, "ddp-rank"); err != nil {
+	if err := torchjob.Launch(cfg.runner(), root, sockets, n, "ddp_bench.py", args, logDir, "ddp-rank"); err != nil {
 		return nil, err
 	}
 	var d DDP
@@ -264,90 +235,6 @@ func readJSON(path string, v any) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
-}
-
-// launch runs python/examples/script with args as a job of n ranks (a
-// process each, env:// rendezvous on a free port), each rank's output in
-// logDir/<log>-<rank>.log and rank 0's progress lines to cfg.Out as well.
-func launch(cfg Config, root, sockets string, n int, script string, args []string, logDir, log string) error {
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
-	args = append([]string{filepath.Join(root, "python", "examples", script)}, args...)
-	pyPath := filepath.Join(root, "python")
-	if p := os.Getenv("PYTHONPATH"); p != "" {
-		pyPath += ":" + p
-	}
-	cmds := make([]*exec.Cmd, n)
-	files := make([]*os.File, n)
-	var progress sync.WaitGroup
-	for r := range n {
-		c := exec.Command(cfg.Python, args...)
-		c.Env = append(os.Environ(), "MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port),
-			fmt.Sprintf("RANK=%d", r), fmt.Sprintf("WORLD_SIZE=%d", n), fmt.Sprintf("LOCAL_RANK=%d", r),
-			"HOMA_DPDK_SOCKET_DIR="+sockets, "PYTHONPATH="+pyPath, "OMP_NUM_THREADS=1", "PYTHONDONTWRITEBYTECODE=1")
-		f, err := os.Create(filepath.Join(logDir, fmt.Sprintf("%s-%d.log", log, r)))
-		if err != nil {
-			return err
-		}
-		files[r] = f
-		c.Stdout = f
-		if r == 0 { // its progress lines to cfg.Out as well
-			pr, pw := io.Pipe()
-			c.Stderr = pw
-			progress.Add(1)
-			go func() {
-				defer progress.Done()
-				sc := bufio.NewScanner(pr)
-				for sc.Scan() {
-					line := sc.Text()
-					fmt.Fprintln(f, line)
-					if strings.HasPrefix(line, "all_reduce ") || strings.HasPrefix(line, "ping_pong ") || strings.HasPrefix(line, "ddp") {
-						fmt.Fprintf(cfg.Out, "  %d ranks: %s\n", n, line)
-					}
-				}
-			}()
-			defer pw.Close()
-		} else {
-			c.Stderr = f
-		}
-		if err := c.Start(); err != nil {
-			return err
-		}
-		cmds[r] = c
-	}
-	timer := time.AfterFunc(cfg.Timeout, func() {
-		for _, c := range cmds {
-			c.Process.Kill()
-		}
-	})
-	defer timer.Stop()
-	var failed []string
-	for r, c := range cmds {
-		if err := c.Wait(); err != nil {
-			failed = append(failed, fmt.Sprintf("rank %d: %v (log %s)", r, err, files[r].Name()))
-		}
-		if r == 0 {
-			c.Stderr.(*io.PipeWriter).Close()
-			progress.Wait()
-		}
-		files[r].Close()
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("the %d-rank job of %s failed: %s", n, script, strings.Join(failed, "; "))
-	}
-	return nil
-}
-
-// freePort is a TCP port of 127.0.0.1 free now, for the job's store.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Figures are the run's figures for the goal rows

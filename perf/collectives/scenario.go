@@ -4,11 +4,10 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/perf"
+	"github.com/homa-dpdk/homa-dpdk/perf/torchjob"
 	"github.com/spf13/pflag"
 )
 
@@ -64,7 +63,7 @@ func command(fs *pflag.FlagSet) func(perf.Invocation) error {
 	fs.StringVar(&out, "out", "", "results directory (default results/<timestamp>)")
 	return func(inv perf.Invocation) error {
 		var err error
-		if cfg.Ranks, err = parseRanks(ranks); err != nil {
+		if cfg.Ranks, err = torchjob.ParseRanks(ranks); err != nil {
 			return err
 		}
 		cfg.Algorithms = !noAlgorithms
@@ -113,16 +112,4 @@ func command(fs *pflag.FlagSet) func(perf.Invocation) error {
 		fmt.Fprintf(cfg.Out, "\nresults in %s (collectives.json, collectives.md, %d plots)\n", dir, len(plots))
 		return res.Check()
 	}
-}
-
-func parseRanks(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return nil, fmt.Errorf("--ranks: %q is not a number of ranks", f)
-		}
-		out = append(out, n)
-	}
-	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 	_ "github.com/homa-dpdk/homa-dpdk/perf/collectives"
 	_ "github.com/homa-dpdk/homa-dpdk/perf/cost"
 	_ "github.com/homa-dpdk/homa-dpdk/perf/floor"
+	_ "github.com/homa-dpdk/homa-dpdk/perf/ncclring"
 	_ "github.com/homa-dpdk/homa-dpdk/perf/pmd"
 	_ "github.com/homa-dpdk/homa-dpdk/perf/rate"
 	_ "github.com/homa-dpdk/homa-dpdk/perf/rtt"

@@ -4,7 +4,9 @@ the same job (and so the same run). Run it under torchrun, e.g. through
 
     HOMA_TORCH_RANKS=2 ./scripts/torch-demo.sh python/examples/collectives_bench.py [--quick] [--json FILE] [--algorithms]
 
-or, for 2 and 4 ranks with plots, `homa-dpdk perf collectives`.
+or, for 2 and 4 ranks with plots, `homa-dpdk perf collectives`. With
+--gloo-sweep MAX it times gloo's all_reduce alone from 8 B to MAX, as
+`homa-dpdk perf nccl` compares its ring with.
 
 Rank 0 prints a table per measurement: the median time per call over the
 repetitions, and bus bandwidth as NCCL's tests define it (all_reduce moves
@@ -21,8 +23,6 @@ import time
 import torch
 import torch.distributed as dist
 
-import homa_dpdk.torch  # noqa: F401  registers "homa"
-
 
 def timed(fn, reps):
     dist.barrier()
@@ -34,6 +34,43 @@ def timed(fn, reps):
     return statistics.median(times)
 
 
+def gloo_sweep(top, iters, path):
+    """gloo's all_reduce alone, 8 B doubling to top, as perf nccl's bench
+    (nccl/bench/allreduce.c) runs its ring: per size 2 untimed calls, then
+    the timed ones (iters, or by size as the bench), each after a barrier,
+    its time the slowest rank's; the median, and the CPU seconds of all
+    ranks (time.process_time: every thread, user and system) over the
+    timed calls."""
+    rank, n = dist.get_rank(), dist.get_world_size()
+    rows, size = [], 8
+    while size <= top:
+        t = torch.ones(size // 4)
+        reps = iters or (100 if size <= 64 << 10 else 30 if size <= 1 << 20 else 10 if size <= 16 << 20 else 5)
+        for _ in range(2):
+            dist.all_reduce(t)
+        times, cpu = [], 0.0
+        for _ in range(reps):
+            dist.barrier()
+            c, s = time.process_time(), time.perf_counter()
+            dist.all_reduce(t)
+            times.append(time.perf_counter() - s)
+            cpu += time.process_time() - c
+        slowest = torch.tensor(times, dtype=torch.float64)
+        dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+        total = torch.tensor([cpu], dtype=torch.float64)
+        dist.all_reduce(total)
+        us = statistics.median(slowest.tolist()) * 1e6
+        rows.append({"bytes": size, "iters": reps, "time_us": us, "cpu_s_per_gb": total.item() / (size * reps / 1e9)})
+        if rank == 0:
+            print(f"all_reduce {size} B: gloo {us:.1f}", file=sys.stderr, flush=True)
+        size *= 2
+    if rank == 0 and path:
+        with open(path, "w") as f:
+            json.dump({"ranks": n, "gloo": rows}, f, indent=2)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="sizes up to 1 MB, fewer repetitions")
@@ -41,7 +78,15 @@ def main():
     ap.add_argument("--algorithms", action="store_true",
                     help="also all_reduce with homa's ring and its recursive doubling each at every size "
                          "(groups made with HOMA_DPDK_TORCH_RING_BYTES 0 and 2^62): where the switch belongs")
+    ap.add_argument("--gloo-sweep", type=int, metavar="MAX",
+                    help="only gloo's all_reduce, 8 B doubling to MAX bytes, with its CPU seconds "
+                         "(perf nccl's comparison); the default group is gloo's")
+    ap.add_argument("--iters", type=int, default=0, help="--gloo-sweep: timed calls per size (0: by size)")
     args = ap.parse_args()
+    if args.gloo_sweep:
+        dist.init_process_group("gloo")
+        return gloo_sweep(args.gloo_sweep, args.iters, args.json)
+    import homa_dpdk.torch  # noqa: F401  registers "homa" (gloo's sweep needs no binding)
     dist.init_process_group("homa")
     rank, n = dist.get_rank(), dist.get_world_size()
     groups = {"homa": None, "gloo": dist.new_group(backend="gloo")}

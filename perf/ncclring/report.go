@@ -1,0 +1,125 @@
+package ncclring
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/homa-dpdk/homa-dpdk/perf"
+)
+
+// Tables are the run's tables: per job, nccl-tests' columns for each
+// series (the plugin, libhoma directly, gloo), the ratios the goals
+// read per size, then the goal rows.
+func Tables(r *Result) []NamedTable {
+	var out []NamedTable
+	for _, j := range r.Jobs {
+		for _, s := range []struct {
+			name string
+			pts  []Point
+		}{{"NCCL ring through the plugin", j.Plugin}, {"the same ring over libhoma directly", j.Libhoma}, {"gloo's all_reduce", j.Gloo}} {
+			t := perf.Table{Header: []string{"size", "count", "type", "redop", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "CPU s/GB", "iters"}}
+			for _, p := range s.pts {
+				t.Rows = append(t.Rows, []string{fmt.Sprint(p.Bytes), fmt.Sprint(p.Bytes / 4), "float", "sum", fmt.Sprintf("%.1f", p.TimeUs),
+					fmt.Sprintf("%.3f", p.AlgBW), fmt.Sprintf("%.3f", p.BusBW), fmt.Sprintf("%.2f", p.CPUPerGB), fmt.Sprint(p.Iters)})
+			}
+			out = append(out, NamedTable{Title: fmt.Sprintf("%d ranks, %s (nccl-tests' columns)", j.Ranks, s.name), Table: t})
+		}
+		t := perf.Table{Header: []string{"size", "plugin/gloo time", "plugin/gloo busbw", "plugin/gloo CPU per GB",
+			"plugin-libhoma µs per isend", "plugin/libhoma busbw"}}
+		for _, p := range j.Plugin {
+			l, okL := find(j.Libhoma, p.Bytes)
+			g, okG := find(j.Gloo, p.Bytes)
+			if !okL || !okG {
+				continue
+			}
+			t.Rows = append(t.Rows, []string{sizeName(p.Bytes), ratio(p.TimeUs, g.TimeUs), ratio(p.BusBW, g.BusBW),
+				ratio(p.CPUPerGB, g.CPUPerGB), fmt.Sprintf("%.2f", (p.TimeUs-l.TimeUs)/float64(max(p.Msgs, 1))), ratio(p.BusBW, l.BusBW)})
+		}
+		out = append(out, NamedTable{Title: fmt.Sprintf("%d ranks: the ratios the goals read", j.Ranks), Table: t})
+	}
+	met := 0
+	for _, g := range r.Goals {
+		if g.Met {
+			met++
+		}
+	}
+	return append(out, NamedTable{Title: fmt.Sprintf("goals: the issue's targets for the NCCL shape, this run's figures (%d of %d met)",
+		met, len(r.Goals)), Table: perf.GoalsSection(r.Goals).Tables[0]})
+}
+
+// NamedTable is a table with its title.
+type NamedTable struct {
+	Title string
+	perf.Table
+}
+
+func ratio(a, b float64) string {
+	if b <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
+
+// Notes say how the figures were taken, and, for each goal missed, what
+// stands in its way on this machine.
+func Notes(r *Result) []string {
+	notes := []string{
+		fmt.Sprintf("This machine has %d CPUs. Each job is one process per rank on the demo's hosts in this process (rank r on host r+1, "+
+			"the ring switch between them), whose polling loop takes a core of its own.", r.CPUs),
+		"Time is the median over the timed all-reduces of the slowest rank's, each after a barrier; algbw = bytes / time, " +
+			"busbw = algbw x 2(n-1)/n, in GB/s as nccl-tests prints them. CPU s/GB is the user and system seconds of all ranks' " +
+			"processes over the timed all-reduces (the plugin's progress threads included, the daemon's polling loop not), " +
+			"per GB of buffer reduced.",
+		"The plugin's and libhoma's ranks spin (as NCCL's proxy thread does); gloo's sleep in the kernel's TCP.",
+	}
+	for _, g := range r.Goals {
+		if g.Met || g.Absent != "" {
+			continue
+		}
+		why := ""
+		switch {
+		case strings.Contains(g.Goal, "CPU s per GB"):
+			why = "the ranks poll where gloo's sleep, so every wait costs CPU; and the plugin's progress thread runs beside its rank."
+		case strings.Contains(g.Goal, "libhoma directly"):
+			why = "through the plugin a message is taken by its progress thread (which sleeps once libhoma's 50 µs spin finds nothing, " +
+				"to be woken through the daemon's eventfd) and completed to the rank under the plugin's lock; the direct ring's rank " +
+				"polls its own session. The ratio table shows how much per message."
+		default:
+			why = "each step of the ring is a Homa RPC through the daemon's polling loop, which shares this machine's CPUs with the ranks."
+		}
+		var n int
+		if _, err := fmt.Sscanf(g.Source, "nccl, %d ranks", &n); err == nil && r.CPUs < 2*n+1 {
+			why += fmt.Sprintf(" Here %d ranks, their progress threads and the daemon's loop share %d CPUs: the figure is time-sharing as much as transport.",
+				n, r.CPUs)
+		}
+		notes = append(notes, fmt.Sprintf("Missed: %s (%.2f, want %s): %s", g.Goal, g.Figure, g.Want, why))
+	}
+	return notes
+}
+
+// Report writes the tables and notes as text to w.
+func Report(r *Result, w io.Writer) {
+	for _, t := range Tables(r) {
+		fmt.Fprintf(w, "\n%s\n", t.Title)
+		t.Text(w)
+	}
+	fmt.Fprintln(w)
+	for _, n := range Notes(r) {
+		fmt.Fprintf(w, "- %s\n", n)
+	}
+}
+
+// Markdown writes the tables and notes as markdown to w.
+func Markdown(r *Result, w io.Writer) {
+	fmt.Fprintln(w, "# perf nccl: NCCL's ring all-reduce through the homa plugin, over libhoma directly, and gloo's all_reduce")
+	for _, t := range Tables(r) {
+		fmt.Fprintf(w, "\n## %s\n\n", t.Title)
+		t.Markdown(w)
+	}
+	fmt.Fprintln(w, "\n## Notes")
+	fmt.Fprintln(w)
+	for _, n := range Notes(r) {
+		fmt.Fprintf(w, "- %s\n", n)
+	}
+}
