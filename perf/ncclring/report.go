@@ -82,9 +82,9 @@ func Notes(r *Result) []string {
 		case strings.Contains(g.Goal, "CPU s per GB"):
 			why = "the ranks poll where gloo's sleep, so every wait costs CPU; and the plugin's progress thread runs beside its rank."
 		case strings.Contains(g.Goal, "libhoma directly"):
-			why = "through the plugin a message is taken by its progress thread (which sleeps once libhoma's 50 µs spin finds nothing, " +
-				"to be woken through the daemon's eventfd) and completed to the rank under the plugin's lock; the direct ring's rank " +
-				"polls its own session. The ratio table shows how much per message."
+			why = "through the plugin a message is taken by its progress thread (which spins HOMA_NCCL_SPIN_US, none below 8 CPUs, " +
+				"then sleeps until the daemon's eventfd wakes it) and completed to the rank under the plugin's lock; the direct " +
+				"ring's rank polls its own session. The ratio table shows how much per message."
 		default:
 			why = "each step of the ring is a Homa RPC through the daemon's polling loop, which shares this machine's CPUs with the ranks."
 		}
