@@ -125,7 +125,17 @@ static int c_sizes(int rank, int n)
 		}
 	}
 	free(buf);
-	return close_pair(s, r, l);
+	if (close_pair(s, r, l))
+		return 1;
+	/* the comms' counters, logged at close (NCCL_DEBUG=INFO) */
+	size_t total = 0;
+	for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+		total += sizes[i];
+	char counts[120];
+	snprintf(counts, sizeof counts, ": 10 requests, %zu bytes, 0 in flight", total);
+	if (!h_informed(counts))
+		FAILF("no INFO line at close with \"%s\"", counts);
+	return 0;
 }
 
 /* NCCL's pipeline: 8 slots of 512 KiB per connection kept full, both

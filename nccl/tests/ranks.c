@@ -7,6 +7,7 @@
 #include "ranks.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <sched.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -30,32 +31,43 @@ int64_t h_now(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* The last WARN lines, for h_warned. */
-static char warns[64][600];
-static int nwarns;
+/* The last 64 WARN and INFO lines, for h_warned and h_informed (the
+ * progress thread logs too). */
+static char warns[64][600], infos[64][600];
+static int nwarns, ninfos;
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 
-int h_warned(const char *needle)
+static int count_lines(char lines[][600], int n, const char *needle)
 {
-	int n = 0;
-	for (int i = 0; i < nwarns && i < 64; i++)
-		n += strstr(warns[i], needle) != NULL;
-	return n;
+	int k = 0;
+	pthread_mutex_lock(&log_mu);
+	for (int i = 0; i < n && i < 64; i++)
+		k += strstr(lines[i], needle) != NULL;
+	pthread_mutex_unlock(&log_mu);
+	return k;
 }
 
-/* The plugin's logger: WARN lines always (kept for h_warned), INFO with
- * HARNESS_INFO set. */
+int h_warned(const char *needle) { return count_lines(warns, nwarns, needle); }
+int h_informed(const char *needle) { return count_lines(infos, ninfos, needle); }
+
+/* The plugin's logger: WARN lines printed, INFO lines with HARNESS_INFO
+ * set; both kept. */
 static void logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line, const char *fmt, ...)
 {
 	(void)flags;
-	if (level != NCCL_LOG_WARN && !getenv("HARNESS_INFO"))
-		return;
 	char buf[600];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
+	pthread_mutex_lock(&log_mu);
 	if (level == NCCL_LOG_WARN)
 		snprintf(warns[nwarns++ % 64], sizeof warns[0], "%s", buf);
+	else
+		snprintf(infos[ninfos++ % 64], sizeof infos[0], "%s", buf);
+	pthread_mutex_unlock(&log_mu);
+	if (level != NCCL_LOG_WARN && !getenv("HARNESS_INFO"))
+		return;
 	fprintf(stderr, "    rank %d %s %s:%d %s\n", h_rank, level == NCCL_LOG_WARN ? "WARN" : "INFO", file, line, buf);
 }
 

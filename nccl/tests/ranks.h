@@ -65,8 +65,10 @@ int64_t h_now(void);
 
 extern int h_rank;
 
-/* WARN lines the plugin logged that contain needle, in this rank. */
+/* WARN (INFO) lines of the last 64 the plugin logged that contain
+ * needle, in this rank. */
 int h_warned(const char *needle);
+int h_informed(const char *needle);
 
 /* The pipes of n ranks, made before the ranks are forked (h_open_pipes:
  * 0, or -1 with perror) and closed by the parent after (h_close_pipes). */
