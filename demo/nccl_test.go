@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,7 +29,7 @@ func TestNCCL_harnessOverTheDaemonsHosts(t *testing.T) {
 	dir, _ := serveTorchHosts(t)
 	var socks []string
 	for i := 1; i <= 4; i++ {
-		socks = append(socks, filepath.Join(dir, "10.0.0."+string(rune('0'+i))+".sock"))
+		socks = append(socks, filepath.Join(dir, fmt.Sprintf("10.0.0.%d.sock", i)))
 	}
 	cases := []string{"orders", "pipeline", "inflight", "backpressure", "ring", "listen_reuse", "close_inflight",
 		"strangers", "many", "peer_killed"}

@@ -403,7 +403,7 @@ static void *progress(void *arg)
 	hn_dev *d = arg;
 	homa_msg ms[32];
 	int64_t last_check = 0;
-	while (!g.stop) {
+	for (;;) { /* as long as the process (NCCL never finalizes a net) */
 		int n = homa_receive_burst(d->rx, ms, 32, 20000000);
 		pthread_mutex_lock(&g.mu);
 		for (int i = 0; i < d->nreleases; i++)
@@ -413,7 +413,6 @@ static void *progress(void *arg)
 			char why[160];
 			snprintf(why, sizeof why, "the daemon's session ended (%s): the daemon stopped", homa_strerror(n));
 			hn_fail_dev(d, why);
-			d->running = 0;
 			pthread_mutex_unlock(&g.mu);
 			return NULL;
 		}
@@ -439,9 +438,7 @@ static void *progress(void *arg)
 
 int hn_start_progress(hn_dev *d)
 {
-	d->running = 1;
 	if (pthread_create(&d->thread, NULL, progress, d)) {
-		d->running = 0;
 		HN_WARN("%s: cannot start the progress thread", d->path);
 		return -1;
 	}
@@ -689,12 +686,15 @@ static void print_stats(const hn_obj *c)
 {
 	char p[80];
 	HN_INFO("%s comm %#x, peer %s: %llu requests, %llu bytes, %d in flight, %llu stalls, %llu errors, "
-		"%llu early, completion %.1f us mean %.1f us max%s%s",
+		"%llu early, completion %.1f us mean %.1f us max; device %s: %llu strangers, %llu refused connects, "
+		"%llu late answers%s%s",
 		c->type == HN_SEND ? "send" : "recv", c->id, hn_peer_str(&c->peer, p, sizeof p),
 		(unsigned long long)c->n.requests, (unsigned long long)c->n.bytes, c->inflight,
 		(unsigned long long)c->n.stalls, (unsigned long long)c->n.errors, (unsigned long long)c->n.early,
 		c->n.completed ? (double)c->n.lat_ns_sum / (double)c->n.completed / 1e3 : 0.0,
-		(double)c->n.lat_ns_max / 1e3, c->failed ? ", failed: " : "", c->failed ? c->why : "");
+		(double)c->n.lat_ns_max / 1e3, c->dev->name, (unsigned long long)c->dev->strangers,
+		(unsigned long long)c->dev->refused, (unsigned long long)c->dev->late, c->failed ? "; failed: " : "",
+		c->failed ? c->why : "");
 }
 
 static void close_recv_locked(hn_obj *c)

@@ -107,7 +107,6 @@ typedef struct hn_obj {
 	int failed;
 	char why[200]; /* why it failed */
 	hn_counters n;
-	int64_t born;
 	/* a listen */
 	struct hn_obj *backlog[HN_BACKLOG];
 	int nbacklog;
@@ -142,8 +141,7 @@ struct hn_dev {
 	uint32_t link_mbps;
 	size_t max_bytes;
 	pthread_t thread;
-	int running;
-	uint64_t strangers, late, refused;
+	uint64_t strangers, late, refused; /* logged with each comm's counters at close */
 	homa_msg releases[HN_RELEASES]; /* for the progress thread to give back (rx is its own) */
 	int nreleases;
 };
@@ -160,7 +158,6 @@ typedef struct hn_global {
 	int early;        /* messages a sender may send ahead of the receives posted */
 	int64_t warn_ns;  /* a request older than this is logged once */
 	int64_t probe_ns; /* a receive waiting this long probes its sender */
-	volatile int stop;
 } hn_global;
 
 extern hn_global g;

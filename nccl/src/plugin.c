@@ -96,7 +96,6 @@ hn_obj *hn_new(int type, hn_dev *d)
 		o->id = g.gens[i] << IDX_BITS | i;
 		o->key = hn_random64();
 		o->dev = d;
-		o->born = hn_now();
 		o->traffic_class = NCCL_NET_TRAFFIC_CLASS_UNDEF;
 		g.objs[i] = o;
 		if ((int)i > g.hwm)

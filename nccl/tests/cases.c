@@ -739,6 +739,9 @@ static int c_strangers(int rank, int n)
 		if (r2)
 			FAILF("a stranger's connect was accepted");
 		CHECK(h_close_recv(r), "closeRecv");
+		/* counted: 2 junk and 15 forged DATA; 15 forged CONNECTs and another key's */
+		if (!h_informed("17 strangers, 16 refused connects"))
+			FAILF("the device's counters at close do not say 17 strangers and 16 refused connects");
 		CHECK(h_close_listen(l), "closeListen");
 	} else if (rank == 1) {
 		void *s = NULL;

@@ -127,12 +127,7 @@ func Run(cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	sockets := filepath.Join(cfg.Dir, "sockets")
-	if err := os.MkdirAll(sockets, 0o755); err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(sockets)
-	stop, err := torchjob.ServeHosts(sockets, slices.Max(cfg.Ranks))
+	sockets, stop, err := torchjob.ServeHosts(cfg.Dir, slices.Max(cfg.Ranks))
 	if err != nil {
 		return nil, err
 	}

@@ -29,10 +29,27 @@ type Runner struct {
 
 // ServeHosts serves the demo's hosts 10.0.0.1 to 10.0.0.<hosts> (2 at
 // least) in this process, joined by its ring switch, a worker socket
-// each in dir (10.0.0.<i>.sock), and returns once the last socket is
-// there. stop ends them and returns their error with their log; a second
-// call returns nil.
-func ServeHosts(dir string, hosts int) (stop func() error, err error) {
+// each in results/sockets (10.0.0.<i>.sock), and returns that directory
+// once the last socket is there. stop ends them, removes the directory
+// and returns their error with their log; a second call returns nil.
+func ServeHosts(results string, hosts int) (dir string, stop func() error, err error) {
+	dir = filepath.Join(results, "sockets")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", nil, err
+	}
+	end, err := serveHosts(dir, hosts)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return dir, func() error {
+		defer os.RemoveAll(dir)
+		return end()
+	}, nil
+}
+
+// serveHosts is ServeHosts in dir.
+func serveHosts(dir string, hosts int) (stop func() error, err error) {
 	var dlog strings.Builder
 	served := make(chan error, 1)
 	quit := make(chan struct{})
