@@ -18,7 +18,11 @@
  *                   the submission failed (timeout, aborted, ...).
  *     homa_strerror() names both kinds.
  *   - Times are nanoseconds as int64_t; a negative timeout means "no limit",
- *     0 means "do not wait" (one look, then HOMA_ETIMEDOUT).
+ *     0 means "do not wait" (one look, then HOMA_ETIMEDOUT). A wait that
+ *     sleeps sees the daemon end the session at once; one that does not
+ *     (timeout 0, homa_poll) looks at the daemon's connection once a
+ *     millisecond at most, so a caller that only polls gets HOMA_EDEAD
+ *     within a millisecond of its polls too.
  *   - Threads: a client's calls are serialised by a mutex in the client; a
  *     blocking call holds it while it waits, so concurrent callers wait for
  *     each other (use a client per thread for concurrency).

@@ -115,6 +115,7 @@ struct homa_client {
 	/* under mu */
 	int closed;
 	int dead;
+	int64_t control_checked; /* when a wait that never sleeps last looked at sock (hm_control_check) */
 	hm_ring sq, cq;
 	hm_arena arena;
 	uint64_t next_cookie;
@@ -172,6 +173,9 @@ void hm_abort_everything(homa_client *c);
  * submission's answer or arena room leave the wake-up to the next one. */
 typedef int (*hm_pred)(homa_client *c, void *arg);
 int hm_wait_for(homa_client *c, hm_pred pred, void *arg, int64_t timeout_ns, int wakeable);
+/* hm_control_check is hm_control_ended at most once a millisecond (now:
+ * hm_now()), for waits that never sleep: 1 if the session has ended. */
+int hm_control_check(homa_client *c, int64_t now);
 /* 1 if the daemon closed the control connection (c->dead is set) */
 int hm_control_ended(homa_client *c);
 

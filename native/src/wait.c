@@ -37,6 +37,14 @@ int hm_control_ended(homa_client *c)
 	return 1;
 }
 
+int hm_control_check(homa_client *c, int64_t now)
+{
+	if (c->sock < 0 || now - c->control_checked < 1000000)
+		return 0;
+	c->control_checked = now;
+	return hm_control_ended(c);
+}
+
 /* sleep_until: the ring's wait flag set, one more look, then poll the
  * eventfd and the control socket until deadline (INT64_MAX: none) or
  * max_sleep. 0 or HOMA_EDEAD. */
@@ -86,6 +94,10 @@ int hm_wait_for(homa_client *c, hm_pred pred, void *arg, int64_t timeout_ns, int
 		int64_t now = hm_now();
 		if (now >= deadline) {
 			hm_flush_returns(c, 1);
+			/* a caller that polls (timeout 0) never sleeps, where an
+			 * ended session is seen: look at the connection now and then */
+			if (hm_control_check(c, now))
+				return HOMA_EDEAD;
 			return HOMA_ETIMEDOUT;
 		}
 		if ((rc = hm_flush_returns(c, 1)) != 0) /* nothing to do: give back what waits */
@@ -211,6 +223,8 @@ HM_EXPORT int homa_poll(homa_client *c)
 		rc = hm_flush_returns(c, 1);
 		if (rc == 0)
 			rc = hm_drain(c);
+		if (rc == 0 && hm_control_check(c, hm_now()))
+			rc = HOMA_EDEAD;
 	}
 	hm_unlock(c);
 	return rc;

@@ -3,7 +3,8 @@
  * of another thread (or the next one, once); homa_close and
  * homa_shutdown end a wait with HOMA_ECLOSED; a message released by
  * another thread while one waits goes back without blocking; the daemon
- * ending the session gives HOMA_EDEAD; messages stay readable after
+ * ending the session gives HOMA_EDEAD, to a caller that only polls
+ * (timeout 0) within a few milliseconds too; messages stay readable after
  * homa_close until homa_destroy.
  */
 #include <pthread.h>
@@ -139,6 +140,35 @@ static void daemon_gone(fake *f)
 	homa_destroy(c);
 }
 
+/* A caller that never waits (a progress loop: receives with timeout 0,
+ * homa_poll) never sleeps, where an ended session used to be seen only:
+ * it polled on forever. */
+static void daemon_gone_polling(fake *f)
+{
+	homa_client *c = attach_or_die(f, NULL);
+	CHECK_EQ(homa_bind(c, 13), 0);
+	homa_msg m[4];
+	CHECK_EQ(homa_receive_burst(c, m, 4, 0), HOMA_ETIMEDOUT);
+	const char *ans = fake_cmd(f, "kill -1");
+	CHECK(strstr(ans, "error") == NULL);
+	int64_t t0 = now_ns();
+	int rc;
+	while ((rc = homa_receive_burst(c, m, 4, 0)) == HOMA_ETIMEDOUT && now_ns() - t0 < 5000000000ll)
+		;
+	CHECK_EQ(rc, HOMA_EDEAD);
+	CHECK_EQ(homa_poll(c), HOMA_EDEAD);
+	homa_destroy(c);
+
+	c = attach_or_die(f, NULL);
+	ans = fake_cmd(f, "kill -1");
+	CHECK(strstr(ans, "error") == NULL);
+	t0 = now_ns();
+	while ((rc = homa_poll(c)) >= 0 && now_ns() - t0 < 5000000000ll)
+		;
+	CHECK_EQ(rc, HOMA_EDEAD);
+	homa_destroy(c);
+}
+
 static void close_keeps_messages(fake *f)
 {
 	echo *e = echo_start(f, 99, 0);
@@ -166,6 +196,7 @@ int main(void)
 	release_elsewhere(&f);
 	close_keeps_messages(&f);
 	daemon_gone(&f);
+	daemon_gone_polling(&f);
 	fake_stop(&f);
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 uint64_t hn_random64(void);
 hn_obj *hn_new(int type, hn_dev *d);
@@ -88,23 +89,33 @@ static void hn_fail_dev(hn_dev *d, const char *why)
 	}
 }
 
-/* release_rx queues m (a message of d's rx) for the progress thread to
- * give back: rx is its own, and it may be asleep in it. */
+/* release_rx gives back m (a message of d's rx), or queues it for the
+ * progress thread when it is waiting in rx (g.mu held). */
 static void release_rx(hn_dev *d, homa_msg *m)
 {
 	if (!m->data && m->kind != HOMA_MSG_FAILED) {
 		memset(m, 0, sizeof *m);
 		return;
 	}
-	if (d->nreleases == HN_RELEASES) {
-		/* the thread is far behind: it has the lock when it comes back */
+	if (!d->rx_thread || d->nreleases == HN_RELEASES) {
+		/* nobody else is in rx (it changes hands under g.mu); or the thread
+		 * is far behind: this waits for its wait to end, which it soon will
+		 * (it was woken when the queue started) */
 		homa_msg_release(d->rx, m);
+		memset(m, 0, sizeof *m);
 		return;
 	}
 	if (d->nreleases++ == 0)
 		homa_wake(d->rx);
 	d->releases[d->nreleases - 1] = *m;
 	memset(m, 0, sizeof *m);
+}
+
+static void flush_releases(hn_dev *d)
+{
+	for (int i = 0; i < d->nreleases; i++)
+		homa_msg_release(d->rx, &d->releases[i]);
+	d->nreleases = 0;
 }
 
 /* deliver copies early message m (seq's) into receive r and completes it;
@@ -398,46 +409,107 @@ static void check_ages(hn_dev *d, int64_t now)
 	}
 }
 
+/* take_rx handles n messages of d's rx, or its end (n < 0 but a timeout)
+ * (g.mu held). */
+static void take_rx(hn_dev *d, homa_msg *ms, int n)
+{
+	if (n < 0 && n != HOMA_ETIMEDOUT) {
+		char why[160];
+		snprintf(why, sizeof why, "the daemon's session ended (%s): the daemon stopped", homa_strerror(n));
+		hn_fail_dev(d, why);
+		d->dead = 1;
+		pthread_cond_signal(&d->idle);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		homa_msg *m = &ms[i];
+		int kept = 0;
+		if (m->kind == HOMA_MSG_REQUEST)
+			kept = on_request(d, m);
+		/* RESPONSE, FAILED: rx sends only answers; a refused one's asker is gone */
+		if (!kept)
+			homa_msg_release(d->rx, m);
+	}
+}
+
+/* hn_poll_rx reads d's rx without waiting, when the progress thread is not
+ * in it (g.mu held). ask: the caller has requests to finish (test, isend,
+ * irecv): it keeps rx from the thread for HN_HANDOFF_NS, and wakes the
+ * thread out of rx when it finds it there. */
+static void hn_poll_rx(hn_dev *d, int ask)
+{
+	if (d->dead)
+		return;
+	if (ask)
+		d->last_call = hn_now();
+	if (d->rx_thread) {
+		if (ask && !d->yield_asked) {
+			d->yield_asked = 1;
+			d->handoffs++;
+			homa_wake(d->rx);
+		}
+		return;
+	}
+	homa_msg ms[32];
+	for (;;) {
+		int n = homa_receive_burst(d->rx, ms, 32, 0);
+		if (n == HOMA_ETIMEDOUT || n == 0)
+			return;
+		take_rx(d, ms, n);
+		if (n < 32)
+			return;
+	}
+}
+
+/* progress is the device's thread: it reads rx when no caller does
+ * (callers silent for HN_HANDOFF_NS), so every request
+ * to the port is answered whether or not the application calls in; and it
+ * probes, credits and warns every 10 ms. */
 static void *progress(void *arg)
 {
 	hn_dev *d = arg;
 	homa_msg ms[32];
 	int64_t last_check = 0;
-	for (;;) { /* as long as the process (NCCL never finalizes a net) */
-		int n = homa_receive_burst(d->rx, ms, 32, 20000000);
-		pthread_mutex_lock(&g.mu);
-		for (int i = 0; i < d->nreleases; i++)
-			homa_msg_release(d->rx, &d->releases[i]);
-		d->nreleases = 0;
-		if (n < 0 && n != HOMA_ETIMEDOUT) {
-			char why[160];
-			snprintf(why, sizeof why, "the daemon's session ended (%s): the daemon stopped", homa_strerror(n));
-			hn_fail_dev(d, why);
-			pthread_mutex_unlock(&g.mu);
-			return NULL;
-		}
-		for (int i = 0; i < n; i++) {
-			homa_msg *m = &ms[i];
-			int kept = 0;
-			if (m->kind == HOMA_MSG_REQUEST)
-				kept = on_request(d, m);
-			/* RESPONSE, FAILED: rx sends only answers; a refused one's asker is gone */
-			if (!kept)
-				homa_msg_release(d->rx, m);
-		}
+	pthread_mutex_lock(&g.mu);
+	while (!d->dead) { /* as long as the process (NCCL never finalizes a net) */
 		int64_t now = hn_now();
 		if (now - last_check >= 10000000) { /* every 10 ms at most */
 			last_check = now;
 			hn_pump_tx(d);
 			check_ages(d, now);
 		}
+		if (now - d->last_call < HN_HANDOFF_NS) {
+			/* the callers read rx: wait for them to fall silent */
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_nsec += HN_HANDOFF_NS - (now - d->last_call);
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&d->idle, &g.mu, &ts);
+			continue;
+		}
+		d->rx_thread = 1;
+		d->yield_asked = 0;
 		pthread_mutex_unlock(&g.mu);
+		int n = homa_receive_burst(d->rx, ms, 32, 20000000);
+		pthread_mutex_lock(&g.mu);
+		d->rx_thread = 0;
+		flush_releases(d);
+		take_rx(d, ms, n);
 	}
+	pthread_mutex_unlock(&g.mu);
 	return NULL;
 }
 
 int hn_start_progress(hn_dev *d)
 {
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&d->idle, &ca);
+	pthread_condattr_destroy(&ca);
 	if (pthread_create(&d->thread, NULL, progress, d)) {
 		HN_WARN("%s: cannot start the progress thread", d->path);
 		return -1;
@@ -513,6 +585,7 @@ ncclResult_t hn_connect(int dev, int traffic_class, void *handle, void **send_co
 		}
 	}
 	hn_pump_tx(d);
+	hn_poll_rx(d, 0);
 	if (c->failed) {
 		rc = ncclRemoteError;
 		*pending = 0;
@@ -530,6 +603,8 @@ ncclResult_t hn_accept(void *listen_comm, void **recv_comm)
 	hn_obj *l = listen_comm;
 	*recv_comm = NULL;
 	pthread_mutex_lock(&g.mu);
+	if (l->nbacklog == 0)
+		hn_poll_rx(l->dev, 0);
 	if (l->nbacklog > 0) {
 		hn_obj *c = l->backlog[0];
 		memmove(l->backlog, l->backlog + 1, (size_t)(l->nbacklog - 1) * sizeof *l->backlog);
@@ -565,6 +640,7 @@ ncclResult_t hn_isend(void *send_comm, void *data, size_t size, int tag, void **
 	hn_req *r = &c->req[c->next_seq % HN_MAX_REQS];
 	if (c->next_seq >= c->credit || r->state != R_FREE) {
 		hn_pump_tx(d);
+		hn_poll_rx(d, 1);
 		if (c->next_seq >= c->credit || r->state != R_FREE) {
 			c->n.stalls++;
 			ncclResult_t rc = failed_rc(c);
@@ -627,6 +703,8 @@ ncclResult_t hn_irecv(void *recv_comm, int n, void **data, const size_t *sizes, 
 	c->posted++;
 	c->n.requests++;
 	homa_msg *m = &c->early[s % HN_WIN];
+	if (!m->data)
+		hn_poll_rx(c->dev, 1); /* it may be in rx, not yet read */
 	if (m->data) {
 		deliver(c, r, m);
 		release_rx(c->dev, m);
@@ -647,19 +725,22 @@ ncclResult_t hn_test(void *request, int *done, int *sizes)
 {
 	hn_req *r = request;
 	*done = 0;
-	/* NCCL calls test in a tight loop: a pending request is looked at
-	 * without the lock, which the progress thread needs to finish it (a
-	 * receive is its to finish; a send's answer is read here, when the
-	 * lock is free) */
+	/* NCCL calls test in a tight loop: a pending request reads the
+	 * device's messages itself (rx for DATA, CREDIT and the rest, tx for
+	 * its answers) when the lock is free, and otherwise leaves them to
+	 * whoever holds it */
 	if (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) == R_PENDING) {
-		if (r->kind == HN_RECV || pthread_mutex_trylock(&g.mu))
+		if (pthread_mutex_trylock(&g.mu))
 			return ncclSuccess;
 	} else {
 		pthread_mutex_lock(&g.mu);
 	}
 	hn_obj *c = r->comm;
-	if (r->state == R_PENDING && r->kind == HN_SEND)
-		hn_pump_tx(c->dev);
+	if (r->state == R_PENDING) {
+		hn_poll_rx(c->dev, 1);
+		if (r->kind == HN_SEND)
+			hn_pump_tx(c->dev);
+	}
 	ncclResult_t rc = ncclSuccess;
 	if (r->state == R_DONE) {
 		*done = 1;
@@ -687,13 +768,14 @@ static void print_stats(const hn_obj *c)
 	char p[80];
 	HN_INFO("%s comm %#x, peer %s: %llu requests, %llu bytes, %d in flight, %llu stalls, %llu errors, "
 		"%llu early, completion %.1f us mean %.1f us max; device %s: %llu strangers, %llu refused connects, "
-		"%llu late answers%s%s",
+		"%llu late answers, %llu hand-overs of rx%s%s",
 		c->type == HN_SEND ? "send" : "recv", c->id, hn_peer_str(&c->peer, p, sizeof p),
 		(unsigned long long)c->n.requests, (unsigned long long)c->n.bytes, c->inflight,
 		(unsigned long long)c->n.stalls, (unsigned long long)c->n.errors, (unsigned long long)c->n.early,
 		c->n.completed ? (double)c->n.lat_ns_sum / (double)c->n.completed / 1e3 : 0.0,
 		(double)c->n.lat_ns_max / 1e3, c->dev->name, (unsigned long long)c->dev->strangers,
-		(unsigned long long)c->dev->refused, (unsigned long long)c->dev->late, c->failed ? "; failed: " : "",
+		(unsigned long long)c->dev->refused, (unsigned long long)c->dev->late,
+		(unsigned long long)c->dev->handoffs, c->failed ? "; failed: " : "",
 		c->failed ? c->why : "");
 }
 

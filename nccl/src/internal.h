@@ -73,6 +73,7 @@ typedef struct hn_handle {
 #define HN_WIN 256       /* message numbers a receiving comm tracks: HN_MAX_REQS + the early window */
 #define HN_BACKLOG 64    /* connections a listen holds before accept */
 #define HN_RELEASES 512  /* received messages waiting for the progress thread to give them back */
+#define HN_HANDOFF_NS 1000000 /* callers silent this long: the progress thread reads rx */
 
 enum hn_type { HN_FREE = 0, HN_LISTEN, HN_SEND, HN_RECV };
 enum hn_rstate { R_FREE = 0, R_PENDING, R_DONE, R_ERROR };
@@ -135,14 +136,25 @@ struct hn_dev {
 	int index;
 	char path[256];
 	char name[64];
-	homa_client *rx; /* the progress thread's: bound port, requests in, answers out */
+	homa_client *rx; /* bound port, requests in, answers out: polled by whoever holds rx_owner */
 	homa_client *tx; /* everyone's under g.mu: requests out, never blocking */
 	homa_addr self;  /* the host's address and the bound port */
 	uint32_t link_mbps;
 	size_t max_bytes;
 	pthread_t thread;
+	pthread_cond_t idle; /* the progress thread's wait while callers read rx; signalled when the device dies */
 	uint64_t strangers, late, refused; /* logged with each comm's counters at close */
-	homa_msg releases[HN_RELEASES]; /* for the progress thread to give back (rx is its own) */
+	/* Who reads rx (changed only under g.mu): callers of test, isend and
+	 * irecv poll it themselves, and the progress thread waits in it
+	 * (without g.mu) once they have not called for HN_HANDOFF_NS; a caller
+	 * that finds it there wakes it to hand rx over. See ../README.md
+	 * ("Progress"). */
+	int rx_thread;     /* 1: the progress thread is in (or entering) a wait on rx */
+	int yield_asked;   /* a caller woke it for rx */
+	int dead;          /* the daemon's session ended: nobody reads rx again */
+	int64_t last_call; /* when a caller last polled or asked for rx */
+	uint64_t handoffs; /* times a caller woke the thread for rx */
+	homa_msg releases[HN_RELEASES]; /* for the progress thread to give back (rx is in its wait) */
 	int nreleases;
 };
 
