@@ -256,6 +256,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			hc("homa_worker_wakeups_total", w.Wakeups)
 			hc("homa_worker_zero_copy_messages_total", w.ZeroCopyMessages)
 			hc("homa_worker_quiet_accepts_total", w.QuietAccepts)
+			hc("homa_worker_priority_sends_total", w.PrioritySends)
 			hc("homa_worker_pages_on_submit_total", w.PagesOnSubmit)
 			hc("homa_worker_replies_after_close_total", w.RepliesAfterClose)
 			hc("homa_worker_replies_lingered_total", w.LingeredReplies)

@@ -32,7 +32,7 @@ func TestNCCL_harnessOverTheDaemonsHosts(t *testing.T) {
 		socks = append(socks, filepath.Join(dir, fmt.Sprintf("10.0.0.%d.sock", i)))
 	}
 	cases := []string{"orders", "pipeline", "inflight", "backpressure", "ring", "listen_reuse", "close_inflight",
-		"strangers", "many", "peer_killed"}
+		"strangers", "many", "peer_killed", "traffic_class"}
 	cmd := exec.Command(filepath.Join(root, "nccl/build/harness"), filepath.Join(root, "nccl/build/libnccl-net-homa.so"), "-v", "10")
 	cmd.Args = append(cmd.Args, cases...)
 	cmd.Env = append(os.Environ(), "HARNESS_SOCKETS="+strings.Join(socks, ","), "HARNESS_MANY=5000")

@@ -461,3 +461,67 @@ func TestOutgoing_scheduledDataQueue(t *testing.T) {
 		}
 	}
 }
+
+// SendRefAt names the priority of a request's unscheduled packets; the
+// granted ones stay the receiver's to choose (the same as without it),
+// and prio -1 is SendRef.
+func TestOutgoing_sendRefAtSetsTheUnscheduledPriority(t *testing.T) {
+	// run sends two messages, the first with SendRefAt(prio): the
+	// priorities of its unscheduled DATA, and those of all scheduled DATA
+	// in order
+	run := func(prio int) (unsched map[int]int, scheduled []int) {
+		n := newTestNet(t)
+		mod := func(c *Config) {
+			smallPackets(c)
+			c.Cutoffs = sched.Cutoffs{7: 100_000} // unscheduled at 7; scheduled 0..6 by rank
+			c.PeerCutoffs = c.Cutoffs
+		}
+		c := n.addHost("c", 1, mod)
+		s := n.addHost("s", 2, mod)
+		srv, _ := s.e.Bind(99)
+		cli, _ := c.e.OpenClient()
+		unsched = map[int]int{}
+		n.inspect = func(frame []byte, line string) {
+			var f wire.Frame
+			if wire.ParseFrame(frame, &f) != wire.DropNone || f.Type != wire.TypeData {
+				return
+			}
+			d := wire.Data(f.Homa)
+			tos := int(wire.IPv4(frame[ipOffsetOf(frame):]).Priority())
+			switch off, _ := d.Segment(); {
+			case off >= 3000:
+				scheduled = append(scheduled, tos)
+			case d.MessageLength() == 20_000:
+				unsched[tos]++
+			case tos != 7:
+				t.Errorf("the second message's unscheduled DATA at %d, want 7 (its cutoffs)", tos)
+			}
+		}
+		dst := Addr{IP: netip.AddrFrom4(s.ip), Port: 99}
+		if _, err := cli.SendRefAt(dst, msg(20_000, 1), 0, prio); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.SendRef(dst, msg(20_001, 2), 0); err != nil {
+			t.Fatal(err)
+		}
+		n.flush()
+		for range 2 {
+			receive(t, srv)
+		}
+		if _, err := cli.SendRefAt(dst, msg(10, 4), 0, wire.NumPriorities); err != ErrPriority {
+			t.Errorf("SendRefAt at %d: %v, want ErrPriority", wire.NumPriorities, err)
+		}
+		return unsched, scheduled
+	}
+	u2, s2 := run(2)
+	u, s := run(-1)
+	if len(u2) != 1 || u2[2] != 3 {
+		t.Errorf("at priority 2: unscheduled DATA by priority %v, want 3 at 2", u2)
+	}
+	if len(u) != 1 || u[7] != 3 {
+		t.Errorf("at -1: unscheduled DATA by priority %v, want 3 at 7 (the cutoffs')", u)
+	}
+	if len(s2) == 0 || fmt.Sprint(s2) != fmt.Sprint(s) {
+		t.Errorf("scheduled DATA's priorities %v at 2, %v at -1: the receiver's grants should choose them alike", s2, s)
+	}
+}

@@ -1,6 +1,10 @@
 package engine
 
-import "net/netip"
+import (
+	"net/netip"
+
+	"github.com/homa-dpdk/homa-dpdk/wire"
+)
 
 // The application's side of the endpoint: ports, their messages, and
 // the calls that send, answer, wait for and end RPCs.
@@ -150,7 +154,7 @@ func (p *Port) Num() uint16 { return p.num }
 // bytes or above Config.MaxMessageLength fails with ErrMessageLength, one
 // above wire.MaxMessageLength to a peer Config.KernelPeer names with
 // ErrPeerMessageLength.
-func (p *Port) Send(dst Addr, msg []byte) (uint64, error) { return p.send(dst, msg, 0, false) }
+func (p *Port) Send(dst Addr, msg []byte) (uint64, error) { return p.send(dst, msg, 0, false, -1) }
 
 // SendRef is Send for a message whose memory the transmit side can send
 // from without a copy (DataSender): ref is the owner's reference for it,
@@ -159,14 +163,29 @@ func (p *Port) Send(dst Addr, msg []byte) (uint64, error) { return p.send(dst, m
 // transmit side may still read it after that, until the transmit side
 // (through ref) says they are gone.
 func (p *Port) SendRef(dst Addr, msg []byte, ref PayloadRef) (uint64, error) {
-	return p.send(dst, msg, ref, false)
+	return p.send(dst, msg, ref, false, -1)
+}
+
+// SendRefAt is SendRef for a request whose unscheduled packets go at
+// priority prio (0 lowest to wire.NumPriorities-1) instead of the level
+// its length gives under the peer's cutoffs; prio < 0 is SendRef. The
+// receiver still grants the rest at priorities of its choosing (a
+// sender has no say in them, in Homa). It fails with ErrPriority for a
+// prio above the highest.
+func (p *Port) SendRefAt(dst Addr, msg []byte, ref PayloadRef, prio int) (uint64, error) {
+	if prio >= wire.NumPriorities {
+		return 0, ErrPriority
+	}
+	return p.send(dst, msg, ref, false, prio)
 }
 
 // SendPrivate is Send for a private RPC: its result is taken only with
 // Wait(id), never by Receive.
-func (p *Port) SendPrivate(dst Addr, msg []byte) (uint64, error) { return p.send(dst, msg, 0, true) }
+func (p *Port) SendPrivate(dst Addr, msg []byte) (uint64, error) {
+	return p.send(dst, msg, 0, true, -1)
+}
 
-func (p *Port) send(dst Addr, msg []byte, ref PayloadRef, private bool) (uint64, error) {
+func (p *Port) send(dst Addr, msg []byte, ref PayloadRef, private bool, prio int) (uint64, error) {
 	e := p.e
 	e.now = e.cfg.Clock()
 	if len(e.dead) > 0 {
@@ -206,7 +225,7 @@ func (p *Port) send(dst Addr, msg []byte, ref PayloadRef, private bool) (uint64,
 	r.allowance = e.incast.Allowance()
 	r.incastBytes = r.allowance
 	e.incast.Add(r.incastBytes)
-	e.startOut(r, msg, ref)
+	e.startOut(r, msg, ref, prio)
 	return r.id, nil
 }
 
@@ -239,13 +258,14 @@ func (p *Port) ReplyRef(req Message, resp []byte, ref PayloadRef) error {
 	r.state = stateOutgoing
 	r.silentTicks = 0
 	e.reresolve(r.peer)
-	e.startOut(r, resp, ref)
+	e.startOut(r, resp, ref, -1)
 	return nil
 }
 
 // startOut begins sending msg (with the owner's ref, or 0) as r's
-// outgoing message.
-func (e *Endpoint) startOut(r *rpc, msg []byte, ref PayloadRef) {
+// outgoing message, its unscheduled bytes at priority prio (< 0: the
+// level the peer's cutoffs give its length).
+func (e *Endpoint) startOut(r *rpc, msg []byte, ref PayloadRef, prio int) {
 	o := &r.out
 	o.data, o.length, o.ref = msg, len(msg), ref
 	// Unscheduled bytes end on a packet boundary (as in the kernel).
@@ -256,6 +276,9 @@ func (e *Endpoint) startOut(r *rpc, msg []byte, ref PayloadRef) {
 	}
 	o.granted = o.unsched
 	o.unschedPrio = r.peer.cutoffs.Priority(o.length)
+	if prio >= 0 {
+		o.unschedPrio = prio
+	}
 	o.schedPrio = 0
 	e.xmitReady(r)
 }

@@ -22,6 +22,7 @@ var (
 	ErrAddress         = errors.New("homa: address invalid, or of a family this endpoint has no address in") // Config.IP, Config.IP6
 	ErrClosed          = errors.New("homa: port closed")
 	ErrNoBufferSpace   = errors.New("homa: no receive buffer space") // PortHooks.RecvBuf had none
+	ErrPriority        = errors.New("homa: priority out of range")   // SendRefAt above wire.NumPriorities-1
 )
 
 // ErrPeerMessageLength: a message above wire.MaxMessageLength to a peer

@@ -189,6 +189,7 @@ type Counters struct {
 	CorruptRings         uint64 // sessions ended because a ring index was corrupt
 	ZeroCopyMessages     uint64 // messages sent from the arena as external buffers (no copy)
 	QuietAccepts         uint64 // Sends and Replies accepted without an Accepted completion (SubFlagQuiet)
+	PrioritySends        uint64 // Sends that named the priority of their unscheduled packets (SubFlagPriority)
 	PagesOnSubmit        uint64 // page runs given back on a Send or Reply (FeatureReturnOnSubmit)
 	ActiveSessions       uint64
 	OutstandingRPCs      uint64

@@ -151,3 +151,62 @@ func TestHub_noDoorbellUnlessTheLoopSleeps(t *testing.T) {
 		t.Error("a hub made with Config.Doorbell has no doorbell")
 	}
 }
+
+// A Send that names a priority (FeaturePriority, SubFlagPriority) leaves
+// at that priority, and is counted; one that does not leaves at the
+// level its length gives.
+func TestHub_sendAtANamedPriority(t *testing.T) {
+	a, _, sockA, sockB, calls := workerHostsCalls(t, Config{})
+	cli, srv := attachRaw(t, sockA), attachRaw(t, sockB)
+	if cli.at.Layout.Features&shm.FeaturePriority == 0 {
+		t.Fatalf("header features %#x, want priority", cli.at.Layout.Features)
+	}
+	bindRaw(t, srv, 99)
+	peer := [4]byte{10, 0, 0, 2}
+	txByPrio := func() (n [8]uint64) {
+		calls.do(func() {
+			for q := range n {
+				n[q] = a.mh.TxDone(q)
+			}
+		})
+		return n
+	}
+	until := func(w *rawWorker, op shm.CompOp) shm.Completion { // Released may come first
+		for {
+			if c := w.next(t, 5*time.Second); c.Op == op {
+				return c
+			} else if c.Op != shm.CompReleased {
+				t.Fatalf("got %v, want %v: %+v", c.Op, op, c)
+			}
+		}
+	}
+	exchange := func(flags uint8) (sent [8]uint64) {
+		before := txByPrio()
+		copy(cli.at.Layout.Arena(cli.at.Region), "ping")
+		cli.submit(t, shm.Submission{Op: shm.OpSend, Flags: flags, Cookie: 1, PeerIP: peer, PeerPort: 99, Length: 4})
+		until(cli, shm.CompAccepted)
+		req := until(srv, shm.CompRequest)
+		copy(srv.at.Layout.Arena(srv.at.Region), "pong")
+		srv.submit(t, shm.Submission{Op: shm.OpReply, Cookie: 2, RPCID: req.RPCID, PeerIP: req.PeerIP,
+			PeerPort: req.PeerPort, Length: 4})
+		until(srv, shm.CompAccepted)
+		resp := until(cli, shm.CompResponse)
+		cli.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: resp.Page, Pages: resp.Pages})
+		srv.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: req.Page, Pages: req.Pages})
+		after := txByPrio()
+		for q := range sent {
+			sent[q] = after[q] - before[q]
+		}
+		return sent
+	}
+	plain := exchange(0)
+	named := exchange(shm.PriorityFlags(2))
+	if named[2] != 1 || plain[2] != 0 {
+		t.Errorf("frames the client sent by priority: %v with priority 2 named, %v without", named, plain)
+	}
+	var wc Counters
+	calls.do(func() { wc = a.hub.counts() })
+	if wc.PrioritySends != 1 {
+		t.Errorf("PrioritySends %d, want 1", wc.PrioritySends)
+	}
+}

@@ -261,13 +261,20 @@ func (ws *session) send(sub *shm.Submission) {
 	}
 	msg := ws.Arena[sub.Offset : sub.Offset+uint64(sub.Length)]
 	sr := sendRef{cookie: sub.Cookie, offset: sub.Offset, length: sub.Length, client: true}
-	id, err := ws.client.SendRef(engine.Addr{IP: shm.PeerAddr(sub.PeerIP, sub.PeerIP6), Port: sub.PeerPort}, msg, ws.holdPayload(&sr))
+	prio, named := sub.Priority()
+	if !named {
+		prio = -1
+	}
+	id, err := ws.client.SendRefAt(engine.Addr{IP: shm.PeerAddr(sub.PeerIP, sub.PeerIP6), Port: sub.PeerPort}, msg, ws.holdPayload(&sr), prio)
 	if err != nil {
 		ws.dropPayload(&sr)
 		ws.refuse(sub, errCode(err), true)
 		return
 	}
 	ws.outst++
+	if named {
+		ws.hub.counters.PrioritySends++
+	}
 	ws.sends[rpcRef{id: id}] = sr
 	ws.accept(sub, id)
 }

@@ -92,9 +92,32 @@ func (o Op) String() string {
 const (
 	// SubFlagQuiet: no Accepted when the engine accepts it (needs
 	// FeatureQuietAccept; see "Quiet submissions" above).
-	SubFlagQuiet  uint8 = 1 << iota
-	subFlagsKnown       = SubFlagQuiet
+	SubFlagQuiet uint8 = 1 << 0
+	// SubFlagPriority (Send only; needs FeaturePriority): the request's
+	// unscheduled packets go at the priority level in the flags' bits 2-4
+	// (PriorityFlags) instead of the level its length gives under the
+	// peer's cutoffs. The receiver still chooses the level of granted
+	// bytes, as Homa's receivers do.
+	SubFlagPriority  uint8 = 1 << 1
+	subPriorityShift       = 2
+	subPriorityMask  uint8 = 7 << subPriorityShift
+	subFlagsKnown          = SubFlagQuiet | SubFlagPriority | subPriorityMask
 )
+
+// PriorityFlags are the flag bits of a Send whose unscheduled packets go
+// at level (0 lowest to 7 highest; SubFlagPriority).
+func PriorityFlags(level int) uint8 {
+	return SubFlagPriority | uint8(level&7)<<subPriorityShift
+}
+
+// Priority is the level a Send asks for with SubFlagPriority, and
+// whether it asks.
+func (s *Submission) Priority() (int, bool) {
+	if s.Flags&SubFlagPriority == 0 {
+		return 0, false
+	}
+	return int(s.Flags&subPriorityMask) >> subPriorityShift, true
+}
 
 // CompOp is what a completion reports.
 type CompOp uint8
@@ -340,7 +363,9 @@ func (s *Submission) Validate(lim *Limits) ErrCode {
 	if s.Op == 0 || s.Op >= opEnd {
 		return ErrCodeBadOp
 	}
-	if s.Flags&^subFlagsKnown != 0 || (s.Flags != 0 && s.Op != OpSend && s.Op != OpReply) {
+	if s.Flags&^subFlagsKnown != 0 || (s.Flags != 0 && s.Op != OpSend && s.Op != OpReply) ||
+		(s.Flags&(SubFlagPriority|subPriorityMask) != 0 && s.Op != OpSend) ||
+		(s.Flags&subPriorityMask != 0 && s.Flags&SubFlagPriority == 0) {
 		return ErrCodeBadFlags
 	}
 	use := opUses[s.Op]

@@ -130,10 +130,13 @@ const (
 	// say which host the region's socket serves (Layout.Host). Set by
 	// the server only when it was told the host (ServerConfig.Host).
 	FeatureHostInfo
+	// FeaturePriority: a Send may carry SubFlagPriority and a level
+	// (PriorityFlags), the priority of its unscheduled packets.
+	FeaturePriority
 	// Features are the bits this package's engine side implements (hub/
 	// and shmtest/ both); FeatureDoorbell and FeatureHostInfo depend on
 	// the server.
-	Features = FeatureQuietAccept | FeatureReturnOnSubmit
+	Features = FeatureQuietAccept | FeatureReturnOnSubmit | FeaturePriority
 )
 
 // ErrLayout is wrapped by every *LayoutError (errors.Is(err, ErrLayout)).

@@ -53,8 +53,9 @@ extern "C" {
 /* HOMA_API_VERSION is the version of this interface; homa_api_version()
  * returns the library's, so a binding can check the two agree.
  *   1  the first (symbols of node HOMA_1)
- *   2  homa_host_info_get and HOMA_ENOTSUP (node HOMA_1.1) */
-#define HOMA_API_VERSION 2
+ *   2  homa_host_info_get and HOMA_ENOTSUP (node HOMA_1.1)
+ *   3  homa_send's HOMA_SEND_PRIORITY (no new symbol) */
+#define HOMA_API_VERSION 3
 
 /* Local statuses (negative). */
 enum homa_status {
@@ -244,6 +245,11 @@ int homa_bind(homa_client *c, uint16_t port);
 
 /* homa_send's flags. */
 #define HOMA_SEND_DETACHED 1u /* return once on the submission ring; the outcome comes through homa_receive */
+/* The request's unscheduled packets go at priority level l (0 lowest to 7
+ * highest) instead of the level its length gives; the receiver still
+ * chooses the level of the bytes it grants. HOMA_ENOTSUP when the daemon
+ * does not take it (its header lacks the feature). */
+#define HOMA_SEND_PRIORITY(l) (2u | (((unsigned)(l) & 7u) << 4))
 
 /* Sends a request: the bytes of iov[0..iovcnt) one after the other, copied
  * into the transmit arena once, to dst (a server port). tag is the

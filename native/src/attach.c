@@ -99,7 +99,7 @@ static ssize_t greet(int s, char *buf, size_t len, int fds[2], int *nfds, int *c
 static int setup(homa_client *c, const homa_options *o, char *err, size_t errlen)
 {
 	homa_layout *l = &c->lay;
-	c->features = hm_layout_features(c->region) & (HM_FEATURE_QUIET_ACCEPT | HM_FEATURE_RETURN_ON_SUBMIT);
+	c->features = hm_layout_features(c->region) & (HM_FEATURE_QUIET_ACCEPT | HM_FEATURE_RETURN_ON_SUBMIT | HM_FEATURE_PRIORITY);
 	c->lim.arena_size = l->arena_size;
 	c->lim.pool_pages = l->pool_pages;
 	c->lim.max_message = l->max_message;

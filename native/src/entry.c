@@ -177,7 +177,10 @@ int hm_parse_submission(const uint8_t src[HM_ENTRY_SIZE], const hm_limits *lim, 
 		return CODE_BAD_OP;
 	if (s->err != 0)
 		return CODE_BAD_RESERVED;
-	if ((s->flags & ~HM_SUB_FLAG_QUIET) || (s->flags && s->op != HM_OP_SEND && s->op != HM_OP_REPLY))
+	if ((s->flags & ~(HM_SUB_FLAG_QUIET | HM_SUB_FLAG_PRIORITY | HM_SUB_PRIORITY_MASK)) ||
+	    (s->flags && s->op != HM_OP_SEND && s->op != HM_OP_REPLY) ||
+	    ((s->flags & (HM_SUB_FLAG_PRIORITY | HM_SUB_PRIORITY_MASK)) && s->op != HM_OP_SEND) ||
+	    ((s->flags & HM_SUB_PRIORITY_MASK) && !(s->flags & HM_SUB_FLAG_PRIORITY)))
 		return CODE_BAD_FLAGS;
 	unsigned use = op_uses[s->op], set = 0;
 	if (s->port)

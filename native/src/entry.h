@@ -16,6 +16,9 @@ enum { HM_OP_BIND = 1, HM_OP_SEND, HM_OP_REPLY, HM_OP_ABORT, HM_OP_ABORT_ALL, HM
 enum { HM_COMP_ACCEPTED = 1, HM_COMP_REQUEST, HM_COMP_RESPONSE, HM_COMP_ERROR, HM_COMP_RELEASED, HM_COMP_END };
 
 #define HM_SUB_FLAG_QUIET 1u    /* shm.SubFlagQuiet */
+#define HM_SUB_FLAG_PRIORITY 2u /* shm.SubFlagPriority: the level in bits 2-4 */
+#define HM_SUB_PRIORITY_SHIFT 2
+#define HM_SUB_PRIORITY_MASK (7u << HM_SUB_PRIORITY_SHIFT)
 #define HM_COMP_FLAG_RELEASED 1u /* shm.CompFlagReleased */
 #define HM_MAX_SERVER_PORT 0x7fff
 

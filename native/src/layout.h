@@ -26,6 +26,7 @@
 #define HM_FEATURE_RETURN_ON_SUBMIT 2u
 #define HM_FEATURE_DOORBELL 4u
 #define HM_FEATURE_HOST_INFO 8u
+#define HM_FEATURE_PRIORITY 16u
 
 /* The header's Features word (offset 100), read from a checked header. */
 uint32_t hm_layout_features(const void *hdr);

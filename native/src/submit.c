@@ -237,12 +237,13 @@ static int check_dst(const homa_addr *a)
 }
 
 /* message stages a Send or Reply (kind) of iov's bytes to or from peer
- * (rpc_id: the request a Reply answers) and pushes it, quiet when detached
- * and the daemon allows, with pages riding where it takes them. 0 and the
+ * (rpc_id: the request a Reply answers) and pushes it with the submission
+ * flags given (a Send's priority), quiet when detached and the daemon
+ * allows, with pages riding where it takes them. 0 and the
  * record's index in *idx, or a status (nothing is left behind). The
  * caller holds the lock. */
 static int message(homa_client *c, uint8_t kind, const homa_addr *peer, uint64_t rpc_id, const struct iovec *iov,
-		   int iovcnt, int detached, uint32_t *idx)
+		   int iovcnt, int detached, uint8_t flags, uint32_t *idx)
 {
 	hm_sub *s = hm_new_sub(c, kind, idx);
 	if (!s)
@@ -260,7 +261,7 @@ static int message(homa_client *c, uint8_t kind, const homa_addr *peer, uint64_t
 		return rc;
 	}
 	hm_entry e = {.op = kind,
-		      .flags = s->quiet ? HM_SUB_FLAG_QUIET : 0,
+		      .flags = (uint8_t)(flags | (s->quiet ? HM_SUB_FLAG_QUIET : 0)),
 		      .length = s->length,
 		      .cookie = s->cookie,
 		      .rpc = rpc_id,
@@ -286,15 +287,23 @@ HM_EXPORT int homa_send(homa_client *c, const homa_addr *dst, const struct iovec
 {
 	if (rpc_id)
 		*rpc_id = 0;
-	if (!c || !check_dst(dst) || (flags & ~HOMA_SEND_DETACHED))
+	if (!c || !check_dst(dst) || (flags & ~(HOMA_SEND_DETACHED | HOMA_SEND_PRIORITY(7))) ||
+	    ((flags & HOMA_SEND_PRIORITY(7)) && !(flags & HOMA_SEND_PRIORITY(0))))
 		return HOMA_EINVAL;
 	int detached = (flags & HOMA_SEND_DETACHED) != 0;
+	uint8_t sub = 0;
+	if (flags & HOMA_SEND_PRIORITY(0))
+		sub = (uint8_t)(HM_SUB_FLAG_PRIORITY | ((flags >> 4) & 7u) << HM_SUB_PRIORITY_SHIFT);
 	hm_lock(c);
 	int rc = hm_check_open(c);
 	if (rc)
 		goto out;
+	if (sub && !(c->features & HM_FEATURE_PRIORITY)) {
+		rc = HOMA_ENOTSUP;
+		goto out;
+	}
 	uint32_t idx;
-	if ((rc = message(c, HM_OP_SEND, dst, 0, iov, iovcnt, detached, &idx)) != 0)
+	if ((rc = message(c, HM_OP_SEND, dst, 0, iov, iovcnt, detached, sub, &idx)) != 0)
 		goto out;
 	((hm_sub *)hm_slab_at(&c->subs, idx))->tag = tag;
 	if (detached) {
@@ -330,7 +339,7 @@ HM_EXPORT int homa_reply(homa_client *c, const homa_msg *req, const struct iovec
 	hm_req *rq = hm_slab_at(&c->reqs, (uint32_t)ri);
 	homa_addr peer = rq->peer;
 	uint32_t idx;
-	if ((rc = message(c, HM_OP_REPLY, &peer, req->id, iov, iovcnt, detached, &idx)) != 0)
+	if ((rc = message(c, HM_OP_REPLY, &peer, req->id, iov, iovcnt, detached, 0, &idx)) != 0)
 		goto out;
 	/* answered: a refusal for PEER_MESSAGE_LENGTH opens it again */
 	ri = hm_map_get(&c->req_map, req->id);

@@ -2,7 +2,9 @@
  * test_errors: RPC failures (port unreachable, peer unreachable) through
  * homa_wait and homa_receive; bind's refusals; bad arguments; a send the
  * daemon refuses as malformed; abort and abort_all; detached sends and
- * replies refused, their failures through homa_receive; attach refused.
+ * replies refused, their failures through homa_receive; attach refused;
+ * a send at a named priority reaches the daemon with its level, a bad
+ * priority flag is refused, and a daemon without the feature says so.
  */
 #include <string.h>
 #include <unistd.h>
@@ -270,6 +272,42 @@ static void sq_full(void)
 	fake_stop(&f);
 }
 
+static void priority(fake *f)
+{
+	echo *e = echo_start(f, 31, 0);
+	homa_client *c = attach_or_die(f, NULL);
+	struct iovec x = {"hi", 2};
+	homa_addr a = addr("127.0.0.1", 31);
+	uint64_t id;
+	homa_msg m;
+	CHECK_EQ(homa_send(c, &a, &x, 1, 1, HOMA_SEND_PRIORITY(5), &id), 0);
+	CHECK_EQ(homa_wait(c, id, &m, 5000000000ll), 0);
+	homa_msg_release(c, &m);
+	CHECK_EQ(homa_send(c, &a, &x, 1, 2, HOMA_SEND_PRIORITY(0) | HOMA_SEND_DETACHED, NULL), 0);
+	CHECK_EQ(homa_receive(c, &m, 5000000000ll), 0);
+	CHECK_EQ(m.kind, HOMA_MSG_RESPONSE);
+	homa_msg_release(c, &m);
+	CHECK_EQ(homa_send(c, &a, &x, 1, 3, 0, &id), 0);
+	CHECK_EQ(homa_wait(c, id, &m, 5000000000ll), 0);
+	homa_msg_release(c, &m);
+	const char *ans = fake_cmd(f, "session -1");
+	CHECK_EQ(json_int(ans, "priority_sends"), 2);
+	CHECK_EQ(json_int(ans, "last_priority"), 0);
+	CHECK_EQ(homa_send(c, &a, &x, 1, 4, HOMA_SEND_PRIORITY(5) & ~2u, NULL), HOMA_EINVAL); /* a level, no flag */
+	CHECK_EQ(homa_send(c, &a, &x, 1, 4, 0x100, NULL), HOMA_EINVAL);
+	homa_destroy(c);
+
+	attach_features = ~16u; /* as if the daemon lacked it (HM_FEATURE_PRIORITY) */
+	c = attach_or_die(f, NULL);
+	CHECK_EQ(homa_send(c, &a, &x, 1, 5, HOMA_SEND_PRIORITY(5), NULL), HOMA_ENOTSUP);
+	CHECK_EQ(homa_send(c, &a, &x, 1, 6, 0, &id), 0);
+	CHECK_EQ(homa_wait(c, id, &m, 5000000000ll), 0);
+	homa_msg_release(c, &m);
+	attach_features = ~0u;
+	homa_destroy(c);
+	echo_stop(e);
+}
+
 int main(void)
 {
 	fake f;
@@ -280,6 +318,7 @@ int main(void)
 	aborts(&f, 17);
 	attach_features = ~0u;
 	attach_errors(&f);
+	priority(&f);
 	fake_stop(&f);
 	bad_entry();
 	refusals();

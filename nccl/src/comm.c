@@ -542,6 +542,21 @@ ncclResult_t hn_listen(int dev, void *handle, void **listen_comm)
 	return ncclSuccess;
 }
 
+/* hn_class_priority is the Homa priority of v10's per-connection traffic
+ * class: -1 (the priority each message's length gives, as Homa chooses)
+ * for NCCL_NET_TRAFFIC_CLASS_UNDEF and 0; for 1 to 255, an 8-bit traffic
+ * class as RoCE and IP read it (NCCL_IB_TC's kind), its top three bits
+ * (IP precedence: 32 to 63 is 1, 224 to 255 is 7), the level whose TOS
+ * Homa's packets carry. Anything else is refused (-2). */
+static int hn_class_priority(int traffic_class)
+{
+	if (traffic_class == NCCL_NET_TRAFFIC_CLASS_UNDEF || traffic_class == 0)
+		return -1;
+	if (traffic_class < 0 || traffic_class > 255)
+		return -2;
+	return traffic_class >> 5;
+}
+
 ncclResult_t hn_connect(int dev, int traffic_class, void *handle, void **send_comm)
 {
 	*send_comm = NULL;
@@ -554,6 +569,11 @@ ncclResult_t hn_connect(int dev, int traffic_class, void *handle, void **send_co
 	if (h.magic != HN_HANDLE_MAGIC || h.version != HN_VERSION || (h.family != 4 && h.family != 6)) {
 		HN_WARN("connect: not a handle of this plugin (magic %#x, version %u)", h.magic, h.version);
 		return ncclInvalidUsage;
+	}
+	int prio = hn_class_priority(traffic_class);
+	if (prio == -2) {
+		HN_WARN("connect: trafficClass %d is not a traffic class (0 to 255, or undefined)", traffic_class);
+		return ncclInvalidArgument;
 	}
 	uint32_t *pending = (uint32_t *)((char *)handle + NCCL_NET_HANDLE_MAXSIZE - sizeof(uint32_t));
 	pthread_mutex_lock(&g.mu);
@@ -571,6 +591,8 @@ ncclResult_t hn_connect(int dev, int traffic_class, void *handle, void **send_co
 		memcpy(c->peer.ip, h.ip, 16);
 		c->peer.port = h.port;
 		c->traffic_class = traffic_class;
+		c->priority = prio;
+		c->send_flags = HOMA_SEND_DETACHED | (prio >= 0 ? HOMA_SEND_PRIORITY(prio) : 0);
 		*pending = c->id;
 		uint64_t arg = d->self.port | (uint64_t)(uint32_t)(traffic_class + 1) << 16;
 		int s = send_ctl(d, &c->peer, HN_CONNECT, h.listen_id, c->id, h.key, c->key, arg);
@@ -652,7 +674,14 @@ ncclResult_t hn_isend(void *send_comm, void *data, size_t size, int tag, void **
 		     .from_id = c->id, .key = c->peer_key, .seq = c->next_seq};
 	struct iovec iov[2] = {{&w, sizeof w}, {data, size}};
 	uint64_t tag64 = (uint64_t)c->id << 32 | (uint32_t)c->next_seq;
-	int s = homa_send(d->tx, &c->peer, iov, size ? 2 : 1, tag64, HOMA_SEND_DETACHED, NULL);
+	int s = homa_send(d->tx, &c->peer, iov, size ? 2 : 1, tag64, c->send_flags, NULL);
+	if (s == HOMA_ENOTSUP && c->send_flags != HOMA_SEND_DETACHED) {
+		char p[80];
+		HN_WARN("send comm %#x, peer %s: the daemon cannot send at a named priority: trafficClass %d is ignored",
+			c->id, hn_peer_str(&c->peer, p, sizeof p), c->traffic_class);
+		c->send_flags = HOMA_SEND_DETACHED;
+		s = homa_send(d->tx, &c->peer, iov, size ? 2 : 1, tag64, c->send_flags, NULL);
+	}
 	if (s == HOMA_EARENA || s == HOMA_ESQFULL) {
 		c->n.stalls++;
 		hn_pump_tx(d);
@@ -671,6 +700,8 @@ ncclResult_t hn_isend(void *send_comm, void *data, size_t size, int tag, void **
 	c->next_seq++;
 	c->inflight++;
 	c->n.requests++;
+	if (c->send_flags != HOMA_SEND_DETACHED)
+		c->n.at_priority++;
 	*request = r;
 	pthread_mutex_unlock(&g.mu);
 	return ncclSuccess;
@@ -765,15 +796,18 @@ ncclResult_t hn_test(void *request, int *done, int *sizes)
 
 static void print_stats(const hn_obj *c)
 {
-	char p[80];
+	char p[80], cls[96] = "";
+	if (c->type == HN_SEND && c->traffic_class != NCCL_NET_TRAFFIC_CLASS_UNDEF)
+		snprintf(cls, sizeof cls, ", trafficClass %d: %llu at Homa priority %d", c->traffic_class,
+			 (unsigned long long)c->n.at_priority, c->priority);
 	HN_INFO("%s comm %#x, peer %s: %llu requests, %llu bytes, %d in flight, %llu stalls, %llu errors, "
-		"%llu early, completion %.1f us mean %.1f us max; device %s: %llu strangers, %llu refused connects, "
+		"%llu early, completion %.1f us mean %.1f us max%s; device %s: %llu strangers, %llu refused connects, "
 		"%llu late answers, %llu hand-overs of rx%s%s",
 		c->type == HN_SEND ? "send" : "recv", c->id, hn_peer_str(&c->peer, p, sizeof p),
 		(unsigned long long)c->n.requests, (unsigned long long)c->n.bytes, c->inflight,
 		(unsigned long long)c->n.stalls, (unsigned long long)c->n.errors, (unsigned long long)c->n.early,
 		c->n.completed ? (double)c->n.lat_ns_sum / (double)c->n.completed / 1e3 : 0.0,
-		(double)c->n.lat_ns_max / 1e3, c->dev->name, (unsigned long long)c->dev->strangers,
+		(double)c->n.lat_ns_max / 1e3, cls, c->dev->name, (unsigned long long)c->dev->strangers,
 		(unsigned long long)c->dev->refused, (unsigned long long)c->dev->late,
 		(unsigned long long)c->dev->handoffs, c->failed ? "; failed: " : "",
 		c->failed ? c->why : "");

@@ -94,6 +94,7 @@ typedef struct hn_req {
 
 typedef struct hn_counters {
 	uint64_t requests, bytes, stalls, errors;
+	uint64_t at_priority; /* send: messages sent at the class's priority */
 	uint64_t lat_ns_sum, lat_ns_max, completed;
 	uint64_t early; /* receive: messages that came before their irecv */
 } hn_counters;
@@ -117,6 +118,8 @@ typedef struct hn_obj {
 	uint32_t peer_id;   /* the other end's object id */
 	uint64_t peer_key;  /* the other end's key */
 	int traffic_class;  /* send: NCCL's, or NCCL_NET_TRAFFIC_CLASS_UNDEF */
+	int priority;       /* send: the Homa priority its class names (hn_class_priority), or -1 */
+	unsigned send_flags; /* send: homa_send's flags for DATA (HOMA_SEND_PRIORITY) */
 	struct hn_obj *listen; /* recv, until accepted */
 	/* send */
 	int ready;

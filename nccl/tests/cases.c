@@ -629,6 +629,49 @@ static int c_pingpong(int rank, int n)
 	return close_pair(s, r, l);
 }
 
+/* v10's trafficClass names the Homa priority of a send comm's messages
+ * (their unscheduled packets): 96 is level 3, counted at close; one
+ * outside 0 to 255 is refused at connect. v8 and v9 have no class: the
+ * same exchange, at the priorities sizes give. */
+static int c_traffic_class(int rank, int n)
+{
+	(void)n;
+	void *s, *r, *l;
+	if (h_version >= 10) {
+		char mine[NCCL_NET_HANDLE_MAXSIZE];
+		void *bad = NULL;
+		CHECK(h_listen(mine, &l), "listen");
+		if (h_connect(mine, 300, &bad) != ncclInvalidArgument || bad)
+			FAILF("connect with trafficClass 300 was not refused");
+		if (!h_warned("trafficClass 300 is not a traffic class"))
+			FAILF("no WARN line for trafficClass 300");
+		CHECK(h_close_listen(l), "closeListen");
+	}
+	if (h_connect_pair_tc(rank ^ 1, rank ^ 1, 96, &s, &r, &l))
+		return 1;
+	static uint8_t b[100000];
+	for (int i = 0; i < 20; i++) {
+		size_t sz = i % 2 ? sizeof b : 100, got;
+		if (rank == 0) {
+			h_fill(b, sz, (uint64_t)i);
+			if (h_send_wait(s, b, sz) || h_recv_wait(r, b, sizeof b, &got))
+				return 1;
+		} else {
+			if (h_recv_wait(r, b, sizeof b, &got) || h_send_wait(s, b, got))
+				return 1;
+		}
+		if (got != sz || h_check(b, sz, (uint64_t)i, "message"))
+			FAILF("message %d: %zu bytes of %zu", i, got, sz);
+	}
+	if (close_pair(s, r, l))
+		return 1;
+	if (h_version >= 10 && !h_informed("trafficClass 96: 20 at Homa priority 3"))
+		FAILF("no INFO line at close with \"trafficClass 96: 20 at Homa priority 3\"");
+	if (h_warned("cannot send at a named priority"))
+		FAILF("the daemon refused the priority");
+	return 0;
+}
+
 /* A sender that sends more than the receive posted for it (a peer that
  * sends more than NCCL announced): the receive fails naming both sizes
  * and nothing is written past its buffer; the send fails too when the
@@ -813,6 +856,7 @@ const h_case h_cases[] = {
 	{"old_request", 2, c_old_request, "a request past HOMA_NCCL_WARN_S logged once", "HOMA_NCCL_WARN_S=1"},
 	{"daemon_gone", 2, c_daemon_gone, "the daemon killed: every rank's requests fail", NULL},
 	{"pingpong", 2, c_pingpong, "one message at a time each way (prints the round trip)", NULL},
+	{"traffic_class", 2, c_traffic_class, "v10's trafficClass sends at its Homa priority; a bad one is refused", NULL},
 	{"too_big", 2, c_too_big, "a message longer than its receive fails both ends", NULL},
 	{"peer_killed", 2, c_peer_killed, "a sender killed: the receive fails", NULL},
 	{0, 0, 0, 0, 0},

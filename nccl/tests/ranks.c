@@ -174,6 +174,11 @@ void h_wait(int from)
 
 int h_connect_pair(int to, int from, void **send, void **recv, void **listen)
 {
+	return h_connect_pair_tc(to, from, -1, send, recv, listen);
+}
+
+int h_connect_pair_tc(int to, int from, int traffic_class, void **send, void **recv, void **listen)
+{
 	char mine[NCCL_NET_HANDLE_MAXSIZE], theirs[NCCL_NET_HANDLE_MAXSIZE];
 	CHECK(h_listen(mine, listen), "listen");
 	if (!*listen)
@@ -184,7 +189,7 @@ int h_connect_pair(int to, int from, void **send, void **recv, void **listen)
 	int64_t t0 = h_now();
 	while (!*send || !*recv) {
 		if (!*send)
-			CHECK(h_connect(theirs, -1, send), "connect");
+			CHECK(h_connect(theirs, traffic_class, send), "connect");
 		if (!*recv)
 			CHECK(h_accept(*listen, recv), "accept");
 		if (h_now() - t0 > 30000000000ll)

@@ -41,6 +41,8 @@ void h_wait(int from);
 /* Connections made the way NCCL makes them, each call retried until it
  * yields a comm: rank sends to `to` and receives from `from`. */
 int h_connect_pair(int to, int from, void **send, void **recv, void **listen);
+/* h_connect_pair with v10's trafficClass for the send comm (-1: undefined) */
+int h_connect_pair_tc(int to, int from, int traffic_class, void **send, void **recv, void **listen);
 
 /* Blocking helpers over isend / irecv / test (retrying NULL requests). */
 int h_send_wait(void *send, void *data, size_t size);

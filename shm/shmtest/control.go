@@ -22,6 +22,8 @@ type SessionInfo struct {
 	BadSubmissions       uint64 // of which malformed (answered with an Error)
 	Wakeups              uint64 // eventfd writes: times the worker was asleep on the CQ
 	Quiet                uint64 // Sends and Replies accepted without an Accepted (SubFlagQuiet)
+	PrioritySends        uint64 // Sends that named a priority (SubFlagPriority); LastPriority is the last one named
+	LastPriority         int
 	PagesOnSubmit        uint64 // page runs given back on a Send or Reply
 	SQCorrupt, CQCorrupt uint64 // bad index loads seen by the engine's ends of the rings
 }
@@ -48,7 +50,7 @@ func (e *Engine) Session(i int) (info SessionInfo, ok bool) {
 	return SessionInfo{Index: ws.index, PID: ws.s.PID, Port: ws.port, Live: !ws.gone, Layout: ws.layout,
 		Hugetlb: ws.s.Hugetlb, PagesFree: ws.side.Pages.Free(), PagesHeld: ws.side.Pages.Held(), RPCs: ws.rpcs,
 		Submissions: ws.submissions, BadSubmissions: ws.badSubmissions, Wakeups: ws.wakeups,
-		Quiet: ws.quiet, PagesOnSubmit: ws.pagesOnSubmit, SQCorrupt: ws.side.SQ.Corrupt(), CQCorrupt: ws.side.CQ.Corrupt()}, true
+		Quiet: ws.quiet, PrioritySends: ws.prioritySends, LastPriority: ws.lastPriority, PagesOnSubmit: ws.pagesOnSubmit, SQCorrupt: ws.side.SQ.Corrupt(), CQCorrupt: ws.side.CQ.Corrupt()}, true
 }
 
 // Sessions is the number of sessions attached now.

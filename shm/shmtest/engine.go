@@ -125,6 +125,8 @@ type session struct {
 
 	submissions, badSubmissions, wakeups uint64
 	quiet, pagesOnSubmit                 uint64 // see SessionInfo
+	prioritySends                        uint64
+	lastPriority                         int
 }
 
 // defaultHost is Config.Host's zero value: 127.0.0.1.

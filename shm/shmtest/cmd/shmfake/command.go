@@ -39,6 +39,8 @@ type sessionJSON struct {
 	BadSubmissions uint64     `json:"bad_submissions"`
 	Wakeups        uint64     `json:"wakeups"`
 	Quiet          uint64     `json:"quiet"`
+	PrioritySends  uint64     `json:"priority_sends"`
+	LastPriority   int        `json:"last_priority"`
 	PagesOnSubmit  uint64     `json:"pages_on_submit"`
 	SQCorrupt      uint64     `json:"sq_corrupt"`
 	CQCorrupt      uint64     `json:"cq_corrupt"`
@@ -143,5 +145,5 @@ func sessionAnswer(s shmtest.SessionInfo) sessionJSON {
 			CQOffset: l.CQOffset, CQEntries: l.CQEntries, ArenaOffset: l.ArenaOffset, ArenaSize: l.ArenaSize,
 			PoolOffset: l.PoolOffset, PoolPages: l.PoolPages, MaxMessage: l.MaxMessage},
 		PagesFree: s.PagesFree, PagesHeld: s.PagesHeld, RPCs: s.RPCs, Submissions: s.Submissions,
-		BadSubmissions: s.BadSubmissions, Wakeups: s.Wakeups, Quiet: s.Quiet, PagesOnSubmit: s.PagesOnSubmit, SQCorrupt: s.SQCorrupt, CQCorrupt: s.CQCorrupt}
+		BadSubmissions: s.BadSubmissions, Wakeups: s.Wakeups, Quiet: s.Quiet, PrioritySends: s.PrioritySends, LastPriority: s.LastPriority, PagesOnSubmit: s.PagesOnSubmit, SQCorrupt: s.SQCorrupt, CQCorrupt: s.CQCorrupt}
 }
