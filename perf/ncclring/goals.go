@@ -33,6 +33,11 @@ const (
 	BandwidthLoss  = 0.05
 )
 
+// WaitCPUGoalUs is the most CPU a rank may spend per message when
+// messages go one at a time each way (the 2-rank all-reduce of 8 B: a
+// test loop waiting on each), µs.
+const WaitCPUGoalUs = 5.0
+
 // GoalRanks are the job sizes the goals are set for.
 var GoalRanks = []int{2, 4}
 
@@ -95,8 +100,39 @@ func Goals(r *Result) []perf.Goal {
 			g.Want, g.Absent = fmt.Sprintf(">= %.2f", 1-BandwidthLoss), absent("no all-reduce of 4 MiB or more in this run")
 		}
 		gs = append(gs, g)
+
+		if n == 2 {
+			g = perf.Goal{Goal: "the plugin, one 8 B message at a time each way (the 8 B all-reduce), 2 ranks: CPU µs per message per rank", Source: src}
+			if p, ok := find(j.plugin(), 8); ok && p.Msgs > 0 && p.CPUPerGB > 0 {
+				perf.AtMost(&g, cpuPerMsgUs(p, n), WaitCPUGoalUs)
+			} else {
+				g.Want, g.Absent = fmt.Sprintf("<= %.2f", WaitCPUGoalUs), absent("no 8 B all-reduce in this run")
+			}
+			gs = append(gs, g)
+		}
 	}
 	return gs
+}
+
+// cpuPerMsgUs is the CPU each of n ranks spent per message it sent in
+// p's all-reduces, µs.
+func cpuPerMsgUs(p Point, n int) float64 {
+	return p.CPUPerGB * float64(p.Bytes) / 1e9 / float64(n) / float64(p.Msgs) * 1e6
+}
+
+// plugin and libhoma are j's series (none for a nil job).
+func (j *Job) plugin() []Point {
+	if j == nil {
+		return nil
+	}
+	return j.Plugin
+}
+
+func (j *Job) libhoma() []Point {
+	if j == nil {
+		return nil
+	}
+	return j.Libhoma
 }
 
 // job is the job of n ranks, or nil.

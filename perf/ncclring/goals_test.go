@@ -20,7 +20,7 @@ func pt(n, bytes, msgs int, us, cpu float64) Point {
 // and at 4 MiB and 64 MiB.
 func twoRankJob() Job {
 	return Job{Ranks: 2,
-		Plugin:  []Point{pt(2, 8, 2, 20, 9), pt(2, 64<<10, 2, 60, 9), pt(2, 4<<20, 16, 4000, 2), pt(2, 64<<20, 256, 50000, 3)},
+		Plugin:  []Point{pt(2, 8, 2, 20, 6000), pt(2, 64<<10, 2, 60, 9), pt(2, 4<<20, 16, 4000, 2), pt(2, 64<<20, 256, 50000, 3)},
 		Libhoma: []Point{pt(2, 8, 2, 19, 9), pt(2, 64<<10, 2, 56, 9), pt(2, 4<<20, 16, 3900, 2), pt(2, 64<<20, 256, 45000, 3)},
 		Gloo:    []Point{pt(2, 8, 0, 50, 9), pt(2, 64<<10, 0, 100, 9), pt(2, 4<<20, 0, 5000, 1), pt(2, 64<<20, 0, 40000, 4)},
 	}
@@ -28,7 +28,7 @@ func twoRankJob() Job {
 
 func TestGoals_rowsFromAJob(t *testing.T) {
 	g := perftest.GoalsByName(Goals(&Result{Jobs: []Job{twoRankJob()}}))
-	if len(g) != 14 {
+	if len(g) != 15 {
 		t.Fatalf("%d rows: %+v", len(g), g)
 	}
 	// worst of 20/50 and 60/100
@@ -41,6 +41,8 @@ func TestGoals_rowsFromAJob(t *testing.T) {
 	perftest.CheckGoal(t, g, "the plugin over libhoma directly, 8 B-64 KiB, 2 ranks: µs more per isend+test pair (median size)", 1.25, false)
 	// 3900/4000 and 45000/50000: worst 0.9
 	perftest.CheckGoal(t, g, "the plugin over libhoma directly, 4 MiB and 64 MiB, 2 ranks: busbw ratio (worst)", 0.9, false)
+	// 6000 s/GB x 8 B over 2 ranks and 2 messages each: 12 µs
+	perftest.CheckGoal(t, g, "the plugin, one 8 B message at a time each way (the 8 B all-reduce), 2 ranks: CPU µs per message per rank", 12, false)
 	if r := g["NCCL ring through the plugin, 64 MiB, 4 ranks: busbw over gloo's"]; !strings.Contains(r.Absent, "no 4-rank job") || r.Want != ">= 1.00" {
 		t.Errorf("%+v", r)
 	}

@@ -56,7 +56,7 @@ func TestRun_smokeOverTheDemosHosts(t *testing.T) {
 	if j.Plugin[0].Msgs != 2 {
 		t.Errorf("2 ranks, 8 B: %d isends a rank; want 2 (a step each way)", j.Plugin[0].Msgs)
 	}
-	if len(res.Goals) != 14 || res.Goals[0].Absent != "" {
+	if len(res.Goals) != 15 || res.Goals[0].Absent != "" {
 		t.Errorf("goals %+v", res.Goals)
 	}
 	var md bytes.Buffer

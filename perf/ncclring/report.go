@@ -69,7 +69,7 @@ func Notes(r *Result) []string {
 			"the ring switch between them), whose polling loop takes a core of its own.", r.CPUs),
 		"Time is the median over the timed all-reduces of the slowest rank's, each after a barrier; algbw = bytes / time, " +
 			"busbw = algbw x 2(n-1)/n, in GB/s as nccl-tests prints them. CPU s/GB is the user and system seconds of all ranks' " +
-			"processes over the timed all-reduces (the plugin's progress threads included, the daemon's polling loop not), " +
+			"processes over the timed all-reduces (the plugin's progress threads included: they sleep while a rank polls; the daemon's polling loop not), " +
 			"per GB of buffer reduced.",
 		"The plugin's and libhoma's ranks spin (as NCCL's proxy thread does); gloo's sleep in the kernel's TCP.",
 	}
@@ -80,17 +80,23 @@ func Notes(r *Result) []string {
 		why := ""
 		switch {
 		case strings.Contains(g.Goal, "CPU s per GB"):
-			why = "the ranks poll where gloo's sleep, so every wait costs CPU; and the plugin's progress thread runs beside its rank."
+			why = "the ranks poll where gloo's sleep, so every wait costs CPU."
+		case strings.Contains(g.Goal, "CPU µs per message"):
+			why = "NCCL's proxy thread, as these ranks do, calls test in a loop until its message is done, so a rank's CPU per " +
+				"message is the time it waits: a round trip through the daemons."
+			if p, ok := find(r.job(2).libhoma(), 8); ok && p.Msgs > 0 && p.CPUPerGB > 0 {
+				why += fmt.Sprintf(" The ring over libhoma directly, whose waits sleep after spinning, took %.1f µs per message.", cpuPerMsgUs(p, 2))
+			}
 		case strings.Contains(g.Goal, "libhoma directly"):
-			why = "through the plugin a message is taken by its progress thread (which spins HOMA_NCCL_SPIN_US, none below 8 CPUs, " +
-				"then sleeps until the daemon's eventfd wakes it) and completed to the rank under the plugin's lock; the direct " +
-				"ring's rank polls its own session. The ratio table shows how much per message."
+			why = "through the plugin a rank's test reads two sessions (rx, the requests to its port; tx, the answers to its own) " +
+				"under the plugin's lock and keeps each comm's order and credit; the direct ring's rank reads its one session. " +
+				"The ratio table shows how much per message."
 		default:
 			why = "each step of the ring is a Homa RPC through the daemon's polling loop, which shares this machine's CPUs with the ranks."
 		}
 		var n int
 		if _, err := fmt.Sscanf(g.Source, "nccl, %d ranks", &n); err == nil && r.CPUs < 2*n+1 {
-			why += fmt.Sprintf(" Here %d ranks, their progress threads and the daemon's loop share %d CPUs: the figure is time-sharing as much as transport.",
+			why += fmt.Sprintf(" Here %d ranks and the daemon's loop share %d CPUs: the figure is time-sharing as much as transport.",
 				n, r.CPUs)
 		}
 		notes = append(notes, fmt.Sprintf("Missed: %s (%.2f, want %s): %s", g.Goal, g.Figure, g.Want, why))

@@ -28,7 +28,7 @@ torch per rank). It prints nccl-tests' columns per series (time, algbw, busbw = 
 2(n-1)/n, and CPU seconds per GB of all ranks), the ratios per size, and the goal rows
 (time up to 64 KiB at most 0.5x gloo's; busbw at 4 and 64 MiB at least gloo's, at no
 more CPU per GB; the plugin at most 1 µs per isend+test and 5% of bandwidth over
-libhoma directly), met or not, then notes saying why a goal was missed; it writes
+libhoma directly; at most 5 µs of a rank's CPU per message one at a time), met or not, then notes saying why a goal was missed; it writes
 nccl.json, nccl.md and each job's logs to the results directory. --smoke: 2 ranks,
 8 B to 64 KiB, 5 all-reduces a size. It builds nothing: run make -C nccl first. Needs
 python3-torch; run it from the repository's root or give --root and --bench.`,
