@@ -96,6 +96,7 @@ var families = []family{
 	{"homa_worker_wakeups_total", "Eventfd writes that woke a sleeping worker.", nil, true},
 	{"homa_worker_zero_copy_messages_total", "Messages sent from a worker's arena as external buffers (no copy).", nil, true},
 	{"homa_worker_quiet_accepts_total", "Sends and replies accepted without an Accepted completion (the worker asked for none).", nil, true},
+	{"homa_worker_priority_sends_total", "Sends that named the priority of their unscheduled packets (an NCCL trafficClass, say).", nil, true},
 	{"homa_worker_pages_on_submit_total", "Runs of receive-pool pages given back on a send or reply instead of a ReturnPages entry.", nil, true},
 	{"homa_worker_replies_after_close_total", "Replies taken from a worker's submission ring after it closed or died (they go out as the others).", nil, true},
 	{"homa_worker_replies_lingered_total", "Replies still going when their worker closed or died, kept (with its session) until acked or workers.linger.", nil, true},
