@@ -57,7 +57,12 @@ backward), and Work.wait drives progress itself when it can. The thread
 stays out for ``HOMA_DPDK_TORCH_GRACE_US`` (1000) after a call. A waiter
 first looks and yields the CPU for ``HOMA_DPDK_TORCH_YIELD_US`` (100), then
 sleeps in libhoma, which spins ``HOMA_DPDK_SPIN_US`` first (0 on machines
-of 4 CPUs or fewer, where a spinning rank keeps its peer off the CPU).
+of 4 CPUs or fewer, where a spinning rank keeps its peer off the CPU). A
+yield that lost the CPU for 1 ms or more (to a busy thread on the rank's
+core, such as the daemon's polling loop; ``pg.stats()["yields_lost"]``)
+makes the waits on that CPU sleep at once for a back-off of 5 ms, doubling
+while it recurs, up to ``HOMA_DPDK_TORCH_YIELD_BACKOFF_US`` (100000; 0:
+never).
 The ring's parts: ``HOMA_DPDK_TORCH_RING_PARTS`` (1) per segment at least.
 
 Failures fail the group instead of hanging: a message to a rank that is

@@ -109,7 +109,8 @@ std::vector<std::pair<std::string, uint64_t>> ProcessGroupHoma::stats() const {
           {"unexpected_parts", t_->n_unexpected.load()}, {"ops_inline", t_->n_inline.load()},
           {"ops_queued", t_->n_queued.load()},         {"dropped", t_->n_dropped.load()},
           {"dropped_stranger", t_->n_stranger.load()}, {"dropped_stale", t_->n_stale.load()},
-          {"dropped_duplicate", t_->n_duplicate.load()}};
+          {"dropped_duplicate", t_->n_duplicate.load()},
+          {"yields_lost", t_->n_yield_lost.load()}};
 }
 
 // ------------------------------------------------------------ operations

@@ -90,6 +90,7 @@ Config config_from_env(int rank, int size, int64_t timeout_ns) {
   c.inline_bytes = env_int("HOMA_DPDK_TORCH_INLINE_BYTES", c.inline_bytes);
   c.grace_ns = env_int("HOMA_DPDK_TORCH_GRACE_US", c.grace_ns / 1000) * 1000;
   c.yield_ns = env_int("HOMA_DPDK_TORCH_YIELD_US", c.yield_ns / 1000) * 1000;
+  c.yield_backoff_ns = std::max<int64_t>(0, env_int("HOMA_DPDK_TORCH_YIELD_BACKOFF_US", c.yield_backoff_ns / 1000)) * 1000;
   int64_t wait_s = env_int("HOMA_DPDK_TORCH_RENDEZVOUS_S", c.rendezvous_ns / 1'000'000'000);
   if (wait_s < 1) throw std::invalid_argument("homa_dpdk.torch: HOMA_DPDK_TORCH_RENDEZVOUS_S must be 1 or more");
   c.rendezvous_ns = std::min<int64_t>(wait_s, 1'000'000'000) * 1'000'000'000;

@@ -404,14 +404,54 @@ void Transport::wait(const RecvPtr& r, const char* what) {
 // sleeping and yields the CPU between looks (a peer rank on the same core
 // then runs at once and its message is seen without an eventfd wake-up,
 // which costs tens of microseconds here), then waits in libhoma.
+//
+// A yield hands the CPU to whatever else is runnable on this core. A peer
+// rank gives it back within its turn (up to a few hundred microseconds
+// measured on 2 CPUs under load); a thread that never blocks (the daemon's
+// busy-polling loop, where the scheduler put this rank on the loop's core,
+// or any busy thread there) keeps it for the rest of its time slice, a
+// millisecond or more measured, and then every wait paid that: a 2-rank
+// all_reduce of 4 B took 1-2 ms instead of tens of microseconds for as long
+// as the rank stayed there (issue 41), while a rank asleep in libhoma is
+// woken by its message and runs at once. So a yield that lost the CPU for
+// kLostYieldNs or more (counted in n_yield_lost) makes the waits of the
+// next back-off go to libhoma's sleep without yielding, as long as they
+// run on the CPU where the yield lost it (the scheduler moves ranks: one
+// moved back beside its peer yields again at once): 5 ms, doubled for each
+// such yield that follows within kLostYieldMemoryNs of the last (the busy
+// thread is still there), up to yield_backoff_ns.
+namespace {
+constexpr int64_t kLostYieldNs = 1'000'000;
+constexpr int64_t kYieldBackoffFirstNs = 5'000'000;
+constexpr int64_t kLostYieldMemoryNs = 1'000'000'000;
+}  // namespace
+
 int Transport::pump_patiently(int64_t timeout_ns) {
   if (cfg_.yield_ns > 0 && timeout_ns > 0) {
-    int64_t end = now_ns() + std::min(cfg_.yield_ns, timeout_ns);
-    do {
-      int n = pump(0);
-      if (n != 0) return n;
-      sched_yield();
-    } while (now_ns() < end);
+    int64_t now = now_ns();
+    if (now >= yield_off_until_ || sched_getcpu() != lost_yield_cpu_) {
+      int64_t end = now + std::min(cfg_.yield_ns, timeout_ns);
+      for (;;) {
+        int n = pump(0);
+        if (n != 0) return n;
+        int64_t before = now_ns();
+        sched_yield();
+        now = now_ns();
+        if (now - before >= kLostYieldNs) {
+          n_yield_lost++;
+          if (cfg_.yield_backoff_ns > 0) {
+            yield_backoff_ = std::min(cfg_.yield_backoff_ns, now - last_lost_yield_ns_ > kLostYieldMemoryNs
+                                                                 ? kYieldBackoffFirstNs
+                                                                 : 2 * yield_backoff_);
+            last_lost_yield_ns_ = now;
+            lost_yield_cpu_ = sched_getcpu();
+            yield_off_until_ = now + yield_backoff_;
+            break;
+          }
+        }
+        if (now >= end) break;
+      }
+    }
   }
   return pump(timeout_ns);
 }

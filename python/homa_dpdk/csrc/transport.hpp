@@ -81,6 +81,8 @@ struct Config {
   int64_t inline_bytes = 256 << 10;      // HOMA_DPDK_TORCH_INLINE_BYTES: callers run ops up to this inline
   int64_t grace_ns = 1'000'000;          // HOMA_DPDK_TORCH_GRACE_US: progress thread stays out after a call
   int64_t yield_ns = 100'000;            // HOMA_DPDK_TORCH_YIELD_US: a waiter looks and yields this long first
+  int64_t yield_backoff_ns = 100'000'000;  // HOMA_DPDK_TORCH_YIELD_BACKOFF_US: the longest a waiter sleeps in
+                                           // libhoma without yielding after a yield lost the CPU (0: never)
   int64_t spin_ns = -1;                  // HOMA_DPDK_SPIN_US: libhoma's spin before it sleeps (-1: its default;
                                          // unset: 0 on machines of 4 CPUs or fewer)
   int64_t rendezvous_ns = 30'000'000'000;  // HOMA_DPDK_TORCH_RENDEZVOUS_S: how long the set-up waits for the
@@ -209,6 +211,9 @@ class Transport {
   // receives already completed or collectives already ended, and believed
   // parts that bring no byte not received already (a copy of a part).
   std::atomic<uint64_t> n_stranger{0}, n_stale{0}, n_duplicate{0};
+  // Yields of a waiter that lost the CPU for 1 ms or more: to a thread
+  // that keeps it for a time slice (each starts a back-off: pump_patiently).
+  std::atomic<uint64_t> n_yield_lost{0};
 
  private:
   struct Key {
@@ -284,6 +289,10 @@ class Transport {
   uint64_t inflight_max_bytes_ = 0;
   uint64_t inflight_max_msgs_ = 256;
   int64_t next_check_ns_ = 0;
+  int64_t yield_off_until_ = 0;  // waits do not yield before this (pump_patiently)
+  int64_t yield_backoff_ = 0;    // the last back-off (pump_patiently)
+  int64_t last_lost_yield_ns_ = 0;  // when a yield last lost the CPU
+  int lost_yield_cpu_ = -1;         // and on which CPU
   std::vector<homa_msg> msgs_;
 
   // Shared between threads.
