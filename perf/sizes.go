@@ -68,6 +68,10 @@ func SizeName(n int) string {
 		return fmt.Sprintf("%d MB", n/1_000_000)
 	case n >= 1000 && n%1000 == 0:
 		return fmt.Sprintf("%d KB", n/1000)
+	case n >= 1<<20 && n%(1<<20) == 0: // binary sizes (NCCL's 512 KiB slices) in binary units
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1024 && n%1024 == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	return fmt.Sprintf("%d B", n)
 }

@@ -12,13 +12,15 @@ type StreamSize struct {
 	Warmup int `json:"warmup_messages"` // messages before measuring
 }
 
-// StreamSizes are the default sizes: 1 MB, 8 MB and 64 MB. The window
-// is 4 messages up to 8 MB (32 MB in flight) and 2 at 64 MB, all that
-// the demo's worker regions hold (128 MiB of arena and of pool,
-// demo/workers.yaml: 128 MB of requests in flight in the client's arena,
-// 2 x 977 pages of the server's pool); the warm-up is about 50 MB of
-// messages, at least a window's.
+// StreamSizes are the default sizes: NCCL's shape (512 KiB slices, 8 in
+// flight per connection: its 4 MiB buffer in 8 slots), then 1 MB, 8 MB
+// and 64 MB. The window is 4 messages from 1 MB to 8 MB (32 MB in
+// flight) and 2 at 64 MB, all that the demo's worker regions hold (128
+// MiB of arena and of pool, demo/workers.yaml: 128 MB of requests in
+// flight in the client's arena, 2 x 977 pages of the server's pool); the
+// warm-up is about 50 MB of messages, at least a window's.
 var StreamSizes = []StreamSize{
+	{Size: 512 << 10, Window: 8, Warmup: 100},
 	{Size: 1_000_000, Window: 4, Warmup: 50},
 	{Size: 8_000_000, Window: 4, Warmup: 8},
 	{Size: 64_000_000, Window: 2, Warmup: 2},

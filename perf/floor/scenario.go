@@ -20,8 +20,8 @@ on Homa's memif link. It measures the frames of MTU 1500 (1514 bytes, bsize 2048
 of MTU 9000 (9014 bytes, bsize 9216) in every trial (3 trials, 5 s each after 2 s of
 warm-up; --smoke: 1 trial of 1 s): Gbps of frames, both processes' CPU seconds per
 GB, and testpmd's busy ns per frame of each side. Then it streams Homa messages on
-memif at MTU 1500 and 9000 (demo --workers --link memif --mtu M; 1, 8 and 64 MB, as
-throughput; --smoke 1 MB) and prints each homa-memif run's Gbps and CPU per GB over the
+memif at MTU 1500 and 9000 (demo --workers --link memif --mtu M; 512 KiB, 1, 8 and 64
+MB, as throughput; --smoke 1 MB) and prints each homa-memif run's Gbps and CPU per GB over the
 floor at its MTU, the floor counted in Homa payload. It writes floor.json into the
 results directory. perf all runs it after throughput, whose homa-memif runs are the
 MTU 1500 ones.`,

@@ -13,9 +13,9 @@ func init() {
 		Name:  "throughput",
 		Order: 40,
 		Use:   "[--smoke] [--out DIR] [--no-veth] [--copier-cpu N]",
-		Short: "Gbps and CPU per GB of a Homa worker pair streaming 1, 8 and 64 MB messages, on memif and on ring, vs kernel TCP",
-		Long: `throughput streams messages of 1 MB (4 outstanding), 8 MB (4) and 64 MB (2: what the
-demo's worker regions hold), each with 1-byte replies and for 10 s, from a client worker
+		Short: "Gbps and CPU per GB of a Homa worker pair streaming 512 KiB (NCCL's shape), 1, 8 and 64 MB messages, on memif and on ring, vs kernel TCP",
+		Long: `throughput streams messages of 512 KiB (8 outstanding: NCCL's slices, its 4 MiB
+buffer in 8 slots), 1 MB (4), 8 MB (4) and 64 MB (2: what the demo's worker regions hold), each with 1-byte replies and for 10 s, from a client worker
 to a server worker through the daemon (run as a child process: demo --workers), with
 its hosts on a net_memif pair (homa-memif) and then on a net_ring pair (homa-ring), then
 over kernel TCP on loopback and across a veth pair (--smoke: 1 MB alone, 1 s), and

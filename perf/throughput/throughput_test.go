@@ -84,14 +84,15 @@ func TestSizes_defaultAndSmoke(t *testing.T) {
 			t.Errorf("throughput size %+v: more in flight than the demo's worker regions hold", z)
 		}
 	}
-	if !slices.Equal(sizes, []int{1_000_000, 8_000_000, 64_000_000}) {
+	if !slices.Equal(sizes, []int{512 << 10, 1_000_000, 8_000_000, 64_000_000}) {
 		t.Errorf("default throughput sizes %v", sizes)
 	}
 	if s := ConfigFor(true).Sizes; len(s) != 1 || s[0].Size != 1_000_000 {
 		t.Errorf("smoke throughput sizes %+v: want 1 MB alone", s)
 	}
 	m := throughputMethod(tc)
-	if !strings.Contains(m, "64 MB with a window of 2") || !strings.Contains(m, "1 MB with a window of 4") {
+	if !strings.Contains(m, "64 MB with a window of 2") || !strings.Contains(m, "1 MB with a window of 4") ||
+		!strings.Contains(m, "512 KiB with a window of 8") {
 		t.Errorf("throughput method %q", m)
 	}
 }
@@ -125,7 +126,7 @@ func TestSteps(t *testing.T) {
 	if n := Steps(tc); n != 2*2+1+2 {
 		t.Errorf("Steps %d", n)
 	}
-	if n := Steps(ConfigFor(false)); n != 2*(1+3)+3+(1+3) {
+	if n := Steps(ConfigFor(false)); n != 2*(1+4)+4+(1+4) {
 		t.Errorf("Steps of the default run %d", n)
 	}
 	tc.Testpmd = "dpdk-testpmd"
