@@ -86,6 +86,21 @@ func (w *rawWorker) expect(t *testing.T, op shm.CompOp) shm.Completion {
 	return c
 }
 
+// expectPastReleased is expect for the next completion that is not a
+// Released (those of earlier messages may come first), within timeout.
+func (w *rawWorker) expectPastReleased(t *testing.T, op shm.CompOp, timeout time.Duration) shm.Completion {
+	t.Helper()
+	for {
+		c := w.next(t, timeout)
+		if c.Op == op {
+			return c
+		}
+		if c.Op != shm.CompReleased {
+			t.Fatalf("completion %v (err %v), want %v: %+v", c.Op, c.Err, op, c)
+		}
+	}
+}
+
 func (w *rawWorker) message(c shm.Completion) []byte {
 	pool := w.at.Layout.Pool(w.at.Region)
 	off := uint64(c.Page) * shm.PageSize

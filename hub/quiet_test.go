@@ -171,26 +171,17 @@ func TestHub_sendAtANamedPriority(t *testing.T) {
 		})
 		return n
 	}
-	until := func(w *rawWorker, op shm.CompOp) shm.Completion { // Released may come first
-		for {
-			if c := w.next(t, 5*time.Second); c.Op == op {
-				return c
-			} else if c.Op != shm.CompReleased {
-				t.Fatalf("got %v, want %v: %+v", c.Op, op, c)
-			}
-		}
-	}
 	exchange := func(flags uint8) (sent [8]uint64) {
 		before := txByPrio()
 		copy(cli.at.Layout.Arena(cli.at.Region), "ping")
 		cli.submit(t, shm.Submission{Op: shm.OpSend, Flags: flags, Cookie: 1, PeerIP: peer, PeerPort: 99, Length: 4})
-		until(cli, shm.CompAccepted)
-		req := until(srv, shm.CompRequest)
+		cli.expectPastReleased(t, shm.CompAccepted, 5*time.Second)
+		req := srv.expectPastReleased(t, shm.CompRequest, 5*time.Second)
 		copy(srv.at.Layout.Arena(srv.at.Region), "pong")
 		srv.submit(t, shm.Submission{Op: shm.OpReply, Cookie: 2, RPCID: req.RPCID, PeerIP: req.PeerIP,
 			PeerPort: req.PeerPort, Length: 4})
-		until(srv, shm.CompAccepted)
-		resp := until(cli, shm.CompResponse)
+		srv.expectPastReleased(t, shm.CompAccepted, 5*time.Second)
+		resp := cli.expectPastReleased(t, shm.CompResponse, 5*time.Second)
 		cli.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: resp.Page, Pages: resp.Pages})
 		srv.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: req.Page, Pages: req.Pages})
 		after := txByPrio()

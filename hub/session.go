@@ -261,10 +261,7 @@ func (ws *session) send(sub *shm.Submission) {
 	}
 	msg := ws.Arena[sub.Offset : sub.Offset+uint64(sub.Length)]
 	sr := sendRef{cookie: sub.Cookie, offset: sub.Offset, length: sub.Length, client: true}
-	prio, named := sub.Priority()
-	if !named {
-		prio = -1
-	}
+	prio := sub.Priority()
 	id, err := ws.client.SendRefAt(engine.Addr{IP: shm.PeerAddr(sub.PeerIP, sub.PeerIP6), Port: sub.PeerPort}, msg, ws.holdPayload(&sr), prio)
 	if err != nil {
 		ws.dropPayload(&sr)
@@ -272,7 +269,7 @@ func (ws *session) send(sub *shm.Submission) {
 		return
 	}
 	ws.outst++
-	if named {
+	if prio >= 0 {
 		ws.hub.counters.PrioritySends++
 	}
 	ws.sends[rpcRef{id: id}] = sr

@@ -110,13 +110,13 @@ func PriorityFlags(level int) uint8 {
 	return SubFlagPriority | uint8(level&7)<<subPriorityShift
 }
 
-// Priority is the level a Send asks for with SubFlagPriority, and
-// whether it asks.
-func (s *Submission) Priority() (int, bool) {
+// Priority is the level a Send asks for with SubFlagPriority, or -1
+// when it names none.
+func (s *Submission) Priority() int {
 	if s.Flags&SubFlagPriority == 0 {
-		return 0, false
+		return -1
 	}
-	return int(s.Flags&subPriorityMask) >> subPriorityShift, true
+	return int(s.Flags&subPriorityMask) >> subPriorityShift
 }
 
 // CompOp is what a completion reports.

@@ -591,7 +591,6 @@ ncclResult_t hn_connect(int dev, int traffic_class, void *handle, void **send_co
 		memcpy(c->peer.ip, h.ip, 16);
 		c->peer.port = h.port;
 		c->traffic_class = traffic_class;
-		c->priority = prio;
 		c->send_flags = HOMA_SEND_DETACHED | (prio >= 0 ? HOMA_SEND_PRIORITY(prio) : 0);
 		*pending = c->id;
 		uint64_t arg = d->self.port | (uint64_t)(uint32_t)(traffic_class + 1) << 16;
@@ -799,7 +798,7 @@ static void print_stats(const hn_obj *c)
 	char p[80], cls[96] = "";
 	if (c->type == HN_SEND && c->traffic_class != NCCL_NET_TRAFFIC_CLASS_UNDEF)
 		snprintf(cls, sizeof cls, ", trafficClass %d: %llu at Homa priority %d", c->traffic_class,
-			 (unsigned long long)c->n.at_priority, c->priority);
+			 (unsigned long long)c->n.at_priority, hn_class_priority(c->traffic_class));
 	HN_INFO("%s comm %#x, peer %s: %llu requests, %llu bytes, %d in flight, %llu stalls, %llu errors, "
 		"%llu early, completion %.1f us mean %.1f us max%s; device %s: %llu strangers, %llu refused connects, "
 		"%llu late answers, %llu hand-overs of rx%s%s",

@@ -118,7 +118,6 @@ typedef struct hn_obj {
 	uint32_t peer_id;   /* the other end's object id */
 	uint64_t peer_key;  /* the other end's key */
 	int traffic_class;  /* send: NCCL's, or NCCL_NET_TRAFFIC_CLASS_UNDEF */
-	int priority;       /* send: the Homa priority its class names (hn_class_priority), or -1 */
 	unsigned send_flags; /* send: homa_send's flags for DATA (HOMA_SEND_PRIORITY) */
 	struct hn_obj *listen; /* recv, until accepted */
 	/* send */
@@ -139,7 +138,7 @@ struct hn_dev {
 	int index;
 	char path[256];
 	char name[64];
-	homa_client *rx; /* bound port, requests in, answers out: polled by whoever holds rx_owner */
+	homa_client *rx; /* bound port, requests in, answers out: read by a caller or the progress thread (rx_thread, below) */
 	homa_client *tx; /* everyone's under g.mu: requests out, never blocking */
 	homa_addr self;  /* the host's address and the bound port */
 	uint32_t link_mbps;

@@ -103,7 +103,7 @@ func Goals(r *Result) []perf.Goal {
 
 		if n == 2 {
 			g = perf.Goal{Goal: "the plugin, one 8 B message at a time each way (the 8 B all-reduce), 2 ranks: CPU µs per message per rank", Source: src}
-			if p, ok := find(j.plugin(), 8); ok && p.Msgs > 0 && p.CPUPerGB > 0 {
+			if p, ok := j.point(func(j *Job) []Point { return j.Plugin }, 8); ok {
 				perf.AtMost(&g, cpuPerMsgUs(p, n), WaitCPUGoalUs)
 			} else {
 				g.Want, g.Absent = fmt.Sprintf("<= %.2f", WaitCPUGoalUs), absent("no 8 B all-reduce in this run")
@@ -120,19 +120,14 @@ func cpuPerMsgUs(p Point, n int) float64 {
 	return p.CPUPerGB * float64(p.Bytes) / 1e9 / float64(n) / float64(p.Msgs) * 1e6
 }
 
-// plugin and libhoma are j's series (none for a nil job).
-func (j *Job) plugin() []Point {
+// point is the point of bytes in j's series (a nil job has none) that
+// counted its messages and CPU.
+func (j *Job) point(series func(*Job) []Point, bytes int) (Point, bool) {
 	if j == nil {
-		return nil
+		return Point{}, false
 	}
-	return j.Plugin
-}
-
-func (j *Job) libhoma() []Point {
-	if j == nil {
-		return nil
-	}
-	return j.Libhoma
+	p, ok := find(series(j), bytes)
+	return p, ok && p.Msgs > 0 && p.CPUPerGB > 0
 }
 
 // job is the job of n ranks, or nil.

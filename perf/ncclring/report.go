@@ -84,7 +84,7 @@ func Notes(r *Result) []string {
 		case strings.Contains(g.Goal, "CPU µs per message"):
 			why = "NCCL's proxy thread, as these ranks do, calls test in a loop until its message is done, so a rank's CPU per " +
 				"message is the time it waits: a round trip through the daemons."
-			if p, ok := find(r.job(2).libhoma(), 8); ok && p.Msgs > 0 && p.CPUPerGB > 0 {
+			if p, ok := r.job(2).point(func(j *Job) []Point { return j.Libhoma }, 8); ok {
 				why += fmt.Sprintf(" The ring over libhoma directly, whose waits sleep after spinning, took %.1f µs per message.", cpuPerMsgUs(p, 2))
 			}
 		case strings.Contains(g.Goal, "libhoma directly"):

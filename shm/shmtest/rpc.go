@@ -134,7 +134,7 @@ func (e *Engine) send(ws *session, s *shm.Submission) {
 func (e *Engine) accept(ws *session, s *shm.Submission, id uint64, atEnd bool) {
 	c := shm.Completion{Op: shm.CompAccepted, Cookie: s.Cookie, RPCID: id}
 	released := shm.Completion{Op: shm.CompReleased, Cookie: s.Cookie, Offset: s.Offset, Length: s.Length}
-	if p, ok := s.Priority(); ok { // no wire here: counted, for the tests of the workers that name one
+	if p := s.Priority(); p >= 0 { // no wire here: counted, for the tests of the workers that name one
 		ws.prioritySends++
 		ws.lastPriority = p
 	}
