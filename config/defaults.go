@@ -80,6 +80,7 @@ var defaults = map[string]any{
 	"workers.pool_bytes":           16 << 20,
 	"workers.ring_entries":         1024,
 	"workers.max_backlog":          4096,
+	"workers.zero_copy_min":        4096,
 	"workers.max_sessions_per_uid": 32,
 	"workers.linger":               2 * time.Second,
 	"workers.enabled":              true,

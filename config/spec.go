@@ -308,6 +308,10 @@ type WorkersSpec struct {
 	// worker's submission ring and drops requests to its ports; a
 	// completion still owed past it ends the session.
 	MaxBacklog int `mapstructure:"max_backlog"`
+	// ZeroCopyMin is the smallest message a worker sends that leaves
+	// from its arena without a copy, where the port can send from memory;
+	// shorter ones are copied into the frames. 0: every message is copied.
+	ZeroCopyMin int `mapstructure:"zero_copy_min"`
 	// Linger bounds how long the replies a worker submitted still go out
 	// after it closes or dies, until each is acked; then the rest are
 	// abandoned (0: none, its replies end with it). The session, its

@@ -154,6 +154,7 @@ func (s *Spec) Validate() error {
 		p.add("workers.ring_entries", "%d is not a power of two in 16..1048576", r)
 	}
 	p.intRange("workers.max_backlog", s.Workers.MaxBacklog, 1, 1<<22)
+	p.intRange("workers.zero_copy_min", s.Workers.ZeroCopyMin, 0, 1<<31-1)
 	p.intRange("workers.max_sessions_per_uid", s.Workers.MaxSessionsPerUID, 1, 1<<16)
 	p.duration("workers.linger", s.Workers.Linger, 0, time.Minute)
 	if b, o := s.Workers.MaxBacklog, s.Workers.MaxOutstanding; b >= 1 && b < 2*o {

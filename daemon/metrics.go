@@ -95,6 +95,7 @@ var families = []family{
 	{"homa_worker_corrupt_rings_total", "Sessions ended because a ring index was corrupt.", nil, true},
 	{"homa_worker_wakeups_total", "Eventfd writes that woke a sleeping worker.", nil, true},
 	{"homa_worker_zero_copy_messages_total", "Messages sent from a worker's arena as external buffers (no copy).", nil, true},
+	{"homa_worker_copied_messages_total", "Messages of workers whose payload was copied into the frames, by reason: short (under workers.zero_copy_min), off (workers.zero_copy_min 0), device (the port cannot send from memory).", []string{"reason"}, true},
 	{"homa_worker_quiet_accepts_total", "Sends and replies accepted without an Accepted completion (the worker asked for none).", nil, true},
 	{"homa_worker_priority_sends_total", "Sends that named the priority of their unscheduled packets (an NCCL trafficClass, say).", nil, true},
 	{"homa_worker_pages_on_submit_total", "Runs of receive-pool pages given back on a send or reply instead of a ReturnPages entry.", nil, true},
@@ -256,6 +257,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			hc("homa_worker_corrupt_rings_total", w.CorruptRings)
 			hc("homa_worker_wakeups_total", w.Wakeups)
 			hc("homa_worker_zero_copy_messages_total", w.ZeroCopyMessages)
+			hc("homa_worker_copied_messages_total", w.CopiedShort, "short")
+			hc("homa_worker_copied_messages_total", w.CopiedOff, "off")
+			hc("homa_worker_copied_messages_total", w.CopiedDevice, "device")
 			hc("homa_worker_quiet_accepts_total", w.QuietAccepts)
 			hc("homa_worker_priority_sends_total", w.PrioritySends)
 			hc("homa_worker_pages_on_submit_total", w.PagesOnSubmit)

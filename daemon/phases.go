@@ -410,6 +410,15 @@ func lingerOf(d time.Duration) time.Duration {
 	return d
 }
 
+// zeroCopyMinOf is workers.zero_copy_min as hub.Config.ZeroCopyMin:
+// the config's 0 (every message copied) is the hub's negative.
+func zeroCopyMinOf(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
 // openWorkers opens the worker control socket of each host that has one.
 func (d *Daemon) openWorkers() error {
 	ws := d.spec.Workers
@@ -419,9 +428,10 @@ func (d *Daemon) openWorkers() error {
 	}
 	hc := hub.Config{SocketGroup: ws.SocketGroup, AllowUIDs: ws.AllowUIDs, AllowGIDs: ws.AllowGIDs, MaxOutstanding: ws.MaxOutstanding,
 		MaxBacklog: ws.MaxBacklog, MaxSessionsPerUID: ws.MaxSessionsPerUID,
-		Linger:   lingerOf(ws.Linger),
-		OnRefuse: refusalLog(d.Log, time.Second),
-		Doorbell: d.spec.Runtime.Idle != "busy", // a busy loop never sleeps: its workers need not look
+		Linger:      lingerOf(ws.Linger),
+		ZeroCopyMin: zeroCopyMinOf(ws.ZeroCopyMin),
+		OnRefuse:    refusalLog(d.Log, time.Second),
+		Doorbell:    d.spec.Runtime.Idle != "busy", // a busy loop never sleeps: its workers need not look
 		Params: shm.Params{
 			SQEntries: uint64(ws.RingEntries), CQEntries: uint64(ws.RingEntries),
 			ArenaSize: uint64(ws.MaxBytes), PoolPages: uint64(ws.PoolBytes / shm.PageSize),

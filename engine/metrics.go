@@ -162,6 +162,15 @@ type Metrics struct {
 	ICMPReceived      uint64 // icmp_port_unreachable_rcvd: believed or not (drops icmp_*: not)
 	TimerTicksSkipped uint64 // timer_ticks_skipped: ticks not run because Run came late
 	ZeroCopyPackets   uint64 // zero_copy_data_packets: DATA sent from the message's memory (DataSender)
+	// DataBytesZeroCopy and DataBytesCopied are the payload bytes of
+	// DATA packets (retransmissions included) sent from the message's
+	// memory and copied into the frame (data_bytes_zero_copy,
+	// data_bytes_copied); ZeroCopyFallbacks counts packets of a message
+	// given a PayloadRef that were copied all the same, because the
+	// DataSender refused them (no buffer for the chain)
+	// (zero_copy_fallbacks).
+	DataBytesZeroCopy, DataBytesCopied uint64
+	ZeroCopyFallbacks                  uint64
 	// RPCsWaitingResolution counts the times an RPC's packets had to
 	// wait for its peer's link address (rpcs_waiting_resolution;
 	// Endpoint.NumWaitingResolution is how many wait now).
@@ -333,6 +342,9 @@ func (m *Metrics) Each(fn func(name string, value uint64)) {
 	fn("grant_turn_waits", m.GrantTurnWaits)
 	fn("timer_ticks_skipped", m.TimerTicksSkipped)
 	fn("zero_copy_data_packets", m.ZeroCopyPackets)
+	fn("data_bytes_zero_copy", m.DataBytesZeroCopy)
+	fn("data_bytes_copied", m.DataBytesCopied)
+	fn("zero_copy_fallbacks", m.ZeroCopyFallbacks)
 	fn("tx_deferred", m.TxDeferred)
 	fn("rpcs_waiting_resolution", m.RPCsWaitingResolution)
 	fn("client_rpcs_unresolved", m.ClientRPCsUnresolved)
@@ -391,6 +403,9 @@ var CounterHelp = map[string]string{
 	"grant_turn_waits":              "Incoming messages put out of the grants to wait for their turn: their peer let a message's grants lapse, and has one message granted to at a time for timeout_ticks.",
 	"timer_ticks_skipped":           "Timer ticks not run because the loop called late.",
 	"zero_copy_data_packets":        "DATA packets sent from the message's own memory, without a copy.",
+	"data_bytes_zero_copy":          "Payload bytes of DATA packets (retransmissions included) sent from the message's own memory, without a copy.",
+	"data_bytes_copied":             "Payload bytes of DATA packets (retransmissions included) copied into the frame on the send side.",
+	"zero_copy_fallbacks":           "DATA packets of a message sent from its own memory that were copied all the same: the transmit side had no buffer for the chain.",
 	"tx_deferred":                   "DATA packets and GRANTs the transmit side lent no buffer for: kept and sent on a later pass.",
 	"rpcs_waiting_resolution":       "Times an RPC's packets had to wait for the peer's link address.",
 	"client_rpcs_unresolved":        "Client RPCs failed because the peer's address did not resolve.",

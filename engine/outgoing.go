@@ -311,10 +311,13 @@ func (e *Endpoint) xmitData(r *rpc, offset, limit, prio int, retransmit bool) in
 			o.txMark[queue&(wire.NumPriorities-1)] = e.txSent[queue&(wire.NumPriorities-1)]
 			e.m.PacketsSent[0]++ // DATA
 			e.m.ZeroCopyPackets++
+			e.m.DataBytesZeroCopy += uint64(n)
 			e.pacer.Sent(e.now, r.peer.homaOff+wire.DataHeaderLen+n)
 			return n
 		}
+		e.m.ZeroCopyFallbacks++
 	}
+	e.m.DataBytesCopied += uint64(n)
 	copy(homa[wire.DataHeaderLen:], payload)
 	e.finishFrameQueue(buf, r.peer, prio, queue, wire.DataHeaderLen+n, wire.TypeData)
 	o.txMark[queue&(wire.NumPriorities-1)] = e.txSent[queue&(wire.NumPriorities-1)]

@@ -215,11 +215,11 @@ func workerHostsCalls(t *testing.T, lim Config) (a, b *testHost, sockA, sockB st
 
 // workerHostsCallsZeroCopy is workerHostsCalls on hosts that lend payload
 // references.
-func workerHostsCallsZeroCopy(t *testing.T) (a, b *testHost, sockA, sockB string, calls loopCalls) {
+func workerHostsCallsZeroCopy(t *testing.T, lim Config) (a, b *testHost, sockA, sockB string, calls loopCalls) {
 	t.Helper()
 	n := newTestNet(t)
 	n.hosts[0].zeroCopy, n.hosts[1].zeroCopy = true, true
-	return serveWorkers(t, n, Config{})
+	return serveWorkers(t, n, lim)
 }
 
 // serveWorkers opens both hosts' hubs and polls them on a goroutine until

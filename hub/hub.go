@@ -75,6 +75,11 @@ type Config struct {
 	// loop sleeps when idle. Without it the regions offer none, and
 	// workers never look at their submission rings' wait flags.
 	Doorbell bool
+	// ZeroCopyMin is the smallest message sent from a worker's arena
+	// without a copy, where the port allows it (Host.HoldPayload):
+	// shorter ones are copied into the frames (0: DefaultZeroCopyMin;
+	// negative: every message is copied).
+	ZeroCopyMin int
 	// Host is what every region's header says of the host the socket
 	// serves (shm.ServerConfig.Host, FeatureHostInfo): a worker learns
 	// its own address and its port's link there (HostInfoOf makes it).
@@ -109,6 +114,12 @@ const DefaultCloseWait = 5 * time.Second
 // DefaultLinger is Config.Linger's zero value: 20 times the engine's
 // default RPC timeout (100 ms), under DefaultCloseWait.
 const DefaultLinger = 2 * time.Second
+
+// DefaultZeroCopyMin is Config.ZeroCopyMin's zero value. Sending a
+// packet from the arena costs a chain of two mbufs and an attach, one C
+// call, more than copying a short payload into the one mbuf; docs/datapath.md
+// gives the measurement (host's BenchmarkSendPath) it comes from.
+const DefaultZeroCopyMin = 4096
 
 // DefaultMaxBacklog is Config.MaxBacklog's zero value: room for a Response
 // and a Released of every RPC the worker may have outstanding, plus a
@@ -188,6 +199,11 @@ type Counters struct {
 	Wakeups              uint64 // eventfd writes
 	CorruptRings         uint64 // sessions ended because a ring index was corrupt
 	ZeroCopyMessages     uint64 // messages sent from the arena as external buffers (no copy)
+	// Messages whose payload was copied into the frames instead, by
+	// why: shorter than Config.ZeroCopyMin; zero-copy turned off
+	// (ZeroCopyMin negative); the port cannot send from memory (a
+	// physical NIC, a device without chained mbufs).
+	CopiedShort, CopiedOff, CopiedDevice uint64
 	QuietAccepts         uint64 // Sends and Replies accepted without an Accepted completion (SubFlagQuiet)
 	PrioritySends        uint64 // Sends that named the priority of their unscheduled packets (SubFlagPriority)
 	PagesOnSubmit        uint64 // page runs given back on a Send or Reply (FeatureReturnOnSubmit)

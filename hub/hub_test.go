@@ -107,33 +107,68 @@ func (w *rawWorker) message(c shm.Completion) []byte {
 	return pool[off : off+uint64(c.Length)]
 }
 
+// testRawEcho's sizes: 1, 100 and 1500 bytes are under DefaultZeroCopyMin,
+// 70000 and 300000 above it; each is a request and a reply.
+const echoShort, echoLong = 3, 2
+
 func TestHub_echoThroughTheEngine(t *testing.T) {
 	a, b, sockA, sockB, calls := workerHostsCalls(t, Config{})
 	testRawEcho(t, sockA, sockB)
-	var zc [2]uint64
-	calls.do(func() { zc = [2]uint64{a.hub.counters.ZeroCopyMessages, b.hub.counters.ZeroCopyMessages} })
+	var zc, short, device [2]uint64
+	calls.do(func() {
+		zc = [2]uint64{a.hub.counters.ZeroCopyMessages, b.hub.counters.ZeroCopyMessages}
+		short = [2]uint64{a.hub.counters.CopiedShort, b.hub.counters.CopiedShort}
+		device = [2]uint64{a.hub.counters.CopiedDevice, b.hub.counters.CopiedDevice}
+	})
 	if zc != [2]uint64{} {
 		t.Errorf("zero-copy messages %v on hosts that copy payloads", zc)
 	}
+	if short != [2]uint64{echoShort, echoShort} || device != [2]uint64{echoLong, echoLong} {
+		t.Errorf("copied messages: short %v, device %v; want %d and %d on each host", short, device, echoShort, echoLong)
+	}
 }
 
-// Where the host sends from memory, messages of zeroCopyMin bytes or more
-// go with a payload reference, and each is Released only after its
-// reference's packets have left.
+// Where the host sends from memory, messages of DefaultZeroCopyMin bytes
+// or more go with a payload reference, and each is Released only after
+// its reference's packets have left.
 func TestHub_echoWithPayloadReferences(t *testing.T) {
-	a, b, sockA, sockB, calls := workerHostsCallsZeroCopy(t)
+	a, b, sockA, sockB, calls := workerHostsCallsZeroCopy(t, Config{})
 	testRawEcho(t, sockA, sockB)
-	var zc [2]uint64
+	var zc, short [2]uint64
 	var left [2]int
 	calls.do(func() {
 		zc = [2]uint64{a.hub.counters.ZeroCopyMessages, b.hub.counters.ZeroCopyMessages}
+		short = [2]uint64{a.hub.counters.CopiedShort, b.hub.counters.CopiedShort}
 		left = [2]int{len(a.refs), len(b.refs)}
 	})
-	if zc[0] == 0 || zc[1] == 0 {
-		t.Errorf("zero-copy messages %v, want some on both hosts", zc)
+	if zc != [2]uint64{echoLong, echoLong} || short != [2]uint64{echoShort, echoShort} {
+		t.Errorf("zero-copy messages %v, copied short %v; want %d and %d on each host", zc, short, echoLong, echoShort)
 	}
 	if left != [2]int{} {
 		t.Errorf("payload references still held: %v", left)
+	}
+}
+
+// Config.ZeroCopyMin negative copies every message, on a host that could
+// send from memory, and says so; one of 1 byte sends every message from
+// the arena.
+func TestHub_zeroCopyMinBounds(t *testing.T) {
+	a, b, sockA, sockB, calls := workerHostsCallsZeroCopy(t, Config{ZeroCopyMin: -1})
+	testRawEcho(t, sockA, sockB)
+	var zc, off [2]uint64
+	calls.do(func() {
+		zc = [2]uint64{a.hub.counters.ZeroCopyMessages, b.hub.counters.ZeroCopyMessages}
+		off = [2]uint64{a.hub.counters.CopiedOff, b.hub.counters.CopiedOff}
+	})
+	if zc != [2]uint64{} || off != [2]uint64{echoShort + echoLong, echoShort + echoLong} {
+		t.Errorf("zero-copy off: %v zero-copy, %v copied (off); want none and all", zc, off)
+	}
+
+	a, b, sockA, sockB, calls = workerHostsCallsZeroCopy(t, Config{ZeroCopyMin: 1})
+	testRawEcho(t, sockA, sockB)
+	calls.do(func() { zc = [2]uint64{a.hub.counters.ZeroCopyMessages, b.hub.counters.ZeroCopyMessages} })
+	if zc != [2]uint64{echoShort + echoLong, echoShort + echoLong} {
+		t.Errorf("zero_copy_min 1: %v zero-copy messages, want all", zc)
 	}
 }
 

@@ -78,24 +78,26 @@ func (ws *session) finish() {
 	close(ws.gone)
 }
 
-// zeroCopyMin is the smallest message sent from the arena without a copy:
-// attaching and chaining cost C calls per packet and per message, more
-// than copying a packet or two.
-const zeroCopyMin = 4096
-
 // holdPayload gives s a payload reference when the port sends from
-// memory and the message is long enough (zeroCopyMin); it returns the
-// engine's ref (0: copy).
+// memory and the message is long enough (Config.ZeroCopyMin); it returns
+// the engine's ref (0: copy), and counts which way the message went.
 func (ws *session) holdPayload(s *sendRef) engine.PayloadRef {
-	if s.length < zeroCopyMin {
+	c := &ws.hub.counters
+	switch least := ws.hub.lim.ZeroCopyMin; {
+	case least < 0:
+		c.CopiedOff++
+		return 0
+	case int(s.length) < least:
+		c.CopiedShort++
 		return 0
 	}
 	r, ok := ws.hub.h.HoldPayload()
 	if !ok {
+		c.CopiedDevice++
 		return 0
 	}
 	s.ref = r
-	ws.hub.counters.ZeroCopyMessages++
+	c.ZeroCopyMessages++
 	return r
 }
 

@@ -55,6 +55,9 @@ func NewSet(hosts []Host, c Config) (*Set, error) {
 	if c.Linger == 0 {
 		c.Linger = DefaultLinger
 	}
+	if c.ZeroCopyMin == 0 {
+		c.ZeroCopyMin = DefaultZeroCopyMin
+	}
 	largest := hosts[0].Endpoint().MaxMessageLength()
 	for _, h := range hosts[1:] {
 		largest = min(largest, h.Endpoint().MaxMessageLength())
