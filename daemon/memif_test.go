@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -108,9 +109,10 @@ protocol:
 workers:
   enabled: %t
   socket: %q
+  zero_copy_min: %s
 %s
 `, loopLcore, device, addr, addr6, lossArg, last, os.Getenv("HOMA_TEST_PROTOCOL"), os.Getenv("HOMA_TEST_WORKERS") != "", os.Getenv("HOMA_TEST_WORKERS"),
-		os.Getenv("HOMA_TEST_YAML"))
+		cmp.Or(os.Getenv("HOMA_TEST_ZERO_COPY_MIN"), "4096"), os.Getenv("HOMA_TEST_YAML"))
 	path := filepath.Join(os.TempDir(), fmt.Sprintf("homa-memif-%d.yaml", os.Getpid()))
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		return err
@@ -222,6 +224,7 @@ type memifProc struct {
 	// stderrPipe.
 	stderrDone chan struct{}
 	stderrPipe string
+	memifSock  string // HOMA_TEST_SOCK: the memif socket it serves or dials
 }
 
 // tailBuffer keeps the last 4 KB written to it.
@@ -263,6 +266,9 @@ func startDaemonChild(t *testing.T, ns, role, env string, rpcs int, loss float64
 		"HOMA_TEST_RPCS="+strconv.Itoa(rpcs), "HOMA_TEST_LOSS="+strconv.FormatFloat(loss, 'f', -1, 64))
 	cmd.Env = append(cmd.Env, more...)
 	p := &memifProc{cmd: cmd, lines: make(chan string, 16), stderrDone: make(chan struct{})}
+	if sock, ok := strings.CutPrefix(env, "HOMA_TEST_SOCK="); ok {
+		p.memifSock = sock
+	}
 	// The child's stderr is a pipe of our own, not exec's, so that the
 	// child's exit (cmd.Wait: wait4 alone) and the end of its stderr are
 	// timed apart (terminate).

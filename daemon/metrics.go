@@ -68,6 +68,8 @@ var families = []family{
 	{"homa_txq_sent_packets_total", "Packets a TX queue handed to the NIC.", []string{"queue"}, true},
 	{"homa_txq_returned_packets_total", "Packets the NIC refused from a TX queue, kept and retried.", []string{"queue"}, true},
 	{"homa_txq_dropped_packets_total", "Packets dropped because a TX queue was full.", []string{"queue"}, true},
+	{"homa_txq_completions_total", "Packets a TX queue's device let go of (freed once sent, or received by a ring pair's peer), by how the completion counted: completed (in order), late (held past 10 ms: counted sent while the device still held it), untracked (no room to track it: counted sent when taken).", []string{"queue", "kind"}, true},
+	{"homa_txq_in_device_packets", "Packets a TX queue's device (its hardware ring, or a ring pair's peer) holds now.", []string{"queue"}, true},
 	{"homa_capture_dropped_packets_total", "Packets not captured: the writer was behind, or the capture stopped at capture.max_bytes.", nil, true},
 	{"homa_rx_chained_frames_total", "Chained frames received, by how: parsed in place, or joined into one buffer (a copy).", []string{"how"}, true},
 	{"homa_neighbour_requests_sent_total", "ARP requests and neighbour solicitations sent to resolve or probe a peer.", nil, true},
@@ -214,6 +216,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			hc("homa_txq_sent_packets_total", qs.Sent, qn)
 			hc("homa_txq_returned_packets_total", qs.Returned, qn)
 			hc("homa_txq_dropped_packets_total", qs.Dropped, qn)
+			hc("homa_txq_completions_total", qs.Completed, qn, "completed")
+			hc("homa_txq_completions_total", qs.Late, qn, "late")
+			hc("homa_txq_completions_total", qs.Untracked, qn, "untracked")
+			hg("homa_txq_in_device_packets", float64(qs.InDevice), qn)
 		}
 		hc("homa_capture_dropped_packets_total", s.CapDropped)
 		hc("homa_rx_chained_frames_total", s.RxChainedInPlace, "in_place")

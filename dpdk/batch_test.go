@@ -213,3 +213,90 @@ func TestBatch_txFreeRxNoAllocs(t *testing.T) {
 		t.Errorf("%d mbufs in use at the end", got)
 	}
 }
+
+// With HoldSent, each packet a TX queue takes keeps a reference of the
+// caller's, on every segment: it is Shared until the ring pair's peer
+// frees what it received, and goes back to the pool only once both let
+// go. Packets the queue refused come back with their count as before.
+func TestBatch_holdSentKeepsAReferenceUntilThePeerFrees(t *testing.T) {
+	dpdktest.Need(t)
+	pool := newPool(t, 256, 0)
+	r1, err := dpdk.NewRing("hs_ab", 8, dpdk.SocketIDAny, dpdk.RingSP|dpdk.RingSC) // holds 7
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r1.Free()
+	r2, err := dpdk.NewRing("hs_ba", 8, dpdk.SocketIDAny, dpdk.RingSP|dpdk.RingSC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Free()
+	a, err := dpdk.PortFromRings("hs_a", []*dpdk.Ring{r2}, []*dpdk.Ring{r1}, dpdk.SocketIDAny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := dpdk.PortFromRings("hs_b", []*dpdk.Ring{r1}, []*dpdk.Ring{r2}, dpdk.SocketIDAny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	startPort(t, a, pool, 1, 1)
+	startPort(t, b, pool, 1, 1)
+
+	out := make([]*dpdk.Mbuf, 9)
+	if err := pool.AllocBulk(out); err != nil {
+		t.Fatal(err)
+	}
+	tail := pool.Alloc()
+	if tail == nil {
+		t.Fatal("no mbuf")
+	}
+	copy(tail.Append(10), "0123456789")
+	for _, m := range out {
+		m.Append(20)
+	}
+	if !out[0].Chain(tail) {
+		t.Fatal("chain")
+	}
+	tx := dpdk.Batch{HoldSent: true}
+	if _, err := tx.Add(a, 0, out); err != nil {
+		t.Fatal(err)
+	}
+	tx.SetCount(0, len(out))
+	tx.Tx()
+	if tx.Got(0) != 7 {
+		t.Fatalf("queue took %d, want 7 (the ring's room)", tx.Got(0))
+	}
+	for i, m := range out {
+		if want := i < 7; m.Shared() != want || (i == 0 && !tail.Shared()) {
+			t.Fatalf("packet %d: shared %v, want %v (refcnt %d)", i, m.Shared(), want, m.Refcnt())
+		}
+	}
+	dpdk.FreeBulk(out[7:]) // refused: back to the pool at once
+	in := make([]*dpdk.Mbuf, 16)
+	var rx dpdk.Batch
+	if _, err := rx.Add(b, 0, in); err != nil {
+		t.Fatal(err)
+	}
+	if rx.Rx() != 7 {
+		t.Fatalf("peer received %d, want 7", rx.Got(0))
+	}
+	dpdk.FreeBulk(rx.Pkts(0)[:3]) // the peer is done with the first three
+	for i, m := range out[:7] {
+		if want := i >= 3; m.Shared() != want {
+			t.Fatalf("after the peer freed 3: packet %d shared %v, want %v", i, m.Shared(), want)
+		}
+	}
+	if tail.Shared() {
+		t.Error("the chained segment is still shared after the peer freed its packet")
+	}
+	if got := pool.InUse(); got != 8 { // 7 sent + the chained segment, all still ours
+		t.Fatalf("%d mbufs in use, want 8", got)
+	}
+	dpdk.FreeBulk(out[:7]) // ours: the first three (and the tail) go back, the others are the peer's now
+	dpdk.FreeBulk(rx.Pkts(0)[3:7])
+	if pool.InUse() != 0 {
+		t.Errorf("%d mbufs in use after both let go", pool.InUse())
+	}
+}

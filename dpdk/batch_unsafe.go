@@ -30,6 +30,14 @@ type Batch struct {
 	// packets are already in cache, it costs more than it saves (measured
 	// with perf pmd on net_null), so it is off by default.
 	Prefetch bool
+	// HoldSent keeps a reference to each packet a TX queue takes: the
+	// crossing raises the reference count of each packet's segments
+	// before the burst, and lowers it again for those the queue refused.
+	// The caller owns one reference to each packet taken (Pkts), drops it
+	// with a free, and learns that the driver (or a ring pair's peer)
+	// has let go of the packet when it is no longer Shared: the TX
+	// completion (nicq.Config.TrackCompletions).
+	HoldSent bool
 
 	ents  []C.struct_homa_burst // Go memory holding only integers
 	ports []*Port
@@ -157,6 +165,10 @@ func (b *Batch) prepareTx(free bool) (freed, n int) {
 		e := &b.ents[i]
 		e.n = C.uint16_t(b.count[i])
 		e.done = 0
+		e.flags = 0
+		if b.HoldSent {
+			e.flags = C.HOMA_BURST_HOLD
+		}
 		b.count[i] = 0
 		if e.n > 0 && !b.ports[i].started.Load() {
 			b.ports[i].txNotStarted.Add(uint64(e.n))

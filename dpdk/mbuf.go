@@ -178,6 +178,12 @@ func (m *Mbuf) TxOffloadLens() (l2Len, l3Len int) {
 // Refcnt is the mbuf's reference count.
 func (m *Mbuf) Refcnt() int { return int(*m.u16(offRefcnt)) }
 
+// Shared reports whether another reference than the caller's holds the
+// mbuf (its reference count is above 1), read atomically: after a Batch
+// with HoldSent sent it, whether the driver, or a ring pair's peer that
+// received it, has not freed it yet.
+func (m *Mbuf) Shared() bool { return m.loadRefcnt() > 1 }
+
 // Free returns the mbuf (and its chain) to its pool. It is a C call: free
 // bursts with FreeBulk.
 func (m *Mbuf) Free() { C.rte_pktmbuf_free((*C.struct_rte_mbuf)(m)) }

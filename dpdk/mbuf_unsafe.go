@@ -27,6 +27,13 @@ func (m *Mbuf) nextSeg() *Mbuf {
 
 func loadU64(p *uint64) uint64 { return atomic.LoadUint64(p) }
 
+// loadRefcnt reads the reference count atomically: the 32-bit word that
+// holds it (with data_off), as other threads change it by atomic adds.
+func (m *Mbuf) loadRefcnt() uint16 {
+	w := atomic.LoadUint32(m.u32(offRefcnt &^ 3))
+	return uint16(w >> (8 * (offRefcnt & 3)))
+}
+
 // sliceAddr is the address of the first element of a slice of C pointers,
 // as an integer. The slices passed to the burst shims are Go memory holding
 // only C pointers; a goroutine cannot move while it is inside a cgo call,

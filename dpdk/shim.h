@@ -101,15 +101,18 @@ static inline uint16_t homa_tx_burst(uint16_t port, uint16_t q, uintptr_t pkts, 
 
 // One burst of a batch: a queue of a port and an array of mbuf pointers.
 // n is the burst's size (RX: room; TX: packets to send), done what the
-// driver did (RX: received; TX: taken).
+// driver did (RX: received; TX: taken). flags: HOMA_BURST_HOLD keeps a
+// reference to each packet the TX queue takes (see homa_tx_bursts).
 struct homa_burst {
 	uint16_t port;
 	uint16_t queue;
 	uint16_t n;
 	uint16_t done;
-	uint32_t pad;
+	uint32_t flags;
 	uintptr_t pkts;
 };
+
+enum { HOMA_BURST_HOLD = 1 };
 
 // homa_rx_bursts receives on every entry of a batch, with one crossing
 // from Go for all of them; with prefetch, it prefetches each packet's first
@@ -132,14 +135,25 @@ static inline uint32_t homa_rx_bursts_unguarded(uintptr_t batch, unsigned cnt, i
 
 // homa_tx_bursts sends every entry of a batch with one crossing from Go.
 // With free_unsent, what a queue did not take is freed here and counted in
-// the return value; otherwise it stays with the caller.
+// the return value; otherwise it stays with the caller. An entry with
+// HOMA_BURST_HOLD raises the reference count of every segment of its
+// packets before the burst, and lowers it again for those the queue did
+// not take: the caller keeps a reference to each packet taken, which
+// stays above 1 until the driver (or a ring pair's peer) frees it.
 static inline uint32_t homa_tx_bursts_unguarded(uintptr_t batch, unsigned cnt, int free_unsent) {
 	struct homa_burst *b = (struct homa_burst *)batch;
 	uint32_t freed = 0;
 	for (unsigned i = 0; i < cnt; i++) {
 		struct rte_mbuf **m = (struct rte_mbuf **)b[i].pkts;
+		int hold = b[i].flags & HOMA_BURST_HOLD;
+		if (hold)
+			for (uint16_t j = 0; j < b[i].n; j++)
+				rte_pktmbuf_refcnt_update(m[j], 1);
 		uint16_t sent = b[i].n ? rte_eth_tx_burst(b[i].port, b[i].queue, m, b[i].n) : 0;
 		b[i].done = sent;
+		if (hold)
+			for (uint16_t j = sent; j < b[i].n; j++)
+				rte_pktmbuf_refcnt_update(m[j], -1);
 		if (free_unsent && sent < b[i].n) {
 			rte_pktmbuf_free_bulk(m + sent, b[i].n - sent);
 			freed += b[i].n - sent;

@@ -413,7 +413,7 @@ var CounterHelp = map[string]string{
 	"resends_deferred":              "Missing ranges a resend check left for a later one (max_resends_per_rpc).",
 	"resends_limited":               "RESENDs not wholly answered because the RPC had retransmitted max_resend_bytes in the interval.",
 	"resends_busy":                  "RESENDs answered BUSY: the bytes were not sent yet, or still waited in the host's transmit queues.",
-	"resends_queued":                "RESENDs answered BUSY because a DATA frame of the message still waited in the host's transmit queues.",
+	"resends_queued":                "RESENDs answered BUSY because a DATA frame of the message had not left the host: it waited in the transmit queues, or the device still held it.",
 	"resent_bytes":                  "Message bytes of the DATA packets retransmitted for RESENDs.",
 	"requests_evicted":              "Incoming requests silent for resend_ticks ended to make room (max_server_rpcs or staging).",
 	"copies_handed_off":             "Receive copies of message bytes done by the port's copier thread instead of the polling loop (ports[].copier_lcore).",

@@ -96,6 +96,7 @@ func New(c Config) (*Host, error) {
 	}
 	sched, err := nicq.NewScheduler[*dpdk.Mbuf](nicq.Config{
 		Map: c.PrioMap, Capacity: txQueueCapacity, Burst: c.Burst, LinkBps: c.LinkBps, MaxNICQueue: int64(time.Millisecond),
+		TrackCompletions: true, // the crossing holds each frame sent (txb.HoldSent): reapTx
 	}, func(m *dpdk.Mbuf) int { return m.PktLen() })
 	if err != nil {
 		return nil, err
@@ -145,6 +146,7 @@ func New(c Config) (*Host, error) {
 		}
 	}
 	h.txBufs = make([][]*dpdk.Mbuf, c.PrioMap.Queues())
+	h.txb.HoldSent = true
 	for q := range h.txBufs {
 		h.txBufs[q] = make([]*dpdk.Mbuf, c.Burst)
 		if _, err := h.txb.Add(c.Port, c.TxQueueBase+uint16(q), h.txBufs[q]); err != nil {

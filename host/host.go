@@ -252,6 +252,17 @@ func (h *Host) completeTx() int {
 
 func (h *Host) dropTx(m *dpdk.Mbuf) { h.free = append(h.free, m) }
 
+// reapTx drops the host's reference to each frame the device has let go
+// of (nicq's TX completions; the crossing took one for each frame sent,
+// dpdk.Batch.HoldSent): the mbuf goes back to its pool at the next
+// crossing, and with it a zero-copy payload's hold on the worker's
+// memory (PayloadSent). The engine's TxDone counts the frame only now.
+func (h *Host) reapTx() {
+	if h.sched.InDevice() > 0 {
+		h.sched.Reap(h.now, (*dpdk.Mbuf).Shared, h.dropTx)
+	}
+}
+
 func (h *Host) dropStopping(m *dpdk.Mbuf) {
 	h.stopDrops++
 	h.free = append(h.free, m)
@@ -271,6 +282,8 @@ func (h *Host) Drain() {
 	h.prepareTx()
 	h.sendPrepared()
 	h.sched.Drain(h.dropTx)
+	h.reapTx()
+	h.sched.ReleaseInDevice(h.dropTx) // what a device still holds it frees when it lets go
 	if held := h.fault.release(); held != nil {
 		h.free = append(h.free, held)
 	}
@@ -305,7 +318,8 @@ func (h *Host) Summary() string {
 	}
 	m := h.ep.Metrics()
 	m.Each(func(name string, v uint64) {
-		if v > 0 && (strings.HasPrefix(name, "drops_") || name == "resent_packets" || name == "rpc_timeouts" || name == "unknown_rpcs" || name == "timer_ticks_skipped" || strings.HasPrefix(name, "copies_") || name == "recv_bufs_held_for_copier") {
+		if v > 0 && (strings.HasPrefix(name, "drops_") || name == "resent_packets" || name == "rpc_timeouts" || name == "unknown_rpcs" || name == "timer_ticks_skipped" || strings.HasPrefix(name, "copies_") || name == "recv_bufs_held_for_copier" ||
+			strings.HasPrefix(name, "data_bytes_") || name == "zero_copy_fallbacks") {
 			fmt.Fprintf(&b, " %s=%d", name, v)
 		}
 	})
@@ -317,10 +331,13 @@ func (h *Host) Summary() string {
 		fmt.Fprintf(&b, " tx_dropped_stopping=%d", h.stopDrops)
 	}
 	fmt.Fprintf(&b, " tx_no_buffer=%d tx_busy=%d", h.tx.NoBuffer, h.tx.Busy)
+	if h.tx.SharedReplies > 0 {
+		fmt.Fprintf(&b, " tx_shared_replies_copied=%d", h.tx.SharedReplies)
+	}
 	for q := range h.txBufs {
 		st := h.sched.Stats(q)
 		if st.Enqueued > 0 {
-			fmt.Fprintf(&b, " q%d{sent=%d returned=%d dropped=%d max=%d}", q, st.Sent, st.Returned, st.Dropped, st.MaxDepth)
+			fmt.Fprintf(&b, " q%d{sent=%d returned=%d dropped=%d max=%d in_device=%d late=%d}", q, st.Sent, st.Returned, st.Dropped, st.MaxDepth, st.InDevice, st.Late)
 		}
 	}
 	return b.String()

@@ -44,7 +44,7 @@ func memifHosts(t *testing.T, txQueues int) (a, b *Host) {
 
 // pairHosts makes a host pair from c (its name, pool, clock and ARP
 // timeout filled in here) and checks at the end that no mbuf leaked.
-func pairHosts(t *testing.T, c PairConfig) (a, b *Host) {
+func pairHosts(t testing.TB, c PairConfig) (a, b *Host) {
 	t.Helper()
 	dpdktest.Need(t)
 	ringSeq++

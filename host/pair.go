@@ -1,6 +1,7 @@
 package host
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -52,6 +53,9 @@ type PairConfig struct {
 	// MTU is the hosts' IP MTU (0: 1500); Pool's mbufs must hold a frame
 	// of it (config.MempoolSpec.DataRoomFor).
 	MTU int
+	// LinkBps is the link rate the hosts pace to (0: the port's, or
+	// 10 Gbit/s when it says none).
+	LinkBps float64
 }
 
 // NewPair makes the ports and the hosts.
@@ -218,7 +222,7 @@ func (rp *Pair) makeHosts(c PairConfig) error {
 		hc := Config{
 			Port: p, Pool: c.Pool, IP: [4]byte{10, 0, 0, byte(i + 1)}, MAC: wire.MAC{2, 0, 10, 0, 0, byte(i + 1)},
 			IP6:     [16]byte{0xfd, 15: byte(i + 1)}, // fd00::<i+1>, on-link
-			PrioMap: pm, LinkBps: LinkRate(p, 10e9), Engine: engine.DefaultConfig(),
+			PrioMap: pm, LinkBps: cmp.Or(c.LinkBps, LinkRate(p, 10e9)), Engine: engine.DefaultConfig(),
 			Capture: c.Capture, CapIf: i, Clock: c.Clock, WallOff: c.WallOff, Burst: 32,
 			PCP: c.PCP, VLAN: 7, Offloads: rp.setup[i].Offloads,
 			ARP:    ARPConfig{Timeout: c.ARP, Aging: time.Hour, Retries: 5},

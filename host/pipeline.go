@@ -87,6 +87,7 @@ func (h *Host) stage(prev *Host, now int64) int {
 	clear(prev.free)
 	prev.free = prev.free[:0]
 	n := prev.completeTx() + got
+	h.reapTx() // before the burst: a RESEND in it sees what the device let go of
 	if rx != nil {
 		h.receiveBurst(got)
 	}

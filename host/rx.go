@@ -161,7 +161,7 @@ func (h *Host) dispatch(m *dpdk.Mbuf, twice bool) {
 		h.handCopies(d, true) // before stackFrame answers in place
 	}
 	if h.stackFrame(d, l) == stackReply {
-		h.tx.enqueue(m)
+		h.tx.enqueueReply(m, h.dropTx)
 		return
 	}
 	h.free = append(h.free, m)

@@ -39,6 +39,9 @@ type mbufTx struct {
 
 	NoBuffer uint64 // Buffer calls refused: the pool was empty
 	Busy     uint64 // Buffer calls refused: the TX queues were backed up
+	// SharedReplies counts answers to received frames copied because
+	// the sender still held the received mbuf (enqueueReply).
+	SharedReplies uint64
 	// unsent counts, by priority, frames Send was given without a lent
 	// mbuf (none went out): they have left as far as TxDone says.
 	unsent [nicq.NumPriorities]uint64
@@ -52,12 +55,13 @@ var (
 )
 
 // TxDone is engine.TxProgress: the frames of priority prio that left the
-// software queues (nicq.Scheduler.Done: taken by their NIC queue, or
-// dropped). A frame the NIC queue holds counts as gone; the software
-// queues, served in strict priority, are where a low priority waits. The
-// host stack's own frames (ARP, ICMP) count at the highest priority: the
-// engine then takes a little early that a frame of its own has left,
-// and retransmits as it would without TxDone.
+// host (nicq.Scheduler.Done: taken by their NIC queue and let go of by
+// its device, nicq's TX completions, or dropped). A frame waiting in the
+// software queues, or in the device's ring, has not left; one the device
+// held longer than nicq.DefaultMaxHold counts as gone. The host stack's
+// own frames (ARP, ICMP) count at the highest priority: the engine then
+// takes a little early that a frame of its own has left, and retransmits
+// as it would without TxDone.
 func (t *mbufTx) TxDone(prio int) uint64 {
 	prio = min(max(prio, 0), nicq.NumPriorities-1)
 	return t.sched.Done(prio) + t.unsent[prio]
@@ -165,6 +169,28 @@ func (t *mbufTx) enqueue(m *dpdk.Mbuf) {
 	if !t.sched.Enqueue(m, nicq.NumPriorities-1, false) {
 		m.Free()
 	}
+}
+
+// enqueueReply queues a received frame the host stack rewrote into its
+// answer (an ARP reply, an ICMP echo reply), in place unless another
+// reference holds the mbuf: on a ring pair, the peer that sent it keeps
+// one until it sees that its frame was let go of (TX completions), and
+// sending the same mbuf back would have each side wait on the other's
+// reference for ever. Such a frame is copied into a fresh mbuf (counted
+// in SharedReplies; NoBuffer when the pool is empty) and the received
+// one freed.
+func (t *mbufTx) enqueueReply(m *dpdk.Mbuf, free func(*dpdk.Mbuf)) {
+	if !m.Shared() {
+		t.enqueue(m)
+		return
+	}
+	t.SharedReplies++
+	if c := t.take(); c != nil {
+		c.SetLen(0)
+		copy(c.Append(m.DataLen()), m.Data())
+		t.enqueue(c)
+	}
+	free(m)
 }
 
 // close frees the mbufs still stashed or lent.

@@ -115,10 +115,11 @@ const DefaultCloseWait = 5 * time.Second
 // default RPC timeout (100 ms), under DefaultCloseWait.
 const DefaultLinger = 2 * time.Second
 
-// DefaultZeroCopyMin is Config.ZeroCopyMin's zero value. Sending a
-// packet from the arena costs a chain of two mbufs and an attach, one C
-// call, more than copying a short payload into the one mbuf; docs/datapath.md
-// gives the measurement (host's BenchmarkSendPath) it comes from.
+// DefaultZeroCopyMin is Config.ZeroCopyMin's zero value: a message of a
+// packet or two. Sending a packet from the arena costs a second mbuf and
+// an attach (a C call) where a copy costs a memcpy of the payload; host's
+// BenchmarkSendPath measures both (docs/datapath.md, "Sending from the
+// arena, measured").
 const DefaultZeroCopyMin = 4096
 
 // DefaultMaxBacklog is Config.MaxBacklog's zero value: room for a Response

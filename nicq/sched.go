@@ -10,6 +10,8 @@ type QueueStats struct {
 	Dropped  uint64 // packets refused because the software queue was full
 	Deferred uint64 // passes that left packets queued because the NIC backlog was full
 	MaxDepth int    // most packets queued at once
+	// CompletionStats: what the device let go of (TrackCompletions).
+	CompletionStats
 }
 
 // Config configures a Scheduler.
@@ -22,6 +24,14 @@ type Config struct {
 	// (max_nic_queue_us). Paced packets wait in the software queues while
 	// the estimate is above it.
 	MaxNICQueue int64
+	// TrackCompletions keeps each packet a TX queue took until the
+	// device lets go of it (complete.go): Done then counts packets the
+	// device let go of, not packets its queue took. MaxHold (ns; 0:
+	// DefaultMaxHold) bounds how long a held packet holds Done back;
+	// InDevice (0: DefaultInDevice) is how many each TX queue tracks.
+	TrackCompletions bool
+	MaxHold          int64
+	InDevice         int
 }
 
 // Scheduler is strict priority among TX queues, in software, with the NIC
@@ -42,8 +52,16 @@ type Scheduler[T any] struct {
 	backlog Backlog
 	stats   []QueueStats
 	// done counts, by priority, the packets that left: taken by a NIC
-	// queue, or dropped (Done).
+	// queue (with TrackCompletions: let go of by the device), or dropped
+	// (Done).
 	done [NumPriorities]uint64
+	// dev are the packets each TX queue's device holds, inDev how many
+	// in all, lateAt when Reap last looked at the late ones
+	// (TrackCompletions; complete.go).
+	dev     []inDevice[T]
+	inDev   int
+	lateAt  int64
+	maxHold int64
 }
 
 // metaPaced marks a packet that waits for the NIC backlog; the low bits
@@ -74,6 +92,20 @@ func NewScheduler[T any](cfg Config, size func(T) int) (*Scheduler[T], error) {
 		bmeta:   make([][]uint8, n),
 		backlog: NewBacklog(cfg.LinkBps),
 		stats:   make([]QueueStats, n),
+	}
+	if cfg.TrackCompletions {
+		s.maxHold = cfg.MaxHold
+		if s.maxHold <= 0 {
+			s.maxHold = DefaultMaxHold
+		}
+		room := cfg.InDevice
+		if room <= 0 {
+			room = DefaultInDevice
+		}
+		s.dev = make([]inDevice[T], n)
+		for q := range s.dev {
+			s.dev[q] = inDevice[T]{pkts: newRing[T](room), meta: newRing[uint8](room), at: newRing[int64](room)}
+		}
 	}
 	for q := range n {
 		s.queues[q] = newRing[T](cfg.Capacity)
@@ -144,8 +176,12 @@ func (s *Scheduler[T]) Taken(q, n int, now int64, drop func(T)) {
 	n = min(max(n, 0), len(b))
 	s.stats[q].Sent += uint64(n)
 	bm := s.bmeta[q]
-	for _, m := range bm[:n] {
-		s.done[m&^metaPaced]++
+	if s.dev != nil {
+		s.took(q, b[:n], bm[:n], now)
+	} else {
+		for _, m := range bm[:n] {
+			s.done[m&^metaPaced]++
+		}
 	}
 	for i := len(b) - 1; i >= n; i-- {
 		s.backlog.busyUntil -= s.backlog.WireTime(s.size(b[i]))
@@ -182,14 +218,22 @@ func (s *Scheduler[T]) Queued(q int) int { return s.queues[q].len() }
 func (s *Scheduler[T]) Backlog(now int64) int64 { return s.backlog.Queued(now) }
 
 // Done returns how many packets enqueued at priority prio have left the
-// software queues: taken by their NIC queue, or dropped (at Enqueue, at
-// Taken, by Drain). Packets of one priority leave in the order they were
+// software queues: taken by their NIC queue (with TrackCompletions: and
+// let go of by its device, Reap), or dropped (at Enqueue, at Taken, by
+// Drain). Packets of one priority leave in the order they were
 // enqueued (one queue per priority, FIFO), so the engine can tell whether
 // a packet it sent is still queued (engine.TxProgress).
 func (s *Scheduler[T]) Done(prio int) uint64 { return s.done[min(max(prio, 0), NumPriorities-1)] }
 
 // Stats returns TX queue q's counters.
-func (s *Scheduler[T]) Stats(q int) QueueStats { return s.stats[q] }
+func (s *Scheduler[T]) Stats(q int) QueueStats {
+	st := s.stats[q]
+	if s.dev != nil {
+		st.CompletionStats = s.dev[q].st
+		st.InDevice = s.dev[q].held()
+	}
+	return st
+}
 
 // Drain removes every queued packet (at shutdown), calling free for each.
 func (s *Scheduler[T]) Drain(free func(T)) {
