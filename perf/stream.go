@@ -52,6 +52,37 @@ type StreamRun struct {
 	DaemonCPU  float64 `json:"daemon_cpu_s"`
 	CPUPerGB   float64 `json:"cpu_s_per_gb"` // (harness + daemon) CPU seconds per GB of payload
 	Skipped    string  `json:"skipped,omitempty"`
+	// Send is, for a Homa run, its sending host's DATA payload bytes by
+	// how they left (nil: not read; SendUnread says why).
+	Send       *SendBytes `json:"send_bytes,omitempty"`
+	SendUnread string     `json:"send_bytes_unread,omitempty"`
+}
+
+// SendBytes are the DATA payload bytes a Homa host sent over a run,
+// retransmissions included, by how: copied into the frame, or sent from
+// the worker's own buffer (its engine's counters data_bytes_copied and
+// data_bytes_zero_copy, read from the daemon's metrics endpoint before
+// and after the run).
+type SendBytes struct {
+	Copied   uint64 `json:"copied"`
+	ZeroCopy uint64 `json:"zero_copy"`
+}
+
+// Sub is s less an earlier reading o.
+func (s SendBytes) Sub(o SendBytes) SendBytes {
+	return SendBytes{Copied: s.Copied - o.Copied, ZeroCopy: s.ZeroCopy - o.ZeroCopy}
+}
+
+// Total is the payload bytes sent either way.
+func (s SendBytes) Total() uint64 { return s.Copied + s.ZeroCopy }
+
+// CopiesPerByte is the send side's copies per payload byte: the bytes
+// copied over all bytes sent (0 when nothing was sent: see Total).
+func (s SendBytes) CopiesPerByte() float64 {
+	if s.Total() == 0 {
+		return 0
+	}
+	return float64(s.Copied) / float64(s.Total())
 }
 
 // StreamRunner is a result with streaming runs (the throughput

@@ -217,8 +217,8 @@ func (r *Result) Section() perf.Section {
 func (r *Result) WriteJSON(path string) error { return perf.WriteJSON(path, r) }
 
 // Goals are the rows of issue 33 on the floor: Homa's 1 MB messages on
-// memif against the link's own rate and CPU per GB, at MTU 1500 and 9000
-// (r nil: it did not run).
+// memif against the link's own rate and CPU per GB, at MTU 1500 and 9000,
+// and issue 42's lower one at 9000 (r nil: it did not run).
 func Goals(r *Result) []perf.Goal {
 	row := func(what string, mtu int, f func(g *perf.Goal, x Ratio)) perf.Goal {
 		g := perf.Goal{Goal: what, Source: fmt.Sprintf("floor homa-memif MTU %d, 1 MB", mtu), Absent: "no floor ratio for it in this run"}
@@ -236,5 +236,6 @@ func Goals(r *Result) []perf.Goal {
 		row("Homa on memif over the link's own rate, MTU 1500", 1500, func(g *perf.Goal, x Ratio) { perf.AtLeast(g, x.Gbps, 0.4) }),
 		row("Homa on memif CPU per GB over the link's, MTU 1500", 1500, func(g *perf.Goal, x Ratio) { perf.AtMost(g, x.CPUPerGB, 3.0) }),
 		row("Homa on memif over the link's own rate, MTU 9000", 9000, func(g *perf.Goal, x Ratio) { perf.AtLeast(g, x.Gbps, 0.8) }),
+		row("Homa on memif over the link's own rate, MTU 9000 (issue 42)", 9000, func(g *perf.Goal, x Ratio) { perf.AtLeast(g, x.Gbps, 0.5) }),
 	}
 }

@@ -204,3 +204,11 @@ func TestGoals_fromFloor(t *testing.T) {
 		t.Errorf("no MTU 9000 run gave a figure: %+v", x)
 	}
 }
+
+// At MTU 9000 issue 33's row wants 0.8 of the link's rate, issue 42's 0.5.
+func TestGoals_mtu9000Both(t *testing.T) {
+	r := &Result{Ratios: []Ratio{{Homa: "homa-memif-mtu9000", MTU: 9000, Size: 1_000_000, Gbps: 0.6, CPUPerGB: 2}}}
+	g := perftest.GoalsByName(Goals(r))
+	perftest.CheckGoal(t, g, "Homa on memif over the link's own rate, MTU 9000", 0.6, false)
+	perftest.CheckGoal(t, g, "Homa on memif over the link's own rate, MTU 9000 (issue 42)", 0.6, true)
+}

@@ -28,6 +28,10 @@ type Daemon struct {
 	loop string // the "loop: ..." line
 	up   chan struct{}
 	done chan error
+
+	// Metrics is its metrics endpoint, host:port, where the harness gave
+	// it one (HOMA_METRICS_ADDRESS); "": none.
+	Metrics string
 }
 
 // StartDaemon starts self (the homa-dpdk executable) as the demo daemon

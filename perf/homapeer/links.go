@@ -101,6 +101,12 @@ func LinkArgs(link string, mtu int) []string {
 // them their CPUs back and stops the forwarder: call it after the
 // daemon has stopped. more are more arguments for the daemon.
 func StartHomaDaemon(self, testpmd, link, dir, outDir, name string, prog *perf.Progress, mtu int, more ...string) (d *Daemon, logPath string, done func(), err error) {
+	return startHomaDaemon(self, testpmd, link, dir, outDir, name, prog, mtu, nil, more...)
+}
+
+// startHomaDaemon is StartHomaDaemon with env ("HOMA_KEY=value") added to
+// the daemon's environment (StartDaemonEnv).
+func startHomaDaemon(self, testpmd, link, dir, outDir, name string, prog *perf.Progress, mtu int, env []string, more ...string) (d *Daemon, logPath string, done func(), err error) {
 	done = func() {}
 	extra := LinkArgs(link, mtu)
 	if testpmd != "" {
@@ -115,7 +121,7 @@ func StartHomaDaemon(self, testpmd, link, dir, outDir, name string, prog *perf.P
 	extra = append(extra, more...)
 	prog.Step("start the daemon on " + link)
 	logPath = filepath.Join(outDir, name+"-"+link+"-daemon.log")
-	if d, err = StartDaemon(self, filepath.Join(dir, link), logPath, extra...); err != nil {
+	if d, err = StartDaemonEnv(self, filepath.Join(dir, link), logPath, env, extra...); err != nil {
 		done()
 		return nil, "", nil, err
 	}

@@ -47,10 +47,18 @@ func HomaStream(cfg StreamConfig, link, dir string) ([]perf.StreamRun, []perf.Lo
 	if cfg.MTU != 0 && cfg.MTU != 1500 {
 		name = perf.HomaMTUSeries(link, cfg.MTU)
 	}
-	d, logPath, done, err := StartHomaDaemon(cfg.Self, cfg.Testpmd, link, dir, cfg.OutDir, logName, cfg.Progress, cfg.MTU, cfg.DaemonArgs...)
+	// Its metrics endpoint gives the sending host's copied and zero-copy
+	// bytes of each size (sendReading).
+	metrics, err := FreeLoopbackPort()
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
+	env := []string{"HOMA_METRICS_ADDRESS=" + metrics}
+	d, logPath, done, err := startHomaDaemon(cfg.Self, cfg.Testpmd, link, dir, cfg.OutDir, logName, cfg.Progress, cfg.MTU, env, cfg.DaemonArgs...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	d.Metrics = metrics
 	defer done() // after the daemon's Stop below
 	var runs []perf.StreamRun
 	var loops []perf.LoopStats
@@ -66,12 +74,15 @@ func HomaStream(cfg StreamConfig, link, dir string) ([]perf.StreamRun, []perf.Lo
 		defer w.Close()
 		wl := perf.LoopStats{Loop: "harness workers on " + d.Link + " (both workers polled in turn, CPU 0; all sizes)", MaxGapFound: true}
 		defer func() { loops = append(loops, wl) }()
+		send := sendReading{d: d}
+		send.read()
 		for _, z := range cfg.Sizes {
 			cfg.Progress.Step(name + " " + perf.SizeName(z.Size))
 			run, err := homaStream(cfg, z, name, w, d, &wl)
 			if err != nil {
 				return fmt.Errorf("%s: %w", perf.SizeName(z.Size), err)
 			}
+			run.Send, run.SendUnread = send.next()
 			if mtu := cmp.Or(cfg.MTU, perf.HomaLinkMTU[link]); mtu != 1500 {
 				run.MTU = mtu // the ring's jumbo frames too
 			}
@@ -88,6 +99,34 @@ func HomaStream(cfg StreamConfig, link, dir string) ([]perf.StreamRun, []perf.Lo
 		return runs, loops, fmt.Errorf("%s: %w (daemon log: %s)", name, stopErr, logPath)
 	}
 	return runs, loops, nil
+}
+
+// sendReading is the last reading of a daemon's send counters, between
+// a stream's sizes: the counters of each size are the next reading less
+// the last. A failed reading leaves the sizes on either side of it
+// without counters; it is not the stream's error.
+type sendReading struct {
+	d    *Daemon
+	last perf.SendBytes
+	err  error // why last is no reading
+}
+
+// read takes a reading (after MetricsSettle) as the last.
+func (s *sendReading) read() { s.last, s.err = s.d.SendBytes() }
+
+// next reads the counters and returns what the sending host sent since
+// the last reading, or why there is no figure.
+func (s *sendReading) next() (*perf.SendBytes, string) {
+	before, beforeErr := s.last, s.err
+	s.read()
+	switch {
+	case beforeErr != nil:
+		return nil, beforeErr.Error()
+	case s.err != nil:
+		return nil, s.err.Error()
+	}
+	b := s.last.Sub(before)
+	return &b, ""
 }
 
 // Window accounts a measuring Window: wall time and CPU.

@@ -211,3 +211,24 @@ func TestGoals_fromRTT(t *testing.T) {
 		t.Errorf("a size the run lacks: %+v", r)
 	}
 }
+
+// Issue 42's rows want 1.5x at 100 KB and 1 MB on ring, 1x on memif, each
+// from its own link's ratio.
+func TestGoals_issue42(t *testing.T) {
+	r := &Result{Ratios: []Ratio{
+		{Homa: "homa-ring", Size: 100_000, VethP50: 1.2}, {Homa: "homa-ring", Size: 1_000_000, VethP50: 1.6},
+		{Homa: "homa-memif", Size: 100_000, VethP50: 1.1}, {Homa: "homa-memif", Size: 1_000_000, VethP50: 0.6},
+	}}
+	g := perftest.GoalsByName(Goals(r))
+	perftest.CheckGoal(t, g, "RTT P50 at 100 KB, TCP over Homa", 1.2, true)
+	perftest.CheckGoal(t, g, "RTT P50 at 100 KB, TCP over Homa (issue 42)", 1.2, false)
+	perftest.CheckGoal(t, g, "RTT P50 at 1 MB, TCP over Homa (issue 42)", 1.6, true)
+	perftest.CheckGoal(t, g, "RTT P50 at 100 KB on memif, TCP over Homa", 1.1, true)
+	perftest.CheckGoal(t, g, "RTT P50 at 1 MB on memif, TCP over Homa", 0.6, false)
+	if w := g["RTT P50 at 1 MB, TCP over Homa (issue 42)"].Want; w != ">= 1.50" {
+		t.Errorf("issue 42's ring row wants %q", w)
+	}
+	if r := perftest.GoalsByName(Goals(nil))["RTT P50 at 1 MB on memif, TCP over Homa"]; r.Absent == "" {
+		t.Errorf("no run: %+v", r)
+	}
+}

@@ -77,7 +77,11 @@ func throughputMethod(cfg Config) string {
 		`the messages outstanding at its end are drained, not counted. CPU seconds per GB: the ` +
 		`harness process's user+system time (getrusage) plus, for Homa, the daemon process's utime+stime ` +
 		`(/proc/PID/stat, 10 ms ticks), over the window, divided by the payload GB. Ratios are, per size, each Homa run's ` +
-		`Gbps and CPU seconds per GB over each TCP run's.`
+		`Gbps and CPU seconds per GB over each TCP run's. Send copies per byte, Homa's: the sending host's (10.0.0.1's) ` +
+		`DATA payload bytes copied into frames over all it sent, copied or from the worker's own buffer (the engine's ` +
+		`data_bytes_copied and data_bytes_zero_copy, retransmissions included), read from the daemon's metrics endpoint ` +
+		`(HOMA_METRICS_ADDRESS) before and after each size, warm-up and drain included, ` + homapeer.MetricsSettle.String() +
+		` after the last message for the loop to publish them.`
 }
 
 const throughputDistortions = `The daemon's loop polls busily, so it burns a whole CPU whatever the load: ` +
@@ -215,17 +219,26 @@ func runSizes(runs []perf.StreamRun) []int {
 
 // Table is the result as rows, by size, then by transport.
 func (r *Result) Table() perf.Table {
-	t := perf.Table{Header: []string{"size", "transport", "window", "Gbps", "CPU s/GB", "harness CPU s", "daemon CPU s", "messages", "seconds"}}
+	t := perf.Table{Header: []string{"size", "transport", "window", "Gbps", "CPU s/GB", "harness CPU s", "daemon CPU s", "messages", "seconds", "send copies/B"}}
 	for _, size := range runSizes(r.Runs) {
 		for _, x := range r.Runs {
 			if x.Skipped != "" || x.Size != size {
 				continue
 			}
 			t.Rows = append(t.Rows, []string{perf.SizeName(x.Size), x.Transport, fmt.Sprint(x.Window), fmt.Sprintf("%.2f", x.Gbps), fmt.Sprintf("%.2f", x.CPUPerGB),
-				fmt.Sprintf("%.2f", x.HarnessCPU), fmt.Sprintf("%.2f", x.DaemonCPU), fmt.Sprint(x.Messages), fmt.Sprintf("%.2f", x.Seconds)})
+				fmt.Sprintf("%.2f", x.HarnessCPU), fmt.Sprintf("%.2f", x.DaemonCPU), fmt.Sprint(x.Messages), fmt.Sprintf("%.2f", x.Seconds), sendCopies(x)})
 		}
 	}
 	return t
+}
+
+// sendCopies is a run's send copies per payload byte for the table ("—":
+// none, TCP's or not read).
+func sendCopies(x perf.StreamRun) string {
+	if x.Send == nil || x.Send.Total() == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", x.Send.CopiesPerByte())
 }
 
 // throughputRatios are, per size, each Homa run's figures over each TCP
@@ -357,7 +370,8 @@ func (r *Result) WriteFiles(dir string) ([]string, error) {
 	return []string{"throughput-gbps.png", "throughput-cpu.png"}, nil
 }
 
-// Goals are the goal rows on 1 MB streaming against TCP over veth (r nil: it did not run).
+// Goals are the goal rows on 1 MB streaming against TCP over veth, and
+// issue 42's on the send side's copies (r nil: it did not run).
 func Goals(r *Result) []perf.Goal {
 	var gs []perf.Goal
 	// 1 MB streaming: Gbps and CPU per GB against TCP over veth, on a link.
@@ -394,7 +408,36 @@ func Goals(r *Result) []perf.Goal {
 	tp("1 MB streaming throughput, Homa over TCP, at the link's speed", perf.GoalLink, gbps(2.5))
 	tp("1 MB streaming CPU per GB, Homa over TCP, at the link's speed", perf.GoalLink, cpu(0.5))
 	tp("1 MB streaming throughput on memif, Homa over TCP, at the link's speed", "homa-memif", gbps(1.5))
+	// Issue 42's: no copy on the send side, on either link.
+	gs = append(gs, sendCopiesGoal(r, perf.GoalLink), sendCopiesGoal(r, "homa-memif"))
 	return gs
+}
+
+// sendCopiesGoal is the row of link's send side: its 1 MB run's copies
+// per payload byte, from the sending host's counters (r nil: it did not
+// run).
+func sendCopiesGoal(r *Result, link string) perf.Goal {
+	g := perf.Goal{Goal: "Send-side copies per payload byte, 1 MB on " + strings.TrimPrefix(link, "homa-"),
+		Source: "throughput " + link + ", 1 MB: the sender's data_bytes_copied / (copied + zero_copy)",
+		Absent: "no " + link + " run at 1 MB in this run"}
+	if r == nil {
+		return g
+	}
+	for _, x := range r.Runs {
+		if x.Transport != link || x.Size != 1_000_000 || x.Skipped != "" {
+			continue
+		}
+		switch {
+		case x.Send == nil:
+			g.Absent = "send counters not read: " + x.SendUnread
+		case x.Send.Total() == 0:
+			g.Absent = "the send counters saw no DATA bytes"
+		default:
+			perf.AtMost(&g, x.Send.CopiesPerByte(), 0)
+			g.Absent = ""
+		}
+	}
+	return g
 }
 
 // StreamRuns are the runs, for the floor scenario to set beside its own.

@@ -147,7 +147,7 @@ func TestReport(t *testing.T) {
 	tp := &Result{Sizes: []perf.StreamSize{{Size: 1_000_000, Window: 4}, {Size: 64_000_000, Window: 2}}, Runs: []perf.StreamRun{
 		{Transport: "homa-memif", Size: 1_000_000, Window: 4, Gbps: 2, CPUPerGB: 4},
 		{Transport: "homa-memif", Size: 64_000_000, Window: 2, Gbps: 3, CPUPerGB: 3},
-		{Transport: "homa-ring", Size: 1_000_000, Window: 4, Gbps: 4, CPUPerGB: 2},
+		{Transport: "homa-ring", Size: 1_000_000, Window: 4, Gbps: 4, CPUPerGB: 2, Send: &perf.SendBytes{Copied: 1, ZeroCopy: 3}},
 		{Transport: "homa-ring", Size: 64_000_000, Window: 2, Gbps: 6, CPUPerGB: 1},
 		{Transport: "tcp-loopback", Size: 1_000_000, Window: 4, Gbps: 8, CPUPerGB: 1},
 		{Transport: "tcp-loopback", Size: 64_000_000, Window: 2, Gbps: 12, CPUPerGB: 0.5},
@@ -172,6 +172,8 @@ func TestReport(t *testing.T) {
 		"| 64 MB | homa-ring / tcp-loopback | 0.50 | 2.00 |",
 		"| size | transport | window | Gbps |",
 		"| 64 MB | homa-ring | 2 | 6.00 | 1.00 |",
+		"| 0 | 0.00 | 0.25 |", // homa-ring's send copies/B at 1 MB
+		"| 0 | 0.00 | — |",    // none read: homa-memif's and TCP's
 		"## throughput: messages streamed (1 MB and 64 MB), Homa workers vs kernel TCP",
 		"Messages and windows: 1 MB (4 outstanding), 64 MB (2 outstanding)."} {
 		if !strings.Contains(string(md), want) {
@@ -212,6 +214,10 @@ func TestThroughput_smoke(t *testing.T) {
 		if perf.IsHoma(r.Transport) && r.DaemonCPU <= 0 {
 			t.Errorf("%s: the daemon's CPU time was not read: %+v", r.Transport, r)
 		}
+		// The send counters span warm-up and drain too: at least the window's bytes.
+		if perf.IsHoma(r.Transport) && (r.Send == nil || r.Send.Total() < uint64(r.Messages)*uint64(r.Size)) {
+			t.Errorf("%s: the sender's counters %+v (%s) for %d messages of %d bytes", r.Transport, r.Send, r.SendUnread, r.Messages, r.Size)
+		}
 	}
 	if n := tc.Progress.Steps(); n != Steps(tc) {
 		t.Errorf("throughput took %d progress steps, Steps says %d", n, Steps(tc))
@@ -246,4 +252,35 @@ func TestGoals_fromThroughput(t *testing.T) {
 	perftest.CheckGoal(t, g, "1 MB streaming CPU per GB, Homa over TCP", 1.6, false)
 	perftest.CheckGoal(t, g, "1 MB streaming throughput, Homa over TCP, at the link's speed", 1.2, false)
 	perftest.CheckGoal(t, g, "1 MB streaming throughput on memif, Homa over TCP, at the link's speed", 9, true)
+}
+
+// The send side's copies per payload byte come from each link's 1 MB
+// run's counters; a run without them says why.
+func TestGoals_sendCopies(t *testing.T) {
+	r := &Result{Runs: []perf.StreamRun{
+		{Transport: "homa-ring", Size: 1_000_000, Send: &perf.SendBytes{ZeroCopy: 4_000_000}},
+		{Transport: "homa-ring", Size: 8_000_000, Send: &perf.SendBytes{Copied: 8_000_000}}, // not 1 MB
+		{Transport: "homa-memif", Size: 1_000_000, Send: &perf.SendBytes{Copied: 1_000_000, ZeroCopy: 3_000_000}},
+		{Transport: "tcp-veth", Size: 1_000_000},
+	}}
+	g := perftest.GoalsByName(Goals(r))
+	perftest.CheckGoal(t, g, "Send-side copies per payload byte, 1 MB on ring", 0, true)
+	perftest.CheckGoal(t, g, "Send-side copies per payload byte, 1 MB on memif", 0.25, false)
+	if w := g["Send-side copies per payload byte, 1 MB on ring"].Want; w != "<= 0.00" {
+		t.Errorf("want %q", w)
+	}
+	r.Runs[0] = perf.StreamRun{Transport: "homa-ring", Size: 1_000_000, SendUnread: "the daemon's metrics: refused"}
+	r.Runs[2].Send = &perf.SendBytes{}
+	g = perftest.GoalsByName(Goals(r))
+	for name, why := range map[string]string{
+		"Send-side copies per payload byte, 1 MB on ring":  "not read: the daemon's metrics: refused",
+		"Send-side copies per payload byte, 1 MB on memif": "saw no DATA bytes",
+	} {
+		if x := g[name]; x.Met || !strings.Contains(x.Absent, why) {
+			t.Errorf("%s: %+v, want absent for %q", name, x, why)
+		}
+	}
+	if x := perftest.GoalsByName(Goals(nil))["Send-side copies per payload byte, 1 MB on memif"]; x.Absent == "" {
+		t.Errorf("no run: %+v", x)
+	}
 }
