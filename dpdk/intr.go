@@ -1,8 +1,9 @@
 package dpdk
 
 /*
-// homa_link_up never calls back into Go.
+// homa_link_up and homa_tx_done_cleanup never call back into Go.
 #cgo nocallback homa_link_up
+#cgo nocallback homa_tx_done_cleanup
 #include "shim.h"
 */
 import "C"
@@ -47,6 +48,20 @@ func (p *Port) onIntrThread() bool {
 // LinkUp reports whether the port's link is up, without waiting: one cgo
 // call, no allocation (for a polling loop's periodic check).
 func (p *Port) LinkUp() bool { return C.homa_link_up(C.uint16_t(p.ID)) == 1 }
+
+// TxDoneCleanup asks the driver to free now the mbufs TX queue q has
+// sent (rte_eth_tx_done_cleanup): a NIC's driver frees them only when
+// its ring needs room, so a quiet queue would hold its last frames. It
+// returns how many packets were freed; a driver without the operation
+// (the virtual devices free at once, or never hold: net_ring) gives an
+// *Error whose Errno is ENOTSUP.
+func (p *Port) TxDoneCleanup(q uint16) (int, error) {
+	rc := C.homa_tx_done_cleanup(C.uint16_t(p.ID), C.uint16_t(q))
+	if rc < 0 {
+		return 0, newError(p.op("clean up sent packets of"), int(rc))
+	}
+	return int(rc), nil
+}
 
 func (p *Port) stopOrClose(op C.int, what string) error {
 	var rc C.int

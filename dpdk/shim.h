@@ -212,6 +212,17 @@ static inline uint64_t homa_tx_rx_bursts(uintptr_t tx, unsigned ntx, uintptr_t r
 	return freed << 32 | received;
 }
 
+// homa_tx_done_cleanup asks port's driver to free what TX queue q has
+// sent (rte_eth_tx_done_cleanup), inside the guard as the bursts are:
+// it touches the queue's ring. It returns the packets freed, or a
+// negative errno (-ENOTSUP: the driver has no such operation).
+static inline int homa_tx_done_cleanup(uint16_t port, uint16_t q) {
+	struct homa_guard_slot *g = homa_guard_enter();
+	int rc = rte_eth_tx_done_cleanup(port, q, 0);
+	homa_guard_leave(g);
+	return rc;
+}
+
 // homa_link_up is 1 when port's link is up, 0 when down, -1 for no port.
 static inline int homa_link_up(uint16_t port) {
 	struct rte_eth_link l;

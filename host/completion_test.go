@@ -82,6 +82,13 @@ func TestHost_resendForDataTheDeviceHoldsIsBusy(t *testing.T) {
 	if a.sched.InDevice() == 0 {
 		t.Fatal("no frame held by the device after the send")
 	}
+	// Held past txCleanupAfter, the frames make the host ask the driver
+	// to free what it sent: net_ring cannot, and is not asked again.
+	time.Sleep(time.Duration(2 * txCleanupAfter))
+	a.Pass()
+	if a.txCleanups != 1 || !a.txCleanupOff {
+		t.Fatalf("after the frames waited in the ring: %d cleanups asked, off %v; want 1, true (net_ring has none)", a.txCleanups, a.txCleanupOff)
+	}
 	resendFrom(t, b, a, id, cl.Num(), 1000)
 	a.Pass()
 	m := a.ep.Metrics()

@@ -147,6 +147,7 @@ func New(c Config) (*Host, error) {
 	}
 	h.txBufs = make([][]*dpdk.Mbuf, c.PrioMap.Queues())
 	h.txb.HoldSent = true
+	h.txQueueBase = c.TxQueueBase
 	for q := range h.txBufs {
 		h.txBufs[q] = make([]*dpdk.Mbuf, c.Burst)
 		if _, err := h.txb.Add(c.Port, c.TxQueueBase+uint16(q), h.txBufs[q]); err != nil {

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/engine"
 	"github.com/homa-dpdk/homa-dpdk/nicq"
 	"github.com/homa-dpdk/homa-dpdk/wire"
+	"golang.org/x/sys/unix"
 )
 
 // Host is one Homa host on one DPDK port, run by a polling loop: the
@@ -46,8 +48,15 @@ type Host struct {
 	// crossing sends; txAt is the time they were built (ns).
 	txPending bool
 	txAt      int64
-	free      []*dpdk.Mbuf // freed together in the next crossing into C
-	scratch   []byte       // a chained frame made contiguous
+	// TX completions' cleanup (cleanupTx): the port's first TX queue,
+	// the next time the loop may ask, whether the driver cannot, and how
+	// often it was asked.
+	txQueueBase  uint16
+	txCleanupAt  int64
+	txCleanupOff bool
+	txCleanups   uint64
+	free         []*dpdk.Mbuf // freed together in the next crossing into C
+	scratch      []byte       // a chained frame made contiguous
 	// Chained frames received: parsed in their two pieces (splitFrames),
 	// or copied into scratch first (joinedFrames).
 	splitFrames, joinedFrames uint64
@@ -258,8 +267,37 @@ func (h *Host) dropTx(m *dpdk.Mbuf) { h.free = append(h.free, m) }
 // crossing, and with it a zero-copy payload's hold on the worker's
 // memory (PayloadSent). The engine's TxDone counts the frame only now.
 func (h *Host) reapTx() {
-	if h.sched.InDevice() > 0 {
-		h.sched.Reap(h.now, (*dpdk.Mbuf).Shared, h.dropTx)
+	if h.sched.InDevice() == 0 {
+		return
+	}
+	h.sched.Reap(h.now, (*dpdk.Mbuf).Shared, h.dropTx)
+	if h.txCleanupOff || h.now < h.txCleanupAt {
+		return
+	}
+	h.txCleanupAt = h.now + txCleanupAfter
+	for q := range h.txBufs {
+		if at, ok := h.sched.HeldSince(q); ok && h.now-at >= txCleanupAfter {
+			h.cleanupTx(q)
+		}
+	}
+}
+
+// txCleanupAfter is how long a frame the device holds waits before the
+// host asks the driver to free what it has sent (cleanupTx), and how
+// often it asks at most.
+const txCleanupAfter = int64(100e3)
+
+// cleanupTx asks the driver of TX queue q to free the frames it has sent
+// (a NIC's frees them only when its ring needs room, so a quiet queue
+// would keep its last frames, and their TX completions, for ever). A
+// driver without the operation (the virtual devices) is not asked again.
+func (h *Host) cleanupTx(q int) {
+	h.txCleanups++
+	if _, err := h.port.TxDoneCleanup(h.txQueueBase + uint16(q)); err != nil {
+		var de *dpdk.Error
+		if errors.As(err, &de) && de.Errno == int(unix.ENOTSUP) {
+			h.txCleanupOff = true
+		}
 	}
 }
 
@@ -331,6 +369,9 @@ func (h *Host) Summary() string {
 		fmt.Fprintf(&b, " tx_dropped_stopping=%d", h.stopDrops)
 	}
 	fmt.Fprintf(&b, " tx_no_buffer=%d tx_busy=%d", h.tx.NoBuffer, h.tx.Busy)
+	if h.txCleanups > 0 {
+		fmt.Fprintf(&b, " tx_cleanups=%d", h.txCleanups)
+	}
 	if h.tx.SharedReplies > 0 {
 		fmt.Fprintf(&b, " tx_shared_replies_copied=%d", h.tx.SharedReplies)
 	}

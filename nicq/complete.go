@@ -127,6 +127,15 @@ func (s *Scheduler[T]) Reap(now int64, held func(T) bool, release func(T)) int {
 	return n
 }
 
+// HeldSince is when TX queue q took the oldest packet its device still
+// holds in order (the head of its in-device FIFO); false when none.
+func (s *Scheduler[T]) HeldSince(q int) (int64, bool) {
+	if s.dev == nil || s.dev[q].pkts.len() == 0 {
+		return 0, false
+	}
+	return s.dev[q].at.peek(), true
+}
+
 // InDevice is the number of packets the devices hold (TrackCompletions).
 func (s *Scheduler[T]) InDevice() int { return s.inDev }
 
