@@ -256,6 +256,10 @@ func (h *Host) completeTx() int {
 		total += got
 		h.sched.Taken(q, got, h.txAt, h.dropTx)
 	}
+	// A device that copies a frame when it takes it (memif, af_packet,
+	// tap) has let go of it already: its mbuf goes back with this
+	// crossing's frees, as the driver's own free would have sent it.
+	h.reapTx()
 	return total
 }
 
