@@ -17,8 +17,8 @@ import (
 const ClientHost = "10.0.0.1"
 
 // MetricsSettle is how long a reading of the daemon's counters waits for
-// its loop to publish what has just happened: hosts publish their
-// counters every 100 ms (host.PublishEvery).
+// its loop to publish what has just happened: hosts and hubs publish
+// their counters every 100 ms (host.PublishEvery).
 const MetricsSettle = 250 * time.Millisecond
 
 // The engine's counters of DATA payload bytes sent, retransmissions
@@ -40,20 +40,31 @@ func FreeLoopbackPort() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// ScrapeCounters reads the daemon's /metrics at addr (host:port): each of
-// families for the Homa host host (its label host), summed over the
-// family's other labels. A family the endpoint lacks is an error.
-func ScrapeCounters(addr, host string, families ...string) (map[string]float64, error) {
+// FetchMetrics reads the daemon's /metrics at addr (host:port), the
+// text format, for the caller to parse and close.
+func FetchMetrics(addr string) (io.ReadCloser, error) {
 	c := http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Get("http://" + addr + "/metrics")
 	if err != nil {
 		return nil, fmt.Errorf("the daemon's metrics: %w", err)
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
 		return nil, fmt.Errorf("the daemon's metrics at %s: %s", addr, resp.Status)
 	}
-	return hostCounters(resp.Body, host, families)
+	return resp.Body, nil
+}
+
+// ScrapeCounters reads the daemon's /metrics at addr (host:port): each of
+// families for the Homa host host (its label host), summed over the
+// family's other labels. A family the endpoint lacks is an error.
+func ScrapeCounters(addr, host string, families ...string) (map[string]float64, error) {
+	body, err := FetchMetrics(addr)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	return hostCounters(body, host, families)
 }
 
 // hostCounters are families of the metrics text in r for host, each

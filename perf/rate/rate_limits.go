@@ -4,13 +4,13 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/perf/homapeer"
 )
 
 // What the rate scenario reads of the daemon besides its CPU time: its
@@ -155,22 +155,13 @@ func parseSample(l string) (metricSample, error) {
 
 // scrapeMetrics reads the daemon's /metrics at addr (host:port).
 func scrapeMetrics(addr string) ([]metricSample, error) {
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get("http://" + addr + "/metrics")
+	body, err := homapeer.FetchMetrics(addr)
 	if err != nil {
-		return nil, fmt.Errorf("the daemon's metrics: %w", err)
+		return nil, err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("the daemon's metrics at %s: %s", addr, resp.Status)
-	}
-	return parseMetrics(resp.Body)
+	defer body.Close()
+	return parseMetrics(body)
 }
-
-// metricsSettle is how long a reading of the daemon's counters waits for
-// its loop to publish what has just happened: hosts and hubs publish
-// their counters every 100 ms (host.PublishEvery).
-const metricsSettle = 250 * time.Millisecond
 
 // daemonMetrics reads a daemon's counters and keeps the last reading, so
 // that each stretch of a run gets the refusals since the one before.
@@ -180,10 +171,10 @@ type daemonMetrics struct {
 }
 
 // refusalsSince reads the counters once the loop has published them
-// (metricsSettle) and returns what the daemon's bounds refused since the
+// (homapeer.MetricsSettle) and returns what the daemon's bounds refused since the
 // last reading.
 func (m *daemonMetrics) refusalsSince() ([]Refusal, error) {
-	time.Sleep(metricsSettle)
+	time.Sleep(homapeer.MetricsSettle)
 	s, err := scrapeMetrics(m.addr)
 	if err != nil {
 		return nil, err
@@ -191,17 +182,6 @@ func (m *daemonMetrics) refusalsSince() ([]Refusal, error) {
 	r := refusals(m.last, s)
 	m.last = s
 	return r, nil
-}
-
-// freeLoopbackPort is a TCP port on 127.0.0.1 free a moment ago, for the
-// daemon's metrics endpoint.
-func freeLoopbackPort() (string, error) {
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // refusalCounter is a daemon counter of what one of its bounds refused

@@ -261,7 +261,7 @@ func withRateDaemon(cfg Config, link, dir, raised string, env []string, loops *[
 		suffix, what = "-raised", " ("+raised+")"
 	}
 	cfg.Progress.Step("start the daemon on " + link + what)
-	metrics, err := freeLoopbackPort()
+	metrics, err := homapeer.FreeLoopbackPort()
 	if err != nil {
 		return err
 	}
