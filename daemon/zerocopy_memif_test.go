@@ -53,15 +53,16 @@ func checkSendWay(t *testing.T, who, summary string) {
 	}
 }
 
-// Workers' RPCs of 1 B to 100 KB with 3% of the frames each daemon
-// receives dropped: every response byte-exact, though many of the
-// packets a worker's message lost were sent again from its arena long
-// after its first packets left (the arena range stays the message's
-// until the RPC is done and every frame sent from it is let go of).
-func TestMemifHosts_workersUnderLoss(t *testing.T) {
+// echoDaemons starts two daemons joined by memif, loss of the frames
+// each receives dropped, and an echo worker on port 100 of the server's;
+// it returns the daemons, the client daemon's worker socket and what
+// stops the echo worker (before stopMemifDaemons).
+func echoDaemons(t *testing.T, loss float64) (serverD, clientD *memifProc, cliSock string, stopEcho func()) {
+	t.Helper()
 	dir := t.TempDir()
-	srvSock, cliSock := filepath.Join(dir, "server.sock"), filepath.Join(dir, "client.sock")
-	serverD, clientD := startMemifDaemons(t, 0, 0.03, srvSock, cliSock, nil, nil)
+	srvSock := filepath.Join(dir, "server.sock")
+	cliSock = filepath.Join(dir, "client.sock")
+	serverD, clientD = startMemifDaemons(t, 0, loss, srvSock, cliSock, nil, nil)
 	srv, err := client.Dial(srvSock, client.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +72,22 @@ func TestMemifHosts_workersUnderLoss(t *testing.T) {
 	}
 	stop, echoed := make(chan struct{}), make(chan error, 1)
 	go func() { echoed <- echoWorker(srv, stop) }()
+	return serverD, clientD, cliSock, func() {
+		close(stop)
+		if err := <-echoed; err != nil {
+			t.Errorf("server worker: %v", err)
+		}
+		srv.Close()
+	}
+}
+
+// Workers' RPCs of 1 B to 100 KB with 3% of the frames each daemon
+// receives dropped: every response byte-exact, though many of the
+// packets a worker's message lost were sent again from its arena long
+// after its first packets left (the arena range stays the message's
+// until the RPC is done and every frame sent from it is let go of).
+func TestMemifHosts_workersUnderLoss(t *testing.T) {
+	serverD, clientD, cliSock, stopEcho := echoDaemons(t, 0.03)
 	cli, err := client.Dial(cliSock, client.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -79,11 +96,7 @@ func TestMemifHosts_workersUnderLoss(t *testing.T) {
 		t.Error(err)
 	}
 	cli.Close()
-	close(stop)
-	if err := <-echoed; err != nil {
-		t.Errorf("server worker: %v", err)
-	}
-	srv.Close()
+	stopEcho()
 	summary := stopMemifDaemons(t, serverD, clientD)
 	t.Logf("server: %s", summary)
 	if summaryCount(summary, "resent_packets") == 0 {
@@ -154,18 +167,7 @@ func (w *rawWorker) poll(t *testing.T) (shm.Completion, bool) {
 // at the same time are byte-exact, and the arena range comes back
 // (Released) after every RPC.
 func TestMemifHosts_workerScribblesOnItsMessageWhileSent(t *testing.T) {
-	dir := t.TempDir()
-	srvSock, cliSock := filepath.Join(dir, "server.sock"), filepath.Join(dir, "client.sock")
-	serverD, clientD := startMemifDaemons(t, 0, 0.02, srvSock, cliSock, nil, nil)
-	srv, err := client.Dial(srvSock, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Bind(100); err != nil {
-		t.Fatal(err)
-	}
-	stop, echoed := make(chan struct{}), make(chan error, 1)
-	go func() { echoed <- echoWorker(srv, stop) }()
+	serverD, clientD, cliSock, stopEcho := echoDaemons(t, 0.02)
 
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -229,11 +231,7 @@ func TestMemifHosts_workerScribblesOnItsMessageWhileSent(t *testing.T) {
 		w.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: resp.Page, Pages: resp.Pages, Cookie: 1 << 40})
 	}
 	wg.Wait()
-	close(stop)
-	if err := <-echoed; err != nil {
-		t.Errorf("server worker: %v", err)
-	}
-	srv.Close()
+	stopEcho()
 	summary := stopMemifDaemons(t, serverD, clientD)
 	t.Logf("server: %s", summary)
 }
@@ -244,18 +242,7 @@ func TestMemifHosts_workerScribblesOnItsMessageWhileSent(t *testing.T) {
 // its own (it reads and writes its arena after), and the peer daemon
 // lives on and serves a new daemon's worker.
 func TestMemifHosts_daemonKilledWithZeroCopyFramesInFlight(t *testing.T) {
-	dir := t.TempDir()
-	srvSock, cliSock := filepath.Join(dir, "server.sock"), filepath.Join(dir, "client.sock")
-	serverD, clientD := startMemifDaemons(t, 0, 0.02, srvSock, cliSock, nil, nil)
-	srv, err := client.Dial(srvSock, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Bind(100); err != nil {
-		t.Fatal(err)
-	}
-	stop, echoed := make(chan struct{}), make(chan error, 1)
-	go func() { echoed <- echoWorker(srv, stop) }()
+	serverD, clientD, cliSock, stopEcho := echoDaemons(t, 0.02)
 
 	cli, err := client.Dial(cliSock, client.Options{})
 	if err != nil {
@@ -308,10 +295,6 @@ func TestMemifHosts_daemonKilledWithZeroCopyFramesInFlight(t *testing.T) {
 		t.Errorf("after the kill: %v", err)
 	}
 	again.Close()
-	close(stop)
-	if err := <-echoed; err != nil {
-		t.Errorf("server worker: %v", err)
-	}
-	srv.Close()
+	stopEcho()
 	t.Logf("server: %s", stopMemifDaemons(t, serverD, clientD))
 }

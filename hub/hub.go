@@ -205,13 +205,13 @@ type Counters struct {
 	// (ZeroCopyMin negative); the port cannot send from memory (a
 	// physical NIC, a device without chained mbufs).
 	CopiedShort, CopiedOff, CopiedDevice uint64
-	QuietAccepts         uint64 // Sends and Replies accepted without an Accepted completion (SubFlagQuiet)
-	PrioritySends        uint64 // Sends that named the priority of their unscheduled packets (SubFlagPriority)
-	PagesOnSubmit        uint64 // page runs given back on a Send or Reply (FeatureReturnOnSubmit)
-	ActiveSessions       uint64
-	OutstandingRPCs      uint64
-	HeldPages, FreePages uint64
-	Backlogged           uint64 // completions waiting in the daemon for CQ room now
+	QuietAccepts                         uint64 // Sends and Replies accepted without an Accepted completion (SubFlagQuiet)
+	PrioritySends                        uint64 // Sends that named the priority of their unscheduled packets (SubFlagPriority)
+	PagesOnSubmit                        uint64 // page runs given back on a Send or Reply (FeatureReturnOnSubmit)
+	ActiveSessions                       uint64
+	OutstandingRPCs                      uint64
+	HeldPages, FreePages                 uint64
+	Backlogged                           uint64 // completions waiting in the daemon for CQ room now
 	// Closing workers (linger.go): replies taken from a worker's ring
 	// after it left; replies still going when it left, kept until acked
 	// (lingered); and of those, the ones ended at Config.Linger
