@@ -204,6 +204,15 @@ func TestStop_reportsPanic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The loop ends on its own at its first pass. Stopping it at once
+	// instead could come before that pass (a loaded machine starts the
+	// thread late), and a loop stopped before it ever passed has no
+	// panic to report: CI saw that once.
+	select {
+	case <-l.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loop did not end at its panicking pass")
+	}
 	err = l.Stop(5 * time.Second)
 	if err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Fatalf("got %v, want the panic", err)
