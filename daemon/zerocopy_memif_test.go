@@ -15,6 +15,7 @@ import (
 
 	"github.com/homa-dpdk/homa-dpdk/client"
 	"github.com/homa-dpdk/homa-dpdk/shm"
+	"github.com/homa-dpdk/homa-dpdk/shm/shmtest"
 )
 
 // The worker suites below run with the daemons' default zero-copy send
@@ -107,60 +108,6 @@ func TestMemifHosts_workersUnderLoss(t *testing.T) {
 	checkSendWay(t, "server", summary)
 }
 
-// rawWorker is a worker that drives its region itself, as a hostile or
-// careless one may: it writes its arena whenever it likes.
-type rawWorker struct {
-	at    *shm.Attach
-	sq    *shm.Producer
-	cq    *shm.Consumer
-	lim   shm.Limits
-	arena []byte
-}
-
-func dialRaw(t *testing.T, path string) *rawWorker {
-	t.Helper()
-	at, err := shm.Dial(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sq, err1 := shm.NewProducer(at.Layout.SQ(at.Region), at.Layout.SQEntries)
-	cq, err2 := shm.NewConsumer(at.Layout.CQ(at.Region), at.Layout.CQEntries)
-	if err1 != nil || err2 != nil {
-		t.Fatal(err1, err2)
-	}
-	w := &rawWorker{at: at, sq: sq, cq: cq, lim: at.Layout.Limits(0), arena: at.Layout.Arena(at.Region)}
-	t.Cleanup(func() { w.at.Close() })
-	return w
-}
-
-func (w *rawWorker) submit(t *testing.T, s shm.Submission) {
-	t.Helper()
-	var slot shm.Slot
-	s.Encode(&slot)
-	for deadline := time.Now().Add(5 * time.Second); !w.sq.Push(&slot); time.Sleep(10 * time.Microsecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("submission ring stays full")
-		}
-	}
-	if w.at.Doorbell >= 0 && w.sq.TakeWaiter() {
-		shm.RingFD(w.at.Doorbell)
-	}
-}
-
-// poll returns the next completion, if one came.
-func (w *rawWorker) poll(t *testing.T) (shm.Completion, bool) {
-	t.Helper()
-	var slot shm.Slot
-	if !w.cq.Pop(&slot) {
-		return shm.Completion{}, false
-	}
-	c, code := shm.ParseCompletion(&slot, &w.lim)
-	if code != shm.ErrCodeNone {
-		t.Fatalf("bad completion from the daemon: %v (%+v)", code, c)
-	}
-	return c, true
-}
-
 // A worker that writes over its message while it is being sent (and
 // sent again: 2% loss) changes only its own message's bytes. The frames'
 // headers are the daemon's, never in the worker's memory: each of its
@@ -186,21 +133,23 @@ func TestMemifHosts_workerScribblesOnItsMessageWhileSent(t *testing.T) {
 		}
 	}()
 
-	w := dialRaw(t, cliSock)
+	w := shmtest.DialRaw(t, cliSock)
+	arena := w.Arena()
 	const size, scribble = 100_000, 0xEE
 	orig := func(i, round int) byte { return byte(i*7 + round) }
 	for round := range 20 {
 		for i := range size {
-			w.arena[i] = orig(i, round)
+			arena[i] = orig(i, round)
 		}
 		cookie := uint64(round + 1)
-		w.submit(t, shm.Submission{Op: shm.OpSend, Cookie: cookie, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 100, Length: size})
+		w.Submit(t, shm.Submission{Op: shm.OpSend, Cookie: cookie, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 100, Length: size})
+		w.RingIfAsleep()
 		var resp shm.Completion
 		released, answered := false, false
 		deadline := time.Now().Add(30 * time.Second)
 		for i := 0; !released || !answered; i++ {
-			w.arena[(i*4099)%size] = scribble // scribbles all along, while the message leaves and after
-			c, ok := w.poll(t)
+			arena[(i*4099)%size] = scribble // scribbles all along, while the message leaves and after
+			c, ok := w.Poll(t)
 			if !ok {
 				if time.Now().After(deadline) {
 					t.Fatalf("round %d: response %v, released %v after 30 s", round, answered, released)
@@ -223,14 +172,13 @@ func TestMemifHosts_workerScribblesOnItsMessageWhileSent(t *testing.T) {
 		if resp.Cookie != cookie || resp.Length != size {
 			t.Fatalf("round %d: response %+v, want %d bytes for cookie %d", round, resp, size, cookie)
 		}
-		pool := w.at.Layout.Pool(w.at.Region)
-		body := pool[uint64(resp.Page)*shm.PageSize:][:size]
-		for i, b := range body {
+		for i, b := range w.Message(resp) {
 			if b != orig(i, round) && b != scribble {
 				t.Fatalf("round %d: response byte %d is %#x: neither the message's %#x nor the scribble", round, i, b, orig(i, round))
 			}
 		}
-		w.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: resp.Page, Pages: resp.Pages, Cookie: 1 << 40})
+		w.Submit(t, shm.Submission{Op: shm.OpReturnPages, Page: resp.Page, Pages: resp.Pages, Cookie: 1 << 40})
+		w.RingIfAsleep()
 	}
 	wg.Wait()
 	stopEcho()

@@ -239,7 +239,9 @@ func (h *Host) sendPrepared() int {
 	tx.TxFreeRx(h.free, nil)
 	clear(h.free)
 	h.free = h.free[:0]
-	return h.completeTx()
+	n := h.completeTx()
+	h.reapTx()
+	return n
 }
 
 // completeTx reports to the TX scheduler what each queue took of the
@@ -256,10 +258,6 @@ func (h *Host) completeTx() int {
 		total += got
 		h.sched.Taken(q, got, h.txAt, h.dropTx)
 	}
-	// A device that copies a frame when it takes it (memif, af_packet,
-	// tap) has let go of it already: its mbuf goes back with this
-	// crossing's frees, as the driver's own free would have sent it.
-	h.reapTx()
 	return total
 }
 
@@ -270,6 +268,11 @@ func (h *Host) dropTx(m *dpdk.Mbuf) { h.free = append(h.free, m) }
 // dpdk.Batch.HoldSent): the mbuf goes back to its pool at the next
 // crossing, and with it a zero-copy payload's hold on the worker's
 // memory (PayloadSent). The engine's TxDone counts the frame only now.
+// It runs once after each crossing that sent or freed frames of the
+// host's (stage, sendPrepared): a device that copies a frame when it
+// takes it (memif, af_packet, tap) has let go of it by then, and its
+// mbuf goes back with the next crossing's frees, as the driver's own
+// free would have sent it.
 func (h *Host) reapTx() {
 	if h.sched.InDevice() == 0 {
 		return

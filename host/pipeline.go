@@ -87,7 +87,13 @@ func (h *Host) stage(prev *Host, now int64) int {
 	clear(prev.free)
 	prev.free = prev.free[:0]
 	n := prev.completeTx() + got
-	h.reapTx() // before the burst: a RESEND in it sees what the device let go of
+	// TX completions, before the burst (a RESEND in it sees what the
+	// devices let go of): prev's frames this crossing sent, and h's that
+	// the crossings since its own let go of (a ring peer's frees).
+	prev.reapTx()
+	if h != prev {
+		h.reapTx()
+	}
 	if rx != nil {
 		h.receiveBurst(got)
 	}

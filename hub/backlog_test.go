@@ -15,7 +15,7 @@ func (w *rawWorker) pushUntilRefused(n int, next func(i int, s *shm.Slot)) int {
 	for i := range n {
 		var s shm.Slot
 		next(i, &s)
-		for deadline := time.Now().Add(100 * time.Millisecond); !w.sq.Push(&s); time.Sleep(20 * time.Microsecond) {
+		for deadline := time.Now().Add(100 * time.Millisecond); !w.SQ.Push(&s); time.Sleep(20 * time.Microsecond) {
 			if time.Now().After(deadline) {
 				return i
 			}
@@ -64,10 +64,10 @@ func TestHub_unreadCompletionsStopAtMaxBacklog(t *testing.T) {
 	a, _, sockA, sockB, calls := workerHostsCalls(t, Config{MaxBacklog: bound})
 	w := attachRaw(t, sockA)
 	bindRaw(t, w, 9)
-	cq, sq := int(w.at.Layout.CQEntries), int(w.at.Layout.SQEntries)
+	cq, sq := int(w.At.Layout.CQEntries), int(w.At.Layout.SQEntries)
 
 	rng := rand.New(rand.NewPCG(9, 9))
-	next := answeredAtOnce(rng, uint32(w.at.Layout.PoolPages))
+	next := answeredAtOnce(rng, uint32(w.At.Layout.PoolPages))
 	pushed := w.pushUntilRefused(total, next)
 	if want := cq + bound + sq; pushed != want {
 		t.Errorf("%d entries went in before the ring stayed full; want CQ %d + backlog %d + SQ %d = %d", pushed, cq, bound, sq, want)
@@ -84,9 +84,9 @@ func TestHub_unreadCompletionsStopAtMaxBacklog(t *testing.T) {
 	// A request to the worker's port while its backlog is full is dropped
 	// (its client retries); the session stays.
 	cli := attachRaw(t, sockB)
-	copy(cli.at.Layout.Arena(cli.at.Region), "knock")
-	cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 1, PeerIP: [4]byte{10, 0, 0, 1}, PeerPort: 9, Length: 5})
-	cli.expect(t, shm.CompAccepted)
+	copy(cli.At.Layout.Arena(cli.At.Region), "knock")
+	cli.Submit(t, shm.Submission{Op: shm.OpSend, Cookie: 1, PeerIP: [4]byte{10, 0, 0, 1}, PeerPort: 9, Length: 5})
+	cli.Expect(t, shm.CompAccepted)
 	waitLoop(t, calls, "the request to be dropped", func() bool { return a.hub.counters.LimitRefusals > 0 })
 	calls.do(func() { wc = a.hub.counts() })
 	if wc.Backlogged != bound || wc.BacklogOverflows != 0 || wc.ActiveSessions != 1 {
@@ -99,8 +99,8 @@ func TestHub_unreadCompletionsStopAtMaxBacklog(t *testing.T) {
 	answered, requests := 0, 0
 	readAll := func() {
 		var s shm.Slot
-		for w.cq.Pop(&s) {
-			c, code := shm.ParseCompletion(&s, &w.lim)
+		for w.CQ.Pop(&s) {
+			c, code := shm.ParseCompletion(&s, &w.Lim)
 			switch {
 			case code != shm.ErrCodeNone:
 				t.Fatalf("bad completion %v: %+v", code, c)
@@ -116,7 +116,7 @@ func TestHub_unreadCompletionsStopAtMaxBacklog(t *testing.T) {
 	for i := pushed; i < total; i++ {
 		var s shm.Slot
 		next(i, &s)
-		for !w.sq.Push(&s) {
+		for !w.SQ.Push(&s) {
 			readAll()
 		}
 	}
@@ -147,7 +147,7 @@ func TestHub_unreadCompletionsOfRunningRPCsEndTheSession(t *testing.T) {
 	defer close(stop)
 
 	w := attachRaw(t, sockA)
-	copy(w.at.Layout.Arena(w.at.Region), "echo me")
+	copy(w.At.Layout.Arena(w.At.Region), "echo me")
 	pushed := w.pushUntilRefused(total, func(i int, s *shm.Slot) {
 		(&shm.Submission{Op: shm.OpSend, Cookie: uint64(i + 1), PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: 7}).Encode(s)
 	})
@@ -164,7 +164,7 @@ func TestHub_unreadCompletionsOfRunningRPCsEndTheSession(t *testing.T) {
 		t.Errorf("overflows %d, detached %d, backlogged %d, backlog_full %d; want 1, 1, 0, 1",
 			wc.BacklogOverflows, wc.Detached, wc.Backlogged, wc.BacklogFull)
 	}
-	if max := uint64(int(w.at.Layout.CQEntries) + bound); wc.Completions > max {
+	if max := uint64(int(w.At.Layout.CQEntries) + bound); wc.Completions > max {
 		t.Errorf("%d completions made for the worker, more than its CQ and backlog hold (%d)", wc.Completions, max)
 	}
 }

@@ -137,17 +137,17 @@ func TestHub_copierStaleCopiesNeverReachAnotherMessage(t *testing.T) {
 	for i := range req {
 		req[i] = byte(i*7 + 1)
 	}
-	copy(cli.at.Layout.Arena(cli.at.Region), req)
-	cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 1, PeerIP: b.ip, PeerPort: 99, Length: uint32(len(req))})
-	cli.expect(t, shm.CompAccepted)
+	copy(cli.At.Layout.Arena(cli.At.Region), req)
+	cli.Submit(t, shm.Submission{Op: shm.OpSend, Cookie: 1, PeerIP: b.ip, PeerPort: 99, Length: uint32(len(req))})
+	cli.Expect(t, shm.CompAccepted)
 	waitLoop(t, calls, "the real request reaches the server", func() bool {
 		return b.ep.Metrics().PacketsRcvd[0] >= 5
 	})
 	b.copier.hold.Store(false)
 	waitLoop(t, calls, "the copier is done", func() bool { return b.copier.Done() == b.copier.issued })
 
-	got := srv.expect(t, shm.CompRequest)
-	if diff := bytesDiffer(srv.message(got), req); diff != 0 {
+	got := srv.Expect(t, shm.CompRequest)
+	if diff := bytesDiffer(srv.Message(got), req); diff != 0 {
 		t.Fatalf("the worker's %d-byte request: %d bytes are not its own", len(req), diff)
 	}
 	var held uint64
@@ -191,7 +191,7 @@ func TestHub_detachWithCopiesPendingDoesNotStallTheLoop(t *testing.T) {
 		return b.copier.issued > b.copier.Done()
 	})
 
-	srv.at.Close()
+	srv.At.Close()
 	passes := make(chan struct{})
 	go func() {
 		defer close(passes)

@@ -28,7 +28,7 @@ func TestHub_workerCannotStealAnothersRing(t *testing.T) {
 		ws[i] = attachRaw(t, sockA)
 	}
 	for _, w := range append([]*rawWorker{thief}, ws...) {
-		if err := w.at.AskDoorbell(); err != nil {
+		if err := w.At.AskDoorbell(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -51,14 +51,14 @@ func TestHub_workerCannotStealAnothersRing(t *testing.T) {
 			}
 			var s shm.Slot
 			(&shm.Submission{Op: shm.OpBind, Port: uint16(100 + i), Cookie: 1}).Encode(&s)
-			if !w.sq.Push(&s) {
+			if !w.SQ.Push(&s) {
 				t.Errorf("round %d: the submission ring is full", i)
 			}
-			if w.sq.TakeWaiter() {
-				shm.RingFD(w.at.Doorbell)
+			if w.SQ.TakeWaiter() {
+				shm.RingFD(w.At.Doorbell)
 				rang++
 			}
-			stolen += readDry(thief.at.Doorbell)
+			stolen += readDry(thief.At.Doorbell)
 			if loopWakes(a.hub) {
 				woke++
 			}
@@ -69,7 +69,7 @@ func TestHub_workerCannotStealAnothersRing(t *testing.T) {
 		t.Errorf("%d workers rang %d times; the loop woke for %d of the rings, the thief read %d", workers, rang, woke, stolen)
 	}
 	for i, w := range ws { // the pass after each round took the submission
-		if c := w.expect(t, shm.CompAccepted); c.Cookie != 1 {
+		if c := w.Expect(t, shm.CompAccepted); c.Cookie != 1 {
 			t.Errorf("worker %d: completion %+v", i, c)
 		}
 	}
@@ -79,7 +79,7 @@ func TestHub_workerCannotStealAnothersRing(t *testing.T) {
 		t.Errorf("the loop watches %d doorbells, want %d", n, workers+2)
 	}
 	for _, w := range append(ws, thief) {
-		w.at.Close()
+		w.At.Close()
 	}
 	for end := time.Now().Add(10 * time.Second); watched(t, a.hub.DoorbellFD()) != 1; time.Sleep(time.Millisecond) {
 		if time.Now().After(end) {

@@ -36,19 +36,19 @@ func TestHub_regionOutlivesZeroCopyPacketsInFlight(t *testing.T) {
 	for len(a.hub.sessions) == 0 {
 		n.pass()
 	}
-	arena := w.at.Layout.Arena(w.at.Region)
+	arena := w.At.Layout.Arena(w.At.Region)
 	for i := range 20000 {
 		arena[i] = byte(i)
 	}
-	w.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 1, PeerIP: b.ip, PeerPort: 99, Length: 20000})
+	w.Submit(t, shm.Submission{Op: shm.OpSend, Cookie: 1, PeerIP: b.ip, PeerPort: 99, Length: 20000})
 	n.pass() // sends the message
-	if c := w.next(t, time.Second); c.Op != shm.CompAccepted {
+	if c := w.Next(t, time.Second); c.Op != shm.CompAccepted {
 		t.Fatalf("send: %+v", c)
 	}
 	if n := a.hub.counters.ZeroCopyMessages; n != 1 || len(a.refs) != 1 {
 		t.Fatalf("%d zero-copy messages, %d references held; want 1, 1", n, len(a.refs))
 	}
-	w.at.Close() // the worker leaves
+	w.At.Close() // the worker leaves
 	deadline := time.Now().Add(5 * time.Second)
 	for len(a.hub.draining) == 0 {
 		n.pass() // takes the detach: the session drains
@@ -84,16 +84,16 @@ func TestHub_responseWithoutPoolSpaceFails(t *testing.T) {
 	srv := attachRaw(t, sockB)
 	bindRaw(t, srv, 99)
 	cli := attachRaw(t, sockA)
-	copy(cli.at.Layout.Arena(cli.at.Region), "give me 100 KB")
-	cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 5, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: 14})
-	acc := cli.expect(t, shm.CompAccepted)
-	rq := srv.expect(t, shm.CompRequest)
-	srv.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: rq.Page, Pages: rq.Pages})
-	srv.submit(t, shm.Submission{Op: shm.OpReply, Cookie: 6, RPCID: rq.RPCID, PeerIP: rq.PeerIP, PeerPort: rq.PeerPort, Length: 100_000})
-	srv.expect(t, shm.CompAccepted)
+	copy(cli.At.Layout.Arena(cli.At.Region), "give me 100 KB")
+	cli.Submit(t, shm.Submission{Op: shm.OpSend, Cookie: 5, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: 14})
+	acc := cli.Expect(t, shm.CompAccepted)
+	rq := srv.Expect(t, shm.CompRequest)
+	srv.Submit(t, shm.Submission{Op: shm.OpReturnPages, Page: rq.Page, Pages: rq.Pages})
+	srv.Submit(t, shm.Submission{Op: shm.OpReply, Cookie: 6, RPCID: rq.RPCID, PeerIP: rq.PeerIP, PeerPort: rq.PeerPort, Length: 100_000})
+	srv.Expect(t, shm.CompAccepted)
 	var failed shm.Completion
 	for failed.Op != shm.CompError {
-		c := cli.next(t, 5*time.Second)
+		c := cli.Next(t, 5*time.Second)
 		if c.Op == shm.CompResponse {
 			t.Fatalf("a 100 KB response arrived in a 64 KB pool: %+v", c)
 		}
@@ -127,37 +127,37 @@ func TestHub_responseWaitsForPoolSpace(t *testing.T) {
 	srv := attachRaw(t, sockB)
 	bindRaw(t, srv, 99)
 	cli := attachRaw(t, sockA)
-	arena := cli.at.Layout.Arena(cli.at.Region)
+	arena := cli.At.Layout.Arena(cli.At.Region)
 	copy(arena, "one")
 	copy(arena[4096:], "two")
-	sarena := srv.at.Layout.Arena(srv.at.Region)
+	sarena := srv.At.Layout.Arena(srv.At.Region)
 	copy(sarena, "first answer")
 	copy(sarena[4096:], "second answer")
-	cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 1, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: 3})
-	cli.expect(t, shm.CompAccepted)
+	cli.Submit(t, shm.Submission{Op: shm.OpSend, Cookie: 1, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: 3})
+	cli.Expect(t, shm.CompAccepted)
 	for i, n := range []uint32{12, 13} {
-		rq := srv.next(t, 5*time.Second)
+		rq := srv.Next(t, 5*time.Second)
 		for rq.Op != shm.CompRequest { // the first reply's Released may come first
-			rq = srv.next(t, 5*time.Second)
+			rq = srv.Next(t, 5*time.Second)
 		}
-		srv.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: rq.Page, Pages: rq.Pages})
-		srv.submit(t, shm.Submission{Op: shm.OpReply, Cookie: uint64(10 + i), RPCID: rq.RPCID, PeerIP: rq.PeerIP, PeerPort: rq.PeerPort, Offset: uint64(4096 * i), Length: n})
-		srv.expect(t, shm.CompAccepted)
+		srv.Submit(t, shm.Submission{Op: shm.OpReturnPages, Page: rq.Page, Pages: rq.Pages})
+		srv.Submit(t, shm.Submission{Op: shm.OpReply, Cookie: uint64(10 + i), RPCID: rq.RPCID, PeerIP: rq.PeerIP, PeerPort: rq.PeerPort, Offset: uint64(4096 * i), Length: n})
+		srv.Expect(t, shm.CompAccepted)
 		if i == 0 {
-			cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 2, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Offset: 4096, Length: 3})
+			cli.Submit(t, shm.Submission{Op: shm.OpSend, Cookie: 2, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Offset: 4096, Length: 3})
 		}
 	}
 	// The first response holds the client's only page; the second waits.
 	var first shm.Completion
 	for first.Op != shm.CompResponse {
-		if c := cli.next(t, 5*time.Second); c.Op == shm.CompError {
+		if c := cli.Next(t, 5*time.Second); c.Op == shm.CompError {
 			t.Fatalf("error completion %+v", c)
 		} else if c.Op == shm.CompResponse {
 			first = c
 		}
 	}
 	answers := map[string]bool{"first answer": true, "second answer": true}
-	got1 := string(cli.message(first))
+	got1 := string(cli.Message(first))
 	if !answers[got1] {
 		t.Fatalf("first response %q", got1)
 	}
@@ -174,10 +174,10 @@ func TestHub_responseWaitsForPoolSpace(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	cli.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: first.Page, Pages: first.Pages})
+	cli.Submit(t, shm.Submission{Op: shm.OpReturnPages, Page: first.Page, Pages: first.Pages})
 	var second shm.Completion
 	for second.Op != shm.CompResponse {
-		c := cli.next(t, 5*time.Second)
+		c := cli.Next(t, 5*time.Second)
 		if c.Op == shm.CompError {
 			t.Fatalf("the waiting response failed: %+v", c)
 		}
@@ -185,7 +185,7 @@ func TestHub_responseWaitsForPoolSpace(t *testing.T) {
 			second = c
 		}
 	}
-	if got := string(cli.message(second)); !answers[got] {
+	if got := string(cli.Message(second)); !answers[got] {
 		t.Fatalf("second response %q after %q", got, got1)
 	}
 }
@@ -203,14 +203,14 @@ func TestHub_responseWaitForPoolSpaceIsBounded(t *testing.T) {
 	defer echoRaw(t, srv, stop).Wait()
 	defer close(stop)
 	cli := attachRaw(t, sockA)
-	copy(cli.at.Layout.Arena(cli.at.Region), "echo me")
+	copy(cli.At.Layout.Arena(cli.At.Region), "echo me")
 	for cookie := uint64(1); cookie <= 2; cookie++ {
-		cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: cookie, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: 7})
+		cli.Submit(t, shm.Submission{Op: shm.OpSend, Cookie: cookie, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: 7})
 	}
 	var got []shm.Completion
 	start := time.Now()
 	for len(got) < 2 {
-		if c := cli.next(t, 30*time.Second); c.Op == shm.CompResponse || c.Op == shm.CompError {
+		if c := cli.Next(t, 30*time.Second); c.Op == shm.CompResponse || c.Op == shm.CompError {
 			got = append(got, c)
 		}
 	}
@@ -235,12 +235,12 @@ func TestHub_requestWithoutPoolSpaceIsRetried(t *testing.T) {
 	srv := attachRaw(t, sockB)
 	bindRaw(t, srv, 99)
 	cli := attachRaw(t, sockA)
-	arena := cli.at.Layout.Arena(cli.at.Region)
+	arena := cli.At.Layout.Arena(cli.At.Region)
 	copy(arena, "first")
 	copy(arena[4096:], "second")
-	cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 1, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: 5})
-	first := srv.expect(t, shm.CompRequest) // holds the pool's only page
-	cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 2, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Offset: 4096, Length: 6})
+	cli.Submit(t, shm.Submission{Op: shm.OpSend, Cookie: 1, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: 5})
+	first := srv.Expect(t, shm.CompRequest) // holds the pool's only page
+	cli.Submit(t, shm.Submission{Op: shm.OpSend, Cookie: 2, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Offset: 4096, Length: 6})
 	deadline := time.Now().Add(5 * time.Second)
 	for { // the second request is dropped: no page for it
 		var wc Counters
@@ -253,9 +253,9 @@ func TestHub_requestWithoutPoolSpaceIsRetried(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	srv.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: first.Page, Pages: first.Pages})
-	second := srv.expect(t, shm.CompRequest) // after the client's retry
-	if got := string(srv.message(second)); got != "second" {
+	srv.Submit(t, shm.Submission{Op: shm.OpReturnPages, Page: first.Page, Pages: first.Pages})
+	second := srv.Expect(t, shm.CompRequest) // after the client's retry
+	if got := string(srv.Message(second)); got != "second" {
 		t.Fatalf("second request %q", got)
 	}
 	var m engine.Metrics

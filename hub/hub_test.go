@@ -13,99 +13,14 @@ import (
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/shm"
+	"github.com/homa-dpdk/homa-dpdk/shm/shmtest"
 )
 
 // rawWorker speaks the ring protocol directly, so that tests can write
 // anything into the submission ring.
-type rawWorker struct {
-	at  *shm.Attach
-	sq  *shm.Producer
-	cq  *shm.Consumer
-	lim shm.Limits
-}
+type rawWorker struct{ *shmtest.Raw }
 
-func attachRaw(t *testing.T, path string) *rawWorker {
-	t.Helper()
-	at, err := shm.Dial(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sq, err1 := shm.NewProducer(at.Layout.SQ(at.Region), at.Layout.SQEntries)
-	cq, err2 := shm.NewConsumer(at.Layout.CQ(at.Region), at.Layout.CQEntries)
-	if err1 != nil || err2 != nil {
-		t.Fatal(err1, err2)
-	}
-	w := &rawWorker{at: at, sq: sq, cq: cq, lim: at.Layout.Limits(0)}
-	t.Cleanup(func() { w.at.Close() })
-	return w
-}
-
-func (w *rawWorker) pushSlot(t *testing.T, s *shm.Slot) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !w.sq.Push(s) {
-		if time.Now().After(deadline) {
-			t.Fatal("submission ring stays full")
-		}
-		time.Sleep(10 * time.Microsecond)
-	}
-}
-
-func (w *rawWorker) submit(t *testing.T, s shm.Submission) {
-	t.Helper()
-	var slot shm.Slot
-	s.Encode(&slot)
-	w.pushSlot(t, &slot)
-}
-
-// next returns the next completion, failing the test after timeout.
-func (w *rawWorker) next(t *testing.T, timeout time.Duration) shm.Completion {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var slot shm.Slot
-	for !w.cq.Pop(&slot) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no completion within %v", timeout)
-		}
-		time.Sleep(5 * time.Microsecond)
-	}
-	c, code := shm.ParseCompletion(&slot, &w.lim)
-	if code != shm.ErrCodeNone {
-		t.Fatalf("bad completion from the daemon: %v (%+v)", code, c)
-	}
-	return c
-}
-
-// expect returns the next completion, which must have op.
-func (w *rawWorker) expect(t *testing.T, op shm.CompOp) shm.Completion {
-	t.Helper()
-	c := w.next(t, 5*time.Second)
-	if c.Op != op {
-		t.Fatalf("completion %v (err %v), want %v: %+v", c.Op, c.Err, op, c)
-	}
-	return c
-}
-
-// expectPastReleased is expect for the next completion that is not a
-// Released (those of earlier messages may come first), within timeout.
-func (w *rawWorker) expectPastReleased(t *testing.T, op shm.CompOp, timeout time.Duration) shm.Completion {
-	t.Helper()
-	for {
-		c := w.next(t, timeout)
-		if c.Op == op {
-			return c
-		}
-		if c.Op != shm.CompReleased {
-			t.Fatalf("completion %v (err %v), want %v: %+v", c.Op, c.Err, op, c)
-		}
-	}
-}
-
-func (w *rawWorker) message(c shm.Completion) []byte {
-	pool := w.at.Layout.Pool(w.at.Region)
-	off := uint64(c.Page) * shm.PageSize
-	return pool[off : off+uint64(c.Length)]
-}
+func attachRaw(t *testing.T, path string) *rawWorker { return &rawWorker{shmtest.DialRaw(t, path)} }
 
 // testRawEcho's sizes: 1, 100 and 1500 bytes are under DefaultZeroCopyMin,
 // 70000 and 300000 above it; each is a request and a reply.
@@ -176,12 +91,12 @@ func testRawEcho(t *testing.T, sockA, sockB string) {
 	srv := attachRaw(t, sockB)
 	cli := attachRaw(t, sockA)
 
-	srv.submit(t, shm.Submission{Op: shm.OpBind, Port: 99, Cookie: 7})
-	if c := srv.expect(t, shm.CompAccepted); c.Cookie != 7 || c.Port != 99 {
+	srv.Submit(t, shm.Submission{Op: shm.OpBind, Port: 99, Cookie: 7})
+	if c := srv.Expect(t, shm.CompAccepted); c.Cookie != 7 || c.Port != 99 {
 		t.Fatalf("bind: %+v", c)
 	}
-	srv.submit(t, shm.Submission{Op: shm.OpBind, Port: 99, Cookie: 8})
-	if c := srv.expect(t, shm.CompError); c.Err != shm.ErrCodePortInUse || c.Cookie != 8 {
+	srv.Submit(t, shm.Submission{Op: shm.OpBind, Port: 99, Cookie: 8})
+	if c := srv.Expect(t, shm.CompError); c.Err != shm.ErrCodePortInUse || c.Cookie != 8 {
 		t.Fatalf("second bind: %+v", c)
 	}
 
@@ -191,56 +106,56 @@ func testRawEcho(t *testing.T, sockA, sockB string) {
 		for j := range req {
 			req[j] = byte(rng.Uint32())
 		}
-		arena := cli.at.Layout.Arena(cli.at.Region)
+		arena := cli.At.Layout.Arena(cli.At.Region)
 		copy(arena, req)
 		cookie := uint64(100 + i)
-		cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: cookie, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: uint32(size)})
-		acc := cli.expect(t, shm.CompAccepted)
+		cli.Submit(t, shm.Submission{Op: shm.OpSend, Cookie: cookie, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: uint32(size)})
+		acc := cli.Expect(t, shm.CompAccepted)
 		if acc.Cookie != cookie || acc.RPCID == 0 || acc.RPCID&1 != 0 {
 			t.Fatalf("send accepted: %+v", acc)
 		}
 
-		rq := srv.expect(t, shm.CompRequest)
+		rq := srv.Expect(t, shm.CompRequest)
 		if rq.Port != 99 || rq.PeerIP != [4]byte{10, 0, 0, 1} || rq.RPCID != acc.RPCID|1 || int(rq.Length) != size {
 			t.Fatalf("request: %+v", rq)
 		}
-		got := srv.message(rq)
+		got := srv.Message(rq)
 		if !bytes.Equal(got, req) {
 			t.Fatalf("size %d: request bytes differ", size)
 		}
 		// The reply is the request reversed, from the server's arena.
-		sarena := srv.at.Layout.Arena(srv.at.Region)
+		sarena := srv.At.Layout.Arena(srv.At.Region)
 		for j := range got {
 			sarena[size-1-j] = got[j]
 		}
-		srv.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: rq.Page, Pages: rq.Pages, Cookie: 1})
-		srv.submit(t, shm.Submission{Op: shm.OpReply, Cookie: 200 + uint64(i), RPCID: rq.RPCID, PeerIP: rq.PeerIP, PeerPort: rq.PeerPort, Length: uint32(size)})
-		if c := srv.expect(t, shm.CompAccepted); c.Cookie != 200+uint64(i) {
+		srv.Submit(t, shm.Submission{Op: shm.OpReturnPages, Page: rq.Page, Pages: rq.Pages, Cookie: 1})
+		srv.Submit(t, shm.Submission{Op: shm.OpReply, Cookie: 200 + uint64(i), RPCID: rq.RPCID, PeerIP: rq.PeerIP, PeerPort: rq.PeerPort, Length: uint32(size)})
+		if c := srv.Expect(t, shm.CompAccepted); c.Cookie != 200+uint64(i) {
 			t.Fatalf("reply: %+v", c)
 		}
 
-		if c := cli.expect(t, shm.CompReleased); c.Cookie != cookie || c.Offset != 0 || int(c.Length) != size {
+		if c := cli.Expect(t, shm.CompReleased); c.Cookie != cookie || c.Offset != 0 || int(c.Length) != size {
 			t.Fatalf("released: %+v", c)
 		}
-		resp := cli.expect(t, shm.CompResponse)
+		resp := cli.Expect(t, shm.CompResponse)
 		if resp.Cookie != cookie || resp.RPCID != acc.RPCID || int(resp.Length) != size {
 			t.Fatalf("response: %+v", resp)
 		}
-		body := cli.message(resp)
+		body := cli.Message(resp)
 		for j := range body {
 			if body[j] != req[size-1-j] {
 				t.Fatalf("size %d: response byte %d differs", size, j)
 			}
 		}
-		cli.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: resp.Page, Pages: resp.Pages, Cookie: 2})
+		cli.Submit(t, shm.Submission{Op: shm.OpReturnPages, Page: resp.Page, Pages: resp.Pages, Cookie: 2})
 		// The server's arena range comes back once the client acknowledged.
-		if c := srv.expect(t, shm.CompReleased); c.Cookie != 200+uint64(i) || int(c.Length) != size {
+		if c := srv.Expect(t, shm.CompReleased); c.Cookie != 200+uint64(i) || int(c.Length) != size {
 			t.Fatalf("server released: %+v", c)
 		}
 	}
 	// Pages returned twice, or never held: an error, nothing changes.
-	cli.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: 0, Pages: 1, Cookie: 3})
-	if c := cli.expect(t, shm.CompError); c.Err != shm.ErrCodeBadPage || c.Cookie != 3 {
+	cli.Submit(t, shm.Submission{Op: shm.OpReturnPages, Page: 0, Pages: 1, Cookie: 3})
+	if c := cli.Expect(t, shm.CompError); c.Err != shm.ErrCodeBadPage || c.Cookie != 3 {
 		t.Fatalf("return of pages not held: %+v", c)
 	}
 }
@@ -248,8 +163,8 @@ func testRawEcho(t *testing.T, sockA, sockB string) {
 // bindRaw binds port on a raw worker.
 func bindRaw(t *testing.T, w *rawWorker, port uint16) {
 	t.Helper()
-	w.submit(t, shm.Submission{Op: shm.OpBind, Port: port, Cookie: 1})
-	w.expect(t, shm.CompAccepted)
+	w.Submit(t, shm.Submission{Op: shm.OpBind, Port: port, Cookie: 1})
+	w.Expect(t, shm.CompAccepted)
 }
 
 // echoRaw answers requests on a raw worker with their own bytes until
@@ -259,7 +174,7 @@ func echoRaw(t *testing.T, w *rawWorker, stop chan struct{}) *sync.WaitGroup {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		arena := w.at.Layout.Arena(w.at.Region)
+		arena := w.At.Layout.Arena(w.At.Region)
 		var slot shm.Slot
 		for {
 			select {
@@ -267,21 +182,21 @@ func echoRaw(t *testing.T, w *rawWorker, stop chan struct{}) *sync.WaitGroup {
 				return
 			default:
 			}
-			if !w.cq.Pop(&slot) {
+			if !w.CQ.Pop(&slot) {
 				time.Sleep(2 * time.Microsecond)
 				continue
 			}
-			c, code := shm.ParseCompletion(&slot, &w.lim)
+			c, code := shm.ParseCompletion(&slot, &w.Lim)
 			if code != shm.ErrCodeNone || c.Op != shm.CompRequest {
 				continue // Accepted, Released
 			}
-			copy(arena, w.message(c)) // one at a time: the range is free again
+			copy(arena, w.Message(c)) // one at a time: the range is free again
 			var s shm.Slot
 			(&shm.Submission{Op: shm.OpReturnPages, Page: c.Page, Pages: c.Pages}).Encode(&s)
-			for !w.sq.Push(&s) {
+			for !w.SQ.Push(&s) {
 			}
 			(&shm.Submission{Op: shm.OpReply, RPCID: c.RPCID, PeerIP: c.PeerIP, PeerPort: c.PeerPort, Length: c.Length}).Encode(&s)
-			for !w.sq.Push(&s) {
+			for !w.SQ.Push(&s) {
 			}
 		}
 	}()
@@ -314,11 +229,11 @@ func TestHub_garbageSubmissionsRefusedOthersUndisturbed(t *testing.T) {
 			if i%3 == 0 { // a plausible op with random fields
 				s[0] = byte(1 + rng.IntN(6))
 			}
-			for !bad.sq.Push(&s) {
+			for !bad.SQ.Push(&s) {
 				time.Sleep(time.Microsecond)
 				for { // keep the CQ moving
 					var c shm.Slot
-					if !bad.cq.Pop(&c) {
+					if !bad.CQ.Pop(&c) {
 						break
 					}
 					got++
@@ -326,28 +241,28 @@ func TestHub_garbageSubmissionsRefusedOthersUndisturbed(t *testing.T) {
 			}
 		}
 	}()
-	arena := good.at.Layout.Arena(good.at.Region)
+	arena := good.At.Layout.Arena(good.At.Region)
 	for i := range 300 {
 		msg := []byte("rpc number " + string(rune('a'+i%26)))
 		copy(arena, msg)
-		good.submit(t, shm.Submission{Op: shm.OpSend, Cookie: uint64(i + 1), PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: uint32(len(msg))})
-		good.expect(t, shm.CompAccepted)
-		good.expect(t, shm.CompReleased)
-		resp := good.expect(t, shm.CompResponse)
-		if !bytes.Equal(good.message(resp), msg) {
+		good.Submit(t, shm.Submission{Op: shm.OpSend, Cookie: uint64(i + 1), PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: uint32(len(msg))})
+		good.Expect(t, shm.CompAccepted)
+		good.Expect(t, shm.CompReleased)
+		resp := good.Expect(t, shm.CompResponse)
+		if !bytes.Equal(good.Message(resp), msg) {
 			t.Fatalf("rpc %d: response differs", i)
 		}
-		good.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: resp.Page, Pages: resp.Pages})
+		good.Submit(t, shm.Submission{Op: shm.OpReturnPages, Page: resp.Page, Pages: resp.Pages})
 	}
 	<-done
 	deadline := time.Now().Add(5 * time.Second)
 	for got < garbage && time.Now().Before(deadline) {
 		var s shm.Slot
-		if !bad.cq.Pop(&s) {
+		if !bad.CQ.Pop(&s) {
 			time.Sleep(100 * time.Microsecond)
 			continue
 		}
-		c, code := shm.ParseCompletion(&s, &bad.lim)
+		c, code := shm.ParseCompletion(&s, &bad.Lim)
 		if code != shm.ErrCodeNone || c.Op != shm.CompError {
 			t.Fatalf("garbage answered with %v (%v): %+v", c.Op, code, c)
 		}
@@ -371,19 +286,19 @@ func TestHub_outstandingLimit(t *testing.T) {
 	bindRaw(t, srv, 99) // binds, never answers
 	cli := attachRaw(t, sockA)
 	for i := range 4 {
-		cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: uint64(i + 1), PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: 10})
-		cli.expect(t, shm.CompAccepted)
+		cli.Submit(t, shm.Submission{Op: shm.OpSend, Cookie: uint64(i + 1), PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: 10})
+		cli.Expect(t, shm.CompAccepted)
 	}
-	cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 9, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: 10})
-	c := cli.expect(t, shm.CompError)
+	cli.Submit(t, shm.Submission{Op: shm.OpSend, Cookie: 9, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: 10})
+	c := cli.Expect(t, shm.CompError)
 	if c.Err != shm.ErrCodeLimit || c.Cookie != 9 || c.Flags&shm.CompFlagReleased == 0 {
 		t.Fatalf("fifth send: %+v", c)
 	}
 	// Abort one: its error completion, then room for another.
-	cli.submit(t, shm.Submission{Op: shm.OpAbortAll, Cookie: 10})
+	cli.Submit(t, shm.Submission{Op: shm.OpAbortAll, Cookie: 10})
 	var aborted int
 	for aborted < 4 {
-		c := cli.next(t, 5*time.Second)
+		c := cli.Next(t, 5*time.Second)
 		switch {
 		case c.Op == shm.CompReleased:
 		case c.Op == shm.CompError && c.Err == shm.ErrCodeAborted:
@@ -392,11 +307,11 @@ func TestHub_outstandingLimit(t *testing.T) {
 			t.Fatalf("after abort-all: %+v", c)
 		}
 	}
-	if c := cli.expect(t, shm.CompAccepted); c.Cookie != 10 {
+	if c := cli.Expect(t, shm.CompAccepted); c.Cookie != 10 {
 		t.Fatalf("abort-all: %+v", c)
 	}
-	cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 11, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: 10})
-	cli.expect(t, shm.CompAccepted)
+	cli.Submit(t, shm.Submission{Op: shm.OpSend, Cookie: 11, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: 10})
+	cli.Expect(t, shm.CompAccepted)
 }
 
 // workerChildEnv makes the test binary a worker process that attaches to
@@ -464,7 +379,7 @@ func TestHub_killedWorkerIsCleanedUp(t *testing.T) {
 		cmd.Wait()
 		t.Fatalf("worker child said %q", line)
 	}
-	srv.expect(t, shm.CompRequest) // the RPC is under way
+	srv.Expect(t, shm.CompRequest) // the RPC is under way
 	var rpcs, sessions int
 	calls.do(func() { rpcs, sessions = a.ep.NumRPCs(), len(a.hub.sessions) })
 	if rpcs != 1 || sessions != 1 {
@@ -507,13 +422,13 @@ func TestHub_idlePassAllocatesNothing(t *testing.T) {
 	for len(a.hub.sessions) == 0 {
 		n.pass() // takes the session
 	}
-	w.submit(t, shm.Submission{Op: shm.OpBind, Port: 5, Cookie: 1})
-	for w.cq.Len() == 0 {
+	w.Submit(t, shm.Submission{Op: shm.OpBind, Port: 5, Cookie: 1})
+	for w.CQ.Len() == 0 {
 		n.pass()
 	}
 	if allocs := testing.AllocsPerRun(1000, n.pass); allocs != 0 {
 		t.Errorf("a pass with an idle worker allocates %.1f times, want 0", allocs)
 	}
-	w.at.Close()
+	w.At.Close()
 	closeWhilePolling(n, a.hub)
 }

@@ -144,11 +144,11 @@ func TestHub_connectCloseChurnLeavesNoSession(t *testing.T) {
 		t.Errorf("attached %d, detached %d; want %d each", wc.Attached, wc.Detached, cycles)
 	}
 	w := attachRaw(t, sock) // port 7 is free again
-	w.submit(t, shm.Submission{Op: shm.OpBind, Port: 7, Cookie: 2})
-	if c := w.next(t, 5*time.Second); c.Op != shm.CompAccepted {
+	w.Submit(t, shm.Submission{Op: shm.OpBind, Port: 7, Cookie: 2})
+	if c := w.Next(t, 5*time.Second); c.Op != shm.CompAccepted {
 		t.Errorf("bind of port 7 after the churn: %v (err %v), want accepted", c.Op, c.Err)
 	}
-	w.at.Close()
+	w.At.Close()
 	if err := closeWithin(t, a.hub, closeBound); err != nil {
 		t.Errorf("Close: %v", err)
 	}
@@ -269,9 +269,9 @@ func TestHub_closeWithADrainingSessionReturnsAfterCloseWait(t *testing.T) {
 	calls, stopLoop := idleLoop(n, 100*time.Microsecond)
 	defer stopLoop()
 	w := attachRaw(t, sock)
-	w.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 1, PeerIP: b.ip, PeerPort: 99, Length: 20000})
-	w.expect(t, shm.CompAccepted)
-	w.at.Close()
+	w.Submit(t, shm.Submission{Op: shm.OpSend, Cookie: 1, PeerIP: b.ip, PeerPort: 99, Length: 20000})
+	w.Expect(t, shm.CompAccepted)
+	w.At.Close()
 	waitLoop(t, calls, "the session to drain", func() bool { return len(a.hub.draining) == 1 })
 	start := time.Now()
 	err := closeWithin(t, a.hub, closeBound)

@@ -43,19 +43,19 @@ func TestHub_64MiBThroughWorkers(t *testing.T) {
 	a, _, sockA, sockB, calls := serveWorkers(t, n, Config{Params: longParams})
 	srv := attachRaw(t, sockB)
 	cli := attachRaw(t, sockA)
-	if cli.at.Layout.MaxMessage != mib64 || cli.lim.MaxMessage != mib64 {
-		t.Fatalf("region MaxMessage %d, limits %d; want 64 MiB", cli.at.Layout.MaxMessage, cli.lim.MaxMessage)
+	if cli.At.Layout.MaxMessage != mib64 || cli.Lim.MaxMessage != mib64 {
+		t.Fatalf("region MaxMessage %d, limits %d; want 64 MiB", cli.At.Layout.MaxMessage, cli.Lim.MaxMessage)
 	}
 	bindRaw(t, srv, 99)
-	req := cli.at.Layout.Arena(cli.at.Region)[:mib64]
+	req := cli.At.Layout.Arena(cli.At.Region)[:mib64]
 	patterned(req, 1)
-	resp := srv.at.Layout.Arena(srv.at.Region)[:mib64]
+	resp := srv.At.Layout.Arena(srv.At.Region)[:mib64]
 	patterned(resp, 2)
 	// next skips Released completions.
 	next := func(w *rawWorker) shm.Completion {
 		t.Helper()
 		for {
-			c := w.next(t, 60*time.Second)
+			c := w.Next(t, 60*time.Second)
 			if c.Op != shm.CompReleased {
 				return c
 			}
@@ -68,27 +68,27 @@ func TestHub_64MiBThroughWorkers(t *testing.T) {
 		if rq.Op != shm.CompRequest {
 			t.Fatalf("completion %+v, want request %d", rq, want)
 		}
-		if rq.Length != mib64 || rq.Pages != 1024 || !bytes.Equal(srv.message(rq), req) {
-			t.Fatalf("request %d: %d bytes in %d pages, equal %v", want, rq.Length, rq.Pages, bytes.Equal(srv.message(rq), req))
+		if rq.Length != mib64 || rq.Pages != 1024 || !bytes.Equal(srv.Message(rq), req) {
+			t.Fatalf("request %d: %d bytes in %d pages, equal %v", want, rq.Length, rq.Pages, bytes.Equal(srv.Message(rq), req))
 		}
-		srv.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: rq.Page, Pages: rq.Pages})
-		srv.submit(t, shm.Submission{Op: shm.OpReply, Cookie: uint64(200 + want), RPCID: rq.RPCID, PeerIP: rq.PeerIP, PeerPort: rq.PeerPort, Length: mib64})
-		srv.expect(t, shm.CompAccepted)
+		srv.Submit(t, shm.Submission{Op: shm.OpReturnPages, Page: rq.Page, Pages: rq.Pages})
+		srv.Submit(t, shm.Submission{Op: shm.OpReply, Cookie: uint64(200 + want), RPCID: rq.RPCID, PeerIP: rq.PeerIP, PeerPort: rq.PeerPort, Length: mib64})
+		srv.Expect(t, shm.CompAccepted)
 		return rq
 	}
-	cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 1, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: mib64})
-	cli.expect(t, shm.CompAccepted)
+	cli.Submit(t, shm.Submission{Op: shm.OpSend, Cookie: 1, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: mib64})
+	cli.Expect(t, shm.CompAccepted)
 	server(1)
 	r1 := next(cli)
-	if r1.Op != shm.CompResponse || r1.Length != mib64 || r1.Pages != 1024 || !bytes.Equal(cli.message(r1), resp) {
-		t.Fatalf("response 1: %+v, equal %v", r1, r1.Op == shm.CompResponse && bytes.Equal(cli.message(r1), resp))
+	if r1.Op != shm.CompResponse || r1.Length != mib64 || r1.Pages != 1024 || !bytes.Equal(cli.Message(r1), resp) {
+		t.Fatalf("response 1: %+v, equal %v", r1, r1.Op == shm.CompResponse && bytes.Equal(cli.Message(r1), resp))
 	}
 
 	// The first response's 1024 pages still held: 512 free, no run. The
 	// second response waits (refused a run, its RPC asking again) until
 	// they are back, then arrives whole.
-	cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 2, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: mib64})
-	cli.expect(t, shm.CompAccepted)
+	cli.Submit(t, shm.Submission{Op: shm.OpSend, Cookie: 2, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: mib64})
+	cli.Expect(t, shm.CompAccepted)
 	server(2)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -106,16 +106,16 @@ func TestHub_64MiBThroughWorkers(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	cli.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: r1.Page, Pages: r1.Pages})
+	cli.Submit(t, shm.Submission{Op: shm.OpReturnPages, Page: r1.Page, Pages: r1.Pages})
 	r2 := next(cli)
-	if r2.Op != shm.CompResponse || r2.Cookie != 2 || r2.Pages != 1024 || !bytes.Equal(cli.message(r2), resp) {
+	if r2.Op != shm.CompResponse || r2.Cookie != 2 || r2.Pages != 1024 || !bytes.Equal(cli.Message(r2), resp) {
 		t.Fatalf("response 2 after the pages came back: %+v", r2)
 	}
-	cli.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: r2.Page, Pages: r2.Pages})
-	cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 3, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: mib64})
-	cli.expect(t, shm.CompAccepted)
+	cli.Submit(t, shm.Submission{Op: shm.OpReturnPages, Page: r2.Page, Pages: r2.Pages})
+	cli.Submit(t, shm.Submission{Op: shm.OpSend, Cookie: 3, PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: 99, Length: mib64})
+	cli.Expect(t, shm.CompAccepted)
 	server(3)
-	if r3 := next(cli); r3.Op != shm.CompResponse || r3.Pages != 1024 || !bytes.Equal(cli.message(r3), resp) {
+	if r3 := next(cli); r3.Op != shm.CompResponse || r3.Pages != 1024 || !bytes.Equal(cli.Message(r3), resp) {
 		t.Fatalf("response 3: %+v", r3)
 	}
 }
@@ -136,30 +136,30 @@ func TestHub_longMessageToKernelPeerRefused(t *testing.T) {
 	srv := attachRaw(t, sockB)
 	cli := attachRaw(t, sockA)
 	bindRaw(t, srv, 99)
-	patterned(cli.at.Layout.Arena(cli.at.Region), 3)
+	patterned(cli.At.Layout.Arena(cli.At.Region), 3)
 	peer := [4]byte{10, 0, 0, 2}
 
-	cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 5, PeerIP: peer, PeerPort: 99, Length: wire.MaxMessageLength + 1})
-	if c := cli.expect(t, shm.CompError); c.Err != shm.ErrCodePeerMessageLength || c.Cookie != 5 || c.Flags&shm.CompFlagReleased == 0 {
+	cli.Submit(t, shm.Submission{Op: shm.OpSend, Cookie: 5, PeerIP: peer, PeerPort: 99, Length: wire.MaxMessageLength + 1})
+	if c := cli.Expect(t, shm.CompError); c.Err != shm.ErrCodePeerMessageLength || c.Cookie != 5 || c.Flags&shm.CompFlagReleased == 0 {
 		t.Fatalf("send of 1,000,001 bytes to a kernel peer: %+v, want PeerMessageLength with Released", c)
 	}
 	if !strings.Contains(shm.ErrCodePeerMessageLength.String(), "1,000,000") {
 		t.Errorf("error name %q does not say the limit", shm.ErrCodePeerMessageLength)
 	}
-	cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 6, PeerIP: peer, PeerPort: 99, Length: wire.MaxMessageLength})
-	acc := cli.expect(t, shm.CompAccepted)
-	rq := srv.expect(t, shm.CompRequest)
-	if rq.Length != wire.MaxMessageLength || !bytes.Equal(srv.message(rq), cli.at.Layout.Arena(cli.at.Region)[:wire.MaxMessageLength]) {
+	cli.Submit(t, shm.Submission{Op: shm.OpSend, Cookie: 6, PeerIP: peer, PeerPort: 99, Length: wire.MaxMessageLength})
+	acc := cli.Expect(t, shm.CompAccepted)
+	rq := srv.Expect(t, shm.CompRequest)
+	if rq.Length != wire.MaxMessageLength || !bytes.Equal(srv.Message(rq), cli.At.Layout.Arena(cli.At.Region)[:wire.MaxMessageLength]) {
 		t.Fatalf("1,000,000-byte request: %+v", rq)
 	}
-	srv.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: rq.Page, Pages: rq.Pages})
-	srv.submit(t, shm.Submission{Op: shm.OpReply, Cookie: 7, RPCID: rq.RPCID, PeerIP: rq.PeerIP, PeerPort: rq.PeerPort, Length: 2_000_000})
-	if c := srv.expect(t, shm.CompError); c.Err != shm.ErrCodePeerMessageLength || c.Cookie != 7 || c.Flags&shm.CompFlagReleased == 0 {
+	srv.Submit(t, shm.Submission{Op: shm.OpReturnPages, Page: rq.Page, Pages: rq.Pages})
+	srv.Submit(t, shm.Submission{Op: shm.OpReply, Cookie: 7, RPCID: rq.RPCID, PeerIP: rq.PeerIP, PeerPort: rq.PeerPort, Length: 2_000_000})
+	if c := srv.Expect(t, shm.CompError); c.Err != shm.ErrCodePeerMessageLength || c.Cookie != 7 || c.Flags&shm.CompFlagReleased == 0 {
 		t.Fatalf("reply of 2 MB to a kernel client: %+v, want PeerMessageLength with Released", c)
 	}
-	srv.submit(t, shm.Submission{Op: shm.OpReply, Cookie: 8, RPCID: rq.RPCID, PeerIP: rq.PeerIP, PeerPort: rq.PeerPort, Length: 1000})
-	srv.expect(t, shm.CompAccepted)
-	if c := cli.expectPastReleased(t, shm.CompResponse, 10*time.Second); c.RPCID != acc.RPCID || c.Length != 1000 {
+	srv.Submit(t, shm.Submission{Op: shm.OpReply, Cookie: 8, RPCID: rq.RPCID, PeerIP: rq.PeerIP, PeerPort: rq.PeerPort, Length: 1000})
+	srv.Expect(t, shm.CompAccepted)
+	if c := cli.ExpectPastReleased(t, shm.CompResponse, 10*time.Second); c.RPCID != acc.RPCID || c.Length != 1000 {
 		t.Fatalf("response %+v", c)
 	}
 }

@@ -113,12 +113,12 @@ func (g *poolRig) call(size int, timeout time.Duration) (bool, time.Duration) {
 	t := g.t
 	t.Helper()
 	start := time.Now()
-	g.cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 1, PeerIP: g.b.ip, PeerPort: 99, Length: uint32(size)})
+	g.cli.Submit(t, shm.Submission{Op: shm.OpSend, Cookie: 1, PeerIP: g.b.ip, PeerPort: 99, Length: uint32(size)})
 	for {
-		c := g.cli.next(t, timeout)
+		c := g.cli.Next(t, timeout)
 		switch c.Op {
 		case shm.CompResponse:
-			g.cli.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: c.Page, Pages: c.Pages})
+			g.cli.Submit(t, shm.Submission{Op: shm.OpReturnPages, Page: c.Page, Pages: c.Pages})
 			return true, time.Since(start)
 		case shm.CompError:
 			return false, time.Since(start)

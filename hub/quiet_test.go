@@ -15,36 +15,36 @@ import (
 func TestHub_quietExchangeWithPagesOnSubmit(t *testing.T) {
 	a, b, sockA, sockB, calls := workerHostsCalls(t, Config{})
 	cli, srv := attachRaw(t, sockA), attachRaw(t, sockB)
-	if f := cli.at.Layout.Features; f&shm.FeatureQuietAccept == 0 || f&shm.FeatureReturnOnSubmit == 0 {
+	if f := cli.At.Layout.Features; f&shm.FeatureQuietAccept == 0 || f&shm.FeatureReturnOnSubmit == 0 {
 		t.Fatalf("header features %#x, want quiet accepts and pages on submit", f)
 	}
 	bindRaw(t, srv, 99)
 	peer := [4]byte{10, 0, 0, 2}
-	cliArena, srvArena := cli.at.Layout.Arena(cli.at.Region), srv.at.Layout.Arena(srv.at.Region)
+	cliArena, srvArena := cli.At.Layout.Arena(cli.At.Region), srv.At.Layout.Arena(srv.At.Region)
 	var cliEntries, srvEntries []string
 	var held shm.Completion // the response's pages of the previous round, given back on the next Send
 	const rounds = 20
 	for i := range rounds {
 		msg := bytes.Repeat([]byte{byte('a' + i)}, 100+i)
 		copy(cliArena, msg)
-		cli.submit(t, shm.Submission{Op: shm.OpSend, Flags: shm.SubFlagQuiet, Cookie: uint64(i + 1), PeerIP: peer,
+		cli.Submit(t, shm.Submission{Op: shm.OpSend, Flags: shm.SubFlagQuiet, Cookie: uint64(i + 1), PeerIP: peer,
 			PeerPort: 99, Length: uint32(len(msg)), Page: held.Page, Pages: held.Pages})
 		var req shm.Completion
 		for req.Op != shm.CompRequest { // Released of earlier replies may come first
-			req = srv.next(t, 5*time.Second)
+			req = srv.Next(t, 5*time.Second)
 			srvEntries = append(srvEntries, req.Op.String())
 		}
-		if !bytes.Equal(srv.message(req), msg) {
+		if !bytes.Equal(srv.Message(req), msg) {
 			t.Fatalf("round %d: request differs", i)
 		}
-		copy(srvArena, srv.message(req))
-		srv.submit(t, shm.Submission{Op: shm.OpReply, Flags: shm.SubFlagQuiet, Cookie: uint64(i + 1), RPCID: req.RPCID,
+		copy(srvArena, srv.Message(req))
+		srv.Submit(t, shm.Submission{Op: shm.OpReply, Flags: shm.SubFlagQuiet, Cookie: uint64(i + 1), RPCID: req.RPCID,
 			PeerIP: req.PeerIP, PeerPort: req.PeerPort, Length: req.Length, Page: req.Page, Pages: req.Pages})
 		for { // the client's completions up to the response
-			c := cli.next(t, 5*time.Second)
+			c := cli.Next(t, 5*time.Second)
 			cliEntries = append(cliEntries, c.Op.String())
 			if c.Op == shm.CompResponse {
-				if c.Cookie != uint64(i+1) || c.RPCID == 0 || !bytes.Equal(cli.message(c), msg) {
+				if c.Cookie != uint64(i+1) || c.RPCID == 0 || !bytes.Equal(cli.Message(c), msg) {
 					t.Fatalf("round %d: response %+v", i, c)
 				}
 				held = c
@@ -55,7 +55,7 @@ func TestHub_quietExchangeWithPagesOnSubmit(t *testing.T) {
 			}
 		}
 	}
-	cli.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: held.Page, Pages: held.Pages})
+	cli.Submit(t, shm.Submission{Op: shm.OpReturnPages, Page: held.Page, Pages: held.Pages})
 	count := func(ops []string, op string) (n int) {
 		for _, o := range ops {
 			if o == op {
@@ -68,11 +68,11 @@ func TestHub_quietExchangeWithPagesOnSubmit(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for released := count(srvEntries, "released"); released < rounds && time.Now().Before(deadline); {
 		var s shm.Slot
-		if !srv.cq.Pop(&s) {
+		if !srv.CQ.Pop(&s) {
 			time.Sleep(100 * time.Microsecond)
 			continue
 		}
-		c, code := shm.ParseCompletion(&s, &srv.lim)
+		c, code := shm.ParseCompletion(&s, &srv.Lim)
 		if code != shm.ErrCodeNone || c.Op != shm.CompReleased {
 			t.Fatalf("server got %v (%v): %+v", c.Op, code, c)
 		}
@@ -112,10 +112,10 @@ func TestHub_sendWithPagesNotHeldRefused(t *testing.T) {
 	a, _, sockA, sockB, calls := workerHostsCalls(t, Config{})
 	cli, srv := attachRaw(t, sockA), attachRaw(t, sockB)
 	bindRaw(t, srv, 99)
-	copy(cli.at.Layout.Arena(cli.at.Region), "hello")
-	cli.submit(t, shm.Submission{Op: shm.OpSend, Flags: shm.SubFlagQuiet, Cookie: 7, PeerIP: [4]byte{10, 0, 0, 2},
+	copy(cli.At.Layout.Arena(cli.At.Region), "hello")
+	cli.Submit(t, shm.Submission{Op: shm.OpSend, Flags: shm.SubFlagQuiet, Cookie: 7, PeerIP: [4]byte{10, 0, 0, 2},
 		PeerPort: 99, Length: 5, Page: 2, Pages: 1})
-	c := cli.expect(t, shm.CompError)
+	c := cli.Expect(t, shm.CompError)
 	if c.Err != shm.ErrCodeBadPage || c.Cookie != 7 || c.Flags&shm.CompFlagReleased == 0 {
 		t.Fatalf("completion %+v: want BadPage for cookie 7 with the range released", c)
 	}
@@ -126,7 +126,7 @@ func TestHub_sendWithPagesNotHeldRefused(t *testing.T) {
 	}
 	time.Sleep(20 * time.Millisecond) // time for a request to arrive, were one sent
 	var s shm.Slot
-	if srv.cq.Pop(&s) {
+	if srv.CQ.Pop(&s) {
 		t.Errorf("the server got a completion: % x", s[:8])
 	}
 }
@@ -136,8 +136,8 @@ func TestHub_sendWithPagesNotHeldRefused(t *testing.T) {
 func TestHub_noDoorbellUnlessTheLoopSleeps(t *testing.T) {
 	a, _, sockA, _, _ := workerHostsCalls(t, Config{})
 	w := attachRaw(t, sockA)
-	if w.at.Layout.Features&shm.FeatureDoorbell != 0 || a.hub.DoorbellFD() != -1 {
-		t.Errorf("features %#x, doorbell %d: want none", w.at.Layout.Features, a.hub.DoorbellFD())
+	if w.At.Layout.Features&shm.FeatureDoorbell != 0 || a.hub.DoorbellFD() != -1 {
+		t.Errorf("features %#x, doorbell %d: want none", w.At.Layout.Features, a.hub.DoorbellFD())
 	}
 	n := newTestNet(t)
 	h, err := New(n.hosts[0], Config{Path: filepath.Join(t.TempDir(), "w.sock"), MaxOutstanding: 8,
@@ -158,8 +158,8 @@ func TestHub_noDoorbellUnlessTheLoopSleeps(t *testing.T) {
 func TestHub_sendAtANamedPriority(t *testing.T) {
 	a, _, sockA, sockB, calls := workerHostsCalls(t, Config{})
 	cli, srv := attachRaw(t, sockA), attachRaw(t, sockB)
-	if cli.at.Layout.Features&shm.FeaturePriority == 0 {
-		t.Fatalf("header features %#x, want priority", cli.at.Layout.Features)
+	if cli.At.Layout.Features&shm.FeaturePriority == 0 {
+		t.Fatalf("header features %#x, want priority", cli.At.Layout.Features)
 	}
 	bindRaw(t, srv, 99)
 	peer := [4]byte{10, 0, 0, 2}
@@ -173,17 +173,17 @@ func TestHub_sendAtANamedPriority(t *testing.T) {
 	}
 	exchange := func(flags uint8) (sent [8]uint64) {
 		before := txByPrio()
-		copy(cli.at.Layout.Arena(cli.at.Region), "ping")
-		cli.submit(t, shm.Submission{Op: shm.OpSend, Flags: flags, Cookie: 1, PeerIP: peer, PeerPort: 99, Length: 4})
-		cli.expectPastReleased(t, shm.CompAccepted, 5*time.Second)
-		req := srv.expectPastReleased(t, shm.CompRequest, 5*time.Second)
-		copy(srv.at.Layout.Arena(srv.at.Region), "pong")
-		srv.submit(t, shm.Submission{Op: shm.OpReply, Cookie: 2, RPCID: req.RPCID, PeerIP: req.PeerIP,
+		copy(cli.At.Layout.Arena(cli.At.Region), "ping")
+		cli.Submit(t, shm.Submission{Op: shm.OpSend, Flags: flags, Cookie: 1, PeerIP: peer, PeerPort: 99, Length: 4})
+		cli.ExpectPastReleased(t, shm.CompAccepted, 5*time.Second)
+		req := srv.ExpectPastReleased(t, shm.CompRequest, 5*time.Second)
+		copy(srv.At.Layout.Arena(srv.At.Region), "pong")
+		srv.Submit(t, shm.Submission{Op: shm.OpReply, Cookie: 2, RPCID: req.RPCID, PeerIP: req.PeerIP,
 			PeerPort: req.PeerPort, Length: 4})
-		srv.expectPastReleased(t, shm.CompAccepted, 5*time.Second)
-		resp := cli.expectPastReleased(t, shm.CompResponse, 5*time.Second)
-		cli.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: resp.Page, Pages: resp.Pages})
-		srv.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: req.Page, Pages: req.Pages})
+		srv.ExpectPastReleased(t, shm.CompAccepted, 5*time.Second)
+		resp := cli.ExpectPastReleased(t, shm.CompResponse, 5*time.Second)
+		cli.Submit(t, shm.Submission{Op: shm.OpReturnPages, Page: resp.Page, Pages: resp.Pages})
+		srv.Submit(t, shm.Submission{Op: shm.OpReturnPages, Page: req.Page, Pages: req.Pages})
 		after := txByPrio()
 		for q := range sent {
 			sent[q] = after[q] - before[q]

@@ -144,14 +144,14 @@ func TestSet_workersOnTwoShards(t *testing.T) {
 	// The doorbell a worker rings wakes its own hub's loop alone (the
 	// attaches rang both: drain them first, on the loop's goroutine).
 	for w, home := range map[*rawWorker]int{w0: h101, w1: h102} {
-		if err := w.at.AskDoorbell(); err != nil {
+		if err := w.At.AskDoorbell(); err != nil {
 			t.Fatal(err)
 		}
 		calls.do(func() {
 			for _, hb := range hubs {
 				loopWakes(hb)
 			}
-			shm.RingFD(w.at.Doorbell)
+			shm.RingFD(w.At.Doorbell)
 			for k, hb := range hubs {
 				if rang := loopWakes(hb); rang != (k == home) {
 					t.Errorf("worker of shard %d rang shard %d's doorbell: %v", home, k, rang)
@@ -172,19 +172,19 @@ func TestSet_workersOnTwoShards(t *testing.T) {
 	// A client on the unsharded host: its ids alternate between the
 	// shards' by id; every request reaches the port's home.
 	cli := attachRaw(t, sockA)
-	arena := cli.at.Layout.Arena(cli.at.Region)
+	arena := cli.At.Layout.Arena(cli.At.Region)
 	const each = 20
 	for i := range 2 * each {
 		msg := bytes.Repeat([]byte{byte(i)}, 3000)
 		copy(arena, msg)
-		cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: uint64(i), PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: uint16(101 + i%2), Length: uint32(len(msg))})
-		cli.expect(t, shm.CompAccepted)
-		cli.expect(t, shm.CompReleased)
-		resp := cli.expect(t, shm.CompResponse)
-		if resp.Cookie != uint64(i) || !bytes.Equal(cli.message(resp), msg) {
+		cli.Submit(t, shm.Submission{Op: shm.OpSend, Cookie: uint64(i), PeerIP: [4]byte{10, 0, 0, 2}, PeerPort: uint16(101 + i%2), Length: uint32(len(msg))})
+		cli.Expect(t, shm.CompAccepted)
+		cli.Expect(t, shm.CompReleased)
+		resp := cli.Expect(t, shm.CompResponse)
+		if resp.Cookie != uint64(i) || !bytes.Equal(cli.Message(resp), msg) {
 			t.Fatalf("RPC %d to port %d: response %+v", i, 101+i%2, resp)
 		}
-		cli.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: resp.Page, Pages: resp.Pages})
+		cli.Submit(t, shm.Submission{Op: shm.OpReturnPages, Page: resp.Page, Pages: resp.Pages})
 	}
 
 	// A worker of the sharded host as a client: its RPCs are its shard's.
@@ -192,12 +192,12 @@ func TestSet_workersOnTwoShards(t *testing.T) {
 	bindRaw(t, srvA, 7)
 	echoes = append(echoes, echoRaw(t, srvA, stopEcho))
 	c1 := attachRaw(t, sockB) // the third session: either shard, both hold one
-	copy(c1.at.Layout.Arena(c1.at.Region), "from the sharded host")
-	c1.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 9, PeerIP: [4]byte{10, 0, 0, 1}, PeerPort: 7, Length: 21})
-	acc := c1.expect(t, shm.CompAccepted)
-	c1.expect(t, shm.CompReleased)
-	if resp := c1.expect(t, shm.CompResponse); string(c1.message(resp)) != "from the sharded host" {
-		t.Fatalf("the sharded host's client: %q", c1.message(resp))
+	copy(c1.At.Layout.Arena(c1.At.Region), "from the sharded host")
+	c1.Submit(t, shm.Submission{Op: shm.OpSend, Cookie: 9, PeerIP: [4]byte{10, 0, 0, 1}, PeerPort: 7, Length: 21})
+	acc := c1.Expect(t, shm.CompAccepted)
+	c1.Expect(t, shm.CompReleased)
+	if resp := c1.Expect(t, shm.CompResponse); string(c1.Message(resp)) != "from the sharded host" {
+		t.Fatalf("the sharded host's client: %q", c1.Message(resp))
 	}
 	var home2 = -1
 	time.Sleep(10 * time.Millisecond)

@@ -105,20 +105,20 @@ func TestHub_strangersPacketsReserveNoPoolPages(t *testing.T) {
 	}
 
 	// A real request still gets its page and is answered.
-	arena := cli.at.Layout.Arena(cli.at.Region)
+	arena := cli.At.Layout.Arena(cli.At.Region)
 	copy(arena, "real request")
-	cli.submit(t, shm.Submission{Op: shm.OpSend, Cookie: 1, PeerIP: dst, PeerPort: 99, Length: 12})
-	cli.expect(t, shm.CompAccepted)
-	req := srv.expect(t, shm.CompRequest)
-	if got := string(srv.message(req)); got != "real request" {
+	cli.Submit(t, shm.Submission{Op: shm.OpSend, Cookie: 1, PeerIP: dst, PeerPort: 99, Length: 12})
+	cli.Expect(t, shm.CompAccepted)
+	req := srv.Expect(t, shm.CompRequest)
+	if got := string(srv.Message(req)); got != "real request" {
 		t.Fatalf("request %q", got)
 	}
-	reply := srv.at.Layout.Arena(srv.at.Region)
+	reply := srv.At.Layout.Arena(srv.At.Region)
 	copy(reply, "answer")
-	srv.submit(t, shm.Submission{Op: shm.OpReply, Cookie: 2, PeerIP: req.PeerIP, PeerPort: req.PeerPort, RPCID: req.RPCID, Length: 6})
-	srv.expect(t, shm.CompAccepted)
-	srv.submit(t, shm.Submission{Op: shm.OpReturnPages, Page: req.Page, Pages: req.Pages})
-	for c := cli.next(t, 5*time.Second); c.Op != shm.CompResponse; c = cli.next(t, 5*time.Second) {
+	srv.Submit(t, shm.Submission{Op: shm.OpReply, Cookie: 2, PeerIP: req.PeerIP, PeerPort: req.PeerPort, RPCID: req.RPCID, Length: 6})
+	srv.Expect(t, shm.CompAccepted)
+	srv.Submit(t, shm.Submission{Op: shm.OpReturnPages, Page: req.Page, Pages: req.Pages})
+	for c := cli.Next(t, 5*time.Second); c.Op != shm.CompResponse; c = cli.Next(t, 5*time.Second) {
 	}
 
 	// Eight requests of 100 KB (2 pages) whose bytes all arrive up to

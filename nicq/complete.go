@@ -44,12 +44,17 @@ type CompletionStats struct {
 
 // inDevice is one TX queue's packets the device holds.
 type inDevice[T any] struct {
-	pkts ring[T]
-	meta ring[uint8] // priority
-	at   ring[int64] // when the queue took it
-	late []T         // counted done, still held
-	drop []T         // untracked: released at the next Reap
+	pkts ring[sentPkt[T]] // in the order the queue took them
+	late []T              // counted done, still held
+	drop []T              // untracked: released at the next Reap
 	st   CompletionStats
+}
+
+// sentPkt is a packet its queue took: its priority and when.
+type sentPkt[T any] struct {
+	p    T
+	prio uint8
+	at   int64
 }
 
 func (d *inDevice[T]) held() int { return d.pkts.len() + len(d.late) }
@@ -58,14 +63,12 @@ func (d *inDevice[T]) held() int { return d.pkts.len() + len(d.late) }
 func (s *Scheduler[T]) took(q int, b []T, meta []uint8, now int64) {
 	d := &s.dev[q]
 	for i, p := range b {
-		if !d.pkts.pushBack(p) {
+		prio := meta[i] &^ metaPaced
+		if !d.pkts.pushBack(sentPkt[T]{p, prio, now}) {
 			d.st.Untracked++
-			s.done[meta[i]&^metaPaced]++
+			s.done[prio]++
 			d.drop = append(d.drop, p)
-			continue
 		}
-		d.meta.pushBack(meta[i] &^ metaPaced)
-		d.at.pushBack(now)
 	}
 	s.inDev += len(b)
 	d.st.MaxIn = max(d.st.MaxIn, d.held())
@@ -93,21 +96,20 @@ func (s *Scheduler[T]) Reap(now int64, held func(T) bool, release func(T)) int {
 		clear(d.drop)
 		d.drop = d.drop[:0]
 		for d.pkts.len() > 0 {
-			p := d.pkts.peek()
-			if held(p) {
-				if now-d.at.peek() < s.maxHold {
+			e := d.pkts.peek()
+			if held(e.p) {
+				if now-e.at < s.maxHold {
 					break
 				}
 				d.st.Late++
-				d.late = append(d.late, p)
+				d.late = append(d.late, e.p)
 			} else {
 				d.st.Completed++
-				release(p)
+				release(e.p)
 				n++
 			}
 			d.pkts.popFront()
-			d.at.popFront()
-			s.done[d.meta.popFront()]++
+			s.done[e.prio]++
 		}
 		if checkLate && len(d.late) > 0 {
 			kept := d.late[:0]
@@ -133,7 +135,7 @@ func (s *Scheduler[T]) HeldSince(q int) (int64, bool) {
 	if s.dev == nil || s.dev[q].pkts.len() == 0 {
 		return 0, false
 	}
-	return s.dev[q].at.peek(), true
+	return s.dev[q].pkts.peek().at, true
 }
 
 // InDevice is the number of packets the devices hold (TrackCompletions).
@@ -146,9 +148,9 @@ func (s *Scheduler[T]) ReleaseInDevice(release func(T)) {
 	for q := range s.dev {
 		d := &s.dev[q]
 		for d.pkts.len() > 0 {
-			release(d.pkts.popFront())
-			d.at.popFront()
-			s.done[d.meta.popFront()]++
+			e := d.pkts.popFront()
+			release(e.p)
+			s.done[e.prio]++
 		}
 		for _, p := range append(d.late, d.drop...) {
 			release(p)

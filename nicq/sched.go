@@ -104,7 +104,7 @@ func NewScheduler[T any](cfg Config, size func(T) int) (*Scheduler[T], error) {
 		}
 		s.dev = make([]inDevice[T], n)
 		for q := range s.dev {
-			s.dev[q] = inDevice[T]{pkts: newRing[T](room), meta: newRing[uint8](room), at: newRing[int64](room)}
+			s.dev[q] = inDevice[T]{pkts: newRing[sentPkt[T]](room)}
 		}
 	}
 	for q := range n {
