@@ -350,8 +350,8 @@ func TestLoad_scalarForListRefused(t *testing.T) {
 	if err != nil {
 		t.Fatalf("HOMA_LCORES=2: %v", err)
 	}
-	if len(s.Lcores) != 1 || s.Lcores[0] != 2 {
-		t.Fatalf("HOMA_LCORES=2: lcores %v", s.Lcores)
+	if l := s.Ports[0].Lcores; len(l) != 1 || l[0] != 2 { // folded in (Normalize)
+		t.Fatalf("HOMA_LCORES=2: ports[0].lcores %v", l)
 	}
 }
 
@@ -531,8 +531,8 @@ func TestLoad_portShards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s.PortLcores(0); len(got) != 2 || got[0] != 1 || got[1] != 2 {
-		t.Errorf("PortLcores %v", got)
+	if got := s.Ports[0].Lcores; len(got) != 2 || got[0] != 1 || got[1] != 2 {
+		t.Errorf("ports[0].lcores %v", got)
 	}
 	if _, err = Load(Source{File: writeFile(t, "ports:\n  - device: net_null0\n    address: 10.0.0.1/24\n    lcores: [1, 2]\nworkers:\n  enabled: true\n")}); err != nil {
 		t.Errorf("workers on two shards: %v", err)

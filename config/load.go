@@ -101,6 +101,9 @@ func Load(src Source) (*Spec, error) {
 		}
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	if err := s.Normalize(); err != nil {
+		return nil, fmt.Errorf("%s: %w", where(src.File), err)
+	}
 	return &s, nil
 }
 

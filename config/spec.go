@@ -15,20 +15,29 @@
 package config
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/go-viper/mapstructure/v2"
 	"github.com/homa-dpdk/homa-dpdk/wire"
+	"github.com/spf13/viper"
 )
 
 // Spec is the daemon's whole configuration.
 type Spec struct {
 	// EAL arguments passed to DPDK verbatim (flags after -- replace them).
 	EAL []string `mapstructure:"eal"`
-	// Lcores are the EAL worker lcores that poll the ports: lcores[i]
-	// polls ports[i]. Ports given the same lcore share one polling loop,
-	// whose pass runs each of their hosts in turn.
+	// Lcores is the file's shorthand for one lcore a port: lcores[i]
+	// polls ports[i] (one shard) where ports[i].lcores is empty. Load
+	// folds it into ports[].lcores, the canonical spelling, and leaves it
+	// empty (Normalize): code reads ports[].lcores only. Ports given the
+	// same lcore share one polling loop, whose pass runs each of their
+	// hosts in turn.
 	Lcores     []uint       `mapstructure:"lcores"`
 	Ports      []PortSpec   `mapstructure:"ports"`
 	Protocol   ProtocolSpec `mapstructure:"protocol"`
@@ -66,14 +75,19 @@ type PortSpec struct {
 	// WorkersSocket is the worker control socket of this port's host; for
 	// the first port, "" takes workers.socket.
 	WorkersSocket string `mapstructure:"workers_socket"`
-	// Lcores runs the port as shards, one per lcore: shard i polls on
-	// lcores[i], with its own tx_queues TX queues and its share of the
-	// RX queues and of the RPCs (host.ShardSet). Empty: one host on the
-	// port's entry in the top-level lcores. Shards may share an lcore (its
-	// loop runs them in turn); a shard per lcore spreads the work. Each
-	// worker of the port lives on one shard (hub.Set), the least loaded
-	// when it attaches, its server ports bound there alone.
+	// Lcores are the EAL worker lcores of the port's shards, one shard
+	// per entry: shard i polls on lcores[i], with its own tx_queues TX
+	// queues and its share of the RX queues and of the RPCs
+	// (host.ShardSet); one entry is one host, unsharded. The canonical
+	// spelling: in a file it may be left out for the port's entry in the
+	// top-level lcores, which Load folds in here. Shards may share an
+	// lcore (its loop runs them in turn); a shard per lcore spreads the
+	// work. Each worker of the port lives on one shard (hub.Set), the
+	// least loaded when it attaches, its server ports bound there alone.
 	Lcores []uint `mapstructure:"lcores"`
+	// lcoresKey is the key the file gave Lcores in: "lcores[i]" when Load
+	// folded it in from the top-level list, "" for ports[i].lcores.
+	lcoresKey string
 	// CopierCPUs moves the port's receive copies (each packet's bytes into
 	// its message's buffer: a worker's pool) off its polling loops: a
 	// copier thread per shard, pinned to copier_cpus[i] (host.Copier).
@@ -350,14 +364,108 @@ func (m MempoolSpec) DataRoomFor(mtu int) int {
 	return wire.BufferRoom(mtu)
 }
 
-// PortLcores are the lcores of port i's shards: ports[i].lcores, or its
-// entry in the top-level lcores (one shard; nil when it has none).
-func (s *Spec) PortLcores(i int) []uint {
-	if len(s.Ports[i].Lcores) > 0 {
-		return s.Ports[i].Lcores
+// Normalize folds the top-level lcores into the ports, so that each
+// port's shards are in one field, ports[i].lcores: a port without lcores
+// of its own gets [lcores[i]], and the top-level list is emptied. A port
+// left without a polling lcore (the top-level list shorter than the
+// ports) is an error that says how to give it one. Load calls it after
+// Validate, so that Validate's messages name the keys the file used;
+// calling it again changes nothing.
+func (s *Spec) Normalize() error {
+	var missing []string
+	for i := range s.Ports {
+		ps := &s.Ports[i]
+		switch {
+		case len(ps.Lcores) > 0:
+		case i < len(s.Lcores):
+			ps.Lcores, ps.lcoresKey = []uint{s.Lcores[i]}, fmt.Sprintf("lcores[%d]", i)
+		default:
+			missing = append(missing, fmt.Sprintf("ports[%d]", i))
+		}
 	}
-	if i < len(s.Lcores) {
-		return s.Lcores[i : i+1]
+	if len(missing) > 0 {
+		return fmt.Errorf("lcores: %d lcore(s) for %d ports, and %s no lcores of its own: give every port a polling lcore, "+
+			"in lcores (lcores[i] polls ports[i]) or in ports[i].lcores", len(s.Lcores), len(s.Ports), strings.Join(missing, ", ")+" "+hasHave(len(missing)))
 	}
+	s.Lcores = nil
 	return nil
 }
+
+func hasHave(n int) string {
+	if n == 1 {
+		return "has"
+	}
+	return "have"
+}
+
+// LcoresKey is the config key that gave port i its lcores, for messages:
+// "lcores[i]" where the file used the top-level shorthand, else
+// "ports[i].lcores".
+func (s *Spec) LcoresKey(i int) string {
+	if k := s.Ports[i].lcoresKey; k != "" {
+		return k
+	}
+	return fmt.Sprintf("ports[%d].lcores", i)
+}
+
+// Defaults is the Spec of the defaults alone, no port: where a program
+// builds its Spec in Go (the demo) it starts here, adds its ports and
+// settings, and hands the result to Complete.
+func Defaults() Spec {
+	v := viper.New()
+	for k, val := range defaults {
+		v.SetDefault(k, val)
+	}
+	var s Spec
+	if err := v.UnmarshalExact(&s, viper.DecodeHook(decodeHook)); err != nil {
+		panic("config: the defaults do not decode: " + err.Error())
+	}
+	return s
+}
+
+// Complete makes a Spec built in Go (from Defaults) what Load makes of a
+// file: the HOMA_* environment set over its keys (the environment wins
+// over a file's values, and so over these), the ports' defaults filled
+// in, validated, and normalised (Normalize).
+func Complete(base Spec) (*Spec, error) {
+	s := base
+	s.Ports = slices.Clone(base.Ports)
+	if err := checkEnv(os.Environ()); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	env := map[string]any{}
+	for k := range defaults {
+		val, ok := os.LookupEnv(envName(k))
+		if !ok {
+			continue
+		}
+		m, path := env, strings.Split(k, ".")
+		for _, sec := range path[:len(path)-1] {
+			if _, ok := m[sec].(map[string]any); !ok {
+				m[sec] = map[string]any{}
+			}
+			m = m[sec].(map[string]any)
+		}
+		m[path[len(path)-1]] = val
+	}
+	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{Result: &s, DecodeHook: decodeHook, WeaklyTypedInput: true, ErrorUnused: true})
+	if err == nil {
+		err = dec.Decode(env)
+	}
+	if err != nil {
+		return nil, decodeError("", err)
+	}
+	for i := range s.Ports {
+		s.Ports[i].applyDefaults()
+	}
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if err := s.Normalize(); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return &s, nil
+}
+
+// PortLcores are the lcores of port i's shards: ports[i].lcores.
+func (s *Spec) PortLcores(i int) []uint { return s.Ports[i].Lcores }
