@@ -26,8 +26,9 @@ func memifArgs(role, sock string) string {
 
 // TestMemif_twoProcessesMillionInOrder: a child process (memif server)
 // sends a million sequence-numbered packets; this process (memif client)
-// must receive every one, in order. The client is stopped last (DESIGN:
-// a memif server may crash when its peer leaves first).
+// must receive every one, in order. The client is stopped last (a memif
+// server may crash when its peer leaves first:
+// docs/decisions.md#dpdk-facts-behind-the-code).
 func TestMemif_twoProcessesMillionInOrder(t *testing.T) {
 	dpdktest.Need(t)
 	sock := filepath.Join(t.TempDir(), "memif.sock")

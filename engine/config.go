@@ -270,8 +270,8 @@ type Config struct {
 	CopyMin int
 }
 
-// DefaultConfig returns kernel Homa's defaults (WIRE.md) with no address,
-// clock or resolver.
+// DefaultConfig returns kernel Homa's defaults
+// (docs/wire.md#kernel-homas-defaults) with no address, clock or resolver.
 func DefaultConfig() Config {
 	return Config{
 		MTU: 1500, UnschedBytes: 40_000, MaxMessageLength: wire.MaxMessageLength,

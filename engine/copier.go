@@ -1,40 +1,11 @@
 package engine
 
-// The receive copy off the loop.
-//
-// Every byte a message receives is copied once, from the frame into the
-// message's committed buffer (a worker's pool pages, or the heap): on the
-// polling loop that is the largest part of a long message's cost. With
-// Config.Copier the engine hands each such copy of at least CopyMin bytes
-// to a copier (host.Copier: a thread of its own; a DMA engine would do
-// as well) and goes on; the copier does them in order and says how far it
-// got (Done). So:
-//
-//   - the frame a copy reads must stay as it is until the copier is past
-//     that copy: the owner of the frame (the host, which holds the mbuf)
-//     keeps it until Done reaches the number Copy returned;
-//   - a message whose last copy is not done yet is not delivered: it
-//     waits in the endpoint's fence, in order, and PollCopies (the loop,
-//     each pass) delivers those the copier is past. A message is never
-//     delivered before its bytes are in its buffer;
-//   - a buffer whose message ends undelivered (its RPC ended: an
-//     RPC_UNKNOWN, an ACK, an eviction, a closed port) goes back to its
-//     owner only once the copier is past every copy into it (heldBuf,
-//     counted in RecvBufsHeldForCopier), as a receive DMA's buffer is
-//     reused only after its completion. Not that the copies run in
-//     order: the next message to get the buffer has bytes the loop
-//     writes itself (those staged before its commit, payloads under
-//     CopyMin, copies the copier refused), which the old message's
-//     pending copies would overwrite, after its delivery when it has no
-//     copy of its own to wait for;
-//   - memory a copy writes must stay mapped until the copier is past it:
-//     the worker hub lets a session's region go only once the copier is
-//     past the copies handed over before the session ended
-//     (hub.Host.CopyMark, CopiesPast), without waiting on the loop.
-//
-// Tenants stay apart as without a copier: the engine chooses every
-// destination (the buffer its port's RecvBuf gave), within its message's
-// bounds, and the copier writes nothing else.
+// The receive copy off the loop: with Config.Copier, each copy of at
+// least CopyMin bytes into a message's committed buffer goes to a copier
+// (Copy, Done) instead of being made here. Start at copyIn (the hand-off),
+// then PollCopies (delivery behind the fence) and holdBuf (buffers of
+// messages that ended undelivered). The rules that keep it correct are
+// in docs/design.md#shards-and-the-receive-copier.
 
 // Copier copies message bytes off the polling loop (see above).
 type Copier interface {

@@ -1,25 +1,29 @@
 // Package engine is the Homa protocol: RPCs, their incoming and outgoing
 // messages, peers, grants, timers, acks and metrics, wire-compatible with
-// the Linux kernel's Homa (see ../../shared/WIRE.md and package wire).
+// the Linux kernel's Homa (package wire; docs/wire.md has the format).
 //
-// It is a deterministic state machine. An Endpoint is one Homa host with
-// one IPv4 address; it is driven by its inputs — received frames, time
-// passing (Run: timers and the pacer), the host's neighbour table, and
-// the Port methods (an application sends, replies, aborts) — reads the
-// time only from Config.Clock, and writes every packet (Ethernet, IPv4,
-// Homa header and payload) into a buffer lent by its Transmitter, so the
-// DPDK side can lend mbuf memory. Nothing in the per-packet path
-// allocates, but for an incoming message's buffer once per message (on
-// the heap, for a port without PortHooks.RecvBuf).
+// It is a deterministic state machine
+// (docs/decisions.md#2-the-engine-is-a-deterministic-state-machine). An
+// Endpoint is one Homa host with an IPv4 address, an IPv6 address or both
+// (Config.IP, Config.IP6; peers are reached over either family); it is
+// driven by its inputs — received frames, time passing (Run: timers and
+// the pacer), the host's neighbour table, and the Port methods (an
+// application sends, replies, aborts) — reads the time only from
+// Config.Clock (docs/decisions.md#7-time-is-explicit), and writes every
+// packet (Ethernet, IPv4 or IPv6, Homa header and payload) into a buffer
+// lent by its Transmitter, so the DPDK side can lend mbuf memory. Nothing
+// in the per-packet path allocates, but for an incoming message's buffer
+// once per message (on the heap, for a port without PortHooks.RecvBuf).
 //
 // How a host drives it, from one polling loop:
 //
 //   - Per RX burst: BeginBatch(now); for each frame, wire.ParseLink once,
-//     dispatch on Link.Type (ARP to the host's neighbour table, ICMP echo
-//     to the host's stack) and hand IPv4 frames to ReceiveLink (Homa, and
-//     ICMP errors, which it routes to ReceiveICMP); then EndBatch. Grants
-//     are decided once per burst, not once per DATA packet. Receive takes
-//     a whole frame, for tests and memnet.
+//     dispatch on Link.Type (ARP and neighbour discovery to the host's
+//     neighbour tables, echo requests to the host's stack) and hand IPv4
+//     and IPv6 frames to ReceiveLink (Homa, and ICMP and ICMPv6 errors,
+//     which it routes to ReceiveICMP); then EndBatch. Grants are decided
+//     once per burst, not once per DATA packet. Receive takes a whole
+//     frame, for tests and memnet.
 //   - Run whenever NextDeadline has passed (or on every pass).
 //   - From the neighbour table: Config.Resolve returns a *Neighbour the
 //     table owns and updates in place; the engine reads its State and MAC
@@ -75,6 +79,7 @@
 // GrantLapseTicks leaves the grants until they come, and its peer takes
 // turns, one message granted to at a time (lapse.go). What it makes the
 // endpoint send unasked is bounded too: the port unreachables (ICMPRate).
+// Why: docs/decisions.md#6-nothing-is-lost-silently-nothing-grows-without-a-bound.
 //
 // Silence is handled by a timer every TickNs: the side expecting bytes
 // sends RESEND after ResendTicks and every ResendInterval; the peer

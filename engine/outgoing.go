@@ -11,7 +11,8 @@ const (
 	frameIPOffset   = wire.EthernetHeaderLen
 	frameHomaOffset = frameIPOffset + wire.IPv4MinHeaderLen
 
-	// controlPriority is the priority of every control packet (WIRE.md).
+	// controlPriority is the priority of every control packet
+	// (docs/wire.md#priorities).
 	controlPriority = wire.NumPriorities - 1
 )
 

@@ -14,7 +14,8 @@ import (
 // Copier is a thread that makes hosts' receive copies (the bytes of
 // each DATA packet into its message's buffer: a worker's pool pages, or
 // the heap) instead of their polling loops, which hand them over and go
-// on (engine.Copier; engine/copier.go has the rules). Each host has a
+// on (engine.Copier; docs/design.md#shards-and-the-receive-copier has
+// the rules). Each host has a
 // lane of its own (Lane): a single-producer ring the host's loop hands
 // copies over, and the number of the last one done. The copier serves
 // its lanes in turn, each lane's copies in order. The host keeps each

@@ -11,7 +11,8 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
-// ShardSet joins the shards of one port (see the package doc): each a
+// ShardSet joins the shards of one port
+// (docs/design.md#shards-and-the-receive-copier): each a
 // Host on its own RX and TX queues with its own engine.Endpoint
 // (engine.Shard), on its own loop. A shard hands the others what it
 // received for them over a single-producer, single-consumer ring per

@@ -1,6 +1,7 @@
 // Package nicq puts Homa's priorities on NIC transmit queues.
 //
-// Homa's eight priority levels are real queues (DESIGN decision 4): each
+// Homa's eight priority levels are real queues (decision 4,
+// docs/decisions.md#4-priorities-are-real-queues): each
 // priority maps to one hardware TX queue of the port (map.go); when the
 // port has fewer than eight, the highest priorities get queues of their own
 // and the lowest share the last one. The virtual devices and most NICs

@@ -16,7 +16,8 @@ func goldenHijackPayload() []byte {
 	return p
 }
 
-// The golden DATA packet (WIRE.md) with its 100 message bytes 0..99, sent
+// The golden DATA packet (docs/wire.md#golden-vectors) with its 100
+// message bytes 0..99, sent
 // hijacked from 10.0.0.1 to 10.0.0.2 and from 2001:db8::1 to 2001:db8::2:
 // its Homa checksums. tshark 4.0 (-o tcp.check_checksum:TRUE) reports
 // both frames' tcp.checksum.status Good; the IPv4 frame is

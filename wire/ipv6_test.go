@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// IPv6 golden vectors, from WIRE.md's framing (next header 146, traffic
-// class p<<5) and its DATA and GRANT vectors: the fixed header of the
+// IPv6 golden vectors, from docs/wire.md#framing (next header 146,
+// traffic class p<<5) and its DATA and GRANT vectors (#golden-vectors): the fixed header of the
 // golden DATA packet (56 bytes, no message bytes) at priority 5 from
 // 2001:db8::1 to 2001:db8::2, and of the golden GRANT (33 bytes) at
 // priority 7 back.

@@ -23,8 +23,9 @@ func TestResend_offsets(t *testing.T) {
 }
 
 // The upstream subset's RESEND: 36 bytes, the common header and offset
-// and length, no priority byte (built from WIRE.md's RESEND layout less
-// its last byte; kernel-style compat fields).
+// and length, no priority byte (built from the RESEND layout of
+// docs/wire.md#packet-types-and-their-headers less its last byte;
+// kernel-style compat fields).
 func TestResend_upstreamGolden(t *testing.T) {
 	want := mustHex(t, `80 00 00 63 00 00 00 00 00 00 00 12 50 06 00 00 00 00 b9 7d 00 00 00 00 00 00 00 02
 	                    00 00 00 00 ff ff ff ff`)

@@ -13,7 +13,8 @@ import (
 
 const modulePrefix = "github.com/homa-dpdk/homa-dpdk/"
 
-// The import direction of DESIGN.md: cmd → {daemon, demo, perf} → {host,
+// The import direction (docs/design.md#the-rules-the-repository-keeps):
+// cmd → {daemon, demo, perf} → {host,
 // hub} → {engine, nicq, lcore, shm, dpdk, wire, ...}. rank gives each
 // package its layer (sub-packages take their parent's); a package imports
 // only lower layers, or its own tree. host and hub never import each

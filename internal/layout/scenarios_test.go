@@ -41,7 +41,8 @@ func perfKind(t *testing.T, root, pkg string) string {
 	return "library"
 }
 
-// The harness's rule (DESIGN.md): the core imports no scenario, no
+// The harness's rule (docs/design.md#the-rules-the-repository-keeps): the
+// core imports no scenario, no
 // scenario imports another, and a library none; perf/scenarios alone
 // imports them all, for the program.
 func TestScenarios_importOneWay(t *testing.T) {
@@ -109,7 +110,8 @@ func fileLines(t *testing.T, path string) int {
 	return n
 }
 
-// The sizes DESIGN.md sets: cmd/homa-dpdk a command line (≤ 1,000
+// The sizes docs/design.md#the-rules-the-repository-keeps sets:
+// cmd/homa-dpdk a command line (≤ 1,000
 // non-test lines), perf's core small (≤ 1,500), no package over 15% of
 // the project's non-test Go, no Go file over 600 lines.
 func TestLayout_sizes(t *testing.T) {

@@ -210,7 +210,7 @@ func runFloorPair(cfg Config, f FrameSize, trial int, dir string) (Run, error) {
 	err = measureFloor(cfg, &run, tx, rx)
 	// Both stop polling before either leaves (memif tears its rings down
 	// under a poller whose peer leaves); then the server leaves first,
-	// the client last (DESIGN: a server whose client left first crashed).
+	// the client last (docs/decisions.md#dpdk-facts-behind-the-code: a server whose client left first crashed).
 	var st [2]fwdStats
 	for i, p := range []*floorPMD{tx, rx} {
 		s, serr := p.stopForwarding()

@@ -4,8 +4,8 @@
 -- SYN|RST and urgent pointer 0xb97d): those are dissected as TCP first (so
 -- tshark validates their checksum: -o tcp.check_checksum:TRUE), then as
 -- Homa; other TCP is left to TCP alone. The layout is the project's wire
--- contract (WIRE.md, mirrored in wire/): a 28-byte common header laid out
--- like TCP's, then a header per packet type, big-endian.
+-- format (docs/wire.md, implemented in wire/): a 28-byte common header laid
+-- out like TCP's, then a header per packet type, big-endian.
 --
 -- Install: copy this file to ~/.local/lib/wireshark/plugins/ (Wireshark
 -- 4.x), or load it for one run:
