@@ -24,6 +24,9 @@ type Source struct {
 	// Flags maps config keys to the command-line flags that set them; a flag
 	// counts only when the user gave it.
 	Flags map[string]*pflag.Flag
+	// EAL, when not nil, replaces the file's eal list: run's arguments
+	// after --. The lcores are checked against it.
+	EAL []string
 }
 
 // ExampleFile is where the example config, every key documented, is: in
@@ -91,6 +94,9 @@ func Load(src Source) (*Spec, error) {
 	var s Spec
 	if err := v.UnmarshalExact(&s, viper.DecodeHook(decodeHook)); err != nil {
 		return nil, decodeError(src.File, err)
+	}
+	if src.EAL != nil {
+		s.EAL = src.EAL
 	}
 	for i := range s.Ports {
 		s.Ports[i].applyDefaults()

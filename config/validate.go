@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -78,6 +80,7 @@ func (s *Spec) Validate() error {
 	for i := range s.Ports {
 		s.Ports[i].validate(&p, fmt.Sprintf("ports[%d]", i), addrs)
 	}
+	s.validateLcores(&p)
 	s.Protocol.validate(&p)
 	for i, n := range s.Neighbours {
 		key := fmt.Sprintf("neighbours[%d]", i)
@@ -171,6 +174,159 @@ func (s *Spec) Validate() error {
 		for i, ps := range s.Ports {
 			if need := ps.MTU + FrameOverhead; s.Mempool.DataRoom < need {
 				p.add("mempool.data_room", "%d bytes cannot hold a frame of ports[%d] (mtu %d + %d = %d)", s.Mempool.DataRoom, i, ps.MTU, FrameOverhead, need)
+			}
+		}
+	}
+	return errors.Join(p...)
+}
+
+// portLcores are the polling lcores of port i as the file gave them,
+// each with its key: ports[i].lcores, or its entry in the top-level
+// lcores (which Normalize folds in after Validate).
+func (s *Spec) portLcores(i int) (lcores []uint, keys []string) {
+	ps := s.Ports[i]
+	switch {
+	case len(ps.Lcores) > 0:
+		for j, l := range ps.Lcores {
+			key := fmt.Sprintf("ports[%d].lcores[%d]", i, j)
+			if ps.lcoresKey != "" { // folded in from the top-level list
+				key = ps.lcoresKey
+			}
+			lcores, keys = append(lcores, l), append(keys, key)
+		}
+	case i < len(s.Lcores):
+		lcores, keys = []uint{s.Lcores[i]}, []string{fmt.Sprintf("lcores[%d]", i)}
+	}
+	return lcores, keys
+}
+
+// pollingAt is a polling lcore, for a message about its CPU.
+type pollingAt struct {
+	lcore uint
+	key   string
+}
+
+// validateLcores checks the polling lcores and the copier CPUs against
+// the eal list, which names EAL's lcores (-l, -c, --lcores) and the CPUs
+// it runs them on: each polling lcore must be one of EAL's worker
+// lcores, and no copier may share a CPU with a polling loop or with EAL's
+// main lcore (lcore ids are EAL's, copier CPUs the machine's: the lcores
+// are resolved to CPUs first). Without an eal list the caller brings EAL
+// up (the demo), and nothing here is known.
+func (s *Spec) validateLcores(p *problems) {
+	if len(s.EAL) == 0 {
+		return
+	}
+	e, err := parseEALLcores(s.EAL)
+	if err != nil {
+		p.add("eal", "%v", err)
+		return
+	}
+	mainKnown := e.opt != "" || e.mainOpt
+	loops := map[uint]pollingAt{} // CPU → the first polling lcore on it
+	for i := range s.Ports {
+		lcores, keys := s.portLcores(i)
+		for j, l := range lcores {
+			key := keys[j]
+			switch {
+			case e.opt != "" && e.cpus[l] == nil:
+				other := ""
+				switch w := e.workers(); len(w) {
+				case 0:
+				case 1:
+					other = fmt.Sprintf(", or poll on lcore %d", w[0])
+				default:
+					other = fmt.Sprintf(", or poll on one of lcores %s", formatCPUs(w))
+				}
+				p.add(key, "lcore %d is not one of EAL's lcores (%s %s gives lcores %s, %d the main one); add it there (e.g. %s)%s",
+					l, e.opt, e.arg, formatCPUs(e.lcores()), e.main, e.withLcore(l), other)
+				continue
+			case mainKnown && l == e.main:
+				which := fmt.Sprintf("--main-lcore %d", e.main)
+				if !e.mainOpt {
+					which = fmt.Sprintf("the first of %s %s", e.opt, e.arg)
+				}
+				fix := "poll on another lcore, or make another lcore the main one (--main-lcore)"
+				if w := e.workers(); len(w) == 1 {
+					fix = fmt.Sprintf("poll on lcore %d, or make another lcore the main one (--main-lcore)", w[0])
+				} else if len(w) > 1 {
+					fix = fmt.Sprintf("poll on one of lcores %s, or make another lcore the main one (--main-lcore)", formatCPUs(w))
+				} else if e.opt != "" {
+					next := uint(0)
+					for e.cpus[next] != nil {
+						next++
+					}
+					fix = fmt.Sprintf("add a worker lcore to %s (e.g. %s) and poll on it", e.opt, e.withLcore(next))
+				}
+				p.add(key, "lcore %d is EAL's main lcore (%s), which runs no polling loop; %s", l, which, fix)
+				continue
+			}
+			for _, c := range e.cpusOf(l) {
+				if _, ok := loops[c]; !ok {
+					loops[c] = pollingAt{l, key}
+				}
+			}
+		}
+	}
+	// A CPU to suggest for a copier: off EAL's lcores where they are
+	// named, else past the polling and main lcores' CPUs.
+	taken := map[uint]bool{}
+	for c := range loops {
+		taken[c] = true
+	}
+	if mainKnown {
+		for _, c := range e.cpusOf(e.main) {
+			taken[c] = true
+		}
+	}
+	free := e.freeCPU(taken)
+	if e.opt == "" {
+		free = 0
+		for c := range taken {
+			free = max(free, c+1)
+		}
+	}
+	fix := fmt.Sprintf("give a CPU that neither a polling lcore nor EAL's main lcore runs on, e.g. %d, or no copier_cpus (the loop copies)", free)
+	for i, ps := range s.Ports {
+		for k, c := range ps.CopierCPUs {
+			key := fmt.Sprintf("ports[%d].copier_cpus[%d]", i, k)
+			if at, ok := loops[c]; ok {
+				p.add(key, "CPU %d is where polling lcore %d (%s) runs (%s): the copier would take turns with the loop it is to relieve; %s",
+					c, at.lcore, at.key, e.how(at.lcore), fix)
+			} else if mainKnown && slices.Contains(e.cpusOf(e.main), c) {
+				p.add(key, "CPU %d is where EAL's main lcore %d runs (%s, %s): the copier would take turns with the daemon's main thread; %s",
+					c, e.main, e.how(e.main), e.mainHow(), fix)
+			}
+		}
+	}
+}
+
+// onlineCPUs reads the machine's online CPUs, a list like 0-3,8.
+var onlineCPUs = func() (string, error) {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	return string(b), err
+}
+
+// CheckMachine checks the Spec against the machine it runs on, where
+// Validate checks what the config alone shows: each copier CPU is one of
+// the machine's online CPUs (pinning to another fails with no more than
+// "invalid argument"). config check and run call it after Load, before
+// EAL; a machine whose CPUs cannot be read is not checked.
+func (s *Spec) CheckMachine() error {
+	text, err := onlineCPUs()
+	if err != nil {
+		return nil
+	}
+	online, err := parseCPUList(text)
+	if err != nil || len(online) == 0 {
+		return nil
+	}
+	var p problems
+	for i, ps := range s.Ports {
+		for k, c := range ps.CopierCPUs {
+			if !slices.Contains(online, c) {
+				p.add(fmt.Sprintf("ports[%d].copier_cpus[%d]", i, k), "CPU %d does not exist here (CPUs %s): give one of this machine's CPUs that neither a polling lcore nor EAL's main lcore runs on, or no copier_cpus (the loop copies)",
+					c, formatCPUs(online))
 			}
 		}
 	}
