@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/homa-dpdk/homa-dpdk/engine/memnet"
+	"github.com/homa-dpdk/homa-dpdk/engine/workload"
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
 
@@ -31,7 +32,9 @@ func longMessages(max int) func(*Config) {
 }
 
 // singleSize is a workload of messages of n bytes only.
-func singleSize(n int) *workload { return &workload{sizes: []int{n}, cdf: []float64{1}} }
+func singleSize(n int) *workload.Workload {
+	return &workload.Workload{Name: fmt.Sprintf("%d B", n), Sizes: []int{n}, CDF: []float64{1}}
+}
 
 // TestLongMessage_8MBWithLossByteExact: an 8 MiB request and its 8 MiB
 // response on the test net, with every 97th DATA packet lost on its

@@ -1,67 +1,24 @@
 package engine
 
 import (
-	"bufio"
 	"encoding/binary"
 	"math/rand/v2"
 	"net/netip"
-	"os"
-	"sort"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/homa-dpdk/homa-dpdk/engine/memnet"
+	"github.com/homa-dpdk/homa-dpdk/engine/workload"
 	"github.com/homa-dpdk/homa-dpdk/sched"
 )
 
-// workload is a message size distribution read from a workload CSV
-// (length_bytes,relative_frequency) in testdata: w3.csv and w4.csv are
-// copies of the project's shared W3 and W4 (DESIGN.md, the Homa paper's
-// workloads).
-type workload struct {
-	sizes []int
-	cdf   []float64
-}
-
-func loadWorkload(t testing.TB, name string) *workload {
-	f, err := os.Open("testdata/" + name + ".csv")
+// loadW3 is the Homa paper's W3 (engine/workload, as perf's scenarios
+// offer it).
+func loadW3(t testing.TB) *workload.Workload {
+	w, err := workload.LoadWorkload("W3")
 	if err != nil {
-		t.Fatalf("workload %s: %v", name, err)
-	}
-	defer f.Close()
-	w := &workload{}
-	sum := 0.0
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		a, b, ok := strings.Cut(sc.Text(), ",")
-		n, err1 := strconv.Atoi(a)
-		p, err2 := strconv.ParseFloat(b, 64)
-		if !ok || err1 != nil || err2 != nil {
-			continue // header
-		}
-		sum += p
-		w.sizes = append(w.sizes, n)
-		w.cdf = append(w.cdf, sum)
-	}
-	for i := range w.cdf {
-		w.cdf[i] /= sum
+		t.Fatal(err)
 	}
 	return w
-}
-
-// mean returns the expected value of f(size) under the distribution.
-func (w *workload) mean(f func(size int) float64) float64 {
-	m, prev := 0.0, 0.0
-	for i, n := range w.sizes {
-		m += (w.cdf[i] - prev) * f(n)
-		prev = w.cdf[i]
-	}
-	return m
-}
-
-func (w *workload) draw(r *rand.Rand) int {
-	return w.sizes[min(sort.SearchFloat64s(w.cdf, r.Float64()), len(w.sizes)-1)]
 }
 
 // simHost is one endpoint on the in-memory network, with a server port
@@ -100,7 +57,7 @@ type scenario struct {
 	net      *memnet.Network
 	hosts    []*simHost
 	rng      *rand.Rand
-	wl       *workload
+	wl       *workload.Workload
 	perHost  int // RPCs each client issues
 	inFlight int // RPCs each client keeps outstanding
 	serial   uint64
@@ -112,7 +69,7 @@ type scenario struct {
 // newScenario joins nHosts endpoints on a memnet network, each host of
 // testShards shards (HOMA_TEST_SHARDS, 1 unless set); mods change each
 // endpoint's Config after the scenario's own settings.
-func newScenario(t *testing.T, nHosts int, cfg memnet.Config, wl *workload, mods ...func(*Config)) *scenario {
+func newScenario(t *testing.T, nHosts int, cfg memnet.Config, wl *workload.Workload, mods ...func(*Config)) *scenario {
 	shards := testShards(t)
 	return newShardedScenario(t, nHosts, func(int) int { return shards }, cfg, wl, mods...)
 }
@@ -123,7 +80,7 @@ func newScenario(t *testing.T, nHosts int, cfg memnet.Config, wl *workload, mods
 // receives steered to its owner (FrameShard) and acks for another
 // shard's RPCs handed over after the frame, the host's shards sharing a
 // grant view and a link clock.
-func newShardedScenario(t *testing.T, nHosts int, shardsOf func(host int) int, cfg memnet.Config, wl *workload, mods ...func(*Config)) *scenario {
+func newShardedScenario(t *testing.T, nHosts int, shardsOf func(host int) int, cfg memnet.Config, wl *workload.Workload, mods ...func(*Config)) *scenario {
 	s := &scenario{t: t, net: memnet.New(cfg), rng: rand.New(rand.NewPCG(uint64(cfg.Seed), 7)),
 		wl: wl, executed: make(map[uint64]int), reqLen: make(map[uint64]int)}
 	for i := range nHosts {
@@ -256,7 +213,7 @@ func (h *simHost) startRPC() {
 		dst = s.hosts[s.rng.IntN(len(s.hosts))]
 	}
 	s.serial++
-	reqSize, respSize := s.wl.draw(s.rng), max(s.wl.draw(s.rng), 1)
+	reqSize, respSize := s.wl.Draw(s.rng), max(s.wl.Draw(s.rng), 1)
 	req := request(s.serial, reqSize, respSize)
 	s.reqLen[s.serial] = len(req)
 	id, err := h.cli.Send(Addr{IP: netip.AddrFrom4(dst.mh.IP()), Port: 99}, req)
@@ -338,7 +295,7 @@ func (s *scenario) check() {
 // handed over when another shard reads them, every frame steered to its
 // owner; the loss, reordering and duplication change nothing.
 func TestScenario_lossReorderDuplicationOnTwoShards(t *testing.T) {
-	wl := loadWorkload(t, "w3")
+	wl := loadW3(t)
 	perHost := 1000
 	if testing.Short() {
 		perHost = 50
@@ -377,7 +334,7 @@ func TestScenario_lossReorderDuplicationOnTwoShards(t *testing.T) {
 // issue's 10 hosts and 20,000 RPCs (about a second), or 1,000 RPCs with
 // -short.
 func TestScenario_lossReorderDuplication(t *testing.T) {
-	wl := loadWorkload(t, "w3")
+	wl := loadW3(t)
 	perHost := 2000
 	if testing.Short() {
 		perHost = 100

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/homa-dpdk/homa-dpdk/engine/memnet"
+	"github.com/homa-dpdk/homa-dpdk/engine/workload"
 	"github.com/homa-dpdk/homa-dpdk/sched"
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
@@ -268,39 +269,22 @@ func wireBytes(size int) float64 {
 	return float64(size + n*(frameHomaOffset+wire.DataHeaderLen+sched.WireOverhead))
 }
 
-// arrival is one offered message.
-type arrival struct {
-	t        int64 // ns
-	src, dst int   // host indices
-	size     int
-}
-
-// poissonArrivals draws count messages with W4 sizes, uniform random
+// poissonArrivals draws count messages with wl's sizes, uniform random
 // source and destination (distinct), and exponential gaps such that each
 // receiver's link carries load of its capacity in DATA wire bytes.
-func poissonArrivals(wl *workload, hosts, count int, linkBps, load float64, seed uint64) []arrival {
-	rng := rand.New(rand.NewPCG(seed, 4))
-	perHost := load * linkBps / 8 / wl.mean(wireBytes) // messages/s into each receiver
-	rate := perHost * float64(hosts) / 1e9             // messages/ns, all hosts
-	out := make([]arrival, count)
-	t := 0.0
-	for i := range out {
-		t += rng.ExpFloat64() / rate
-		src := rng.IntN(hosts)
-		dst := (src + 1 + rng.IntN(hosts-1)) % hosts
-		out[i] = arrival{t: int64(t), src: src, dst: dst, size: wl.draw(rng)}
-	}
-	return out
+func poissonArrivals(wl *workload.Workload, hosts, count int, linkBps, load float64, seed uint64) []workload.Message {
+	perHost := load * linkBps / 8 / wl.Mean(wireBytes) // messages/s into each receiver
+	return wl.Messages(rand.New(rand.NewPCG(seed, 4)), hosts, count, perHost)
 }
 
 // runArrivals offers arr and runs until every message is delivered (and
 // the responses are back), sampling those sent in the middle 90% of the
 // offered period.
-func (s *slowdownRun) runArrivals(arr []arrival) {
-	end := arr[len(arr)-1].t
+func (s *slowdownRun) runArrivals(arr []workload.Message) {
+	end := arr[len(arr)-1].At
 	s.measure = [2]int64{end / 20, end - end/20}
 	for _, a := range arr {
-		s.net.At(a.t, func() { s.hosts[a.src].send(s.hosts[a.dst], a.size) })
+		s.net.At(a.At, func() { s.hosts[a.Src].send(s.hosts[a.Dst], a.Size) })
 	}
 	limit := end + 30_000_000_000
 	for s.net.Now() < limit {
@@ -361,12 +345,15 @@ func (s *slowdownRun) summary() string {
 // slowdown of messages ≤ 1,000 bytes must be at most 3.0; the FIFO
 // baseline's is reported beside it.
 func TestSlowdown_W4at80(t *testing.T) {
-	wl := loadWorkload(t, "w4")
+	wl, err := workload.LoadWorkload("W4")
+	if err != nil {
+		t.Fatal(err)
+	}
 	count := slowdownMessages
 	if testing.Short() {
 		count = 2_000
 	}
-	maxMsg := slices.Max(wl.sizes)
+	maxMsg := wl.Max()
 	arr := poissonArrivals(wl, slowdownHosts, count, 10e9, slowdownLoad, 1)
 
 	homa := newSlowdownRun(t, slowdownHosts, false, maxMsg)

@@ -14,7 +14,8 @@
 // This package imports none of them, and none imports another: what
 // several need is here or in a library beside them (perf/homapeer, how
 // the harness runs Homa; perf/tcppeer, kernel TCP; perf/procstat, what it
-// reads from /proc; perf/workload, the W1-W5 sizes).
+// reads from /proc) or below the engine (engine/workload, the W1-W5
+// sizes, which the engine's own tests offer too).
 //
 // Here: the table and perf all; the results directory and JSON, the
 // report's sections and tables (report.md), the progress line, plot style

@@ -1,5 +1,8 @@
-// Package workload holds the message-size distributions of the Homa
-// papers, W1-W5 (testdata/w1.csv..w5.csv, embedded), draws sizes and
-// Poisson arrivals from them and groups samples into size buckets: the
-// slowdown and cluster scenarios' traffic.
+// Package workload is the traffic model of the Homa papers below the
+// engine: the message-size distributions W1-W5 (testdata/w1.csv..w5.csv,
+// embedded), sizes and open-loop Poisson arrivals drawn from them, and
+// size buckets for the samples. It imports only wire, so that the
+// engine's own simulations (engine's tests on memnet), perf cluster's
+// simulated cluster and perf slowdown's real daemons offer the same
+// traffic.
 package workload

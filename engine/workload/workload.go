@@ -162,6 +162,31 @@ func PoissonArrivals(w *Workload, clients int, period time.Duration, rateBps, lo
 	}
 }
 
+// Message is one message offered between hosts of a simulation.
+type Message struct {
+	At       int64 // ns since the start of the run
+	Src, Dst int   // host indices, distinct
+	Size     int
+}
+
+// Messages draws count messages among hosts hosts (at least two):
+// Poisson arrivals at perHost messages a second into each host (all hosts
+// together: hosts x perHost), each from a uniformly random host to
+// another one, sizes from w; rng is the run's, so that a seed gives the
+// same messages.
+func (w *Workload) Messages(rng *rand.Rand, hosts, count int, perHost float64) []Message {
+	rate := perHost * float64(hosts) / 1e9 // messages/ns, all hosts
+	out := make([]Message, count)
+	t := 0.0
+	for i := range out {
+		t += rng.ExpFloat64() / rate
+		src := rng.IntN(hosts)
+		dst := (src + 1 + rng.IntN(hosts-1)) % hosts
+		out[i] = Message{At: int64(t), Src: src, Dst: dst, Size: w.Draw(rng)}
+	}
+	return out
+}
+
 // ProbeSizes returns the sizes whose unloaded RTT is measured: the
 // workload's smallest and largest and its quantiles, distinct.
 func ProbeSizes(w *Workload) []int {

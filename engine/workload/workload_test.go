@@ -2,6 +2,7 @@ package workload
 
 import (
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -50,5 +51,28 @@ func TestPoissonArrivals_offerTheLoad(t *testing.T) {
 	got := bytes * 8 / period.Seconds() / 1e9
 	if math.Abs(got-0.8) > 0.04 {
 		t.Errorf("offered load %.3f, want 0.8", got)
+	}
+}
+
+// Messages go between two distinct hosts, in time order, at the asked
+// rate into each host, and the same seed draws the same messages.
+func TestMessages_betweenDistinctHostsAtTheRate(t *testing.T) {
+	w, _ := LoadWorkload("W3")
+	draw := func() []Message { return w.Messages(rand.New(rand.NewPCG(1, 2)), 4, 20_000, 1000) }
+	ms := draw()
+	for i, m := range ms {
+		if m.Src == m.Dst || m.Src < 0 || m.Dst < 0 || m.Src >= 4 || m.Dst >= 4 {
+			t.Fatalf("message %d: %d -> %d", i, m.Src, m.Dst)
+		}
+		if i > 0 && m.At < ms[i-1].At {
+			t.Fatal("messages out of order")
+		}
+	}
+	// 4,000 messages a second in all: 20,000 take about 5 s.
+	if got := float64(ms[len(ms)-1].At) / 1e9; math.Abs(got-5) > 0.25 {
+		t.Errorf("20,000 messages at 4,000/s took %.2f s", got)
+	}
+	if again := draw(); again[len(again)-1] != ms[len(ms)-1] {
+		t.Error("the same seed drew other messages")
 	}
 }

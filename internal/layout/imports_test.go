@@ -125,6 +125,9 @@ func TestImportRule_refusesWhatDesignForbids(t *testing.T) {
 		{"host", "engine", true},
 		{"hub", "shm", true},
 		{"engine/memnet", "engine", true},
+		{"perf/slowdown", "engine/workload", true},
+		{"engine", "engine/workload", true},
+		{"engine/workload", "perf", false},
 		{"host", "hub", false},
 		{"hub", "host", false},
 		{"hub", "dpdk", false},
@@ -141,6 +144,21 @@ func TestImportRule_refusesWhatDesignForbids(t *testing.T) {
 	} {
 		if got := importRule(tc.pkg, tc.dep) == ""; got != tc.ok {
 			t.Errorf("%s importing %s: allowed %v, want %v (%s)", tc.pkg, tc.dep, got, tc.ok, importRule(tc.pkg, tc.dep))
+		}
+	}
+}
+
+// The workload model is below the engine: engine/workload imports wire
+// alone from the module, so that the engine's own tests, the cluster
+// simulation and the slowdown scenario can all offer its traffic.
+func TestImports_workloadBelowTheEngine(t *testing.T) {
+	imports := moduleImports(t, repoRoot(t))
+	if _, ok := imports["engine/workload"]; !ok {
+		t.Fatal("no engine/workload package, or it imports nothing of the module (it reads wire's framing)")
+	}
+	for _, dep := range imports["engine/workload"] {
+		if dep != "wire" {
+			t.Errorf("engine/workload imports %s: the workload model takes wire's framing alone", dep)
 		}
 	}
 }

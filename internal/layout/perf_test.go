@@ -17,7 +17,7 @@ const module = "github.com/homa-dpdk/homa-dpdk"
 // perf/collectives, which serves the demo's hosts to torch ranks, run
 // DPDK in their own process.
 var pureHarness = []string{"./perf", "./perf/cluster", "./perf/cost", "./perf/enginebench", "./perf/floor", "./perf/rate",
-	"./perf/rtt", "./perf/slowdown", "./perf/starts", "./perf/testpmdpath", "./perf/throughput", "./perf/workload"}
+	"./perf/rtt", "./perf/slowdown", "./perf/starts", "./perf/testpmdpath", "./perf/throughput"}
 
 // goTool returns the go command, or skips the test when there is none.
 func goTool(t *testing.T) string {

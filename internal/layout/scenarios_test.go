@@ -14,8 +14,8 @@ import (
 // perfKind sorts the perf harness's packages: the core (perf itself,
 // which keeps the table), a scenario (a package that registers one with
 // perf.Register), the package that links every scenario into the table
-// (perf/scenarios), or a library the scenarios share (perf/workload, the
-// W1-W5 sizes; perf/enginebench; perf/perftest, for tests).
+// (perf/scenarios), or a library the scenarios share (perf/homapeer,
+// perf/tcppeer, perf/enginebench; perf/perftest, for tests).
 func perfKind(t *testing.T, root, pkg string) string {
 	switch {
 	case pkg == "perf":

@@ -30,7 +30,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/homa-dpdk/homa-dpdk/perf/workload"
+	"github.com/homa-dpdk/homa-dpdk/engine/workload"
 )
 
 // Variant is a transport configuration the simulation compares.

@@ -3,6 +3,8 @@ package cluster
 import (
 	"math"
 	"testing"
+
+	"github.com/homa-dpdk/homa-dpdk/engine/workload"
 )
 
 // A message alone in the cluster takes the link math's time (within 1%,
@@ -18,7 +20,7 @@ func TestIdle_matchesSimulation(t *testing.T) {
 	for _, size := range []int{1, 100, 1000, 1500, 5000, 10_000, 30_000, 100_000, 1_000_000} {
 		for _, dst := range []int{1, cfg.HostsPerRack + 1} { // same rack as host 0; the next rack
 			before := len(s.samples)
-			s.send(arrival{src: 0, dst: dst, size: size}, true)
+			s.send(workload.Message{Src: 0, Dst: dst, Size: size}, true)
 			s.net.RunUntil(s.net.Now() + 200_000_000)
 			if len(s.samples) != before+1 {
 				t.Fatalf("%d bytes to host %d: not delivered (%v)", size, dst, s.errs)

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/homa-dpdk/homa-dpdk/perf/workload"
+	"github.com/homa-dpdk/homa-dpdk/engine/workload"
 )
 
 // Result is one run's figures.

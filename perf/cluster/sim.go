@@ -9,7 +9,7 @@ import (
 
 	"github.com/homa-dpdk/homa-dpdk/engine"
 	"github.com/homa-dpdk/homa-dpdk/engine/memnet"
-	"github.com/homa-dpdk/homa-dpdk/perf/workload"
+	"github.com/homa-dpdk/homa-dpdk/engine/workload"
 	"github.com/homa-dpdk/homa-dpdk/sched"
 	"github.com/homa-dpdk/homa-dpdk/wire"
 )
@@ -316,52 +316,36 @@ func (s *sim) fail(format string, args ...any) {
 	}
 }
 
-// arrival is one offered message.
-type arrival struct {
-	t        int64
-	src, dst int
-	size     int
-}
-
 // arrivals draws the run's messages (Config.Messages): Poisson at the rate that loads
 // every host's link to cfg.Load in wire bytes, uniformly random sources
 // and destinations (another host).
-func arrivals(cfg Config, wl *workload.Workload) []arrival {
+func arrivals(cfg Config, wl *workload.Workload) []workload.Message {
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x636c7573)) // "clus"
 	n := cfg.Hosts()
 	// Each host's downlink carries the requests to it and the one-byte
 	// responses to its own: both count.
 	perHost := cfg.Load * cfg.LinkBps / 8 / (wl.Mean(WireBytes) + WireBytes(1)) // messages/s into each host
-	rate := perHost * float64(n) / 1e9                                          // messages/ns, all hosts
 	count := cfg.Messages
 	if count == 0 {
-		count = max(min(int(math.Ceil(rate*float64(cfg.Duration))), cfg.MaxMessages), 1)
+		count = max(min(int(math.Ceil(perHost*float64(n)/1e9*float64(cfg.Duration))), cfg.MaxMessages), 1)
 	}
-	out := make([]arrival, count)
-	t := 0.0
-	for i := range out {
-		t += rng.ExpFloat64() / rate
-		src := rng.IntN(n)
-		dst := (src + 1 + rng.IntN(n-1)) % n
-		out[i] = arrival{t: int64(t), src: src, dst: dst, size: wl.Draw(rng)}
-	}
-	return out
+	return wl.Messages(rng, n, count, perHost)
 }
 
 // send starts a message now.
-func (s *sim) send(a arrival, measured bool) {
-	h := s.hosts[a.src]
-	id, err := h.cli.Send(engine.Addr{IP: netip.AddrFrom4(s.hosts[a.dst].mh.IP()), Port: serverPort}, s.payload[:a.size])
+func (s *sim) send(a workload.Message, measured bool) {
+	h := s.hosts[a.Src]
+	id, err := h.cli.Send(engine.Addr{IP: netip.AddrFrom4(s.hosts[a.Dst].mh.IP()), Port: serverPort}, s.payload[:a.Size])
 	if err != nil {
-		s.fail("host %d: Send: %v", a.src, err)
+		s.fail("host %d: Send: %v", a.Src, err)
 		return
 	}
-	s.inflight[msgKey{a.src, id}] = started{t: s.net.Now(), size: a.size, dst: a.dst, measured: measured}
+	s.inflight[msgKey{a.Src, id}] = started{t: s.net.Now(), size: a.Size, dst: a.Dst, measured: measured}
 	s.offered++
-	s.offeredBytes += int64(a.size)
-	s.backlogBytes += int64(a.size)
+	s.offeredBytes += int64(a.Size)
+	s.backlogBytes += int64(a.Size)
 	if now := s.net.Now(); now > s.end/2 {
-		s.offeredFrames += frameBytes(a.size) + frameBytes(1)
+		s.offeredFrames += frameBytes(a.Size) + frameBytes(1)
 	}
 	if measured {
 		s.measured++
@@ -383,7 +367,7 @@ func Run(cfg Config, progress Progress) (*Result, error) {
 		return nil, err
 	}
 	arr := arrivals(cfg, wl)
-	end := arr[len(arr)-1].t
+	end := arr[len(arr)-1].At
 	s.end = end
 	if s.end == 0 {
 		s.end = 1
@@ -394,9 +378,9 @@ func Run(cfg Config, progress Progress) (*Result, error) {
 	next := 0
 	var feed func()
 	feed = func() { // arrivals scheduled a batch at a time, not all up front
-		for ; next < len(arr) && arr[next].t <= s.net.Now()+1_000_000; next++ {
+		for ; next < len(arr) && arr[next].At <= s.net.Now()+1_000_000; next++ {
 			a := arr[next]
-			s.net.At(a.t, func() { s.send(a, a.t >= lo && a.t < hi) })
+			s.net.At(a.At, func() { s.send(a, a.At >= lo && a.At < hi) })
 		}
 		if next < len(arr) {
 			s.net.At(s.net.Now()+500_000, feed)

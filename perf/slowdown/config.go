@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/homa-dpdk/homa-dpdk/perf/workload"
+	"github.com/homa-dpdk/homa-dpdk/engine/workload"
 )
 
 // Config is one invocation of the slowdown scenario.

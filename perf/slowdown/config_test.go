@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homa-dpdk/homa-dpdk/perf/workload"
+	"github.com/homa-dpdk/homa-dpdk/engine/workload"
 )
 
 // Each workload gets the rate at which its highest load offers RPCRate

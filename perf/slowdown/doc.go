@@ -7,9 +7,8 @@
 //
 // Where to read: run.go runs the scenario (per workload the bottleneck's
 // rate, per transport every load); config.go is its configuration and
-// the Homa protocol scaled to the link; workload.go the message sizes
-// (testdata/w1.csv..w5.csv, embedded) and the Poisson arrivals;
-// topology.go the namespaces and the tc bottleneck; homa.go and tcp.go
+// the Homa protocol scaled to the link; engine/workload has the message
+// sizes (W1-W5) and the Poisson arrivals; topology.go the namespaces and the tc bottleneck; homa.go and tcp.go
 // the two transports, daemon.go the homa-dpdk daemons Homa runs on and
 // driver.go what both transports' drivers share; slowdown.go turns
 // samples into slowdowns; result.go, print.go and plot.go are what the

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/client"
-	"github.com/homa-dpdk/homa-dpdk/perf/workload"
+	"github.com/homa-dpdk/homa-dpdk/engine/workload"
 )
 
 // homaSet is the Homa side of one load: a daemon per host, the server

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/homa-dpdk/homa-dpdk/perf/workload"
+	"github.com/homa-dpdk/homa-dpdk/engine/workload"
 )
 
 // Run runs the scenario and writes its results to cfg.Out: per

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/homa-dpdk/homa-dpdk/perf/workload"
+	"github.com/homa-dpdk/homa-dpdk/engine/workload"
 )
 
 // Unloaded maps size to unloaded RTT, interpolating in log-log.

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/homa-dpdk/homa-dpdk/perf/workload"
+	"github.com/homa-dpdk/homa-dpdk/engine/workload"
 	"golang.org/x/sys/unix"
 )
 
