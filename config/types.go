@@ -111,7 +111,7 @@ var durationType = reflect.TypeOf(time.Duration(0))
 // which mapstructure would truncate.
 func numberHook(from, to reflect.Type, data any) (any, error) {
 	if to == durationType {
-		return data, nil
+		return data, durationUnit(data)
 	}
 	if f, ok := data.(float64); ok && isInt(to.Kind()) && f != math.Trunc(f) {
 		return nil, fmt.Errorf("%v is not an integer", f)
@@ -140,6 +140,28 @@ func numberHook(from, to reflect.Type, data any) (any, error) {
 		}
 	}
 	return data, nil
+}
+
+// durationUnit refuses a duration given as a bare number (arp.timeout: 5
+// in a file, HOMA_ARP_TIMEOUT=5), which would be read as nanoseconds; 0
+// is 0 in any unit. A time.Duration (the defaults) passes.
+func durationUnit(data any) error {
+	var n string
+	switch v := data.(type) {
+	case int, int64, uint, uint64, float64:
+		n = fmt.Sprint(v)
+	case string:
+		if _, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err != nil {
+			return nil // a duration or not, for the next hook to say
+		}
+		n = strings.TrimSpace(v)
+	default:
+		return nil
+	}
+	if f, _ := strconv.ParseFloat(n, 64); f == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s is a number without a unit; give a unit, e.g. %ss or %sms", n, n, n)
 }
 
 func isInt(k reflect.Kind) bool {

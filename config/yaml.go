@@ -76,6 +76,51 @@ func listsAreLists(doc map[string]any) error {
 	return errors.New(strings.Join(bad, "; "))
 }
 
+// mapLists are the lists of maps (the top-level lists of structs): what
+// one element is called, and an element's first keys with example
+// values, the first taken from the value given where it is a string
+// (ports: net_memif0 names a device).
+var mapLists = map[string]struct {
+	noun    string
+	example [][2]string
+}{
+	"ports":      {"port", [][2]string{{"device", "net_memif0"}, {"address", "10.0.0.1/24"}}},
+	"neighbours": {"neighbour", [][2]string{{"ip", "10.0.0.2"}, {"mac", "'02:00:00:00:00:02'"}}},
+	"peers":      {"peer", [][2]string{{"prefix", "10.0.1.0/24"}, {"variant", "auto"}}},
+}
+
+// mapListShape shows how list key's elements are written, as a YAML
+// flow list (unless block only) and as lines of their own, with values
+// from given (a scalar for the first key, or a map) where it has them.
+func mapListShape(key string, given any, blockOnly bool) string {
+	ml := mapLists[key]
+	var flow, lines []string
+	for i, kv := range ml.example {
+		v := kv[1]
+		switch g := given.(type) {
+		case string:
+			if i == 0 && g != "" {
+				v = g
+			}
+		case map[string]any:
+			if s, ok := g[kv[0]].(string); ok && s != "" {
+				v = s
+			}
+		}
+		flow = append(flow, kv[0]+": "+v)
+		indent := "    "
+		if i == 0 {
+			indent = "  - "
+		}
+		lines = append(lines, fmt.Sprintf("%q", indent+kv[0]+": "+v))
+	}
+	block := fmt.Sprintf("on lines of their own %q, %s", key+":", strings.Join(lines, ", "))
+	if blockOnly {
+		return block
+	}
+	return fmt.Sprintf("%s: [{%s}], or %s", key, strings.Join(flow, ", "), block)
+}
+
 func checkLists(t reflect.Type, prefix string, doc map[string]any, bad *[]string) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
@@ -85,15 +130,31 @@ func checkLists(t reflect.Type, prefix string, doc map[string]any, bad *[]string
 			continue
 		}
 		key := prefix + tag
+		_, ofMaps := mapLists[key]
+		ofMaps = ofMaps && f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct
 		switch section, isMap := val.(map[string]any); {
+		case ofMaps:
+			noun := mapLists[key].noun
+			list, isList := val.([]any)
+			switch {
+			case isMap:
+				*bad = append(*bad, fmt.Sprintf("%s: one map, not a list of maps; start each %s with \"- \", e.g. %s", key, noun, mapListShape(key, section, true)))
+			case !isList:
+				*bad = append(*bad, fmt.Sprintf("%s: %s is one value, not a list of maps; write each %s as a map in a YAML list, e.g. %s", key, oneValue(val), noun, mapListShape(key, val, false)))
+			}
+			for j, el := range list {
+				m, elIsMap := el.(map[string]any)
+				if !elIsMap {
+					*bad = append(*bad, fmt.Sprintf("%s[%d]: %s is not a map; write each %s as a map in a YAML list, e.g. %s", key, j, oneValue(el), noun, mapListShape(key, el, false)))
+					break
+				}
+				checkLists(f.Type.Elem(), fmt.Sprintf("%s[%d].", key, j), m, bad)
+			}
 		case f.Type.Kind() == reflect.Slice && f.Type.Name() == "": // a list, not a MAC
 			if _, isList := val.([]any); isList {
 				continue
 			}
-			one := fmt.Sprint(val)
-			if _, isString := val.(string); isString {
-				one = fmt.Sprintf("%q", val)
-			}
+			one := oneValue(val)
 			example, ok := listExamples[key]
 			if !ok {
 				example = "[" + one + "]"
@@ -103,4 +164,12 @@ func checkLists(t reflect.Type, prefix string, doc map[string]any, bad *[]string
 			checkLists(f.Type, key+".", section, bad)
 		}
 	}
+}
+
+// oneValue is val as a message shows it: a string quoted.
+func oneValue(val any) string {
+	if s, isString := val.(string); isString {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprint(val)
 }
