@@ -466,6 +466,3 @@ func Complete(base Spec) (*Spec, error) {
 	}
 	return &s, nil
 }
-
-// PortLcores are the lcores of port i's shards: ports[i].lcores.
-func (s *Spec) PortLcores(i int) []uint { return s.Ports[i].Lcores }

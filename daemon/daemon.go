@@ -4,8 +4,10 @@
 // in named phases (config, EAL, validate, mempools, ports, link, launch)
 // so that a failure says where it stopped. Stop takes it down in order.
 //
-// Start is where to begin reading; phases.go holds the phases, metrics.go
-// the Prometheus collector.
+// Start is where to begin reading; phases.go holds the phases, plan.go
+// the plan of the ports' shards, queues and loops that the validate phase
+// makes once and the later phases read, metrics.go the Prometheus
+// collector.
 package daemon
 
 import (
@@ -67,6 +69,7 @@ type Daemon struct {
 	Log          zerolog.Logger
 	opts         Options
 	spec         *config.Spec
+	plan         plan               // the ports' shards, queues and loops (validate)
 	started      []host.StartedPort // per port: what SetupPort did
 	metrics      *http.Server
 	ports        []*dpdk.Port
@@ -112,7 +115,9 @@ func StartContext(ctx context.Context, spec *config.Spec, log zerolog.Logger, op
 	if ctx.Err() != nil {
 		return nil, d.abort(ctx, "config")
 	}
-	applyRuntime(spec.Runtime, distinctLcores(spec))
+	if err := spec.Normalize(); err != nil { // Load did; a Spec built in Go may not have
+		return nil, InPhase("config", err)
+	}
 	for _, sock := range memifServerSockets(spec) {
 		if removeStaleSocket(sock) {
 			log.Warn().Str("socket", sock).Msg("removed a stale memif socket (its server was killed)")
@@ -135,6 +140,7 @@ func StartContext(ctx context.Context, spec *config.Spec, log zerolog.Logger, op
 		d.Stop() // EAL's vdevs are up: a memif server's socket file goes with its port
 		return nil, InPhase("validate", err)
 	}
+	applyRuntime(spec.Runtime, len(d.plan.Loops))
 	if ctx.Err() != nil {
 		return nil, d.abort(ctx, "validate")
 	}
@@ -284,17 +290,6 @@ func (d *Daemon) LoopOf(i int) *lcore.Loop {
 		return d.loopOf[i]
 	}
 	return nil
-}
-
-// distinctLcores is the number of polling loops the Spec makes.
-func distinctLcores(spec *config.Spec) int {
-	seen := map[uint]bool{}
-	for i := range spec.Ports {
-		for _, l := range spec.PortLcores(i) {
-			seen[l] = true
-		}
-	}
-	return max(len(seen), 1)
 }
 
 func applyRuntime(rs config.RuntimeSpec, loops int) {

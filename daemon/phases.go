@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,24 +22,11 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// validate checks the Spec against what EAL found.
+// validate checks the Spec against what EAL found: it finds each port's
+// device (making a vdev that ports[].device gives with its arguments)
+// and makes the plan of the ports' shards, queues and loops (makePlan).
 func (d *Daemon) validate() error {
-	workers := dpdk.WorkerLcores()
-	for i := range d.spec.Ports {
-		ls := d.spec.PortLcores(i)
-		if len(ls) == 0 {
-			return fmt.Errorf("lcores: %d polling lcores for %d ports; give one per port (or ports[%d].lcores)", len(d.spec.Lcores), len(d.spec.Ports), i)
-		}
-		key := fmt.Sprintf("lcores[%d]", i)
-		if len(d.spec.Ports[i].Lcores) > 0 {
-			key = fmt.Sprintf("ports[%d].lcores", i)
-		}
-		for _, l := range ls {
-			if !slices.Contains(workers, l) {
-				return fmt.Errorf("%s: lcore %d is not an EAL worker lcore (workers: %v; the main lcore is %d); change -l or lcores", key, l, workers, dpdk.MainLcore())
-			}
-		}
-	}
+	var devs []device
 	for i, ps := range d.spec.Ports {
 		name, args, hasArgs := strings.Cut(ps.Device, ",")
 		p, err := dpdk.PortByName(name)
@@ -59,7 +45,17 @@ func (d *Daemon) validate() error {
 		if err := checkFrameBuffers(d.spec, i, kernelMTU); err != nil {
 			return err
 		}
+		dev, err := deviceOf(p)
+		if err != nil {
+			return fmt.Errorf("ports[%d] (%s): %w", i, p.Name, err)
+		}
+		devs = append(devs, dev)
 	}
+	pl, err := makePlan(d.spec, devs, dpdk.WorkerLcores(), dpdk.MainLcore())
+	if err != nil {
+		return err
+	}
+	d.plan = pl
 	return nil
 }
 
@@ -89,7 +85,7 @@ func (d *Daemon) makePools() error {
 	for i, ps := range spec.Ports {
 		room := spec.Mempool.DataRoomFor(ps.MTU)
 		pool, err := dpdk.NewPktMbufPool(fmt.Sprintf("d%dport%d", d.seq, i), uint32(spec.Mempool.Mbufs), uint32(spec.Mempool.Cache),
-			uint16(room+dpdk.PktmbufHeadroom), portSocket(d.ports[i]))
+			uint16(room+dpdk.PktmbufHeadroom), d.plan.Ports[i].Socket)
 		if err != nil {
 			return fmt.Errorf("%s: %w", ps.Device, err)
 		}
@@ -98,32 +94,11 @@ func (d *Daemon) makePools() error {
 	return nil
 }
 
-func portSocket(p *dpdk.Port) int {
-	if info, err := p.Info(); err == nil && info.Socket >= 0 {
-		return info.Socket
-	}
-	return dpdk.SocketIDAny
-}
-
-// setupPort configures and starts port i.
+// setupPort configures and starts port i with the plan's queues.
 func (d *Daemon) setupPort(i int) error {
-	ps, p := d.spec.Ports[i], d.ports[i]
-	s := host.PortSetup{TxQueues: ps.TxQueues, RxQueues: ps.RxQueues, RxDesc: ps.RxDesc, TxDesc: ps.TxDesc,
+	ps, p, pp := d.spec.Ports[i], d.ports[i], d.plan.Ports[i]
+	s := host.PortSetup{TxQueues: pp.TxQueues, RxQueues: pp.RxQueues, RxDesc: ps.RxDesc, TxDesc: ps.TxDesc,
 		Pool: d.pools[i], MTU: ps.MTU, MAC: ps.MAC}
-	if n := len(d.spec.PortLcores(i)); n > 1 { // shards: tx_queues each
-		per := ps.TxQueues
-		if per == 0 {
-			info, err := p.Info()
-			if err != nil {
-				return fmt.Errorf("ports[%d] (%s): %w", i, p.Name, err)
-			}
-			per = min(int(info.MaxTxQueues)/n, nicq.NumPriorities)
-		}
-		if per < 1 {
-			return fmt.Errorf("ports[%d].lcores: %d shards on %s, which has too few TX queues for one each", i, n, p.Name)
-		}
-		s.TxQueues = per * n
-	}
 	st, err := host.SetupPort(p, s)
 	if err != nil && clientWithoutServer(d.spec, i, st, err) {
 		// Its server may start after this daemon: the link phase dials
@@ -170,7 +145,7 @@ func (d *Daemon) hostConfigFor(i int, clock func() int64, wallOff int64) (host.C
 	if st.MACInFramesOnly {
 		hwaddr = ps.MAC // the port kept its own (host.StartedPort)
 	}
-	txq := st.TxQueues / max(len(d.spec.PortLcores(i)), 1) // each shard's
+	txq := d.plan.Ports[i].Shards[0].TxQueues // each shard's
 	pm, err := nicq.NewMap(txq)
 	if ps.PriorityMap != "" {
 		pm, err = nicq.ParseMap(ps.PriorityMap, txq)
@@ -328,31 +303,20 @@ func (d *Daemon) launch() error {
 	return nil
 }
 
-// launchLoops starts one polling loop per distinct lcore; the hosts of
-// ports that share an lcore run in its loop as a host.Pipeline, in port
-// order, with one clock reading per pass.
+// launchLoops starts the plan's polling loops, one per distinct lcore;
+// the shards that share an lcore run in its loop as a host.Pipeline, in
+// port order, with one clock reading per pass.
 func (d *Daemon) launchLoops(idle lcore.Idle) error {
 	d.loopOf = make([]*lcore.Loop, len(d.hosts))
-	var order []uint
-	type shard struct{ port, index int }
-	groups := map[uint][]shard{}
-	for i, hs := range d.shards {
-		for s, l := range d.spec.PortLcores(i)[:len(hs)] {
-			if _, ok := groups[l]; !ok {
-				order = append(order, l)
-			}
-			groups[l] = append(groups[l], shard{i, s})
-		}
-	}
-	for _, l := range order {
-		hosts := make([]*host.Host, 0, len(groups[l]))
-		names := make([]string, 0, len(groups[l]))
-		for _, sh := range groups[l] {
-			h := d.shards[sh.port][sh.index]
+	for _, lp := range d.plan.Loops {
+		hosts := make([]*host.Host, 0, len(lp.Shards))
+		names := make([]string, 0, len(lp.Shards))
+		for _, sh := range lp.Shards {
+			h := d.shards[sh.Port][sh.Shard]
 			hosts = append(hosts, h)
 			name := h.Addr().String()
-			if len(d.shards[sh.port]) > 1 {
-				name += fmt.Sprintf(" shard %d", sh.index)
+			if len(d.shards[sh.Port]) > 1 {
+				name += fmt.Sprintf(" shard %d", sh.Shard)
 			}
 			names = append(names, name)
 		}
@@ -366,17 +330,17 @@ func (d *Daemon) launchLoops(idle lcore.Idle) error {
 		if len(hosts) > 1 {
 			cfg.Name = "hosts " + strings.Join(names, ", ")
 		}
-		loop, err := lcore.Launch(l, cfg)
+		loop, err := lcore.Launch(lp.Lcore, cfg)
 		if err != nil {
-			return fmt.Errorf("lcores: lcore %d: %w", l, err)
+			return fmt.Errorf("lcores: lcore %d: %w", lp.Lcore, err)
 		}
 		d.loops = append(d.loops, loop)
-		for _, sh := range groups[l] {
-			if sh.index == 0 {
-				d.loopOf[sh.port] = loop
+		for _, sh := range lp.Shards {
+			if sh.Shard == 0 {
+				d.loopOf[sh.Port] = loop
 			}
 		}
-		d.Log.Info().Strs("hosts", names).Uint("lcore", l).Msg("polling loop launched")
+		d.Log.Info().Strs("hosts", names).Uint("lcore", lp.Lcore).Msg("polling loop launched")
 	}
 	return nil
 }
@@ -480,12 +444,15 @@ func (d *Daemon) hostInfo(i int) shm.HostInfo {
 }
 
 // workersSocket is port i's worker control socket, "" for none.
-func (d *Daemon) workersSocket(i int) string {
-	ws := d.spec.Workers
+func (d *Daemon) workersSocket(i int) string { return workersSocket(d.spec, i) }
+
+// workersSocket is port i's worker control socket in spec, "" for none.
+func workersSocket(spec *config.Spec, i int) string {
+	ws := spec.Workers
 	if !ws.Enabled {
 		return ""
 	}
-	if p := d.spec.Ports[i].WorkersSocket; p != "" {
+	if p := spec.Ports[i].WorkersSocket; p != "" {
 		return p
 	}
 	if i == 0 {
@@ -526,32 +493,28 @@ func icmpRate(h config.ProtocolSpec) engine.ICMPRate {
 	return r
 }
 
-// newShards builds port i's hosts from hc: one, or a shard per lcore of
-// ports[i].lcores, each on its own TX queues and its share of the RX
-// queues (queue q to shard q mod n; a shard without one takes its frames
-// from the others, host.ShardSet).
+// newShards builds port i's hosts from hc as the plan says: one, or a
+// shard per lcore of ports[i].lcores, each on its own TX queues and its
+// share of the RX queues (a shard without one takes its frames from the
+// others, host.ShardSet).
 func (d *Daemon) newShards(i int, hc host.Config) ([]*host.Host, error) {
-	n := len(d.spec.PortLcores(i))
+	pp := d.plan.Ports[i]
 	var set *host.ShardSet
-	if n > 1 {
-		set = host.NewShardSet(n)
-		if d.workersSocket(i) != "" {
+	if len(pp.Shards) > 1 {
+		set = host.NewShardSet(len(pp.Shards))
+		if pp.HomePorts {
 			set.HomePorts() // a worker's ports are bound on its shard alone (hub.Set)
 		}
 	}
 	var hosts []*host.Host
-	for s := range max(n, 1) {
+	for s, sp := range pp.Shards {
 		c := hc
 		if set != nil {
 			c.Shards, c.ShardIndex = set, s
-			c.TxQueueBase = uint16(s * hc.PrioMap.Queues())
-			c.RxQueues = []uint16{}
-			for q := s; q < max(d.started[i].RxQueues, 1); q += n {
-				c.RxQueues = append(c.RxQueues, uint16(q))
-			}
+			c.TxQueueBase, c.RxQueues = uint16(sp.TxBase), sp.RxQueues
 		}
-		if cpus := d.spec.Ports[i].CopierCPUs; len(cpus) > s {
-			cp, err := d.copierOn(cpus[s])
+		if sp.CopierCPU >= 0 {
+			cp, err := d.copierOn(uint(sp.CopierCPU))
 			if err != nil {
 				return nil, fmt.Errorf("ports[%d].copier_cpus: %w", i, err)
 			}
