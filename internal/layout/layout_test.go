@@ -1,5 +1,7 @@
-// Package layout holds tests of the repository's own rules (DESIGN.md):
-// cgo only in dpdk/, and the pure-Go packages free of it.
+// Package layout holds tests of the repository's own rules
+// (docs/design.md#the-rules-the-repository-keeps): cgo only in dpdk/, the
+// pure-Go packages free of it, the import direction, the sizes, and
+// citations of the design that point into docs/.
 package layout
 
 import (
