@@ -161,6 +161,7 @@ func StartContext(ctx context.Context, spec *config.Spec, log zerolog.Logger, op
 		}
 	}
 	deadline := time.Now().Add(linkWait)
+	d.logMemifWaits()
 	err := d.dialClients(ctx, deadline)
 	if err == nil {
 		err = host.WaitLinksContext(ctx, d.ports, time.Until(deadline), func(i int, l dpdk.Link) {
@@ -201,7 +202,7 @@ func (d *Daemon) abort(ctx context.Context, phase string) error {
 	if err != nil {
 		ev = d.Log.Warn().Err(err)
 	}
-	ev.Str("phase", phase).Str("reason", cause.Error()).Dur("took", time.Since(start)).Msg("stopped during start-up")
+	ev.Str("phase", phase).Str("reason", cause.Error()).Str("took", took(time.Since(start))).Msg("stopped during start-up")
 	return InPhase(phase, fmt.Errorf("%w: %w", ErrStopped, cause))
 }
 
@@ -275,7 +276,7 @@ func (d *Daemon) linkMemoryResident() {
 		d.Log.Warn().Err(err).Msg("memif regions left to be faulted in as used")
 		return
 	}
-	d.Log.Info().Int("mappings", st.Mappings).Uint64("bytes", st.Bytes).Dur("took", time.Since(start)).Msg("memif regions made resident")
+	d.Log.Info().Int("mappings", st.Mappings).Uint64("bytes", st.Bytes).Str("took", took(time.Since(start))).Msg("memif regions made resident")
 }
 
 // Hosts are the daemon's hosts, one per port, in the Spec's order.
@@ -332,10 +333,14 @@ func (d *Daemon) timed(step string, f func() error) error {
 	start := time.Now()
 	err := f()
 	if el := time.Since(start); el > slowStop {
-		d.Log.Warn().Str("step", step).Dur("took", el).Msg("slow stop")
+		d.Log.Warn().Str("step", step).Str("took", took(el)).Msg("slow stop")
 	}
 	return err
 }
+
+// took is a duration for a log line, with its unit (zerolog's Dur is a
+// bare number of milliseconds): 1.234ms, 2.5s.
+func took(d time.Duration) string { return d.Round(time.Microsecond).String() }
 
 // StopLoops stops polling (each loop drains on its own thread); the
 // ports stay up. (A memif peer may poll, or leave, meanwhile: the burst

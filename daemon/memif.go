@@ -148,24 +148,55 @@ func memifSocketInUse(spec *config.Spec) error {
 // not up (up(i) false), what their links wait for; "" when none is.
 func memifLinkHint(spec *config.Spec, up func(i int) bool) string {
 	var hints []string
+	for _, w := range memifWaits(spec, up) {
+		hints = append(hints, w.name+" is a memif "+w.role+" on "+w.where+": its link comes up when a memif "+w.peer+
+			" opens the same socket ("+w.who()+"); homa-dpdk demo runs a pair of hosts without one")
+	}
+	return strings.Join(hints, "; ")
+}
+
+// memifWait is what a memif port whose link is down waits for.
+type memifWait struct {
+	name, role string
+	where      string // its socket, "(abstract)" after it in the abstract namespace
+	peer       string // the role that must open it
+}
+
+// who says who may open w's socket.
+func (w memifWait) who() string {
+	return "another homa-dpdk run whose port is net_memif with role=" + w.peer + " there, or any memif application"
+}
+
+// memifWaits lists the memif ports among spec's whose links are not up
+// (up(i) false).
+func memifWaits(spec *config.Spec, up func(i int) bool) []memifWait {
+	var ws []memifWait
 	for i := range spec.Ports {
 		m, ok := memifOf(spec, i)
 		if !ok || up(i) {
 			continue
 		}
 		name, _ := vdevOf(spec, i)
-		where := m.socket
+		w := memifWait{name: name, role: m.role, where: m.socket, peer: "client"}
 		if m.abstract {
-			where += " (abstract)"
+			w.where += " (abstract)"
 		}
-		peer := "client"
 		if m.role == "client" {
-			peer = "server"
+			w.peer = "server"
 		}
-		hints = append(hints, name+" is a memif "+m.role+" on "+where+": its link comes up when a memif "+peer+
-			" opens the same socket (another homa-dpdk run whose port is net_memif with role="+peer+" there, or any memif application); homa-dpdk demo runs a pair of hosts without one")
+		ws = append(ws, w)
 	}
-	return strings.Join(hints, "; ")
+	return ws
+}
+
+// logMemifWaits logs, as the link phase begins, what each memif port
+// whose link is not up yet waits for, and how long it may.
+func (d *Daemon) logMemifWaits() {
+	up := func(i int) bool { l, err := d.ports[i].Link(); return err == nil && l.Up }
+	for _, w := range memifWaits(d.spec, up) {
+		d.Log.Info().Str("port", w.name).Str("role", w.role).Str("socket", w.where).Str("wait", linkWait.String()).
+			Msg("link phase: waiting for a memif " + w.peer + " to open the same socket (" + w.who() + ")")
+	}
 }
 
 // clientWithoutServer reports whether err, from SetupPort of port i, is a
@@ -215,7 +246,7 @@ func (d *Daemon) dialClients(ctx context.Context, deadline time.Time) error {
 			}
 			if !pending && p.Started() && p.LinkUp() {
 				if c.dials > 0 {
-					d.Log.Info().Str("port", p.Name).Int("redials", c.dials).Dur("after", time.Since(start)).Msg("memif client: connected to its server")
+					d.Log.Info().Str("port", p.Name).Int("redials", c.dials).Str("after", took(time.Since(start))).Msg("memif client: connected to its server")
 					c.dials = 0
 				}
 				continue
