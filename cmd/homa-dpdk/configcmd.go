@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/homa-dpdk/homa-dpdk/config"
@@ -20,17 +22,22 @@ func configCmd() *cobra.Command {
 		Use:   "check FILE",
 		Short: "Validate a config file (with the HOMA_* environment) as run would, without starting EAL or touching a port",
 		Long: `check reads FILE as run --config FILE would (defaults, the file, the HOMA_*
-environment), validates every key, and checks what it names on this machine that
-run would otherwise find wanting only after EAL is up (capture.file writable). It
-prints every problem and exits 1, or prints a summary and exits 0. The devices
-themselves are checked by EAL at run time.`,
+environment), validates every key (the polling lcores and copier CPUs against the
+eal list's lcores and the CPUs it runs them on), and checks what it names on this
+machine that run would otherwise find wanting only after EAL is up (the copier
+CPUs exist here, capture.file is writable). It prints a warning for each HOMA_*
+variable that looks misspelt (it is ignored), every problem and exits 1, or a
+summary and exits 0. The devices themselves are checked by EAL at run time.`,
 		Args: oneFile("the config file to check"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, w := range config.EnvWarnings(os.Environ()) {
+				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+			}
 			spec, err := config.Load(config.Source{File: args[0]})
 			if err != nil {
 				return err
 			}
-			if err := daemon.Preflight(spec); err != nil {
+			if err := errors.Join(spec.CheckMachine(), daemon.Preflight(spec)); err != nil {
 				return fmt.Errorf("config %s: %w", args[0], err)
 			}
 			out := cmd.OutOrStdout()

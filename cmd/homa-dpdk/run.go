@@ -58,14 +58,22 @@ what it made so far is released (its sockets removed), and it exits 0.`,
 					given[k] = f
 				}
 			}
-			spec, err := config.Load(config.Source{File: file, Flags: given})
+			var eal []string // the arguments after --, which replace the config's eal list
+			if n := cmd.ArgsLenAtDash(); n >= 0 {
+				eal = append([]string{}, args[n:]...)
+			}
+			spec, err := config.Load(config.Source{File: file, Flags: given, EAL: eal})
 			if err != nil {
 				return daemon.InPhase("config", err)
 			}
-			if cmd.ArgsLenAtDash() >= 0 {
-				spec.EAL = args[cmd.ArgsLenAtDash():]
+			if err := spec.CheckMachine(); err != nil {
+				return daemon.InPhase("config", fmt.Errorf("config %s: %w", file, err))
 			}
-			d, err := daemon.StartContext(ctx, spec, newLogger(spec.Log), daemon.Options{})
+			log := newLogger(spec.Log)
+			for _, w := range config.EnvWarnings(os.Environ()) {
+				log.Warn().Msg(w)
+			}
+			d, err := daemon.StartContext(ctx, spec, log, daemon.Options{})
 			if errors.Is(err, daemon.ErrStopped) {
 				return nil // logged, with its phase: a clean stop, as after start-up
 			}
