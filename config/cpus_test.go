@@ -26,6 +26,9 @@ func TestValidate_copierOffTheLoopsCPUs(t *testing.T) {
 			"ports[0].copier_cpus[1]: CPU 2 is where polling lcore 2 (ports[0].lcores[1]) runs (EAL's -l 0-2 runs each lcore on the CPU of its number): "},
 		{"a coremask", `eal: ["-c", "0x6", "--main-lcore", "2"]` + "\nlcores: [1]\n" + port("    copier_cpus: [2]\n"),
 			"ports[0].copier_cpus[0]: CPU 2 is where EAL's main lcore 2 runs (EAL's -c 0x6 runs each lcore on the CPU of its number, --main-lcore 2 as the main one): "},
+		{"lcores sharing CPUs", `eal: ["--lcores", "0@(0-1),1@(0-1)", "--main-lcore", "0"]` + "\nlcores: [1]\n" + port("    copier_cpus: [0]\n"),
+			"ports[0].copier_cpus[0]: CPU 0 is where polling lcore 1 (lcores[0]) runs (EAL's --lcores 0@(0-1),1@(0-1) runs lcore 1 on CPUs 0-1): " +
+				"the copier would take turns with the loop it is to relieve; give a CPU that neither a polling lcore nor EAL's main lcore runs on, e.g. 2, or no copier_cpus (the loop copies)"},
 		{"no lcore option", `eal: ["--no-pci"]` + "\nlcores: [1]\n" + port("    copier_cpus: [1]\n"),
 			"ports[0].copier_cpus[0]: CPU 1 is where polling lcore 1 (lcores[0]) runs (EAL, given no -l, -c or --lcores, runs each lcore on the CPU of its number): "},
 	} {
@@ -41,6 +44,7 @@ func TestValidate_copierOffTheLoopsCPUs(t *testing.T) {
 		{"off the loops", `eal: ["-l", "0-1"]` + "\nlcores: [1]\n" + port("    copier_cpus: [2]\n")},
 		{"lcore 1 moved to CPU 3", `eal: ["--lcores", "0@0,1@3"]` + "\nlcores: [1]\n" + port("    copier_cpus: [1]\n")},
 		{"a group of lcores on other CPUs", `eal: ["--lcores", "(0-1)@(4,5)"]` + "\nlcores: [1]\n" + port("    copier_cpus: [0]\n")},
+		{"perf slowdown's lcores sharing CPUs", `eal: ["--lcores", "0@(0-1),1@(0-1)", "--main-lcore", "0"]` + "\nlcores: [1]\n" + port("")},
 		{"no eal: the caller's EAL", "lcores: [1]\n" + port("    copier_cpus: [1]\n")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
