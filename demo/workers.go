@@ -2,10 +2,10 @@ package demo
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -110,40 +110,63 @@ const ringTxQueues = 8
 // engine's pacer and the TX scheduler's NIC-queue estimate): a 100 Gb/s
 // NIC, as an ML cluster's hosts have. The ring itself is as fast as the
 // CPU that moves the mbufs.
-const ringLinkSpeed = "100G"
+const ringLinkSpeed, ringLinkRate = "100G", config.Rate(100e9)
 
-// workersYAML is the template of ServeWorkers' daemon config.
-//
-//go:embed workers.yaml
-var workersYAML string
+// Worker regions of the demo: messages up to 64 MiB between its hosts,
+// which all run homa-dpdk (protocol.long_message_peers); the perf harness
+// measures 8 MB and 64 MB ones. Each worker's region is 128 MiB of
+// transmit arena (two 64 MiB messages in flight: the harness's
+// throughput keeps two 64 MB requests outstanding) plus 128 MiB of
+// receive pool (2048 pages of 64 KiB: two 64 MiB messages received at
+// once, 1024 pages each), 256 MiB, plus its header and rings (1024
+// entries each), 258 MiB on 2 MiB hugepages while there are free ones
+// (else ordinary shared memory), made resident when a worker attaches
+// (about 60 ms per region here: no first-touch page fault on the polling
+// loop afterwards). At most 8 regions a uid, about 2 GiB; the harness
+// attaches two workers, 516 MiB. max_recv_heap_bytes keeps its default,
+// 128 MiB (ports without workers; at least one message).
+const (
+	workersMaxMessage     = 64 << 20
+	workersRegionBytes    = 128 << 20 // workers.max_bytes and workers.pool_bytes
+	workersSessionsPerUID = 8
+)
 
-// workersSpecYAML fills in workersYAML: host i, 10.0.0.<i+1> and
-// fd00::<i+1>, on devs[i]
-// with its worker socket socks[i], every host on lcore 1 and a
-// long-message peer of the others. With macs, each port gets a MAC of
-// its own, 02:00:0a:00:00:<i+1> (ring ports all have the same one, which a
-// switch cannot tell apart). With shards, every port runs on those
-// lcores (ports[].lcores); with copiers, each shard's receive copies are
-// made on the CPU copiers[s] (ports[].copier_cpus).
-func workersSpecYAML(devs, socks []string, txq, mtu int, speed string, macs bool, shards, copiers []uint) string {
-	var lcores, peers []string
-	var ports strings.Builder
+// workersSpec is ServeWorkers' daemon config, built here as the daemon
+// takes it (config.Defaults, completed by config.Complete: the HOMA_*
+// environment still sets its keys): host i, 10.0.0.<i+1> and
+// fd00::<i+1>, on devs[i] with its worker socket socks[i] (the first is
+// workers.socket), each on lcore 1, busy-polling, a long-message peer of
+// the others. With macs, each port gets a MAC of its own,
+// 02:00:0a:00:00:<i+1> (ring ports all have the same one, which a switch
+// cannot tell apart). With shards, every port runs on those lcores
+// (ports[].lcores); with copiers, each shard's receive copies are made on
+// the CPU copiers[s] (ports[].copier_cpus).
+func workersSpec(devs, socks []string, txq, mtu int, speed config.Rate, macs bool, shards, copiers []uint) (*config.Spec, error) {
+	s := config.Defaults()
+	s.Lcores = nil // each port's own, below
 	for i, dev := range devs {
-		ip, ip6 := fmt.Sprintf("10.0.0.%d", i+1), fmt.Sprintf("fd00::%x", i+1)
-		lcores, peers = append(lcores, "1"), append(peers, ip+"/32", ip6+"/128")
-		fmt.Fprintf(&ports, "  - device: %q\n    address: %s/24\n    address6: %s/64\n    tx_queues: %d\n    mtu: %d\n    link_speed: %s\n    workers_socket: %q\n",
-			dev, ip, ip6, txq, mtu, speed, socks[i])
+		ip, ip6 := netip.AddrFrom4([4]byte{10, 0, 0, byte(i + 1)}), netip.MustParseAddr(fmt.Sprintf("fd00::%x", i+1))
+		p := config.PortSpec{Device: dev, Address: netip.PrefixFrom(ip, 24), Address6: netip.PrefixFrom(ip6, 64),
+			TxQueues: txq, MTU: mtu, LinkSpeed: speed, WorkersSocket: socks[i], Lcores: []uint{1}}
 		if macs {
-			fmt.Fprintf(&ports, "    mac: \"02:00:0a:00:00:%02x\"\n", i+1)
+			p.MAC = net.HardwareAddr{0x02, 0, 0x0a, 0, 0, byte(i + 1)}
 		}
 		if len(shards) > 1 {
-			fmt.Fprintf(&ports, "    lcores: %s\n", strings.ReplaceAll(fmt.Sprint(shards), " ", ", "))
+			p.Lcores = shards
 		}
-		if len(copiers) > 0 {
-			fmt.Fprintf(&ports, "    copier_cpus: %s\n", strings.ReplaceAll(fmt.Sprint(copiers), " ", ", "))
-		}
+		p.CopierCPUs = copiers
+		s.Ports = append(s.Ports, p)
+		s.Protocol.LongMessagePeers = append(s.Protocol.LongMessagePeers, netip.PrefixFrom(ip, 32), netip.PrefixFrom(ip6, 128))
 	}
-	return fmt.Sprintf(workersYAML, strings.Join(lcores, ", "), strings.TrimSuffix(ports.String(), "\n"), strings.Join(peers, ", "), socks[0])
+	s.Protocol.MaxMessage = workersMaxMessage
+	s.ARP.Timeout = 100 * time.Millisecond
+	s.Runtime.Idle = "busy"
+	s.Workers.Enabled, s.Workers.Socket = true, socks[0]
+	s.Workers.MaxSessionsPerUID = workersSessionsPerUID
+	s.Workers.MaxBytes, s.Workers.PoolBytes = workersRegionBytes, workersRegionBytes
+	s.Metrics.Address = ""
+	s.Log.Level = "warn"
+	return config.Complete(s)
 }
 
 // ServeWorkers runs the demo's two hosts, through the daemon's phases,
@@ -177,7 +200,7 @@ func ServeWorkers(cfg WorkersConfig) error {
 	}
 	// memif's buffers hold a whole frame of the MTU (host.MemifBufferSize).
 	devs := []string{"net_memif_demo0," + host.MemifDevargs("server", sock, mtu), "net_memif_demo1," + host.MemifDevargs("client", sock, mtu)}
-	txq, via, speed := 2, "a net_memif pair", "auto"
+	txq, via, speed := 2, "a net_memif pair", config.Rate(0) // auto: memif's 100 Gb/s
 	var sw *host.RingSwitch
 	switch {
 	case nHosts > 2:
@@ -194,7 +217,7 @@ func ServeWorkers(cfg WorkersConfig) error {
 		for _, p := range sw.Ports() {
 			devs = append(devs, p.Name)
 		}
-		txq, via, speed = ringTxQueues, "a ring switch (no copy in the links, paced as "+ringLinkSpeed+")", ringLinkSpeed
+		txq, via, speed = ringTxQueues, "a ring switch (no copy in the links, paced as "+ringLinkSpeed+")", ringLinkRate
 	case cfg.Link == "ring":
 		ports, rings, err := host.NewRingPorts(ringName, ringTxQueues)
 		defer host.CloseRingPorts(ports, rings)
@@ -202,7 +225,7 @@ func ServeWorkers(cfg WorkersConfig) error {
 			return err
 		}
 		devs = []string{"net_ring_" + ringName + "0", "net_ring_" + ringName + "1"}
-		txq, via, speed = ringTxQueues, "a net_ring pair (no copy in the link, paced as "+ringLinkSpeed+")", ringLinkSpeed
+		txq, via, speed = ringTxQueues, "a net_ring pair (no copy in the link, paced as "+ringLinkSpeed+")", ringLinkRate
 	}
 	if cfg.MemifPeers != "" {
 		a, b, ok := strings.Cut(cfg.MemifPeers, ",")
@@ -232,7 +255,7 @@ func ServeWorkers(cfg WorkersConfig) error {
 		copiers = slices.Repeat([]uint{uint(cfg.CopierCPU)}, max(cfg.Shards, 1))
 		loops += fmt.Sprintf(", receive copies on a copier thread on CPU %d", cfg.CopierCPU)
 	}
-	spec, err := config.Load(config.Source{YAML: workersSpecYAML(devs, socks, txq, mtu, speed, sw != nil, shards, copiers)})
+	spec, err := workersSpec(devs, socks, txq, mtu, speed, sw != nil, shards, copiers)
 	if err != nil {
 		return fmt.Errorf("demo config: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -232,13 +233,12 @@ func checkHostInfo(t *testing.T, sock string, v4, v6 netip.Addr, mbps, mtu uint3
 	}
 }
 
-// The template of demo --workers takes 64 MiB messages between its two
+// The config of demo --workers takes 64 MiB messages between its two
 // hosts, in regions that hold what the perf harness keeps in flight
 // (rtt's largest message each way, throughput's windows), 256 MiB and
 // its rings each, at most 8 a uid. It needs no EAL.
-func TestWorkersYAML_longMessages(t *testing.T) {
-	yaml := workersSpecYAML([]string{"net_memif_demo0", "net_memif_demo1"}, []string{"/tmp/a.sock", "/tmp/b.sock"}, 2, 1500, "auto", false, nil, nil)
-	spec, err := config.Load(config.Source{YAML: yaml})
+func TestWorkersSpec_longMessages(t *testing.T) {
+	spec, err := workersSpec([]string{"net_memif_demo0", "net_memif_demo1"}, []string{"/tmp/a.sock", "/tmp/b.sock"}, 2, 1500, 0, false, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,9 +265,68 @@ func TestWorkersYAML_longMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	if l.RegionSize > 258<<20 || ws.MaxSessionsPerUID != 8 {
-		t.Errorf("a region of %d bytes, %d a uid: the template says 256 MiB and its rings, 8", l.RegionSize, ws.MaxSessionsPerUID)
+		t.Errorf("a region of %d bytes, %d a uid: the demo's config says 256 MiB and its rings, 8", l.RegionSize, ws.MaxSessionsPerUID)
 	}
 	t.Logf("region %d bytes (%.1f MiB) on hugepages", l.RegionSize, float64(l.RegionSize)/(1<<20))
+}
+
+// The config demo --workers builds in Go is the one its YAML template
+// (demo/workers.yaml, filled in) made: here for two hosts of two shards
+// on ring ports with MACs of their own, jumbo frames, copier CPUs. It
+// needs no EAL.
+func TestWorkersSpec_isWhatTheTemplateMade(t *testing.T) {
+	got, err := workersSpec([]string{"net_ring_demo0", "net_ring_demo1"}, []string{"/tmp/a.sock", "/tmp/b.sock"}, 8, 9000, ringLinkRate, true,
+		[]uint{1, 2}, []uint{0, 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := config.Load(config.Source{YAML: `
+lcores: [1, 1]
+ports:
+  - device: "net_ring_demo0"
+    address: 10.0.0.1/24
+    address6: fd00::1/64
+    tx_queues: 8
+    mtu: 9000
+    link_speed: 100G
+    workers_socket: "/tmp/a.sock"
+    mac: "02:00:0a:00:00:01"
+    lcores: [1, 2]
+    copier_cpus: [0, 0]
+  - device: "net_ring_demo1"
+    address: 10.0.0.2/24
+    address6: fd00::2/64
+    tx_queues: 8
+    mtu: 9000
+    link_speed: 100G
+    workers_socket: "/tmp/b.sock"
+    mac: "02:00:0a:00:00:02"
+    lcores: [1, 2]
+    copier_cpus: [0, 0]
+protocol:
+  max_message: 67108864
+  long_message_peers: [10.0.0.1/32, fd00::1/128, 10.0.0.2/32, fd00::2/128]
+arp:
+  timeout: 100ms
+runtime:
+  idle: busy
+metrics:
+  address: ""
+workers:
+  enabled: true
+  socket: "/tmp/a.sock"
+  max_sessions_per_uid: 8
+  max_bytes: 134217728
+  pool_bytes: 134217728
+log:
+  level: warn
+`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("built in Go\n%+v\nthe template's\n%+v", got, want)
+	}
 }
 
 // demo --workers DIR --hosts 4: four hosts on a ring switch, an echo

@@ -53,8 +53,6 @@ var shipped = map[string]shippedYAML{
 		why: "net_af_packet on eth0: started in a network namespace whose eth0 is a veth"},
 	"demo/demo.yaml": {check: true, start: startDemo,
 		why: "the embedded config of homa-dpdk demo, on the ring pair the demo makes: started by homa-dpdk demo"},
-	"demo/workers.yaml": {start: startDemoWorkers,
-		why: "a template that homa-dpdk demo --workers fills in: started by it"},
 	"deploy/k8s/kustomization.yaml":      {why: "a Kubernetes manifest, not a daemon config"},
 	"deploy/k8s/pod.yaml":                {why: "a Kubernetes manifest, not a daemon config"},
 	"deploy/k8s/sriov-network.yaml":      {why: "a Kubernetes manifest, not a daemon config"},
@@ -226,8 +224,8 @@ func startDemo(t *testing.T) {
 	}
 }
 
-// startDemoWorkers runs homa-dpdk demo --workers DIR (demo/workers.yaml
-// filled in) until SIGTERM: no socket is left in DIR.
+// startDemoWorkers runs homa-dpdk demo --workers DIR (its config built
+// in Go, demo/workers.go) until SIGTERM: no socket is left in DIR.
 func startDemoWorkers(t *testing.T) {
 	dir := t.TempDir()
 	d := startMain(t, "", "demo", "--workers", dir)
