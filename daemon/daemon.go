@@ -62,6 +62,10 @@ type Options struct {
 	PrepareShards func([][]*host.Host) error
 	// SkipEAL: EAL is up already (the caller initialised it).
 	SkipEAL bool
+	// MetricsOptional: a metrics.address already in use is logged and
+	// the daemon runs without its endpoint (MetricsAddress is ""),
+	// instead of failing launch. The demo's default address is so.
+	MetricsOptional bool
 }
 
 // Daemon is a running homa-dpdk: its ports, loops, hosts and hubs.
@@ -281,6 +285,16 @@ func (d *Daemon) linkMemoryResident() {
 
 // Hosts are the daemon's hosts, one per port, in the Spec's order.
 func (d *Daemon) Hosts() []*host.Host { return d.hosts }
+
+// MetricsAddress is the address the metrics endpoint listens on
+// (metrics.address, its port chosen when it gave 0), or "" when there is
+// none.
+func (d *Daemon) MetricsAddress() string {
+	if d.metrics == nil {
+		return ""
+	}
+	return d.metrics.Addr
+}
 
 // Loops are the polling loops, one per distinct lcore.
 func (d *Daemon) Loops() []*lcore.Loop { return d.loops }

@@ -358,7 +358,8 @@ func histogram(d *prometheus.Desc, h *engine.Histogram, bounds []int64, unit flo
 // closed, with the Go runtime's and the process's collectors beside c,
 // and the probes /healthz and /readyz: 200, or 503 with what healthy or
 // ready says is wrong ("" when nothing is). It fails at once when addr
-// cannot be bound.
+// cannot be bound. The server's Addr is the address it listens on (its
+// port chosen where addr gave 0).
 func ServeMetrics(addr string, c *Collector, healthy, ready func() string) (*http.Server, error) {
 	reg := prometheus.NewRegistry()
 	for _, col := range []prometheus.Collector{c, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
@@ -383,7 +384,7 @@ func ServeMetrics(addr string, c *Collector, healthy, ready func() string) (*htt
 	}
 	mux.HandleFunc("/healthz", probe(healthy, "ok", "unhealthy"))
 	mux.HandleFunc("/readyz", probe(ready, "ready", "not ready"))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Addr: ln.Addr().String(), Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	return srv, nil
 }

@@ -294,11 +294,15 @@ func (d *Daemon) launch() error {
 	if addr := d.spec.Metrics.Address; addr != "" {
 		col := &Collector{Hosts: d.hosts, Shards: d.shards, Hubs: d.hubOf, Loops: d.loopOf}
 		srv, err := ServeMetrics(addr, col, col.Health, col.Readiness)
-		if err != nil {
+		switch {
+		case err != nil && d.opts.MetricsOptional && errors.Is(err, syscall.EADDRINUSE):
+			d.Log.Warn().Str("address", addr).Msg("metrics address in use (another daemon's?): running without /metrics")
+		case err != nil:
 			return err
+		default:
+			d.metrics = srv
+			d.Log.Info().Str("address", srv.Addr).Msg("serving /metrics, /healthz and /readyz")
 		}
-		d.metrics = srv
-		d.Log.Info().Str("address", addr).Msg("serving /metrics, /healthz and /readyz")
 	}
 	return nil
 }

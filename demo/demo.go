@@ -9,6 +9,7 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"runtime"
@@ -40,17 +41,24 @@ type Config struct {
 	// Drop is the fraction of received packets each host drops
 	// (faults.drop), so that RESENDs show in the figures and a capture.
 	Drop float64
-	// Shards runs each host as this many shards (ports[].lcores), shard s
-	// of both on the s-th EAL worker lcore (shared when there are fewer),
-	// each client shard keeping its share of Concurrency outstanding (0 or
-	// 1: one loop on lcore 1 runs both hosts).
+	// Shards runs each host as this many shards (--shards;
+	// ports[].lcores), shard s of both on the s-th EAL worker lcore
+	// (shared when there are fewer), each client shard keeping its share
+	// of Concurrency outstanding (0 or 1: one loop on lcore 1 runs both
+	// hosts).
 	Shards int
 	// Copier gives each host (each shard) a copier thread pinned to
 	// CopierCPU for its receive copies (ports[].copier_cpus); without
 	// it the loop copies.
 	Copier    bool
 	CopierCPU int
-	Out       io.Writer
+	// Metrics is the daemon's metrics.address, host:port ("": none),
+	// over HOMA_METRICS_ADDRESS, as a flag is (homa-dpdk demo passes
+	// 127.0.0.1:9464, where homa-dpdk stats reads, or the environment's
+	// when --metrics is not given). The default address in use (another
+	// daemon's) leaves the demo without an endpoint, not failed.
+	Metrics string
+	Out     io.Writer
 }
 
 // Validate checks c, naming the flag of each bad field.
@@ -67,12 +75,41 @@ func (c Config) Validate() error {
 	case c.Drop < 0 || c.Drop >= 1:
 		return fmt.Errorf("--drop %v: want a fraction in [0, 1)", c.Drop)
 	case c.Shards < 0 || c.Shards > 16:
-		return fmt.Errorf("--lcores %d: want 1..16", c.Shards)
+		return fmt.Errorf("--shards %d: want 1..16", c.Shards)
 	case c.Copier && (c.CopierCPU < 0 || c.CopierCPU >= runtime.NumCPU()):
 		return fmt.Errorf("--copier-cpu %d: want a CPU below %d (or -1: none)", c.CopierCPU, runtime.NumCPU())
 	}
+	return checkMetrics(c.Metrics)
+}
+
+// checkMetrics checks a --metrics address.
+func checkMetrics(addr string) error {
+	if _, _, err := net.SplitHostPort(addr); addr != "" && err != nil {
+		return fmt.Errorf("--metrics %q: want host:port (e.g. 127.0.0.1:9464), or \"\" for none", addr)
+	}
 	return nil
 }
+
+// metricsNote is what the demo's start line says of its metrics
+// endpoint: where homa-dpdk stats reads it, or why there is none ("":
+// none was asked for).
+func metricsNote(dm *daemon.Daemon, asked string) string {
+	switch addr := dm.MetricsAddress(); {
+	case addr != "":
+		stats := "homa-dpdk stats"
+		if addr != defaultMetrics {
+			stats += " --metrics " + addr
+		}
+		return fmt.Sprintf("; metrics on http://%s/metrics (%s)", addr, stats)
+	case asked != "":
+		return fmt.Sprintf("; no metrics: %s is in use (--metrics ADDR picks another)", asked)
+	}
+	return ""
+}
+
+// defaultMetrics is where homa-dpdk stats reads by default: the demo's
+// default --metrics.
+const defaultMetrics = "127.0.0.1:9464"
 
 // shardLcores are the lcores of a host's n shards: shard s on the s-th
 // EAL worker lcore, shared when there are fewer.
@@ -188,6 +225,7 @@ func Run(cfg Config) error {
 	}
 	spec.Capture.File, spec.Capture.Last = cfg.Capture, cfg.CaptureLast
 	spec.Faults.Drop = cfg.Drop
+	spec.Metrics.Address = cfg.Metrics
 	if cfg.CaptureSnaplen > 0 {
 		spec.Capture.Snaplen = cfg.CaptureSnaplen
 	}
@@ -250,7 +288,7 @@ func Run(cfg Config) error {
 		}
 		return nil
 	}
-	dm, err := daemon.Start(spec, demoLog(), daemon.Options{PrepareShards: prepare, SkipEAL: true})
+	dm, err := daemon.Start(spec, demoLog(), daemon.Options{PrepareShards: prepare, SkipEAL: true, MetricsOptional: true})
 	if err != nil {
 		return err
 	}
@@ -258,8 +296,8 @@ func Run(cfg Config) error {
 	if n > 1 {
 		loops = fmt.Sprintf("%d shards each, shard s of both on lcore %v[s]", n, spec.Ports[0].Lcores)
 	}
-	fmt.Fprintf(cfg.Out, "demo: Homa hosts 10.0.0.1 (client) and 10.0.0.2 (echo server) on a net_ring pair, %d TX queues each, %s; %d RPCs outstanding, sizes %v, %v\n",
-		spec.Ports[0].TxQueues, loops, cfg.Concurrency, cfg.Sizes, cfg.Duration)
+	fmt.Fprintf(cfg.Out, "demo: Homa hosts 10.0.0.1 (client) and 10.0.0.2 (echo server) on a net_ring pair, %d TX queues each, %s; %d RPCs outstanding, sizes %v, %v%s\n",
+		spec.Ports[0].TxQueues, loops, cfg.Concurrency, cfg.Sizes, cfg.Duration, metricsNote(dm, cfg.Metrics))
 	deadline := time.Now().Add(cfg.Duration + 30*time.Second)
 	for time.Now().Before(deadline) && !allDoneOrFailed(clients) {
 		time.Sleep(50 * time.Millisecond)

@@ -54,16 +54,19 @@ type WorkersConfig struct {
 	// of every host to one learning switch in the loop), which --link
 	// ring also means for 2; memif joins two only.
 	Hosts int
-	// Shards runs each host as this many shards (ports[].lcores), shard s
-	// on the s-th EAL worker lcore (shared when there are fewer); each
-	// worker lives on one shard of its host (0 or 1: one).
+	// Shards runs each host as this many shards (--shards;
+	// ports[].lcores), shard s on the s-th EAL worker lcore (shared when
+	// there are fewer); each worker lives on one shard of its host (0 or
+	// 1: one).
 	Shards int
 	// Copier gives each host (each shard) a lane of a copier thread
 	// pinned to CopierCPU for its receive copies into the workers' pools
 	// (ports[].copier_cpus); without it the loop copies.
 	Copier    bool
 	CopierCPU int
-	Duration  time.Duration // 0: until Context ends or Stop is closed
+	// Metrics is the daemon's metrics.address, as Config's.
+	Metrics  string
+	Duration time.Duration // 0: until Context ends or Stop is closed
 	// Context's end stops the demo, during its start-up too (homa-dpdk
 	// demo's ends on SIGINT or SIGTERM, caught from main's start); the
 	// "stopping" line names its cause. nil: none.
@@ -93,13 +96,13 @@ func (c WorkersConfig) Validate() error {
 	case c.Hosts < 0 || c.Hosts == 1 || c.Hosts > maxDemoHosts:
 		return fmt.Errorf("--hosts %d: want 2..%d", c.Hosts, maxDemoHosts)
 	case c.Shards < 0 || c.Shards > 16:
-		return fmt.Errorf("--lcores %d: want 1..16", c.Shards)
+		return fmt.Errorf("--shards %d: want 1..16", c.Shards)
 	case c.Copier && (c.CopierCPU < 0 || c.CopierCPU >= runtime.NumCPU()):
 		return fmt.Errorf("--copier-cpu %d: want a CPU below %d (or -1: none)", c.CopierCPU, runtime.NumCPU())
 	case c.Hosts > 2 && (c.Link == "memif" || c.MemifPeers != ""):
 		return fmt.Errorf("--hosts %d: more than two hosts are joined by a ring switch; leave out --link memif and --memif-peers", c.Hosts)
 	}
-	return nil
+	return checkMetrics(c.Metrics)
 }
 
 // ringTxQueues is the TX queues of each ring port with --link ring: one
@@ -140,8 +143,9 @@ const (
 // 02:00:0a:00:00:<i+1> (ring ports all have the same one, which a switch
 // cannot tell apart). With shards, every port runs on those lcores
 // (ports[].lcores); with copiers, each shard's receive copies are made on
-// the CPU copiers[s] (ports[].copier_cpus).
-func workersSpec(devs, socks []string, txq, mtu int, speed config.Rate, macs bool, shards, copiers []uint) (*config.Spec, error) {
+// the CPU copiers[s] (ports[].copier_cpus). metrics is
+// metrics.address ("": none), over the environment's, as a flag is.
+func workersSpec(devs, socks []string, txq, mtu int, speed config.Rate, macs bool, shards, copiers []uint, metrics string) (*config.Spec, error) {
 	s := config.Defaults()
 	s.Lcores = nil // each port's own, below
 	for i, dev := range devs {
@@ -164,9 +168,13 @@ func workersSpec(devs, socks []string, txq, mtu int, speed config.Rate, macs boo
 	s.Workers.Enabled, s.Workers.Socket = true, socks[0]
 	s.Workers.MaxSessionsPerUID = workersSessionsPerUID
 	s.Workers.MaxBytes, s.Workers.PoolBytes = workersRegionBytes, workersRegionBytes
-	s.Metrics.Address = ""
 	s.Log.Level = "warn"
-	return config.Complete(s)
+	spec, err := config.Complete(s)
+	if err != nil {
+		return nil, err
+	}
+	spec.Metrics.Address = metrics
+	return spec, nil
 }
 
 // ServeWorkers runs the demo's two hosts, through the daemon's phases,
@@ -255,11 +263,11 @@ func ServeWorkers(cfg WorkersConfig) error {
 		copiers = slices.Repeat([]uint{uint(cfg.CopierCPU)}, max(cfg.Shards, 1))
 		loops += fmt.Sprintf(", receive copies on a copier thread on CPU %d", cfg.CopierCPU)
 	}
-	spec, err := workersSpec(devs, socks, txq, mtu, speed, sw != nil, shards, copiers)
+	spec, err := workersSpec(devs, socks, txq, mtu, speed, sw != nil, shards, copiers, cfg.Metrics)
 	if err != nil {
 		return fmt.Errorf("demo config: %w", err)
 	}
-	opts := daemon.Options{SkipEAL: true}
+	opts := daemon.Options{SkipEAL: true, MetricsOptional: true}
 	if sw != nil {
 		opts.Prepare = func(hosts []*host.Host) error { hosts[0].AddApp(sw); return nil }
 	}
@@ -281,8 +289,8 @@ func ServeWorkers(cfg WorkersConfig) error {
 	for i := range names {
 		names[i] = fmt.Sprintf("10.0.0.%d", i+1)
 	}
-	fmt.Fprintf(cfg.Out, "demo: Homa hosts %s on %s, MTU %d, %s; workers attach at %s\n",
-		strings.Join(names, ", "), via, mtu, loops, strings.Join(socks, ", "))
+	fmt.Fprintf(cfg.Out, "demo: Homa hosts %s on %s, MTU %d, %s; workers attach at %s%s\n",
+		strings.Join(names, ", "), via, mtu, loops, strings.Join(socks, ", "), metricsNote(dm, cfg.Metrics))
 	var timeout <-chan time.Time
 	if cfg.Duration > 0 {
 		timeout = time.After(cfg.Duration)

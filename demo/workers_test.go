@@ -238,7 +238,7 @@ func checkHostInfo(t *testing.T, sock string, v4, v6 netip.Addr, mbps, mtu uint3
 // (rtt's largest message each way, throughput's windows), 256 MiB and
 // its rings each, at most 8 a uid. It needs no EAL.
 func TestWorkersSpec_longMessages(t *testing.T) {
-	spec, err := workersSpec([]string{"net_memif_demo0", "net_memif_demo1"}, []string{"/tmp/a.sock", "/tmp/b.sock"}, 2, 1500, 0, false, nil, nil)
+	spec, err := workersSpec([]string{"net_memif_demo0", "net_memif_demo1"}, []string{"/tmp/a.sock", "/tmp/b.sock"}, 2, 1500, 0, false, nil, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestWorkersSpec_longMessages(t *testing.T) {
 // needs no EAL.
 func TestWorkersSpec_isWhatTheTemplateMade(t *testing.T) {
 	got, err := workersSpec([]string{"net_ring_demo0", "net_ring_demo1"}, []string{"/tmp/a.sock", "/tmp/b.sock"}, 8, 9000, ringLinkRate, true,
-		[]uint{1, 2}, []uint{0, 0})
+		[]uint{1, 2}, []uint{0, 0}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,12 +42,21 @@ summary and exits 0. The devices themselves are checked by EAL at run time.`,
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "config %s: valid; %d port(s):\n", args[0], len(spec.Ports))
+			folded := false // a port's lcores came from the top-level list
 			for i, p := range spec.Ports {
 				workers := ""
 				if p.WorkersSocket != "" {
 					workers = ", workers on " + p.WorkersSocket
 				}
-				fmt.Fprintf(out, "  ports[%d]: %s, %s, mtu %d%s\n", i, p.Device, p.Address, p.MTU, workers)
+				lcores := fmt.Sprintf("lcores %v", p.Lcores)
+				if len(p.Lcores) > 1 {
+					lcores = fmt.Sprintf("%d shards on lcores %v", len(p.Lcores), p.Lcores)
+				}
+				folded = folded || strings.HasPrefix(spec.LcoresKey(i), "lcores[")
+				fmt.Fprintf(out, "  ports[%d]: %s, %s, mtu %d, %s%s\n", i, p.Device, p.Address, p.MTU, lcores, workers)
+			}
+			if folded {
+				fmt.Fprintln(out, "  (lcores[i] is shorthand for ports[i].lcores: [lcore], the one place each port's lcores are kept)")
 			}
 			if len(spec.EAL) > 0 {
 				fmt.Fprintf(out, "  eal: %q\n", spec.EAL)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -19,7 +20,7 @@ import (
 // config file: the README's first command.
 func demoCmd() *cobra.Command {
 	cfg := demo.Config{Duration: 10 * time.Second, Concurrency: 8}
-	var sizes, workers, memifPeers, link string
+	var sizes, workers, memifPeers, link, metrics string
 	var seconds float64
 	var pmd bool
 	var mtu, hosts int
@@ -32,7 +33,9 @@ ports joined back to back (every TX queue of one feeds the other's RX queue), dr
 one polling loop on lcore 1 — the daemon's own data path: the engine writes frames into
 mbufs, each priority goes to its TX queue, ARP resolves the peer. The client keeps a
 number of RPCs outstanding, each echoing a message of a size drawn from the mix, and the
-demo prints the round-trip time percentiles per size and the throughput.
+demo prints the round-trip time percentiles per size and the throughput. While it
+runs, the daemon serves its metrics on --metrics (127.0.0.1:9464 by default, where
+homa-dpdk stats reads; "" for none), --workers too; the start line says where.
 
 demo --workers DIR serves shared-memory workers instead: the same two hosts, joined
 by a net_memif pair, open worker control sockets DIR/10.0.0.1.sock and
@@ -56,8 +59,12 @@ loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
 			cfg.Duration = time.Duration(seconds * float64(time.Second))
 			cfg.Copier, cfg.CopierCPU = copierCPU >= 0, copierCPU
 			cfg.Out = cmd.OutOrStdout()
+			if env, ok := os.LookupEnv("HOMA_METRICS_ADDRESS"); ok && !cmd.Flags().Changed("metrics") {
+				metrics = env // the environment over the default, the flag over both, as for run
+			}
+			cfg.Metrics = metrics
 			wc := demo.WorkersConfig{Dir: workers, MemifPeers: memifPeers, Link: link, MTU: mtu, Hosts: hosts, Shards: cfg.Shards, Out: cfg.Out,
-				Copier: copierCPU >= 0, CopierCPU: copierCPU, Context: cmd.Context()}
+				Copier: copierCPU >= 0, CopierCPU: copierCPU, Metrics: metrics, Context: cmd.Context()}
 			if workers != "" && cmd.Flags().Changed("seconds") {
 				wc.Duration = cfg.Duration // otherwise until interrupted
 			}
@@ -101,7 +108,10 @@ loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
 	f.Float64Var(&cfg.Drop, "drop", 0, "drop this fraction of the packets each host receives (fault injection: RESENDs recover them)")
 	f.BoolVar(&pmd, "pmd", false, "run the forwarding benchmark instead")
 	f.IntVar(&copierCPU, "copier-cpu", -1, "make each host's receive copies (with --workers: into the workers' pools) on a copier thread pinned to this CPU instead of its polling loop (ports[].copier_cpus); -1: the loop copies")
-	f.IntVar(&cfg.Shards, "lcores", 1, "run each host as this many shards, shard s of both hosts on lcore s+1 (ports[].lcores); lcores past the CPUs share them; with --workers each worker lives on one shard")
+	f.IntVar(&cfg.Shards, "shards", 1, "run each host as this many shards, shard s of both hosts on EAL lcore s+1 (ports[].lcores); shards past the CPUs share them; with --workers each worker lives on one shard")
+	f.IntVar(&cfg.Shards, "lcores", 1, "the old name of --shards")
+	f.MarkDeprecated("lcores", "it is now --shards (a count of shards, not a list of lcores)")
+	f.StringVar(&metrics, "metrics", defaultMetrics, "serve the daemon's /metrics, /healthz and /readyz on this host:port, where homa-dpdk stats reads by default (metrics.address; HOMA_METRICS_ADDRESS when this flag is not given); \"\" for none")
 	f.StringVar(&workers, "workers", "", "serve shared-memory workers on sockets in this directory until interrupted, instead of the demo's RPCs")
 	f.StringVar(&link, "link", "", "with --workers: what joins the two hosts, memif (the default: a net_memif pair, each byte copied into and out of its rings) or ring (a net_ring pair: the mbufs change hands, no copy); more than two hosts are always joined by a ring switch")
 	f.IntVar(&mtu, "mtu", 1500, "with --workers: both ports' IP MTU, up to 9000 (jumbo frames, on either link; memif's buffers are sized for it)")
@@ -109,6 +119,10 @@ loop and dpdk-testpmd on net_null, net_memif and net_ring.`,
 	f.StringVar(&memifPeers, "memif-peers", "", "with --workers: SOCK0,SOCK1 — join the hosts through these memif servers (e.g. dpdk-testpmd forwarding between them) instead of a memif pair")
 	return c
 }
+
+// defaultMetrics is the demo's metrics endpoint: where homa-dpdk stats
+// reads by default.
+const defaultMetrics = "127.0.0.1:9464"
 
 func parseSizes(s string) ([]int, error) {
 	var out []int
