@@ -16,7 +16,7 @@ type StreamSize struct {
 // flight per connection: its 4 MiB buffer in 8 slots), then 1 MB, 8 MB
 // and 64 MB. The window is 4 messages from 1 MB to 8 MB (32 MB in
 // flight) and 2 at 64 MB, all that the demo's worker regions hold (128
-// MiB of arena and of pool, demo/workers.yaml: 128 MB of requests in
+// MiB of arena and of pool, demo/workers.go: 128 MB of requests in
 // flight in the client's arena, 2 x 977 pages of the server's pool); the
 // warm-up is about 50 MB of messages, at least a window's.
 var StreamSizes = []StreamSize{

@@ -56,7 +56,7 @@ type Result struct {
 	Demo   []homapeer.DemoRun   `json:"demo_pair"`
 	Shards []ShardRun           `json:"engine_shards"`
 	// DemoLcores are the demo pair's small RPCs with each host on 1 and on
-	// 2 lcores (demo --lcores), the median of rounds taking turns.
+	// 2 lcores (demo --shards), the median of rounds taking turns.
 	DemoLcores []homapeer.DemoRun `json:"demo_pair_lcores"`
 	// DemoCopier are the demo pair's 1 MB echoes with the loop making the
 	// receive copies and with a copier thread making them (demo
@@ -223,7 +223,7 @@ func (r *Result) TestpmdRatio() (float64, bool) {
 // of each (Name "small/1lcore", "small/2lcores").
 func demoLcores(cfg Config, rounds int) ([]homapeer.DemoRun, error) {
 	return demoTurns(cfg, "lcores", []string{"--sizes", "100", "--concurrency", "64"}, []demoVariant{
-		{"small/1lcore", []string{"--lcores", "1"}}, {"small/2lcores", []string{"--lcores", "2"}}}, rounds)
+		{"small/1lcore", []string{"--shards", "1"}}, {"small/2lcores", []string{"--shards", "2"}}}, rounds)
 }
 
 // demoCopier runs the demo pair's 1 MB echoes with the loop making the

@@ -21,7 +21,7 @@ type WorkerPair struct {
 // MaxMessage, from the daemon's protocol.max_message), inFlight bytes of
 // them at once in the client's transmit arena (workers.max_bytes) and one
 // in the server's. The receive
-// pool (workers.pool_bytes) is not visible to a worker: demo/workers.yaml
+// pool (workers.pool_bytes) is not visible to a worker: demo/workers.go
 // sizes it as the arena.
 func DialPair(dir string, maxSize, inFlight int) (*WorkerPair, error) {
 	return DialPairPort(dir, 99, maxSize, inFlight)
@@ -62,10 +62,10 @@ func DialPairPort(dir string, port uint16, maxSize, inFlight int) (*WorkerPair, 
 // and has inFlight bytes of transmit arena.
 func checkRegion(c *client.Client, maxSize, inFlight int) error {
 	if m := c.MaxMessage(); m < maxSize {
-		return fmt.Errorf("the daemon's worker regions take messages of up to %d bytes, the scenario sends %d (protocol.max_message, demo/workers.yaml)", m, maxSize)
+		return fmt.Errorf("the daemon's worker regions take messages of up to %d bytes, the scenario sends %d (protocol.max_message, demo/workers.go)", m, maxSize)
 	}
 	if a := c.Stats().ArenaFree; a < uint64(inFlight) {
-		return fmt.Errorf("the daemon's worker regions have %d bytes of transmit arena, the scenario keeps %d in flight (workers.max_bytes, demo/workers.yaml)", a, inFlight)
+		return fmt.Errorf("the daemon's worker regions have %d bytes of transmit arena, the scenario keeps %d in flight (workers.max_bytes, demo/workers.go)", a, inFlight)
 	}
 	return nil
 }

@@ -263,7 +263,7 @@ func gauge(samples []metricSample, metric, host string) float64 {
 	return 0
 }
 
-// The demo's worker config (demo/workers.yaml over the config defaults)
+// The demo's worker config (demo/workers.go over the config defaults)
 // where it bounds the RPCs that can be outstanding between its hosts, or
 // how long they may stay silent.
 const (
@@ -272,7 +272,7 @@ const (
 	demoRingEntries          = 1024 // workers.ring_entries
 	demoMaxServerRPCs        = 8192 // protocol.max_server_rpcs, per host
 	demoMaxServerRPCsPerPeer = 1024 // protocol.max_server_rpcs_per_peer, per client address
-	demoMaxSessionsPerUID    = 8    // workers.max_sessions_per_uid, per host (demo/workers.yaml)
+	demoMaxSessionsPerUID    = 8    // workers.max_sessions_per_uid, per host (demo/workers.go)
 	demoResendTicks          = 5    // protocol.resend_ticks (ticks of 1 ms)
 	demoResendInterval       = 5    // protocol.resend_interval
 	demoTimeoutTicks         = 100  // protocol.timeout_ticks

@@ -6,6 +6,6 @@
 // and out of its rings, and homa-ring, a net_ring pair whose mbufs change
 // hands (no copy in the link, as a NIC's DMA); each has its own ratios to
 // TCP. The sizes above kernel Homa's 1,000,000 bytes need the daemon's
-// long-message config (demo/workers.yaml: messages up to 64 MiB between
+// long-message config (demo/workers.go: messages up to 64 MiB between
 // its two hosts).
 package rtt

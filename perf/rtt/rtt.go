@@ -82,7 +82,7 @@ func rttMethod(cfg Config) string {
 	return `Unloaded round trip, one RPC at a time, request and response of the same size ` +
 		`(` + perf.SizeList(cfg.Sizes) + `; MB is 10^6 bytes; --smoke stops at 1 MB). Messages above kernel Homa's 1,000,000 bytes ` +
 		`go between the daemon's two hosts because its config lists both as long-message peers ` +
-		`(protocol.max_message 64 MiB, worker regions of 128 MiB arena and 128 MiB pool: demo/workers.yaml). Homa: the harness starts this program as a child process, ` +
+		`(protocol.max_message 64 MiB, worker regions of 128 MiB arena and 128 MiB pool: demo/workers.go). Homa: the harness starts this program as a child process, ` +
 		"`homa-dpdk demo --workers DIR --link LINK`" + `, once per link: two Homa hosts, 10.0.0.1 and 10.0.0.2, ` +
 		`run by one busy-polling loop on lcore 1 (CPU 1) and joined by a net_memif pair (series homa-memif: each ` +
 		`byte copied into and out of memif's shared rings) or by a net_ring pair (series homa-ring: the mbufs ` +
@@ -403,7 +403,7 @@ func (r *Result) skips() []string {
 // DefaultSizes are the message sizes of the rtt scenario, in bytes: 100 B
 // to 64 MB, decimal (8 MB is 8,000,000 bytes, 64 MB 64,000,000: sizeName).
 // The two above kernel Homa's 1,000,000 need the daemon's long-message
-// config (demo/workers.yaml: messages up to 64 MiB between its hosts).
+// config (demo/workers.go: messages up to 64 MiB between its hosts).
 var DefaultSizes = []int{100, 1000, 10_000, 100_000, 1_000_000, 8_000_000, 64_000_000}
 
 // SmokeSizes are rtt's sizes with --smoke: up to 1 MB.

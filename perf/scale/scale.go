@@ -1,7 +1,7 @@
 // Package scale is the scale scenario: how the data path grows with the
 // shards a host runs on, 1 to N: the engine alone on hosts of n shards
 // (perf/enginebench Sharded: small RPCs per second and 1 MB streams'
-// Gbps), and the demo pair with each host on n lcores (demo --lcores n:
+// Gbps), and the demo pair with each host on n lcores (demo --shards n:
 // small RPCs per second), each figure over its 1-shard value. Run it on
 // a machine with more cores than shards: on fewer, the shards share them
 // and the figures say so.
@@ -38,7 +38,7 @@ func init() {
 		Long: `scale measures how the data path grows with the shards a host runs on, for n = 1 to
 --max (default: the CPUs less one, at least 2): the engine alone on a client and a server
 host of n shards each, each shard on its own locked thread (small RPCs per second, and
-Gbps of 1 MB streams), and the demo pair with each host on n lcores (demo --lcores n:
+Gbps of 1 MB streams), and the demo pair with each host on n lcores (demo --shards n:
 100-byte RPCs per second, this program's demo as a child). Each figure is also given over
 its 1-shard value. On a machine with fewer CPUs than the shards need, the shards share
 them: the report says how many CPUs there were. It writes scale.json and scale.png into
@@ -77,7 +77,7 @@ type Result struct {
 const Method = `For n = 1 to the maximum: the engine benchmark on a client and a server host sharded ` +
 	`alike into n shards (enginebench.Sharded: shard i of each on goroutine i locked to its thread, each host's ` +
 	`shards sharing its grant view and link clock), small RPCs (100 B each way, 16 in flight a shard) and 1 MB ` +
-	`streams (4 in flight a shard); then homa-dpdk demo --lcores n --sizes 100 --concurrency 64 as a child ` +
+	`streams (4 in flight a shard); then homa-dpdk demo --shards n --sizes 100 --concurrency 64 as a child ` +
 	`(each host n shards, shard s of both on the s-th worker lcore, lcores mapped onto the CPUs). Over 1: each ` +
 	`figure over its value at n = 1 in the same run.`
 
@@ -134,7 +134,7 @@ func Measure(cfg Config, prog *perf.Progress) (*Result, error) {
 		}
 		p.EngineGbps = r.Gbps
 		prog.Step(fmt.Sprintf("demo pair on %d lcores", n))
-		args := []string{"demo", "--lcores", strconv.Itoa(n), "--sizes", "100", "--concurrency", "64",
+		args := []string{"demo", "--shards", strconv.Itoa(n), "--sizes", "100", "--concurrency", "64",
 			"--seconds", strconv.FormatFloat(cfg.DemoTime.Seconds(), 'f', -1, 64)}
 		d, err := homapeer.RunDemo(cfg.Self, filepath.Join(cfg.OutDir, fmt.Sprintf("scale-demo-%d.log", n)), args)
 		if err != nil {

@@ -270,7 +270,7 @@ func measureStart(cfg Config, d *homapeer.Daemon, run *StartRun) error {
 func startsMethod(cfg Config) string {
 	return fmt.Sprintf(`%d starts of the daemon per link (%s), the links taking turns (start 1 on each, then start 2, ...); `+
 		`each start is the daemon rtt starts, a fresh child process `+"`homa-dpdk demo --workers DIR --link LINK`"+
-		` (two Homa hosts, one busy-polling loop on lcore 1, worker regions of 128 MiB arena and 128 MiB pool: demo/workers.yaml), `+
+		` (two Homa hosts, one busy-polling loop on lcore 1, worker regions of 128 MiB arena and 128 MiB pool: demo/workers.go), `+
 		`measured from its first RPC and stopped. The harness attaches a client worker to 10.0.0.1 and a server worker `+
 		`to 10.0.0.2 and drives both from one goroutine locked to a thread pinned to CPU 0, one RPC at a time, as rtt does `+
 		`(Send, the server's Receive and Reply with the same bytes, the client's Wait); while a daemon runs, the harness's `+

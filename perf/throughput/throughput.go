@@ -62,7 +62,7 @@ func throughputMethod(cfg Config) string {
 	}
 	return `One stream of messages per size, MB meaning 10^6 bytes: ` + strings.Join(per, "; ") +
 		` (--smoke: 1 MB alone); each message is answered with a 1-byte reply. The window of 64 MB messages is 2, ` +
-		`what the daemon's worker regions hold (128 MiB of transmit arena and of receive pool each: demo/workers.yaml); ` +
+		`what the daemon's worker regions hold (128 MiB of transmit arena and of receive pool each: demo/workers.go); ` +
 		`messages above kernel Homa's 1,000,000 bytes go between the daemon's hosts as long-message peers. ` +
 		`Homa: the same daemon child process as rtt, once per link (two hosts on a net_memif pair, ` +
 		`run homa-memif, then on a net_ring pair, run homa-ring, where the mbufs change hands with no copy in the ` +
