@@ -54,7 +54,7 @@ func TestRunDemo_homaHostsExchangeRPCs(t *testing.T) {
 	checkDissector(t, capture)
 }
 
-// The demo with each host as two shards (demo --lcores 2): its RPCs
+// The demo with each host as two shards (demo --shards 2): its RPCs
 // complete with 5 % of the packets dropped, and the report counts both
 // shards' packets.
 func TestRunDemo_twoShardsAHost(t *testing.T) {

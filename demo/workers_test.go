@@ -270,8 +270,8 @@ func TestWorkersSpec_longMessages(t *testing.T) {
 	t.Logf("region %d bytes (%.1f MiB) on hugepages", l.RegionSize, float64(l.RegionSize)/(1<<20))
 }
 
-// The config demo --workers builds in Go is the one its YAML template
-// (demo/workers.yaml, filled in) made: here for two hosts of two shards
+// The config demo --workers builds in Go is the one the YAML template
+// it replaced (filled in) made: here for two hosts of two shards
 // on ring ports with MACs of their own, jumbo frames, copier CPUs. It
 // needs no EAL.
 func TestWorkersSpec_isWhatTheTemplateMade(t *testing.T) {
@@ -338,7 +338,7 @@ func TestServeWorkers_fourHostsAllPairs(t *testing.T) {
 	serveWorkersAllPairs(t, WorkersConfig{Hosts: 4}, "10.0.0.4 on a ring switch")
 }
 
-// demo --workers --lcores 2: each host two shards on a memif pair; the
+// demo --workers --shards 2: each host two shards on a memif pair; the
 // echo server's session lives on one shard, the caller's on the other
 // (the least loaded), so its requests reach the other host on the shard
 // their ids name and are steered to the port's home there.
