@@ -15,9 +15,10 @@ package main
 //     "#endregion" comments in it, less their common indentation.
 //   - A shell block is checked line by line: each homa-dpdk command names
 //     subcommands and flags that exist, scripts and repository paths
-//     named exist, `go` packages and `make -C DIR` targets exist. A block
-//     that cannot run on a bare machine (a physical NIC, a cluster, a
-//     registry) says why on the line before it: <!-- not run: WHY -->.
+//     named exist, `go` packages and `make -C DIR` targets exist. Then it
+//     runs, and must exit 0 within a minute (docs_run_test.go). A block
+//     that cannot run here (a physical NIC, a cluster, a registry, more
+//     than a minute) says why on the line before it: <!-- not run: WHY -->.
 //   - A YAML block (or a YAML file a shell block writes from a
 //     here-document) uses only keys that config/example.yaml documents,
 //     and one that is a whole config (it has ports) passes config check.
