@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -353,8 +354,14 @@ func (d *Daemon) timed(step string, f func() error) error {
 }
 
 // took is a duration for a log line, with its unit (zerolog's Dur is a
-// bare number of milliseconds): 1.234ms, 2.5s.
-func took(d time.Duration) string { return d.Round(time.Microsecond).String() }
+// bare number of milliseconds), in ASCII so that the console log need not
+// quote it: 0.429ms, 250.1ms, 1.012s.
+func took(d time.Duration) string {
+	if d >= time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return strconv.FormatFloat(float64(d.Round(time.Microsecond))/1e6, 'f', -1, 64) + "ms"
+}
 
 // StopLoops stops polling (each loop drains on its own thread); the
 // ports stay up. (A memif peer may poll, or leave, meanwhile: the burst
