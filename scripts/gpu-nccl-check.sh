@@ -91,7 +91,7 @@ run() {
 	local st=0
 	for p in "${pids[@]}"; do wait "$p" || st=1; done
 	if [ $st -ne 0 ]; then
-		tail -30 "$out/$name-0.log" "$out/$name-1.log"
+		tail -n 30 "$out/$name-0.log" "$out/$name-1.log"
 		echo "gpu-nccl-check: the $name run failed (logs in $out)"
 		exit 1
 	fi
