@@ -128,6 +128,7 @@ var otherEnv = map[string]string{
 	"HOMA_TEST_STRANGER_ONLY":      "the tests' stranger process",
 	"HOMA_TEST_RUN_MAIN":           "cmd/homa-dpdk's tests run main",
 	"HOMA_TEST_MAIN_STARTED_FD":    "cmd/homa-dpdk's tests see main start",
+	"HOMA_DOCS_IN_BLOCK":           "cmd/homa-dpdk's docs tests",
 	"HOMA_DPDK_TEST_CHILD":         "dpdk's child-process tests",
 	"HOMA_CHILD_ARGS":              "dpdk's child-process tests",
 	"HOMA_CHILD_SOCK":              "dpdk's memif tests",
