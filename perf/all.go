@@ -141,15 +141,15 @@ func AllGoals(results map[string]any) []Goal {
 	return gs
 }
 
-// RunChild runs `o.Self args... --out o.Dir` (a scenario that needs a
-// process of its own: EAL, namespaces) with its output in
-// o.Dir/NAME.log, showing it on the progress line; it returns the log's
-// path, and the log's end in the error when it fails.
-func RunChild(o Options, name string, args []string) (string, error) {
+// RunChildJSON runs `o.Self args... --out o.Dir` (a scenario that needs
+// a process of its own: EAL, namespaces) with its output in
+// o.Dir/NAME.log, showing it on the progress line, and reads the
+// o.Dir/NAME.json it wrote into v; a failure ends with the log's end.
+func RunChildJSON(o Options, name string, args []string, v any) error {
 	logPath := filepath.Join(o.Dir, name+".log")
 	log, err := os.Create(logPath)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer log.Close()
 	args = append(args, "--out", o.Dir)
@@ -163,43 +163,41 @@ func RunChild(o Options, name string, args []string) (string, error) {
 	err = cmd.Run()
 	prog.Done()
 	if err != nil {
-		return logPath, fmt.Errorf("%s: %v; its log ends: %s", strings.Join(args, " "), err, LastLines(Tail(logPath, 1500), 10))
-	}
-	return logPath, nil
-}
-
-// RunChildJSON is RunChild for a child that writes o.Dir/NAME.json: it
-// reads that into v and shows the child's own table (its log's end) on
-// o.Out.
-func RunChildJSON(o Options, name string, args []string, v any) error {
-	logPath, err := RunChild(o, name, args)
-	if err != nil {
-		return err
+		return fmt.Errorf("%s: %v; its log ends: %s", strings.Join(args, " "), err, LastLines(Tail(logPath, 1500), 10))
 	}
 	jsonPath := filepath.Join(o.Dir, name+".json")
 	b, err := os.ReadFile(jsonPath)
+	if err == nil {
+		err = json.Unmarshal(b, v)
+	}
 	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("%s: %w", jsonPath, err)
-	}
-	if lb, err := os.ReadFile(logPath); err == nil {
-		fmt.Fprintf(o.Out, "%s:\n%s", name, LastLines(string(lb), 8))
 	}
 	return nil
 }
 
 // ChildOutcome runs a scenario as a child process writing
 // o.Dir/NAME.json (RunChildJSON) and makes perf all's outcome of it: its
-// result and its section. The file is listed even when the child failed.
-func ChildOutcome[R any](o Options, name string, args []string, section func(*R) Section) (Outcome, error) {
+// result, its report's text on o.Out and its section, with the plots the
+// child drew. The file is listed even when the child failed.
+func ChildOutcome[R any, P interface {
+	*R
+	Reporter
+}](o Options, name string, args []string) (Outcome, error) {
 	files := name + ".json"
-	r := new(R)
+	r := P(new(R))
 	if err := RunChildJSON(o, name, args, r); err != nil {
 		return Outcome{Files: files}, err
 	}
-	return Outcome{Result: r, Sections: []Section{section(r)}, Files: files}, nil
+	rep := r.Report()
+	rep.Text(o.Out)
+	var images []string
+	for _, p := range rep.Plots {
+		if _, err := os.Stat(filepath.Join(o.Dir, p.File)); err == nil {
+			images = append(images, p.File)
+		}
+	}
+	return Outcome{Result: r, Sections: []Section{rep.Section(images)}, Files: files}, nil
 }
 
 // LastLines are the last n lines of s.
@@ -211,26 +209,38 @@ func LastLines(s string, n int) string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
-// AllScenario is `perf all`: every scenario of the table with an All, in
-// Order, then the report. Its help lists them from the table.
-func AllScenario() Scenario {
-	var names []string
+// AllNames are the scenarios perf all runs, in the order it runs them,
+// and those it leaves to their own commands, from the table.
+func AllNames() (runs, skips []string) {
 	for _, s := range Scenarios() {
-		if s.All != nil {
-			names = append(names, s.Name)
+		switch {
+		case s.All != nil:
+			runs = append(runs, s.Name)
+		case !s.Hidden:
+			skips = append(skips, s.Name)
 		}
 	}
+	return runs, skips
+}
+
+// AllScenario is `perf all`: every scenario of the table with an All, in
+// Order, then the report. Its help names them, and those it leaves out,
+// from the table.
+func AllScenario() Scenario {
+	runs, skips := AllNames()
 	return Scenario{
 		Name:  "all",
 		Use:   "[--smoke] [--out DIR] [--no-veth]",
-		Short: "Every scenario (" + strings.Join(names, ", ") + "), then one markdown report and one JSON",
-		Long: "all runs " + strings.Join(names, ", ") + `, in this order, each as its own command
-would (pmd, worker-rtt and slowdown as child processes of this program; floor beside
+		Short: "Every scenario but " + strings.Join(skips, ", ") + ", then one markdown report and one JSON",
+		Long: "all runs, in this order: " + strings.Join(runs, ", ") + `; each as its own command would
+(pmd, worker-rtt and slowdown as child processes of this program; floor beside
 throughput's homa-memif runs, with Homa on memif at MTU 9000 of its own; testpmd-path
 into testpmd-path/), then writes report.md (the goals table, then every scenario's
 tables, plots, method and known distortions) and all.json into the results directory.
 A scenario that fails is reported as failed and the others still run; the command then
-exits with an error. perf --help says what each scenario measures.`,
-		Command: dirCommand(func(o Options, _ Invocation) error { return All(o) }),
+exits with an error. It does not run ` + strings.Join(skips, ", ") + `: each is a command of its
+own (the goals table shows the rows of those with goals, without figures). perf --help
+says what each scenario measures.`,
+		Command: DirCommand(func(o Options, _ map[string]any) (Outcome, error) { return Outcome{}, All(o) }),
 	}
 }

@@ -13,15 +13,18 @@
 // report.md and all.json, and the goals table takes each one's rows.
 // This package imports none of them, and none imports another: what
 // several need is here or in a library beside them (perf/homapeer, how
-// the harness runs Homa; perf/tcppeer, kernel TCP; perf/procstat, what it
-// reads from /proc) or below the engine (engine/workload, the W1-W5
-// sizes, which the engine's own tests offer too).
+// the harness runs Homa and dpdk-testpmd; perf/tcppeer, kernel TCP;
+// perf/procstat, what it reads from /proc; perf/plots, the charts) or
+// below the engine (engine/workload, the W1-W5 sizes, which the engine's
+// own tests offer too).
 //
-// Here: the table and perf all; the results directory and JSON, the
-// report's sections and tables (report.md), the progress line, plot style
-// and grouped bars, the links and series' names (scenario.go), measuring
-// round trips, the goal rows' type and the goals section, the streams'
-// sizes and runs, and the child processes' helpers (process.go).
+// Here: the table and perf all; the report every scenario fills (Report:
+// its text, its section of report.md, its JSON, plots and page) and its
+// tables (report.go); the flags the commands share and the kinds several
+// bind, with the smoke size under the flags given (flags.go); the results
+// directory and JSON, the progress line, the links and series' names
+// (scenario.go), measuring round trips, the goal rows' type and the goals
+// section, the streams' sizes and runs, and the child processes.
 //
 // The scenarios: pmd (our forwarding loop against dpdk-testpmd), worker-rtt
 // (what the shared-memory path adds), rtt, throughput, rate, cost, floor,

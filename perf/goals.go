@@ -7,10 +7,6 @@ import "fmt"
 // whether this run met it. A row whose scenario failed or did not run
 // says so instead of a figure.
 
-// WorkerRTTGoalUs is the most the worker path may add to the in-daemon
-// round trip's median (issue 29).
-const WorkerRTTGoalUs = 0.5
-
 // Goal is one row of the goals table.
 type Goal struct {
 	Goal   string  `json:"goal"`

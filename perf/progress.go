@@ -97,16 +97,12 @@ func (p *Progress) Done() {
 	}
 }
 
-// Percent is the whole scenario's progress.
-func (p *Progress) Percent() float64 {
-	if p.step == 0 {
-		return 0
-	}
-	return 100 * (float64(p.step-1) + p.frac) / float64(p.steps)
-}
-
+// draw draws the line: the whole scenario's progress, the step's name.
 func (p *Progress) draw() {
-	pct := p.Percent()
+	pct := 0.0
+	if p.step > 0 {
+		pct = 100 * (float64(p.step-1) + p.frac) / float64(p.steps)
+	}
 	const barWidth = 20
 	n := int(pct / 100 * barWidth)
 	line := fmt.Sprintf("%s [%s%s] %3.0f%% %d/%d %s (%v)", p.scenario, strings.Repeat("#", n), strings.Repeat(".", barWidth-n),
@@ -119,8 +115,6 @@ func (p *Progress) draw() {
 	fmt.Fprintf(p.w, "\r%s%s", line, pad)
 	p.drawn = time.Now()
 }
-
-func Pct(f float64) string { return fmt.Sprintf("%.1f %%", 100*f) }
 
 // Steps is the number of steps taken so far.
 func (p *Progress) Steps() int {

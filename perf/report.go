@@ -1,11 +1,13 @@
 package perf
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -33,8 +35,9 @@ func WriteJSON(path string, v any) error {
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-// Table is a results table.
+// Table is a results table, with its title where it has one.
 type Table struct {
+	Title  string
 	Header []string
 	Rows   [][]string
 }
@@ -43,7 +46,7 @@ type Table struct {
 // suffix.
 func (t Table) Without(suffix string) Table {
 	var keep []int
-	out := Table{}
+	out := Table{Title: t.Title}
 	for i, h := range t.Header {
 		if !strings.HasSuffix(h, suffix) {
 			keep = append(keep, i)
@@ -90,14 +93,20 @@ func (t Table) Text(w io.Writer) {
 		}
 		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
 	}
+	if t.Title != "" {
+		fmt.Fprintln(w, t.Title)
+	}
 	line(t.Header)
 	for _, r := range t.Rows {
 		line(r)
 	}
 }
 
-// Markdown writes the table in markdown.
+// Markdown writes the table in markdown, its title above it.
 func (t Table) Markdown(w io.Writer) {
+	if t.Title != "" {
+		fmt.Fprintf(w, "**%s**\n\n", t.Title)
+	}
 	fmt.Fprintf(w, "| %s |\n", strings.Join(t.Header, " | "))
 	seps := make([]string, len(t.Header))
 	for i := range seps {
@@ -134,90 +143,191 @@ func WriteReport(path, title string, meta []string, secs []Section) error {
 	}
 	for _, s := range secs {
 		fmt.Fprintf(&b, "## %s\n\n", s.Title)
-		if s.Error != "" {
-			fmt.Fprintf(&b, "**Failed:** %s\n\n", oneLine(s.Error))
-		}
-		for _, t := range s.Tables {
-			t.Markdown(&b)
-			b.WriteString("\n")
-		}
-		for _, n := range s.Notes {
-			fmt.Fprintf(&b, "- %s\n", n)
-		}
-		if len(s.Notes) > 0 {
-			b.WriteString("\n")
-		}
-		for _, img := range s.Images {
-			fmt.Fprintf(&b, "![%s](%s)\n\n", s.Name, img)
-		}
-		if s.Method != "" {
-			fmt.Fprintf(&b, "**Method.** %s\n\n", s.Method)
-		}
-		if s.Distortions != "" {
-			fmt.Fprintf(&b, "**Known distortions.** %s\n\n", s.Distortions)
-		}
+		s.body(&b)
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
-func oneLine(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", " ") }
+// body writes the section below its heading.
+func (s Section) body(b *strings.Builder) {
+	if s.Error != "" {
+		fmt.Fprintf(b, "**Failed:** %s\n\n", strings.ReplaceAll(strings.TrimSpace(s.Error), "\n", " "))
+	}
+	for _, t := range s.Tables {
+		t.Markdown(b)
+		b.WriteString("\n")
+	}
+	for _, n := range s.Notes {
+		fmt.Fprintf(b, "- %s\n", n)
+	}
+	if len(s.Notes) > 0 {
+		b.WriteString("\n")
+	}
+	for _, img := range s.Images {
+		fmt.Fprintf(b, "![%s](%s)\n\n", s.Name, img)
+	}
+	if s.Method != "" {
+		fmt.Fprintf(b, "**Method.** %s\n\n", s.Method)
+	}
+	if s.Distortions != "" {
+		fmt.Fprintf(b, "**Known distortions.** %s\n\n", s.Distortions)
+	}
+}
 
-func LoopNotes(loops []LoopStats) []string {
-	var out []string
-	for _, l := range loops {
+// Report is what one run of a scenario reports, filled by the scenario
+// and written here alone: as the terminal's text (Text), as its section of
+// perf all's report (Section) and as its files (WriteFiles: its JSON, its
+// plots, a markdown page of its own). The parts stand in one order in
+// all three: the tables, the scenario's notes, what joins Homa's hosts in
+// each series (LinkNotes), the series skipped and why, the polling loops'
+// longest gaps (LoopNotes) and a smoke run's word on its figures.
+type Report struct {
+	Name, Title         string // the scenario's name and its section's title
+	Heading             string // the terminal's first line ("": Title)
+	Method, Distortions string
+	Tables              []Table
+	// Terse is a table as the terminal shows it (nil: whole), so that it
+	// fits in a line; a table without a header is not shown there.
+	Terse  func(Table) Table
+	Notes  []string
+	Series []Series
+	Loops  []LoopStats
+	Smoke  string // what a smoke run's figures are worth ("": not one)
+	JSON   string // the result's file, e.g. "rtt.json" ("": none)
+	Result any    // what JSON holds
+	Page   string // a markdown page of its own, e.g. "cluster.md" ("": none)
+	Plots  []Plot
+}
+
+// Series is one series a scenario measured (a transport on a link): its
+// name, and why it has no figures when it was skipped.
+type Series struct{ Name, Skipped string }
+
+// SeriesOf are the series of xs (runs, points), each named once, in the
+// order they first come, skipped where any of its runs was.
+func SeriesOf[T any](xs []T, of func(T) (name, skipped string)) []Series {
+	var out []Series
+	for _, x := range xs {
+		name, why := of(x)
+		i := slices.IndexFunc(out, func(s Series) bool { return s.Name == name })
+		if i < 0 {
+			out = append(out, Series{Name: name, Skipped: why})
+		} else if why != "" {
+			out[i].Skipped = why
+		}
+	}
+	return out
+}
+
+// Plot is a chart of a report and its file beside the report.
+type Plot struct {
+	File  string
+	Chart Chart
+}
+
+// Chart is what a plot draws (perf/plots has the harness's charts): it
+// saves itself into path, or says it had nothing to draw (false, and no
+// file).
+type Chart interface {
+	Save(path string) (bool, error)
+}
+
+// linkNotes say what joins the daemon's hosts in each of Homa's series.
+var linkNotes = map[string]string{
+	"homa-memif": fmt.Sprintf("homa-memif: the daemon's two hosts on net_memif ports, each byte copied into and out of memif's shared rings; MTU %d.",
+		HomaLinkMTU["memif"]),
+	"homa-ring": fmt.Sprintf("homa-ring: the daemon's two hosts on a net_ring pair in its one process, the mbufs passed from one to the other "+
+		"with no copy in the link (the analogue of a NIC's DMA); MTU %d.", HomaLinkMTU["ring"]),
+}
+
+// AllNotes are the report's notes, each part in its place.
+func (r Report) AllNotes() []string {
+	notes := slices.Clone(r.Notes)
+	for _, s := range r.Series {
+		if n, ok := linkNotes[s.Name]; ok {
+			notes = append(notes, n)
+		}
+	}
+	for _, s := range r.Series {
+		if s.Skipped != "" {
+			notes = append(notes, fmt.Sprintf("%s skipped: %s", s.Name, s.Skipped))
+		}
+	}
+	for _, l := range r.Loops {
 		if l.MaxGapFound {
-			out = append(out, fmt.Sprintf("Polling loop %s: %d passes, longest gap between two passes %.1f µs.", l.Loop, l.Passes, l.MaxGapUs))
+			notes = append(notes, fmt.Sprintf("Polling loop %s: %d passes, longest gap between two passes %.1f µs.", l.Loop, l.Passes, l.MaxGapUs))
 		} else {
-			out = append(out, fmt.Sprintf("Polling loop %s: no longest gap reported.", l.Loop))
+			notes = append(notes, fmt.Sprintf("Polling loop %s: no longest gap reported.", l.Loop))
 		}
 	}
-	return out
+	if r.Smoke != "" {
+		notes = append(notes, "Smoke run: "+r.Smoke)
+	}
+	return notes
 }
 
-// LinkNotes say what joins the daemon's hosts in each of Homa's series
-// among transports.
-func LinkNotes(transports []string) []string {
-	what := map[string]string{
-		"homa-memif": fmt.Sprintf("homa-memif: the daemon's two hosts on net_memif ports, each byte copied into and out of memif's shared rings; MTU %d.",
-			HomaLinkMTU["memif"]),
-		"homa-ring": fmt.Sprintf("homa-ring: the daemon's two hosts on a net_ring pair in its one process, the mbufs passed from one to the other "+
-			"with no copy in the link (the analogue of a NIC's DMA); MTU %d.", HomaLinkMTU["ring"]),
-	}
-	var out []string
-	for _, t := range transports {
-		if n, ok := what[t]; ok {
-			out = append(out, n)
+// Section is the report's section of perf all's report, with the plots'
+// images (WriteFiles' names).
+func (r Report) Section(images []string) Section {
+	return Section{Name: r.Name, Title: r.Title, Method: r.Method, Distortions: r.Distortions,
+		Tables: r.Tables, Notes: r.AllNotes(), Images: images}
+}
+
+// Text writes the report for the terminal: its heading, its tables
+// (Terse) and its notes.
+func (r Report) Text(w io.Writer) {
+	fmt.Fprintln(w, cmp.Or(r.Heading, r.Title))
+	for _, t := range r.Tables {
+		if r.Terse != nil {
+			t = r.Terse(t)
+		}
+		if len(t.Header) > 0 {
+			t.Text(w)
 		}
 	}
-	return out
+	for _, n := range r.AllNotes() {
+		fmt.Fprintln(w, n)
+	}
 }
 
-// WriteFile writes path with what write puts in it.
-func WriteFile(path string, write func(io.Writer)) error {
-	f, err := os.Create(path)
+// WriteFiles writes the report's files into dir: its JSON, its plots and
+// its page; it returns the plots' files it wrote, the report's images.
+func (r Report) WriteFiles(dir string) ([]string, error) {
+	if r.JSON != "" {
+		if err := WriteJSON(filepath.Join(dir, r.JSON), r.Result); err != nil {
+			return nil, err
+		}
+	}
+	var images []string
+	for _, p := range r.Plots {
+		ok, err := p.Chart.Save(filepath.Join(dir, p.File))
+		if err != nil {
+			return nil, fmt.Errorf("plot %s: %w", p.File, err)
+		}
+		if ok {
+			images = append(images, p.File)
+		}
+	}
+	if r.Page != "" {
+		var b strings.Builder
+		fmt.Fprintf(&b, "# %s\n\n", r.Title)
+		r.Section(images).body(&b)
+		if err := os.WriteFile(filepath.Join(dir, r.Page), []byte(b.String()), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return images, nil
+}
+
+// Write ends a scenario's command: the text on w, the files in dir, and
+// a line that says where they are.
+func (r Report) Write(w io.Writer, dir string) error {
+	r.Text(w)
+	images, err := r.WriteFiles(dir)
 	if err != nil {
 		return err
 	}
-	write(f)
-	return f.Close()
-}
-
-// SkipNotes are "TRANSPORT skipped: WHY" for each of xs that a scenario
-// could not measure (skipped gives its transport and why; "": measured).
-func SkipNotes[T any](xs []T, skipped func(T) (transport, why string)) []string {
-	var out []string
-	for _, x := range xs {
-		if t, why := skipped(x); why != "" {
-			out = append(out, fmt.Sprintf("%s skipped: %s", t, why))
-		}
-	}
-	return out
-}
-
-// PrintNotes prints notes a line each, then the loops (PrintLoops).
-func PrintNotes(w io.Writer, notes []string, loops []LoopStats) {
-	for _, n := range notes {
-		fmt.Fprintln(w, n)
-	}
-	PrintLoops(w, loops)
+	files := slices.DeleteFunc([]string{r.JSON, r.Page}, func(f string) bool { return f == "" })
+	fmt.Fprintf(w, "results in %s (%s)\n", dir, strings.Join(append(files, images...), ", "))
+	return nil
 }

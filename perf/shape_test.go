@@ -92,15 +92,15 @@ func reportShape(t *testing.T) string {
 	}
 	b.WriteString("== sections\n")
 	sections := map[string][]perf.Section{
-		"pmd":        {pmd.Section(&pmd.Result{})},
-		"worker-rtt": {(&workerrtt.Result{}).Section()},
-		"rtt":        {(&rtt.Result{}).Section(nil)},
-		"throughput": {(&throughput.Result{}).Section(nil)},
-		"rate":       {(&rate.Result{}).Section(nil)},
-		"cost":       {(&cost.Result{}).Section()},
-		"floor":      {(&floor.Result{}).Section()},
-		"starts":     {(&starts.Result{}).Section(nil)},
-		"slowdown":   {{Name: "slowdown", Title: slowdown.Title}},
+		"pmd":        {(&pmd.Result{}).Report().Section(nil)},
+		"worker-rtt": {(&workerrtt.Result{}).Report().Section(nil)},
+		"rtt":        {(&rtt.Result{}).Report().Section(nil)},
+		"throughput": {(&throughput.Result{}).Report().Section(nil)},
+		"rate":       {(&rate.Result{}).Report().Section(nil)},
+		"cost":       {(&cost.Result{}).Report().Section(nil)},
+		"floor":      {(&floor.Result{}).Report().Section(nil)},
+		"starts":     {(&starts.Result{}).Report().Section(nil)},
+		"slowdown":   {(&slowdown.Result{}).Report().Section(nil)},
 	}
 	for _, n := range testpmdpath.Through {
 		sections["testpmd-path"] = append(sections["testpmd-path"], perf.Section{Name: "testpmd-path", Title: testpmdpath.Title + ": " + n})

@@ -2,7 +2,6 @@ package perf
 
 import (
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
@@ -74,16 +73,6 @@ func SizeName(n int) string {
 		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	return fmt.Sprintf("%d B", n)
-}
-
-func PrintLoops(w io.Writer, loops []LoopStats) {
-	for _, l := range loops {
-		if l.MaxGapFound {
-			fmt.Fprintf(w, "polling loop %s: %d passes, longest gap between two passes %.1f µs\n", l.Loop, l.Passes, l.MaxGapUs)
-		} else {
-			fmt.Fprintf(w, "polling loop %s: the daemon did not report its longest gap\n", l.Loop)
-		}
-	}
 }
 
 // Median is the median of xs (0: none); xs is not changed.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"slices"
 
 	"github.com/spf13/pflag"
@@ -106,77 +105,39 @@ func Lookup(name string) *Scenario {
 // the directory made, then run (with no prior results), and where the
 // results are.
 func DirCommand(run func(o Options, prior map[string]any) (Outcome, error)) func(fs *pflag.FlagSet) func(Invocation) error {
-	return dirCommand(func(o Options, inv Invocation) error {
-		if _, err := run(o, nil); err != nil {
+	return func(fs *pflag.FlagSet) func(Invocation) error {
+		f := BindFlags(fs, "", true)
+		return func(inv Invocation) error {
+			o, err := f.Options(inv.Out)
+			if err == nil {
+				_, err = run(o, nil)
+			}
+			if err == nil {
+				fmt.Fprintf(inv.Out, "results in %s\n", o.Dir)
+			}
 			return err
 		}
-		fmt.Fprintf(inv.Out, "results in %s\n", o.Dir)
-		return nil
-	})
-}
-
-// dirCommand binds the directory flags and runs body with the options
-// they make.
-func dirCommand(body func(Options, Invocation) error) func(fs *pflag.FlagSet) func(Invocation) error {
-	return func(fs *pflag.FlagSet) func(Invocation) error {
-		var smoke, noVeth bool
-		var out string
-		AddDirFlags(fs, &smoke, &out, &noVeth)
-		return func(inv Invocation) error {
-			o, err := NewOptions(out, smoke, noVeth, inv.Out)
-			if err != nil {
-				return err
-			}
-			return body(o, inv)
-		}
 	}
 }
 
-// AddDirFlags adds --smoke, --out and --no-veth to fs.
-func AddDirFlags(fs *pflag.FlagSet, smoke *bool, out *string, noVeth *bool) {
-	fs.BoolVar(smoke, "smoke", false, "tiny counts and durations (CI runs this once)")
-	fs.StringVar(out, "out", "", "results directory (default results/<timestamp>)")
-	fs.BoolVar(noVeth, "no-veth", false, "skip kernel TCP across a veth pair between network namespaces")
-}
-
-// NewOptions checks what the scenarios that start the daemon need (two
-// CPUs: its polling loop and the workers) and makes the results
-// directory: out, or results/<timestamp>.
-func NewOptions(out string, smoke, noVeth bool, w io.Writer) (Options, error) {
-	if runtime.NumCPU() < 2 {
-		return Options{}, fmt.Errorf("the scenario needs two CPUs (the daemon's polling loop and the workers); this machine has %d", runtime.NumCPU())
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return Options{}, err
-	}
-	dir, err := ResultsDir(out)
-	if err != nil {
-		return Options{}, err
-	}
-	return Options{Self: self, Dir: dir, Smoke: smoke, NoVeth: noVeth, Out: w}, nil
-}
-
-// FileResult is a scenario's result that writes its JSON and plots into
-// a directory (returning the plots' names) and makes its report section.
-type FileResult interface {
-	WriteFiles(dir string) ([]string, error)
-	Section(images []string) Section
-}
+// Reporter is a scenario's result, which makes its report.
+type Reporter interface{ Report() Report }
 
 // Measured runs measure under a progress line of steps named name, then
-// writes its result's files into o.Dir: a scenario's run for perf all
-// and its command, files being what all.json lists for it.
-func Measured[R FileResult](o Options, name, files string, steps int, measure func(*Progress) (R, error)) (Outcome, error) {
+// writes its result's report: the text on o.Out, the files into o.Dir.
+// It is a scenario's run for perf all and for its command.
+func Measured[R Reporter](o Options, name string, steps int, measure func(*Progress) (R, error)) (Outcome, error) {
 	prog := NewProgress(os.Stderr, name, steps)
 	res, err := measure(prog)
 	prog.Done()
 	if err != nil {
 		return Outcome{}, err
 	}
-	imgs, err := res.WriteFiles(o.Dir)
+	rep := res.Report()
+	rep.Text(o.Out)
+	imgs, err := rep.WriteFiles(o.Dir)
 	if err != nil {
 		return Outcome{}, err
 	}
-	return Outcome{Result: res, Sections: []Section{res.Section(imgs)}, Files: files}, nil
+	return Outcome{Result: res, Sections: []Section{rep.Section(imgs)}, Files: rep.JSON}, nil
 }

@@ -16,7 +16,7 @@ const module = "github.com/homa-dpdk/homa-dpdk"
 // build without cgo. Only perf/pmd, the forwarding benchmark, and
 // perf/collectives, which serves the demo's hosts to torch ranks, run
 // DPDK in their own process.
-var pureHarness = []string{"./perf", "./perf/cluster", "./perf/cost", "./perf/enginebench", "./perf/floor", "./perf/rate",
+var pureHarness = []string{"./perf", "./perf/cluster", "./perf/cost", "./perf/enginebench", "./perf/floor", "./perf/plots", "./perf/rate",
 	"./perf/rtt", "./perf/slowdown", "./perf/starts", "./perf/testpmdpath", "./perf/throughput"}
 
 // goTool returns the go command, or skips the test when there is none.

@@ -41,16 +41,6 @@ func Table(results []*Result) perf.Table {
 	return t
 }
 
-// Report writes the runs' table and the goal rows.
-func Report(results []*Result, w io.Writer) {
-	fmt.Fprintln(w)
-	Table(results).Text(w)
-	if g := Goals(results); len(g) > 0 {
-		fmt.Fprintln(w)
-		GoalTable(g).Text(w)
-	}
-}
-
 func yesNo(b bool) string {
 	if b {
 		return "yes"
@@ -152,22 +142,32 @@ func GoalTable(goals []Goal) perf.Table {
 	return t
 }
 
-// Markdown writes the runs' tables and goals as markdown.
-func Markdown(results []*Result, w io.Writer) {
-	fmt.Fprintln(w, "# perf cluster: the simulated cluster, every host running engine.Endpoint")
-	fmt.Fprint(w, "\n## Runs\n\n")
-	Table(results).Markdown(w)
-	fmt.Fprint(w, "\n## Goals\n\n")
-	GoalTable(Goals(results)).Markdown(w)
-	paperMarkdown(results, w)
-	fmt.Fprint(w, "\n## Slowdown by size (P50 / P99), per run\n\n")
-	for _, r := range results {
-		fmt.Fprintf(w, "\n### %s at %.0f%%, %s (%d messages measured of %d)\n\n", r.Workload, 100*r.Load, r.Variant, r.Measured, r.Offered)
-		t := perf.Table{Header: []string{"sizes", "count", "idle µs", "P50", "P99"}}
+// Results are a cluster command's runs, in the order run.
+type Results []*Result
+
+// Report is the runs' report: on the terminal, the runs' table and the
+// goal rows; in cluster.md also the paper's figures beside this run's and
+// every run's slowdown by size; cluster.json, and the plots.
+func (rs Results) Report() perf.Report {
+	runs, goals := Table(rs), GoalTable(Goals(rs))
+	runs.Title, goals.Title = "Runs", "Goals"
+	pt, notes := paper(rs)
+	rep := perf.Report{Name: "cluster", Title: "perf cluster: the simulated cluster, every host running engine.Endpoint",
+		Tables: []perf.Table{runs, goals, pt}, Method: strings.Join(notes, " "), JSON: "cluster.json", Result: rs, Page: "cluster.md", Plots: plotsOf(rs),
+		Terse: func(t perf.Table) perf.Table {
+			if t.Title != "Runs" && t.Title != "Goals" {
+				return perf.Table{}
+			}
+			return t
+		}}
+	for _, r := range rs {
+		t := perf.Table{Title: fmt.Sprintf("Slowdown by size (P50 / P99): %s at %.0f%%, %s (%d messages measured of %d)", r.Workload, 100*r.Load, r.Variant, r.Measured, r.Offered),
+			Header: []string{"sizes", "count", "idle µs", "P50", "P99"}}
 		for _, b := range r.Buckets {
 			t.Rows = append(t.Rows, []string{fmt.Sprintf("%d-%d", b.MinSize, b.MaxSize), fmt.Sprint(b.Count), fmt.Sprintf("%.2f", b.IdleUs),
 				fmt.Sprintf("%.2f", b.P50), fmt.Sprintf("%.2f", b.P99)})
 		}
-		t.Markdown(w)
+		rep.Tables = append(rep.Tables, t)
 	}
+	return rep
 }

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -41,5 +43,36 @@ func TestGrowth_slopeOfSecondHalf(t *testing.T) {
 	}
 	if _, ok := growth(pts[:2], 100, rate); ok {
 		t.Fatal("two points: want no growth (cannot tell)")
+	}
+}
+
+// The runs' report: on the terminal the runs and the goals; in
+// cluster.md also the paper's figures and every run's buckets; the
+// plots a workload x load has data for, and the load plot per workload
+// with two loads or more.
+func TestResults_report(t *testing.T) {
+	run := func(v Variant, load, p99 float64) *Result {
+		return &Result{Variant: v, Workload: "W4", Load: load, Hosts: 16, Offered: 100, Measured: 90, OfferedGbps: 8 * load, Carried: 1,
+			KeepsUp: v == Homa, Short: &Bucket{Count: 50, P50: 1.1, P99: p99}, Cutoffs: [8]uint32{7: 1000, 6: 10_000},
+			Buckets: []Bucket{{MinSize: 1, MaxSize: 1000, Count: 50, P50: 1.1, P99: p99}, {MinSize: 1001, MaxSize: 1e6, Count: 40, P50: 2, P99: 4}},
+			Backlog: []BacklogPoint{{Ms: 1, Bytes: 1000}, {Ms: 2, Bytes: 1200}}}
+	}
+	rs := Results{run(Homa, 0.8, 1.5), run(Basic, 0.8, 9), run(Homa, 0.9, 2), run(Basic, 0.9, 12)}
+	dir := t.TempDir()
+	var out strings.Builder
+	if err := rs.Report().Write(&out, dir); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	if !strings.Contains(text, "Runs\nworkload") || !strings.Contains(text, "Goals\ngoal") || strings.Contains(text, "Slowdown by size") ||
+		!strings.Contains(text, "(cluster.json, cluster.md, cluster-W4-80.png, cluster-W4-80-backlog.png, cluster-W4-90.png, cluster-W4-90-backlog.png, cluster-W4-load.png)") {
+		t.Errorf("text:\n%s", text)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "cluster.md"))
+	for _, want := range []string{"# perf cluster", "**Runs**", "**Goals**", "| W4 at 80%: homa's P99 slowdown of messages <= 1 KB | <= 1.8 | 1.50 | yes |",
+		"**Beside the Homa paper**", "**Slowdown by size (P50 / P99): W4 at 90%, basic (90 messages measured of 100)**", "![cluster](cluster-W4-load.png)"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("cluster.md lacks %q:\n%s", want, md)
+		}
 	}
 }

@@ -2,9 +2,8 @@ package cluster
 
 import (
 	"fmt"
-	"io"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/homa-dpdk/homa-dpdk/perf"
@@ -35,16 +34,16 @@ SRPT, one priority), homa-no-incast (homa-dpdk's incast allowance off).`,
 
 func command(fs *pflag.FlagSet) func(perf.Invocation) error {
 	cfg := DefaultConfig()
-	var out, workloads, loads, variants string
+	wls, lds, variants := []string{"W1", "W2", "W3", "W4", "W5"}, []float64{0.5, 0.8, 0.9}, []string{"all"}
 	var hosts int
 	var simMs int64
-	var smoke bool
+	f := perf.BindFlags(fs, "16 hosts in 4 racks, 3000 messages per run", false)
 	fs.IntVar(&hosts, "hosts", cfg.Hosts(), "hosts (a multiple of --hosts-per-rack; racks = hosts / hosts-per-rack)")
 	fs.IntVar(&cfg.HostsPerRack, "hosts-per-rack", cfg.HostsPerRack, "hosts behind each top-of-rack switch")
 	fs.IntVar(&cfg.Cores, "cores", cfg.Cores, "core switches")
-	fs.StringVar(&workloads, "workload", "W1,W2,W3,W4,W5", "workloads, comma-separated")
-	fs.StringVar(&loads, "load", "0.5,0.8,0.9", "offered loads of the host links, comma-separated (0.8 or 80)")
-	fs.StringVar(&variants, "variant", "all", "variants, comma-separated, or all: "+strings.Join(variantStrings(), ", "))
+	f.Names(&wls, "workload", "workloads, comma-separated", strings.ToUpper)
+	f.Loads(&lds, "load", "offered loads of the host links, comma-separated (0.8 or 80)")
+	f.Names(&variants, "variant", "variants, comma-separated, or all: "+strings.Join(variantStrings(), ", "), nil)
 	fs.IntVar(&cfg.Messages, "messages", 0, "messages offered per run (0: those of --sim-ms of arrivals, at most --max-messages)")
 	fs.Int64Var(&simMs, "sim-ms", cfg.Duration/1e6, "ms of arrivals per run, when --messages is 0")
 	fs.IntVar(&cfg.MaxMessages, "max-messages", cfg.MaxMessages, "the most messages --sim-ms may offer")
@@ -63,91 +62,64 @@ func command(fs *pflag.FlagSet) func(perf.Invocation) error {
 	fs.BoolVar(&cfg.MessagePriorityResends, "message-priority-resends", false, "RESENDs name the message's own priority, not kernel Homa's 7 (engine MessagePriorityResends)")
 	fs.BoolVar(&cfg.ECMP, "ecmp", false, "one core per pair of hosts (hash) instead of per-packet spraying")
 	fs.IntVar(&cfg.BufferBytes, "buffer", cfg.BufferBytes, "bytes per switch egress port, drop-tail (-1: unlimited)")
-	fs.BoolVar(&smoke, "smoke", false, "16 hosts in 4 racks, 3000 messages per run")
-	fs.StringVar(&out, "out", "", "results directory (default results/<timestamp>)")
 	return func(inv perf.Invocation) error {
-		cfg.Duration = simMs * 1e6
-		if smoke {
-			sc := SmokeConfig()
-			cfg.Racks, cfg.HostsPerRack, cfg.Cores, cfg.Messages = sc.Racks, sc.HostsPerRack, sc.Cores, sc.Messages
+		if err := perf.SmokeOver(f, &cfg, SmokeConfig); err != nil {
+			return err
 		}
+		cfg.Duration = simMs * 1e6
 		if inv.Changed("hosts") {
 			if hosts%cfg.HostsPerRack != 0 {
 				return fmt.Errorf("--hosts %d: want a multiple of --hosts-per-rack (%d)", hosts, cfg.HostsPerRack)
 			}
 			cfg.Racks = hosts / cfg.HostsPerRack
 		}
-		wls := strings.Split(workloads, ",")
-		var lds []float64
-		for _, f := range strings.Split(loads, ",") {
-			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-			if err != nil {
-				return fmt.Errorf("--load: %q is not a number", f)
-			}
-			if v > 1 {
-				v /= 100 // 80 means 80%
-			}
-			lds = append(lds, v)
-		}
-		var vs []Variant
-		if variants == "all" {
-			vs = Variants
-		} else {
-			for _, v := range strings.Split(variants, ",") {
-				vs = append(vs, Variant(strings.TrimSpace(v)))
+		vs := Variants
+		if !slices.Equal(variants, []string{"all"}) {
+			vs = nil
+			for _, v := range variants {
+				vs = append(vs, Variant(v))
 			}
 		}
-		// Check every combination before the first (long) run.
+		var runs []Config // every combination checked before the first (long) run
 		for _, w := range wls {
 			for _, l := range lds {
 				for _, v := range vs {
 					c := cfg
-					c.Workload, c.Load, c.Variant = strings.TrimSpace(w), l, v
+					c.Workload, c.Load, c.Variant = w, l, v
 					if err := c.Validate(); err != nil {
 						return err
 					}
+					runs = append(runs, c)
 				}
 			}
 		}
-		dir, err := perf.ResultsDir(out)
+		dir, err := f.Dir()
 		if err != nil {
 			return err
 		}
 		o := inv.Out
-		var results []*Result
-		for _, w := range wls {
-			for _, l := range lds {
-				for _, v := range vs {
-					c := cfg
-					c.Workload, c.Load, c.Variant = strings.TrimSpace(w), l, v
-					what := fmt.Sprintf("%d messages", c.Messages)
-					if c.Messages == 0 {
-						what = fmt.Sprintf("%d ms of arrivals (at most %d messages)", c.Duration/1e6, c.MaxMessages)
-					}
-					fmt.Fprintf(o, "cluster: %d hosts, %s at %.0f%%, %s, %s ...\n", c.Hosts(), c.Workload, 100*c.Load, c.Variant, what)
-					r, err := Run(c, func(ns int64, done, all int) {
-						fmt.Fprintf(o, "  %.1f ms simulated, %d of %d messages delivered\n", float64(ns)/1e6, done, all)
-					})
-					if err != nil {
-						return err
-					}
-					Summary(r, o)
-					results = append(results, r)
-					if err := perf.WriteJSON(filepath.Join(dir, "cluster.json"), results); err != nil {
-						return err
-					}
-				}
+		var results Results
+		for _, c := range runs {
+			what := fmt.Sprintf("%d messages", c.Messages)
+			if c.Messages == 0 {
+				what = fmt.Sprintf("%d ms of arrivals (at most %d messages)", c.Duration/1e6, c.MaxMessages)
+			}
+			fmt.Fprintf(o, "cluster: %d hosts, %s at %.0f%%, %s, %s ...\n", c.Hosts(), c.Workload, 100*c.Load, c.Variant, what)
+			r, err := Run(c, func(ns int64, done, all int) {
+				fmt.Fprintf(o, "  %.1f ms simulated, %d of %d messages delivered\n", float64(ns)/1e6, done, all)
+			})
+			if err != nil {
+				return err
+			}
+			Summary(r, o)
+			results = append(results, r)
+			if err := perf.WriteJSON(filepath.Join(dir, "cluster.json"), results); err != nil {
+				return err
 			}
 		}
-		Report(results, o)
-		if err := perf.WriteFile(filepath.Join(dir, "cluster.md"), func(w io.Writer) { Markdown(results, w) }); err != nil {
+		if err := results.Report().Write(o, dir); err != nil {
 			return err
 		}
-		plots, err := Plot(results, dir)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(o, "results in %s (cluster.json, cluster.md, %d plots)\n", dir, len(plots))
 		for _, r := range results {
 			if r.Errors > 0 {
 				return fmt.Errorf("%s %s at %.0f%%: %d conservation errors: %v", r.Variant, r.Workload, 100*r.Load, r.Errors, r.ErrorLines)

@@ -89,7 +89,7 @@ func TestDDP_jobFailed(t *testing.T) {
 		t.Errorf("figures %+v", f[1])
 	}
 	var text strings.Builder
-	Report(r, &text)
+	r.Report().Text(&text)
 	if !strings.Contains(text.String(), "JOB FAILED: rank 3") || !strings.Contains(text.String(), "0.75") {
 		t.Errorf("report:\n%s", text.String())
 	}

@@ -3,22 +3,20 @@ package collectives
 import (
 	"fmt"
 	"image/color"
-	"io"
 	"math"
-	"path/filepath"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/homa-dpdk/homa-dpdk/perf"
+	"github.com/homa-dpdk/homa-dpdk/perf/plots"
 )
 
 // Tables are the run's tables: all_reduce, ping-pong and (with
 // Algorithms) homa's two all_reduce algorithms, one row per job and
 // size.
-func Tables(r *Result) []NamedTable {
+func Tables(r *Result) []perf.Table {
 	ar := perf.Table{Header: []string{"ranks", "size", "homa µs", "gloo µs", "gloo/homa", "homa Gb/s", "gloo Gb/s"}}
 	pp := perf.Table{Header: []string{"ranks", "size", "homa µs", "gloo µs", "gloo/homa"}}
 	al := perf.Table{Header: []string{"ranks", "size", "ring µs", "doubling µs", "doubling/ring", "used"}}
@@ -43,12 +41,12 @@ func Tables(r *Result) []NamedTable {
 			pp.Rows = append(pp.Rows, []string{rk, SizeName(p["bytes"]), us(p["homa_us"]), us(p["gloo_us"]), ratio(p["gloo_us"], p["homa_us"])})
 		}
 	}
-	out := []NamedTable{
-		{"all_reduce: median time per call, bus bandwidth (NCCL's tests' definition)", ar},
-		{"send/recv ping-pong between ranks 0 and 1: median round trip", pp},
-	}
+	ar.Title = "all_reduce: median time per call, bus bandwidth (NCCL's tests' definition)"
+	pp.Title = "send/recv ping-pong between ranks 0 and 1: median round trip"
+	al.Title = "homa's all_reduce algorithms at every size (the backend switches to the ring at HOMA_DPDK_TORCH_RING_BYTES, 256 KiB by default)"
+	out := []perf.Table{ar, pp}
 	if len(al.Rows) > 0 {
-		out = append(out, NamedTable{"homa's all_reduce algorithms at every size (the backend switches to the ring at HOMA_DPDK_TORCH_RING_BYTES, 256 KiB by default)", al})
+		out = append(out, al)
 	}
 	out = append(out, ddpTables(r)...)
 	met := 0
@@ -57,34 +55,16 @@ func Tables(r *Result) []NamedTable {
 			met++
 		}
 	}
-	return append(out, NamedTable{fmt.Sprintf("goals: the issue's targets for the PyTorch backend against gloo, this run's figures (%d of %d met)",
-		met, len(r.Goals)), perf.GoalsSection(r.Goals).Tables[0]})
+	gt := perf.GoalsSection(r.Goals).Tables[0]
+	gt.Title = fmt.Sprintf("goals: the issue's targets for the PyTorch backend against gloo, this run's figures (%d of %d met)", met, len(r.Goals))
+	return append(out, gt)
 }
 
-// NamedTable is a table with its title.
-type NamedTable struct {
-	Title string
-	perf.Table
-}
-
-// Report writes the tables as text to w.
-func Report(r *Result, w io.Writer) {
-	for _, t := range Tables(r) {
-		fmt.Fprintf(w, "\n%s\n", t.Title)
-		t.Text(w)
-	}
-}
-
-// Markdown writes the tables as markdown to w.
-func Markdown(r *Result, w io.Writer) {
-	fmt.Fprintln(w, "# perf collectives: the PyTorch backend \"homa\" against gloo, same jobs")
-	if m := ddpMethod(r); m != "" {
-		fmt.Fprintf(w, "\n%s\n", m)
-	}
-	for _, t := range Tables(r) {
-		fmt.Fprintf(w, "\n## %s\n\n", t.Title)
-		t.Markdown(w)
-	}
+// Report is the run's report: its tables (text, and markdown in
+// collectives.md), collectives.json and the plots.
+func (r *Result) Report() perf.Report {
+	return perf.Report{Name: "collectives", Title: "perf collectives: the PyTorch backend \"homa\" against gloo, same jobs",
+		Method: ddpMethod(r), Tables: Tables(r), JSON: "collectives.json", Result: r, Page: "collectives.md", Plots: r.charts()}
 }
 
 func us(v float64) string { return fmt.Sprintf("%.1f", v) }
@@ -108,74 +88,35 @@ var colors = map[string]color.Color{
 
 // dashes tell the jobs apart: solid for the first job size, dashed for
 // the next.
-var dashes = [][]vg.Length{nil, {vg.Points(6), vg.Points(3)}, {vg.Points(2), vg.Points(2)}, {vg.Points(8), vg.Points(2), vg.Points(2), vg.Points(2)}}
+var dashes = [][]vg.Length{nil, plots.Dashed, plots.Dotted, {vg.Points(8), vg.Points(2), vg.Points(2), vg.Points(2)}}
 
-// Plot writes the run's plots into dir and returns their paths:
-// all_reduce latency and bus bandwidth, ping-pong, and homa's two
-// algorithms (with Algorithms).
-func Plot(r *Result, dir string) ([]string, error) {
-	type figure struct {
+// charts are the run's plots: all_reduce latency and bus bandwidth,
+// ping-pong, homa's two algorithms (with Algorithms), a line per job and
+// series (colour: series; dashes: job), and the DDP step's.
+func (r *Result) charts() []perf.Plot {
+	var out []perf.Plot
+	for _, f := range []struct {
 		file, title, ylabel string
 		points              func(Job) []Point
 		keys                []string
 		suffix              string
-	}
-	figs := []figure{
+	}{
 		{"collectives-allreduce-latency.png", "all_reduce, median time per call", "µs", func(j Job) []Point { return j.AllReduce }, []string{"homa", "gloo"}, "_us"},
 		{"collectives-allreduce-busbw.png", "all_reduce bus bandwidth", "Gb/s", func(j Job) []Point { return j.AllReduce }, []string{"homa", "gloo"}, "_busbw_gbps"},
 		{"collectives-pingpong.png", "send/recv ping-pong, ranks 0 and 1, median round trip", "µs", func(j Job) []Point { return j.PingPong }, []string{"homa", "gloo"}, "_us"},
 		{"collectives-allreduce-algorithms.png", "homa's all_reduce: ring against recursive doubling", "µs", func(j Job) []Point { return j.AllReduce }, []string{"homa_ring", "homa_doubling"}, "_us"},
-	}
-	var paths []string
-	for _, f := range figs {
-		p := plot.New()
-		p.Title.Text = f.title
-		p.X.Label.Text = "tensor size (bytes)"
-		p.Y.Label.Text = f.ylabel
-		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-		p.X.Tick.Marker, p.Y.Tick.Marker = binaryTicks{}, plot.LogTicks{Prec: -1}
-		p.Add(plotter.NewGrid())
-		lines := 0
+	} {
+		c := plots.Lines{Title: f.title, X: "tensor size (bytes)", Y: f.ylabel, LogX: true, LogY: true, XTicks: binaryTicks{}}
 		for ji, j := range r.Jobs {
 			for _, k := range f.keys {
-				var xys plotter.XYs
-				for _, pt := range f.points(j) {
-					if v := pt[k+f.suffix]; v > 0 {
-						xys = append(xys, plotter.XY{X: pt["bytes"], Y: v})
-					}
-				}
-				if len(xys) == 0 {
-					continue
-				}
-				line, pts, err := plotter.NewLinePoints(xys)
-				if err != nil {
-					return nil, err
-				}
-				line.Color, pts.Color = colors[k], colors[k]
-				line.Dashes = dashes[ji%len(dashes)]
-				line.Width = vg.Points(1.5)
-				if ji%2 == 1 {
-					pts.Shape = draw.BoxGlyph{}
-				}
-				p.Add(line, pts)
-				p.Legend.Add(fmt.Sprintf("%s, %d ranks", k, j.Ranks), line, pts)
-				lines++
+				c.Lines = append(c.Lines, plots.Line{Name: fmt.Sprintf("%s, %d ranks", k, j.Ranks), Color: colors[k], Dashes: dashes[ji%len(dashes)],
+					Glyph: []draw.GlyphDrawer{plots.Ring, plots.Box}[ji%2],
+					XY:    plots.XYs(f.points(j), func(p Point) float64 { return p["bytes"] }, func(p Point) float64 { return p[k+f.suffix] })})
 			}
 		}
-		if lines == 0 {
-			continue // e.g. no --algorithms
-		}
-		path := filepath.Join(dir, f.file)
-		if err := perf.SaveLegendBeside(p, 9*vg.Inch, 5*vg.Inch, path); err != nil {
-			return nil, err
-		}
-		paths = append(paths, path)
+		out = append(out, perf.Plot{File: f.file, Chart: c})
 	}
-	ddp, err := plotDDP(r, dir)
-	if err != nil {
-		return nil, err
-	}
-	return append(paths, ddp...), nil
+	return append(out, ddpPlots(r)...)
 }
 
 // binaryTicks marks a log axis of power-of-two sizes: a labelled tick

@@ -3,19 +3,18 @@ package collectives
 import (
 	"fmt"
 	"image/color"
-	"path/filepath"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/homa-dpdk/homa-dpdk/perf"
+	"github.com/homa-dpdk/homa-dpdk/perf/plots"
 )
 
 // ddpTables are the DDP step's tables (none without DDP jobs): step
 // times and communication shares, and the trajectory check.
-func ddpTables(r *Result) []NamedTable {
+func ddpTables(r *Result) []perf.Table {
 	st := perf.Table{Header: []string{"ranks", "model", "gradients", "batch", "steps", "homa ms", "homa p90", "gloo ms", "gloo p90",
 		"homa/gloo", "compute ms", "homa comm", "gloo comm", "load before"}}
 	tr := perf.Table{Header: []string{"ranks", "loss max rel diff", "param max abs diff", "of largest update", "homa replicas", "gloo replicas",
@@ -49,14 +48,14 @@ func ddpTables(r *Result) []NamedTable {
 	if len(tr.Rows) == 0 {
 		return nil
 	}
-	steps := NamedTable{fmt.Sprintf("DDP training step (SGD, MSE on random data): median and p90 of %d steps after %d warm-up, each the slowest rank's; "+
-		"compute: the same step under no_sync() (no all_reduce); comm = 1 - compute/step", nSteps, warmup), st}
-	traj := NamedTable{fmt.Sprintf("DDP: homa's trajectory against gloo's, same seeds and batches (tolerances: losses %.0e relative; "+
-		"parameters and replicas %.0e of the largest update)", LossTolerance, ParamTolerance), tr}
+	st.Title = fmt.Sprintf("DDP training step (SGD, MSE on random data): median and p90 of %d steps after %d warm-up, each the slowest rank's; "+
+		"compute: the same step under no_sync() (no all_reduce); comm = 1 - compute/step", nSteps, warmup)
+	tr.Title = fmt.Sprintf("DDP: homa's trajectory against gloo's, same seeds and batches (tolerances: losses %.0e relative; "+
+		"parameters and replicas %.0e of the largest update)", LossTolerance, ParamTolerance)
 	if len(st.Rows) == 0 { // every DDP job failed
-		return []NamedTable{traj}
+		return []perf.Table{tr}
 	}
-	return []NamedTable{steps, traj}
+	return []perf.Table{st, tr}
 }
 
 // ddpMethod is how the DDP step was measured, for the markdown ("" without
@@ -97,9 +96,10 @@ func share(m map[string]float64, k string) string {
 	return fmt.Sprintf("%.0f%%", 100*v)
 }
 
-// plotDDP writes the DDP plots (none without DDP jobs): the median step
-// per job and variant as bars, and every timed step as lines.
-func plotDDP(r *Result, dir string) ([]string, error) {
+// ddpPlots are the DDP plots (none without DDP jobs): the median step
+// per job and variant as bars, each labelled with its median and p90, and
+// every timed step as lines (colour: variant; dashes: job).
+func ddpPlots(r *Result) []perf.Plot {
 	var jobs []Job
 	for _, j := range r.Jobs {
 		if j.DDP != nil {
@@ -107,28 +107,16 @@ func plotDDP(r *Result, dir string) ([]string, error) {
 		}
 	}
 	if len(jobs) == 0 {
-		return nil, nil
+		return nil
 	}
-	bars := filepath.Join(dir, "collectives-ddp-step.png")
-	if err := plotDDPBars(jobs, bars); err != nil {
-		return nil, err
-	}
-	steps := filepath.Join(dir, "collectives-ddp-steps.png")
-	if err := plotDDPSteps(jobs, steps); err != nil {
-		return nil, err
-	}
-	return []string{bars, steps}, nil
-}
-
-// plotDDPBars draws a group of bars per job, one per variant (homa, gloo,
-// compute), each labelled with its median and p90.
-func plotDDPBars(jobs []Job, path string) error {
-	g := perf.GroupedBars{
+	g := plots.GroupedBars{
 		Title:    fmt.Sprintf("DDP training step, %.1f MiB of gradients: median (labels: median / p90)", float64(jobs[0].DDP.GradBytes)/(1<<20)),
 		YLabel:   "ms per step",
 		Color:    func(i int) color.Color { return colors[ddpVariants[i]] },
 		BarWidth: vg.Points(36),
 	}
+	// Log: a slow step does not flatten the rest.
+	c := plots.Lines{Title: "DDP training step, each timed step (the slowest rank's)", X: "step", Y: "ms", LogY: true}
 	for _, j := range jobs {
 		g.Groups = append(g.Groups, fmt.Sprintf("%d ranks", j.Ranks))
 	}
@@ -145,42 +133,15 @@ func plotDDPBars(jobs []Job, path string) error {
 		}
 		g.Series, g.Values, g.Labels = append(g.Series, name), append(g.Values, vals), append(g.Labels, labels)
 	}
-	return g.Save(path)
-}
-
-// plotDDPSteps draws every timed step's time, a line per job and
-// variant (colour: variant; dashes: job).
-func plotDDPSteps(jobs []Job, path string) error {
-	p := plot.New()
-	p.Title.Text = "DDP training step, each timed step (the slowest rank's)"
-	p.X.Label.Text = "step"
-	p.Y.Label.Text = "ms"
-	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1} // a slow step does not flatten the rest
-	p.Add(plotter.NewGrid())
 	for ji, j := range jobs {
 		for _, k := range ddpVariants {
-			ts := j.DDP.StepMs[k]
-			if len(ts) == 0 {
-				continue
+			l := plots.Line{Name: fmt.Sprintf("%s, %d ranks", k, j.Ranks), Color: colors[k], Dashes: dashes[ji%len(dashes)], Width: vg.Points(1),
+				Glyph: []draw.GlyphDrawer{plots.Ring, plots.Box}[ji%2], Radius: vg.Points(1.5)}
+			for i, v := range j.DDP.StepMs[k] {
+				l.XY = append(l.XY, plotter.XY{X: float64(i + 1), Y: max(v, 1e-3)})
 			}
-			xys := make(plotter.XYs, len(ts))
-			for i, v := range ts {
-				xys[i] = plotter.XY{X: float64(i + 1), Y: max(v, 1e-3)}
-			}
-			line, pts, err := plotter.NewLinePoints(xys)
-			if err != nil {
-				return err
-			}
-			line.Color, pts.Color = colors[k], colors[k]
-			line.Dashes = dashes[ji%len(dashes)]
-			line.Width = vg.Points(1)
-			pts.Radius = vg.Points(1.5)
-			if ji%2 == 1 {
-				pts.Shape = draw.BoxGlyph{}
-			}
-			p.Add(line, pts)
-			p.Legend.Add(fmt.Sprintf("%s, %d ranks", k, j.Ranks), line, pts)
+			c.Lines = append(c.Lines, l)
 		}
 	}
-	return perf.SaveLegendBeside(p, 9*vg.Inch, 5*vg.Inch, path)
+	return []perf.Plot{{File: "collectives-ddp-step.png", Chart: g}, {File: "collectives-ddp-steps.png", Chart: c}}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -45,27 +46,26 @@ func TestReport_tablesGoalsAndPlots(t *testing.T) {
 			t.Errorf("goal %q: got %.2f, met %v, absent %q; want met %v", g.Goal, g.Figure, g.Met, g.Absent, want)
 		}
 	}
-	var text, md bytes.Buffer
-	Report(r, &text)
-	Markdown(r, &md)
+	var text bytes.Buffer
+	dir := t.TempDir()
+	if err := r.Report().Write(&text, dir); err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range []string{"64 MiB", "64 KiB", "12.50", "doubling/ring", "homa/gloo", "0.75", "50%", "equal", "7 of 11 met",
-		"no all_reduce at 1 KiB"} {
+		"no all_reduce at 1 KiB", "collectives.json, collectives.md, collectives-allreduce-latency.png"} {
 		if !strings.Contains(text.String(), s) {
 			t.Errorf("report lacks %q:\n%s", s, text.String())
 		}
 	}
-	if !strings.Contains(md.String(), "| ranks |") || !strings.Contains(md.String(), "under no_sync()") {
-		t.Errorf("markdown has no table:\n%s", md.String())
+	md, _ := os.ReadFile(filepath.Join(dir, "collectives.md"))
+	if !strings.Contains(string(md), "| ranks |") || !strings.Contains(string(md), "under no_sync()") {
+		t.Errorf("markdown has no table:\n%s", md)
 	}
-	dir := t.TempDir()
-	paths, err := Plot(r, dir)
-	if err != nil {
-		t.Fatal(err)
+	imgs, _ := filepath.Glob(filepath.Join(dir, "*.png"))
+	if len(imgs) != 6 {
+		t.Fatalf("plots %v; want 6", imgs)
 	}
-	if len(paths) != 6 {
-		t.Fatalf("plots %v; want 6", paths)
-	}
-	for _, p := range paths {
+	for _, p := range imgs {
 		if st, err := os.Stat(p); err != nil || st.Size() < 1000 {
 			t.Errorf("plot %s: %v", p, err)
 		}

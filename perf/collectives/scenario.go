@@ -1,11 +1,6 @@
 package collectives
 
 import (
-	"fmt"
-	"io"
-	"path/filepath"
-
-	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/perf"
 	"github.com/homa-dpdk/homa-dpdk/perf/torchjob"
 	"github.com/spf13/pflag"
@@ -46,12 +41,11 @@ give --root. The backend "homa" is whatever python/homa_dpdk registers.`,
 
 func command(fs *pflag.FlagSet) func(perf.Invocation) error {
 	cfg := DefaultConfig()
-	var out, ranks string
-	var noAlgorithms, noDDP, smoke bool
-	fs.StringVar(&ranks, "ranks", "2,4", "job sizes, a job each (2..16 ranks, a demo host per rank)")
+	var noAlgorithms, noDDP bool
+	f := perf.BindFlags(fs, "the smoke size: --quick and 5 DDP steps of a small MLP", false)
+	f.Ints(&cfg.Ranks, "ranks", "job sizes, a job each (2..16 ranks, a demo host per rank)")
 	fs.BoolVar(&cfg.Quick, "quick", false, "sizes up to 1 MiB, fewer repetitions")
 	fs.BoolVar(&noAlgorithms, "no-algorithms", false, "skip homa's ring and recursive doubling at every size")
-	fs.BoolVar(&smoke, "smoke", false, "the smoke size: --quick and 5 DDP steps of a small MLP")
 	fs.BoolVar(&noDDP, "no-ddp", false, "skip the DDP training step")
 	fs.BoolVar(&cfg.DDPOnly, "ddp-only", false, "the DDP training step alone (no all_reduce sweep or ping-pong)")
 	fs.IntVar(&cfg.DDPSteps, "ddp-steps", cfg.DDPSteps, "timed DDP steps per variant (homa, gloo, compute)")
@@ -60,56 +54,23 @@ func command(fs *pflag.FlagSet) func(perf.Invocation) error {
 	fs.StringVar(&cfg.Python, "python", cfg.Python, "the Python with torch")
 	fs.StringVar(&cfg.Root, "root", cfg.Root, "the repository (python/ is taken from there)")
 	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "longest a job may take")
-	fs.StringVar(&out, "out", "", "results directory (default results/<timestamp>)")
 	return func(inv perf.Invocation) error {
-		var err error
-		if cfg.Ranks, err = torchjob.ParseRanks(ranks); err != nil {
+		err := perf.SmokeOver(f, &cfg, func() Config {
+			c := DefaultConfig()
+			c.Smoke()
+			return c
+		})
+		if err != nil {
 			return err
 		}
-		cfg.Algorithms = !noAlgorithms
-		cfg.DDP = !noDDP
-		if smoke { // its sizes, less what the command line sets
-			given := cfg
-			cfg.Smoke()
-			if inv.Changed("ddp-steps") {
-				cfg.DDPSteps = given.DDPSteps
-			}
-			if inv.Changed("ddp-warmup") {
-				cfg.DDPWarmup = given.DDPWarmup
-			}
-		}
+		cfg.Algorithms, cfg.DDP, cfg.Out = !noAlgorithms, !noDDP, inv.Out
 		if err := cfg.Validate(); err != nil {
 			return err
 		}
-		dir, err := perf.ResultsDir(out)
+		res, err := torchjob.Command(inv, f, &cfg.Dir, func() (*Result, error) { return Run(cfg) })
 		if err != nil {
 			return err
 		}
-		if cfg.Dir, err = filepath.Abs(dir); err != nil {
-			return err
-		}
-		cfg.Out = inv.Out
-		mem := dpdk.ProbeMemory()
-		if _, err := dpdk.Init(dpdk.ArgsOr(inv.EAL, "0,1", mem)); err != nil {
-			return err
-		}
-		defer dpdk.Cleanup()
-		res, err := Run(cfg)
-		if err != nil {
-			return err
-		}
-		if err := perf.WriteJSON(filepath.Join(dir, "collectives.json"), res); err != nil {
-			return err
-		}
-		if err := perf.WriteFile(filepath.Join(dir, "collectives.md"), func(w io.Writer) { Markdown(res, w) }); err != nil {
-			return err
-		}
-		plots, err := Plot(res, dir)
-		if err != nil {
-			return err
-		}
-		Report(res, cfg.Out)
-		fmt.Fprintf(cfg.Out, "\nresults in %s (collectives.json, collectives.md, %d plots)\n", dir, len(plots))
 		return res.Check()
 	}
 }

@@ -335,8 +335,8 @@ func (r *Result) ShardRatio(name string) (ratio float64, ok bool) {
 	return two.RPCsPerSec / one.RPCsPerSec, true
 }
 
-// Section is the result's part of the perf all report.
-func (r *Result) Section() perf.Section {
+// Report is the cost scenario's report.
+func (r *Result) Report() perf.Report {
 	et := perf.Table{Header: []string{"engine case", "ns/RPC", "ns/packet event", "ns/DATA tx", "ns/DATA rx", "Gbps", "allocs/RPC"}}
 	for _, e := range r.Engine {
 		tx, rx, g := "", "", ""
@@ -362,7 +362,7 @@ func (r *Result) Section() perf.Section {
 		}
 		st.Rows = append(st.Rows, []string{s.Case, fmt.Sprint(s.Shards), fmt.Sprintf("%.0f", s.RPCsPerSec), g, fmt.Sprintf("%.0f", s.NsPerPkt), over})
 	}
-	return perf.Section{Name: "cost", Title: Title,
+	return perf.Report{Name: "cost", Title: Title, JSON: "cost.json", Result: r,
 		Method: r.Method,
 		Distortions: "The demo pair's loop runs both hosts on one core, so each packet event is counted once at " +
 			"its sender and once at its receiver, both on that core. The engine benchmark shares this process " +

@@ -34,7 +34,7 @@ func TestGoals_engineOnShards(t *testing.T) {
 	if x := perftest.GoalsByName(Goals(r))["engine on 2 shards over 1, small RPCs/s"]; x.Absent == "" {
 		t.Errorf("one shard count alone gave a figure: %+v", x)
 	}
-	if sec := (&Result{Shards: r.Shards}).Section(); len(sec.Tables) != 3 || len(sec.Tables[1].Rows) != 1 {
+	if sec := (&Result{Shards: r.Shards}).Report(); len(sec.Tables) != 3 || len(sec.Tables[1].Rows) != 1 {
 		t.Errorf("section tables %+v", sec.Tables)
 	}
 }
@@ -56,7 +56,7 @@ func TestGoals_overTestpmd(t *testing.T) {
 		Demo: []homapeer.DemoRun{{Name: "small", NsPerPkt: 150}}}
 	g := perftest.GoalsByName(Goals(r))
 	perftest.CheckGoal(t, g, "ns per packet event, demo pair (100 B RPCs) over dpdk-testpmd's io forwarding", 3, false)
-	if len(r.Section().Tables) != 4 {
+	if len(r.Report().Tables) != 4 {
 		t.Error("no reference table")
 	}
 }

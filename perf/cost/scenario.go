@@ -1,10 +1,6 @@
 package cost
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
-
 	"github.com/homa-dpdk/homa-dpdk/perf"
 )
 
@@ -33,19 +29,5 @@ const Title = "cost: the data path's time per packet event (engine alone, and th
 func run(o perf.Options, _ map[string]any) (perf.Outcome, error) {
 	cfg := ConfigFor(o.Smoke)
 	cfg.Self, cfg.OutDir = o.Self, o.Dir
-	prog := perf.NewProgress(os.Stderr, "cost", Steps())
-	res, err := Measure(cfg, prog)
-	prog.Done()
-	if err != nil {
-		return perf.Outcome{}, err
-	}
-	if err := perf.WriteJSON(filepath.Join(o.Dir, "cost.json"), res); err != nil {
-		return perf.Outcome{}, err
-	}
-	sec := res.Section()
-	for _, t := range sec.Tables {
-		t.Text(o.Out)
-		fmt.Fprintln(o.Out)
-	}
-	return perf.Outcome{Result: res, Sections: []perf.Section{sec}, Files: "cost.json"}, nil
+	return perf.Measured(o, "cost", Steps(), func(p *perf.Progress) (*Result, error) { return Measure(cfg, p) })
 }

@@ -149,7 +149,7 @@ func Measure(cfg Config) (*Result, error) {
 	res.Floors = floorFigures(cfg.Frames, res.Runs)
 	for _, mtu := range cfg.HomaMTUs {
 		tc := homapeer.StreamConfig{Self: cfg.Self, Sizes: cfg.Sizes, Duration: cfg.HomaTime, WorkerCPU: 0, OutDir: cfg.OutDir,
-			Progress: cfg.Progress, Out: cfg.Out, Smoke: cfg.Smoke, MTU: mtu, Name: "floor-mtu" + strconv.Itoa(mtu)}
+			Progress: cfg.Progress, Smoke: cfg.Smoke, MTU: mtu, Name: "floor-mtu" + strconv.Itoa(mtu)}
 		runs, loops, err := homapeer.HomaStream(tc, "memif", dir)
 		res.Loops = append(res.Loops, loops...)
 		if err != nil {
@@ -158,8 +158,6 @@ func Measure(cfg Config) (*Result, error) {
 		res.Homa = append(res.Homa, runs...)
 	}
 	res.Ratios = Ratios(res.Floors, append(append([]perf.StreamRun(nil), cfg.Compare...), res.Homa...))
-	cfg.Progress.Done()
-	res.Print(cfg.Out)
 	return res, nil
 }
 
@@ -198,7 +196,7 @@ func runFloorPair(cfg Config, f FrameSize, trial int, dir string) (Run, error) {
 	if err != nil {
 		return run, err
 	}
-	if err := perf.WaitForPath(sock, 30*time.Second); err != nil {
+	if err := homapeer.WaitForPath(sock, 30*time.Second); err != nil {
 		tx.kill()
 		return run, fmt.Errorf("the sender's memif socket: %w; its log: %s", err, perf.Tail(tx.log.Name(), 800))
 	}

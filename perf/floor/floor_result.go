@@ -2,7 +2,6 @@ package floor
 
 import (
 	"fmt"
-	"io"
 	"slices"
 
 	"github.com/homa-dpdk/homa-dpdk/perf"
@@ -184,37 +183,23 @@ const floorRatiosNote = `Homa / floor Gbps: the share of the memif link's own ra
 	`many times the CPU per GB the two copies' pollers do. homa-memif is Homa at MTU 1500 (in perf all, the throughput ` +
 	`scenario's runs of the same invocation); homa-memif-mtu9000 at 9000 (demo --workers --link memif --mtu 9000).`
 
-// Print writes the tables and loop statistics.
-func (r *Result) Print(w io.Writer) {
-	fmt.Fprintln(w, "floor: the memif link's own rate and cost (dpdk-testpmd), medians over trials")
-	r.Table().Text(w)
-	if len(r.Ratios) > 0 {
-		fmt.Fprintln(w, floorRatiosNote)
-		r.RatioTable().Text(w)
-	}
-	perf.PrintLoops(w, r.Loops)
-}
-
 // Title is the report's heading of the floor scenario.
 const Title = "floor: the memif link's own rate and copy cost (dpdk-testpmd), and how close Homa on memif gets"
 
-// Section is the floor result for the report.
-func (r *Result) Section() perf.Section {
-	s := perf.Section{Name: "floor", Title: Title, Method: r.Method, Distortions: r.Distortions,
-		Tables: []perf.Table{r.Table()}}
+// Report is the floor scenario's report.
+func (r *Result) Report() perf.Report {
+	rep := perf.Report{Name: "floor", Title: Title, Method: r.Method, Distortions: r.Distortions,
+		Heading: "floor: the memif link's own rate and cost (dpdk-testpmd), medians over trials",
+		Tables:  []perf.Table{r.Table()}, Loops: r.Loops, JSON: "floor.json", Result: r}
 	if len(r.Ratios) > 0 {
-		s.Tables = append(s.Tables, r.RatioTable())
-		s.Notes = append(s.Notes, floorRatiosNote)
+		rep.Tables = append(rep.Tables, r.RatioTable())
+		rep.Notes = append(rep.Notes, floorRatiosNote)
 	}
-	s.Notes = append(s.Notes, "Link of each figure: rows of the first table are "+floorLink+
+	rep.Notes = append(rep.Notes, "Link of each figure: rows of the first table are "+floorLink+
 		", two testpmd processes and one memif link; rows of the second are Homa workers through the daemon's two hosts "+
 		"on a net_memif pair (homa-memif), message bytes only.")
-	s.Notes = append(s.Notes, perf.LoopNotes(r.Loops)...)
-	return s
+	return rep
 }
-
-// WriteJSON writes the result to path.
-func (r *Result) WriteJSON(path string) error { return perf.WriteJSON(path, r) }
 
 // Goals are the rows of issue 33 on the floor: Homa's 1 MB messages on
 // memif against the link's own rate and CPU per GB, at MTU 1500 and 9000,

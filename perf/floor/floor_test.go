@@ -88,7 +88,7 @@ func TestFloorResult_sectionLabelsEachLink(t *testing.T) {
 		Floors: floorFigures(Frames, []Run{{FrameSize: Frames[0], Gbps: 20, CPUPerGB: 0.1}, {FrameSize: Frames[1], Gbps: 40, CPUPerGB: 0.05}}),
 	}
 	r.Ratios = Ratios(r.Floors, []perf.StreamRun{{Transport: "homa-memif", Size: 1_000_000, Gbps: 4, CPUPerGB: 0.5}})
-	s := r.Section()
+	s := r.Report().Section(nil)
 	if s.Name != "floor" || len(s.Tables) != 2 || s.Method != "m" || s.Distortions != "d" {
 		t.Fatalf("section %+v", s)
 	}
@@ -111,7 +111,7 @@ func TestFloorResult_sectionLabelsEachLink(t *testing.T) {
 		t.Errorf("notes do not say which figure is which link: %s", joined)
 	}
 	// Without Homa runs: the floor alone.
-	if s := (&Result{Floors: r.Floors}).Section(); len(s.Tables) != 1 {
+	if s := (&Result{Floors: r.Floors}).Report().Section(nil); len(s.Tables) != 1 {
 		t.Errorf("a floor without Homa runs has %d tables", len(s.Tables))
 	}
 }

@@ -1,9 +1,6 @@
 package floor
 
 import (
-	"os"
-	"path/filepath"
-
 	"github.com/homa-dpdk/homa-dpdk/perf"
 )
 
@@ -47,14 +44,8 @@ func run(o perf.Options, prior map[string]any) (perf.Outcome, error) {
 	}
 	cfg := ConfigFor(o.Smoke, mtus)
 	cfg.Self, cfg.OutDir, cfg.Out, cfg.Compare = o.Self, o.Dir, o.Out, compare
-	cfg.Progress = perf.NewProgress(os.Stderr, "floor", Steps(cfg))
-	res, err := Measure(cfg)
-	cfg.Progress.Done()
-	if err != nil {
-		return perf.Outcome{}, err
-	}
-	if err := res.WriteJSON(filepath.Join(o.Dir, "floor.json")); err != nil {
-		return perf.Outcome{}, err
-	}
-	return perf.Outcome{Result: res, Sections: []perf.Section{res.Section()}, Files: "floor.json"}, nil
+	return perf.Measured(o, "floor", Steps(cfg), func(p *perf.Progress) (*Result, error) {
+		cfg.Progress = p
+		return Measure(cfg)
+	})
 }

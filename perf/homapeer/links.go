@@ -58,17 +58,10 @@ func startForwarder(program, dir, logPath string) (*fwdProcess, error) {
 		log.Close()
 		return nil, fmt.Errorf("start %s: %w", program, err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
 	for _, s := range f.Socks {
-		for {
-			if _, err := os.Stat(s); err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				f.stop()
-				return nil, fmt.Errorf("testpmd's memif socket %s did not appear within 30 s; its log: %s\n%s", s, logPath, perf.Tail(logPath, 1500))
-			}
-			time.Sleep(20 * time.Millisecond)
+		if err := WaitForPath(s, 30*time.Second); err != nil {
+			f.stop()
+			return nil, fmt.Errorf("testpmd's memif socket: %w; its log: %s\n%s", err, logPath, perf.Tail(logPath, 1500))
 		}
 	}
 	return f, nil
@@ -78,7 +71,7 @@ func startForwarder(program, dir, logPath string) (*fwdProcess, error) {
 func (f *fwdProcess) stop() error {
 	defer f.log.Close()
 	f.stdin.Close()
-	return perf.StopTestpmd(f.cmd)
+	return StopTestpmd(f.cmd)
 }
 
 // daemonArgs are the daemon's extra arguments to join its hosts through f.

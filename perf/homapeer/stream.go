@@ -3,7 +3,6 @@ package homapeer
 import (
 	"cmp"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/client"
@@ -25,7 +24,6 @@ type StreamConfig struct {
 	// MTU is the daemon's ports' IP MTU (demo --mtu; 0: its 1500); the
 	// runs are then named HomaSeries(link) + "-mtu" + MTU (HomaMTUSeries).
 	MTU   int
-	Out   io.Writer
 	Smoke bool
 	// Name prefixes the daemon's log file (Name-LINK-daemon.log; "":
 	// throughput).

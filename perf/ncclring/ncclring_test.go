@@ -59,9 +59,7 @@ func TestRun_smokeOverTheDemosHosts(t *testing.T) {
 	if len(res.Goals) != 15 || res.Goals[0].Absent != "" {
 		t.Errorf("goals %+v", res.Goals)
 	}
-	var md bytes.Buffer
-	Markdown(res, &md)
-	if !strings.Contains(md.String(), "## 2 ranks, NCCL ring through the plugin (nccl-tests' columns)") {
-		t.Errorf("report:\n%s", md.String())
+	if md := page(t, res); !strings.Contains(md, "**2 ranks, NCCL ring through the plugin (nccl-tests' columns)**") {
+		t.Errorf("report:\n%s", md)
 	}
 }

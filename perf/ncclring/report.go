@@ -2,7 +2,6 @@ package ncclring
 
 import (
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/homa-dpdk/homa-dpdk/perf"
@@ -11,8 +10,8 @@ import (
 // Tables are the run's tables: per job, nccl-tests' columns for each
 // series (the plugin, libhoma directly, gloo), the ratios the goals
 // read per size, then the goal rows.
-func Tables(r *Result) []NamedTable {
-	var out []NamedTable
+func Tables(r *Result) []perf.Table {
+	var out []perf.Table
 	for _, j := range r.Jobs {
 		for _, s := range []struct {
 			name string
@@ -23,7 +22,8 @@ func Tables(r *Result) []NamedTable {
 				t.Rows = append(t.Rows, []string{fmt.Sprint(p.Bytes), fmt.Sprint(p.Bytes / 4), "float", "sum", fmt.Sprintf("%.1f", p.TimeUs),
 					fmt.Sprintf("%.3f", p.AlgBW), fmt.Sprintf("%.3f", p.BusBW), fmt.Sprintf("%.2f", p.CPUPerGB), fmt.Sprint(p.Iters)})
 			}
-			out = append(out, NamedTable{Title: fmt.Sprintf("%d ranks, %s (nccl-tests' columns)", j.Ranks, s.name), Table: t})
+			t.Title = fmt.Sprintf("%d ranks, %s (nccl-tests' columns)", j.Ranks, s.name)
+			out = append(out, t)
 		}
 		t := perf.Table{Header: []string{"size", "plugin/gloo time", "plugin/gloo busbw", "plugin/gloo CPU per GB",
 			"plugin-libhoma µs per isend", "plugin/libhoma busbw"}}
@@ -36,7 +36,8 @@ func Tables(r *Result) []NamedTable {
 			t.Rows = append(t.Rows, []string{sizeName(p.Bytes), ratio(p.TimeUs, g.TimeUs), ratio(p.BusBW, g.BusBW),
 				ratio(p.CPUPerGB, g.CPUPerGB), fmt.Sprintf("%.2f", (p.TimeUs-l.TimeUs)/float64(max(p.Msgs, 1))), ratio(p.BusBW, l.BusBW)})
 		}
-		out = append(out, NamedTable{Title: fmt.Sprintf("%d ranks: the ratios the goals read", j.Ranks), Table: t})
+		t.Title = fmt.Sprintf("%d ranks: the ratios the goals read", j.Ranks)
+		out = append(out, t)
 	}
 	met := 0
 	for _, g := range r.Goals {
@@ -44,14 +45,16 @@ func Tables(r *Result) []NamedTable {
 			met++
 		}
 	}
-	return append(out, NamedTable{Title: fmt.Sprintf("goals: the issue's targets for the NCCL shape, this run's figures (%d of %d met)",
-		met, len(r.Goals)), Table: perf.GoalsSection(r.Goals).Tables[0]})
+	gt := perf.GoalsSection(r.Goals).Tables[0]
+	gt.Title = fmt.Sprintf("goals: the issue's targets for the NCCL shape, this run's figures (%d of %d met)", met, len(r.Goals))
+	return append(out, gt)
 }
 
-// NamedTable is a table with its title.
-type NamedTable struct {
-	Title string
-	perf.Table
+// Report is the run's report: its tables and notes (text, and markdown
+// in nccl.md) and nccl.json.
+func (r *Result) Report() perf.Report {
+	return perf.Report{Name: "nccl", Title: "perf nccl: NCCL's ring all-reduce through the homa plugin, over libhoma directly, and gloo's all_reduce",
+		Tables: Tables(r), Notes: Notes(r), JSON: "nccl.json", Result: r, Page: "nccl.md"}
 }
 
 func ratio(a, b float64) string {
@@ -102,30 +105,4 @@ func Notes(r *Result) []string {
 		notes = append(notes, fmt.Sprintf("Missed: %s (%.2f, want %s): %s", g.Goal, g.Figure, g.Want, why))
 	}
 	return notes
-}
-
-// Report writes the tables and notes as text to w.
-func Report(r *Result, w io.Writer) {
-	for _, t := range Tables(r) {
-		fmt.Fprintf(w, "\n%s\n", t.Title)
-		t.Text(w)
-	}
-	fmt.Fprintln(w)
-	for _, n := range Notes(r) {
-		fmt.Fprintf(w, "- %s\n", n)
-	}
-}
-
-// Markdown writes the tables and notes as markdown to w.
-func Markdown(r *Result, w io.Writer) {
-	fmt.Fprintln(w, "# perf nccl: NCCL's ring all-reduce through the homa plugin, over libhoma directly, and gloo's all_reduce")
-	for _, t := range Tables(r) {
-		fmt.Fprintf(w, "\n## %s\n\n", t.Title)
-		t.Markdown(w)
-	}
-	fmt.Fprintln(w, "\n## Notes")
-	fmt.Fprintln(w)
-	for _, n := range Notes(r) {
-		fmt.Fprintf(w, "- %s\n", n)
-	}
 }

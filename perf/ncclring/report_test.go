@@ -1,7 +1,8 @@
 package ncclring
 
 import (
-	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -35,16 +36,14 @@ func TestParseBench_linesInOrder(t *testing.T) {
 func TestMarkdown_tablesGoalsAndMisses(t *testing.T) {
 	r := &Result{CPUs: 2, Jobs: []Job{twoRankJob()}}
 	r.Goals = Goals(r)
-	var b bytes.Buffer
-	Markdown(r, &b)
-	md := b.String()
+	md := page(t, r)
 	for _, want := range []string{
-		"## 2 ranks, NCCL ring through the plugin (nccl-tests' columns)",
-		"## 2 ranks, the same ring over libhoma directly (nccl-tests' columns)",
-		"## 2 ranks, gloo's all_reduce (nccl-tests' columns)",
+		"**2 ranks, NCCL ring through the plugin (nccl-tests' columns)",
+		"**2 ranks, the same ring over libhoma directly (nccl-tests' columns)",
+		"**2 ranks, gloo's all_reduce (nccl-tests' columns)",
 		"| size | count | type | redop | time (us) | algbw (GB/s) | busbw (GB/s) | CPU s/GB | iters |",
 		"| 67108864 | 16777216 | float | sum | 50000.0 | 1.342 | 1.342 | 3.00 | 5 |",
-		"## 2 ranks: the ratios the goals read",
+		"**2 ranks: the ratios the goals read**",
 		"| 64 KiB | 0.60 | 1.67 | 1.00 | 2.00 | 0.93 |",
 		"(2 of 15 met)",
 		"CPU µs per message per rank (12.00, want <= 5.00): NCCL's proxy thread",
@@ -59,4 +58,17 @@ func TestMarkdown_tablesGoalsAndMisses(t *testing.T) {
 	if strings.Contains(md, "Missed: NCCL ring through the plugin, 4 MiB, 2 ranks: busbw") {
 		t.Error("a met goal noted as missed")
 	}
+}
+
+// page is the run's nccl.md, as its report writes it.
+func page(t *testing.T, r *Result) string {
+	dir := t.TempDir()
+	if _, err := r.Report().WriteFiles(dir); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "nccl.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

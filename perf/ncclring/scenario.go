@@ -1,11 +1,6 @@
 package ncclring
 
 import (
-	"fmt"
-	"io"
-	"path/filepath"
-
-	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/perf"
 	"github.com/homa-dpdk/homa-dpdk/perf/torchjob"
 	"github.com/spf13/pflag"
@@ -42,62 +37,28 @@ python3-torch; run it from the repository's root or give --root and --bench.`,
 
 func command(fs *pflag.FlagSet) func(perf.Invocation) error {
 	cfg := DefaultConfig()
-	var out, ranks string
-	var smoke bool
-	fs.StringVar(&ranks, "ranks", "2,4", "job sizes, a job each (2..8 ranks, a demo host per rank)")
+	f := perf.BindFlags(fs, "the smoke size: 2 ranks, 8 B to 64 KiB, 5 all-reduces a size", false)
+	f.Ints(&cfg.Ranks, "ranks", "job sizes, a job each (2..8 ranks, a demo host per rank)")
 	fs.IntVar(&cfg.Max, "max", cfg.Max, "the largest all-reduce, bytes (sizes double from 8 B)")
 	fs.IntVar(&cfg.Iters, "iters", 0, "timed all-reduces per size (0: 100 up to 64 KiB, 30 to 1 MiB, 10 to 16 MiB, 5 above)")
-	fs.BoolVar(&smoke, "smoke", false, "the smoke size: 2 ranks, 8 B to 64 KiB, 5 all-reduces a size")
 	fs.StringVar(&cfg.Bench, "bench", cfg.Bench, "the benchmark program (make -C nccl builds it, the plugin beside it)")
 	fs.StringVar(&cfg.Python, "python", cfg.Python, "the Python with torch (for gloo)")
 	fs.StringVar(&cfg.Root, "root", cfg.Root, "the repository (python/examples is taken from there)")
 	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "longest a job's bench or gloo run may take")
-	fs.StringVar(&out, "out", "", "results directory (default results/<timestamp>)")
 	return func(inv perf.Invocation) error {
-		var err error
-		if cfg.Ranks, err = torchjob.ParseRanks(ranks); err != nil {
+		err := perf.SmokeOver(f, &cfg, func() Config {
+			c := DefaultConfig()
+			c.Smoke()
+			return c
+		})
+		if err != nil {
 			return err
-		}
-		if smoke { // its sizes, less what the command line sets
-			given := cfg
-			cfg.Smoke()
-			if inv.Changed("ranks") {
-				cfg.Ranks = given.Ranks
-			}
-			if inv.Changed("max") {
-				cfg.Max = given.Max
-			}
-			if inv.Changed("iters") {
-				cfg.Iters = given.Iters
-			}
 		}
 		if err := cfg.Validate(); err != nil {
 			return err
 		}
-		dir, err := perf.ResultsDir(out)
-		if err != nil {
-			return err
-		}
-		if cfg.Dir, err = filepath.Abs(dir); err != nil {
-			return err
-		}
 		cfg.Out = inv.Out
-		if _, err := dpdk.Init(dpdk.ArgsOr(inv.EAL, "0,1", dpdk.ProbeMemory())); err != nil {
-			return err
-		}
-		defer dpdk.Cleanup()
-		res, err := Run(cfg)
-		if err != nil {
-			return err
-		}
-		if err := perf.WriteJSON(filepath.Join(dir, "nccl.json"), res); err != nil {
-			return err
-		}
-		if err := perf.WriteFile(filepath.Join(dir, "nccl.md"), func(w io.Writer) { Markdown(res, w) }); err != nil {
-			return err
-		}
-		Report(res, cfg.Out)
-		fmt.Fprintf(cfg.Out, "\nresults in %s (nccl.json, nccl.md)\n", dir)
-		return nil
+		_, err = torchjob.Command(inv, f, &cfg.Dir, func() (*Result, error) { return Run(cfg) })
+		return err
 	}
 }

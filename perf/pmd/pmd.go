@@ -121,16 +121,6 @@ func Run(cfg Config) (*Result, error) {
 		}
 		res.Runs = append(res.Runs, run)
 	}
-	fmt.Fprintln(cfg.Out)
-	fmt.Fprintf(cfg.Out, "%-10s %12s %12s %8s  (ratio: median of the per-trial ratios)\n", "device", "ours Mpps", "testpmd Mpps", "ratio")
-	for _, r := range res.Runs {
-		fmt.Fprintf(cfg.Out, "%-10s %12.2f %12.2f %8.3f\n", r.Device, r.OursMpps, r.TestpmdMpps, r.Ratio)
-	}
-	var last []string
-	for _, r := range res.Runs {
-		last = append(last, fmt.Sprintf("%s %.3f", r.Device, r.Ratio))
-	}
-	fmt.Fprintf(cfg.Out, "ours/testpmd: %s\n", strings.Join(last, "  "))
 	return res, nil
 }
 

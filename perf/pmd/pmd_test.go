@@ -76,9 +76,11 @@ func TestRun_smoke(t *testing.T) {
 			t.Errorf("%s: ours %.2f testpmd %.2f Mpps: a forwarder moved nothing", r.Device, r.OursMpps, r.TestpmdMpps)
 		}
 	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var rep strings.Builder
+	res.Report().Text(&rep)
+	lines := strings.Split(strings.TrimSpace(rep.String()), "\n")
 	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "ours/testpmd: net_null ") {
-		t.Errorf("last line %q is not the ratio line", last)
+		t.Errorf("last line %q of the report is not the ratio line:\n%s", last, rep.String())
 	}
 }
 

@@ -2,6 +2,7 @@ package pmd
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/homa-dpdk/homa-dpdk/perf"
 )
@@ -34,16 +35,17 @@ type Result struct {
 	Runs       []DeviceRun `json:"runs"`
 }
 
-// WriteJSON writes the result to path, creating its directory.
-func (r *Result) WriteJSON(path string) error { return perf.WriteJSON(path, r) }
-
-// Section is the pmd result for the report.
-func Section(r *Result) perf.Section {
+// Report is the pmd scenario's report: its last note is the ratio
+// ours/testpmd per device (the median of the per-trial ratios).
+func (r *Result) Report() perf.Report {
 	t := perf.Table{Header: []string{"device", "ours Mpps", "testpmd Mpps", "ours/testpmd"}}
+	var last []string
 	for _, x := range r.Runs {
 		t.Rows = append(t.Rows, []string{x.Device, fmt.Sprintf("%.2f", x.OursMpps), fmt.Sprintf("%.2f", x.TestpmdMpps), fmt.Sprintf("%.3f", x.Ratio)})
+		last = append(last, fmt.Sprintf("%s %.3f", x.Device, x.Ratio))
 	}
-	return perf.Section{Name: "pmd", Title: Title, Method: r.Method,
+	return perf.Report{Name: "pmd", Title: Title, Method: r.Method, JSON: "pmd.json", Result: r,
+		Notes: []string{"ours/testpmd: " + strings.Join(last, "  ")},
 		Distortions: "On a 2-vCPU virtual machine runs vary by about ±30 %, so only ratios from the same " +
 			"invocation mean anything; on memif the peer shares CPU 0 with both processes' main threads " +
 			"and the Go runtime's threads; net_ring moves pointers only and is not a meaningful reference. " +

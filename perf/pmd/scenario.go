@@ -28,7 +28,7 @@ func init() {
 dpdk/ + lcore/ loop (reading each Ethernet header in Go), then with dpdk-testpmd in
 io mode on the same devices, core, burst size and pool, and prints both rates and
 their ratio. Devices: null (net_null), memif (net_memif, with a traffic peer process),
-ring (net_ring). The last line is the ratio ours/testpmd per device.`,
+ring (net_ring). The report's last note is the ratio ours/testpmd per device.`,
 		Title:   Title,
 		Key:     "pmd",
 		Command: command,
@@ -49,45 +49,45 @@ ring (net_ring). The last line is the ratio ours/testpmd per device.`,
 func inAll(o perf.Options, _ map[string]any) (perf.Outcome, error) {
 	args := []string{"perf", "pmd", "--seconds", "2", "--warmup", "1", "--trials", "3"}
 	if o.Smoke {
-		args = []string{"perf", "pmd", "--seconds", "1", "--warmup", "1", "--trials", "1"}
+		args = []string{"perf", "pmd", "--smoke"}
 	}
-	return perf.ChildOutcome(o, "pmd", args, Section)
+	return perf.ChildOutcome[Result](o, "pmd", args)
 }
 
 func command(fs *pflag.FlagSet) func(perf.Invocation) error {
 	cfg := DefaultConfig()
-	var devices, out string
-	var seconds, warmup float64
+	var devices string
+	f := perf.BindFlags(fs, "one trial of 1 s after 1 s of warm-up", false)
 	fs.StringVar(&devices, "device", "all", "devices: null, memif, ring, comma-separated, or all")
 	fs.IntVar(&cfg.Burst, "burst", cfg.Burst, "packets per burst")
-	fs.Float64Var(&seconds, "seconds", cfg.Measure.Seconds(), "measuring time per run (whole seconds)")
-	fs.Float64Var(&warmup, "warmup", cfg.Warmup.Seconds(), "warm-up time before measuring")
+	f.Seconds(&cfg.Measure, "seconds", "measuring time per run (whole seconds)")
+	f.Seconds(&cfg.Warmup, "warmup", "warm-up time before measuring, seconds")
 	fs.IntVar(&cfg.Trials, "trials", cfg.Trials, "runs of each forwarder, alternating; the median is reported")
 	fs.StringVar(&cfg.Testpmd, "testpmd", cfg.Testpmd, "the dpdk-testpmd program")
 	fs.UintVar(&cfg.FwdLcore, "fwd-lcore", cfg.FwdLcore, "the forwarding lcore (and CPU) of both forwarders")
-	fs.StringVar(&out, "out", "", "results directory for pmd.json (default results/<timestamp>)")
 	return func(inv perf.Invocation) error {
-		var err error
-		if cfg.Devices, err = ParseDevices(devices); err != nil {
-			return err
-		}
-		cfg.Measure = time.Duration(seconds * float64(time.Second))
-		cfg.Warmup = time.Duration(warmup * float64(time.Second))
-		dir, err := perf.ResultsDir(out)
+		err := perf.SmokeOver(f, &cfg, func() Config {
+			c := DefaultConfig()
+			c.Measure, c.Warmup, c.Trials = time.Second, time.Second, 1
+			return c
+		})
 		if err != nil {
 			return err
 		}
-		if err := RunInProcess(inv.Out, inv.EAL, cfg, filepath.Join(dir, "pmd.json")); err != nil {
+		if cfg.Devices, err = ParseDevices(devices); err != nil {
 			return err
 		}
-		fmt.Fprintf(inv.Out, "results in %s\n", dir)
-		return nil
+		dir, err := f.Dir()
+		if err != nil {
+			return err
+		}
+		return RunInProcess(inv.Out, inv.EAL, cfg, filepath.Join(dir, "pmd.json"))
 	}
 }
 
 // RunInProcess brings EAL up in this process (eal, or the defaults for
-// virtual devices when nil), runs pmd as cfg says, prints to out and
-// writes jsonPath ("": no JSON).
+// virtual devices when nil), runs pmd as cfg says, prints its report to
+// out and writes its files (pmd.json) beside jsonPath ("": none).
 func RunInProcess(out io.Writer, eal []string, cfg Config, jsonPath string) error {
 	if runtime.NumCPU() < 2 {
 		return fmt.Errorf("pmd needs two CPUs (a forwarding core and one for the rest); this machine has %d", runtime.NumCPU())
@@ -114,9 +114,10 @@ func RunInProcess(out io.Writer, eal []string, cfg Config, jsonPath string) erro
 		return err
 	}
 	if jsonPath == "" {
+		res.Report().Text(out)
 		return nil
 	}
-	return res.WriteJSON(jsonPath)
+	return res.Report().Write(out, filepath.Dir(jsonPath))
 }
 
 func peerCommand(fs *pflag.FlagSet) func(perf.Invocation) error {

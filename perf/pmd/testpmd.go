@@ -12,6 +12,7 @@ import (
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/perf"
+	"github.com/homa-dpdk/homa-dpdk/perf/homapeer"
 )
 
 // testpmdArgs are dpdk-testpmd's arguments for dev, matched to our
@@ -72,11 +73,11 @@ func (cfg *Config) runTestpmd(dev string) (float64, uint64, error) {
 	var peer *memifPeer
 	start := time.Now()
 	if dev == "memif" {
-		if err = perf.WaitForPath(sock, 10*time.Second); err == nil {
+		if err = homapeer.WaitForPath(sock, 10*time.Second); err == nil {
 			peer, err = startMemifPeer(cfg, sock)
 		}
 		if err != nil {
-			perf.StopTestpmd(cmd)
+			homapeer.StopTestpmd(cmd)
 			return 0, 0, fmt.Errorf("testpmd memif: %w; stderr: %s", err, lastLines(stderr.String(), 5))
 		}
 		start = time.Now()
@@ -94,7 +95,7 @@ func (cfg *Config) runTestpmd(dev string) (float64, uint64, error) {
 			}
 			tx = append(tx, v)
 		case <-timeout:
-			perf.StopTestpmd(cmd)
+			homapeer.StopTestpmd(cmd)
 			return 0, 0, fmt.Errorf("testpmd printed %d stats periods in time, want %d", len(tx), 1+skip+n)
 		}
 	}
@@ -102,12 +103,12 @@ func (cfg *Config) runTestpmd(dev string) (float64, uint64, error) {
 	// the peer leaves.
 	if peer != nil {
 		if qerr := peer.quiesce(); qerr != nil {
-			perf.StopTestpmd(cmd)
+			homapeer.StopTestpmd(cmd)
 			peer.stop()
 			return 0, 0, qerr
 		}
 	}
-	err = perf.StopTestpmd(cmd)
+	err = homapeer.StopTestpmd(cmd)
 	if peer != nil {
 		rate, refused := peer.rate(start.Add(cfg.Warmup), start.Add(cfg.Warmup+cfg.Measure))
 		if perr := peer.stop(); perr != nil {
@@ -150,6 +151,7 @@ func parseTestpmdStats(r io.Reader, out chan<- float64) {
 	}
 }
 
+// lastLines are the last n lines of s on one line, " | " between them.
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	if len(lines) > n {

@@ -2,15 +2,14 @@ package rate
 
 import (
 	"fmt"
-	"io"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/perf"
+	"github.com/homa-dpdk/homa-dpdk/perf/plots"
 	"github.com/homa-dpdk/homa-dpdk/perf/tcppeer"
 )
 
@@ -35,7 +34,6 @@ type Config struct {
 	Links       []string // the links to measure Homa on, a run each (nil: HomaLinks)
 	OutDir      string   // the daemons' logs go here
 	Progress    *perf.Progress
-	Out         io.Writer
 	Smoke       bool
 }
 
@@ -43,7 +41,7 @@ type Config struct {
 // (shorter windows; the same concurrency and the same 10,000 held).
 func ConfigFor(smoke bool) Config {
 	c := Config{Size: 100, Workers: 4, PerWorker: 64, Warmup: time.Second, Duration: 5 * time.Second,
-		Held: 10_000, HeldTimeout: 10 * time.Second, WorkerCPU: 0, Veth: true, Out: os.Stdout}
+		Held: 10_000, HeldTimeout: 10 * time.Second, WorkerCPU: 0, Veth: true}
 	if smoke {
 		c.Warmup, c.Duration, c.Smoke = 200*time.Millisecond, 500*time.Millisecond, true
 	}
@@ -331,31 +329,6 @@ func (r *Result) MemoryNotes() []string {
 	return out
 }
 
-// Print writes the tables, the memory runs, skips and loop statistics.
-func (r *Result) Print(w io.Writer) {
-	fmt.Fprintf(w, "rate: %d-byte RPCs, %d outstanding (%d workers x %d; TCP: as many connections)\n", r.Size, r.Outstanding, r.Workers, r.PerWorker)
-	r.Table().Text(w)
-	fmt.Fprintln(w, rateRatiosNote)
-	r.RatioTable().Text(w)
-	fmt.Fprintf(w, "the daemon's memory with %d RPCs held outstanding:\n", r.HeldAsked)
-	r.MemoryTable().Text(w)
-	for _, n := range r.MemoryNotes() {
-		fmt.Fprintln(w, n)
-	}
-	for _, x := range r.Runs {
-		if x.Skipped != "" {
-			fmt.Fprintf(w, "%s skipped: %s\n", x.Transport, x.Skipped)
-		}
-		if n := x.starvedNote(); n != "" {
-			fmt.Fprintln(w, n)
-		}
-		for _, f := range x.Refusals {
-			fmt.Fprintf(w, "%s: the daemon refused work during the run: %s\n", x.Transport, f)
-		}
-	}
-	perf.PrintLoops(w, r.Loops)
-}
-
 // Steps is the number of progress steps of RunRate: per link its
 // daemon, the rate window, the demo config's attempt, the second daemon
 // and the memory run; TCP loopback; the veth pair and TCP veth.
@@ -369,9 +342,6 @@ func Steps(cfg Config) int {
 
 // Measure runs the rate scenario.
 func Measure(cfg Config) (*Result, error) {
-	if cfg.Out == nil {
-		cfg.Out = io.Discard
-	}
 	res := &Result{Method: rateMethod(cfg), Distortions: rateDistortions, Smoke: cfg.Smoke, Size: cfg.Size,
 		Workers: cfg.Workers, PerWorker: cfg.PerWorker, Outstanding: cfg.Outstanding(), HeldAsked: cfg.Held}
 	dir, err := os.MkdirTemp("", "homa-perf-rate")
@@ -403,64 +373,44 @@ func Measure(cfg Config) (*Result, error) {
 		res.Runs = append(res.Runs, Run{Transport: "tcp-veth", Skipped: vethSkip})
 	}
 	res.Ratios = rateRatios(res.Runs)
-	cfg.Progress.Done()
-	res.Print(cfg.Out)
 	return res, nil
 }
 
 // Title is the rate section's title.
 const Title = "rate: small RPCs per second and the daemon's memory with 10,000 outstanding, Homa workers vs kernel TCP"
 
-// Section is the rate result for the report.
-func (r *Result) Section(images []string) perf.Section {
-	s := perf.Section{Name: "rate", Title: Title, Method: r.Method, Distortions: r.Distortions,
-		Tables: []perf.Table{r.Table(), r.RatioTable(), r.MemoryTable()}, Images: images}
-	s.Notes = append(s.Notes, fmt.Sprintf("%d-byte requests and responses, %d outstanding (%d workers x %d; TCP: as many connections, an RPC on each).",
-		r.Size, r.Outstanding, r.Workers, r.PerWorker), rateRatiosNote,
-		fmt.Sprintf("Memory: the daemon's, with %d RPCs held outstanding at once (B/RPC: the growth from before to held, per RPC held).", r.HeldAsked))
-	s.Notes = append(s.Notes, r.MemoryNotes()...)
-	var names []string
+// Report is the rate scenario's report: its tables, and RPCs per second
+// and CPU seconds per million RPCs plotted, a bar per transport.
+func (r *Result) Report() perf.Report {
+	rep := perf.Report{Name: "rate", Title: Title, Method: r.Method, Distortions: r.Distortions,
+		Heading: fmt.Sprintf("rate: %d-byte RPCs, %d outstanding (%d workers x %d; TCP: as many connections)", r.Size, r.Outstanding, r.Workers, r.PerWorker),
+		Tables:  []perf.Table{r.Table(), r.RatioTable(), r.MemoryTable()},
+		Notes: append([]string{fmt.Sprintf("%d-byte requests and responses, %d outstanding (%d workers x %d; TCP: as many connections, an RPC on each).",
+			r.Size, r.Outstanding, r.Workers, r.PerWorker), rateRatiosNote,
+			fmt.Sprintf("Memory: the daemon's, with %d RPCs held outstanding at once (B/RPC: the growth from before to held, per RPC held).", r.HeldAsked)},
+			r.MemoryNotes()...),
+		Series: perf.SeriesOf(r.Runs, func(x Run) (string, string) { return x.Transport, x.Skipped }),
+		Loops:  r.Loops, JSON: "rate.json", Result: r}
 	for _, x := range r.Runs {
-		names = append(names, x.Transport)
-		if x.Skipped != "" {
-			s.Notes = append(s.Notes, fmt.Sprintf("%s skipped: %s", x.Transport, x.Skipped))
-		}
 		for _, f := range x.Refusals {
-			s.Notes = append(s.Notes, fmt.Sprintf("%s: the daemon refused work during the run: %s", x.Transport, f))
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: the daemon refused work during the run: %s", x.Transport, f))
 		}
 		if n := x.starvedNote(); n != "" {
-			s.Notes = append(s.Notes, n)
+			rep.Notes = append(rep.Notes, n)
 		}
 	}
-	s.Notes = append(s.Notes, perf.LinkNotes(names)...)
-	s.Notes = append(s.Notes, perf.LoopNotes(r.Loops)...)
 	if r.Smoke {
-		s.Notes = append(s.Notes, "Smoke run: half a second per transport, the figures mean little.")
-	}
-	return s
-}
-
-// WriteFiles writes rate.json and the plots (RPCs per second, CPU seconds
-// per million RPCs: a bar per transport) into dir and returns the plots'
-// names.
-func (r *Result) WriteFiles(dir string) ([]string, error) {
-	if err := perf.WriteJSON(filepath.Join(dir, "rate.json"), r); err != nil {
-		return nil, err
-	}
-	var series []string
-	var rate, cpu [][]float64
-	for _, x := range r.Runs {
-		if x.Skipped == "" {
-			series = append(series, x.Transport)
-			rate, cpu = append(rate, []float64{x.RPCsPerSec / 1e3}), append(cpu, []float64{x.CPUPerM})
-		}
+		rep.Smoke = "half a second per transport, the figures mean little."
 	}
 	group := []string{fmt.Sprintf("%s, %d outstanding", perf.SizeName(r.Size), r.Outstanding)}
-	if err := perf.PlotGroupedBars("Small RPCs per second", "thousand RPCs per second", group, series, rate, filepath.Join(dir, "rate-rpcs.png")); err != nil {
-		return nil, err
+	rpcs := plots.GroupedBars{Title: "Small RPCs per second", YLabel: "thousand RPCs per second", Groups: group}
+	cpu := plots.GroupedBars{Title: "CPU per million RPCs", YLabel: "CPU seconds per million RPCs", Groups: group}
+	for _, x := range r.Runs {
+		if x.Skipped == "" {
+			rpcs.Series, rpcs.Values = append(rpcs.Series, x.Transport), append(rpcs.Values, []float64{x.RPCsPerSec / 1e3})
+			cpu.Series, cpu.Values = append(cpu.Series, x.Transport), append(cpu.Values, []float64{x.CPUPerM})
+		}
 	}
-	if err := perf.PlotGroupedBars("CPU per million RPCs", "CPU seconds per million RPCs", group, series, cpu, filepath.Join(dir, "rate-cpu.png")); err != nil {
-		return nil, err
-	}
-	return []string{"rate-rpcs.png", "rate-cpu.png"}, nil
+	rep.Plots = []perf.Plot{{File: "rate-rpcs.png", Chart: rpcs}, {File: "rate-cpu.png", Chart: cpu}}
+	return rep
 }

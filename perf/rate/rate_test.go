@@ -240,12 +240,12 @@ func TestRateReport(t *testing.T) {
 			Before:      ProcMemory{VmRSSKB: 102400, RssAnonKB: 51200}, AtHeld: ProcMemory{VmRSSKB: 112400, VmHWMKB: 113000, RssAnonKB: 56200},
 			VmRSSPerRPC: 1024, RssAnonPerRPC: 512}}}
 	r.Ratios = rateRatios(r.Runs)
-	imgs, err := r.WriteFiles(dir)
+	imgs, err := r.Report().WriteFiles(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "report.md")
-	if err := perf.WriteReport(path, "report", nil, []perf.Section{r.Section(imgs)}); err != nil {
+	if err := perf.WriteReport(path, "report", nil, []perf.Section{r.Report().Section(imgs)}); err != nil {
 		t.Fatal(err)
 	}
 	md, _ := os.ReadFile(path)
@@ -294,7 +294,7 @@ func TestRate_smoke(t *testing.T) {
 	dir := t.TempDir()
 	var out strings.Builder
 	cfg := ConfigFor(true)
-	cfg.Self, cfg.OutDir, cfg.Out = bin, dir, &out
+	cfg.Self, cfg.OutDir = bin, dir
 	cfg.Progress = perf.NewProgress(&out, "rate", Steps(cfg))
 	r, err := Measure(cfg)
 	t.Log("\n" + out.String())
@@ -345,7 +345,7 @@ func TestRate_smoke(t *testing.T) {
 	if len(r.Loops) != 2*len(perf.HomaLinks) {
 		t.Errorf("loop stats %+v: want two daemons per link", r.Loops)
 	}
-	if _, err := r.WriteFiles(dir); err != nil {
+	if _, err := r.Report().WriteFiles(dir); err != nil {
 		t.Fatal(err)
 	}
 }

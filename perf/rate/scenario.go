@@ -34,8 +34,8 @@ rate.json, rate-rpcs.png and rate-cpu.png into the results directory.`,
 // into o.Dir.
 func run(o perf.Options, _ map[string]any) (perf.Outcome, error) {
 	cfg := ConfigFor(o.Smoke)
-	cfg.Self, cfg.OutDir, cfg.Out, cfg.Veth = o.Self, o.Dir, o.Out, !o.NoVeth
-	return perf.Measured(o, "rate", "rate.json", Steps(cfg), func(p *perf.Progress) (*Result, error) {
+	cfg.Self, cfg.OutDir, cfg.Veth = o.Self, o.Dir, !o.NoVeth
+	return perf.Measured(o, "rate", Steps(cfg), func(p *perf.Progress) (*Result, error) {
 		cfg.Progress = p
 		return Measure(cfg)
 	})

@@ -2,18 +2,13 @@ package rtt
 
 import (
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/perf"
 	"github.com/homa-dpdk/homa-dpdk/perf/homapeer"
+	"github.com/homa-dpdk/homa-dpdk/perf/plots"
 	"github.com/homa-dpdk/homa-dpdk/perf/tcppeer"
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 )
 
 // Config configures the rtt scenario.
@@ -33,14 +28,12 @@ type Config struct {
 	// Testpmd, when set, is the dpdk-testpmd program: Homa's hosts are then
 	// joined through it (the testpmd-path scenario, testpmdpath.go).
 	Testpmd string
-	Out     io.Writer // the table
 	Smoke   bool
 }
 
 // ConfigFor is the default configuration, or the --smoke one.
 func ConfigFor(smoke bool) Config {
-	c := Config{Sizes: DefaultSizes, Count: 20000, Warmup: 1000, MaxTime: 5 * time.Second,
-		WorkerCPU: 0, Veth: true, Out: os.Stdout}
+	c := Config{Sizes: DefaultSizes, Count: 20000, Warmup: 1000, MaxTime: 5 * time.Second, WorkerCPU: 0, Veth: true}
 	if smoke {
 		c.Sizes, c.Count, c.Warmup, c.MaxTime, c.Smoke = SmokeSizes, 500, 500, 400*time.Millisecond, true
 	}
@@ -135,9 +128,6 @@ const rttDistortions = `On a 2-vCPU virtual machine: the "two daemons" are two H
 
 // Measure runs the rtt scenario.
 func Measure(cfg Config) (*Result, error) {
-	if cfg.Out == nil {
-		cfg.Out = io.Discard
-	}
 	res := &Result{Method: rttMethod(cfg), Distortions: rttDistortions, Smoke: cfg.Smoke}
 	if cfg.Testpmd != "" {
 		res.Method += " " + homapeer.TestpmdPathNote
@@ -173,8 +163,6 @@ func Measure(cfg Config) (*Result, error) {
 		res.Series = append(res.Series, Series{Transport: "tcp-veth", Skipped: vethSkip})
 	}
 	res.Ratios = rttRatios(res.Series)
-	cfg.Progress.Done()
-	res.Print(cfg.Out)
 	return res, nil
 }
 
@@ -380,26 +368,6 @@ func (r *Result) RatioTable() perf.Table {
 	return t
 }
 
-// Print writes the tables, skipped transports and the loop statistics.
-// The terminal gets the P50 columns (P99 and the rest are in report.md
-// and rtt.json), so that the tables fit in about 100 columns.
-func (r *Result) Print(w io.Writer) {
-	title := "rtt: round-trip time, one RPC at a time; P50 (P99 in rtt.json and the report)"
-	if r.Smoke {
-		title += "; smoke run (--smoke): tiny counts, the figures mean nothing"
-	}
-	fmt.Fprintln(w, title)
-	r.Table().Without(" P99 µs").Text(w)
-	fmt.Fprintln(w, "ratios, TCP over each Homa series, P50 (above 1, Homa is faster):")
-	r.RatioTable().Without(" P99").Text(w)
-	perf.PrintNotes(w, r.skips(), r.Loops)
-}
-
-// skips say which series were skipped, and why.
-func (r *Result) skips() []string {
-	return perf.SkipNotes(r.Series, func(s Series) (string, string) { return s.Transport, s.Skipped })
-}
-
 // DefaultSizes are the message sizes of the rtt scenario, in bytes: 100 B
 // to 64 MB, decimal (8 MB is 8,000,000 bytes, 64 MB 64,000,000: sizeName).
 // The two above kernel Homa's 1,000,000 need the daemon's long-message
@@ -409,85 +377,39 @@ var DefaultSizes = []int{100, 1000, 10_000, 100_000, 1_000_000, 8_000_000, 64_00
 // SmokeSizes are rtt's sizes with --smoke: up to 1 MB.
 var SmokeSizes = []int{100, 1000, 10_000, 100_000, 1_000_000}
 
-// Plot draws P50 (solid) and P99 (dashed) against message size for
-// every transport, log-log, into a PNG (or SVG, by path's extension).
-func Plot(r *Result, path string) error {
-	p := plot.New()
-	p.Title.Text = "Round-trip time, one RPC at a time"
-	p.X.Label.Text = "message size"
-	p.Y.Label.Text = "RTT (µs)"
-	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = perf.SizeTicks{}, plot.LogTicks{Prec: -1}
-	p.Add(plotter.NewGrid())
+// Chart is P50 (solid) and P99 (dashed) against message size for every
+// transport, log-log.
+func (r *Result) Chart() plots.Lines {
+	c := plots.Lines{Title: "Round-trip time, one RPC at a time", X: "message size", Y: "RTT (µs)", LogX: true, LogY: true}
+	size := func(p perf.RTTPoint) float64 { return float64(p.Size) }
 	for _, s := range r.Series {
-		if s.Skipped != "" || len(s.Points) == 0 {
-			continue
-		}
-		for _, q := range []struct {
-			name string
-			val  func(perf.RTTPoint) float64
-			dash []vg.Length
-		}{
-			{"P50", func(p perf.RTTPoint) float64 { return p.P50Us }, nil},
-			{"P99", func(p perf.RTTPoint) float64 { return p.P99Us }, []vg.Length{vg.Points(5), vg.Points(3)}},
-		} {
-			xys := make(plotter.XYs, 0, len(s.Points))
-			for _, pt := range s.Points {
-				if v := q.val(pt); v > 0 {
-					xys = append(xys, plotter.XY{X: float64(pt.Size), Y: v})
-				}
-			}
-			if len(xys) == 0 {
-				continue
-			}
-			line, points, err := plotter.NewLinePoints(xys)
-			if err != nil {
-				return err
-			}
-			line.Color, points.Color = perf.ColorOf(s.Transport), perf.ColorOf(s.Transport)
-			line.Dashes = q.dash
-			line.Width = vg.Points(1.5)
-			if q.dash != nil {
-				points.Shape = draw.BoxGlyph{}
-			}
-			p.Add(line, points)
-			p.Legend.Add(fmt.Sprintf("%s %s", s.Transport, q.name), line, points)
-		}
+		c.Lines = append(c.Lines,
+			plots.Line{Name: s.Transport + " P50", Color: plots.ColorOf(s.Transport), Glyph: plots.Ring,
+				XY: plots.XYs(s.Points, size, func(p perf.RTTPoint) float64 { return p.P50Us })},
+			plots.Line{Name: s.Transport + " P99", Color: plots.ColorOf(s.Transport), Glyph: plots.Box, Dashes: plots.Dashed,
+				XY: plots.XYs(s.Points, size, func(p perf.RTTPoint) float64 { return p.P99Us })})
 	}
-	return perf.SaveLegendBeside(p, 9*vg.Inch, 5*vg.Inch, path)
+	return c
 }
 
 // Title is the rtt section's title.
 const Title = "rtt: unloaded round trip, Homa workers vs kernel TCP"
 
-// Section is the rtt result for the report; images are the plot files
-// written by WriteFiles.
-func (r *Result) Section(images []string) perf.Section {
-	s := perf.Section{Name: "rtt", Title: Title, Method: r.Method,
-		Distortions: r.Distortions, Tables: []perf.Table{r.Table()}, Images: images, Notes: perf.LoopNotes(r.Loops)}
-	var names []string
-	for _, x := range r.Series {
-		names = append(names, x.Transport)
-	}
-	s.Tables = append(s.Tables, r.RatioTable())
-	s.Notes = append(append([]string{"Ratios are TCP over each Homa series: above 1, Homa is faster."}, perf.LinkNotes(names)...), s.Notes...)
-	s.Notes = append(s.Notes, r.skips()...)
+// Report is the rtt scenario's report: the terminal gets the P50
+// columns (P99 and the rest are in report.md and rtt.json), so that the
+// tables fit in about 100 columns.
+func (r *Result) Report() perf.Report {
+	rep := perf.Report{Name: "rtt", Title: Title, Method: r.Method, Distortions: r.Distortions,
+		Heading: "rtt: round-trip time, one RPC at a time; P50 (P99 in rtt.json and the report)",
+		Tables:  []perf.Table{r.Table(), r.RatioTable()},
+		Terse:   func(t perf.Table) perf.Table { return t.Without(" P99 µs").Without(" P99") },
+		Notes:   []string{"Ratios are TCP over each Homa series: above 1, Homa is faster."},
+		Series:  perf.SeriesOf(r.Series, func(s Series) (string, string) { return s.Transport, s.Skipped }),
+		Loops:   r.Loops, JSON: "rtt.json", Result: r, Plots: []perf.Plot{{File: "rtt.png", Chart: r.Chart()}}}
 	if r.Smoke {
-		s.Notes = append(s.Notes, "Smoke run: tiny counts, the figures mean nothing.")
+		rep.Smoke = "tiny counts, the figures mean nothing."
 	}
-	return s
-}
-
-// WriteFiles writes rtt.json and the plot rtt.png into dir and returns
-// the plots' names.
-func (r *Result) WriteFiles(dir string) ([]string, error) {
-	if err := perf.WriteJSON(filepath.Join(dir, "rtt.json"), r); err != nil {
-		return nil, err
-	}
-	if err := Plot(r, filepath.Join(dir, "rtt.png")); err != nil {
-		return nil, err
-	}
-	return []string{"rtt.png"}, nil
+	return rep
 }
 
 // Goals are the goal rows on the RTT P50 at each size against TCP over

@@ -107,12 +107,12 @@ func TestReport(t *testing.T) {
 	if len(r.Ratios) != 4 || r.Ratios[0].LoopbackP50 != 2 || r.Ratios[1].LoopbackP99 != 2 || r.Ratios[2].LoopbackP50 != 4 {
 		t.Errorf("ratios %+v", r.Ratios)
 	}
-	imgs, err := r.WriteFiles(dir)
+	imgs, err := r.Report().WriteFiles(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "report.md")
-	if err := perf.WriteReport(path, "report", []string{"meta"}, []perf.Section{r.Section(imgs)}); err != nil {
+	if err := perf.WriteReport(path, "report", []string{"meta"}, []perf.Section{r.Report().Section(imgs)}); err != nil {
 		t.Fatal(err)
 	}
 	md, _ := os.ReadFile(path)
@@ -147,7 +147,7 @@ func TestRTT_smoke(t *testing.T) {
 	var out strings.Builder
 
 	rc := ConfigFor(true)
-	rc.Self, rc.OutDir, rc.Out = bin, dir, &out
+	rc.Self, rc.OutDir = bin, dir
 	rc.Progress = perf.NewProgress(&out, "rtt", Steps(rc))
 	rr, err := Measure(rc)
 	t.Log("\n" + out.String())
@@ -189,7 +189,7 @@ func TestRTT_smoke(t *testing.T) {
 			t.Errorf("loop stats %+v: the daemon's loop line was not read", l)
 		}
 	}
-	if _, err := rr.WriteFiles(dir); err != nil {
+	if _, err := rr.Report().WriteFiles(dir); err != nil {
 		t.Fatal(err)
 	}
 

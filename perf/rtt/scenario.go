@@ -33,8 +33,8 @@ series, and writes rtt.json and rtt.png into the results directory.`,
 // dpdk-testpmd) and writes rtt.json and the plots into o.Dir.
 func run(o perf.Options, _ map[string]any) (perf.Outcome, error) {
 	cfg := ConfigFor(o.Smoke)
-	cfg.Self, cfg.OutDir, cfg.Out, cfg.Veth, cfg.Testpmd = o.Self, o.Dir, o.Out, !o.NoVeth, o.Testpmd
-	return perf.Measured(o, "rtt", "rtt.json", Steps(cfg), func(p *perf.Progress) (*Result, error) {
+	cfg.Self, cfg.OutDir, cfg.Veth, cfg.Testpmd = o.Self, o.Dir, !o.NoVeth, o.Testpmd
+	return perf.Measured(o, "rtt", Steps(cfg), func(p *perf.Progress) (*Result, error) {
 		cfg.Progress = p
 		return Measure(cfg)
 	})

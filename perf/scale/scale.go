@@ -19,10 +19,8 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/perf"
 	"github.com/homa-dpdk/homa-dpdk/perf/enginebench"
 	"github.com/homa-dpdk/homa-dpdk/perf/homapeer"
+	"github.com/homa-dpdk/homa-dpdk/perf/plots"
 	"github.com/spf13/pflag"
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 )
 
@@ -82,21 +80,19 @@ const Method = `For n = 1 to the maximum: the engine benchmark on a client and a
 	`figure over its value at n = 1 in the same run.`
 
 func command(fs *pflag.FlagSet) func(perf.Invocation) error {
-	var smoke, noVeth bool
-	var out string
 	maxShards := max(2, runtime.NumCPU()-1)
-	perf.AddDirFlags(fs, &smoke, &out, &noVeth)
+	f := perf.BindFlags(fs, "", false)
 	fs.IntVar(&maxShards, "max", maxShards, "the most shards a host (1..16)")
 	return func(inv perf.Invocation) error {
 		if maxShards < 1 || maxShards > 16 {
 			return fmt.Errorf("--max %d: want 1..16", maxShards)
 		}
-		o, err := perf.NewOptions(out, smoke, noVeth, inv.Out)
+		o, err := f.Options(inv.Out)
 		if err != nil {
 			return err
 		}
 		cfg := Config{Self: o.Self, OutDir: o.Dir, Max: maxShards, EngineTime: 2 * time.Second, DemoTime: 3 * time.Second, Out: inv.Out}
-		if smoke {
+		if f.Smoke {
 			cfg.EngineTime, cfg.DemoTime = 200*time.Millisecond, time.Second
 		}
 		prog := perf.NewProgress(os.Stderr, "scale", 3*maxShards)
@@ -105,15 +101,7 @@ func command(fs *pflag.FlagSet) func(perf.Invocation) error {
 		if err != nil {
 			return err
 		}
-		res.Table().Text(inv.Out)
-		if err := perf.WriteJSON(filepath.Join(o.Dir, "scale.json"), res); err != nil {
-			return err
-		}
-		if err := res.Plot(filepath.Join(o.Dir, "scale.png")); err != nil {
-			return err
-		}
-		fmt.Fprintf(inv.Out, "results in %s (scale.json, scale.png)\n", o.Dir)
-		return nil
+		return res.Report().Write(inv.Out, o.Dir)
 	}
 }
 
@@ -172,41 +160,27 @@ func (r *Result) Table() perf.Table {
 	return t
 }
 
-// Plot draws each series over its 1-shard value against the shards,
-// with the line of perfect scaling.
-func (r *Result) Plot(path string) error {
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Scaling over shards (%d CPUs)", r.CPUs)
-	p.X.Label.Text = "shards a host"
-	p.Y.Label.Text = "over 1 shard"
-	if len(r.Points) == 0 {
-		return p.Save(6*vg.Inch, 4*vg.Inch, path)
-	}
-	one := r.Points[0]
-	series := []struct {
-		name string
-		get  func(Point) float64
-	}{
-		{"engine small RPCs/s", func(x Point) float64 { return x.EngineRPCsPerSec / max(one.EngineRPCsPerSec, 1e-9) }},
-		{"engine 1 MB Gbps", func(x Point) float64 { return x.EngineGbps / max(one.EngineGbps, 1e-9) }},
-		{"demo pair RPCs/s", func(x Point) float64 { return x.DemoRPCsPerSec / max(one.DemoRPCsPerSec, 1e-9) }},
-		{"perfect", func(x Point) float64 { return float64(x.Shards) }},
-	}
-	for i, s := range series {
-		pts := make(plotter.XYs, len(r.Points))
-		for i, x := range r.Points {
-			pts[i].X, pts[i].Y = float64(x.Shards), s.get(x)
+// Report is the scale scenario's report: the table, and each series
+// over its 1-shard value plotted against the shards, with the line of
+// perfect scaling.
+func (r *Result) Report() perf.Report {
+	c := plots.Lines{Title: fmt.Sprintf("Scaling over shards (%d CPUs)", r.CPUs), X: "shards a host", Y: "over 1 shard", W: 7 * vg.Inch, H: 4 * vg.Inch}
+	if len(r.Points) > 0 {
+		one := r.Points[0]
+		shards := func(x Point) float64 { return float64(x.Shards) }
+		for i, s := range []struct {
+			name string
+			get  func(Point) float64
+		}{
+			{"engine small RPCs/s", func(x Point) float64 { return x.EngineRPCsPerSec / max(one.EngineRPCsPerSec, 1e-9) }},
+			{"engine 1 MB Gbps", func(x Point) float64 { return x.EngineGbps / max(one.EngineGbps, 1e-9) }},
+			{"demo pair RPCs/s", func(x Point) float64 { return x.DemoRPCsPerSec / max(one.DemoRPCsPerSec, 1e-9) }},
+		} {
+			c.Lines = append(c.Lines, plots.Line{Name: s.name, Color: plots.Palette[i], XY: plots.XYs(r.Points, shards, s.get)})
 		}
-		l, err := plotter.NewLine(pts)
-		if err != nil {
-			return err
-		}
-		l.Color = plotutil.Color(i)
-		if s.name == "perfect" {
-			l.Dashes = []vg.Length{vg.Points(4), vg.Points(4)}
-		}
-		p.Add(l)
-		p.Legend.Add(s.name, l)
+		c.Lines = append(c.Lines, plots.Line{Name: "perfect", Color: plots.Palette[3], Dashes: plots.Dashed, XY: plots.XYs(r.Points, shards, shards)})
 	}
-	return perf.SaveLegendBeside(p, 7*vg.Inch, 4*vg.Inch, path)
+	return perf.Report{Name: "scale", Title: Title, Method: r.Method, Tables: []perf.Table{r.Table()},
+		Notes: []string{fmt.Sprintf("This machine has %d CPUs: with fewer than the shards need, they share them.", r.CPUs)},
+		JSON:  "scale.json", Result: r, Plots: []perf.Plot{{File: "scale.png", Chart: c}}}
 }

@@ -18,11 +18,11 @@ func TestResult_tableAndPlot(t *testing.T) {
 	if len(tb.Rows) != 2 || tb.Rows[1][2] != "1.90" || tb.Rows[1][4] != "1.50" || tb.Rows[1][6] != "1.75" {
 		t.Errorf("%+v", tb.Rows)
 	}
-	path := filepath.Join(t.TempDir(), "scale.png")
-	if err := r.Plot(path); err != nil {
-		t.Fatal(err)
+	dir := t.TempDir()
+	if imgs, err := r.Report().WriteFiles(dir); err != nil || len(imgs) != 1 {
+		t.Fatalf("plots %v: %v", imgs, err)
 	}
-	f, err := os.Open(path)
+	f, err := os.Open(filepath.Join(dir, "scale.png"))
 	if err != nil {
 		t.Fatal(err)
 	}

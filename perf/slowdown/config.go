@@ -31,7 +31,6 @@ type Config struct {
 	Transports []string // homa, tcp
 	Reps       int      // unloaded RPCs per probe size
 	Seed       uint64
-	Out        string // directory for slowdown.json and the plots
 	Log        io.Writer
 	MaxMessage int
 	Prefix     string // of the namespaces' names; "" = sd<pid>
@@ -55,7 +54,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Workloads: []string{"W1", "W2", "W3", "W4", "W5"}, Loads: []float64{0.5, 0.8},
 		Period: 10 * time.Second, RateBps: 200e6, Clients: 2, Transports: []string{"homa", "tcp"},
-		Reps: 30, Seed: 1, Out: "slowdown-out", Log: io.Discard, MaxMessage: 1_000_000, LinkSpeed: "auto", Float: true, Sessions: 4, RPCRate: 1500,
+		Reps: 30, Seed: 1, Log: io.Discard, MaxMessage: 1_000_000, LinkSpeed: "auto", Float: true, Sessions: 4, RPCRate: 1500,
 		IdleSpin: 100, IdleMaxSleepUs: 100}
 }
 

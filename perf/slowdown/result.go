@@ -1,10 +1,7 @@
 package slowdown
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/homa-dpdk/homa-dpdk/engine/workload"
 )
@@ -56,6 +53,7 @@ type RunResult struct {
 	Loops    []LoopGap `json:"loops"`
 	Bands    []Band    `json:"bottleneck_bands"`
 	Short    *Bucket   `json:"short_messages,omitempty"` // <= ShortLimit bytes
+	AllP99   float64   `json:"all_p99"`                  // the P99 slowdown of every message sampled
 	Buckets  []Bucket  `json:"buckets"`
 	Unloaded *Unloaded `json:"unloaded"`
 	Seconds  float64   `json:"seconds"`
@@ -85,7 +83,7 @@ type Result struct {
 	Skipped []string     `json:"skipped,omitempty"`
 	CPUs    int          `json:"cpus"`
 	Runs    []*RunResult `json:"runs"`
-	Plots   []string     `json:"plots"`
+	Plots   []string     `json:"plots"` // the report's plots (Report)
 }
 
 // newRunResult fills in what every transport's run has.
@@ -126,13 +124,8 @@ func newRunResult(tr string, w *workload.Workload, load, rate float64, sched [][
 	r.Sampled = len(r.samples)
 	r.Buckets = Buckets(r.samples, u)
 	r.Short = Short(r.samples, u)
-	return r
-}
-
-func writeJSON(dir string, res *Result) error {
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
+	if len(r.samples) > 0 {
+		r.AllP99 = summarize(r.samples, u).P99
 	}
-	return os.WriteFile(filepath.Join(dir, "slowdown.json"), append(b, '\n'), 0o644)
+	return r
 }

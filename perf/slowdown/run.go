@@ -13,7 +13,7 @@ import (
 	"github.com/homa-dpdk/homa-dpdk/engine/workload"
 )
 
-// Run runs the scenario and writes its results to cfg.Out: per
+// Run runs the scenario (its command writes the report): per
 // workload, the bottleneck is set to the workload's rate, then each
 // transport runs every load (Homa, then TCP, so both meet the machine in
 // the same state).
@@ -34,9 +34,6 @@ func Run(cfg Config) (*Result, error) {
 			return nil, err
 		}
 		wls[name] = w.Clamp(cfg.MaxMessage)
-	}
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "homa-slowdown")
 	if err != nil {
@@ -95,17 +92,11 @@ func Run(cfg Config) (*Result, error) {
 			runs, err := runWorkload(cfg, n, w, wi, rate, logf, note, t)
 			res.Runs = append(res.Runs, runs...)
 			if err != nil {
-				writeJSON(cfg.Out, res)
 				return res, fmt.Errorf("%s %s: %w", tr, name, err)
 			}
 		}
 	}
-	plots, err := Plot(res, cfg.Out)
-	res.Plots = plots
-	if werr := writeJSON(cfg.Out, res); werr != nil && err == nil {
-		err = werr
-	}
-	return res, err
+	return res, nil
 }
 
 // runWorkload runs t through every load of w at rate: the unloaded RTT

@@ -34,7 +34,8 @@ func TestRun_smoke(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	cfg := SmokeConfig()
-	cfg.Bin, cfg.Out, cfg.Log = bin, t.TempDir(), testLog{t}
+	out := t.TempDir()
+	cfg.Bin, cfg.Log = bin, testLog{t}
 	cfg.Prefix = "sdt" + strconv.Itoa(os.Getpid()%100000)
 	t.Cleanup(func() { // namespaces go even if Run panicked
 		out, _ := exec.Command("ip", "netns", "list").Output()
@@ -51,7 +52,9 @@ func TestRun_smoke(t *testing.T) {
 	}
 	t.Logf("smoke took %v", time.Since(start))
 	var sb strings.Builder
-	Print(&sb, res)
+	if err := res.Report().Write(&sb, out); err != nil {
+		t.Fatal(err)
+	}
 	t.Log("\n" + sb.String())
 	if len(res.Runs) != 2 {
 		t.Fatalf("%d runs, want homa and tcp", len(res.Runs))
@@ -82,8 +85,8 @@ func TestRun_smoke(t *testing.T) {
 	if len(res.Plots) != 1 {
 		t.Errorf("plots: %v", res.Plots)
 	}
-	for _, p := range append(res.Plots, filepath.Join(cfg.Out, "slowdown.json")) {
-		if st, err := os.Stat(p); err != nil || st.Size() == 0 {
+	for _, p := range append(res.Plots, "slowdown.json") {
+		if st, err := os.Stat(filepath.Join(out, p)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", p, err)
 		}
 	}

@@ -1,25 +1,40 @@
 package slowdown
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// The report takes slowdown's whole table from its log, however many
-// runs it has, without the progress lines before it or the plots' files.
-func TestSlowdownTable(t *testing.T) {
-	var log strings.Builder
-	log.WriteString("homa W1 unloaded: ...\n  homa W1 50%: offered ...\n")
-	log.WriteString("slowdown: 2 clients -> 1 server, bottleneck per workload\ntx W load\n")
-	for range 20 {
-		log.WriteString("homa W1 50% ...\n")
+// The report has a row per run and a plot per workload x load (the
+// result's Plots), and writes slowdown.json beside them: what perf all
+// reads back from the child's directory.
+func TestReport_rowsAndPlots(t *testing.T) {
+	run := func(tr string, p99 float64) *RunResult {
+		return &RunResult{Transport: tr, Workload: "W3", Load: 0.5, RateBps: 40e6, Offered: 100, Done: 99, Failed: 1,
+			ScheduleKept: true, AllP99: p99, Short: &Bucket{Count: 10, P50: 1.2, P99: p99, P99RTTUs: 80},
+			Buckets: []Bucket{{MedianSize: 100, Count: 10, P50: 1.2, P99: p99}, {MedianSize: 10_000, Count: 5, P50: 2, P99: 2 * p99}}}
 	}
-	log.WriteString("late: sends ...\nplot: /x/slowdown-w1-50.png\nplot: /x/slowdown-w1-80.png\n")
-	got := slowdownTable(log.String())
-	if !strings.HasPrefix(got, "slowdown: 2 clients") || strings.Contains(got, "plot:") || strings.Contains(got, "unloaded") {
-		t.Errorf("table:\n%s", got)
+	r := &Result{Method: "m", Clients: 2, RPCRate: 1500, RateBps: 200e6, Seconds: 3,
+		Runs: []*RunResult{run("homa", 1.5), run("tcp", 9)}, Skipped: []string{"W5: no unloaded RTT"}}
+	dir := t.TempDir()
+	var out strings.Builder
+	if err := r.Report().Write(&out, dir); err != nil {
+		t.Fatal(err)
 	}
-	if n := strings.Count(got, "\n"); n != 23 {
-		t.Errorf("%d lines, want 23:\n%s", n, got)
+	for _, want := range []string{"slowdown: 2 clients -> 1 server", "short P99 µs", "tcp   W3   50%  40 Mb/s", "skipped: W5: no unloaded RTT",
+		"results in " + dir + " (slowdown.json, slowdown-w3-50.png)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, out.String())
+		}
+	}
+	if len(r.Plots) != 1 || r.Plots[0] != "slowdown-w3-50.png" {
+		t.Errorf("plots %v", r.Plots)
+	}
+	for _, f := range append(r.Plots, "slowdown.json") {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
 	}
 }

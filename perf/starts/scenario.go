@@ -32,8 +32,8 @@ starts-first.png and starts-large.png into the results directory.`,
 // into o.Dir.
 func run(o perf.Options, _ map[string]any) (perf.Outcome, error) {
 	cfg := ConfigFor(o.Smoke)
-	cfg.Self, cfg.OutDir, cfg.Out = o.Self, o.Dir, o.Out
-	return perf.Measured(o, "starts", "starts.json", Steps(cfg), func(p *perf.Progress) (*Result, error) {
+	cfg.Self, cfg.OutDir = o.Self, o.Dir
+	return perf.Measured(o, "starts", Steps(cfg), func(p *perf.Progress) (*Result, error) {
 		cfg.Progress = p
 		return Measure(cfg)
 	})

@@ -2,7 +2,6 @@ package starts
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -52,7 +51,6 @@ type Config struct {
 	WorkerCPU int    // CPU of the harness's workers' thread (the daemon's loop is on lcore 1)
 	OutDir    string // the daemons' logs go here
 	Progress  *perf.Progress
-	Out       io.Writer // the tables
 	Smoke     bool
 }
 
@@ -71,7 +69,7 @@ const (
 func ConfigFor(smoke bool) Config {
 	c := Config{Starts: 10, Links: []string{"ring", "memif"}, FirstRPCs: 100, SmallSize: 100,
 		SmallWarmup: 5000, SmallCount: 20000, LargeSize: 1_000_000, LargeWarmup: 50, LargeCount: 1000,
-		MaxTime: 5 * time.Second, WorkerCPU: 0, Out: os.Stdout}
+		MaxTime: 5 * time.Second, WorkerCPU: 0}
 	if smoke {
 		c.Starts, c.Links, c.Smoke = 2, []string{"ring"}, true
 		c.SmallWarmup, c.SmallCount, c.LargeWarmup, c.LargeCount, c.MaxTime = 500, 1000, 5, 30, time.Second
@@ -87,9 +85,6 @@ func Steps(cfg Config) int { return cfg.Starts * len(cfg.Links) * 4 }
 // Measure runs the starts scenario. A start that fails is kept in the
 // result with its error and the others still run; the goals then fail.
 func Measure(cfg Config) (*Result, error) {
-	if cfg.Out == nil {
-		cfg.Out = io.Discard
-	}
 	if cfg.Starts < 1 || len(cfg.Links) == 0 || cfg.FirstRPCs < 1 || cfg.SmallCount < 1 || cfg.LargeCount < 1 {
 		return nil, fmt.Errorf("starts: %d starts on %v, %d first RPCs, %d and %d recorded: want at least one of each",
 			cfg.Starts, cfg.Links, cfg.FirstRPCs, cfg.SmallCount, cfg.LargeCount)
@@ -109,8 +104,6 @@ func Measure(cfg Config) (*Result, error) {
 		}
 	}
 	res.summarize()
-	cfg.Progress.Done()
-	res.Print(cfg.Out)
 	return res, nil
 }
 

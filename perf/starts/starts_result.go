@@ -3,14 +3,12 @@ package starts
 import (
 	"fmt"
 	"image/color"
-	"io"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/homa-dpdk/homa-dpdk/perf"
+	"github.com/homa-dpdk/homa-dpdk/perf/plots"
 	"github.com/homa-dpdk/homa-dpdk/perf/procstat"
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 )
@@ -262,7 +260,7 @@ func (r *Result) LinkTable() perf.Table {
 			n += fmt.Sprintf(" (%d failed)", s.Failed)
 		}
 		t.Rows = append(t.Rows, []string{s.Link, n, fmt.Sprintf("%.1f", s.LargeP50MinUs), fmt.Sprintf("%.1f", s.LargeP50MedianUs),
-			fmt.Sprintf("%.1f", s.LargeP50MaxUs), perf.Pct(s.SpreadMaxMin), perf.Pct(s.SpreadOverMedian),
+			fmt.Sprintf("%.1f", s.LargeP50MaxUs), pct(s.SpreadMaxMin), pct(s.SpreadOverMedian),
 			fmt.Sprintf("%.2f", s.WarmupMedian), fmt.Sprintf("%.2f", s.WarmupMax), fmt.Sprintf("%.1f", s.SteadyP50Us), fmt.Sprintf("%.1f", s.FirstP50Us)})
 	}
 	return t
@@ -274,7 +272,7 @@ func (r *Result) GoalTable() perf.Table {
 	for _, g := range r.Goals {
 		val, lim := fmt.Sprintf("%.2f", g.Value), fmt.Sprintf("%.2f", g.Limit)
 		if g.Goal == goalBimodal {
-			val, lim = perf.Pct(g.Value), perf.Pct(g.Limit)
+			val, lim = pct(g.Value), pct(g.Limit)
 		}
 		verdict := "pass"
 		switch {
@@ -302,142 +300,80 @@ func (r *Result) failures() []string {
 	return out
 }
 
-// startsSmokeNote is what a smoke run's report says of its verdicts.
-const startsSmokeNote = "Smoke run: two starts on the ring link with short phases; the verdicts are not the goals' (those need the full run's ten starts)."
-
-// Print writes the tables and the failed starts.
-func (r *Result) Print(w io.Writer) {
-	fmt.Fprintf(w, "starts: %d fresh daemons per link, first %d %s RPCs, steady %s, %s\n", r.Starts, r.FirstRPCs,
-		perf.SizeName(r.SmallSize), perf.SizeName(r.SmallSize), perf.SizeName(r.LargeSize))
-	r.RunTable().Text(w)
-	r.LinkTable().Text(w)
-	r.GoalTable().Text(w)
-	for _, f := range r.failures() {
-		fmt.Fprintln(w, f)
-	}
-	if r.Smoke {
-		fmt.Fprintln(w, startsSmokeNote)
-	}
-}
-
 // Title is the starts section's title.
 const Title = "starts: fresh daemons, their first RPCs and their spread"
 
-// Section is the starts result for the report.
-func (r *Result) Section(images []string) perf.Section {
-	s := perf.Section{Name: "starts", Title: Title, Method: r.Method, Distortions: r.Distortions,
-		Tables: []perf.Table{r.GoalTable(), r.LinkTable(), r.RunTable()}, Images: images}
-	s.Notes = append(s.Notes, fmt.Sprintf("Goals (issue 14): %s — the %s P50s of the starts within %s of each other (max/min − 1); "+
-		"%s — in every start, the P50 of the first %d %s RPCs within %.1fx of the steady P50.",
-		goalBimodal, perf.SizeName(r.LargeSize), perf.Pct(r.SpreadGoal), goalWarmup, r.FirstRPCs, perf.SizeName(r.SmallSize), r.WarmupGoal))
-	s.Notes = append(s.Notes, "Daemon faults: the daemon's minor page faults in each phase (/proc/PID/stat); regions: "+
-		"the page size of the worker regions as the daemon maps them (smaps); loop preempted/slept: the daemon's loop thread's "+
-		"involuntary context switches in the large phase (another thread ran on its CPU) and voluntary ones (the Go scheduler parked it; "+
-		"it busy-polls otherwise). Each first RPC's time and faults are in starts.json.")
-	s.Notes = append(s.Notes, r.failures()...)
+// Report is the starts scenario's report: its tables, each start's first
+// RPCs and each start's large P50 plotted.
+func (r *Result) Report() perf.Report {
+	rep := perf.Report{Name: "starts", Title: Title, Method: r.Method, Distortions: r.Distortions,
+		Heading: fmt.Sprintf("starts: %d fresh daemons per link, first %d %s RPCs, steady %s, %s", r.Starts, r.FirstRPCs,
+			perf.SizeName(r.SmallSize), perf.SizeName(r.SmallSize), perf.SizeName(r.LargeSize)),
+		Tables: []perf.Table{r.GoalTable(), r.LinkTable(), r.RunTable()},
+		Notes: append([]string{fmt.Sprintf("Goals (issue 14): %s — the %s P50s of the starts within %s of each other (max/min − 1); "+
+			"%s — in every start, the P50 of the first %d %s RPCs within %.1fx of the steady P50.",
+			goalBimodal, perf.SizeName(r.LargeSize), pct(r.SpreadGoal), goalWarmup, r.FirstRPCs, perf.SizeName(r.SmallSize), r.WarmupGoal),
+			"Daemon faults: the daemon's minor page faults in each phase (/proc/PID/stat); regions: " +
+				"the page size of the worker regions as the daemon maps them (smaps); loop preempted/slept: the daemon's loop thread's " +
+				"involuntary context switches in the large phase (another thread ran on its CPU) and voluntary ones (the Go scheduler parked it; " +
+				"it busy-polls otherwise). Each first RPC's time and faults are in starts.json."}, r.failures()...),
+		JSON: "starts.json", Result: r,
+		Plots: []perf.Plot{{File: "starts-first.png", Chart: r.firstChart()}, {File: "starts-large.png", Chart: r.largeChart()}}}
 	if r.Smoke {
-		s.Notes = append(s.Notes, startsSmokeNote)
+		rep.Smoke = "two starts on the ring link with short phases; the verdicts are not the goals' (those need the full run's ten starts)."
 	}
-	return s
-}
-
-// WriteFiles writes starts.json and the plots into dir and returns the
-// plots' names.
-func (r *Result) WriteFiles(dir string) ([]string, error) {
-	if err := perf.WriteJSON(filepath.Join(dir, "starts.json"), r); err != nil {
-		return nil, err
-	}
-	if err := plotStartsFirst(r, filepath.Join(dir, "starts-first.png")); err != nil {
-		return nil, err
-	}
-	if err := plotStartsLarge(r, filepath.Join(dir, "starts-large.png")); err != nil {
-		return nil, err
-	}
-	return []string{"starts-first.png", "starts-large.png"}, nil
+	return rep
 }
 
 // startsColor is the colour of a link's starts in the starts plots: that
 // of its rtt series.
-func startsColor(link string) color.Color { return perf.ColorOf(perf.HomaSeries(link)) }
+func startsColor(link string) color.Color { return plots.ColorOf(perf.HomaSeries(link)) }
 
-// plotStartsFirst draws each start's first RPCs, RTT against the RPC's
-// number (a line per start, coloured by link, log RTT), with each link's
-// median steady P50 dashed across.
-func plotStartsFirst(r *Result, path string) error {
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("First %d %s RPCs of each fresh daemon", r.FirstRPCs, perf.SizeName(r.SmallSize))
-	p.X.Label.Text = "RPC of the start"
-	p.Y.Label.Text = "RTT (µs)"
-	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
-	p.Add(plotter.NewGrid())
+// firstChart is each start's first RPCs, RTT against the RPC's number
+// (a line per start, coloured by link, log RTT), with each link's median
+// steady P50 dashed across.
+func (r *Result) firstChart() plots.Lines {
+	c := plots.Lines{Title: fmt.Sprintf("First %d %s RPCs of each fresh daemon", r.FirstRPCs, perf.SizeName(r.SmallSize)),
+		X: "RPC of the start", Y: "RTT (µs)", LogY: true, W: 9.5 * vg.Inch}
 	named := map[string]bool{}
 	for _, x := range r.Runs {
-		xys := make(plotter.XYs, 0, len(x.First))
+		l := plots.Line{Color: startsColor(x.Link), Width: vg.Points(0.8)}
 		for k, f := range x.First {
 			if f.Us > 0 {
-				xys = append(xys, plotter.XY{X: float64(k + 1), Y: f.Us})
+				l.XY = append(l.XY, plotter.XY{X: float64(k + 1), Y: f.Us})
 			}
 		}
-		if len(xys) == 0 {
-			continue
+		if !named[x.Link] && len(l.XY) > 0 {
+			named[x.Link], l.Name = true, perf.HomaSeries(x.Link)+" (a line per start)"
 		}
-		line, err := plotter.NewLine(xys)
-		if err != nil {
-			return err
-		}
-		line.Color, line.Width = startsColor(x.Link), vg.Points(0.8)
-		p.Add(line)
-		if !named[x.Link] {
-			named[x.Link] = true
-			p.Legend.Add(perf.HomaSeries(x.Link)+" (a line per start)", line)
-		}
+		c.Lines = append(c.Lines, l)
 	}
 	for _, s := range r.Links {
-		if s.SteadyP50Us <= 0 || len(r.Runs) == 0 {
-			continue
+		if s.SteadyP50Us > 0 && len(r.Runs) > 0 {
+			c.Lines = append(c.Lines, plots.Line{Name: perf.HomaSeries(s.Link) + " steady P50 (median of the starts)",
+				Color: startsColor(s.Link), Width: vg.Points(2), Dashes: plots.Dashed,
+				XY: plotter.XYs{{X: 1, Y: s.SteadyP50Us}, {X: float64(max(r.FirstRPCs, 2)), Y: s.SteadyP50Us}}})
 		}
-		line, err := plotter.NewLine(plotter.XYs{{X: 1, Y: s.SteadyP50Us}, {X: float64(max(r.FirstRPCs, 2)), Y: s.SteadyP50Us}})
-		if err != nil {
-			return err
-		}
-		line.Color, line.Width, line.Dashes = startsColor(s.Link), vg.Points(2), []vg.Length{vg.Points(6), vg.Points(3)}
-		p.Add(line)
-		p.Legend.Add(perf.HomaSeries(s.Link)+" steady P50 (median of the starts)", line)
 	}
-	return perf.SaveLegendBeside(p, 9.5*vg.Inch, 5*vg.Inch, path)
+	return c
 }
 
-// plotStartsLarge draws each start's large P50 against its number, a
-// series of points per link.
-func plotStartsLarge(r *Result, path string) error {
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s P50 of each fresh daemon", perf.SizeName(r.LargeSize))
-	p.X.Label.Text = "start"
-	p.Y.Label.Text = "P50 RTT (µs)"
-	p.Add(plotter.NewGrid())
-	top := 0.0
+// largeChart is each start's large P50 against its number, a series of
+// points per link, from 0 so that the spread reads as a fraction.
+func (r *Result) largeChart() plots.Lines {
+	c := plots.Lines{Title: fmt.Sprintf("%s P50 of each fresh daemon", perf.SizeName(r.LargeSize)), X: "start", Y: "P50 RTT (µs)",
+		YFromZero: true, W: 8.5 * vg.Inch, H: 4 * vg.Inch}
 	for _, s := range r.Links {
 		var xys plotter.XYs
 		for _, x := range r.Runs {
 			if x.Link == s.Link && x.Error == "" && x.Large.P50Us > 0 {
 				xys = append(xys, plotter.XY{X: float64(x.Start), Y: x.Large.P50Us})
-				top = max(top, x.Large.P50Us)
+				c.YMax = max(c.YMax, 1.1*x.Large.P50Us)
 			}
 		}
-		if len(xys) == 0 {
-			continue
-		}
-		line, points, err := plotter.NewLinePoints(xys)
-		if err != nil {
-			return err
-		}
-		line.Color, points.Color = startsColor(s.Link), startsColor(s.Link)
-		line.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
-		p.Add(line, points)
-		p.Legend.Add(perf.HomaSeries(s.Link), line, points)
+		c.Lines = append(c.Lines, plots.Line{Name: perf.HomaSeries(s.Link), XY: xys, Color: startsColor(s.Link), Dashes: plots.Dotted, Glyph: plots.Ring})
 	}
-	p.Y.Min, p.Y.Max = 0, top*1.1+1e-9 // from 0, so the spread reads as a fraction
-	return perf.SaveLegendBeside(p, 8.5*vg.Inch, 4*vg.Inch, path)
+	return c
 }
 
 // Goals are the goal rows on bimodal starts and the warm-up penalty on the goals' link (r nil: it did not run).
@@ -459,3 +395,6 @@ func Goals(r *Result) []perf.Goal {
 	}
 	return gs
 }
+
+// pct is a fraction in percent: "10.0 %".
+func pct(f float64) string { return fmt.Sprintf("%.1f %%", 100*f) }

@@ -90,7 +90,7 @@ func TestStartsResult_failedAndSingleStarts(t *testing.T) {
 		t.Errorf("memif %+v", memif)
 	}
 	var b strings.Builder
-	r.Print(&b)
+	r.Report().Text(&b)
 	if !strings.Contains(b.String(), "start 2 on ring failed: the daemon exited") {
 		t.Errorf("print:\n%s", b.String())
 	}
@@ -100,12 +100,12 @@ func TestStartsResult_report(t *testing.T) {
 	dir := t.TempDir()
 	r := startsResult(startRun("ring", 1, 9.5, 5, 400), startRun("ring", 2, 5.5, 5, 440))
 	r.Method, r.Distortions, r.Smoke = "m", "d", true
-	imgs, err := r.WriteFiles(dir)
+	imgs, err := r.Report().WriteFiles(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "report.md")
-	if err := perf.WriteReport(path, "report", nil, []perf.Section{r.Section(imgs)}); err != nil {
+	if err := perf.WriteReport(path, "report", nil, []perf.Section{r.Report().Section(imgs)}); err != nil {
 		t.Fatal(err)
 	}
 	md, _ := os.ReadFile(path)
@@ -115,7 +115,7 @@ func TestStartsResult_report(t *testing.T) {
 		"| no warm-up penalty | ring | the worst start's P50 of its first 4 100 B RPCs over its steady P50 | 2.00 | ≤ 1.50 | FAIL (smoke) |",
 		"| ring | 2 | 400.0 | 420.0 | 440.0 | 10.0 % | 9.5 % | 1.60 | 2.00 | 5.0 | 8.0 |",
 		"| 1 | ring | 0 | 0 | 10.0 | 5.0 | 2.00 | 400.0 | 0.0 | 7/2/3 | 40/6 | 2 MB |",
-		"![starts](starts-first.png)", "![starts](starts-large.png)", startsSmokeNote, "**Method.** m"} {
+		"![starts](starts-first.png)", "![starts](starts-large.png)", "Smoke run: two starts on the ring link", "**Method.** m"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
@@ -145,7 +145,7 @@ func TestStarts_smoke(t *testing.T) {
 	dir := t.TempDir()
 	var out strings.Builder
 	cfg := ConfigFor(true)
-	cfg.Self, cfg.OutDir, cfg.Out = bin, dir, &out
+	cfg.Self, cfg.OutDir = bin, dir
 	cfg.Progress = perf.NewProgress(&out, "starts", Steps(cfg))
 	r, err := Measure(cfg)
 	t.Log("\n" + out.String())
@@ -170,7 +170,7 @@ func TestStarts_smoke(t *testing.T) {
 	if n := cfg.Progress.Steps(); n != Steps(cfg) {
 		t.Errorf("%d progress steps, Steps says %d", n, Steps(cfg))
 	}
-	if _, err := r.WriteFiles(dir); err != nil {
+	if _, err := r.Report().WriteFiles(dir); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -31,7 +31,7 @@ func TestPlots(t *testing.T) {
 	if err := json.Unmarshal([]byte(src), &tp); err != nil {
 		t.Fatal(err)
 	}
-	imgs, err := tp.WriteFiles(dir)
+	imgs, err := tp.Report().WriteFiles(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

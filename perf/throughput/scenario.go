@@ -35,13 +35,11 @@ CPU N (demo --copier-cpu) instead of its polling loop.`,
 
 // command is `perf throughput`: the directory flags and --copier-cpu.
 func command(fs *pflag.FlagSet) func(perf.Invocation) error {
-	var smoke, noVeth bool
-	var out string
 	copierCPU := -1
-	perf.AddDirFlags(fs, &smoke, &out, &noVeth)
+	f := perf.BindFlags(fs, "", true)
 	fs.IntVar(&copierCPU, "copier-cpu", -1, "the daemon's receive copies on a copier thread pinned to this CPU (demo --copier-cpu); -1: its loop copies")
 	return func(inv perf.Invocation) error {
-		o, err := perf.NewOptions(out, smoke, noVeth, inv.Out)
+		o, err := f.Options(inv.Out)
 		if err != nil {
 			return err
 		}
@@ -64,8 +62,8 @@ func runWith(o perf.Options, copierCPU int) (perf.Outcome, error) {
 	if copierCPU >= 0 {
 		cfg.DaemonArgs = []string{"--copier-cpu", strconv.Itoa(copierCPU)}
 	}
-	cfg.Self, cfg.OutDir, cfg.Out, cfg.Veth, cfg.Testpmd = o.Self, o.Dir, o.Out, !o.NoVeth, o.Testpmd
-	return perf.Measured(o, "throughput", "throughput.json", Steps(cfg), func(p *perf.Progress) (*Result, error) {
+	cfg.Self, cfg.OutDir, cfg.Veth, cfg.Testpmd = o.Self, o.Dir, !o.NoVeth, o.Testpmd
+	return perf.Measured(o, "throughput", Steps(cfg), func(p *perf.Progress) (*Result, error) {
 		cfg.Progress = p
 		return Measure(cfg)
 	})

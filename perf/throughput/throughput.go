@@ -2,16 +2,15 @@ package throughput
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/perf"
 	"github.com/homa-dpdk/homa-dpdk/perf/homapeer"
+	"github.com/homa-dpdk/homa-dpdk/perf/plots"
 	"github.com/homa-dpdk/homa-dpdk/perf/tcppeer"
 )
 
@@ -29,7 +28,7 @@ type Config struct {
 func ConfigFor(smoke bool) Config {
 	c := Config{Veth: true}
 	c.Sizes, c.Duration = perf.StreamSizesFor(smoke)
-	c.WorkerCPU, c.Out, c.Smoke = 0, os.Stdout, smoke
+	c.WorkerCPU, c.Smoke = 0, smoke
 	return c
 }
 
@@ -94,9 +93,6 @@ const throughputDistortions = `The daemon's loop polls busily, so it burns a who
 
 // Measure runs the throughput scenario.
 func Measure(cfg Config) (*Result, error) {
-	if cfg.Out == nil {
-		cfg.Out = io.Discard
-	}
 	res := &Result{Method: throughputMethod(cfg), Distortions: throughputDistortions, Smoke: cfg.Smoke,
 		Sizes: cfg.Sizes}
 	if cfg.Testpmd != "" {
@@ -132,8 +128,6 @@ func Measure(cfg Config) (*Result, error) {
 		res.Runs = append(res.Runs, runs...)
 	}
 	res.Ratios = throughputRatios(res.Runs)
-	cfg.Progress.Done()
-	res.Print(cfg.Out)
 	return res, nil
 }
 
@@ -284,20 +278,6 @@ func (r *Result) sizesText() string {
 	return strings.Join(parts, ", ")
 }
 
-// Print writes the tables, skips and loop statistics.
-func (r *Result) Print(w io.Writer) {
-	fmt.Fprintf(w, "throughput: %s messages, 1-byte replies\n", r.sizesText())
-	r.Table().Text(w)
-	fmt.Fprintln(w, throughputRatiosNote)
-	r.RatioTable().Text(w)
-	perf.PrintNotes(w, r.skips(), r.Loops)
-}
-
-// skips say which transports were skipped, and why.
-func (r *Result) skips() []string {
-	return perf.SkipNotes(r.Runs, func(x perf.StreamRun) (string, string) { return x.Transport, x.Skipped })
-}
-
 // throughputTitle is the throughput section's title, with the sizes.
 func throughputTitle(sizes string) string {
 	if sizes != "" {
@@ -310,64 +290,44 @@ func throughputTitle(sizes string) string {
 // (a failed run's).
 var Title = throughputTitle("")
 
-// Section is the throughput result for the report.
-func (r *Result) Section(images []string) perf.Section {
+// Report is the throughput scenario's report: its tables, and Gbps and
+// CPU seconds per GB plotted, a group of bars per size, a bar per
+// transport.
+func (r *Result) Report() perf.Report {
 	var sizes []int
 	for _, z := range r.Sizes {
 		sizes = append(sizes, z.Size)
 	}
-	s := perf.Section{Name: "throughput", Title: throughputTitle(perf.SizeList(sizes)), Method: r.Method,
-		Distortions: r.Distortions, Tables: []perf.Table{r.Table(), r.RatioTable()}, Images: images}
-	s.Notes = append(s.Notes, "Messages and windows: "+r.sizesText()+".", throughputRatiosNote)
-	var names []string
-	for _, x := range r.Runs {
-		if !slices.Contains(names, x.Transport) {
-			names = append(names, x.Transport)
-		}
-	}
-	s.Notes = append(s.Notes, perf.LinkNotes(names)...)
-	s.Notes = append(s.Notes, r.skips()...)
-	s.Notes = append(s.Notes, perf.LoopNotes(r.Loops)...)
+	rep := perf.Report{Name: "throughput", Title: throughputTitle(perf.SizeList(sizes)), Method: r.Method, Distortions: r.Distortions,
+		Heading: fmt.Sprintf("throughput: %s messages, 1-byte replies", r.sizesText()),
+		Tables:  []perf.Table{r.Table(), r.RatioTable()},
+		Notes:   []string{"Messages and windows: " + r.sizesText() + ".", throughputRatiosNote},
+		Series:  perf.SeriesOf(r.Runs, func(x perf.StreamRun) (string, string) { return x.Transport, x.Skipped }),
+		Loops:   r.Loops, JSON: "throughput.json", Result: r}
 	if r.Smoke {
-		s.Notes = append(s.Notes, "Smoke run: 1 MB alone, one second per transport, the figures mean little.")
+		rep.Smoke = "1 MB alone, one second per transport, the figures mean little."
 	}
-	return s
-}
-
-// WriteFiles writes throughput.json and the plots into dir and returns
-// the plots' names: Gbps and CPU seconds per GB, a group of bars per
-// size, a bar per transport.
-func (r *Result) WriteFiles(dir string) ([]string, error) {
-	if err := perf.WriteJSON(filepath.Join(dir, "throughput.json"), r); err != nil {
-		return nil, err
-	}
-	sizes := runSizes(r.Runs)
-	var groups, series []string
+	gbps := plots.GroupedBars{Title: "Throughput: " + r.sizesText(), YLabel: "Gbps (payload)"}
+	cpu := plots.GroupedBars{Title: "CPU per GB of payload", YLabel: "CPU seconds per GB"}
+	sizes = runSizes(r.Runs)
 	for _, size := range sizes {
-		groups = append(groups, perf.SizeName(size))
+		gbps.Groups = append(gbps.Groups, perf.SizeName(size))
 	}
-	for _, x := range r.Runs {
-		if x.Skipped == "" && !slices.Contains(series, x.Transport) {
-			series = append(series, x.Transport)
+	for _, s := range rep.Series {
+		if s.Skipped != "" {
+			continue
 		}
-	}
-	gbps, cpu := make([][]float64, len(series)), make([][]float64, len(series))
-	for i, name := range series {
-		gbps[i], cpu[i] = make([]float64, len(sizes)), make([]float64, len(sizes))
+		g, c := make([]float64, len(sizes)), make([]float64, len(sizes))
 		for _, x := range r.Runs {
-			if j := slices.Index(sizes, x.Size); x.Skipped == "" && x.Transport == name && j >= 0 {
-				gbps[i][j], cpu[i][j] = x.Gbps, x.CPUPerGB
+			if j := slices.Index(sizes, x.Size); x.Skipped == "" && x.Transport == s.Name && j >= 0 {
+				g[j], c[j] = x.Gbps, x.CPUPerGB
 			}
 		}
+		gbps.Series, gbps.Values, cpu.Values = append(gbps.Series, s.Name), append(gbps.Values, g), append(cpu.Values, c)
 	}
-	title := "Throughput: " + r.sizesText()
-	if err := perf.PlotGroupedBars(title, "Gbps (payload)", groups, series, gbps, filepath.Join(dir, "throughput-gbps.png")); err != nil {
-		return nil, err
-	}
-	if err := perf.PlotGroupedBars("CPU per GB of payload", "CPU seconds per GB", groups, series, cpu, filepath.Join(dir, "throughput-cpu.png")); err != nil {
-		return nil, err
-	}
-	return []string{"throughput-gbps.png", "throughput-cpu.png"}, nil
+	cpu.Groups, cpu.Series = gbps.Groups, gbps.Series
+	rep.Plots = []perf.Plot{{File: "throughput-gbps.png", Chart: gbps}, {File: "throughput-cpu.png", Chart: cpu}}
+	return rep
 }
 
 // Goals are the goal rows on 1 MB streaming against TCP over veth, and

@@ -153,12 +153,12 @@ func TestReport(t *testing.T) {
 		{Transport: "tcp-loopback", Size: 64_000_000, Window: 2, Gbps: 12, CPUPerGB: 0.5},
 		{Transport: "tcp-veth", Skipped: "no netns"}}}
 	tp.Ratios = throughputRatios(tp.Runs)
-	timgs, err := tp.WriteFiles(dir)
+	timgs, err := tp.Report().WriteFiles(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "report.md")
-	if err := perf.WriteReport(path, "report", []string{"meta"}, []perf.Section{tp.Section(timgs)}); err != nil {
+	if err := perf.WriteReport(path, "report", []string{"meta"}, []perf.Section{tp.Report().Section(timgs)}); err != nil {
 		t.Fatal(err)
 	}
 	md, _ := os.ReadFile(path)
@@ -196,7 +196,7 @@ func TestThroughput_smoke(t *testing.T) {
 	var out strings.Builder
 
 	tc := ConfigFor(true)
-	tc.Self, tc.OutDir, tc.Out = bin, dir, &out
+	tc.Self, tc.OutDir = bin, dir
 	tc.Progress = perf.NewProgress(&out, "throughput", Steps(tc))
 	tr, err := Measure(tc)
 	t.Log("\n" + out.String())
@@ -230,7 +230,7 @@ func TestThroughput_smoke(t *testing.T) {
 			t.Errorf("run %d %s: %d bytes, window %d; want %+v", i, r.Transport, r.Size, r.Window, z)
 		}
 	}
-	if _, err := tr.WriteFiles(dir); err != nil {
+	if _, err := tr.Report().WriteFiles(dir); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"throughput.json", "throughput-gbps.png", "throughput-cpu.png"} {

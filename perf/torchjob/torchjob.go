@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/demo"
+	"github.com/homa-dpdk/homa-dpdk/dpdk"
+	"github.com/homa-dpdk/homa-dpdk/perf"
 )
 
 // Runner is how a job's processes run.
@@ -182,15 +184,26 @@ func SizeName(n int) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// ParseRanks reads --ranks: job sizes, comma-separated ("2,4").
-func ParseRanks(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return nil, fmt.Errorf("--ranks: %q is not a number of ranks", f)
-		}
-		out = append(out, n)
+// Command is the body of a job scenario's command once its flags are
+// read: the results directory made (its absolute path into *dir, where
+// the ranks' logs go), EAL up in this process for the demo's hosts, run,
+// and the result's report written there. The result is returned for the
+// command to judge.
+func Command[R perf.Reporter](inv perf.Invocation, f *perf.Flags, dir *string, run func() (R, error)) (R, error) {
+	var res R
+	d, err := f.Dir()
+	if err != nil {
+		return res, err
 	}
-	return out, nil
+	if *dir, err = filepath.Abs(d); err != nil {
+		return res, err
+	}
+	if _, err := dpdk.Init(dpdk.ArgsOr(inv.EAL, "0,1", dpdk.ProbeMemory())); err != nil {
+		return res, err
+	}
+	defer dpdk.Cleanup()
+	if res, err = run(); err != nil {
+		return res, err
+	}
+	return res, res.Report().Write(inv.Out, d)
 }

@@ -2,7 +2,6 @@ package workerrtt
 
 import (
 	"fmt"
-	"path/filepath"
 	"runtime"
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
@@ -39,27 +38,34 @@ difference of the medians.`,
 func inAll(o perf.Options, _ map[string]any) (perf.Outcome, error) {
 	args := []string{"perf", "worker-rtt"}
 	if o.Smoke {
-		args = append(args, "--rounds", "1", "--rpcs", "2000", "--warmup", "200")
+		args = append(args, "--smoke")
 	}
-	return perf.ChildOutcome(o, "worker-rtt", args, (*Result).Section)
+	return perf.ChildOutcome[Result](o, "worker-rtt", args)
 }
 
 func command(fs *pflag.FlagSet) func(perf.Invocation) error {
 	cfg := DefaultConfig()
-	var out string
+	f := perf.BindFlags(fs, "one round of 2,000 RPCs per path after 200 of warm-up", false)
 	fs.IntVar(&cfg.Size, "size", cfg.Size, "message bytes (request and response)")
 	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "rounds; each runs both paths")
 	fs.IntVar(&cfg.PerRound, "rpcs", cfg.PerRound, "RPCs per path per round")
 	fs.IntVar(&cfg.Warmup, "warmup", cfg.Warmup, "RPCs per path before measuring")
-	fs.StringVar(&out, "out", "", "results directory for worker-rtt.json (default results/<timestamp>)")
 	return func(inv perf.Invocation) error {
 		if runtime.NumCPU() < 2 {
 			return fmt.Errorf("worker-rtt needs two CPUs (the polling loop and the workers)")
 		}
+		err := perf.SmokeOver(f, &cfg, func() Config {
+			c := DefaultConfig()
+			c.Rounds, c.PerRound, c.Warmup = 1, 2000, 200
+			return c
+		})
+		if err != nil {
+			return err
+		}
 		if err := cfg.Validate(); err != nil {
 			return err
 		}
-		dir, err := perf.ResultsDir(out)
+		dir, err := f.Dir()
 		if err != nil {
 			return err
 		}
@@ -73,10 +79,6 @@ func command(fs *pflag.FlagSet) func(perf.Invocation) error {
 		if err != nil {
 			return err
 		}
-		if err := perf.WriteJSON(filepath.Join(dir, "worker-rtt.json"), res); err != nil {
-			return err
-		}
-		fmt.Fprintf(inv.Out, "results in %s\n", dir)
-		return nil
+		return res.Report().Write(inv.Out, dir)
 	}
 }

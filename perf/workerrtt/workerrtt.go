@@ -299,7 +299,6 @@ func Run(cfg Config) (*Result, error) {
 	res.MaxGapUs = float64(ls.MaxGap.Nanoseconds()) / 1e3
 	res.Paths = []Summary{summarize("in-daemon", dTotal), summarize("worker (shm)", wTotal)}
 	res.AddedMedianUs = res.Paths[1].P50Us - res.Paths[0].P50Us
-	Print(cfg.Out, res)
 	return res, nil
 }
 
@@ -307,14 +306,4 @@ func summarize(path string, h *hdrhistogram.Histogram) Summary {
 	us := func(q float64) float64 { return float64(h.ValueAtQuantile(q)) / 1e3 }
 	return Summary{Path: path, RPCs: h.TotalCount(), P50Us: us(50), P99Us: us(99), P999Us: us(99.9),
 		MaxUs: float64(h.Max()) / 1e3}
-}
-
-// Print writes the result as a table.
-func Print(out io.Writer, res *Result) {
-	fmt.Fprintf(out, "%-14s %8s %8s %8s %8s %9s\n", "path", "P50 µs", "P99 µs", "P99.9 µs", "max µs", "RPCs")
-	for _, p := range res.Paths {
-		fmt.Fprintf(out, "%-14s %8.2f %8.2f %8.2f %8.1f %9d\n", p.Path, p.P50Us, p.P99Us, p.P999Us, p.MaxUs, p.RPCs)
-	}
-	fmt.Fprintf(out, "polling loop: one pass of both hosts every %.0f ns on average; longest gap between passes %.1f µs\n", res.PassNs, res.MaxGapUs)
-	fmt.Fprintf(out, "shared-memory path adds %.2f µs at the median (%d-byte RPC)\n", res.AddedMedianUs, res.Size)
 }

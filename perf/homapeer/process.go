@@ -1,4 +1,4 @@
-package perf
+package homapeer
 
 import (
 	"fmt"
@@ -8,10 +8,8 @@ import (
 	"time"
 )
 
-// The testpmd-path scenario: the daemon's two hosts joined through
-// dpdk-testpmd (io forwarding between two memif ports, both memif servers)
-// instead of directly, so a third-party DPDK fwdProcess sits in the path.
-// rtt and throughput then run as usual, with Homa through testpmd.
+// What every scenario that runs dpdk-testpmd needs (this package's
+// forwarder between the daemon's hosts, perf pmd's and perf floor's).
 
 // StopTestpmd interrupts testpmd (it then prints its totals and closes its
 // ports) and waits for it, killing it after 15 s.

@@ -1,4 +1,4 @@
-package perf
+package plots
 
 import (
 	"fmt"
@@ -8,28 +8,6 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 )
-
-var seriesColors = map[string]color.Color{
-	"homa-memif":   color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
-	"homa-ring":    color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
-	"tcp-loopback": color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
-	"tcp-veth":     color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
-}
-
-func ColorOf(name string) color.Color {
-	if c, ok := seriesColors[name]; ok {
-		return c
-	}
-	return color.Black
-}
-
-// PlotGroupedBars draws a group of bars per group (the x axis: sizes),
-// one bar per series in each (transports), coloured by series, with
-// each bar's value above it; values[i][j] is series i in group j (0: no
-// bar).
-func PlotGroupedBars(title, ylabel string, groups, series []string, values [][]float64, path string) error {
-	return GroupedBars{Title: title, YLabel: ylabel, Groups: groups, Series: series, Values: values}.Save(path)
-}
 
 // GroupedBars is a bar chart with a group of bars per group (the x axis)
 // and one bar per series in each, each bar labelled above it.
@@ -47,7 +25,7 @@ type GroupedBars struct {
 }
 
 // Save draws the chart into path (PNG), its legend beside it.
-func (g GroupedBars) Save(path string) error {
+func (g GroupedBars) Save(path string) (bool, error) {
 	p := plot.New()
 	p.Title.Text = g.Title
 	p.Y.Label.Text = g.YLabel
@@ -63,7 +41,7 @@ func (g GroupedBars) Save(path string) error {
 		copy(vals, g.Values[i])
 		bars, err := plotter.NewBarChart(vals, w)
 		if err != nil {
-			return err
+			return false, err
 		}
 		bars.Color = ColorOf(name)
 		if g.Color != nil {
@@ -91,7 +69,7 @@ func (g GroupedBars) Save(path string) error {
 		}
 		l, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
 		if err != nil {
-			return err
+			return false, err
 		}
 		for k := range l.TextStyle {
 			l.TextStyle[k].Font.Size = vg.Points(7)
@@ -103,5 +81,5 @@ func (g GroupedBars) Save(path string) error {
 	p.X.Min, p.X.Max = -0.6, float64(len(g.Groups))-0.4
 	p.Y.Min, p.Y.Max = 0, top*1.15+1e-9 // room for the value labels
 	width := max(6*vg.Inch, vg.Length(len(g.Groups)*n)*w*1.3)
-	return SaveLegendBeside(p, width+2*vg.Inch, 4*vg.Inch, path)
+	return true, SaveLegendBeside(p, width+2*vg.Inch, 4*vg.Inch, path)
 }
