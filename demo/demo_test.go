@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -56,15 +57,26 @@ func TestRunDemo_homaHostsExchangeRPCs(t *testing.T) {
 
 // The demo with each host as two shards (demo --shards 2): its RPCs
 // complete with 5 % of the packets dropped, and the report counts both
-// shards' packets.
+// shards' packets. Its metrics address is taken (a daemon serves there
+// already): it runs without an endpoint, and its start line says so.
 func TestRunDemo_twoShardsAHost(t *testing.T) {
 	dpdktest.Need(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	taken := ln.Addr().String()
 	var out strings.Builder
-	err := Run(Config{Duration: time.Second, Sizes: []int{100, 10_000, 100_000}, Concurrency: 4, Out: &out,
-		Drop: 0.05, Shards: 2})
+	err = Run(Config{Duration: time.Second, Sizes: []int{100, 10_000, 100_000}, Concurrency: 4, Out: &out,
+		Drop: 0.05, Shards: 2, Metrics: taken})
 	t.Log("\n" + out.String())
 	if err != nil {
 		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(out.String(), "\n")
+	if want := "sizes [100 10000 100000], 1s; no metrics: " + taken + " is in use (--metrics ADDR picks another)"; !strings.HasSuffix(first, want) {
+		t.Errorf("start line %q, want it to end %q", first, want)
 	}
 	for _, want := range []string{"2 shards each", "RPCs/s", "packet events: "} {
 		if !strings.Contains(out.String(), want) {

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/netip"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -341,9 +344,10 @@ func TestServeWorkers_fourHostsAllPairs(t *testing.T) {
 // demo --workers --shards 2: each host two shards on a memif pair; the
 // echo server's session lives on one shard, the caller's on the other
 // (the least loaded), so its requests reach the other host on the shard
-// their ids name and are steered to the port's home there.
+// their ids name and are steered to the port's home there. Its metrics
+// (--metrics, here on a port of its own choosing) count the calls.
 func TestServeWorkers_twoShardsAHost(t *testing.T) {
-	serveWorkersAllPairs(t, WorkersConfig{Shards: 2}, "2 shards a host")
+	serveWorkersAllPairs(t, WorkersConfig{Shards: 2, Metrics: "127.0.0.1:0"}, "2 shards a host")
 }
 
 // demo --workers --copier-cpu 0: the receive copies into the workers'
@@ -429,6 +433,9 @@ func serveWorkersAllPairs(t *testing.T, cfg WorkersConfig, want string) {
 		}
 		cli.Close()
 	}
+	if cfg.Metrics != "" {
+		readDemoMetrics(t, out.String())
+	}
 	stop.Store(true)
 	wg.Wait()
 	if err := stopDemo(); err != nil {
@@ -436,6 +443,36 @@ func serveWorkersAllPairs(t *testing.T, cfg WorkersConfig, want string) {
 	}
 	if !strings.Contains(out.String(), want) {
 		t.Errorf("demo printed:\n%s", out.String())
+	}
+}
+
+// readDemoMetrics finds where the demo's start line (in out) says its
+// metrics are, and reads the packets its host 10.0.0.1 sent there.
+func readDemoMetrics(t *testing.T, out string) {
+	t.Helper()
+	line := regexp.MustCompile(`; metrics on http://(127\.0\.0\.1:[0-9]+)/metrics \(homa-dpdk stats --metrics (127\.0\.0\.1:[0-9]+)\)\n`)
+	m := line.FindStringSubmatch(out)
+	if m == nil || m[1] != m[2] {
+		t.Errorf("no start line like %s:\n%s", line, out)
+		return
+	}
+	// The hosts publish their counters every few milliseconds.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get("http://" + m[1] + "/metrics")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		sent := regexp.MustCompile(`(?m)^homa_packets_sent_total\{host="10\.0\.0\.1",[^}]*type="DATA"\} [1-9]`)
+		if sent.Match(body) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("/metrics at %s has no DATA sent by 10.0.0.1:\n%.3000s", m[1], body)
+			return
+		}
 	}
 }
 
