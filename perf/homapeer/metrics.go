@@ -3,8 +3,10 @@ package homapeer
 import (
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/perf"
@@ -55,39 +57,83 @@ func FetchMetrics(addr string) (io.ReadCloser, error) {
 	return resp.Body, nil
 }
 
-// ScrapeCounters reads the daemon's /metrics at addr (host:port): each of
-// families for the Homa host host (its label host), summed over the
-// family's other labels. A family the endpoint lacks is an error.
-func ScrapeCounters(addr, host string, families ...string) (map[string]float64, error) {
-	body, err := FetchMetrics(addr)
-	if err != nil {
-		return nil, err
-	}
-	defer body.Close()
-	return hostCounters(body, host, families)
+// Sample is one sample of the daemon's metrics: its name, labels and
+// value.
+type Sample struct {
+	Name   string
+	Labels map[string]string
+	Value  float64
 }
 
-// hostCounters are families of the metrics text in r for host, each
-// summed over its samples of that host.
-func hostCounters(r io.Reader, host string, families []string) (map[string]float64, error) {
+// ParseMetrics reads the samples of a Prometheus text exposition (label
+// values may hold commas, spaces and escapes: a memif port's name is its
+// device arguments), in the order of their families' names; a histogram
+// or summary gives its _sum and _count.
+func ParseMetrics(r io.Reader) ([]Sample, error) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	mfs, err := p.TextToMetricFamilies(r)
 	if err != nil {
 		return nil, fmt.Errorf("the daemon's metrics: %w", err)
 	}
+	var out []Sample
+	for _, name := range slices.Sorted(maps.Keys(mfs)) {
+		for _, m := range mfs[name].GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			add := func(name string, v float64) { out = append(out, Sample{Name: name, Labels: labels, Value: v}) }
+			switch {
+			case m.Counter != nil:
+				add(name, m.GetCounter().GetValue())
+			case m.Gauge != nil:
+				add(name, m.GetGauge().GetValue())
+			case m.Untyped != nil:
+				add(name, m.GetUntyped().GetValue())
+			case m.Histogram != nil:
+				add(name+"_sum", m.GetHistogram().GetSampleSum())
+				add(name+"_count", float64(m.GetHistogram().GetSampleCount()))
+			case m.Summary != nil:
+				add(name+"_sum", m.GetSummary().GetSampleSum())
+				add(name+"_count", float64(m.GetSummary().GetSampleCount()))
+			}
+		}
+	}
+	return out, nil
+}
+
+// ScrapeMetrics reads the samples of the daemon's /metrics at addr
+// (host:port).
+func ScrapeMetrics(addr string) ([]Sample, error) {
+	body, err := FetchMetrics(addr)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	return ParseMetrics(body)
+}
+
+// ScrapeCounters reads the daemon's /metrics at addr (host:port): each of
+// families for the Homa host host (its label host), summed over the
+// family's other labels. A family the endpoint lacks is an error.
+func ScrapeCounters(addr, host string, families ...string) (map[string]float64, error) {
+	samples, err := ScrapeMetrics(addr)
+	if err != nil {
+		return nil, err
+	}
+	return HostSums(samples, host, families...)
+}
+
+// HostSums are families of samples for host, each summed over its
+// samples of that host; a family without one is an error.
+func HostSums(samples []Sample, host string, families ...string) (map[string]float64, error) {
 	out := map[string]float64{}
 	for _, name := range families {
-		mf, ok := mfs[name]
-		if !ok {
-			return nil, fmt.Errorf("the daemon's metrics have no %s", name)
-		}
 		found := false
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "host" && l.GetValue() == host {
-					out[name] += m.GetCounter().GetValue()
-					found = true
-				}
+		for _, s := range samples {
+			if s.Name == name && s.Labels["host"] == host {
+				out[name] += s.Value
+				found = true
 			}
 		}
 		if !found {

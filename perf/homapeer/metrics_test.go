@@ -22,16 +22,53 @@ homa_data_bytes_zero_copy_total{host="10.0.0.2",port="net_ring_a1"} 0
 `, copied, zeroCopy)
 }
 
-func TestHostCounters_oneHostsFamilies(t *testing.T) {
-	c, err := hostCounters(strings.NewReader(sendMetrics(10, 2_000_000)), "10.0.0.1", []string{metricCopied, metricZeroCopy})
+func TestHostSums_oneHostsFamilies(t *testing.T) {
+	sums := func(text, host string, families ...string) (map[string]float64, error) {
+		samples, err := ParseMetrics(strings.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return HostSums(samples, host, families...)
+	}
+	c, err := sums(sendMetrics(10, 2_000_000), "10.0.0.1", metricCopied, metricZeroCopy)
 	if err != nil || c[metricCopied] != 10 || c[metricZeroCopy] != 2_000_000 {
 		t.Errorf("got %v, %v", c, err)
 	}
-	if _, err := hostCounters(strings.NewReader(sendMetrics(1, 1)), "10.0.0.1", []string{"homa_nothing_total"}); err == nil {
+	if _, err := sums(sendMetrics(1, 1), "10.0.0.1", "homa_nothing_total"); err == nil {
 		t.Error("a family the endpoint lacks gave no error")
 	}
-	if _, err := hostCounters(strings.NewReader(sendMetrics(1, 1)), "10.0.0.9", []string{metricCopied}); err == nil {
+	if _, err := sums(sendMetrics(1, 1), "10.0.0.9", metricCopied); err == nil {
 		t.Error("a host the endpoint lacks gave no error")
+	}
+}
+
+// Every kind of family gives samples, in the order of the families'
+// names; label values keep their commas, spaces and escapes; a broken
+// line is an error.
+func TestParseMetrics_kindsAndLabels(t *testing.T) {
+	text := `# TYPE homa_gap_seconds gauge
+homa_gap_seconds{host="10.0.0.1"} 0.25
+# TYPE homa_wait_seconds histogram
+homa_wait_seconds_bucket{le="1"} 2
+homa_wait_seconds_bucket{le="+Inf"} 3
+homa_wait_seconds_sum 1.5
+homa_wait_seconds_count 3
+homa_drops_total{reason="x",port="a, b \"c\""} 1e+06
+`
+	s, err := ParseMetrics(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, x := range s {
+		got = append(got, fmt.Sprintf("%s %v", x.Name, x.Value))
+	}
+	if strings.Join(got, "; ") != "homa_drops_total 1e+06; homa_gap_seconds 0.25; homa_wait_seconds_sum 1.5; homa_wait_seconds_count 3" ||
+		s[0].Labels["port"] != `a, b "c"` || s[1].Labels["host"] != "10.0.0.1" {
+		t.Errorf("samples %q %+v", got, s)
+	}
+	if _, err := ParseMetrics(strings.NewReader(`homa_x{host="unterminated} 1` + "\n")); err == nil {
+		t.Error("an unterminated label was read")
 	}
 }
 

@@ -1,9 +1,7 @@
 package rate
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -71,103 +69,11 @@ func parseProcStatus(s string) (ProcMemory, error) {
 	return m, nil
 }
 
-// metricSample is one line of a Prometheus text exposition.
-type metricSample struct {
-	name   string
-	labels map[string]string
-	value  float64
-}
-
-// parseMetrics reads the samples of a Prometheus text exposition
-// (`name{k="v",...} value`), skipping comments. Label values may hold
-// commas, spaces and escapes (a memif port's name is its device
-// arguments).
-func parseMetrics(r io.Reader) ([]metricSample, error) {
-	var out []metricSample
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		l := strings.TrimSpace(sc.Text())
-		if l == "" || l[0] == '#' {
-			continue
-		}
-		s, err := parseSample(l)
-		if err != nil {
-			return nil, fmt.Errorf("metrics: %q: %w", l, err)
-		}
-		out = append(out, s)
-	}
-	return out, sc.Err()
-}
-
-// parseSample reads one sample line.
-func parseSample(l string) (metricSample, error) {
-	s := metricSample{labels: map[string]string{}}
-	i := strings.IndexAny(l, "{ ")
-	if i <= 0 {
-		return s, fmt.Errorf("no value")
-	}
-	s.name, l = l[:i], l[i:]
-	if l[0] == '{' {
-		l = l[1:]
-		for {
-			l = strings.TrimLeft(l, ", ")
-			if strings.HasPrefix(l, "}") {
-				l = l[1:]
-				break
-			}
-			eq := strings.Index(l, `="`)
-			if eq <= 0 {
-				return s, fmt.Errorf("bad label")
-			}
-			key := l[:eq]
-			l = l[eq+2:]
-			var b strings.Builder
-			j := 0
-			for ; j < len(l) && l[j] != '"'; j++ {
-				if l[j] == '\\' && j+1 < len(l) {
-					j++
-					if l[j] == 'n' {
-						b.WriteByte('\n')
-						continue
-					}
-				}
-				b.WriteByte(l[j])
-			}
-			if j == len(l) {
-				return s, fmt.Errorf("unterminated label value")
-			}
-			s.labels[key] = b.String()
-			l = l[j+1:]
-		}
-	}
-	f := strings.Fields(l)
-	if len(f) == 0 {
-		return s, fmt.Errorf("no value")
-	}
-	v, err := strconv.ParseFloat(f[0], 64)
-	if err != nil {
-		return s, err
-	}
-	s.value = v
-	return s, nil
-}
-
-// scrapeMetrics reads the daemon's /metrics at addr (host:port).
-func scrapeMetrics(addr string) ([]metricSample, error) {
-	body, err := homapeer.FetchMetrics(addr)
-	if err != nil {
-		return nil, err
-	}
-	defer body.Close()
-	return parseMetrics(body)
-}
-
 // daemonMetrics reads a daemon's counters and keeps the last reading, so
 // that each stretch of a run gets the refusals since the one before.
 type daemonMetrics struct {
 	addr string
-	last []metricSample
+	last []homapeer.Sample
 }
 
 // refusalsSince reads the counters once the loop has published them
@@ -175,7 +81,7 @@ type daemonMetrics struct {
 // last reading.
 func (m *daemonMetrics) refusalsSince() ([]Refusal, error) {
 	time.Sleep(homapeer.MetricsSettle)
-	s, err := scrapeMetrics(m.addr)
+	s, err := homapeer.ScrapeMetrics(m.addr)
 	if err != nil {
 		return nil, err
 	}
@@ -224,19 +130,19 @@ func (r Refusal) String() string {
 
 // refusals are the counters of refusalCounters that grew from before to
 // after, by host.
-func refusals(before, after []metricSample) []Refusal {
-	at := func(samples []metricSample, rc refusalCounter, host string) float64 {
+func refusals(before, after []homapeer.Sample) []Refusal {
+	at := func(samples []homapeer.Sample, rc refusalCounter, host string) float64 {
 		v := 0.0
 		for _, s := range samples {
-			if s.name == rc.metric && s.labels["host"] == host && (rc.label == "" || s.labels[rc.label] == rc.value) {
-				v += s.value
+			if s.Name == rc.metric && s.Labels["host"] == host && (rc.label == "" || s.Labels[rc.label] == rc.value) {
+				v += s.Value
 			}
 		}
 		return v
 	}
 	var hosts []string
 	for _, s := range after {
-		if h := s.labels["host"]; h != "" && !slices.Contains(hosts, h) {
+		if h := s.Labels["host"]; h != "" && !slices.Contains(hosts, h) {
 			hosts = append(hosts, h)
 		}
 	}
@@ -254,10 +160,10 @@ func refusals(before, after []metricSample) []Refusal {
 
 // gauge is the value of the daemon's gauge metric on host (0 when
 // absent).
-func gauge(samples []metricSample, metric, host string) float64 {
+func gauge(samples []homapeer.Sample, metric, host string) float64 {
 	for _, s := range samples {
-		if s.name == metric && s.labels["host"] == host {
-			return s.value
+		if s.Name == metric && s.Labels["host"] == host {
+			return s.Value
 		}
 	}
 	return 0

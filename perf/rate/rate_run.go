@@ -234,7 +234,7 @@ func holdRPCs(cfg Config, ws []*rateWorker, m *daemonMetrics, at func(held int))
 func outstandingGauges(metrics string, held int) map[string]float64 {
 	deadline := time.Now().Add(300 * time.Millisecond)
 	for {
-		s, err := scrapeMetrics(metrics)
+		s, err := homapeer.ScrapeMetrics(metrics)
 		if err != nil {
 			return nil
 		}
@@ -276,7 +276,7 @@ func withRateDaemon(cfg Config, link, dir, raised string, env []string, loops *[
 	if err == nil {
 		m := &daemonMetrics{addr: metrics}
 		var undo func()
-		if m.last, err = scrapeMetrics(metrics); err == nil { // nothing has run yet
+		if m.last, err = homapeer.ScrapeMetrics(metrics); err == nil { // nothing has run yet
 			if undo, err = confine(cfg.WorkerCPU); err == nil {
 				err = f(d, ws, m)
 				undo()

@@ -1,21 +1,23 @@
 package slowdown
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/client"
+	"github.com/homa-dpdk/homa-dpdk/perf"
+	"github.com/homa-dpdk/homa-dpdk/perf/homapeer"
+	"github.com/homa-dpdk/homa-dpdk/perf/tcppeer"
 )
 
 // daemon is one homa-dpdk run process in a host namespace.
@@ -84,23 +86,14 @@ func (d *daemon) dial(spin time.Duration) (*client.Client, error) {
 		select {
 		case e := <-d.done:
 			d.done <- e
-			return nil, fmt.Errorf("daemon in %s exited (%v): %s", d.ns, e, d.tail())
+			return nil, fmt.Errorf("daemon in %s exited (%v): %s", d.ns, e, perf.Tail(d.log, 2000))
 		default:
 		}
 		if time.Now().After(end) {
-			return nil, fmt.Errorf("worker socket of %s: %w; log: %s", d.ns, err, d.tail())
+			return nil, fmt.Errorf("worker socket of %s: %w; log: %s", d.ns, err, perf.Tail(d.log, 2000))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-// tail returns the end of the daemon's log.
-func (d *daemon) tail() string {
-	b, _ := os.ReadFile(d.log)
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	return string(b)
 }
 
 // stop interrupts the daemon and waits for it (kills it after 10 s).
@@ -118,52 +111,43 @@ func (d *daemon) stop() {
 	}
 }
 
-// counterLine matches one homa_*_total sample of /metrics: the family
-// and its labels.
-var counterLine = regexp.MustCompile(`^homa_([a-z_]+)_total\{([^}]*)\} ([0-9.e+]+)$`)
-
-// counterLabel matches the labels that name a sample within its family
+// counterLabels are the labels that name a sample within its family
 // (all but host and port).
-var counterLabel = regexp.MustCompile(`(type|reason|cause|event|fault|kind|how|direction|queue)="([^"]*)"`)
+var counterLabels = []string{"type", "reason", "cause", "event", "fault", "kind", "how", "direction", "queue"}
 
 // metrics reads the daemon's /metrics (in its namespace): the longest gap
 // between two passes of its loop since it started
 // (homa_loop_max_pass_gap_seconds) and its counters that are not 0 (the
 // homa_*_total families, summed over ports), each named as the family
-// without homa_ and _total, then its labels' values: packets_sent_DATA,
-// drops_duplicate_data, rpc_timeouts.
+// without homa_ and _total, then its labels' values in their names'
+// order: packets_sent_DATA, drops_duplicate_data, rpc_timeouts.
 func (d *daemon) metrics() (gap float64, counters map[string]float64, err error) {
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		DisableKeepAlives: true,
-		Dial:              func(network, addr string) (net.Conn, error) { return dialIn(d.ns, network, addr) },
+		Dial:              func(_, addr string) (net.Conn, error) { return tcppeer.Dial(d.ns, addr) },
 	}}
 	resp, err := hc.Get("http://" + metricsAddr + "/metrics")
 	if err != nil {
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	gap = -1.0
-	counters = map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		l := sc.Text()
-		if m := counterLine.FindStringSubmatch(l); m != nil {
-			if v, err := strconv.ParseFloat(m[3], 64); err == nil && v != 0 {
-				name := m[1]
-				for _, lv := range counterLabel.FindAllStringSubmatch(m[2], -1) {
-					name += "_" + lv[2]
+	samples, err := homapeer.ParseMetrics(resp.Body)
+	if err != nil {
+		return 0, nil, err
+	}
+	gap, counters = -1.0, map[string]float64{}
+	for _, s := range samples {
+		family, counter := strings.CutSuffix(strings.TrimPrefix(s.Name, "homa_"), "_total")
+		switch {
+		case s.Name == "homa_loop_max_pass_gap_seconds":
+			gap = max(gap, s.Value)
+		case counter && s.Value != 0:
+			for _, l := range slices.Sorted(maps.Keys(s.Labels)) {
+				if slices.Contains(counterLabels, l) {
+					family += "_" + s.Labels[l]
 				}
-				counters[name] += v
 			}
-			continue
-		}
-		if !strings.HasPrefix(l, "homa_loop_max_pass_gap_seconds") {
-			continue
-		}
-		f := strings.Fields(l)
-		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil && v > gap {
-			gap = v
+			counters[family] += s.Value
 		}
 	}
 	if gap < 0 {

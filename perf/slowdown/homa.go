@@ -10,6 +10,7 @@ import (
 
 	"github.com/homa-dpdk/homa-dpdk/client"
 	"github.com/homa-dpdk/homa-dpdk/engine/workload"
+	"github.com/homa-dpdk/homa-dpdk/perf"
 )
 
 // homaSet is the Homa side of one load: a daemon per host, the server
@@ -63,7 +64,7 @@ func startHoma(cfg Config, n *topology, dir, protocol string) (*homaSet, error) 
 			ss = append(ss, c)
 			if err := warmUp(c, serverAddr); err != nil {
 				h.sessions = append(h.sessions, ss)
-				return h, fmt.Errorf("%s: %w; server log: %s", d.ns, err, h.daemons[0].tail())
+				return h, fmt.Errorf("%s: %w; server log: %s", d.ns, err, perf.Tail(h.daemons[0].log, 2000))
 			}
 		}
 		h.sessions = append(h.sessions, ss)

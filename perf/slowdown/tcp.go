@@ -1,86 +1,19 @@
 package slowdown
 
 import (
-	"encoding/binary"
-	"errors"
-	"io"
 	"net"
 	"runtime"
 	"sync"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/engine/workload"
+	"github.com/homa-dpdk/homa-dpdk/perf/tcppeer"
 	"golang.org/x/sys/unix"
 )
 
-// tcpPort is the TCP server's port.
+// tcpPort is the TCP server's port: a tcppeer server, which answers each
+// request with its 1-byte acknowledgement (tcppeer.Ask).
 const tcpPort = "5099"
-
-// tcpServer answers every framed request with a 1-byte framed response.
-type tcpServer struct {
-	l     net.Listener
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
-}
-
-func startTCPServer(ns, ip string) (*tcpServer, error) {
-	l, err := listenIn(ns, "tcp4", ip+":"+tcpPort)
-	if err != nil {
-		return nil, err
-	}
-	s := &tcpServer{l: l, conns: map[net.Conn]struct{}{}}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			s.mu.Lock()
-			s.conns[c] = struct{}{}
-			s.mu.Unlock()
-			s.wg.Add(1)
-			go s.serve(c)
-		}
-	}()
-	return s, nil
-}
-
-func (s *tcpServer) serve(c net.Conn) {
-	defer s.wg.Done()
-	defer c.Close()
-	var hdr [4]byte
-	buf := make([]byte, 64<<10)
-	resp := []byte{0, 0, 0, 1, 1}
-	for {
-		if _, err := io.ReadFull(c, hdr[:]); err != nil {
-			return
-		}
-		n := int(binary.BigEndian.Uint32(hdr[:]))
-		for n > 0 {
-			k, err := c.Read(buf[:min(n, len(buf))])
-			if err != nil {
-				return
-			}
-			n -= k
-		}
-		if _, err := c.Write(resp); err != nil {
-			return
-		}
-	}
-}
-
-func (s *tcpServer) close() {
-	s.l.Close()
-	s.mu.Lock()
-	for c := range s.conns {
-		c.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
-}
 
 // tcpClient is one client host's pool of connections to the server.
 type tcpClient struct {
@@ -104,11 +37,10 @@ func newTCPClient(ns, dst string, initial int) (*tcpClient, error) {
 }
 
 func (c *tcpClient) dial() (net.Conn, error) {
-	conn, err := dialIn(c.ns, "tcp4", c.dst+":"+tcpPort)
+	conn, err := tcppeer.Dial(c.ns, c.dst+":"+tcpPort)
 	if err != nil {
 		return nil, err
 	}
-	conn.(*net.TCPConn).SetNoDelay(true)
 	c.mu.Lock()
 	c.all = append(c.all, conn)
 	c.mu.Unlock()
@@ -134,28 +66,11 @@ func (c *tcpClient) get() (net.Conn, error) {
 	}
 }
 
-// rpc sends one request of len(req)-4 bytes (req is framed by rpc) and
-// reads the response.
-func tcpRPC(conn net.Conn, req []byte, size int) error {
-	binary.BigEndian.PutUint32(req[:4], uint32(size))
-	if _, err := conn.Write(req[:4+size]); err != nil {
-		return err
-	}
-	var resp [5]byte
-	if _, err := io.ReadFull(conn, resp[:]); err != nil {
-		return err
-	}
-	if binary.BigEndian.Uint32(resp[:4]) != 1 {
-		return errors.New("bad response frame")
-	}
-	return nil
-}
-
 // tcpTransport runs kernel TCP: the hosts get their addresses for the
 // workload (the Homa daemons own eth0 otherwise: the kernel would answer
 // their packets), a server, and a pool of connections per client.
 func tcpTransport(cfg Config, n *topology, rate float64) transport {
-	var srv *tcpServer
+	var srv *tcppeer.Server
 	var clients []*tcpClient
 	return transport{
 		name: "tcp",
@@ -164,7 +79,7 @@ func tcpTransport(cfg Config, n *topology, rate float64) transport {
 				return err
 			}
 			var err error
-			if srv, err = startTCPServer(n.server, hostIP(0)); err != nil {
+			if srv, err = tcppeer.StartServer(n.server, hostIP(0)+":"+tcpPort); err != nil {
 				return err
 			}
 			for _, ns := range n.clients {
@@ -182,7 +97,7 @@ func tcpTransport(cfg Config, n *topology, rate float64) transport {
 				c.close()
 			}
 			if srv != nil {
-				srv.close()
+				srv.Close()
 			}
 			n.flushAddrs()
 		},
@@ -255,7 +170,7 @@ func tcpDriver(c *tcpClient, sched []workload.Arrival, start time.Time, keep0, k
 			t := time.Now()
 			conn, err := c.get()
 			if err == nil {
-				if err = tcpRPC(conn, *bp, a.Size); err == nil {
+				if err = tcppeer.Ask(conn, *bp, a.Size); err == nil {
 					c.pool <- conn
 				} else {
 					conn.Close()
@@ -305,9 +220,9 @@ func tcpUnloaded(c *tcpClient, sizes []int, reps int, gap time.Duration) (*Unloa
 	defer func() { c.pool <- conn }()
 	buf := make([]byte, 4+sizes[len(sizes)-1])
 	for range 20 {
-		if err := tcpRPC(conn, buf, 1); err != nil {
+		if err := tcppeer.Ask(conn, buf, 1); err != nil {
 			return nil, err
 		}
 	}
-	return probe(sizes, reps, gap, func(size int) error { return tcpRPC(conn, buf, size) })
+	return probe(sizes, reps, gap, func(size int) error { return tcppeer.Ask(conn, buf, size) })
 }

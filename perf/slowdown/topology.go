@@ -1,18 +1,14 @@
 package slowdown
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"os/exec"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/homa-dpdk/homa-dpdk/perf/tcppeer"
 )
 
 // topology is the scenario's network: a switch namespace with a bridge, a
@@ -31,14 +27,6 @@ type topology struct {
 // hostIP is host i's address: the server is 0.
 func hostIP(i int) string { return "10.77.0." + strconv.Itoa(i+1) }
 
-func sh(args ...string) error {
-	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-	}
-	return nil
-}
-
 // newTopology builds the topology; on error what was made is removed.
 func newTopology(prefix string, clients int, rateBps float64) (n *topology, err error) {
 	n = &topology{prefix: prefix, sw: prefix + "sw"}
@@ -50,10 +38,10 @@ func newTopology(prefix string, clients int, rateBps float64) (n *topology, err 
 	if err = n.addNS(n.sw); err != nil {
 		return nil, err
 	}
-	if err = sh("ip", "-n", n.sw, "link", "add", "br0", "type", "bridge"); err != nil {
+	if err = tcppeer.Sh("ip", "-n", n.sw, "link", "add", "br0", "type", "bridge"); err != nil {
 		return nil, err
 	}
-	if err = sh("ip", "-n", n.sw, "link", "set", "br0", "up"); err != nil {
+	if err = tcppeer.Sh("ip", "-n", n.sw, "link", "set", "br0", "up"); err != nil {
 		return nil, err
 	}
 	for i := 0; i <= clients; i++ {
@@ -68,13 +56,13 @@ func newTopology(prefix string, clients int, rateBps float64) (n *topology, err 
 			{"ip", "-n", ns, "link", "set", "eth0", "up"},
 			{"ip", "-n", ns, "link", "set", "lo", "up"},
 		} {
-			if err = sh(c...); err != nil {
+			if err = tcppeer.Sh(c...); err != nil {
 				return nil, err
 			}
 		}
 		// MTU-sized frames for both transports: no segmentation offloads.
-		sh("ip", "netns", "exec", ns, "ethtool", "-K", "eth0", "tso", "off", "gso", "off", "gro", "off", "tx-checksumming", "off")
-		sh("ip", "netns", "exec", n.sw, "ethtool", "-K", peer, "tso", "off", "gso", "off", "gro", "off")
+		tcppeer.Sh("ip", "netns", "exec", ns, "ethtool", "-K", "eth0", "tso", "off", "gso", "off", "gro", "off", "tx-checksumming", "off")
+		tcppeer.Sh("ip", "netns", "exec", n.sw, "ethtool", "-K", peer, "tso", "off", "gso", "off", "gro", "off")
 		if i == 0 {
 			n.server, n.bottle = ns, peer
 		} else {
@@ -86,7 +74,7 @@ func newTopology(prefix string, clients int, rateBps float64) (n *topology, err 
 
 func (n *topology) addNS(ns string) error {
 	exec.Command("ip", "netns", "del", ns).Run() // a leftover of a killed run
-	if err := sh("ip", "netns", "add", ns); err != nil {
+	if err := tcppeer.Sh("ip", "netns", "add", ns); err != nil {
 		return err
 	}
 	n.made = append(n.made, ns)
@@ -104,7 +92,9 @@ func (n *topology) addNS(ns string) error {
 // in a bfifo of BandQueue of the rate's bytes (classes).
 func (n *topology) bottleneck(rateBps float64) error {
 	dev := n.bottle
-	tc := func(a ...string) error { return sh(append([]string{"ip", "netns", "exec", n.sw, "tc"}, a...)...) }
+	tc := func(a ...string) error {
+		return tcppeer.Sh(append([]string{"ip", "netns", "exec", n.sw, "tc"}, a...)...)
+	}
 	// Unclassified (non-IP: ARP) frames go to band 0.
 	if err := tc("qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "10"); err != nil {
 		return err
@@ -140,7 +130,9 @@ func bandLimit(rateBps float64) int {
 // waits its transmission time at the rate, as on a link of that rate.
 func (n *topology) classes(verb string, rateBps float64) error {
 	dev := n.bottle
-	tc := func(a ...string) error { return sh(append([]string{"ip", "netns", "exec", n.sw, "tc"}, a...)...) }
+	tc := func(a ...string) error {
+		return tcppeer.Sh(append([]string{"ip", "netns", "exec", n.sw, "tc"}, a...)...)
+	}
 	rate := strconv.FormatInt(int64(rateBps), 10) + "bit"
 	if err := tc("class", verb, "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", rate, "ceil", rate,
 		"burst", "1600", "cburst", "1600", "quantum", "1514"); err != nil {
@@ -227,7 +219,7 @@ func bandDelta(before, after []Band) []Band {
 // linuxAddrs gives the hosts their addresses for the kernel stack.
 func (n *topology) linuxAddrs() error {
 	for i, ns := range append([]string{n.server}, n.clients...) {
-		if err := sh("ip", "-n", ns, "addr", "add", hostIP(i)+"/24", "dev", "eth0"); err != nil {
+		if err := tcppeer.Sh("ip", "-n", ns, "addr", "add", hostIP(i)+"/24", "dev", "eth0"); err != nil {
 			return err
 		}
 	}
@@ -249,54 +241,4 @@ func (n *topology) Close() {
 		exec.Command("ip", "netns", "del", n.made[i]).Run()
 	}
 	n.made = nil
-}
-
-// inNetns runs fn on an OS thread inside namespace ns; sockets made there
-// stay in it.
-func inNetns(ns string, fn func() error) error {
-	target, err := unix.Open("/var/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(target)
-	runtime.LockOSThread()
-	self, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer unix.Close(self)
-	if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("setns %s: %w", ns, err)
-	}
-	ferr := fn()
-	if err := unix.Setns(self, unix.CLONE_NEWNET); err != nil {
-		// Leave the thread locked: it dies with the goroutine.
-		return fmt.Errorf("setns back: %w", err)
-	}
-	runtime.UnlockOSThread()
-	return ferr
-}
-
-// dialIn connects to addr from namespace ns.
-func dialIn(ns, network, addr string) (net.Conn, error) {
-	var c net.Conn
-	err := inNetns(ns, func() error {
-		var err error
-		c, err = (&net.Dialer{}).DialContext(context.Background(), network, addr)
-		return err
-	})
-	return c, err
-}
-
-// listenIn listens on addr in namespace ns.
-func listenIn(ns, network, addr string) (net.Listener, error) {
-	var l net.Listener
-	err := inNetns(ns, func() error {
-		var err error
-		l, err = net.Listen(network, addr)
-		return err
-	})
-	return l, err
 }

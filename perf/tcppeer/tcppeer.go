@@ -178,6 +178,18 @@ func Message(size int, ack bool) []byte {
 	return m
 }
 
+// Ask sends a request of size bytes from buf (4+size bytes at least,
+// whose first 4 it frames) that asks for the 1-byte acknowledgement, and
+// reads it.
+func Ask(c net.Conn, buf []byte, size int) error {
+	binary.BigEndian.PutUint32(buf, uint32(size)|ackFlag)
+	if _, err := c.Write(buf[:4+size]); err != nil {
+		return err
+	}
+	_, err := io.ReadFull(c, buf[:1])
+	return err
+}
+
 // RPC sends req and reads the echo of the same length into resp.
 func RPC(c *net.TCPConn, req, resp []byte) error {
 	if _, err := c.Write(req); err != nil {
@@ -196,7 +208,9 @@ type VethPair struct {
 	device string
 }
 
-func sh(args ...string) error {
+// Sh runs a command (ip, tc) and returns its output in the error when it
+// fails.
+func Sh(args ...string) error {
 	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
@@ -235,7 +249,7 @@ func NewVethPair() (v *VethPair, err error) {
 		{"ip", "-n", v.B, "link", "set", peer, "up"},
 	}
 	for _, s := range steps {
-		if err := sh(s...); err != nil {
+		if err := Sh(s...); err != nil {
 			return nil, err
 		}
 	}
