@@ -28,8 +28,9 @@ func AtMost(g *Goal, v, want float64) {
 // copies nothing, as kernel TCP's skbs change hands.
 const GoalLink = "homa-ring"
 
-// GoalsSection is the goals table's part of the perf all report.
-func GoalsSection(gs []Goal) Section {
+// GoalTable is the goal rows as a table, titled title and how many of
+// them were met: "TITLE (3 of 5 met)".
+func GoalTable(title string, gs []Goal) Table {
 	t := Table{Header: []string{"goal", "this run", "want", "met", "from"}}
 	met := 0
 	for _, g := range gs {
@@ -46,10 +47,16 @@ func GoalsSection(gs []Goal) Section {
 		}
 		t.Rows = append(t.Rows, []string{g.Goal, fig, g.Want, ok, g.Source})
 	}
+	t.Title = fmt.Sprintf("%s (%d of %d met)", title, met, len(gs))
+	return t
+}
+
+// GoalsSection is the goals table's part of the perf all report.
+func GoalsSection(gs []Goal) Section {
 	return Section{Name: "goals", Title: "goals: issue 14's targets against this run",
 		Method: "Each figure is this run's, from the section named in its row; ratios are against kernel TCP measured " +
 			"in the same run, on the link that copies nothing (" + GoalLink + ", a net_ring pair).",
-		Tables: []Table{t}, Notes: []string{fmt.Sprintf("%d of %d goals met in this run.", met, len(gs))}}
+		Tables: []Table{GoalTable("goals of this run", gs)}}
 }
 
 // GoalsOf makes a scenario's Goals from its goal rows' function: the

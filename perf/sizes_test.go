@@ -41,3 +41,14 @@ func TestMedian(t *testing.T) {
 		t.Errorf("median: %v %v %v, xs %v", Median(xs), Median([]float64{4, 1, 3, 2}), Median(nil), xs)
 	}
 }
+
+// Sizes of 10^3 and 10^6 bytes are KB and MB; powers of two (NCCL's and
+// torch's tensors) KiB and MiB, as the jobs' reports write them.
+func TestSizeName_decimalAndBinary(t *testing.T) {
+	for n, want := range map[int]string{4: "4 B", 100: "100 B", 100_000: "100 KB", 1_000_000: "1 MB", 64_000_000: "64 MB",
+		1 << 10: "1 KiB", 256 << 10: "256 KiB", 64 << 20: "64 MiB"} {
+		if got := SizeName(n); got != want {
+			t.Errorf("SizeName(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

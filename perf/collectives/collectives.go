@@ -20,7 +20,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"time"
 
@@ -135,24 +134,18 @@ func Run(cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	sockets, stopDemo, err := torchjob.ServeHosts(cfg.Dir, slices.Max(cfg.Ranks))
+	jobs, err := torchjob.Jobs(cfg.Dir, cfg.Ranks, func(sockets, logDir string, n int) (Job, error) {
+		start := time.Now()
+		job, err := runJob(cfg, root, sockets, logDir, n)
+		if err == nil {
+			job.Seconds = time.Since(start).Seconds()
+		}
+		return job, err
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer stopDemo()
-	res := &Result{}
-	for _, n := range cfg.Ranks {
-		start := time.Now()
-		job, err := runJob(cfg, root, sockets, n)
-		if err != nil {
-			return nil, err
-		}
-		job.Seconds = time.Since(start).Seconds()
-		res.Jobs = append(res.Jobs, *job)
-	}
-	if err := stopDemo(); err != nil {
-		return nil, err
-	}
+	res := &Result{Jobs: jobs}
 	res.Goals = Goals(Figures(res))
 	return res, nil
 }
@@ -160,12 +153,8 @@ func Run(cfg Config) (*Result, error) {
 // runJob runs the benches as jobs of n ranks, one after the other
 // (collectives_bench.py unless DDPOnly, then ddp_bench.py with DDP), and
 // reads rank 0's JSON.
-func runJob(cfg Config, root, sockets string, n int) (*Job, error) {
-	logDir := filepath.Join(cfg.Dir, fmt.Sprintf("ranks-%d", n))
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return nil, err
-	}
-	job := &Job{Ranks: n}
+func runJob(cfg Config, root, sockets, logDir string, n int) (Job, error) {
+	job := Job{Ranks: n}
 	if !cfg.DDPOnly {
 		fmt.Fprintf(cfg.Out, "collectives: %d ranks, homa and gloo ...\n", n)
 		out := filepath.Join(logDir, "bench.json")
@@ -177,13 +166,13 @@ func runJob(cfg Config, root, sockets string, n int) (*Job, error) {
 			args = append(args, "--algorithms")
 		}
 		if err := torchjob.Launch(cfg.runner(), root, sockets, n, "collectives_bench.py", args, logDir, "rank"); err != nil {
-			return nil, err
+			return job, err
 		}
-		if err := readJSON(out, job); err != nil {
-			return nil, err
+		if err := readJSON(out, &job); err != nil {
+			return job, err
 		}
 		if job.Ranks != n || len(job.AllReduce) == 0 {
-			return nil, fmt.Errorf("%s: %d ranks, %d sizes; want %d ranks", out, job.Ranks, len(job.AllReduce), n)
+			return job, fmt.Errorf("%s: %d ranks, %d sizes; want %d ranks", out, job.Ranks, len(job.AllReduce), n)
 		}
 	}
 	if cfg.DDP {
@@ -262,17 +251,4 @@ func Figures(r *Result) []GoalFigures {
 		out = append(out, f)
 	}
 	return out
-}
-
-// SizeName writes a power-of-two size as the bench's are: 4 B, 1 KiB,
-// 64 MiB.
-func SizeName(b float64) string {
-	n := int64(b)
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -76,13 +76,13 @@ func Goals(jobs []GoalFigures) []perf.Goal {
 		return what
 	}
 	latency := func(ranks, size int, want float64) perf.Goal {
-		g := perf.Goal{Goal: fmt.Sprintf("all_reduce latency at %s, %d ranks, homa over gloo", binarySize(size), ranks),
+		g := perf.Goal{Goal: fmt.Sprintf("all_reduce latency at %s, %d ranks, homa over gloo", perf.SizeName(size), ranks),
 			Source: fmt.Sprintf("collectives all_reduce median µs, %d ranks", ranks)}
 		if j := find(ranks); j != nil && j.LatencyRatio[size] > 0 {
 			perf.AtMost(&g, j.LatencyRatio[size], want)
 		} else {
 			g.Want = fmt.Sprintf("<= %.2f", want)
-			g.Absent = absent(ranks, "no all_reduce at "+binarySize(size)+" in this run")
+			g.Absent = absent(ranks, "no all_reduce at "+perf.SizeName(size)+" in this run")
 		}
 		return g
 	}
@@ -94,13 +94,13 @@ func Goals(jobs []GoalFigures) []perf.Goal {
 	}
 	gs = append(gs, latency(collectivesMiBGoal.ranks, collectivesMiBGoal.size, collectivesMiBGoal.want))
 	for _, n := range collectivesGoalRanks {
-		g := perf.Goal{Goal: fmt.Sprintf("all_reduce bus bandwidth at %s, %d ranks, homa over gloo", binarySize(CollectivesBusBWBytes), n),
+		g := perf.Goal{Goal: fmt.Sprintf("all_reduce bus bandwidth at %s, %d ranks, homa over gloo", perf.SizeName(CollectivesBusBWBytes), n),
 			Source: fmt.Sprintf("collectives all_reduce bus bandwidth, %d ranks", n)}
 		if j := find(n); j != nil && j.BusBWRatio[CollectivesBusBWBytes] > 0 {
 			perf.AtLeast(&g, j.BusBWRatio[CollectivesBusBWBytes], 1)
 		} else {
 			g.Want = fmt.Sprintf(">= %.2f", 1.0)
-			g.Absent = absent(n, "no all_reduce at "+binarySize(CollectivesBusBWBytes)+" in this run")
+			g.Absent = absent(n, "no all_reduce at "+perf.SizeName(CollectivesBusBWBytes)+" in this run")
 		}
 		gs = append(gs, g)
 	}
@@ -120,16 +120,4 @@ func Goals(jobs []GoalFigures) []perf.Goal {
 		gs = append(gs, g)
 	}
 	return gs
-}
-
-// binarySize writes a power-of-two size as perf collectives does: 4 B,
-// 1 KiB, 64 MiB.
-func binarySize(n int) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d B", n)
 }

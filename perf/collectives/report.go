@@ -23,7 +23,7 @@ func Tables(r *Result) []perf.Table {
 	for _, j := range r.Jobs {
 		rk := fmt.Sprint(j.Ranks)
 		for _, p := range j.AllReduce {
-			ar.Rows = append(ar.Rows, []string{rk, SizeName(p["bytes"]), us(p["homa_us"]), us(p["gloo_us"]),
+			ar.Rows = append(ar.Rows, []string{rk, perf.SizeName(int(p["bytes"])), us(p["homa_us"]), us(p["gloo_us"]),
 				ratio(p["gloo_us"], p["homa_us"]), gbps(p["homa_busbw_gbps"]), gbps(p["gloo_busbw_gbps"])})
 			if _, ok := p["homa_ring_us"]; ok {
 				used := "ring" // what the backend picks at its default switch
@@ -33,12 +33,12 @@ func Tables(r *Result) []perf.Table {
 				case p["bytes"] < 1<<20:
 					used = "reduce+broadcast"
 				}
-				al.Rows = append(al.Rows, []string{rk, SizeName(p["bytes"]), us(p["homa_ring_us"]), us(p["homa_doubling_us"]),
+				al.Rows = append(al.Rows, []string{rk, perf.SizeName(int(p["bytes"])), us(p["homa_ring_us"]), us(p["homa_doubling_us"]),
 					ratio(p["homa_doubling_us"], p["homa_ring_us"]), used})
 			}
 		}
 		for _, p := range j.PingPong {
-			pp.Rows = append(pp.Rows, []string{rk, SizeName(p["bytes"]), us(p["homa_us"]), us(p["gloo_us"]), ratio(p["gloo_us"], p["homa_us"])})
+			pp.Rows = append(pp.Rows, []string{rk, perf.SizeName(int(p["bytes"])), us(p["homa_us"]), us(p["gloo_us"]), ratio(p["gloo_us"], p["homa_us"])})
 		}
 	}
 	ar.Title = "all_reduce: median time per call, bus bandwidth (NCCL's tests' definition)"
@@ -49,15 +49,7 @@ func Tables(r *Result) []perf.Table {
 		out = append(out, al)
 	}
 	out = append(out, ddpTables(r)...)
-	met := 0
-	for _, g := range r.Goals {
-		if g.Met {
-			met++
-		}
-	}
-	gt := perf.GoalsSection(r.Goals).Tables[0]
-	gt.Title = fmt.Sprintf("goals: the issue's targets for the PyTorch backend against gloo, this run's figures (%d of %d met)", met, len(r.Goals))
-	return append(out, gt)
+	return append(out, perf.GoalTable("goals: the issue's targets for the PyTorch backend against gloo, this run's figures", r.Goals))
 }
 
 // Report is the run's report: its tables (text, and markdown in
@@ -133,7 +125,7 @@ func (binaryTicks) Ticks(min, max float64) []plot.Tick {
 		}
 		t := plot.Tick{Value: v}
 		if e := math.Log2(v); int(e)%4 == 2 {
-			t.Label = SizeName(v)
+			t.Label = perf.SizeName(int(v))
 		}
 		out = append(out, t)
 	}

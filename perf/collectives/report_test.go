@@ -76,14 +76,6 @@ func TestReport_tablesGoalsAndPlots(t *testing.T) {
 	}
 }
 
-func TestSizeName(t *testing.T) {
-	for n, want := range map[float64]string{4: "4 B", 1000: "1000 B", 1 << 10: "1 KiB", 64 << 20: "64 MiB", 256 << 10: "256 KiB"} {
-		if got := SizeName(n); got != want {
-			t.Errorf("SizeName(%v) = %q, want %q", n, got, want)
-		}
-	}
-}
-
 func TestConfig_validate(t *testing.T) {
 	for _, c := range []Config{{Ranks: nil, Timeout: 1}, {Ranks: []int{1}, Timeout: 1}, {Ranks: []int{17}, Timeout: 1}, {Ranks: []int{2}}} {
 		if err := c.Validate(); err == nil {

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/homa-dpdk/homa-dpdk/perf"
-	"github.com/homa-dpdk/homa-dpdk/perf/torchjob"
 )
 
 // The goals for the NCCL shape, as ratios within one run: the
@@ -67,7 +66,7 @@ func Goals(r *Result) []perf.Goal {
 		gs = append(gs, g)
 
 		for _, size := range LargeSizes {
-			name := sizeName(size)
+			name := perf.SizeName(size)
 			g := perf.Goal{Goal: fmt.Sprintf("NCCL ring through the plugin, %s, %d ranks: busbw over gloo's", name, n), Source: src}
 			if v, ok := j.worst(func(p, _, gl Point) float64 { return gl.TimeUs / p.TimeUs } /* busbw over busbw: same bytes and ranks */, size, size, slices.Min); ok {
 				perf.AtLeast(&g, v, 1)
@@ -193,6 +192,3 @@ func find(pts []Point, bytes int) (Point, bool) {
 	}
 	return Point{}, false
 }
-
-// sizeName writes a power-of-two size in binary units: 8 B, 64 KiB, 4 MiB.
-func sizeName(n int) string { return torchjob.SizeName(n) }

@@ -20,7 +20,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -127,24 +126,14 @@ func Run(cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	sockets, stop, err := torchjob.ServeHosts(cfg.Dir, slices.Max(cfg.Ranks))
-	if err != nil {
-		return nil, err
-	}
-	defer stop()
-	res := &Result{}
-	for _, n := range cfg.Ranks {
+	jobs, err := torchjob.Jobs(cfg.Dir, cfg.Ranks, func(sockets, logDir string, n int) (Job, error) {
 		start := time.Now()
 		job := Job{Ranks: n}
-		logDir := filepath.Join(cfg.Dir, fmt.Sprintf("ranks-%d", n))
-		if err := os.MkdirAll(logDir, 0o755); err != nil {
-			return nil, err
-		}
 		for _, mode := range Modes {
 			fmt.Fprintf(cfg.Out, "nccl: %d ranks, the ring %s ...\n", n, via(mode))
 			pts, err := runBench(cfg, bench, sockets, logDir, n, mode)
 			if err != nil {
-				return nil, err
+				return job, err
 			}
 			if mode == "plugin" {
 				job.Plugin = pts
@@ -153,15 +142,14 @@ func Run(cfg Config) (*Result, error) {
 			}
 		}
 		fmt.Fprintf(cfg.Out, "nccl: %d ranks, gloo's all_reduce ...\n", n)
-		if job.Gloo, err = runGloo(cfg, root, sockets, logDir, n); err != nil {
-			return nil, err
-		}
-		job.Seconds = time.Since(start).Seconds()
-		res.Jobs = append(res.Jobs, job)
-	}
-	if err := stop(); err != nil {
+		gloo, err := runGloo(cfg, root, sockets, logDir, n)
+		job.Gloo, job.Seconds = gloo, time.Since(start).Seconds()
+		return job, err
+	})
+	if err != nil {
 		return nil, err
 	}
+	res := &Result{Jobs: jobs}
 	res.CPUs = runtime.NumCPU()
 	res.Goals = Goals(res)
 	return res, nil

@@ -33,21 +33,13 @@ func Tables(r *Result) []perf.Table {
 			if !okL || !okG {
 				continue
 			}
-			t.Rows = append(t.Rows, []string{sizeName(p.Bytes), ratio(p.TimeUs, g.TimeUs), ratio(p.BusBW, g.BusBW),
+			t.Rows = append(t.Rows, []string{perf.SizeName(p.Bytes), ratio(p.TimeUs, g.TimeUs), ratio(p.BusBW, g.BusBW),
 				ratio(p.CPUPerGB, g.CPUPerGB), fmt.Sprintf("%.2f", (p.TimeUs-l.TimeUs)/float64(max(p.Msgs, 1))), ratio(p.BusBW, l.BusBW)})
 		}
 		t.Title = fmt.Sprintf("%d ranks: the ratios the goals read", j.Ranks)
 		out = append(out, t)
 	}
-	met := 0
-	for _, g := range r.Goals {
-		if g.Met {
-			met++
-		}
-	}
-	gt := perf.GoalsSection(r.Goals).Tables[0]
-	gt.Title = fmt.Sprintf("goals: the issue's targets for the NCCL shape, this run's figures (%d of %d met)", met, len(r.Goals))
-	return append(out, gt)
+	return append(out, perf.GoalTable("goals: the issue's targets for the NCCL shape, this run's figures", r.Goals))
 }
 
 // Report is the run's report: its tables and notes (text, and markdown

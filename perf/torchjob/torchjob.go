@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -172,16 +173,29 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// SizeName writes a power-of-two size in binary units, as the jobs'
-// reports do: 8 B, 64 KiB, 4 MiB.
-func SizeName(n int) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
+// Jobs serves the demo's hosts for the largest of ranks in dir
+// (ServeHosts) and runs job for each number of ranks in turn, with the
+// hosts' socket directory and a log directory of its own (dir/ranks-N);
+// then it stops the hosts.
+func Jobs[J any](dir string, ranks []int, job func(sockets, logDir string, n int) (J, error)) ([]J, error) {
+	sockets, stop, err := ServeHosts(dir, slices.Max(ranks))
+	if err != nil {
+		return nil, err
 	}
-	return fmt.Sprintf("%d B", n)
+	defer stop()
+	var out []J
+	for _, n := range ranks {
+		logDir := filepath.Join(dir, fmt.Sprintf("ranks-%d", n))
+		if err := os.MkdirAll(logDir, 0o755); err != nil {
+			return nil, err
+		}
+		j, err := job(sockets, logDir, n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, stop()
 }
 
 // Command is the body of a job scenario's command once its flags are
