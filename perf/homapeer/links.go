@@ -12,6 +12,7 @@ import (
 
 	"github.com/homa-dpdk/homa-dpdk/dpdk/ealargs"
 	"github.com/homa-dpdk/homa-dpdk/perf"
+	"github.com/homa-dpdk/homa-dpdk/perf/tcppeer"
 )
 
 // TestpmdPathNote is what the scenario adds to the method and distortions
@@ -123,4 +124,31 @@ func startHomaDaemon(self, testpmd, link, dir, outDir, name string, prog *perf.P
 	restore, stopFwd := HarnessOffCPU(DaemonLoopCPU), done
 	done = func() { restore(); stopFwd() }
 	return d, logPath, done, nil
+}
+
+// Transports measures Homa on each of links (perf.LinksFor: through
+// testpmd, memif alone), homa getting a directory for the run's daemons'
+// sockets, then kernel TCP on each of tcppeer's paths (loopback, and with
+// veth a veth pair, made and removed here). It returns why there was no
+// veth path ("" when there was one).
+func Transports(links []string, testpmd string, veth bool, prog *perf.Progress, homa func(link, dir string) error,
+	tcp func(tcppeer.Path) error) (vethSkip string, err error) {
+	dir, err := os.MkdirTemp("", "homa-perf")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	for _, link := range perf.LinksFor(links, testpmd) {
+		if err := homa(link, dir); err != nil {
+			return "", err
+		}
+	}
+	paths, vethSkip, remove := tcppeer.Paths(veth, prog)
+	defer remove()
+	for _, p := range paths {
+		if err := tcp(p); err != nil {
+			return vethSkip, fmt.Errorf("%s: %w", p.Name, err)
+		}
+	}
+	return vethSkip, nil
 }

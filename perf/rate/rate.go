@@ -3,12 +3,12 @@ package rate
 import (
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/perf"
+	"github.com/homa-dpdk/homa-dpdk/perf/homapeer"
 	"github.com/homa-dpdk/homa-dpdk/perf/plots"
 	"github.com/homa-dpdk/homa-dpdk/perf/tcppeer"
 )
@@ -344,30 +344,19 @@ func Steps(cfg Config) int {
 func Measure(cfg Config) (*Result, error) {
 	res := &Result{Method: rateMethod(cfg), Distortions: rateDistortions, Smoke: cfg.Smoke, Size: cfg.Size,
 		Workers: cfg.Workers, PerWorker: cfg.PerWorker, Outstanding: cfg.Outstanding(), HeldAsked: cfg.Held}
-	dir, err := os.MkdirTemp("", "homa-perf-rate")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	for _, link := range perf.LinksFor(cfg.Links, "") {
+	vethSkip, err := homapeer.Transports(cfg.Links, "", cfg.Veth, cfg.Progress, func(link, dir string) error {
 		run, mem, loops, err := homaRate(cfg, link, dir)
 		res.Loops = append(res.Loops, loops...)
-		if err != nil {
-			return nil, err
-		}
-		res.Runs = append(res.Runs, run)
-		res.Memory = append(res.Memory, mem)
-	}
-
-	paths, vethSkip, removeVeth := tcppeer.Paths(cfg.Veth, cfg.Progress)
-	defer removeVeth()
-	for _, p := range paths {
+		res.Runs, res.Memory = append(res.Runs, run), append(res.Memory, mem)
+		return err
+	}, func(p tcppeer.Path) error {
 		cfg.Progress.Step(p.Name + " rate")
 		run, err := tcpRate(cfg, p)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p.Name, err)
-		}
 		res.Runs = append(res.Runs, run)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	if vethSkip != "" {
 		res.Runs = append(res.Runs, Run{Transport: "tcp-veth", Skipped: vethSkip})

@@ -16,24 +16,8 @@ import (
 
 // tcpRate measures RPCs per second over TCP along path p.
 func tcpRate(cfg Config, p tcppeer.Path) (Run, error) {
-	srv, err := tcppeer.StartServer(p.ServerNS, p.Listen)
-	if err != nil {
-		return Run{}, err
-	}
-	run, err := func() (Run, error) {
-		conns := make([]*net.TCPConn, 0, cfg.Outstanding())
-		defer func() {
-			for _, c := range conns {
-				c.Close()
-			}
-		}()
-		for range cfg.Outstanding() {
-			c, err := tcppeer.Dial(p.ClientNS, srv.Addr)
-			if err != nil {
-				return Run{}, fmt.Errorf("connection %d: %w", len(conns), err)
-			}
-			conns = append(conns, c)
-		}
+	var run Run
+	err := tcppeer.Serve(p, cfg.Outstanding(), func(conns []*net.TCPConn) error {
 		var stop atomic.Bool
 		var done atomic.Int64
 		// A deadline well past the run's end, so that no read blocks for
@@ -43,16 +27,14 @@ func tcpRate(cfg Config, p tcppeer.Path) (Run, error) {
 		for _, c := range conns {
 			s.spawn(func() error { return tcpRateConn(c, cfg.Size, end, &stop, &done) })
 		}
-		run, err := rateWindow(cfg, p.Name, nil, done.Load, s, nil)
+		var err error
+		run, err = rateWindow(cfg, p.Name, nil, done.Load, s, nil)
 		stop.Store(true)
 		if werr := s.wait(); err == nil {
 			err = werr
 		}
-		return run, err
-	}()
-	if cerr := srv.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("server: %w", cerr)
-	}
+		return err
+	})
 	return run, err
 }
 

@@ -2,7 +2,7 @@ package rtt
 
 import (
 	"fmt"
-	"os"
+	"net"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/perf"
@@ -132,32 +132,20 @@ func Measure(cfg Config) (*Result, error) {
 	if cfg.Testpmd != "" {
 		res.Method += " " + homapeer.TestpmdPathNote
 	}
-	// Homa, on each link.
-	dir, err := os.MkdirTemp("", "homa-perf-rtt")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	for _, link := range perf.LinksFor(cfg.Links, cfg.Testpmd) {
+	vethSkip, err := homapeer.Transports(cfg.Links, cfg.Testpmd, cfg.Veth, cfg.Progress, func(link, dir string) error {
 		s, loop, err := homaRTT(cfg, link, dir)
 		if loop != nil {
 			res.Loops = append(res.Loops, *loop)
 		}
-		if err != nil {
-			return nil, err
-		}
 		res.Series = append(res.Series, s)
-	}
-
-	// Kernel TCP.
-	paths, vethSkip, removeVeth := tcppeer.Paths(cfg.Veth, cfg.Progress)
-	defer removeVeth()
-	for _, p := range paths {
+		return err
+	}, func(p tcppeer.Path) error {
 		s, err := tcpRTT(cfg, p)
-		if err != nil {
-			return nil, err
-		}
 		res.Series = append(res.Series, s)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	if vethSkip != "" {
 		res.Series = append(res.Series, Series{Transport: "tcp-veth", Skipped: vethSkip})
@@ -213,30 +201,18 @@ func homaRTT(cfg Config, link, dir string) (Series, *perf.LoopStats, error) {
 
 func tcpRTT(cfg Config, p tcppeer.Path) (Series, error) {
 	series := Series{Transport: p.Name}
-	srv, err := tcppeer.StartServer(p.ServerNS, p.Listen)
-	if err != nil {
-		return series, err
-	}
-	err = func() error {
-		c, err := tcppeer.Dial(p.ClientNS, srv.Addr)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
+	err := tcppeer.Serve(p, 1, func(cs []*net.TCPConn) error {
 		for _, size := range cfg.Sizes {
 			cfg.Progress.Step(fmt.Sprintf("%s %s", p.Name, perf.SizeName(size)))
 			req, resp := tcppeer.Message(size, false), make([]byte, 4+size)
-			h, err := perf.Measure(func() error { return tcppeer.RPC(c, req, resp) }, cfg.Warmup, cfg.Count, cfg.MaxTime, cfg.Progress)
+			h, err := perf.Measure(func() error { return tcppeer.RPC(cs[0], req, resp) }, cfg.Warmup, cfg.Count, cfg.MaxTime, cfg.Progress)
 			if err != nil {
-				return fmt.Errorf("%s %d B: %w", p.Name, size, err)
+				return fmt.Errorf("%d B: %w", size, err)
 			}
 			series.Points = append(series.Points, perf.Point(size, h))
 		}
 		return nil
-	}()
-	if cerr := srv.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("%s server: %w", p.Name, cerr)
-	}
+	})
 	return series, err
 }
 

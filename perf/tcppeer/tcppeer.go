@@ -139,6 +139,36 @@ func serveTCP(c *net.TCPConn) error {
 	}
 }
 
+// Serve runs fn on conns connections to a server along p (the server
+// listening in p's server namespace, the connections dialled from its
+// client one), then closes them and the server; it returns the first
+// error.
+func Serve(p Path, conns int, fn func(cs []*net.TCPConn) error) error {
+	srv, err := StartServer(p.ServerNS, p.Listen)
+	if err != nil {
+		return err
+	}
+	var cs []*net.TCPConn
+	for err == nil && len(cs) < conns {
+		var c *net.TCPConn
+		if c, err = Dial(p.ClientNS, srv.Addr); err != nil {
+			err = fmt.Errorf("connection %d: %w", len(cs), err)
+		} else {
+			cs = append(cs, c)
+		}
+	}
+	if err == nil {
+		err = fn(cs)
+	}
+	for _, c := range cs {
+		c.Close()
+	}
+	if cerr := srv.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("%s server: %w", p.Name, cerr)
+	}
+	return err
+}
+
 // Dial connects to addr with TCP_NODELAY from network namespace
 // netns when it is not "" (the socket is made on a thread in it; it may
 // then be used from any goroutine).

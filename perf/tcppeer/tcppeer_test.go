@@ -2,6 +2,7 @@ package tcppeer
 
 import (
 	"bytes"
+	"net"
 	"testing"
 
 	"github.com/homa-dpdk/homa-dpdk/perf"
@@ -38,4 +39,33 @@ func TestTCP_largeMessages(t *testing.T) {
 		}
 	}()
 	Message(maxTCPMessage+1, false)
+}
+
+// Serve dials as many connections as asked to a server it starts on
+// loopback, and closes both after fn; on each, Ask's request is answered
+// with the acknowledgement and RPC's with the echo.
+func TestServe_askAndEcho(t *testing.T) {
+	p := Path{Name: "tcp-loopback", Listen: "127.0.0.1:0"}
+	err := Serve(p, 2, func(cs []*net.TCPConn) error {
+		if len(cs) != 2 {
+			t.Fatalf("%d connections", len(cs))
+		}
+		buf := make([]byte, 4+1000)
+		for _, size := range []int{1, 1000} {
+			if err := Ask(cs[1], buf, size); err != nil {
+				return err
+			}
+		}
+		req, resp := Message(100, false), make([]byte, 104)
+		if err := RPC(cs[0], req, resp); err != nil || string(resp) != string(req) {
+			t.Errorf("echo: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Serve(Path{Name: "x", Listen: "256.0.0.1:0"}, 1, func([]*net.TCPConn) error { return nil }); err == nil {
+		t.Error("a server on no address served")
+	}
 }

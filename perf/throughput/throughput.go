@@ -3,7 +3,6 @@ package throughput
 import (
 	"fmt"
 	"net"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -101,31 +100,20 @@ func Measure(cfg Config) (*Result, error) {
 	if len(cfg.DaemonArgs) > 0 {
 		res.Method += fmt.Sprintf(" The daemon ran with %v: its receive copies on a copier thread.", cfg.DaemonArgs)
 	}
-	dir, err := os.MkdirTemp("", "homa-perf-tput")
+	vethSkip, err := homapeer.Transports(cfg.Links, cfg.Testpmd, cfg.Veth, cfg.Progress, func(link, dir string) error {
+		runs, loops, err := homapeer.HomaStream(cfg.StreamConfig, link, dir)
+		res.Loops, res.Runs = append(res.Loops, loops...), append(res.Runs, runs...)
+		return err
+	}, func(p tcppeer.Path) error {
+		runs, err := tcpStream(cfg, p)
+		res.Runs = append(res.Runs, runs...)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	for _, link := range perf.LinksFor(cfg.Links, cfg.Testpmd) {
-		runs, loops, err := homapeer.HomaStream(cfg.StreamConfig, link, dir)
-		res.Loops = append(res.Loops, loops...)
-		if err != nil {
-			return nil, err
-		}
-		res.Runs = append(res.Runs, runs...)
-	}
-
-	paths, vethSkip, removeVeth := tcppeer.Paths(cfg.Veth, cfg.Progress)
-	defer removeVeth()
 	if cfg.Veth && vethSkip != "" {
 		res.Runs = append(res.Runs, perf.StreamRun{Transport: "tcp-veth", Skipped: vethSkip})
-	}
-	for _, p := range paths {
-		runs, err := tcpStream(cfg, p)
-		if err != nil {
-			return nil, err
-		}
-		res.Runs = append(res.Runs, runs...)
 	}
 	res.Ratios = throughputRatios(res.Runs)
 	return res, nil
@@ -141,30 +129,18 @@ func Steps(cfg Config) int {
 // tcpStream streams messages over kernel TCP along path p, a run per
 // size, all on one connection.
 func tcpStream(cfg Config, p tcppeer.Path) ([]perf.StreamRun, error) {
-	srv, err := tcppeer.StartServer(p.ServerNS, p.Listen)
-	if err != nil {
-		return nil, err
-	}
 	var runs []perf.StreamRun
-	err = func() error {
-		c, err := tcppeer.Dial(p.ClientNS, srv.Addr)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
+	err := tcppeer.Serve(p, 1, func(cs []*net.TCPConn) error {
 		for _, z := range cfg.Sizes {
 			cfg.Progress.Step(p.Name + " " + perf.SizeName(z.Size))
-			r, err := tcpStreamSize(cfg, z, p.Name, c)
+			r, err := tcpStreamSize(cfg, z, p.Name, cs[0])
 			if err != nil {
-				return fmt.Errorf("%s %s: %w", p.Name, perf.SizeName(z.Size), err)
+				return fmt.Errorf("%s: %w", perf.SizeName(z.Size), err)
 			}
 			runs = append(runs, r)
 		}
 		return nil
-	}()
-	if cerr := srv.Close(); err == nil && cerr != nil {
-		err = cerr
-	}
+	})
 	return runs, err
 }
 
