@@ -2,6 +2,7 @@ package homapeer
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -151,6 +152,18 @@ func (d *Daemon) Stop() (perf.LoopStats, error) {
 		st.Passes, st.MaxGapUs, st.MaxGapFound = parseLoopLine(line)
 	}
 	return st, err
+}
+
+// Pinned runs fn on a thread of the harness pinned to cpu (its workers'
+// side, perf.OnPinnedThread), then stops the daemon: its loop's
+// statistics, and fn's error or the stop's, which names the daemon's log.
+func (d *Daemon) Pinned(cpu int, fn func() error) (perf.LoopStats, error) {
+	err := perf.OnPinnedThread(cpu, "", fn)
+	loop, stopErr := d.Stop()
+	if err = cmp.Or(err, stopErr); err != nil {
+		err = fmt.Errorf("%w (daemon log: %s)", err, d.log.Name())
+	}
+	return loop, err
 }
 
 // parseLoopLine reads "loop: N passes, longest gap between passes X".

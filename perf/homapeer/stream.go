@@ -52,7 +52,7 @@ func HomaStream(cfg StreamConfig, link, dir string) ([]perf.StreamRun, []perf.Lo
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
 	env := []string{"HOMA_METRICS_ADDRESS=" + metrics}
-	d, logPath, done, err := startHomaDaemon(cfg.Self, cfg.Testpmd, link, dir, cfg.OutDir, logName, cfg.Progress, cfg.MTU, env, cfg.DaemonArgs...)
+	d, _, done, err := startHomaDaemon(cfg.Self, cfg.Testpmd, link, dir, cfg.OutDir, logName, cfg.Progress, cfg.MTU, env, cfg.DaemonArgs...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -60,7 +60,7 @@ func HomaStream(cfg StreamConfig, link, dir string) ([]perf.StreamRun, []perf.Lo
 	defer done() // after the daemon's Stop below
 	var runs []perf.StreamRun
 	var loops []perf.LoopStats
-	err = perf.OnPinnedThread(cfg.WorkerCPU, "", func() error {
+	loop, err := d.Pinned(cfg.WorkerCPU, func() error {
 		maxSize, inFlight := 0, 0
 		for _, z := range cfg.Sizes {
 			maxSize, inFlight = max(maxSize, z.Size), max(inFlight, z.Size*z.Window)
@@ -88,13 +88,9 @@ func HomaStream(cfg StreamConfig, link, dir string) ([]perf.StreamRun, []perf.Lo
 		}
 		return nil
 	})
-	loop, stopErr := d.Stop()
 	loops = append(loops, loop)
 	if err != nil {
-		return runs, loops, fmt.Errorf("%s: %w (daemon log: %s)", name, err, logPath)
-	}
-	if stopErr != nil {
-		return runs, loops, fmt.Errorf("%s: %w (daemon log: %s)", name, stopErr, logPath)
+		return runs, loops, fmt.Errorf("%s: %w", name, err)
 	}
 	return runs, loops, nil
 }

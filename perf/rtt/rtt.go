@@ -159,12 +159,12 @@ func Measure(cfg Config) (*Result, error) {
 // statistics it returns once it was started.
 func homaRTT(cfg Config, link, dir string) (Series, *perf.LoopStats, error) {
 	series := Series{Transport: perf.HomaSeries(link)}
-	d, logPath, done, err := homapeer.StartHomaDaemon(cfg.Self, cfg.Testpmd, link, dir, cfg.OutDir, "rtt", cfg.Progress, 0)
+	d, _, done, err := homapeer.StartHomaDaemon(cfg.Self, cfg.Testpmd, link, dir, cfg.OutDir, "rtt", cfg.Progress, 0)
 	if err != nil {
 		return series, nil, fmt.Errorf("%s: %w", series.Transport, err)
 	}
 	defer done() // after the daemon's Stop below
-	err = perf.OnPinnedThread(cfg.WorkerCPU, "", func() error {
+	loop, err := d.Pinned(cfg.WorkerCPU, func() error {
 		w, err := homapeer.DialPair(d.Dir, largest(cfg.Sizes), largest(cfg.Sizes))
 		if err != nil {
 			return err
@@ -189,12 +189,8 @@ func homaRTT(cfg Config, link, dir string) (Series, *perf.LoopStats, error) {
 		}
 		return nil
 	})
-	loop, stopErr := d.Stop()
 	if err != nil {
-		return series, &loop, fmt.Errorf("%s: %w (daemon log: %s)", series.Transport, err, logPath)
-	}
-	if stopErr != nil {
-		return series, &loop, fmt.Errorf("%s: %w (daemon log: %s)", series.Transport, stopErr, logPath)
+		return series, &loop, fmt.Errorf("%s: %w", series.Transport, err)
 	}
 	return series, &loop, nil
 }

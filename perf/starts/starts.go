@@ -120,14 +120,8 @@ func oneStart(cfg Config, link string, i int, dir string) StartRun {
 	defer done() // after the daemon's Stop below
 	run.UpMs = float64(time.Since(t0).Microseconds()) / 1e3
 	run.DaemonLog = filepath.Base(logPath)
-	err = perf.OnPinnedThread(cfg.WorkerCPU, "", func() error { return measureStart(cfg, d, &run) })
-	loop, stopErr := d.Stop()
-	run.Loop = loop
-	switch {
-	case err != nil:
-		run.Error = fmt.Sprintf("%v (daemon log: %s)", err, logPath)
-	case stopErr != nil:
-		run.Error = fmt.Sprintf("%v (daemon log: %s)", stopErr, logPath)
+	if run.Loop, err = d.Pinned(cfg.WorkerCPU, func() error { return measureStart(cfg, d, &run) }); err != nil {
+		run.Error = err.Error()
 	}
 	return run
 }
