@@ -11,6 +11,6 @@
 // sizes (W1-W5) and the Poisson arrivals; topology.go the namespaces and the tc bottleneck; homa.go and tcp.go
 // the two transports, daemon.go the homa-dpdk daemons Homa runs on and
 // driver.go what both transports' drivers share; slowdown.go turns
-// samples into slowdowns; result.go, print.go and plot.go are what the
-// scenario writes.
+// samples into slowdowns; result.go is what it records, report.go its
+// report (the table, the notes and a plot per workload and load).
 package slowdown
