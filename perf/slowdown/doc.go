@@ -8,8 +8,9 @@
 // Where to read: run.go runs the scenario (per workload the bottleneck's
 // rate, per transport every load); config.go is its configuration and
 // the Homa protocol scaled to the link; engine/workload has the message
-// sizes (W1-W5) and the Poisson arrivals; topology.go the namespaces and the tc bottleneck; homa.go and tcp.go
-// the two transports, daemon.go the homa-dpdk daemons Homa runs on and
+// sizes (W1-W5) and the Poisson arrivals; topology.go the namespaces and
+// the tc bottleneck; homa.go and tcp.go the two transports (TCP's peer
+// is perf/tcppeer's), daemon.go the homa-dpdk daemons Homa runs on and
 // driver.go what both transports' drivers share; slowdown.go turns
 // samples into slowdowns; result.go is what it records, report.go its
 // report (the table, the notes and a plot per workload and load).
