@@ -14,6 +14,10 @@ import (
 	"time"
 )
 
+// Build and CPUModel are the program's build and the machine's CPU, for
+// perf all's report; the program sets them.
+var Build, CPUModel string
+
 // AllResult is the combined JSON of `perf all`: the run, each scenario's
 // result under its Key (in the table's order), the goals table, the
 // scenarios that failed and the files each wrote.
@@ -22,6 +26,10 @@ type AllResult struct {
 	Seconds float64   `json:"seconds"`
 	Smoke   bool      `json:"smoke"`
 	CPUs    int       `json:"cpus"`
+	// Build and CPUModel name the program and the machine: the program
+	// sets the package's Build and CPUModel.
+	Build    string `json:"build"`
+	CPUModel string `json:"cpu_model"`
 	// Results are the scenarios' results by Key, written in keys' order.
 	Results map[string]any    `json:"-"`
 	keys    []string          `json:"-"`
@@ -61,7 +69,7 @@ func (a *AllResult) MarshalJSON() ([]byte, error) {
 // into o.Dir. A scenario that fails is reported as failed and the others
 // still run; All then returns an error naming them.
 func All(o Options) error {
-	all := AllResult{Started: time.Now(), Smoke: o.Smoke, CPUs: runtime.NumCPU(), Results: map[string]any{},
+	all := AllResult{Started: time.Now(), Smoke: o.Smoke, CPUs: runtime.NumCPU(), Build: Build, CPUModel: CPUModel, Results: map[string]any{},
 		Errors: map[string]string{}, Files: map[string]string{}}
 	var secs []Section
 	prior := map[string]any{}
@@ -105,7 +113,7 @@ func All(o Options) error {
 	}
 	meta := []string{
 		"Started " + all.Started.Format(time.RFC3339) + fmt.Sprintf(", took %.0f s.", all.Seconds),
-		fmt.Sprintf("Machine: %d CPUs, %s/%s, %s.", all.CPUs, runtime.GOOS, runtime.GOARCH, runtime.Version()),
+		fmt.Sprintf("Build: %s. Machine: %d CPUs (%s), %s/%s.", all.Build, all.CPUs, all.CPUModel, runtime.GOOS, runtime.GOARCH),
 		"Every figure comes from this one run; absolute figures from different runs do not compare, ratios from one run do.",
 		"Combined results: all.json; each scenario's own JSON and its child process's log are beside this report.",
 	}

@@ -3,8 +3,10 @@ package main
 import (
 	"strings"
 
+	"github.com/homa-dpdk/homa-dpdk/daemon"
 	"github.com/homa-dpdk/homa-dpdk/dpdk"
 	"github.com/homa-dpdk/homa-dpdk/perf"
+	"github.com/homa-dpdk/homa-dpdk/perf/procstat"
 	"github.com/spf13/cobra"
 
 	_ "github.com/homa-dpdk/homa-dpdk/perf/scenarios" // every scenario in perf's table
@@ -13,6 +15,7 @@ import (
 // perfCmd is `homa-dpdk perf`: a command per scenario of perf's table,
 // and all.
 func perfCmd() *cobra.Command {
+	perf.Build, perf.CPUModel = daemon.BuildInfo().String(), procstat.CPUModel()
 	c := &cobra.Command{
 		Use:   "perf",
 		Short: "Performance scenarios, measured beside a peer in the same run",

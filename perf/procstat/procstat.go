@@ -94,6 +94,18 @@ func Hugepages() (free, reserved int) {
 	return free, reserved
 }
 
+// CPUModel is the machine's CPU as /proc/cpuinfo names it ("" when
+// unreadable).
+func CPUModel() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
 // LoopThread is the thread of process pid that runs its polling loop:
 // the EAL worker lcore's, the first thread named as EAL names them
 // (rte-worker-N; threads the Go runtime starts from it inherit the name,
