@@ -28,7 +28,7 @@ type Config struct {
 	// Held is the number of RPCs the memory run holds outstanding at once
 	// (the server workers answer none until they all have arrived).
 	Held        int
-	HeldTimeout time.Duration // the most the memory run waits for them
+	HeldTimeout time.Duration // the most the memory run waits for them: long, so that a busy machine still reaches them (the run ends as soon as it does)
 	WorkerCPU   int           // the CPU the harness is confined to while Homa runs (the daemon's polling loop is on lcore 1)
 	Veth        bool
 	Links       []string // the links to measure Homa on, a run each (nil: HomaLinks)
@@ -41,7 +41,7 @@ type Config struct {
 // (shorter windows; the same concurrency and the same 10,000 held).
 func ConfigFor(smoke bool) Config {
 	c := Config{Size: 100, Workers: 4, PerWorker: 64, Warmup: time.Second, Duration: 5 * time.Second,
-		Held: 10_000, HeldTimeout: 10 * time.Second, WorkerCPU: 0, Veth: true}
+		Held: 10_000, HeldTimeout: 30 * time.Second, WorkerCPU: 0, Veth: true}
 	if smoke {
 		c.Warmup, c.Duration, c.Smoke = 200*time.Millisecond, 500*time.Millisecond, true
 	}
