@@ -123,6 +123,9 @@ func StartContext(ctx context.Context, spec *config.Spec, log zerolog.Logger, op
 	if err := spec.Normalize(); err != nil { // Load did; a Spec built in Go may not have
 		return nil, InPhase("config", err)
 	}
+	if err := makeMemifSocketDirs(spec); err != nil {
+		return nil, InPhase("config", err)
+	}
 	for _, sock := range memifServerSockets(spec) {
 		if removeStaleSocket(sock) {
 			log.Warn().Str("socket", sock).Msg("removed a stale memif socket (its server was killed)")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -86,10 +87,15 @@ func parseMemif(args string) memifDevice {
 
 // memifServerSockets lists the sockets of the memif servers that EAL or
 // the ports make, where they are files (not abstract).
-func memifServerSockets(spec *config.Spec) []string {
+func memifServerSockets(spec *config.Spec) []string { return memifSockets(spec, true) }
+
+// memifSockets lists the sockets of the memif devices that EAL or the
+// ports make, where they are files (not abstract): the servers' alone
+// where servers.
+func memifSockets(spec *config.Spec, servers bool) []string {
 	var socks []string
 	add := func(name, args string) {
-		if m := parseMemif(args); strings.HasPrefix(name, "net_memif") && m.role == "server" && !m.abstract {
+		if m := parseMemif(args); strings.HasPrefix(name, "net_memif") && (m.role == "server" || !servers) && !m.abstract {
 			socks = append(socks, m.socket)
 		}
 	}
@@ -103,6 +109,19 @@ func memifServerSockets(spec *config.Spec) []string {
 		}
 	}
 	return socks
+}
+
+// makeMemifSocketDirs makes the directories of spec's memif sockets that
+// are files, as the workers' socket's is made (hub.Set): EAL's memif
+// refuses a socket whose directory is missing ("Invalid socket
+// directory"), and /run starts empty after a boot.
+func makeMemifSocketDirs(spec *config.Spec) error {
+	for _, sock := range memifSockets(spec, false) {
+		if err := os.MkdirAll(filepath.Dir(sock), 0o755); err != nil {
+			return fmt.Errorf("memif socket %s: making its directory: %w", sock, err)
+		}
+	}
+	return nil
 }
 
 // removeStaleSocket removes the socket file at path when nothing listens

@@ -36,6 +36,34 @@ func TestMemifOf_argumentsFromTheDeviceOrEAL(t *testing.T) {
 	}
 }
 
+// The directories of memif sockets that are files are made before EAL
+// makes the ports (memif refuses a missing one: "Invalid socket
+// directory"), clients' too; abstract sockets have none.
+func TestMakeMemifSocketDirs_serversAndClients(t *testing.T) {
+	dir := t.TempDir()
+	spec := &config.Spec{
+		EAL: []string{"--vdev", "net_memif_a,role=client,socket=" + dir + "/a/memif.sock,socket-abstract=no", "--vdev", "net_memif_b,socket=/x/y.sock"},
+		Ports: []config.PortSpec{{Device: "net_memif_a"}, {Device: "net_memif_b"},
+			{Device: "net_memif_c,role=server,socket=" + dir + "/c/d/memif.sock,socket-abstract=no"}},
+	}
+	if err := makeMemifSocketDirs(spec); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"a", "c/d"} {
+		if fi, err := os.Stat(filepath.Join(dir, d)); err != nil || !fi.IsDir() {
+			t.Errorf("%s: %v", d, err)
+		}
+	}
+	if _, err := os.Stat("/x"); err == nil {
+		t.Error("made the directory of an abstract socket")
+	}
+	spec.Ports[2].Device = "net_memif_c,socket=" + dir + "/c/d/memif.sock/under,socket-abstract=no"
+	os.WriteFile(filepath.Join(dir, "c/d/memif.sock"), nil, 0o644)
+	if err := makeMemifSocketDirs(spec); err == nil || !strings.Contains(err.Error(), "memif socket "+dir+"/c/d/memif.sock/under: making its directory") {
+		t.Errorf("a directory that cannot be made: %v", err)
+	}
+}
+
 // A socket file nobody listens on (its memif server was killed) is
 // removed; a live one and other files stay.
 func TestRemoveStaleSocket_onlyWhenNobodyListens(t *testing.T) {
