@@ -37,8 +37,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"unicode"
 
+	"github.com/homa-dpdk/homa-dpdk/internal/mdanchor"
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 )
@@ -424,35 +424,8 @@ func (e *docEnv) headings(rel string) ([]string, bool) {
 	return a, true
 }
 
-var mdLinkTextRE = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
-
-// slugs gives GitHub's anchors for headings: lower case, every character
-// but letters, digits, spaces, hyphens and underscores dropped, spaces
-// to hyphens, and -1, -2, ... after a repeated one.
-func slugs(heads []string) []string {
-	seen := map[string]int{}
-	var out []string
-	for _, h := range heads {
-		h = mdLinkTextRE.ReplaceAllString(h, "$1")
-		var b strings.Builder
-		for _, r := range strings.ToLower(h) {
-			switch {
-			case unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) || r == '_' || r == '-':
-				b.WriteRune(r)
-			case r == ' ':
-				b.WriteRune('-')
-			}
-		}
-		s := b.String()
-		if n := seen[s]; n > 0 {
-			out = append(out, fmt.Sprintf("%s-%d", s, n))
-		} else {
-			out = append(out, s)
-		}
-		seen[s]++
-	}
-	return out
-}
+// slugs gives GitHub's anchors for headings (mdanchor.Slugs).
+var slugs = mdanchor.Slugs
 
 func checkLinks(p *page, e *docEnv) []string {
 	var problems []string

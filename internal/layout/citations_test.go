@@ -10,7 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"unicode"
+
+	"github.com/homa-dpdk/homa-dpdk/internal/mdanchor"
 )
 
 // The design the code cites is in the repository: code, tests and pages
@@ -71,14 +72,10 @@ func citationProblems(rel, text string, anchors func(page string) ([]string, boo
 	return problems
 }
 
-// headingSlugs returns GitHub's anchors for the Markdown headings of text
-// (outside fenced code): lower case, every character but letters, digits,
-// spaces, hyphens and underscores dropped, spaces to hyphens, and -1,
-// -2, ... after a repeated one.
+// headingSlugs returns GitHub's anchors (mdanchor.Slugs) for the
+// Markdown headings of text, outside fenced code.
 func headingSlugs(text string) []string {
-	linkText := regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
-	seen := map[string]int{}
-	var out []string
+	var heads []string
 	fence := ""
 	for _, l := range strings.Split(text, "\n") {
 		t := strings.TrimSpace(l)
@@ -96,25 +93,9 @@ func headingSlugs(text string) []string {
 		if level == 0 || level > 6 || !strings.HasPrefix(l[level:], " ") {
 			continue
 		}
-		h := linkText.ReplaceAllString(strings.TrimSpace(l[level:]), "$1")
-		var b strings.Builder
-		for _, r := range strings.ToLower(h) {
-			switch {
-			case unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) || r == '_' || r == '-':
-				b.WriteRune(r)
-			case r == ' ':
-				b.WriteRune('-')
-			}
-		}
-		s := b.String()
-		if n := seen[s]; n > 0 {
-			out = append(out, fmt.Sprintf("%s-%d", s, n))
-		} else {
-			out = append(out, s)
-		}
-		seen[s]++
+		heads = append(heads, strings.TrimSpace(l[level:]))
 	}
-	return out
+	return mdanchor.Slugs(heads)
 }
 
 // trackedFiles lists the files git tracks or would (untracked, not
