@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/homa-dpdk/homa-dpdk/internal/child"
 )
 
 // Build and CPUModel are the program's build and the machine's CPU, for
@@ -164,11 +166,8 @@ func RunChildJSON(o Options, name string, args []string, v any) error {
 	prog := NewProgress(os.Stderr, name, 1)
 	prog.Step("running " + strings.Join(args, " ") + " (log: " + logPath + ")")
 	cmd := exec.Command(o.Self, args...)
-	// A `perf all` that dies (Ctrl-C, kill) takes the scenario with it
-	// (SIGTERM: it then removes its namespaces and stops its daemons).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	cmd.Stdout, cmd.Stderr = log, log
-	err = cmd.Run()
+	err = child.Run(cmd, syscall.SIGTERM) // a perf all that dies ends the scenario (SIGTERM: it cleans up)
 	prog.Done()
 	if err != nil {
 		return fmt.Errorf("%s: %v; its log ends: %s", strings.Join(args, " "), err, LastLines(Tail(logPath, 1500), 10))

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/homa-dpdk/homa-dpdk/internal/child"
 	"github.com/homa-dpdk/homa-dpdk/perf"
 )
 
@@ -23,6 +24,7 @@ import (
 // pipe: it runs under stdbuf -oL, so that each line arrives as written.
 type floorPMD struct {
 	cmd   *exec.Cmd
+	done  <-chan error // cmd's end (child.Start)
 	stdin io.WriteCloser
 	lines chan string // its output, closed when it ends
 	log   *os.File
@@ -38,21 +40,34 @@ func startFloorPMD(program string, args []string, logPath string) (*floorPMD, er
 	p := &floorPMD{log: log, lines: make(chan string, 4096)}
 	p.cmd = exec.Command("stdbuf", append([]string{"-oL", "-eL", program}, args...)...)
 	p.cmd.Stderr = log
-	// A harness that dies takes testpmd with it.
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	out, err := p.cmd.StdoutPipe()
-	if err == nil {
-		p.stdin, err = p.cmd.StdinPipe()
-	}
-	if err == nil {
-		err = p.cmd.Start()
-	}
+	// Pipes of our own rather than the command's: its end is waited for
+	// as soon as it exits, and the reader below still reads to the end.
+	out, outW, err := os.Pipe()
 	if err != nil {
 		log.Close()
+		return nil, err
+	}
+	in, inW, err := os.Pipe()
+	if err != nil {
+		log.Close()
+		out.Close()
+		outW.Close()
+		return nil, err
+	}
+	p.cmd.Stdin, p.cmd.Stdout, p.stdin = in, outW, inW
+	// A harness that dies takes testpmd with it.
+	p.done, err = child.Start(p.cmd, syscall.SIGTERM)
+	in.Close()
+	outW.Close()
+	if err != nil {
+		log.Close()
+		out.Close()
+		inW.Close()
 		return nil, fmt.Errorf("start %s under stdbuf: %w", program, err)
 	}
 	go func() {
 		defer close(p.lines)
+		defer out.Close()
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			fmt.Fprintln(log, sc.Text())
@@ -181,7 +196,7 @@ func (p *floorPMD) quit() error {
 	go func() {
 		for range p.lines { // the reader ends at EOF
 		}
-		done <- p.cmd.Wait()
+		done <- <-p.done
 	}()
 	select {
 	case err := <-done:
@@ -196,8 +211,9 @@ func (p *floorPMD) quit() error {
 // kill ends testpmd at once (after a failure).
 func (p *floorPMD) kill() {
 	p.cmd.Process.Kill()
+	p.stdin.Close()
 	for range p.lines {
 	}
-	p.cmd.Wait()
+	<-p.done
 	p.log.Close()
 }

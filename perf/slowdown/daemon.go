@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/client"
+	"github.com/homa-dpdk/homa-dpdk/internal/child"
 	"github.com/homa-dpdk/homa-dpdk/perf"
 	"github.com/homa-dpdk/homa-dpdk/perf/homapeer"
 	"github.com/homa-dpdk/homa-dpdk/perf/tcppeer"
@@ -65,13 +66,13 @@ protocol:
 	}
 	d.cmd = exec.Command("ip", "netns", "exec", ns, bin, "run", "--config", path)
 	d.cmd.Stdout, d.cmd.Stderr = out, out
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // no daemon outlives the harness
-	if err := d.cmd.Start(); err != nil {
+	done, err := child.Start(d.cmd, syscall.SIGKILL) // no daemon outlives the harness
+	if err != nil {
 		out.Close()
 		return nil, err
 	}
 	d.done = make(chan error, 1)
-	go func() { d.done <- d.cmd.Wait(); out.Close() }()
+	go func() { d.done <- <-done; out.Close() }()
 	return d, nil
 }
 
