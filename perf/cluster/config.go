@@ -69,8 +69,9 @@ type Config struct {
 	// (engine.Config.MessagePriorityResends).
 	MessagePriorityResends bool
 
-	Workload string  // W1..W5
-	Load     float64 // of the host links' capacity, 0 < Load < 1
+	Workload string         // W1..W5, or AI (the AI mix)
+	AI       workload.AIMix // the AI mix's parameters
+	Load     float64        // of the host links' capacity, 0 < Load < 1
 	Variant  Variant
 	// Messages is how many messages are offered; 0 takes those that
 	// arrive in Duration ns at the load's rate, at most MaxMessages.
@@ -123,7 +124,7 @@ const DefaultCutoffRule = CutoffsBalanced
 func DefaultConfig() Config {
 	return Config{Racks: 9, HostsPerRack: 16, Cores: 4, LinkBps: 10e9, UplinkBps: 40e9,
 		SwitchLatency: 250, HostDelay: 500, NICDelay: 500, RecvDelay: 500, BufferBytes: -1, ScheduledDataQueue: true,
-		Workload: "W4", Load: 0.8, Variant: Homa, Duration: 100_000_000, MaxMessages: 500_000, Seed: 1}
+		Workload: "W4", Load: 0.8, Variant: Homa, Duration: 100_000_000, MaxMessages: 500_000, Seed: 1, AI: workload.DefaultAIMix()}
 }
 
 // SmokeConfig is CI's size: 16 hosts in 4 racks, a few thousand
@@ -131,6 +132,16 @@ func DefaultConfig() Config {
 func SmokeConfig() Config {
 	c := DefaultConfig()
 	c.Racks, c.HostsPerRack, c.Cores, c.Messages = 4, 4, 2, 3000
+	return c
+}
+
+// SmokeAI is c's smoke size for the AI mix: 5 ms of starts of smaller
+// collectives (64 KiB chunks, all-to-all of 16 to 256 KiB), so that a
+// few of each run in it, rather than a count of messages, which the
+// mix's bursts of a whole operation would cut short.
+func (c Config) SmokeAI() Config {
+	c.Messages, c.Duration = 0, 5_000_000
+	c.AI.Chunk, c.AI.A2AMin, c.AI.A2AMax = 64<<10, 16<<10, 256<<10
 	return c
 }
 
@@ -161,8 +172,11 @@ func (c Config) Validate() error {
 	case !slices.Contains(Variants, c.Variant):
 		return fmt.Errorf("variant %q: want one of %s", c.Variant, variantNames())
 	}
+	if c.Workload == workload.AI {
+		return c.AI.Validate(c.Hosts())
+	}
 	if _, err := workload.LoadWorkload(c.Workload); err != nil {
-		return err
+		return fmt.Errorf("%w, or AI", err)
 	}
 	return nil
 }
@@ -173,4 +187,10 @@ func variantNames() string {
 		s = append(s, string(v))
 	}
 	return strings.Join(s, ", ")
+}
+
+// cluster is c as the AI mix's generator takes it.
+func (c Config) cluster() workload.Cluster {
+	return workload.Cluster{Racks: c.Racks, HostsPerRack: c.HostsPerRack, LinkBps: c.LinkBps, Load: c.Load,
+		Wire: WireBytes, ResponseBytes: responseBytes, Duration: c.Duration, Seed: c.Seed}
 }

@@ -13,22 +13,27 @@ import (
 // network, not a bound it cannot reach.
 func TestIdle_matchesSimulation(t *testing.T) {
 	cfg := SmokeConfig()
-	s, err := newSim(cfg)
+	var msgs []workload.Msg
+	for _, size := range []int{1, 100, 1000, 1500, 5000, 10_000, 30_000, 100_000, 1_000_000} {
+		for _, dst := range []int{1, cfg.HostsPerRack + 1} { // same rack as host 0; the next rack
+			msgs = append(msgs, workload.Msg{Message: workload.Message{Src: 0, Dst: dst, Size: size}, Op: -1, After: -1})
+		}
+	}
+	wl, _ := workload.LoadWorkload(cfg.Workload)
+	s, err := newSim(cfg, wl, msgs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, size := range []int{1, 100, 1000, 1500, 5000, 10_000, 30_000, 100_000, 1_000_000} {
-		for _, dst := range []int{1, cfg.HostsPerRack + 1} { // same rack as host 0; the next rack
-			before := len(s.samples)
-			s.send(workload.Message{Src: 0, Dst: dst, Size: size}, true)
-			s.net.RunUntil(s.net.Now() + 200_000_000)
-			if len(s.samples) != before+1 {
-				t.Fatalf("%d bytes to host %d: not delivered (%v)", size, dst, s.errs)
-			}
-			got := s.samples[len(s.samples)-1]
-			if r := float64(got.Ns) / float64(got.IdleNs); r < 1 || r > 1.01 || math.IsNaN(r) {
-				t.Errorf("%d bytes to host %d: %d ns simulated, link math %d ns (%.4f)", size, dst, got.Ns, got.IdleNs, r)
-			}
+	idle := newIdle(cfg)
+	for i, m := range msgs {
+		s.send(int32(i))
+		s.net.RunUntil(s.net.Now() + 200_000_000)
+		if s.doneAt[i] < 0 {
+			t.Fatalf("%d bytes to host %d: not delivered (%v)", m.Size, m.Dst, s.errs)
+		}
+		got, want := s.doneAt[i]-s.startAt[i], idle.ns(m.Size, m.Dst >= cfg.HostsPerRack)
+		if r := float64(got) / float64(want); r < 1 || r > 1.01 || math.IsNaN(r) {
+			t.Errorf("%d bytes to host %d: %d ns simulated, link math %d ns (%.4f)", m.Size, m.Dst, got, want, r)
 		}
 	}
 	if s.nerrs != 0 {

@@ -66,10 +66,13 @@ type Result struct {
 
 	Buckets []Bucket `json:"buckets"` // slowdown by message size
 	Short   *Bucket  `json:"short"`   // messages of at most 1 KB
-	Largest *Bucket  `json:"largest"` // the largest size bucket
-	Queues  Queues   `json:"queues"`  // peak queues
-	Drops   uint64   `json:"drops"`   // frames the network dropped (BufferBytes)
-	Resent  uint64   `json:"resent"`  // DATA packets retransmitted
+	// AllReduce and AllToAll are the AI mix's collectives (analyze).
+	AllReduce *Collective `json:"allreduce,omitempty"`
+	AllToAll  *Collective `json:"alltoall,omitempty"`
+	Largest   *Bucket     `json:"largest"` // the largest size bucket
+	Queues    Queues      `json:"queues"`  // peak queues
+	Drops     uint64      `json:"drops"`   // frames the network dropped (BufferBytes)
+	Resent    uint64      `json:"resent"`  // DATA packets retransmitted
 	// ResentBytes is the message bytes of those packets: waste on a
 	// network that loses nothing (Drops 0), where it should be 0.
 	ResentBytes uint64 `json:"resent_bytes"`
@@ -163,7 +166,7 @@ func Buckets(samples []Sample) []Bucket {
 func (s *sim) result(cfg Config, wl *workload.Workload, end int64, wall time.Duration) *Result {
 	st := s.net.Stats()
 	r := &Result{Variant: cfg.Variant, Workload: wl.Name, Load: cfg.Load, Hosts: cfg.Hosts(),
-		Offered: s.offered, Delivered: s.delivered, Measured: s.measured, Responses: s.responses,
+		Offered: s.offered, Delivered: s.delivered, Responses: s.responses,
 		Errors: s.nerrs + len(s.inflight), ErrorLines: s.errs,
 		OfferedSimNs: end, SimNs: s.net.Now(), WallSeconds: wall.Seconds(), Frames: st.Delivered,
 		Drops: st.TotalDropped()}
@@ -180,28 +183,10 @@ func (s *sim) result(cfg Config, wl *workload.Workload, end int64, wall time.Dur
 		if s.offeredFrames > 0 {
 			r.Carried = float64(s.dataCarried) / float64(s.offeredFrames)
 		}
-		r.Backlog = s.backlog
-		var ok bool
-		r.BacklogGrowth, ok = growth(s.backlog, float64(end)/1e6, float64(s.offeredBytes)/float64(end))
-		r.KeepsUp = ok && r.BacklogGrowth <= 1-KeepUpFraction
 	}
 	r.DrainMs = float64(s.net.Now()-end) / 1e6
 	r.MaxOvercommit = s.overcommit
-	r.Buckets = Buckets(s.samples)
-	if len(r.Buckets) > 0 {
-		b := r.Buckets[len(r.Buckets)-1]
-		r.Largest = &b
-	}
-	var short []Sample
-	for _, x := range s.samples {
-		if x.Size <= 1000 {
-			short = append(short, x)
-		}
-	}
-	if len(short) > 0 {
-		b := summarize(short)
-		r.Short = &b
-	}
+	analyze(r, cfg, s.msgs, s.startAt, s.doneAt, end)
 	for _, p := range st.Ports {
 		r.Queues.HostEgress = max(r.Queues.HostEgress, p.MaxQueueBytes)
 		r.Queues.NIC = max(r.Queues.NIC, p.NICMaxQueueBytes)

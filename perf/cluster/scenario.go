@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/homa-dpdk/homa-dpdk/engine/workload"
 	"github.com/homa-dpdk/homa-dpdk/perf"
 	"github.com/spf13/pflag"
 )
@@ -86,6 +87,9 @@ func command(fs *pflag.FlagSet) func(perf.Invocation) error {
 				for _, v := range vs {
 					c := cfg
 					c.Workload, c.Load, c.Variant = w, l, v
+					if f.Smoke && w == workload.AI {
+						c = c.SmokeAI()
+					}
 					if err := c.Validate(); err != nil {
 						return err
 					}

@@ -51,10 +51,9 @@ type msgKey struct {
 }
 
 type started struct {
-	t        int64
-	size     int
-	dst      int
-	measured bool
+	tid  int32 // the message's index in the run's messages
+	size int
+	dst  int
 }
 
 // sim is one run.
@@ -71,12 +70,15 @@ type sim struct {
 	cutoffs    [8]uint32 // the hosts' (for the result)
 	overcommit int       // the hosts' MaxOvercommit (for the result)
 	inflight   map[msgKey]started
-	samples    []Sample
-	errs       []string // conservation failures (the first few)
+	msgs       []workload.Msg
+	deps       map[int32][]int32 // the messages each message's delivery starts
+	startAt    []int64           // by message: when sent (-1: not yet)
+	doneAt     []int64           // by message: when delivered (-1: not yet)
+	errs       []string          // conservation failures (the first few)
 	nerrs      int
 	// counts
-	offered, delivered, measured int
-	offeredBytes                 int64
+	offered, delivered, tried int
+	offeredBytes              int64
 	// DATA frame bytes delivered in the second half of the arrivals'
 	// period, and those offered in it (requests and their responses)
 	dataCarried, offeredFrames int64
@@ -185,11 +187,8 @@ func cutoffsFor(wl *workload.Workload, unsched int, rule string, levels int, ske
 	return sched.ComputeCutoffsBy(&h, levels, max(wl.Max(), 1), weight, skew)
 }
 
-func newSim(cfg Config) (*sim, error) {
-	wl, err := workload.LoadWorkload(cfg.Workload)
-	if err != nil {
-		return nil, err
-	}
+// newSim makes the cluster for msgs, whose sizes wl gives.
+func newSim(cfg Config, wl *workload.Workload, msgs []workload.Msg) (*sim, error) {
 	mc := memnet.Config{Seed: int64(cfg.Seed), LinkBps: cfg.LinkBps, PropDelay: cfg.PropDelay,
 		BufferBytes: cfg.BufferBytes, FrameOverhead: sched.WireOverhead, HostDelay: cfg.HostDelay + cfg.NICDelay, RecvDelay: cfg.RecvDelay, NICFIFO: cfg.NICFIFO,
 		Fabric: memnet.Fabric{Racks: cfg.Racks, HostsPerRack: cfg.HostsPerRack, Cores: cfg.Cores,
@@ -204,7 +203,14 @@ func newSim(cfg Config) (*sim, error) {
 		return nil, err
 	}
 	s := &sim{cfg: cfg, net: memnet.New(mc), byIP: make(map[[4]byte]int), payload: make([]byte, wl.Max()),
-		scratch: make([]byte, wl.Max()), idle: newIdle(cfg), inflight: make(map[msgKey]started)}
+		scratch: make([]byte, wl.Max()), idle: newIdle(cfg), inflight: make(map[msgKey]started),
+		msgs: msgs, deps: make(map[int32][]int32), startAt: make([]int64, len(msgs)), doneAt: make([]int64, len(msgs))}
+	for i, m := range msgs {
+		s.startAt[i], s.doneAt[i] = -1, -1
+		if m.After >= 0 {
+			s.deps[m.After] = append(s.deps[m.After], int32(i))
+		}
+	}
 	for i := range cfg.Hosts() {
 		mh := s.net.AddHost(hostIP(i))
 		s.neigh.Add(netip.AddrFrom4(mh.IP()), mh.MAC())
@@ -285,9 +291,9 @@ func (h *host) serve() {
 			delete(s.inflight, k)
 			s.backlogBytes -= int64(st.size)
 			s.delivered++
-			if st.measured {
-				cross := s.hosts[src].mh.Rack() != h.mh.Rack()
-				s.samples = append(s.samples, Sample{Size: st.size, Ns: now - st.t, IdleNs: s.idle.ns(st.size, cross)})
+			s.doneAt[st.tid] = now
+			for _, d := range s.deps[st.tid] {
+				s.net.At(max(now, s.msgs[d].At), func() { s.send(d) })
 			}
 		}
 		if err := h.srv.Reply(m, s.payload[:responseBytes]); err != nil {
@@ -316,10 +322,18 @@ func (s *sim) fail(format string, args ...any) {
 	}
 }
 
-// arrivals draws the run's messages (Config.Messages): Poisson at the rate that loads
+// arrivals draws the run's messages: the AI mix's (aiMessages), or
+// Config.Messages of a workload W1-W5: Poisson at the rate that loads
 // every host's link to cfg.Load in wire bytes, uniformly random sources
 // and destinations (another host).
-func arrivals(cfg Config, wl *workload.Workload) []workload.Message {
+func arrivals(cfg Config) ([]workload.Msg, error) {
+	if cfg.Workload == workload.AI {
+		return cfg.AI.Messages(cfg.cluster(), cfg.Messages)
+	}
+	wl, err := workload.LoadWorkload(cfg.Workload)
+	if err != nil {
+		return nil, err
+	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x636c7573)) // "clus"
 	n := cfg.Hosts()
 	// Each host's downlink carries the requests to it and the one-byte
@@ -329,26 +343,30 @@ func arrivals(cfg Config, wl *workload.Workload) []workload.Message {
 	if count == 0 {
 		count = max(min(int(math.Ceil(perHost*float64(n)/1e9*float64(cfg.Duration))), cfg.MaxMessages), 1)
 	}
-	return wl.Messages(rng, n, count, perHost)
+	var out []workload.Msg
+	for _, m := range wl.Messages(rng, n, count, perHost) {
+		out = append(out, workload.Msg{Message: m, Kind: workload.KindRPC, Op: -1, After: -1})
+	}
+	return out, nil
 }
 
-// send starts a message now.
-func (s *sim) send(a workload.Message, measured bool) {
+// send starts message i now.
+func (s *sim) send(i int32) {
+	a := s.msgs[i]
+	s.tried++
 	h := s.hosts[a.Src]
 	id, err := h.cli.Send(engine.Addr{IP: netip.AddrFrom4(s.hosts[a.Dst].mh.IP()), Port: serverPort}, s.payload[:a.Size])
 	if err != nil {
 		s.fail("host %d: Send: %v", a.Src, err)
 		return
 	}
-	s.inflight[msgKey{a.Src, id}] = started{t: s.net.Now(), size: a.Size, dst: a.Dst, measured: measured}
+	s.inflight[msgKey{a.Src, id}] = started{tid: i, size: a.Size, dst: a.Dst}
+	s.startAt[i] = s.net.Now()
 	s.offered++
 	s.offeredBytes += int64(a.Size)
 	s.backlogBytes += int64(a.Size)
 	if now := s.net.Now(); now > s.end/2 {
 		s.offeredFrames += frameBytes(a.Size) + frameBytes(1)
-	}
-	if measured {
-		s.measured++
 	}
 	h.kick()
 }
@@ -361,49 +379,42 @@ func Run(cfg Config, progress Progress) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	wl, _ := workload.LoadWorkload(cfg.Workload)
-	s, err := newSim(cfg)
+	arr, err := arrivals(cfg)
 	if err != nil {
 		return nil, err
 	}
-	arr := arrivals(cfg, wl)
+	wl := workload.SizesOf(cfg.Workload, arr)
+	if cfg.Workload != workload.AI {
+		wl, _ = workload.LoadWorkload(cfg.Workload)
+	}
+	s, err := newSim(cfg, wl, arr)
+	if err != nil {
+		return nil, err
+	}
 	end := arr[len(arr)-1].At
 	s.end = end
 	if s.end == 0 {
 		s.end = 1
 	}
-	// Messages sent in the middle 90% of the offered period are sampled:
-	// the first 5% warm the queues up, the last 5% drain them.
-	lo, hi := end/20, end-end/20
 	next := 0
 	var feed func()
-	feed = func() { // arrivals scheduled a batch at a time, not all up front
+	feed = func() { // arrivals scheduled a batch at a time, not all up front; a ring's later steps start on delivery
 		for ; next < len(arr) && arr[next].At <= s.net.Now()+1_000_000; next++ {
-			a := arr[next]
-			s.net.At(a.At, func() { s.send(a, a.At >= lo && a.At < hi) })
+			if i := int32(next); arr[i].After < 0 {
+				s.net.At(arr[i].At, func() { s.send(i) })
+			}
 		}
 		if next < len(arr) {
 			s.net.At(s.net.Now()+500_000, feed)
 		}
 	}
 	feed()
-	// The backlog, 200 times over the offered period (every 10 µs at
-	// least), so that a run of a few ms has its growth too.
-	every := max(end/200, 10_000)
-	var sample func()
-	sample = func() {
-		s.backlog = append(s.backlog, BacklogPoint{Ms: float64(s.net.Now()) / 1e6, Bytes: s.backlogBytes})
-		if s.net.Now()+every <= end {
-			s.net.At(s.net.Now()+every, sample)
-		}
-	}
-	s.net.At(every, sample)
 	start := time.Now()
 	limit := end + 10*end + 1_000_000_000 // the offered period, then ten times it (or 1 s) to drain
 	lastReport := time.Now()
 	for s.net.Now() < limit {
 		s.net.RunUntil(s.net.Now() + 1_000_000)
-		if s.net.Now() > end && next == len(arr) && len(s.inflight) == 0 && s.responses+s.failedRPCs >= s.offered {
+		if s.net.Now() > end && next == len(arr) && s.tried == len(arr) && len(s.inflight) == 0 && s.responses+s.failedRPCs >= s.offered {
 			break
 		}
 		if progress != nil && time.Since(lastReport) > time.Second {
