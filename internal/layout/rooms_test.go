@@ -26,7 +26,7 @@ func sourceLines(t *testing.T, root string) map[string]int {
 			return nil
 		}
 		switch filepath.Ext(name) {
-		case ".go", ".c", ".h", ".cpp", ".py", ".sh":
+		case ".go", ".c", ".h", ".cc", ".cpp", ".hpp", ".py", ".sh":
 		default:
 			return nil
 		}

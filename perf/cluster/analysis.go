@@ -128,6 +128,7 @@ func analyze(r *Result, cfg Config, msgs []workload.Msg, start, done []int64, en
 			c.P50, c.P99, c.Mean = q(0.5), q(0.99), sum/float64(len(xs))
 		}
 		*dst = c
+		r.AIGroup = cfg.AI.Group
 	}
 	r.Backlog = backlogOf(msgs, start, done, end)
 	var offered int64

@@ -98,6 +98,13 @@ type Config struct {
 	// CutoffSkew is each lower level's share of the one above
 	// (sched.ComputeCutoffsBy); 0 is 1.
 	CutoffSkew float64
+
+	// NS3 is the ns-3 program that runs DCTCP and TCP (ns3.Find), NS3Args
+	// more of its flags, NS3Dir where its trace and output go ("": a
+	// temporary directory, removed after).
+	NS3     string
+	NS3Args []string
+	NS3Dir  string
 }
 
 // The rules unscheduled cutoffs can be computed by: equal unscheduled
@@ -169,8 +176,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("cutoff rule %q: want one of %s", c.Cutoffs, strings.Join(CutoffRules, ", "))
 	case c.UnschedLevels < 0 || c.UnschedLevels > 7:
 		return fmt.Errorf("%d unscheduled levels: want 0 (from the workload) or 1..7", c.UnschedLevels)
-	case !slices.Contains(Variants, c.Variant):
-		return fmt.Errorf("variant %q: want one of %s", c.Variant, variantNames())
+	case !slices.Contains(Variants, c.Variant) && !onNS3(c.Variant):
+		return fmt.Errorf("variant %q: want one of %s, %s, %s", c.Variant, variantNames(), DCTCP, TCP)
 	}
 	if c.Workload == workload.AI {
 		return c.AI.Validate(c.Hosts())

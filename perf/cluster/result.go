@@ -11,10 +11,13 @@ import (
 
 // Result is one run's figures.
 type Result struct {
-	Variant  Variant `json:"variant"`
-	Workload string  `json:"workload"`
-	Load     float64 `json:"load"`
-	Hosts    int     `json:"hosts"`
+	Variant Variant `json:"variant"`
+	// Simulator is what ran it: the engine on memnet's fabric (""), or
+	// ns-3 (DCTCP, TCP).
+	Simulator string  `json:"simulator,omitempty"`
+	Workload  string  `json:"workload"`
+	Load      float64 `json:"load"`
+	Hosts     int     `json:"hosts"`
 
 	Offered   int `json:"offered"`   // messages sent
 	Delivered int `json:"delivered"` // requests delivered (exactly once each)
@@ -69,10 +72,17 @@ type Result struct {
 	// AllReduce and AllToAll are the AI mix's collectives (analyze).
 	AllReduce *Collective `json:"allreduce,omitempty"`
 	AllToAll  *Collective `json:"alltoall,omitempty"`
-	Largest   *Bucket     `json:"largest"` // the largest size bucket
-	Queues    Queues      `json:"queues"`  // peak queues
-	Drops     uint64      `json:"drops"`   // frames the network dropped (BufferBytes)
-	Resent    uint64      `json:"resent"`  // DATA packets retransmitted
+	AIGroup   int         `json:"ai_group,omitempty"` // the AI mix's group size
+	Largest   *Bucket     `json:"largest"`            // the largest size bucket
+	Queues    Queues      `json:"queues"`             // peak queues
+	Drops     uint64      `json:"drops"`              // frames the network dropped (BufferBytes; ns-3: its switches' queues)
+	// Marks and Retransmits are ns-3's: packets its switches marked with
+	// ECN (DCTCP), segments its TCP retransmitted; NS3 its settings as
+	// it printed them.
+	Marks       int64       `json:"ecn_marks,omitempty"`
+	Retransmits int64       `json:"retransmits,omitempty"`
+	NS3         [][2]string `json:"ns3,omitempty"`
+	Resent      uint64      `json:"resent"` // DATA packets retransmitted
 	// ResentBytes is the message bytes of those packets: waste on a
 	// network that loses nothing (Drops 0), where it should be 0.
 	ResentBytes uint64 `json:"resent_bytes"`

@@ -2,11 +2,13 @@ package cluster
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/homa-dpdk/homa-dpdk/engine/workload"
+	"github.com/homa-dpdk/homa-dpdk/ns3"
 	"github.com/homa-dpdk/homa-dpdk/perf"
 	"github.com/spf13/pflag"
 )
@@ -63,6 +65,13 @@ func command(fs *pflag.FlagSet) func(perf.Invocation) error {
 	fs.BoolVar(&cfg.MessagePriorityResends, "message-priority-resends", false, "RESENDs name the message's own priority, not kernel Homa's 7 (engine MessagePriorityResends)")
 	fs.BoolVar(&cfg.ECMP, "ecmp", false, "one core per pair of hosts (hash) instead of per-packet spraying")
 	fs.IntVar(&cfg.BufferBytes, "buffer", cfg.BufferBytes, "bytes per switch egress port, drop-tail (-1: unlimited)")
+	fs.IntVar(&cfg.AI.Group, "ai-group", cfg.AI.Group, "AI mix: hosts per all-reduce ring and all-to-all group")
+	fs.IntVar(&cfg.AI.Chunk, "ai-chunk", cfg.AI.Chunk, "AI mix: bytes each host sends per ring step")
+	fs.IntVar(&cfg.AI.A2AMin, "ai-a2a-min", cfg.AI.A2AMin, "AI mix: least bytes per pair of an all-to-all round")
+	fs.IntVar(&cfg.AI.A2AMax, "ai-a2a-max", cfg.AI.A2AMax, "AI mix: most bytes per pair of an all-to-all round")
+	var ns3Path string
+	fs.StringVar(&ns3Path, "ns3", "", "the ns-3 program that runs dctcp and tcp (default: "+ns3.Program+" beside this homa-dpdk, or $HOMA_NS3)")
+	fs.StringArrayVar(&cfg.NS3Args, "ns3-arg", nil, "a flag for the ns-3 program, e.g. --ns3-arg=--buffer-packets=200 (repeatable; its --help lists them)")
 	return func(inv perf.Invocation) error {
 		if err := perf.SmokeOver(f, &cfg, SmokeConfig); err != nil {
 			return err
@@ -74,7 +83,7 @@ func command(fs *pflag.FlagSet) func(perf.Invocation) error {
 			}
 			cfg.Racks = hosts / cfg.HostsPerRack
 		}
-		vs := Variants
+		vs := append(slices.Clone(Variants), DCTCP, TCP)
 		if !slices.Equal(variants, []string{"all"}) {
 			vs = nil
 			for _, v := range variants {
@@ -100,6 +109,17 @@ func command(fs *pflag.FlagSet) func(perf.Invocation) error {
 		dir, err := f.Dir()
 		if err != nil {
 			return err
+		}
+		if slices.Contains(vs, DCTCP) || slices.Contains(vs, TCP) {
+			if cfg.NS3 = ns3Path; cfg.NS3 == "" {
+				self, _ := os.Executable()
+				if cfg.NS3, err = ns3.Find(self); err != nil {
+					return err
+				}
+			}
+			for i := range runs {
+				runs[i].NS3, runs[i].NS3Args, runs[i].NS3Dir = cfg.NS3, cfg.NS3Args, dir
+			}
 		}
 		o := inv.Out
 		var results Results

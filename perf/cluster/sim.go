@@ -379,6 +379,9 @@ func Run(cfg Config, progress Progress) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if onNS3(cfg.Variant) {
+		return runNS3(cfg)
+	}
 	arr, err := arrivals(cfg)
 	if err != nil {
 		return nil, err
