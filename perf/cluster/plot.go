@@ -18,6 +18,8 @@ var variantColors = map[Variant]color.Color{
 	HomaOnePrio:  plots.Palette[4],
 	Basic:        plots.Palette[1],
 	HomaNoIncast: plots.Palette[2],
+	DCTCP:        plots.Palette[3],
+	TCP:          plots.Palette[5],
 }
 
 // plotsOf are the runs' plots: for each workload and load, the papers'
@@ -52,11 +54,11 @@ func plotsOf(results []*Result) []perf.Plot {
 		for _, r := range groups[k] {
 			size := func(b Bucket) float64 { return float64(b.MaxSize) } // an empty bucket has no P50 or P99
 			sd.Lines = append(sd.Lines,
-				plots.Line{Name: fmt.Sprintf("%s P99", r.Variant), Color: variantColors[r.Variant], XY: plots.XYs(r.Buckets, size, func(b Bucket) float64 { return b.P99 })},
-				plots.Line{Name: fmt.Sprintf("%s P50", r.Variant), Color: variantColors[r.Variant], Dashes: plots.Dashed,
+				plots.Line{Name: variantName(r) + " P99", Color: variantColors[r.Variant], XY: plots.XYs(r.Buckets, size, func(b Bucket) float64 { return b.P99 })},
+				plots.Line{Name: variantName(r) + " P50", Color: variantColors[r.Variant], Dashes: plots.Dashed,
 					XY: plots.XYs(r.Buckets, size, func(b Bucket) float64 { return b.P50 })})
 			if len(r.Backlog) >= 2 {
-				bl.Lines = append(bl.Lines, plots.Line{Name: fmt.Sprintf("%s (growth %+.3f)", r.Variant, r.BacklogGrowth), Color: variantColors[r.Variant],
+				bl.Lines = append(bl.Lines, plots.Line{Name: fmt.Sprintf("%s (growth %+.3f)", variantName(r), r.BacklogGrowth), Color: variantColors[r.Variant],
 					XY: plots.XYs(r.Backlog, func(b BacklogPoint) float64 { return b.Ms }, func(b BacklogPoint) float64 { return float64(b.Bytes) / 1e6 })})
 			}
 		}
@@ -66,7 +68,7 @@ func plotsOf(results []*Result) []perf.Plot {
 	for _, w := range wls {
 		c := plots.Lines{Title: fmt.Sprintf("%s: carried against offered, message Gb/s per host", w), X: "offered (Gb/s per host)",
 			Y: "carried in the period's second half (Gb/s per host)", W: 8 * vg.Inch}
-		for _, v := range Variants {
+		for _, v := range append(slices.Clone(Variants), DCTCP, TCP) {
 			var xys plotter.XYs
 			for _, r := range loads[w] {
 				if r.Variant == v {

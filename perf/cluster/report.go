@@ -74,7 +74,7 @@ func Collectives(results []*Result) perf.Table {
 			continue
 		}
 		row := []string{r.Workload, fmt.Sprintf("%.0f%%", 100*r.Load), variantName(r)}
-		row = append(row, cells(r.AllReduce, 2*(r.AIGroup-1))...)
+		row = append(row, cells(r.AllReduce, max(2*(r.AIGroup-1), 1))...)
 		t.Rows = append(t.Rows, append(row, cells(r.AllToAll, 1)...))
 	}
 	return t

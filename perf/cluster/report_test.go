@@ -76,3 +76,42 @@ func TestResults_report(t *testing.T) {
 		}
 	}
 }
+
+// The rows beside DCTCP and of the AI mix: the ratio of DCTCP's short P99
+// to homa's against 4 on the AI mix and W4, homa's all-reduce steps
+// against 1.1 of ideal, the AI mix at 90% kept up with its P99 within 2.5.
+func TestGoals_besideDCTCPAndTheAIMix(t *testing.T) {
+	rs := []*Result{
+		{Workload: "AI", Load: 0.8, Variant: Homa, Short: &Bucket{P99: 2.0}, AllReduce: &Collective{Ops: 3, Done: 3, Mean: 1.05}},
+		{Workload: "AI", Load: 0.8, Variant: DCTCP, Simulator: "ns-3", Short: &Bucket{P99: 9.0}},
+		{Workload: "W4", Load: 0.8, Variant: Homa, Short: &Bucket{P99: 1.5}},
+		{Workload: "W4", Load: 0.8, Variant: DCTCP, Simulator: "ns-3", Short: &Bucket{P99: 4.5}},
+		{Workload: "AI", Load: 0.9, Variant: Homa, Short: &Bucket{P99: 2.6}, KeepsUp: true},
+	}
+	want := map[string]struct {
+		got string
+		met bool
+	}{
+		"AI at 80%: DCTCP's (ns-3) P99 slowdown of messages <= 1 KB over homa's": {"4.50 (9.00 / 2.00)", true},
+		"W4 at 80%: DCTCP's (ns-3) P99 slowdown of messages <= 1 KB over homa's": {"3.00 (4.50 / 1.50)", false},
+		"AI at 80%: homa's all-reduce step time over its ideal (mean over the all-reduces)": {"1.05 (3 all-reduces)", true},
+		"AI at 90%: homa keeps up, its P99 slowdown of messages <= 1 KB within 2.5":          {"yes (backlog growth +0.000), 2.60", false},
+	}
+	found := 0
+	for _, g := range Goals(rs) {
+		w, ok := want[g.What]
+		if !ok {
+			continue
+		}
+		found++
+		if g.Got != w.got || g.Met != w.met {
+			t.Errorf("%s: got %q met %v, want %q met %v", g.What, g.Got, g.Met, w.got, w.met)
+		}
+	}
+	if found != len(want) {
+		t.Errorf("%d of the %d rows found in %+v", found, len(want), Goals(rs))
+	}
+	if c := Collectives(rs); len(c.Rows) != 1 || c.Rows[0][2] != "homa" || c.Rows[0][3] != "3 of 3" {
+		t.Errorf("collectives table %+v: want homa's AI row", c.Rows)
+	}
+}
