@@ -92,10 +92,10 @@ func TestGoals_besideDCTCPAndTheAIMix(t *testing.T) {
 		got string
 		met bool
 	}{
-		"AI at 80%: DCTCP's (ns-3) P99 slowdown of messages <= 1 KB over homa's": {"4.50 (9.00 / 2.00)", true},
-		"W4 at 80%: DCTCP's (ns-3) P99 slowdown of messages <= 1 KB over homa's": {"3.00 (4.50 / 1.50)", false},
+		"AI at 80%: DCTCP's (ns-3) P99 slowdown of messages <= 1 KB over homa's":            {"4.50 (9.00 / 2.00)", true},
+		"W4 at 80%: DCTCP's (ns-3) P99 slowdown of messages <= 1 KB over homa's":            {"3.00 (4.50 / 1.50)", false},
 		"AI at 80%: homa's all-reduce step time over its ideal (mean over the all-reduces)": {"1.05 (3 all-reduces)", true},
-		"AI at 90%: homa keeps up, its P99 slowdown of messages <= 1 KB within 2.5":          {"yes (backlog growth +0.000), 2.60", false},
+		"AI at 90%: homa keeps up, its P99 slowdown of messages <= 1 KB within 2.5":         {"yes (backlog growth +0.000), 2.60", false},
 	}
 	found := 0
 	for _, g := range Goals(rs) {

@@ -18,7 +18,7 @@ func init() {
 		Name:  "cluster",
 		Order: 110,
 		Use:   "[flags]",
-		Short: "a 144-host datacenter in simulation, every host running the real engine: W1-W5 slowdowns per variant",
+		Short: "a 144-host datacenter in simulation, every host running the real engine: W1-W5 and the AI mix, beside DCTCP and TCP on ns-3",
 		Long: `cluster simulates the Homa paper's cluster in simulated time: 9 racks of 16 hosts behind
 top-of-rack switches, 4 core switches, 10 Gb/s host links and 40 Gb/s ToR-core links
 (full bisection), 0.25 µs per switch, packet spraying over the cores, 0.5 µs of
@@ -29,8 +29,15 @@ and variant it reports the P50/P99 slowdown by message size (completion time ove
 time on an idle network, from link math), the peak switch queues and offered against
 delivered bandwidth, and writes cluster.json. No DPDK: it runs anywhere.
 
+The AI mix (--workload AI) is a training cluster's traffic: groups of 8 hosts across
+racks running ring all-reduces (512 KiB chunks) and all-to-all rounds (64 KiB to 4 MiB per
+pair), W4 in the background and W1's small RPCs; it reports the all-reduce steps and the
+all-to-all rounds over their ideal too.
+
 Variants: homa, homa-1prio (one network priority), basic (grants in arrival order, no
-SRPT, one priority), homa-no-incast (homa-dpdk's incast allowance off).`,
+SRPT, one priority), homa-no-incast (homa-dpdk's incast allowance off) on the engine;
+dctcp and tcp (Cubic) on ns-3, the same messages on the same fabric (ns3/, built by the
+set-up; --ns3-arg passes its flags).`,
 		Command: command,
 	})
 }
