@@ -4,7 +4,8 @@
 # use (tshark reads captures back, iproute2 and ping make test hosts in
 # network namespaces) when missing, the compilers and headers the native
 # parts build with (make, g++, python3-dev; libtorch-dev and pybind11-dev
-# for the C++ torch backend), then reserves
+# for the C++ torch backend; libns3-dev and libgsl-dev for ns3/'s program,
+# perf cluster's DCTCP and TCP side), then reserves
 # 2 MB hugepages and mounts hugetlbfs when the kernel allows. Where it
 # cannot, homa-dpdk falls back to --no-huge by itself; this script says so.
 # Safe to run again: it only does what is missing.
@@ -21,7 +22,8 @@ root=yes
 missing=()
 pkgs=(libdpdk-dev dpdk-dev pkg-config gcc make tshark iproute2 iputils-ping
 	python3 python3-dev python3-numpy python3-venv python3-pip python3-setuptools
-	prometheus systemd groff-base python3-torch g++ libtorch-dev pybind11-dev)
+	prometheus systemd groff-base python3-torch g++ libtorch-dev pybind11-dev
+	libns3-dev libgsl-dev)
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
