@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's second command: set up the machine and run every test.
 # DPDK tests need root; they skip with the reason otherwise, and fail
-# instead when HOMA_REQUIRE_DPDK=1 (CI sets it).
+# instead when HOMA_REQUIRE_DPDK=1 (CI sets it); so do the tests of the
+# ns-3 program's runs with HOMA_REQUIRE_NS3=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -56,6 +57,9 @@ make -C nccl test asan
 echo "== the one-GPU check's parts that run without a GPU"
 bash scripts/gpu-nccl-check.sh --prepare
 bash scripts/gpu-nccl-check.sh --cpu
+
+echo "== ns3/: the ns-3 program (DCTCP and TCP for perf cluster), built and checked"
+make -s -C ns3 test
 
 # The Go tests run the Python package from the source tree (PYTHONPATH) with
 # Debian's python3: its libraries (libhoma, the binding, the C++ torch
