@@ -39,7 +39,10 @@
 #include "ns3/string.h"
 #include "ns3/tcp-header.h"
 #include "ns3/tcp-socket-base.h"
+#include "ns3/tcp-dctcp.h"
 #include "ns3/tcp-socket-factory.h"
+#include "ns3/tcp-tx-buffer.h"
+#include "ns3/tcp-rx-buffer.h"
 #include "ns3/traffic-control-helper.h"
 #include "ns3/uinteger.h"
 
@@ -914,6 +917,8 @@ struct Conn
     bool open = false;             // the handshake completed at the sender
     bool sentData = false;         // highSent is set
     SequenceNumber32 highSent;     // one past the highest data byte sent so far
+    Time lastSent;                 // when tx last sent a data segment
+    int state = -1;                // tx's TCP state (TcpSocket::TcpStates_t)
 };
 
 class Replay
@@ -1013,6 +1018,49 @@ class Replay
     }
 
     size_t Connections() const { return m_conns.size(); }
+
+    // ReportStuck says on o how many connections still hold undelivered
+    // messages, and the state of the first few, for whoever asks why.
+    void ReportStuck(std::ostream& o) const
+    {
+        size_t stuck = 0;
+        for (const Conn& c : m_conns)
+        {
+            if (c.inFlight.empty())
+            {
+                continue;
+            }
+            if (++stuck > 5)
+            {
+                continue;
+            }
+            const Msg& m = m_t.msgs[c.inFlight.front()];
+            Ptr<TcpSocketBase> tx = DynamicCast<TcpSocketBase>(c.tx);
+            Ptr<TcpTxBuffer> tb = tx->GetTxBuffer();
+            o << "homa-ns3-tcp: connection " << c.src << "->" << c.dst << ": " << c.inFlight.size()
+              << " messages undelivered, the first " << c.inFlight.front() << " (" << m.size
+              << " B, started " << m.startNs << " ns, " << c.rxGot << " B of it received); "
+              << c.pending << " B not yet written; sender state "
+              << (c.state >= 0 ? TcpSocket::TcpStateName[c.state] : "?") << ", buffer "
+              << tb->HeadSequence() << ".." << tb->TailSequence() << " in flight "
+              << tb->BytesInFlight() << " lost " << tb->GetLost() << " sacked " << tb->GetSacked()
+              << ", last data sent at " << (c.lastSent - m_warmup).GetNanoSeconds() << " ns";
+            if (Ptr<TcpSocketBase> rx = DynamicCast<TcpSocketBase>(c.rx))
+            {
+                o << "; receiver expects " << rx->GetRxBuffer()->NextRxSequence() << ", holds "
+                  << rx->GetRxBuffer()->Size() << " B out of order";
+            }
+            else
+            {
+                o << "; never accepted";
+            }
+            o << "\n";
+        }
+        if (stuck > 0)
+        {
+            o << "homa-ns3-tcp: " << stuck << " connections hold undelivered messages\n";
+        }
+    }
     size_t OpenAtStart() const { return m_openAtStart; }
     int64_t Delivered() const { return m_delivered; }
     uint64_t Retransmits() const { return m_retransmits; }
@@ -1035,6 +1083,12 @@ class Replay
                                   MakeBoundCallback(&Replay::ConnectFailed, c));
         c->tx->SetSendCallback(MakeBoundCallback(&Replay::SendSpace, c));
         c->tx->TraceConnectWithoutContext("Tx", MakeBoundCallback(&Replay::Sent, c));
+        c->tx->TraceConnectWithoutContext("State", MakeBoundCallback(&Replay::StateChanged, c));
+    }
+
+    static void StateChanged(Conn* c, TcpSocket::TcpStates_t, TcpSocket::TcpStates_t now)
+    {
+        c->state = int(now);
     }
 
     static uint64_t endpointKey(Ipv4Address a, uint16_t port)
@@ -1115,6 +1169,7 @@ class Replay
             return;
         }
         const SequenceNumber32 seq = h.GetSequenceNumber();
+        c->lastSent = Simulator::Now();
         if (c->sentData && seq < c->highSent)
         {
             c->run->m_retransmits++;
@@ -1204,6 +1259,45 @@ class Replay
 };
 
 // ---------------------------------------------------------------------------
+// DCTCP as Linux runs it.
+
+// LinuxDctcp is ns-3's TcpDctcp with Linux's floor and loss response
+// (net/ipv4/tcp_dctcp.c): ns-3's takes ssthresh = (1 - alpha/2) x cwnd
+// with no floor, so a connection whose window is a segment or two and whose
+// packets are marked falls below one segment, and with nothing in flight it
+// never sends again (ns-3 sends no segment larger than the window). Linux
+// keeps at least 2 segments, and halves the window on a loss (fast
+// retransmit) rather than cutting it by alpha/2.
+class LinuxDctcp : public TcpDctcp
+{
+  public:
+    static TypeId GetTypeId()
+    {
+        static TypeId tid = TypeId("homa::LinuxDctcp")
+                                .SetParent<TcpDctcp>()
+                                .SetGroupName("homa")
+                                .AddConstructor<LinuxDctcp>();
+        return tid;
+    }
+
+    std::string GetName() const override { return "LinuxDctcp"; }
+
+    // GetSsThresh is called on entering CWR (an ECN echo) and, with the
+    // state already CA_RECOVERY, on a fast retransmit.
+    uint32_t GetSsThresh(Ptr<const TcpSocketState> tcb, uint32_t bytesInFlight) override
+    {
+        const uint32_t floor = 2 * tcb->m_segmentSize;
+        if (tcb->m_congState == TcpSocketState::CA_RECOVERY)
+        {
+            return std::max(tcb->m_cWnd.Get() / 2, floor);
+        }
+        return std::max(TcpDctcp::GetSsThresh(tcb, bytesInFlight), floor);
+    }
+
+    Ptr<TcpCongestionOps> Fork() override { return CopyObject<LinuxDctcp>(this); }
+};
+
+// ---------------------------------------------------------------------------
 // Set-up of TCP and the output.
 
 void
@@ -1211,7 +1305,7 @@ configureTcp(const Settings& s)
 {
     const bool dctcp = s.transport == "dctcp";
     Config::SetDefault("ns3::TcpL4Protocol::SocketType",
-                       StringValue(dctcp ? "ns3::TcpDctcp" : "ns3::TcpCubic"));
+                       TypeIdValue(dctcp ? LinuxDctcp::GetTypeId() : TypeId::LookupByName("ns3::TcpCubic")));
     Config::SetDefault("ns3::TcpSocketBase::UseEcn", StringValue(dctcp ? "On" : "Off"));
     Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(uint32_t(s.segmentBytes)));
     Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(uint32_t(s.initCwnd)));
@@ -1364,6 +1458,7 @@ run(int argc, char** argv)
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wallStart).count();
     writeResults(*out, s, t, r, c, events, endNs, wall);
+    r.ReportStuck(std::cerr);
     out->flush();
     if (!*out)
     {

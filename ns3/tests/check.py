@@ -2,7 +2,7 @@
 """The tests of homa-ns3-tcp (make -C perf/cluster/ns3 test): each writes a
 trace, runs the program and checks what it wrote, printing expected against
 got. The program's binary is the first argument; the names of tests to run
-(idle chain badinput incast paper) may follow, all by default. Exits 1 when a
+(idle chain badinput incast paper load) may follow, all by default. Exits 1 when a
 check fails.
 """
 import os
@@ -224,8 +224,31 @@ def test_paper(binary, tmp):
           f"(got {got['tcp'][2]:.2f})")
 
 
+def test_load(binary, tmp):
+    """Poisson traffic at 90% load on 24 hosts (3 racks of 8, 2 cores), 4000
+    messages of W3 and W4 sizes: every message delivered. ns-3's own DCTCP
+    let a window fall below one segment here and the connection never sent
+    again (LinuxDctcp in src/tcpcluster.cc)."""
+    trace, out = os.path.join(tmp, "load.csv"), os.path.join(tmp, "load.out")
+    with open(trace, "w") as f:
+        subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "gentrace.py"),
+                        "--racks", "3", "--hosts-per-rack", "8", "--cores", "2", "--messages", "4000",
+                        "--load", "0.9", "--sizes", "w3:3,w4:1", "--seed", "1"],
+                       stdout=f, stderr=subprocess.DEVNULL, check=True)
+    rc, err = run(binary, trace, out, "--transport", "dctcp")
+    check(rc == 0, f"load dctcp: exit 0 (got {rc})")
+    if rc != 0:
+        return
+    head, rows = read_out(out)
+    delivered = sum(1 for _, d in rows if d >= 0)
+    check(delivered == 4000 and head["host_drops"] == "0",
+          f"load dctcp: 4000 of 4000 delivered (got {delivered}; drops {head['drops']}, "
+          f"marks {head['marks']}, retransmits {head['retransmits']}, host_drops {head['host_drops']}) "
+          f"{err.strip()}")
+
+
 TESTS = {"idle": test_idle, "chain": test_chain, "badinput": test_badinput,
-         "incast": test_incast, "paper": test_paper}
+         "incast": test_incast, "paper": test_paper, "load": test_load}
 
 
 def main():
