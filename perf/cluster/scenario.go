@@ -44,7 +44,7 @@ set-up; --ns3-arg passes its flags).`,
 
 func command(fs *pflag.FlagSet) func(perf.Invocation) error {
 	cfg := DefaultConfig()
-	wls, lds, variants := []string{"W1", "W2", "W3", "W4", "W5"}, []float64{0.5, 0.8, 0.9}, []string{"all"}
+	wls, lds, variants := []string{"W1", "W2", "W3", "W4", "W5", workload.AI}, []float64{0.5, 0.8, 0.9}, []string{"all"}
 	var hosts int
 	var simMs int64
 	f := perf.BindFlags(fs, "16 hosts in 4 racks, 3000 messages per run", false)
