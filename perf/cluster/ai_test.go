@@ -46,17 +46,7 @@ func TestAIMix_offersItsParts(t *testing.T) {
 			t.Fatalf("a %v message waits", m.Kind)
 		}
 	}
-	ops := map[int32]int{}
-	for _, m := range msgs {
-		if m.Op >= 0 {
-			ops[m.Op]++
-		}
-	}
-	for op, n := range ops {
-		if n != 2*(g-1)*g && n != g*(g-1) {
-			t.Fatalf("operation %d has %d messages: want a ring's %d or a round's %d", op, n, 2*(g-1)*g, g*(g-1))
-		}
-	}
+	checkWholeOps(t, msgs, g)
 	total := wire[0] + wire[1] + wire[2] + wire[3]
 	want := cfg.Load * cfg.LinkBps / 8 * float64(cfg.Hosts()) * float64(cfg.Duration) / 1e9
 	if math.Abs(total/want-1) > 0.15 {
@@ -80,7 +70,13 @@ func TestAIMix_cutKeepsOperationsWhole(t *testing.T) {
 	if len(msgs) > 3000 || len(msgs) == 0 {
 		t.Fatalf("%d messages, want 1..3000", len(msgs))
 	}
-	g := cfg.AI.Group
+	checkWholeOps(t, msgs, cfg.AI.Group)
+}
+
+// checkWholeOps fails unless every operation of msgs has all its
+// messages: a ring's 2(g−1)·g chunks or a round's g(g−1) messages.
+func checkWholeOps(t *testing.T, msgs []workload.Msg, g int) {
+	t.Helper()
 	ops := map[int32]int{}
 	for _, m := range msgs {
 		if m.Op >= 0 {
@@ -89,7 +85,7 @@ func TestAIMix_cutKeepsOperationsWhole(t *testing.T) {
 	}
 	for op, n := range ops {
 		if n != 2*(g-1)*g && n != g*(g-1) {
-			t.Fatalf("operation %d cut to %d messages", op, n)
+			t.Fatalf("operation %d has %d messages: want a ring's %d or a round's %d", op, n, 2*(g-1)*g, g*(g-1))
 		}
 	}
 }
