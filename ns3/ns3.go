@@ -1,6 +1,6 @@
 // Package ns3 runs the simulated cluster's DCTCP and TCP side on ns-3: it
 // writes a run's messages as a trace, runs this folder's program on it
-// (tcpcluster.cc, built as build/homa-ns3-tcp by `make -C ns3`, which the
+// (src/tcpcluster.cc, built as build/homa-ns3-tcp by `make -C ns3`, which the
 // set-up runs), and reads back when each message was handed to its
 // connection and when its receiver had all of it. perf cluster measures
 // those times as it measures the engine's (perf/cluster/analysis.go).
