@@ -19,6 +19,11 @@ func Summary(r *Result, w io.Writer) {
 	if r.Largest != nil {
 		large = fmt.Sprintf("%.2f (%d-%d B, n=%d)", r.Largest.P99, r.Largest.MinSize, r.Largest.MaxSize, r.Largest.Count)
 	}
+	if r.Simulator != "" {
+		fmt.Fprintf(w, "  P99 slowdown <=1 KB %s, largest bucket %s; %d drops, %d ECN marks, %d retransmissions; offered %.2f Gb/s per host; %.1f ms simulated in %.1f s (%s)\n",
+			short, large, r.Drops, r.Marks, r.Retransmits, r.OfferedGbps, float64(r.SimNs)/1e6, r.WallSeconds, r.Simulator)
+		return
+	}
 	fmt.Fprintf(w, "  P99 slowdown <=1 KB %s, largest bucket %s; peak switch queue %d B; offered %.2f Gb/s per host, %.1f%% carried in the period; %.1f ms simulated in %.1f s (%.0f frames/s)\n",
 		short, large, r.Queues.Max(), r.OfferedGbps, 100*r.Carried, float64(r.SimNs)/1e6, r.WallSeconds, r.FramesPerSec)
 }
