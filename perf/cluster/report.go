@@ -139,10 +139,17 @@ func Goals(results []*Result) []Goal {
 			continue
 		}
 		var fell []string
+		ran := 0
 		for _, v := range []Variant{HomaOnePrio, Basic} {
-			if b := find(w, 0.9, v); b != nil && !b.KeepsUp {
-				fell = append(fell, string(v))
+			if b := find(w, 0.9, v); b != nil {
+				ran++
+				if !b.KeepsUp {
+					fell = append(fell, string(v))
+				}
 			}
+		}
+		if ran == 0 { // nothing to keep up beside
+			continue
 		}
 		got := fmt.Sprintf("homa keeps up: %s (backlog growth %+.3f)", yesNo(h.KeepsUp), h.BacklogGrowth)
 		if len(fell) > 0 {

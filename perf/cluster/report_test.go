@@ -115,3 +115,18 @@ func TestGoals_besideDCTCPAndTheAIMix(t *testing.T) {
 		t.Errorf("collectives table %+v: want homa's AI row", c.Rows)
 	}
 }
+
+// Without a baseline run at 90% there is no "where the baselines do not"
+// row (it said "the baselines keep up too" of runs that were not made).
+func TestGoals_noBaselineRowWithoutBaselines(t *testing.T) {
+	rs := []*Result{{Workload: "W1", Load: 0.9, Variant: Homa, KeepsUp: true}}
+	for _, g := range Goals(rs) {
+		if strings.Contains(g.What, "baselines") {
+			t.Errorf("row %+v without a baseline run", g)
+		}
+	}
+	rs = append(rs, &Result{Workload: "W1", Load: 0.9, Variant: Basic})
+	if g := Goals(rs); len(g) != 1 || !g[0].Met || !strings.Contains(g[0].Got, "behind: basic") {
+		t.Errorf("with basic behind: %+v", g)
+	}
+}
