@@ -102,6 +102,9 @@ func ns3Table(results []*Result) perf.Table {
 		}
 		t.Rows = append(t.Rows, []string{kv[0], kv[1], runs})
 	}
+	if len(t.Rows) == 0 {
+		return perf.Table{} // no ns-3 run: no table
+	}
 	return t
 }
 

@@ -82,6 +82,9 @@ func Collectives(results []*Result) perf.Table {
 		row = append(row, cells(r.AllReduce, max(2*(r.AIGroup-1), 1))...)
 		t.Rows = append(t.Rows, append(row, cells(r.AllToAll, 1)...))
 	}
+	if len(t.Rows) == 0 {
+		return perf.Table{} // no AI mix run: no table
+	}
 	return t
 }
 
@@ -239,13 +242,18 @@ func (rs Results) Report() perf.Report {
 	runs.Title, goals.Title = "Runs", "Goals"
 	pt, notes := paper(rs)
 	rep := perf.Report{Name: "cluster", Title: "perf cluster: the simulated cluster, every host running engine.Endpoint",
-		Tables: []perf.Table{runs, goals, Collectives(rs), ns3Table(rs), pt}, Method: strings.Join(notes, " "), JSON: "cluster.json", Result: rs, Page: "cluster.md", Plots: plotsOf(rs),
+		Tables: []perf.Table{runs, goals}, Method: strings.Join(notes, " "), JSON: "cluster.json", Result: rs, Page: "cluster.md", Plots: plotsOf(rs),
 		Terse: func(t perf.Table) perf.Table {
 			if t.Title != "Runs" && t.Title != "Goals" && !strings.HasPrefix(t.Title, "Collectives") {
 				return perf.Table{}
 			}
 			return t
 		}}
+	for _, t := range []perf.Table{Collectives(rs), ns3Table(rs), pt} {
+		if len(t.Header) > 0 { // the first two only where the runs had the AI mix, ns-3
+			rep.Tables = append(rep.Tables, t)
+		}
+	}
 	for _, r := range rs {
 		t := perf.Table{Title: fmt.Sprintf("Slowdown by size (P50 / P99): %s at %.0f%%, %s (%d messages measured of %d)", r.Workload, 100*r.Load, variantName(r), r.Measured, r.Offered),
 			Header: []string{"sizes", "count", "idle µs", "P50", "P99"}}
