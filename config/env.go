@@ -121,6 +121,8 @@ var otherEnv = map[string]string{
 	"HOMA_PCI_ENV":        "deploy/k8s/start.sh's device plugin variable",
 	// The tests.
 	"HOMA_REQUIRE_DPDK":            "the tests fail, not skip, without DPDK",
+	"HOMA_REQUIRE_NS3":             "the tests of perf cluster's ns-3 runs fail rather than skip without the program (CI)",
+	"HOMA_NS3":                     "the ns-3 program perf cluster runs for dctcp and tcp",
 	"HOMA_REQUIRE_PYTHON":          "the tests fail, not skip, without Python",
 	"HOMA_TEST_INSTALLED":          "the Python install tests",
 	"HOMA_TEST_VERBOSE":            "the Python tests' output",
