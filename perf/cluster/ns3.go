@@ -3,7 +3,6 @@ package cluster
 import (
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/ns3"
@@ -77,43 +76,39 @@ func runNS3(cfg Config) (*Result, error) {
 	return r, nil
 }
 
-// ns3Table is the settings the ns-3 runs used, as the program printed
-// them (the first run's, and where another run's differ, that run's).
+// ns3Table is what the ns-3 runs printed of their settings and counters,
+// a column per run (the trace's path and the program's version left out).
 func ns3Table(results []*Result) perf.Table {
-	t := perf.Table{Title: "ns-3's settings (DCTCP and TCP)", Header: []string{"setting", "value", "runs"}}
-	seen := map[[2]string][]string{}
-	var order [][2]string
+	t := perf.Table{Title: "ns-3's settings and counters, per run", Header: []string{"setting"}}
+	var keys []string
+	value := map[string][]string{}
 	for _, r := range results {
+		if r.Simulator == "" {
+			continue
+		}
+		t.Header = append(t.Header, fmt.Sprintf("%s %.0f%% %s", r.Workload, 100*r.Load, r.Variant))
 		for _, kv := range r.NS3 {
-			switch kv[0] {
-			case "drops", "marks", "retransmits", "wall_s", "homa-ns3-tcp":
+			if kv[0] == "trace" || kv[0] == "homa-ns3-tcp" {
 				continue
 			}
-			if _, ok := seen[kv]; !ok {
-				order = append(order, kv)
+			if _, ok := value[kv[0]]; !ok {
+				keys = append(keys, kv[0])
 			}
-			seen[kv] = append(seen[kv], fmt.Sprintf("%s %.0f%% %s", r.Workload, 100*r.Load, r.Variant))
+			for len(value[kv[0]]) < len(t.Header)-2 {
+				value[kv[0]] = append(value[kv[0]], "-")
+			}
+			value[kv[0]] = append(value[kv[0]], kv[1])
 		}
 	}
-	for _, kv := range order {
-		runs := "all"
-		if n := len(seen[kv]); n < countNS3(results) {
-			runs = strings.Join(seen[kv], ", ")
-		}
-		t.Rows = append(t.Rows, []string{kv[0], kv[1], runs})
-	}
-	if len(t.Rows) == 0 {
+	if len(t.Header) == 1 {
 		return perf.Table{} // no ns-3 run: no table
 	}
-	return t
-}
-
-func countNS3(results []*Result) int {
-	n := 0
-	for _, r := range results {
-		if r.Simulator != "" {
-			n++
+	for _, k := range keys {
+		row := append([]string{k}, value[k]...)
+		for len(row) < len(t.Header) {
+			row = append(row, "-")
 		}
+		t.Rows = append(t.Rows, row)
 	}
-	return n
+	return t
 }

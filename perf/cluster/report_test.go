@@ -130,3 +130,26 @@ func TestGoals_noBaselineRowWithoutBaselines(t *testing.T) {
 		t.Errorf("with basic behind: %+v", g)
 	}
 }
+
+// ns-3's table: a column per ns-3 run, a row per setting, "-" where a
+// run printed none; the trace's path left out.
+func TestNS3Table_columnPerRun(t *testing.T) {
+	rs := []*Result{
+		{Workload: "W4", Load: 0.8, Variant: Homa},
+		{Workload: "W4", Load: 0.8, Variant: DCTCP, Simulator: "ns-3", NS3: [][2]string{{"trace", "/tmp/x"}, {"transport", "dctcp"}, {"mark_packets", "65"}}},
+		{Workload: "W4", Load: 0.8, Variant: TCP, Simulator: "ns-3", NS3: [][2]string{{"transport", "tcp"}, {"drops", "3"}}},
+	}
+	tb := ns3Table(rs)
+	want := [][]string{{"transport", "dctcp", "tcp"}, {"mark_packets", "65", "-"}, {"drops", "-", "3"}}
+	if strings.Join(tb.Header, ",") != "setting,W4 80% dctcp,W4 80% tcp" || len(tb.Rows) != len(want) {
+		t.Fatalf("table %v %v", tb.Header, tb.Rows)
+	}
+	for i, w := range want {
+		if strings.Join(tb.Rows[i], ",") != strings.Join(w, ",") {
+			t.Errorf("row %d %v, want %v", i, tb.Rows[i], w)
+		}
+	}
+	if len(ns3Table(rs[:1]).Header) != 0 {
+		t.Error("a table without ns-3 runs")
+	}
+}
