@@ -17,8 +17,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/homa-dpdk/homa-dpdk/engine/workload"
+	"github.com/homa-dpdk/homa-dpdk/internal/child"
 )
 
 // Program is the built program's path below the repository's root.
@@ -182,7 +184,7 @@ func Run(bin, dir, name string, f Fabric, msgs []workload.Msg, transport string,
 	cmd := exec.Command(bin, append([]string{"--trace", trace, "--out", out, "--transport", transport}, args...)...)
 	cmd.Stderr = &stderr
 	cmd.Stdout = &stderr
-	err = cmd.Run()
+	err = child.Run(cmd, syscall.SIGTERM) // a run of minutes ends with the harness
 	os.WriteFile(logPath, stderr.Bytes(), 0o644)
 	if err != nil {
 		tail := stderr.String()

@@ -147,9 +147,8 @@ func analyze(r *Result, cfg Config, msgs []workload.Msg, start, done []int64, en
 func backlogOf(msgs []workload.Msg, start, done []int64, end int64) []BacklogPoint {
 	every := max(end/200, 10_000)
 	var pts []BacklogPoint
-	var diff []int64 // bytes in, then out, by sample
 	n := int(end/every) + 1
-	diff = make([]int64, n+1)
+	diff := make([]int64, n+1)                                                 // bytes in, then out, by sample
 	slot := func(t int64) int { return int(min((t+every-1)/every, int64(n))) } // the first sample at or after t
 	for i, m := range msgs {
 		if start[i] < 0 {

@@ -176,8 +176,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("cutoff rule %q: want one of %s", c.Cutoffs, strings.Join(CutoffRules, ", "))
 	case c.UnschedLevels < 0 || c.UnschedLevels > 7:
 		return fmt.Errorf("%d unscheduled levels: want 0 (from the workload) or 1..7", c.UnschedLevels)
-	case !slices.Contains(Variants, c.Variant) && !onNS3(c.Variant):
-		return fmt.Errorf("variant %q: want one of %s, %s, %s", c.Variant, variantNames(), DCTCP, TCP)
+	case !slices.Contains(AllVariants(), c.Variant):
+		return fmt.Errorf("variant %q: want one of %s", c.Variant, variantNames())
 	}
 	if c.Workload == workload.AI {
 		return c.AI.Validate(c.Hosts())
@@ -190,7 +190,7 @@ func (c Config) Validate() error {
 
 func variantNames() string {
 	var s []string
-	for _, v := range Variants {
+	for _, v := range AllVariants() {
 		s = append(s, string(v))
 	}
 	return strings.Join(s, ", ")

@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/homa-dpdk/homa-dpdk/ns3"
@@ -16,6 +17,9 @@ const (
 	DCTCP Variant = "dctcp"
 	TCP   Variant = "tcp"
 )
+
+// AllVariants are the engine's variants, then ns-3's.
+func AllVariants() []Variant { return append(slices.Clone(Variants), DCTCP, TCP) }
 
 // onNS3 says whether ns-3 runs v.
 func onNS3(v Variant) bool { return v == DCTCP || v == TCP }

@@ -68,7 +68,7 @@ func plotsOf(results []*Result) []perf.Plot {
 	for _, w := range wls {
 		c := plots.Lines{Title: fmt.Sprintf("%s: carried against offered, message Gb/s per host", w), X: "offered (Gb/s per host)",
 			Y: "carried in the period's second half (Gb/s per host)", W: 8 * vg.Inch}
-		for _, v := range append(slices.Clone(Variants), DCTCP, TCP) {
+		for _, v := range AllVariants() {
 			var xys plotter.XYs
 			for _, r := range loads[w] {
 				if r.Variant == v {

@@ -212,7 +212,7 @@ func (s *sim) result(cfg Config, wl *workload.Workload, end int64, wall time.Dur
 	}
 	r.Cutoffs = s.cutoffs
 	var activeNs, activeBytes int64
-	lo, hi := end/20, end-end/20
+	lo, hi := window(end)
 	for _, h := range s.hosts {
 		activeNs += h.activeNs
 		activeBytes += h.activeBytes

@@ -53,7 +53,7 @@ func command(fs *pflag.FlagSet) func(perf.Invocation) error {
 	fs.IntVar(&cfg.Cores, "cores", cfg.Cores, "core switches")
 	f.Names(&wls, "workload", "workloads, comma-separated", strings.ToUpper)
 	f.Loads(&lds, "load", "offered loads of the host links, comma-separated (0.8 or 80)")
-	f.Names(&variants, "variant", "variants, comma-separated, or all: "+strings.Join(variantStrings(), ", "), nil)
+	f.Names(&variants, "variant", "variants, comma-separated, or all: "+variantNames(), nil)
 	fs.IntVar(&cfg.Messages, "messages", 0, "messages offered per run (0: those of --sim-ms of arrivals, at most --max-messages)")
 	fs.Int64Var(&simMs, "sim-ms", cfg.Duration/1e6, "ms of arrivals per run, when --messages is 0")
 	fs.IntVar(&cfg.MaxMessages, "max-messages", cfg.MaxMessages, "the most messages --sim-ms may offer")
@@ -90,7 +90,7 @@ func command(fs *pflag.FlagSet) func(perf.Invocation) error {
 			}
 			cfg.Racks = hosts / cfg.HostsPerRack
 		}
-		vs := append(slices.Clone(Variants), DCTCP, TCP)
+		vs := AllVariants()
 		if !slices.Equal(variants, []string{"all"}) {
 			vs = nil
 			for _, v := range variants {
@@ -158,12 +158,4 @@ func command(fs *pflag.FlagSet) func(perf.Invocation) error {
 		}
 		return nil
 	}
-}
-
-func variantStrings() []string {
-	var s []string
-	for _, v := range Variants {
-		s = append(s, string(v))
-	}
-	return s
 }

@@ -64,7 +64,6 @@ type sim struct {
 	byIP    map[[4]byte]int
 	payload []byte // what every request carries (engines only read it)
 	scratch []byte // every received message's buffer: its bytes are not looked at
-	idle    *idle
 	neigh   engine.StaticNeighbours
 
 	cutoffs    [8]uint32 // the hosts' (for the result)
@@ -83,11 +82,7 @@ type sim struct {
 	// period, and those offered in it (requests and their responses)
 	dataCarried, offeredFrames int64
 	end                        int64 // the last arrival, ns
-	// backlogBytes is the bytes of the requests sent and not yet
-	// delivered; backlog samples it over the arrivals.
-	backlogBytes          int64
-	backlog               []BacklogPoint
-	responses, failedRPCs int
+	responses, failedRPCs      int
 }
 
 // Sample is one delivered message of the measured window.
@@ -203,7 +198,7 @@ func newSim(cfg Config, wl *workload.Workload, msgs []workload.Msg) (*sim, error
 		return nil, err
 	}
 	s := &sim{cfg: cfg, net: memnet.New(mc), byIP: make(map[[4]byte]int), payload: make([]byte, wl.Max()),
-		scratch: make([]byte, wl.Max()), idle: newIdle(cfg), inflight: make(map[msgKey]started),
+		scratch: make([]byte, wl.Max()), inflight: make(map[msgKey]started),
 		msgs: msgs, deps: make(map[int32][]int32), startAt: make([]int64, len(msgs)), doneAt: make([]int64, len(msgs))}
 	for i, m := range msgs {
 		s.startAt[i], s.doneAt[i] = -1, -1
@@ -289,7 +284,6 @@ func (h *host) serve() {
 			s.fail("host %d: request %v of %d bytes for host %d; sent %d bytes to host %d", h.idx, k, len(m.Data), h.idx, st.size, st.dst)
 		default:
 			delete(s.inflight, k)
-			s.backlogBytes -= int64(st.size)
 			s.delivered++
 			s.doneAt[st.tid] = now
 			for _, d := range s.deps[st.tid] {
@@ -364,7 +358,6 @@ func (s *sim) send(i int32) {
 	s.startAt[i] = s.net.Now()
 	s.offered++
 	s.offeredBytes += int64(a.Size)
-	s.backlogBytes += int64(a.Size)
 	if now := s.net.Now(); now > s.end/2 {
 		s.offeredFrames += frameBytes(a.Size) + frameBytes(1)
 	}
@@ -386,9 +379,11 @@ func Run(cfg Config, progress Progress) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	wl := workload.SizesOf(cfg.Workload, arr)
-	if cfg.Workload != workload.AI {
-		wl, _ = workload.LoadWorkload(cfg.Workload)
+	var wl *workload.Workload // the sizes the hosts' priority cutoffs come from
+	if cfg.Workload == workload.AI {
+		wl = workload.SizesOf(cfg.Workload, arr)
+	} else if wl, err = workload.LoadWorkload(cfg.Workload); err != nil {
+		return nil, err
 	}
 	s, err := newSim(cfg, wl, arr)
 	if err != nil {
@@ -457,7 +452,7 @@ func (h *host) noteData(f, hm []byte, now int64) {
 	if d.Retransmit() == 0 { // a retransmission's bytes came before, or come still (the network loses none by default)
 		left -= len(hm) - wire.DataHeaderLen
 	}
-	lo, hi := h.s.end/20, h.s.end-h.s.end/20
+	lo, hi := window(h.s.end)
 	if now > lo && now <= hi {
 		h.activeBytes += int64(len(f) + sched.WireOverhead)
 	}
