@@ -131,6 +131,9 @@ func TestAnalyze_collectives(t *testing.T) {
 	if r.AllReduce == nil || r.AllReduce.Done != 1 || math.Abs(r.AllReduce.Mean-1) > 1e-9 {
 		t.Errorf("all-reduce %+v, want 1 done at ratio 1", r.AllReduce)
 	}
+	if r.AllReduce != nil && (r.AllReduce.Steps != 2 || math.Abs(r.AllReduce.IdealUs-float64(2*step)/1e3) > 1e-9) {
+		t.Errorf("all-reduce %+v: want 2 steps of %d ns in its ideal", r.AllReduce, step)
+	}
 	if r.AllToAll == nil || r.AllToAll.Done != 1 || math.Abs(r.AllToAll.P99-2) > 1e-9 {
 		t.Errorf("all-to-all %+v, want 1 done at ratio 2", r.AllToAll)
 	}

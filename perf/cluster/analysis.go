@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"math"
 	"slices"
 
 	"github.com/homa-dpdk/homa-dpdk/engine/workload"
@@ -27,6 +26,7 @@ type Collective struct {
 	P99     float64 `json:"p99"`      // ...
 	Mean    float64 `json:"mean"`     // ...
 	IdealUs float64 `json:"ideal_us"` // the median operation's ideal
+	Steps   int     `json:"steps"`    // in an operation's ideal: a ring's steps, a round's 1
 }
 
 // window is the measured part of a run whose arrivals span end ns:
@@ -115,20 +115,18 @@ func analyze(r *Result, cfg Config, msgs []workload.Msg, start, done []int64, en
 		if count[k] == 0 {
 			continue
 		}
-		c := &Collective{Ops: count[k], Done: finished[k]}
+		c := &Collective{Ops: count[k], Done: finished[k], Steps: max(int(steps)*(1-k), 1)}
 		slices.Sort(ideals[k])
 		c.IdealUs = ideals[k][(len(ideals[k])-1)/2] / 1e3
 		if xs := ratios[k]; len(xs) > 0 {
 			slices.Sort(xs)
-			q := func(p float64) float64 { return xs[max(int(math.Ceil(p*float64(len(xs))))-1, 0)] }
 			sum := 0.0
 			for _, x := range xs {
 				sum += x
 			}
-			c.P50, c.P99, c.Mean = q(0.5), q(0.99), sum/float64(len(xs))
+			c.P50, c.P99, c.Mean = quantile(xs, 0.5), quantile(xs, 0.99), sum/float64(len(xs))
 		}
 		*dst = c
-		r.AIGroup = cfg.AI.Group
 	}
 	r.Backlog = backlogOf(msgs, start, done, end)
 	var offered int64

@@ -68,19 +68,19 @@ func variantName(r *Result) string {
 func Collectives(results []*Result) perf.Table {
 	t := perf.Table{Title: "Collectives of the AI mix: completion over the ideal",
 		Header: []string{"workload", "load", "variant", "all-reduces done", "step P50", "step mean", "step P99", "ideal step µs", "all-to-all rounds done", "round P50", "round mean", "round P99", "ideal round µs"}}
-	cells := func(c *Collective, steps int) []string {
+	cells := func(c *Collective) []string {
 		if c == nil {
 			return []string{"-", "-", "-", "-", "-"}
 		}
-		return []string{fmt.Sprintf("%d of %d", c.Done, c.Ops), fmt.Sprintf("%.2f", c.P50), fmt.Sprintf("%.2f", c.Mean), fmt.Sprintf("%.2f", c.P99), fmt.Sprintf("%.0f", c.IdealUs/float64(steps))}
+		return []string{fmt.Sprintf("%d of %d", c.Done, c.Ops), fmt.Sprintf("%.2f", c.P50), fmt.Sprintf("%.2f", c.Mean), fmt.Sprintf("%.2f", c.P99), fmt.Sprintf("%.0f", c.IdealUs/float64(max(c.Steps, 1)))}
 	}
 	for _, r := range results {
 		if r.AllReduce == nil && r.AllToAll == nil {
 			continue
 		}
 		row := []string{r.Workload, fmt.Sprintf("%.0f%%", 100*r.Load), variantName(r)}
-		row = append(row, cells(r.AllReduce, max(2*(r.AIGroup-1), 1))...)
-		t.Rows = append(t.Rows, append(row, cells(r.AllToAll, 1)...))
+		row = append(row, cells(r.AllReduce)...)
+		t.Rows = append(t.Rows, append(row, cells(r.AllToAll)...))
 	}
 	if len(t.Rows) == 0 {
 		return perf.Table{} // no AI mix run: no table

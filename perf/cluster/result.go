@@ -72,10 +72,9 @@ type Result struct {
 	// AllReduce and AllToAll are the AI mix's collectives (analyze).
 	AllReduce *Collective `json:"allreduce,omitempty"`
 	AllToAll  *Collective `json:"alltoall,omitempty"`
-	AIGroup   int         `json:"ai_group,omitempty"` // the AI mix's group size
-	Largest   *Bucket     `json:"largest"`            // the largest size bucket
-	Queues    Queues      `json:"queues"`             // peak queues
-	Drops     uint64      `json:"drops"`              // frames the network dropped (BufferBytes; ns-3: its switches' queues)
+	Largest   *Bucket     `json:"largest"` // the largest size bucket
+	Queues    Queues      `json:"queues"`  // peak queues
+	Drops     uint64      `json:"drops"`   // frames the network dropped (BufferBytes; ns-3: its switches' queues)
 	// Marks and Retransmits are ns-3's: packets its switches marked with
 	// ECN (DCTCP), segments its TCP retransmitted; NS3 its settings as
 	// it printed them.
@@ -148,6 +147,11 @@ type Queues struct {
 // Max is the largest switch queue.
 func (q Queues) Max() int { return max(q.HostEgress, q.Uplink, q.Downlink) }
 
+// quantile is the p-quantile of sorted xs (nearest rank).
+func quantile(xs []float64, p float64) float64 {
+	return xs[max(int(math.Ceil(p*float64(len(xs))))-1, 0)]
+}
+
 func summarize(g []Sample) Bucket {
 	sd := make([]float64, len(g))
 	sizes := make([]int, len(g))
@@ -158,8 +162,7 @@ func summarize(g []Sample) Bucket {
 	slices.Sort(sd)
 	slices.Sort(sizes)
 	slices.Sort(idle)
-	q := func(p float64) float64 { return sd[max(int(math.Ceil(p*float64(len(sd))))-1, 0)] }
-	return Bucket{MinSize: sizes[0], MaxSize: sizes[len(sizes)-1], Count: len(g), P50: q(0.5), P99: q(0.99),
+	return Bucket{MinSize: sizes[0], MaxSize: sizes[len(sizes)-1], Count: len(g), P50: quantile(sd, 0.5), P99: quantile(sd, 0.99),
 		IdleUs: float64(idle[(len(idle)-1)/2]) / 1e3}
 }
 
