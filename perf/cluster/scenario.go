@@ -1,11 +1,14 @@
 package cluster
 
 import (
+	"cmp"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/homa-dpdk/homa-dpdk/engine/workload"
 	"github.com/homa-dpdk/homa-dpdk/ns3"
@@ -76,6 +79,8 @@ func command(fs *pflag.FlagSet) func(perf.Invocation) error {
 	fs.IntVar(&cfg.AI.Chunk, "ai-chunk", cfg.AI.Chunk, "AI mix: bytes each host sends per ring step")
 	fs.IntVar(&cfg.AI.A2AMin, "ai-a2a-min", cfg.AI.A2AMin, "AI mix: least bytes per pair of an all-to-all round")
 	fs.IntVar(&cfg.AI.A2AMax, "ai-a2a-max", cfg.AI.A2AMax, "AI mix: most bytes per pair of an all-to-all round")
+	jobs := 1
+	fs.IntVar(&jobs, "jobs", jobs, "runs at once (each ns-3 run is one process on one CPU; the engine's runs use one CPU each too)")
 	var ns3Path string
 	fs.StringVar(&ns3Path, "ns3", "", "the ns-3 program that runs dctcp and tcp (default: "+ns3.Program+" beside this homa-dpdk, or $HOMA_NS3)")
 	fs.StringArrayVar(&cfg.NS3Args, "ns3-arg", nil, "a flag for the ns-3 program, e.g. --ns3-arg=--buffer-packets=200 (repeatable; its --help lists them)")
@@ -84,6 +89,9 @@ func command(fs *pflag.FlagSet) func(perf.Invocation) error {
 			return err
 		}
 		cfg.Duration = simMs * 1e6
+		if jobs < 1 {
+			return fmt.Errorf("--jobs %d: want 1 or more", jobs)
+		}
 		if inv.Changed("hosts") {
 			if hosts%cfg.HostsPerRack != 0 {
 				return fmt.Errorf("--hosts %d: want a multiple of --hosts-per-rack (%d)", hosts, cfg.HostsPerRack)
@@ -129,24 +137,9 @@ func command(fs *pflag.FlagSet) func(perf.Invocation) error {
 			}
 		}
 		o := inv.Out
-		var results Results
-		for _, c := range runs {
-			what := fmt.Sprintf("%d messages", c.Messages)
-			if c.Messages == 0 {
-				what = fmt.Sprintf("%d ms of arrivals (at most %d messages)", c.Duration/1e6, c.MaxMessages)
-			}
-			fmt.Fprintf(o, "cluster: %d hosts, %s at %.0f%%, %s, %s ...\n", c.Hosts(), c.Workload, 100*c.Load, c.Variant, what)
-			r, err := Run(c, func(ns int64, done, all int) {
-				fmt.Fprintf(o, "  %.1f ms simulated, %d of %d messages delivered\n", float64(ns)/1e6, done, all)
-			})
-			if err != nil {
-				return err
-			}
-			Summary(r, o)
-			results = append(results, r)
-			if err := perf.WriteJSON(filepath.Join(dir, "cluster.json"), results); err != nil {
-				return err
-			}
+		results, err := runAll(runs, jobs, o, dir)
+		if err != nil {
+			return err
 		}
 		if err := results.Report().Write(o, dir); err != nil {
 			return err
@@ -158,4 +151,63 @@ func command(fs *pflag.FlagSet) func(perf.Invocation) error {
 		}
 		return nil
 	}
+}
+
+// runAll runs every configuration, jobs at a time, and returns their
+// results in runs' order; cluster.json in dir holds the finished ones in
+// that order after each run ends, so that a stopped matrix keeps them.
+func runAll(runs []Config, jobs int, o io.Writer, dir string) (Results, error) {
+	var mu sync.Mutex // o, done, firstErr
+	done := make(Results, len(runs))
+	var firstErr error
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(jobs, len(runs)) {
+		wg.Go(func() {
+			for i := range next {
+				c := runs[i]
+				name := fmt.Sprintf("%s %.0f%% %s", c.Workload, 100*c.Load, c.Variant)
+				what := fmt.Sprintf("%d messages", c.Messages)
+				if c.Messages == 0 {
+					what = fmt.Sprintf("%d ms of arrivals (at most %d messages)", c.Duration/1e6, c.MaxMessages)
+				}
+				mu.Lock()
+				fmt.Fprintf(o, "cluster: %d hosts, %s at %.0f%%, %s, %s ...\n", c.Hosts(), c.Workload, 100*c.Load, c.Variant, what)
+				mu.Unlock()
+				r, err := Run(c, func(ns int64, n, all int) {
+					mu.Lock()
+					defer mu.Unlock()
+					fmt.Fprintf(o, "  [%s] %.1f ms simulated, %d of %d messages delivered\n", name, float64(ns)/1e6, n, all)
+				})
+				mu.Lock()
+				if err != nil {
+					firstErr = cmp.Or(firstErr, fmt.Errorf("%s: %w", name, err))
+				} else {
+					done[i] = r
+					fmt.Fprintf(o, "cluster: %s done\n", name)
+					Summary(r, o)
+					finished := slices.DeleteFunc(slices.Clone(done), func(d *Result) bool { return d == nil })
+					if err := perf.WriteJSON(filepath.Join(dir, "cluster.json"), finished); err != nil {
+						firstErr = cmp.Or(firstErr, err)
+					}
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range runs {
+		mu.Lock()
+		stop := firstErr != nil
+		mu.Unlock()
+		if stop {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return done, nil
 }

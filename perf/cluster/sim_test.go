@@ -2,6 +2,10 @@ package cluster
 
 import (
 	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -72,5 +76,48 @@ func TestRun_smokeW5RetransmitsNothing(t *testing.T) {
 	}
 	if r.Resent != 0 {
 		t.Errorf("lossless W5 run retransmitted %d DATA packets (%d B); %d RESENDs answered BUSY", r.Resent, r.ResentBytes, r.ResendsBusy)
+	}
+}
+
+// runAll with two jobs returns what one job does, in the order asked,
+// and cluster.json holds them in that order; a run that fails is named
+// and fails the matrix.
+func TestRunAll_jobsKeepOrderAndResults(t *testing.T) {
+	var runs []Config
+	for _, w := range []string{"W1", "W3", "W2"} {
+		c := SmokeConfig()
+		c.Workload, c.Messages = w, 300
+		runs = append(runs, c)
+	}
+	one, err := runAll(runs, 1, io.Discard, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	two, err := runAll(runs, 2, io.Discard, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved Results
+	b, err := os.ReadFile(filepath.Join(dir, "cluster.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &saved)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(one) != len(runs) || len(two) != len(runs) || len(saved) != len(runs) {
+		t.Fatalf("%d, %d and %d results (cluster.json) of %d runs", len(one), len(two), len(saved), len(runs))
+	}
+	for i, c := range runs {
+		if two[i].Workload != c.Workload || saved[i].Workload != c.Workload || one[i].Short.P99 != two[i].Short.P99 || one[i].Delivered != two[i].Delivered {
+			t.Errorf("run %d (%s): one job %s P99 %.3f (%d delivered), two jobs %s P99 %.3f (%d), cluster.json %s", i, c.Workload,
+				one[i].Workload, one[i].Short.P99, one[i].Delivered, two[i].Workload, two[i].Short.P99, two[i].Delivered, saved[i].Workload)
+		}
+	}
+	bad := runs[0]
+	bad.Variant = DCTCP // no ns-3 program given
+	if _, err := runAll([]Config{runs[1], bad, runs[2]}, 2, io.Discard, t.TempDir()); err == nil || !strings.Contains(err.Error(), "W1 80% dctcp") {
+		t.Fatalf("a failed run: err %v, want one naming W1 80%% dctcp", err)
 	}
 }
