@@ -54,6 +54,7 @@
 #include <deque>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -85,6 +86,7 @@ struct Settings
     int64_t sndbufBytes = 4 << 20;   // socket send buffer; messages are written as it drains
     int64_t rcvbufBytes = 4 << 20;   // socket receive buffer (the advertised window's ceiling)
     int64_t hostQueuePackets = 1000000; // host NIC queue disc limit: large enough never to drop
+    std::string hostQdisc = "fq-codel"; // host NIC queue disc: fq-codel (Linux's default) or fifo
     int64_t warmupNs = 1000000;      // connections open during this much time before trace time 0
     int64_t stopNs = -1;             // trace time at which the run stops; -1: 10 x last at_ns + 1 s
     int64_t queueHost = -1;          // sample the ToR's egress queue toward this host; -1: none
@@ -130,6 +132,10 @@ flags(Settings& s)
          "socket receive buffer, bytes (default 4194304)"},
         {"host-queue-packets", nullptr, &s.hostQueuePackets, 1,
          "host NIC queue limit, packets (default 1000000: never drops)"},
+        {"host-qdisc", &s.hostQdisc, nullptr, 0,
+         "host NIC queue disc: fq-codel (a queue per connection, sparse ones such as ACKs and "
+         "short messages first, CoDel at 5 ms/100 ms with ECN: Linux's default qdisc) or fifo "
+         "(one FIFO, as pfifo_fast) (default fq-codel)"},
         {"warmup-ns", nullptr, &s.warmupNs, 1,
          "time before trace time 0 in which the connections open, ns (default 1000000)",
          INT64_MAX / 4},
@@ -227,6 +233,10 @@ parseFlags(int argc, char** argv, Settings& s)
     if (s.trace.empty())
     {
         throw BadInput("--trace FILE is required (see --help)");
+    }
+    if (s.hostQdisc != "fq-codel" && s.hostQdisc != "fifo")
+    {
+        throw BadInput("--host-qdisc must be fq-codel or fifo, not " + s.hostQdisc);
     }
     if (s.transport != "tcp" && s.transport != "dctcp")
     {
@@ -724,6 +734,28 @@ class FabricRoutingHelper : public Ipv4RoutingHelper
     }
 };
 
+// HostQueues is what the hosts' NIC queue discs held: a host's ACKs and
+// short messages wait there behind the bulk data of its own connections
+// (one FIFO, as pfifo_fast), which the switches' marking does not see.
+struct HostQueues
+{
+    uint32_t maxPackets = 0;  // the most packets one host's queue held
+    int64_t maxWaitNs = 0;    // the longest a packet waited in one
+    uint64_t packets = 0;     // packets that left them
+    uint64_t waitedRto = 0;   // of those, how many waited the minimum RTO or longer
+    int64_t rtoNs = 0;
+
+    static void Depth(HostQueues* h, uint32_t, uint32_t now) { h->maxPackets = std::max(h->maxPackets, now); }
+
+    static void Waited(HostQueues* h, Time t)
+    {
+        const int64_t ns = t.GetNanoSeconds();
+        h->maxWaitNs = std::max(h->maxWaitNs, ns);
+        h->packets++;
+        h->waitedRto += ns >= h->rtoNs;
+    }
+};
+
 // Fabric is the built network: the nodes and the queue discs whose counters
 // the output reports.
 struct Fabric
@@ -733,6 +765,7 @@ struct Fabric
     std::vector<Ptr<QueueDisc>> hostQdiscs;   // every host NIC
     std::vector<Ptr<PointToPointNetDevice>> switchDevs, hostDevs;
     std::vector<Ptr<QueueDisc>> torDown;      // ToR r's port to host i, indexed by host i
+    std::shared_ptr<HostQueues> hostQueues = std::make_shared<HostQueues>(); // what waited in the hosts' NIC queues
 };
 
 // link joins a and b with a point-to-point link of rate bps; what a sends is
@@ -856,9 +889,21 @@ buildFabric(const Settings& s, const Net& n)
     const Time hop = NanoSeconds(n.propNs + n.switchNs);
     const Time down = NanoSeconds(n.propNs + n.switchNs + n.recvNs);
 
+    f.hostQueues->rtoNs = s.minRtoUs * 1000;
     TrafficControlHelper hostTc;
-    hostTc.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize",
-                            QueueSizeValue(QueueSize(std::to_string(s.hostQueuePackets) + "p")));
+    const QueueSizeValue hostLimit(QueueSize(std::to_string(s.hostQueuePackets) + "p"));
+    if (s.hostQdisc == "fifo")
+    {
+        hostTc.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize", hostLimit);
+    }
+    else
+    {
+        // Linux's fq_codel defaults: 1024 flows, a quantum of one MTU, CoDel's
+        // 5 ms target over 100 ms, ECN on.
+        hostTc.SetRootQueueDisc("ns3::FqCoDelQueueDisc", "MaxSize", hostLimit, "Flows", UintegerValue(1024),
+                                "Target", StringValue("5ms"), "Interval", StringValue("100ms"),
+                                "UseEcn", BooleanValue(true));
+    }
     TrafficControlHelper downTc = switchQueue(s, n.linkBps, markOnLink(s, n));
     TrafficControlHelper upTc = switchQueue(s, n.uplinkBps, s.markPacketsUplink);
 
@@ -875,6 +920,10 @@ buildFabric(const Settings& s, const Net& n)
         routingOf(f.hosts[h])->SetPort(false, 0, hd, ha);
         routingOf(f.tors[r])->SetPort(true, uint32_t(i), td, ta);
         f.hostQdiscs.push_back(installQdisc(hostTc, hd));
+        f.hostQdiscs.back()->TraceConnectWithoutContext("PacketsInQueue",
+                                                        MakeBoundCallback(&HostQueues::Depth, f.hostQueues.get()));
+        f.hostQdiscs.back()->TraceConnectWithoutContext("SojournTime",
+                                                        MakeBoundCallback(&HostQueues::Waited, f.hostQueues.get()));
         f.torDown[h] = installQdisc(downTc, td);
         f.switchQdiscs.push_back(f.torDown[h]);
         f.hostDevs.push_back(hd);
@@ -1064,6 +1113,8 @@ class Replay
     size_t OpenAtStart() const { return m_openAtStart; }
     int64_t Delivered() const { return m_delivered; }
     uint64_t Retransmits() const { return m_retransmits; }
+    uint64_t Timeouts() const { return m_timeouts; }
+    uint64_t FastRecoveries() const { return m_fastRecoveries; }
     uint64_t QueueSamples() const { return m_qSamples; }
     double QueueMean() const { return m_qSamples ? double(m_qSum) / m_qSamples : 0; }
     uint64_t QueueMax() const { return m_qMax; }
@@ -1084,6 +1135,22 @@ class Replay
         c->tx->SetSendCallback(MakeBoundCallback(&Replay::SendSpace, c));
         c->tx->TraceConnectWithoutContext("Tx", MakeBoundCallback(&Replay::Sent, c));
         c->tx->TraceConnectWithoutContext("State", MakeBoundCallback(&Replay::StateChanged, c));
+        c->tx->TraceConnectWithoutContext("CongState", MakeBoundCallback(&Replay::CongChanged, c));
+    }
+
+    // CongChanged counts how the sender's losses were found: a retransmission
+    // timeout (into CA_LOSS) or three duplicate ACKs or SACKs (into
+    // CA_RECOVERY, fast retransmit).
+    static void CongChanged(Conn* c, TcpSocketState::TcpCongState_t, TcpSocketState::TcpCongState_t now)
+    {
+        if (now == TcpSocketState::CA_LOSS)
+        {
+            c->run->m_timeouts++;
+        }
+        else if (now == TcpSocketState::CA_RECOVERY)
+        {
+            c->run->m_fastRecoveries++;
+        }
     }
 
     static void StateChanged(Conn* c, TcpSocket::TcpStates_t, TcpSocket::TcpStates_t now)
@@ -1255,6 +1322,8 @@ class Replay
     size_t m_openAtStart = 0;                          // connections open by trace time 0
     int64_t m_delivered = 0;
     uint64_t m_retransmits = 0;
+    uint64_t m_timeouts = 0;
+    uint64_t m_fastRecoveries = 0;
     uint64_t m_qSum = 0, m_qMax = 0, m_qSamples = 0;   // the sampled queue, packets
 };
 
@@ -1326,12 +1395,14 @@ configureTcp(const Settings& s)
 struct Counters
 {
     uint64_t drops = 0, hostDrops = 0, marks = 0;
+    HostQueues hostQueues;
 };
 
 Counters
 count(const Fabric& f)
 {
     Counters c;
+    c.hostQueues = *f.hostQueues;
     for (const Ptr<QueueDisc>& q : f.switchQdiscs)
     {
         c.drops += q->GetStats().nTotalDroppedPackets;
@@ -1376,6 +1447,7 @@ writeResults(std::ostream& o,
       << "# mark_packets_link " << (dctcp ? std::to_string(markOnLink(s, t.net)) : "-") << "\n"
       << "# mark_packets_uplink " << (dctcp ? std::to_string(s.markPacketsUplink) : "-") << "\n"
       << "# host_queue_packets " << s.hostQueuePackets << "\n"
+      << "# host_qdisc " << s.hostQdisc << "\n"
       << "# device_queue_packets 1\n"
       << "# segment_bytes " << s.segmentBytes << "\n"
       << "# timestamps on\n"
@@ -1406,6 +1478,11 @@ writeResults(std::ostream& o,
       << "# host_drops " << c.hostDrops << "\n"
       << "# marks " << c.marks << "\n"
       << "# retransmits " << r.Retransmits() << "\n"
+      << "# timeouts " << r.Timeouts() << "\n"
+      << "# fast_recoveries " << r.FastRecoveries() << "\n"
+      << "# host_queue_max_packets " << c.hostQueues.maxPackets << "\n"
+      << "# host_queue_max_wait_us " << c.hostQueues.maxWaitNs / 1000 << "\n"
+      << "# host_queue_waits_over_min_rto " << c.hostQueues.waitedRto << " of " << c.hostQueues.packets << "\n"
       << "# end_ns " << endNs << "\n"
       << "# events " << events << "\n";
     char wallText[32];

@@ -2,7 +2,7 @@
 """The tests of homa-ns3-tcp (make -C perf/cluster/ns3 test): each writes a
 trace, runs the program and checks what it wrote, printing expected against
 got. The program's binary is the first argument; the names of tests to run
-(idle chain badinput incast paper load) may follow, all by default. Exits 1 when a
+(idle chain badinput incast paper load hostqueue) may follow, all by default. Exits 1 when a
 check fails.
 """
 import os
@@ -161,6 +161,7 @@ def test_badinput(binary, tmp):
         ("host out of range", good, [(0, 0, 144, 10, -1)], [], "line 13: host out of range"),
         ("bad flag value", good, [(0, 0, 1, 10, -1)], ["--buffer-packets", "x"], "--buffer-packets"),
         ("unknown flag", good, [(0, 0, 1, 10, -1)], ["--bogus", "1"], "unknown flag --bogus"),
+        ("bad host qdisc", good, [(0, 0, 1, 10, -1)], ["--host-qdisc", "red"], "--host-qdisc must be fq-codel or fifo"),
     ]
     for name, header, msgs, flags, want in cases:
         trace, out = os.path.join(tmp, "bad.csv"), os.path.join(tmp, "bad.out")
@@ -247,8 +248,34 @@ def test_load(binary, tmp):
           f"{err.strip()}")
 
 
+def test_hostqueue(binary, tmp):
+    """A host's short message to one peer while its bulk message to another
+    fills its own NIC queue (slow start outgrows the path at the first
+    10 Gb/s link, the host's): in one FIFO the short message waits behind
+    that queue; fq-codel, a queue per connection with sparse ones first,
+    sends it at once."""
+    msgs = [(0, 0, 1, 8_000_000, -1), (1_000_000, 0, 2, 100, -1)]
+    trace = os.path.join(tmp, "hostq.csv")
+    write_trace(trace, msgs)
+    took = {}
+    for qdisc in ("fifo", "fq-codel"):
+        out = os.path.join(tmp, f"hostq-{qdisc}.out")
+        rc, err = run(binary, trace, out, "--transport", "tcp", "--host-qdisc", qdisc)
+        check(rc == 0, f"host queue {qdisc}: exit 0 (got {rc}) {err.strip()}")
+        if rc != 0:
+            return
+        head, rows = read_out(out)
+        took[qdisc] = rows[1][1] - rows[1][0]
+        print(f"     host queue {qdisc}: the 100 B message took {took[qdisc]} ns; the host's queue "
+              f"held up to {head['host_queue_max_packets']} packets, one waited {head['host_queue_max_wait_us']} us")
+    check(took["fq-codel"] < 10_000 and took["fifo"] > 10 * took["fq-codel"],
+          f"host queue: the short message takes < 10 us with fq-codel (got {took['fq-codel']} ns) "
+          f"and over 10 times that behind the bulk in a FIFO (got {took['fifo']} ns)")
+
+
 TESTS = {"idle": test_idle, "chain": test_chain, "badinput": test_badinput,
-         "incast": test_incast, "paper": test_paper, "load": test_load}
+         "incast": test_incast, "paper": test_paper, "load": test_load,
+         "hostqueue": test_hostqueue}
 
 
 def main():
