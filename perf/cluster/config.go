@@ -152,6 +152,18 @@ func (c Config) SmokeAI() Config {
 	return c
 }
 
+// SmokeRun is c's size in the command's --smoke runs: its workload's
+// first SmokeConfig messages (3,000) but no more than 20 ms of arrivals,
+// since 3,000 of W4's or W5's messages are gigabytes, minutes a run on
+// ns-3; the AI mix has its own (SmokeAI).
+func (c Config) SmokeRun() Config {
+	if c.Workload == workload.AI {
+		return c.SmokeAI()
+	}
+	c.Messages, c.Duration, c.MaxMessages = 0, 20_000_000, SmokeConfig().Messages
+	return c
+}
+
 // Hosts is the number of hosts.
 func (c Config) Hosts() int { return c.Racks * c.HostsPerRack }
 

@@ -50,7 +50,7 @@ func command(fs *pflag.FlagSet) func(perf.Invocation) error {
 	wls, lds, variants := []string{"W1", "W2", "W3", "W4", "W5", workload.AI}, []float64{0.5, 0.8, 0.9}, []string{"all"}
 	var hosts int
 	var simMs int64
-	f := perf.BindFlags(fs, "16 hosts in 4 racks, 3000 messages per run", false)
+	f := perf.BindFlags(fs, "16 hosts in 4 racks, 3000 messages or 20 ms of arrivals per run, whichever is less (the AI mix: 5 ms)", false)
 	fs.IntVar(&hosts, "hosts", cfg.Hosts(), "hosts (a multiple of --hosts-per-rack; racks = hosts / hosts-per-rack)")
 	fs.IntVar(&cfg.HostsPerRack, "hosts-per-rack", cfg.HostsPerRack, "hosts behind each top-of-rack switch")
 	fs.IntVar(&cfg.Cores, "cores", cfg.Cores, "core switches")
@@ -111,8 +111,8 @@ func command(fs *pflag.FlagSet) func(perf.Invocation) error {
 				for _, v := range vs {
 					c := cfg
 					c.Workload, c.Load, c.Variant = w, l, v
-					if f.Smoke && w == workload.AI {
-						c = c.SmokeAI()
+					if f.Smoke && !inv.Changed("messages") && !inv.Changed("sim-ms") {
+						c = c.SmokeRun()
 					}
 					if err := c.Validate(); err != nil {
 						return err

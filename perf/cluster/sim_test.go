@@ -121,3 +121,28 @@ func TestRunAll_jobsKeepOrderAndResults(t *testing.T) {
 		t.Fatalf("a failed run: err %v, want one naming W1 80%% dctcp", err)
 	}
 }
+
+// A --smoke run offers the first 3,000 messages or 20 ms of arrivals,
+// whichever is less: all of W1's 3,000, a few hundred of W5's (3,000 of
+// them are gigabytes, most of an hour on ns-3); the AI mix its own size.
+func TestSmokeRun_capsBytesNotJustMessages(t *testing.T) {
+	for _, tc := range []struct {
+		w           string
+		least, most int
+	}{{"W1", 3000, 3000}, {"W5", 10, 1000}} {
+		c := SmokeConfig()
+		c.Workload = tc.w
+		msgs, err := arrivals(c.SmokeRun())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, end := len(msgs), msgs[len(msgs)-1].At; n < tc.least || n > tc.most || end > 20_000_000 {
+			t.Errorf("%s smoke: %d messages over %d ns, want %d..%d within 20 ms", tc.w, n, end, tc.least, tc.most)
+		}
+	}
+	ai := SmokeConfig()
+	ai.Workload = "AI"
+	if r := ai.SmokeRun(); r.Messages != 0 || r.Duration != 5_000_000 || r.AI.Chunk != 64<<10 {
+		t.Errorf("AI smoke: %d messages, %d ns, %d B chunks; want SmokeAI's 5 ms of 64 KiB chunks", r.Messages, r.Duration, r.AI.Chunk)
+	}
+}
