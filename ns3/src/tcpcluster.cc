@@ -1139,8 +1139,9 @@ class Replay
     }
 
     // CongChanged counts how the sender's losses were found: a retransmission
-    // timeout (into CA_LOSS) or three duplicate ACKs or SACKs (into
-    // CA_RECOVERY, fast retransmit).
+    // timeout (into CA_LOSS; a timeout that fires again, backed off, before
+    // the state leaves CA_LOSS is not counted again) or three duplicate ACKs
+    // or SACKs (into CA_RECOVERY, fast retransmit).
     static void CongChanged(Conn* c, TcpSocketState::TcpCongState_t, TcpSocketState::TcpCongState_t now)
     {
         if (now == TcpSocketState::CA_LOSS)
