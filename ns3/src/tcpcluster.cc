@@ -85,7 +85,7 @@ struct Settings
     int64_t delAckTimeoutUs = 40000; // delayed ACK timer when delAckCount > 1, microseconds
     int64_t sndbufBytes = 4 << 20;   // socket send buffer; messages are written as it drains
     int64_t rcvbufBytes = 4 << 20;   // socket receive buffer (the advertised window's ceiling)
-    int64_t hostQueuePackets = 1000000; // host NIC queue disc limit: large enough never to drop
+    int64_t hostQueuePackets = 1000000; // host NIC queue disc limit: more than a run fills
     std::string hostQdisc = "fq-codel"; // host NIC queue disc: fq-codel (Linux's default) or fifo
     int64_t warmupNs = 1000000;      // connections open during this much time before trace time 0
     int64_t stopNs = -1;             // trace time at which the run stops; -1: 10 x last at_ns + 1 s
@@ -131,7 +131,7 @@ flags(Settings& s)
         {"rcvbuf-bytes", nullptr, &s.rcvbufBytes, 1,
          "socket receive buffer, bytes (default 4194304)"},
         {"host-queue-packets", nullptr, &s.hostQueuePackets, 1,
-         "host NIC queue limit, packets (default 1000000: never drops)"},
+         "host NIC queue limit, packets (default 1000000: more than a run fills)"},
         {"host-qdisc", &s.hostQdisc, nullptr, 0,
          "host NIC queue disc: fq-codel (a queue per connection, sparse ones such as ACKs and "
          "short messages first, CoDel at 5 ms/100 ms with ECN: Linux's default qdisc) or fifo "
@@ -1395,7 +1395,7 @@ configureTcp(const Settings& s)
 
 struct Counters
 {
-    uint64_t drops = 0, hostDrops = 0, marks = 0;
+    uint64_t drops = 0, hostDrops = 0, marks = 0, hostMarks = 0;
     HostQueues hostQueues;
 };
 
@@ -1412,6 +1412,7 @@ count(const Fabric& f)
     for (const Ptr<QueueDisc>& q : f.hostQdiscs)
     {
         c.hostDrops += q->GetStats().nTotalDroppedPackets;
+        c.hostMarks += q->GetStats().nTotalMarkedPackets;
     }
     for (const Ptr<PointToPointNetDevice>& d : f.switchDevs)
     {
@@ -1477,6 +1478,7 @@ writeResults(std::ostream& o,
     o << "# delivered " << r.Delivered() << "\n"
       << "# drops " << c.drops << "\n"
       << "# host_drops " << c.hostDrops << "\n"
+      << "# host_marks " << c.hostMarks << "\n"
       << "# marks " << c.marks << "\n"
       << "# retransmits " << r.Retransmits() << "\n"
       << "# timeouts " << r.Timeouts() << "\n"

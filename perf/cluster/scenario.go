@@ -172,7 +172,7 @@ func runAll(runs []Config, jobs int, o io.Writer, dir string) (Results, error) {
 					what = fmt.Sprintf("%d ms of arrivals (at most %d messages)", c.Duration/1e6, c.MaxMessages)
 				}
 				mu.Lock()
-				fmt.Fprintf(o, "cluster: %d hosts, %s at %.0f%%, %s, %s ...\n", c.Hosts(), c.Workload, 100*c.Load, c.Variant, what)
+				fmt.Fprintf(o, "cluster: %d hosts, %s, %s ...\n", c.Hosts(), name, what)
 				mu.Unlock()
 				r, err := Run(c, func(ns int64, n, all int) {
 					mu.Lock()
